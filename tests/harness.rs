@@ -10,9 +10,28 @@ use fred::prelude::*;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-/// Whether process `pid` still exists (Linux: `/proc/PID`).
+/// Whether process `pid` still runs (Linux: `/proc/PID/stat` exists and is not a zombie,
+/// since an orphan's reaper may be slow or absent in a container).
 fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name: `PID (comm) S ...`.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
+        Err(_) => false,
+    }
+}
+
+/// Waits up to 5 s for `pid` to go away.
+fn gone_soon(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
 }
 
 fn accepts_connections(port: u16) -> bool {
@@ -37,13 +56,18 @@ async fn standalone_answers_fred_and_stops_on_drop() -> TestResult {
 
     let client = connect(&redis.url()).await?;
     let key = unique_name("harness");
-    client.set::<(), _, _>(&key, "v1", None, None, false).await?;
+    client
+        .set::<(), _, _>(&key, "v1", None, None, false)
+        .await?;
     let value: String = client.get(&key).await?;
     assert_eq!(value, "v1");
     // redis-cli sees the same server.
     assert_eq!(redis.cli(&["GET", &key]), "v1");
     assert_eq!(redis.cli(&["PING"]), "PONG");
-    assert_eq!(redis.cli(&["CONFIG", "GET", "appendonly"]), "appendonly\nno");
+    assert_eq!(
+        redis.cli(&["CONFIG", "GET", "appendonly"]),
+        "appendonly\nno"
+    );
     client.quit().await?;
 
     let port = redis.port;
@@ -57,7 +81,10 @@ async fn standalone_answers_fred_and_stops_on_drop() -> TestResult {
 fn start_uses_a_harness_server_unless_redis_url_is_set() {
     let redis = TestRedis::start();
     assert_eq!(redis.cli(&["PING"]), "PONG");
-    assert_eq!(redis.is_external(), std::env::var("REDIS_URL").is_ok_and(|u| !u.is_empty()));
+    assert_eq!(
+        redis.is_external(),
+        std::env::var("REDIS_URL").is_ok_and(|u| !u.is_empty())
+    );
 }
 
 #[test]
@@ -103,6 +130,50 @@ fn servers_die_when_a_test_panics() {
     assert!(!accepts_connections(port));
 }
 
+/// Runs in two roles. Normally it re-runs this test binary as a child with
+/// `HARNESS_HOLD_SERVER` set; the child starts a server, reports its pid and blocks. The
+/// parent SIGKILLs the child (no `Drop`, no unwinding) and checks the server dies with it.
+#[test]
+fn servers_die_when_the_test_binary_is_killed() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    if std::env::var_os("HARNESS_HOLD_SERVER").is_some() {
+        let redis = TestRedis::start_with(&[]);
+        println!("HOLDING {}", redis.pid().unwrap());
+        std::thread::sleep(Duration::from_secs(60));
+        panic!("the parent test should have killed this process");
+    }
+
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "servers_die_when_the_test_binary_is_killed",
+            "--nocapture",
+        ])
+        .env("HARNESS_HOLD_SERVER", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let pid: u32 = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| {
+            line.strip_prefix("HOLDING ")
+                .map(|p| p.trim().parse().unwrap())
+        })
+        .unwrap();
+    assert!(alive(pid));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        gone_soon(pid),
+        "redis-server {pid} outlived its killed test binary"
+    );
+}
+
 #[test]
 fn unique_names_differ() {
     let a = unique_name("q");
@@ -126,7 +197,9 @@ async fn cluster_of_three_answers_fred_across_slots_and_migrates() -> TestResult
         )
     );
     for node in 0..3 {
-        assert!(cluster.cli(node, &["CLUSTER", "INFO"]).contains("cluster_state:ok"));
+        assert!(cluster
+            .cli(node, &["CLUSTER", "INFO"])
+            .contains("cluster_state:ok"));
     }
     let pids = cluster.pids();
     assert_eq!(pids.len(), 3);
@@ -146,7 +219,9 @@ async fn cluster_of_three_answers_fred_across_slots_and_migrates() -> TestResult
 
     let client = connect(&cluster.url()).await?;
     for key in &keys {
-        client.set::<(), _, _>(key, key.as_str(), None, None, false).await?;
+        client
+            .set::<(), _, _>(key, key.as_str(), None, None, false)
+            .await?;
     }
     for (owner, key) in keys.iter().enumerate() {
         let value: String = client.get(key).await?;
@@ -164,7 +239,9 @@ async fn cluster_of_three_answers_fred_across_slots_and_migrates() -> TestResult
     assert!(cluster.cli(0, &["GET", &keys[0]]).starts_with("MOVED"));
     let value: String = client.get(&keys[0]).await?;
     assert_eq!(value, keys[0]);
-    client.set::<(), _, _>(&keys[0], "after", None, None, false).await?;
+    client
+        .set::<(), _, _>(&keys[0], "after", None, None, false)
+        .await?;
     assert_eq!(cluster.cli(1, &["GET", &keys[0]]), "after");
     client.quit().await?;
 
@@ -196,7 +273,9 @@ async fn sentinel_failover_moves_fred_to_the_new_master() -> TestResult {
 
     let client = connect(&sentinel.url()).await?;
     let before = unique_name("before");
-    client.set::<(), _, _>(&before, "1", None, None, false).await?;
+    client
+        .set::<(), _, _>(&before, "1", None, None, false)
+        .await?;
     assert_eq!(sentinel.cli(old_master, &["GET", &before]), "1");
     // Let the write reach the replica before it is promoted.
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -7,7 +7,7 @@ use tempfile::TempDir;
 
 use super::process::{redis_cli, wait_until, Node};
 use super::resp::{self, Reply};
-use super::server_args;
+use super::{server_args, temp_dir};
 
 const CLUSTER_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -30,10 +30,7 @@ impl TestCluster {
             masters >= 3,
             "TestCluster::start({masters}): redis-cli --cluster create needs at least 3 masters"
         );
-        let dir = tempfile::Builder::new()
-            .prefix("delayq-cluster-")
-            .tempdir()
-            .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
+        let dir = temp_dir("delayq-cluster-");
         let cluster_args = [
             "--cluster-enabled",
             "yes",
@@ -100,7 +97,11 @@ impl TestCluster {
                     || field("cluster_slots_assigned") != "16384"
                     || field("cluster_known_nodes") != n
                 {
-                    return Err(format!("node {}: {}", node.port(), info.replace("\r\n", " ")));
+                    return Err(format!(
+                        "node {}: {}",
+                        node.port(),
+                        info.replace("\r\n", " ")
+                    ));
                 }
             }
             Ok(())
@@ -191,8 +192,20 @@ impl TestCluster {
         let from = self.slot_owner(slot);
         assert_ne!(from, to, "node {to} already owns slot {slot}");
         let slot_s = slot.to_string();
-        self.admin(to, &["CLUSTER", "SETSLOT", &slot_s, "IMPORTING", self.node_id(from)]);
-        self.admin(from, &["CLUSTER", "SETSLOT", &slot_s, "MIGRATING", self.node_id(to)]);
+        self.admin(
+            to,
+            &[
+                "CLUSTER",
+                "SETSLOT",
+                &slot_s,
+                "IMPORTING",
+                self.node_id(from),
+            ],
+        );
+        self.admin(
+            from,
+            &["CLUSTER", "SETSLOT", &slot_s, "MIGRATING", self.node_id(to)],
+        );
         from
     }
 
@@ -219,10 +232,11 @@ impl TestCluster {
             if keys.is_empty() {
                 return;
             }
-            let mut args: Vec<Vec<u8>> = ["MIGRATE", "127.0.0.1", &to_port, "", "0", "5000", "KEYS"]
-                .iter()
-                .map(|s| s.as_bytes().to_vec())
-                .collect();
+            let mut args: Vec<Vec<u8>> =
+                ["MIGRATE", "127.0.0.1", &to_port, "", "0", "5000", "KEYS"]
+                    .iter()
+                    .map(|s| s.as_bytes().to_vec())
+                    .collect();
             args.extend(keys);
             resp::call_ok(self.port(from), &args).unwrap_or_else(|e| panic!("{e}"));
         }

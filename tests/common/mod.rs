@@ -24,6 +24,12 @@
 //! always spawns its own, because its arguments must apply. An external server is shared, so
 //! tests must use [`unique_name`] for every key and must not `FLUSHALL`; `restart()`, `kill()`
 //! and `dir()` panic on it. The cluster and sentinel harnesses always spawn their own servers.
+//!
+//! # Debugging
+//!
+//! Each process writes its output to `server.log` in its own directory; start-up and wait
+//! timeouts put the last lines into the panic message. Set `DELAYQ_KEEP_TEST_DIRS=1` to keep
+//! the temp dirs after the test.
 
 #![allow(dead_code, unused_imports)]
 
@@ -61,6 +67,21 @@ pub fn unique_name(prefix: &str) -> String {
     format!("t:{prefix}:{}:{nanos}:{n}", std::process::id())
 }
 
+/// A fresh temp dir for one harness; kept after the test (and its path printed) when the
+/// environment variable `DELAYQ_KEEP_TEST_DIRS` is set, to read the servers' `server.log`s.
+fn temp_dir(prefix: &str) -> TempDir {
+    let keep = std::env::var_os("DELAYQ_KEEP_TEST_DIRS").is_some();
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .disable_cleanup(keep)
+        .tempdir()
+        .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
+    if keep {
+        eprintln!("harness: keeping {}", dir.path().display());
+    }
+    dir
+}
+
 /// The arguments every harness-owned `redis-server` gets before the caller's extras.
 ///
 /// A (initially empty) config file comes first so that `CONFIG REWRITE`, which Sentinel sends
@@ -86,6 +107,9 @@ fn server_args(port: u16, dir: &Path, extra: &[&str]) -> Vec<OsString> {
         "no",
         "--enable-debug-command",
         "local",
+        // Redis 7 waits 5 s before a diskless full sync by default; replicas need not wait.
+        "--repl-diskless-sync-delay",
+        "0",
     ];
     args.extend(defaults.iter().map(OsString::from));
     args.push("--dir".into());
@@ -119,10 +143,7 @@ impl TestRedis {
     /// Starts a fresh server with `extra` arguments after the defaults, which they override,
     /// e.g. `&["--appendonly", "yes", "--appendfsync", "always"]`. Ignores `REDIS_URL`.
     pub fn start_with(extra: &[&str]) -> TestRedis {
-        let dir = tempfile::Builder::new()
-            .prefix("delayq-redis-")
-            .tempdir()
-            .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
+        let dir = temp_dir("delayq-redis-");
         let node_dir = dir.path().join("server");
         let node = Node::start("redis-server", &node_dir, false, |port| {
             server_args(port, &node_dir, extra)

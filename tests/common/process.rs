@@ -232,10 +232,13 @@ impl Node {
         } else {
             OpenOptions::new().create(true).append(true).open(&log_path)
         };
-        let mut log = log.map_err(|e| {
-            StartError::Fatal(format!("cannot open {}: {e}", log_path.display()))
-        })?;
-        let _ = writeln!(log, "### harness: starting {} on port {}", self.program, self.port);
+        let mut log =
+            log.map_err(|e| StartError::Fatal(format!("cannot open {}: {e}", log_path.display())))?;
+        let _ = writeln!(
+            log,
+            "### harness: starting {} on port {}",
+            self.program, self.port
+        );
         let log_err = log
             .try_clone()
             .map_err(|e| StartError::Fatal(format!("cannot clone log handle: {e}")))?;

@@ -77,9 +77,12 @@ pub fn call_ok<A: AsRef<[u8]>>(port: u16, args: &[A]) -> Result<Reply, String> {
 /// Runs a command whose reply is text (e.g. `INFO`, `CLUSTER NODES`) and returns that text.
 pub fn call_text<A: AsRef<[u8]>>(port: u16, args: &[A]) -> Result<String, String> {
     let reply = call_ok(port, args)?;
-    reply
-        .text()
-        .ok_or_else(|| format!("port {port}: {} -> unexpected reply {reply:?}", describe(args)))
+    reply.text().ok_or_else(|| {
+        format!(
+            "port {port}: {} -> unexpected reply {reply:?}",
+            describe(args)
+        )
+    })
 }
 
 /// Finds `field:value` in `INFO`-style text (`key:value` per line).

@@ -7,7 +7,7 @@ use tempfile::TempDir;
 
 use super::process::{redis_cli, wait_until, Node};
 use super::resp::{self, Reply};
-use super::server_args;
+use super::{server_args, temp_dir};
 
 /// The service name the sentinels monitor.
 pub const SERVICE: &str = "mymaster";
@@ -33,10 +33,7 @@ impl TestSentinel {
     /// sentinels, and waits until every sentinel sees the master, the replica and the two
     /// other sentinels.
     pub fn start() -> TestSentinel {
-        let dir = tempfile::Builder::new()
-            .prefix("delayq-sentinel-")
-            .tempdir()
-            .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
+        let dir = temp_dir("delayq-sentinel-");
 
         let master_dir = dir.path().join("master");
         let master = Node::start("redis-server", &master_dir, false, |port| {
@@ -45,7 +42,11 @@ impl TestSentinel {
         let master_port = master.port().to_string();
         let replica_dir = dir.path().join("replica");
         let replica = Node::start("redis-server", &replica_dir, false, |port| {
-            server_args(port, &replica_dir, &["--replicaof", "127.0.0.1", &master_port])
+            server_args(
+                port,
+                &replica_dir,
+                &["--replicaof", "127.0.0.1", &master_port],
+            )
         });
         wait_until("the replica's link to the master", SENTINEL_TIMEOUT, || {
             replication_of(replica.port(), master.port())
