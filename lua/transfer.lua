@@ -8,12 +8,17 @@
 -- KEYS[2]: timeout zset   redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list     redisson_delay_queue:{NAME}
 -- KEYS[4]: quarantine     delayq_quarantine:{NAME} (list of raw malformed entries)
--- ARGV[1]: now, epoch milliseconds
+-- ARGV[1]: now, epoch milliseconds; or 'server' to use the Redis server's clock (TIME)
 -- ARGV[2]: most entries to move in this call (Redisson uses 100)
 -- ARGV[3]: '1' when the queue prefers the legacy dLc0 reading of an ambiguous entry
 -- Returns: { moved, quarantined, head score as a string or false when the zset is empty }
 local prefer_legacy = ARGV[3] == '1'
-local due = redis.call('zrangebyscore', KEYS[2], '-inf', ARGV[1], 'limit', 0, tonumber(ARGV[2]))
+local now = ARGV[1]
+if now == 'server' then
+    local t = redis.call('time')
+    now = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, tonumber(ARGV[2]))
 local moved, quarantined = 0, 0
 if #due > 0 then
     local values = {}

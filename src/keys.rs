@@ -8,6 +8,16 @@ const ORDER_PREFIX: &str = "redisson_delay_queue";
 const CHANNEL_PREFIX: &str = "redisson_delay_queue_channel";
 /// Prefix of delayq's own quarantine list for malformed entries (not a Redisson key).
 const QUARANTINE_PREFIX: &str = "delayq_quarantine";
+/// Prefix of delayq's in-flight zset of the reliable consumer (delivery id → deadline ms).
+const INFLIGHT_PREFIX: &str = "delayq_inflight";
+/// Prefix of delayq's in-flight hash (delivery id → value bytes).
+const INFLIGHT_DATA_PREFIX: &str = "delayq_inflight_data";
+/// Prefix of delayq's attempt counters (value bytes → deliveries so far).
+const ATTEMPTS_PREFIX: &str = "delayq_attempts";
+/// Prefix of delayq's zset of when each attempt counter was last touched (for pruning).
+const ATTEMPTS_SEEN_PREFIX: &str = "delayq_attempts_seen";
+/// Prefix of delayq's dead-letter list.
+const DEAD_PREFIX: &str = "delayq_dead";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
 ///
@@ -36,6 +46,11 @@ pub struct QueueKeys {
     order: String,
     channel: String,
     quarantine: String,
+    inflight: String,
+    inflight_data: String,
+    attempts: String,
+    attempts_seen: String,
+    dead: String,
 }
 
 impl QueueKeys {
@@ -47,6 +62,11 @@ impl QueueKeys {
             order: prefix_name(ORDER_PREFIX, &target),
             channel: prefix_name(CHANNEL_PREFIX, &target),
             quarantine: prefix_name(QUARANTINE_PREFIX, &target),
+            inflight: prefix_name(INFLIGHT_PREFIX, &target),
+            inflight_data: prefix_name(INFLIGHT_DATA_PREFIX, &target),
+            attempts: prefix_name(ATTEMPTS_PREFIX, &target),
+            attempts_seen: prefix_name(ATTEMPTS_SEEN_PREFIX, &target),
+            dead: prefix_name(DEAD_PREFIX, &target),
             target,
         }
     }
@@ -75,6 +95,34 @@ impl QueueKeys {
     pub fn quarantine(&self) -> &str {
         &self.quarantine
     }
+
+    /// delayq's zset of values taken by a reliable consumer and not yet acknowledged: delivery
+    /// id → visibility deadline in epoch ms (`delayq_inflight:{NAME}`).
+    pub fn inflight(&self) -> &str {
+        &self.inflight
+    }
+
+    /// delayq's hash of in-flight values: delivery id → value bytes
+    /// (`delayq_inflight_data:{NAME}`).
+    pub fn inflight_data(&self) -> &str {
+        &self.inflight_data
+    }
+
+    /// delayq's attempt counters: value bytes → deliveries so far (`delayq_attempts:{NAME}`).
+    pub fn attempts(&self) -> &str {
+        &self.attempts
+    }
+
+    /// delayq's zset of when each attempt counter was last touched, so stale counters can be
+    /// pruned (`delayq_attempts_seen:{NAME}`).
+    pub fn attempts_seen(&self) -> &str {
+        &self.attempts_seen
+    }
+
+    /// delayq's dead-letter list (`delayq_dead:{NAME}`).
+    pub fn dead(&self) -> &str {
+        &self.dead
+    }
 }
 
 /// Redisson's `prefixName` rule.
@@ -97,6 +145,11 @@ mod tests {
         assert_eq!(keys.order(), "redisson_delay_queue:{q}");
         assert_eq!(keys.channel(), "redisson_delay_queue_channel:{q}");
         assert_eq!(keys.quarantine(), "delayq_quarantine:{q}");
+        assert_eq!(keys.inflight(), "delayq_inflight:{q}");
+        assert_eq!(keys.inflight_data(), "delayq_inflight_data:{q}");
+        assert_eq!(keys.attempts(), "delayq_attempts:{q}");
+        assert_eq!(keys.attempts_seen(), "delayq_attempts_seen:{q}");
+        assert_eq!(keys.dead(), "delayq_dead:{q}");
     }
 
     #[test]

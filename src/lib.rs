@@ -17,6 +17,9 @@
 //! - [`DelayedQueue`]: the producer side (`RDelayedQueue`).
 //! - [`Scheduler`]: the transfer task (`QueueTransferTask`).
 //! - [`Consumer`]: the target list (`RBlockingQueue`).
+//! - [`reliable`]: beyond Redisson: [`ReliableConsumer`] (acknowledged takes), dead letters,
+//!   reschedule, quarantine tools, the server [`Clock`].
+//! - [`retry`]: [`RetryPolicy`]; [`worker`]: `queue.worker(n, handler)` ([`WorkerBuilder`]).
 
 pub mod codec;
 mod connect;
@@ -25,8 +28,11 @@ pub mod entry;
 mod error;
 mod keys;
 mod queue;
+pub mod reliable;
+pub mod retry;
 mod scheduler;
 mod scripts;
+pub mod worker;
 
 pub use connect::connect;
 pub use consumer::Consumer;
@@ -34,12 +40,19 @@ pub use entry::EntryFormat;
 pub use error::{BoxError, Error, Result};
 pub use keys::QueueKeys;
 pub use queue::{DelayedQueue, DelayedQueueBuilder, Pending, QueueStats};
+pub use reliable::{
+    Clock, DeadLetter, Delivery, ReapOutcome, Receipt, ReliableConfig, ReliableConsumer,
+    ReliableStats,
+};
+pub use retry::{Backoff, RetryPolicy};
 pub use scheduler::{Scheduler, SchedulerConfig, SchedulerHandle, SchedulerStats, TransferOutcome};
+pub use worker::{Job, JobError, WorkerBuilder, WorkerHandle, WorkerStats};
 
 /// The types most programs need.
 pub mod prelude {
     pub use crate::codec::Codec;
     pub use crate::{
-        Consumer, DelayedQueue, EntryFormat, Error, Result, Scheduler, SchedulerConfig,
+        Clock, Consumer, DelayedQueue, EntryFormat, Error, Job, JobError, ReliableConsumer, Result,
+        RetryPolicy, Scheduler, SchedulerConfig,
     };
 }

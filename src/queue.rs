@@ -4,6 +4,7 @@ use crate::codec::{decode_value, encode_value, Codec};
 use crate::consumer::Consumer;
 use crate::entry::{unpack, EntryFormat};
 use crate::keys::QueueKeys;
+use crate::reliable::Clock;
 use crate::scheduler::{
     now_ms, parse_score, transfer_once, Scheduler, SchedulerConfig, SchedulerHandle,
     TransferOutcome,
@@ -31,6 +32,7 @@ pub struct DelayedQueueBuilder<C: Codec> {
     format: EntryFormat,
     transfer: bool,
     scheduler: SchedulerConfig,
+    clock: Clock,
 }
 
 impl<C: Codec> DelayedQueueBuilder<C> {
@@ -54,6 +56,14 @@ impl<C: Codec> DelayedQueueBuilder<C> {
         self
     }
 
+    /// Whose clock stamps due times and decides what is due: [`Clock::Client`] (default, as
+    /// Redisson) or [`Clock::Server`] (the Redis server's `TIME`; see [`Clock`] for the
+    /// trade-off with Java peers). Also used by the scheduler this handle starts.
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
     /// Builds the queue, starting or joining the scheduler when transfer is on.
     ///
     /// # Errors
@@ -65,7 +75,10 @@ impl<C: Codec> DelayedQueueBuilder<C> {
         }
         let keys = QueueKeys::new(self.name);
         let lease = if self.transfer {
-            let config = self.scheduler.with_entry_format(self.format);
+            let config = self
+                .scheduler
+                .with_entry_format(self.format)
+                .with_clock(self.clock);
             Some(SchedulerLease::acquire(&self.client, &keys, config).await?)
         } else {
             None
@@ -76,6 +89,7 @@ impl<C: Codec> DelayedQueueBuilder<C> {
                 keys,
                 codec: Arc::new(self.codec),
                 format: self.format,
+                clock: self.clock,
                 lease: Mutex::new(lease),
             }),
         })
@@ -122,6 +136,7 @@ struct Inner<C> {
     keys: QueueKeys,
     codec: Arc<C>,
     format: EntryFormat,
+    clock: Clock,
     lease: Mutex<Option<SchedulerLease>>,
 }
 
@@ -163,6 +178,7 @@ impl<C: Codec> DelayedQueue<C> {
             format: EntryFormat::Current,
             transfer: true,
             scheduler: SchedulerConfig::default(),
+            clock: Clock::Client,
         }
     }
 
@@ -198,6 +214,16 @@ impl<C: Codec> DelayedQueue<C> {
     /// The fred client commands go through.
     pub fn client(&self) -> &Client {
         &self.inner.client
+    }
+
+    /// Whose clock stamps due times (see [`Clock`]).
+    pub fn clock(&self) -> Clock {
+        self.inner.clock
+    }
+
+    /// The codec, shared (for consumers).
+    pub(crate) fn shared_codec(&self) -> Arc<C> {
+        self.inner.codec.clone()
     }
 
     fn script_error(&self, script: &'static scripts::LuaScript, err: fred::error::Error) -> Error {
@@ -249,9 +275,18 @@ impl<C: Codec> DelayedQueue<C> {
         C::Value: 'a,
     {
         let now = now_ms();
-        let mut args: Vec<Value> = vec![self.prefer_flag().into()];
+        let server_clock = self.inner.clock == Clock::Server;
+        let flag = match (self.inner.format, server_clock) {
+            (_, false) => self.prefer_flag(),
+            (EntryFormat::Legacy, true) => "1s",
+            (_, true) => "0s",
+        };
+        let mut args: Vec<Value> = vec![flag.into()];
         for (value, delay) in items {
             let due = due_time(now, delay)?;
+            // With the server's clock the script adds the delay to TIME; the check above still
+            // refuses delays that overflow a score.
+            let due = if server_clock { due - now } else { due };
             let encoded = encode_value(&*self.inner.codec, value)?;
             args.push(due.into());
             args.push(match self.inner.format {
@@ -744,6 +779,7 @@ impl<C: Codec> DelayedQueue<C> {
             now_ms(),
             batch_size.max(1),
             self.inner.format,
+            self.inner.clock,
         )
         .await
     }

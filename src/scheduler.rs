@@ -11,6 +11,7 @@
 
 use crate::entry::EntryFormat;
 use crate::keys::QueueKeys;
+use crate::reliable::Clock;
 use crate::scripts;
 use crate::{Error, Result};
 use fred::clients::Client;
@@ -37,6 +38,8 @@ pub struct SchedulerConfig {
     /// Longest wait before retrying after a failed transfer (the wait starts at 100 ms and
     /// doubles).
     pub max_backoff: Duration,
+    /// Whose clock decides what is due (see [`Clock`]). Default: this process's.
+    pub clock: Clock,
 }
 
 impl Default for SchedulerConfig {
@@ -46,6 +49,7 @@ impl Default for SchedulerConfig {
             sweep_interval: Some(Duration::from_secs(1)),
             entry_format: EntryFormat::Current,
             max_backoff: Duration::from_secs(5),
+            clock: Clock::Client,
         }
     }
 }
@@ -79,6 +83,13 @@ impl SchedulerConfig {
         self
     }
 
+    /// Sets whose clock decides what is due (see [`Clock`]).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
     fn validate(&self) -> Result<()> {
         if self.batch_size == 0 {
             return Err(Error::InvalidConfig("batch_size must be at least 1".into()));
@@ -103,14 +114,20 @@ pub struct TransferOutcome {
     pub next_due_ms: Option<i64>,
 }
 
-/// Runs the transfer script once with `now_ms` as the current time.
+/// Runs the transfer script once with `now_ms` as the current time (or the server's time, with
+/// [`Clock::Server`]).
 pub(crate) async fn transfer_once(
     client: &Client,
     keys: &QueueKeys,
     now_ms: i64,
     batch_size: usize,
     format: EntryFormat,
+    clock: Clock,
 ) -> Result<TransferOutcome> {
+    let now: Value = match clock {
+        Clock::Client => now_ms.into(),
+        Clock::Server => "server".into(),
+    };
     let reply: Value = scripts::TRANSFER
         .run(
             client,
@@ -120,11 +137,7 @@ pub(crate) async fn transfer_once(
                 keys.order().into(),
                 keys.quarantine().into(),
             ],
-            vec![
-                now_ms.into(),
-                (batch_size as i64).into(),
-                format.lua_flag().into(),
-            ],
+            vec![now, (batch_size as i64).into(), format.lua_flag().into()],
         )
         .await
         .map_err(|e| Error::from_script(scripts::TRANSFER.name(), keys.target(), e))?;
@@ -438,6 +451,7 @@ impl TransferTask {
                 now,
                 self.config.batch_size,
                 self.config.entry_format,
+                self.config.clock,
             )
             .await?;
             self.counters.transfers.fetch_add(1, Ordering::Relaxed);

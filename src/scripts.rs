@@ -85,6 +85,18 @@ macro_rules! script {
             )
         });
     };
+    ($ident:ident, $file:literal, with_reliable_prelude) => {
+        pub(crate) static $ident: LazyLock<LuaScript> = LazyLock::new(|| {
+            LuaScript::new(
+                $file,
+                concat!(
+                    include_str!("../lua/lib/entry.lua"),
+                    include_str!("../lua/lib/reliable.lua"),
+                    include_str!(concat!("../lua/", $file))
+                ),
+            )
+        });
+    };
 }
 
 script!(OFFER, "offer.lua");
@@ -100,6 +112,19 @@ script!(
 script!(EXPIRE, "expire.lua");
 script!(PENDING, "pending.lua");
 script!(STATS, "stats.lua");
+
+// The reliable consumer, retries, dead letters and reschedule (src/reliable).
+script!(TAKE, "take.lua", with_reliable_prelude);
+script!(ACK, "ack.lua", with_reliable_prelude);
+script!(NACK, "nack.lua", with_reliable_prelude);
+script!(DEAD, "dead.lua", with_reliable_prelude);
+script!(EXTEND, "extend.lua", with_reliable_prelude);
+script!(REAP, "reap.lua", with_reliable_prelude);
+script!(RESCHEDULE, "reschedule.lua", with_reliable_prelude);
+script!(OFFER_UNIQUE, "offer_unique.lua", with_reliable_prelude);
+script!(DEAD_REPLAY, "dead_replay.lua", with_reliable_prelude);
+script!(RELIABLE_STATS, "reliable_stats.lua", with_reliable_prelude);
+script!(PURGE_LIST, "purge_list.lua");
 
 #[cfg(test)]
 mod tests {
@@ -117,6 +142,17 @@ mod tests {
             &*EXPIRE,
             &*PENDING,
             &*STATS,
+            &*TAKE,
+            &*ACK,
+            &*NACK,
+            &*DEAD,
+            &*EXTEND,
+            &*REAP,
+            &*RESCHEDULE,
+            &*OFFER_UNIQUE,
+            &*DEAD_REPLAY,
+            &*RELIABLE_STATS,
+            &*PURGE_LIST,
         ] {
             assert_eq!(script.sha1().len(), 40, "{}", script.name());
             assert_eq!(script.sha1(), fred::util::sha1_hash(script.source));

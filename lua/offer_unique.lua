@@ -1,0 +1,35 @@
+-- delayq: offer a value unless an equal one is pending, in which case that entry gets the new
+-- due time instead (and any further equal entries are removed), atomically.
+--
+-- KEYS[1]: target list        NAME (not written; keeps the call in the queue's slot)
+-- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
+-- KEYS[3]: order list         redisson_delay_queue:{NAME}
+-- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
+-- ARGV[1]: now: epoch ms, or 'server'
+-- ARGV[2]: delay from now, ms
+-- ARGV[3]: entry format (written, and preferred when reading): '0' Bc0Lc0, '1' dLc0
+-- ARGV[4]: random entry id: 8 raw bytes ('0'), or a random long as decimal ASCII ('1')
+-- ARGV[5]: the codec-encoded value
+-- Returns: the number of pending entries that were equal (0: a new entry was offered).
+local due = delayq_ms(delayq_now(ARGV[1]) + tonumber(ARGV[2]))
+local legacy = ARGV[3] == '1'
+local kept = nil
+local found = 0
+for _, entry in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
+    if delayq_value(entry, legacy) == ARGV[5] then
+        found = found + 1
+        if kept == nil then
+            kept = entry
+        else
+            redis.call('lrem', KEYS[3], 1, entry)
+            redis.call('zrem', KEYS[2], entry)
+        end
+    end
+end
+if kept then
+    redis.call('zadd', KEYS[2], due, kept)
+    delayq_publish_if_head(KEYS[2], KEYS[4], kept, due)
+else
+    delayq_schedule(KEYS[2], KEYS[3], KEYS[4], due, delayq_pack(legacy, ARGV[4], ARGV[5]))
+end
+return found

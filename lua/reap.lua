@@ -1,0 +1,40 @@
+-- delayq: give back in-flight values whose visibility deadline has passed (their consumer died,
+-- hung or lost its connection), and prune attempt counters nobody touched for a long time.
+-- Idempotent and safe with any number of reapers: each value moves exactly once.
+--
+-- KEYS[1]: target list        NAME
+-- KEYS[2]: in-flight zset     delayq_inflight:{NAME}
+-- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}
+-- KEYS[4]: attempt counters   delayq_attempts:{NAME}
+-- KEYS[5]: counters touched   delayq_attempts_seen:{NAME}
+-- ARGV[1]: now: epoch ms, or 'server'
+-- ARGV[2]: most values to give back (and counters to prune) in this call
+-- ARGV[3]: how long an untouched attempt counter is kept, ms (0: forever)
+-- Returns: { values given back, counters pruned, earliest remaining deadline or false }
+local now = delayq_now(ARGV[1])
+local limit = tonumber(ARGV[2])
+local expired = redis.call('zrangebyscore', KEYS[2], '-inf', delayq_ms(now), 'limit', 0, limit)
+local returned = 0
+for _, id in ipairs(expired) do
+    local value = redis.call('hget', KEYS[3], id)
+    redis.call('hdel', KEYS[3], id)
+    redis.call('zrem', KEYS[2], id)
+    if value then
+        redis.call('rpush', KEYS[1], value)
+        returned = returned + 1
+    end
+end
+
+local pruned = 0
+local keep = tonumber(ARGV[3])
+if keep > 0 then
+    local stale = redis.call('zrangebyscore', KEYS[5], '-inf', delayq_ms(now - keep), 'limit', 0, limit)
+    for _, value in ipairs(stale) do
+        redis.call('hdel', KEYS[4], value)
+        redis.call('zrem', KEYS[5], value)
+        pruned = pruned + 1
+    end
+end
+
+local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+return { returned, pruned, head[2] or false }

@@ -1,0 +1,174 @@
+//! Dead letters: values that failed every attempt, kept with their last error.
+//!
+//! Each dead letter is one member of the list `delayq_dead:{NAME}`, in this layout (all numbers
+//! big-endian):
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 4 | magic `DQD1` |
+//! | 4 | attempts made (u32) |
+//! | 8 | when it died, epoch ms (i64) |
+//! | 4 | length `e` of the error text (u32) |
+//! | e | the last error, UTF-8 (at most [`MAX_ERROR_BYTES`]) |
+//! | rest | the value bytes, exactly as they were on the target list |
+//!
+//! The client builds the header; `dead.lua` appends the value bytes it holds, so the value never
+//! travels through the client on the way to the list.
+
+use crate::{Error, Result};
+use bytes::Bytes;
+use std::sync::Arc;
+
+const MAGIC: &[u8; 4] = b"DQD1";
+const HEADER_LEN: usize = 4 + 4 + 8 + 4;
+
+/// Longest error text kept in a dead letter, in bytes (longer text is cut at a char boundary).
+pub const MAX_ERROR_BYTES: usize = 4096;
+
+/// A value that failed every attempt, as stored in `delayq_dead:{NAME}`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct DeadLetter<V> {
+    /// The decoded value, or why it could not be decoded (or the record read).
+    pub value: std::result::Result<V, Arc<Error>>,
+    /// The value's bytes (empty when the record itself is malformed).
+    pub raw: Bytes,
+    /// Attempts made before it was given up.
+    pub attempts: u32,
+    /// The last attempt's error.
+    pub error: String,
+    /// When it was given up, epoch ms.
+    pub dead_at_ms: i64,
+    /// The whole record, as stored (what replay and purge match on).
+    pub record: Bytes,
+}
+
+/// The record's header for a value given up after `attempts` with `error`, at `dead_at_ms`.
+pub(crate) fn header(attempts: u32, dead_at_ms: i64, error: &str) -> Vec<u8> {
+    let mut cut = error.len().min(MAX_ERROR_BYTES);
+    while !error.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let error = &error.as_bytes()[..cut];
+    let mut out = Vec::with_capacity(HEADER_LEN + error.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&attempts.to_be_bytes());
+    out.extend_from_slice(&dead_at_ms.to_be_bytes());
+    // `cut` is at most MAX_ERROR_BYTES, so it fits.
+    out.extend_from_slice(&(error.len() as u32).to_be_bytes());
+    out.extend_from_slice(error);
+    out
+}
+
+/// The parts of a record: attempts, time, error, value bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub(crate) attempts: u32,
+    pub(crate) dead_at_ms: i64,
+    pub(crate) error: String,
+    pub(crate) value: Bytes,
+}
+
+/// Reads a record; never panics on any input.
+pub(crate) fn parse(record: &Bytes) -> std::result::Result<Record, &'static str> {
+    let bytes = record.as_ref();
+    if bytes.len() < HEADER_LEN {
+        return Err("shorter than a dead-letter header");
+    }
+    if &bytes[..4] != MAGIC {
+        return Err("no DQD1 magic: not a delayq dead letter");
+    }
+    let word = |at: usize| -> [u8; 4] { [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]] };
+    let attempts = u32::from_be_bytes(word(4));
+    let mut time = [0u8; 8];
+    time.copy_from_slice(&bytes[8..16]);
+    let dead_at_ms = i64::from_be_bytes(time);
+    let error_len = u32::from_be_bytes(word(16)) as usize;
+    let error_end = HEADER_LEN
+        .checked_add(error_len)
+        .filter(|end| *end <= bytes.len())
+        .ok_or("error length runs past the record")?;
+    let error = String::from_utf8_lossy(&bytes[HEADER_LEN..error_end]).into_owned();
+    Ok(Record {
+        attempts,
+        dead_at_ms,
+        error,
+        value: record.slice(error_end..),
+    })
+}
+
+/// Turns a stored record into a [`DeadLetter`], decoding the value with `decode`.
+pub(crate) fn dead_letter<V>(
+    key: &str,
+    record: Bytes,
+    decode: impl FnOnce(Bytes) -> Result<V>,
+) -> DeadLetter<V> {
+    match parse(&record) {
+        Ok(parts) => DeadLetter {
+            value: decode(parts.value.clone()).map_err(Arc::new),
+            raw: parts.value,
+            attempts: parts.attempts,
+            error: parts.error,
+            dead_at_ms: parts.dead_at_ms,
+            record,
+        },
+        Err(reason) => DeadLetter {
+            value: Err(Arc::new(Error::MalformedEntry {
+                key: key.to_owned(),
+                entry: record.clone(),
+                reason,
+            })),
+            raw: Bytes::new(),
+            attempts: 0,
+            error: String::new(),
+            dead_at_ms: 0,
+            record,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let mut record = header(3, 1_767_225_600_123, "boom: payment API said 503");
+        record.extend_from_slice(b"order-42");
+        let parsed = parse(&Bytes::from(record)).unwrap();
+        assert_eq!(parsed.attempts, 3);
+        assert_eq!(parsed.dead_at_ms, 1_767_225_600_123);
+        assert_eq!(parsed.error, "boom: payment API said 503");
+        assert_eq!(parsed.value.as_ref(), b"order-42");
+    }
+
+    #[test]
+    fn long_errors_are_cut_on_a_char_boundary() {
+        let error = "é".repeat(MAX_ERROR_BYTES); // 2 bytes each
+        let record = Bytes::from(header(1, 0, &error));
+        let parsed = parse(&record).unwrap();
+        assert!(parsed.error.len() <= MAX_ERROR_BYTES);
+        assert!(parsed.error.chars().all(|c| c == 'é'));
+        assert!(parsed.value.is_empty());
+    }
+
+    #[test]
+    fn malformed_records_are_refused_without_panicking() {
+        assert!(parse(&Bytes::from_static(b"")).is_err());
+        assert!(parse(&Bytes::from_static(b"DQD1\0\0\0\x01")).is_err());
+        let mut wrong_magic = header(1, 0, "x");
+        wrong_magic[0] = b'X';
+        assert!(parse(&Bytes::from(wrong_magic)).is_err());
+        let mut too_long = header(1, 0, "");
+        too_long[16..20].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(parse(&Bytes::from(too_long)).is_err());
+        // Every prefix of a good record either parses or is refused; none panics.
+        let mut good = header(2, 5, "err");
+        good.extend_from_slice(b"value");
+        for end in 0..=good.len() {
+            let _ = parse(&Bytes::copy_from_slice(&good[..end]));
+        }
+        let letter = dead_letter("k", Bytes::from_static(b"junk"), |raw| Ok(raw.len()));
+        assert!(letter.value.is_err());
+    }
+}
