@@ -2,7 +2,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{unique_name, TestCluster, TestRedis, TestSentinel};
@@ -85,6 +84,20 @@ fn start_uses_a_harness_server_unless_redis_url_is_set() {
         redis.is_external(),
         std::env::var("REDIS_URL").is_ok_and(|u| !u.is_empty())
     );
+}
+
+#[test]
+fn redis_url_port_parsing() {
+    use common::external_port;
+    assert_eq!(external_port("redis://127.0.0.1:6380"), Some(6380));
+    assert_eq!(
+        external_port("redis://user:pa:ss@host:7000/2?x=1"),
+        Some(7000)
+    );
+    assert_eq!(external_port("redis://localhost"), Some(6379));
+    assert_eq!(external_port("redis://[::1]"), Some(6379));
+    assert_eq!(external_port("redis://[::1]:6390/0"), Some(6390));
+    assert_eq!(external_port("redis://host:notaport"), None);
 }
 
 #[test]
