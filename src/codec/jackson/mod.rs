@@ -1,130 +1,11 @@
 //! Redisson's Jackson codecs: [`JsonJacksonCodec`], [`TypedJsonJacksonCodec`] and
 //! [`MsgPackJacksonCodec`] (feature `msgpack`).
 //!
-//! Java peers compare encoded bytes (`remove(value)`, `contains(value)`), so these codecs write
-//! the *canonical* bytes Jackson writes for an equal Java value. This page is the full list of
-//! rules; when a compatibility test against Redisson finds a difference, look here first.
-//!
-//! # Mapping Rust types to Java
-//!
-//! Redisson configures Jackson with NON_NULL inclusion, field visibility, properties sorted
-//! alphabetically, and (JsonJackson and MsgPack only) `NON_FINAL` default typing with
-//! `JsonTypeInfo.Id.CLASS`: every value whose declared Java type is not final carries its class
-//! name, plus a Redisson special case that types `java.lang.Long` even though it is final.
-//!
-//! | Rust | Java | JSON (JsonJacksonCodec, at the root) |
-//! |---|---|---|
-//! | `String`, `&str` | `String` | `"hello"` |
-//! | `bool` | `Boolean` | `true` |
-//! | `i32`, `u16`, `u8` | `Integer` | `42` |
-//! | `i64`, `u32`, `u64` | `Long` | `["java.lang.Long",42]` |
-//! | `i64`/`u64`/`i128` beyond `Long` | `BigInteger` | `["java.math.BigInteger",18446744073709551615]` |
-//! | `i16` / `i8` | `Short` / `Byte` | `7` |
-//! | `f64` | `Double` | `1.5` (`"NaN"`, `"Infinity"` when not finite) |
-//! | `f32` | `Float` | `1.5` |
-//! | `char` | `Character` | `"c"` |
-//! | bytes (`serialize_bytes`, e.g. `serde_bytes::ByteBuf`) | `byte[]` | `"AQID"` (Base64) |
-//! | `Vec<T>`, slices, tuples, sets | `java.util.ArrayList` | `["java.util.ArrayList",["a"]]` |
-//! | maps | `java.util.HashMap` | `{"@class":"java.util.HashMap","k":"v"}` |
-//! | struct with `#[serde(rename = "com.example.Order")]` | that class | `{"@class":"com.example.Order","id":1,"sku":"x"}` |
-//! | unit enum variant | an enum constant | `"RED"` |
-//! | `None`, `()` | `null` | `null` |
-//!
-//! A plain `Vec<u8>` is a sequence of numbers to serde; use `serde_bytes` (or any type calling
-//! `serialize_bytes`) for a Java `byte[]`. Note that Jackson writes `byte[]` without type
-//! information, so a Java consumer reading into `Object` gets the *String* `"AQID"`.
-//!
-//! ## Where type information goes
-//!
-//! Whether a value is typed depends on the Java *slot* it is written into, as in Jackson:
-//!
-//! - **Root**: Jackson uses the runtime class. `Long`, collections, maps and POJOs are typed;
-//!   final scalars (`Integer`, `Short`, `Float`, `Character`, `byte[]`, enums, ...) are not.
-//! - **`Object` slots**: elements and values of a collection or map written at the root (their
-//!   Java type argument is erased to `Object`). Everything except the "natural" JSON types
-//!   (`String`, `Boolean`, `Integer`, finite `Double`) is typed, so an `i16` element becomes
-//!   `["java.lang.Short",7]`, an `f32` `["java.lang.Float",1.5]`, bytes `["[B","AQID"]` and a unit
-//!   enum variant `["com.example.Color","RED"]` (the enum needs a Java class name then).
-//! - **POJO fields**: the Rust field's type is the declared Java type. An `i64` field is a
-//!   primitive `long` (`"id":1`); an `Option<i64>` field is a boxed `Long`
-//!   (`"id":["java.lang.Long",1]`, left out when `None`). Other scalars are final and untyped;
-//!   collections, maps and nested POJOs are typed.
-//! - **Inside a collection or map held by a field** (Java `List<Long>`, `Map<String, Float>`):
-//!   the declared type argument. `Long` is typed, other scalars are not; collections, maps and
-//!   POJOs are typed.
-//!
-//! Objects carry their type as a leading `"@class"` property; everything else (collections,
-//! scalars) as a two-element wrapper array `["class", value]`.
-//!
-//! ## Java class names
-//!
-//! - A struct (a POJO) names its Java class with serde's container rename:
-//!   `#[serde(rename = "com.example.Order")]`. JsonJackson and MsgPack refuse a struct whose name
-//!   is not a dotted Java class name ([`JacksonError::MissingClassName`]); TypedJson does not need
-//!   one. POJOs are assumed to be non-final classes (a final class gets no `@class` from
-//!   Jackson, and Redisson cannot decode it back to `Object` anyway).
-//! - A newtype struct whose name is a Java class name sets the class of what it wraps:
-//!   `#[serde(rename = "java.util.LinkedHashMap")] struct Linked(BTreeMap<String, i64>)` writes
-//!   `{"@class":"java.util.LinkedHashMap",...}`, `#[serde(rename = "java.util.LinkedList")]
-//!   struct L(Vec<String>)` writes `["java.util.LinkedList",[...]]`, and
-//!   `#[serde(rename = "java.util.UUID")] struct Uuid(String)` writes `["java.util.UUID","..."]`
-//!   (Redisson 4.2.0+ types UUIDs that way). Such a newtype is typed in every slot.
-//!   Other newtype structs are transparent.
-//! - A tuple struct with a Java class name is a collection of that class.
-//! - Enum variants carrying data are polymorphic subclasses: rename each variant to its Java
-//!   class (`#[serde(rename = "com.example.Circle")] Circle { r: f64 }`). A struct variant is a
-//!   POJO of that class, a newtype variant sets the class of its content. When decoding, the
-//!   `@class` (or wrapper class) picks the variant. In TypedJson, data variants use serde's
-//!   external tagging (`{"Circle":{...}}`), which Java cannot produce.
-//!
-//! ## POJOs and maps
-//!
-//! - POJO properties are sorted like Java's `String.compareTo` (UTF-16 code units) after serde
-//!   renames (`#[serde(rename_all = "camelCase")]` gives Java field names). Properties whose value
-//!   is `null` (`None`) are left out (NON_NULL). `#[serde(flatten)]` turns a struct into a map for
-//!   serde, so it is written as a `java.util.HashMap`; avoid it.
-//! - Map entries keep the Rust map's iteration order (Jackson does not sort map entries). Entries
-//!   whose value is `null` are left out (Redisson's NON_NULL also applies to map contents).
-//!   Map keys are plain field names: strings as is, numbers in decimal, `bool`, `char`, unit
-//!   variants by name.
-//! - **Byte equality with a Java `HashMap`** needs the entries in the order Java iterates them,
-//!   which depends on `String.hashCode` and the table size. `std::collections::HashMap`'s random
-//!   order never matches; `BTreeMap` matches only by chance. Wrap string-keyed maps in
-//!   [`JavaHashMap`] to get Java's order.
-//!
-//! ## Numbers and text
-//!
-//! - JSON doubles are written like `Double.toString` (`1.5`, `100.0`, `1.0E20`, `1.0E-5`), floats
-//!   like `Float.toString`: shortest round-trip digits, JDK 19+ layout. Before JDK 19, Java
-//!   sometimes printed a longer, non-shortest form (e.g. `2.0E-3` was `0.0020`); a Java peer on an
-//!   older JDK can then differ in the last digits. Non-finite values are the strings `"NaN"`,
-//!   `"Infinity"`, `"-Infinity"`.
-//! - JSON text is compact UTF-8. Strings escape `"` and `\`, control characters as `\b \t \n \f
-//!   \r` or `\u00XX` (upper-case hex); `/`, DEL and non-ASCII are written raw.
-//! - MessagePack: integers in the smallest format (non-negative values use the unsigned
-//!   formats), `f64` as float64, `f32` as float32, strings fixstr/str8/str16/str32, bytes as
-//!   bin8/16/32. Integers beyond 64 bits cannot be written ([`JacksonError::IntegerTooLarge`]).
-//!
-//! # Decoding
-//!
-//! The bytes are parsed (exactly one value; trailing data is an error) into a token tree, and the
-//! Rust type reads from it:
-//!
-//! - `@class` properties are removed from objects; with JsonJackson/MsgPack, wrapper arrays
-//!   `["class", value]` (the class being a syntactically valid Java class name such as
-//!   `java.lang.Long`, `com.example.Outer$Inner`, `[B`) are unwrapped where the Rust type wants a
-//!   scalar, a sequence (when the value is an array) or a map. So `42`, `["java.lang.Long",42]`
-//!   and `["java.lang.Integer",42]` all decode as an `i64`, and a genuine two-element array
-//!   like `["a.b","c"]` still decodes as a `Vec<String>`.
-//! - Decoding into `serde_json::Value` (or anything using `deserialize_any`) strips all type
-//!   information, which suits unknown classes.
-//! - Integers fit any Rust integer type they are in range for; integral floats are accepted for
-//!   integers and integers for floats. `"NaN"`/`"Infinity"`/`"-Infinity"` decode as floats.
-//!   Bytes decode from MessagePack `bin` or a Base64 string. Unknown properties are ignored
-//!   unless the struct says `#[serde(deny_unknown_fields)]`.
-//! - TypedJsonJacksonCodec does not unwrap anything: it reads plain JSON.
-//! - Bad input is an error ([`JacksonError`]), never a panic. Nesting deeper than 128 levels is
-//!   rejected.
+//! The encoding rules (how Rust types map to Java classes, where type information goes, number
+//! and text formats, how decoding strips type information) are in `mapping.md` next to this
+//! file, rendered on [`JsonJacksonCodec`]'s page. Files: `ser.rs` (serde → token tree with type
+//! information), `json.rs` / `msgpack.rs` (writers and parsers), `de.rs` (token tree → serde),
+//! `num.rs` (`Double.toString`), `java_map.rs` ([`JavaHashMap`]), `tree.rs` (the token tree).
 
 mod de;
 mod java_map;
@@ -250,11 +131,11 @@ macro_rules! codec_boilerplate {
 
 /// Java: `org.redisson.codec.JsonJacksonCodec`: JSON with Jackson's `@class` type information.
 ///
-/// See the [module docs](self) for how Rust types map to Java classes.
+/// How Rust types map to Java classes is described below, after the example.
 ///
 /// ```
 /// use delayq::codec::{Codec, JsonJacksonCodec};
-/// use serde::Serialize;
+/// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Debug, PartialEq, Serialize, Deserialize)]
 /// #[serde(rename = "com.example.Order")]
@@ -271,6 +152,8 @@ macro_rules! codec_boilerplate {
 ///
 /// assert_eq!(JsonJacksonCodec::<i64>::new().encode(&42).unwrap(), br#"["java.lang.Long",42]"#);
 /// ```
+///
+#[doc = include_str!("mapping.md")]
 pub struct JsonJacksonCodec<T> {
     _value: PhantomData<fn() -> T>,
 }
@@ -302,7 +185,7 @@ where
 
 /// Java: `org.redisson.codec.TypedJsonJacksonCodec`: plain JSON, no type information, with
 /// the same settings as [`JsonJacksonCodec`] otherwise (NON_NULL, sorted properties, Jackson's
-/// number and string formatting).
+/// number and string formatting; see its documentation for the rules).
 ///
 /// ```
 /// use delayq::codec::{Codec, TypedJsonJacksonCodec};
@@ -343,7 +226,8 @@ where
 }
 
 /// Java: `org.redisson.codec.MsgPackJacksonCodec`: the typing of [`JsonJacksonCodec`] on a
-/// MessagePack token stream (msgpack-jackson).
+/// MessagePack token stream (msgpack-jackson). The rules, including the MessagePack formats, are
+/// in [`JsonJacksonCodec`]'s documentation.
 ///
 /// ```
 /// use delayq::codec::{Codec, MsgPackJacksonCodec};

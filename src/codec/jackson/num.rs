@@ -49,6 +49,10 @@ where
         return format!("{sign}0.0");
     }
     let (mut digits, mut exp) = split_exp(&format!("{v:e}"));
+    if digits.is_empty() {
+        // Not reachable for finite non-zero values; keep Rust's text rather than panic.
+        return format!("{v:e}");
+    }
     if digits.len() == 1 {
         // Java's two-digit rule: the closest decimal with at most two digits that still rounds
         // back to `v` (Rust's `{:.1e}` rounds the exact binary value correctly).

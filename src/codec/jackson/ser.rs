@@ -1,6 +1,6 @@
 //! serde `Serializer` that builds a [`Node`] tree with Jackson's type information decided.
 //!
-//! The rules are documented on the [`jackson`](super) module; this file implements them.
+//! The rules are written down in `mapping.md`; this file implements them.
 
 use super::tree::{is_java_class_name, java_string_cmp, Node};
 use super::JacksonError;
