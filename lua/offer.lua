@@ -1,0 +1,37 @@
+-- delayq: offer one or more values with a delay.
+-- Mirrors: Redisson RedissonDelayedQueue#offerAsync (3.x/4.x), same keys, packing and publish rule.
+--
+-- KEYS[1]: target list (not written; keeps the call in the queue's slot)
+-- KEYS[2]: timeout zset   redisson_delay_queue_timeout:{NAME}
+-- KEYS[3]: order list     redisson_delay_queue:{NAME}
+-- KEYS[4]: channel        redisson_delay_queue_channel:{NAME}
+-- ARGV[1]: entry format: '0' = Bc0Lc0 (Redisson >= 3.21.1), '1' = dLc0 (legacy)
+-- ARGV[2 + 3k]: due time, epoch milliseconds as decimal ASCII
+-- ARGV[3 + 3k]: random id: 8 raw bytes ('0'), or a random long as decimal ASCII ('1')
+-- ARGV[4 + 3k]: the codec-encoded value
+-- Returns: the number of entries added.
+--
+-- Like Redisson, the due time is published on the channel when a new entry became the first
+-- member of the timeout zset; with several entries, at most one message (the new head's time).
+local legacy = ARGV[1] == '1'
+local due_of_new = {}
+local added = 0
+for i = 2, #ARGV, 3 do
+    local due, id, value = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    local entry
+    if legacy then
+        entry = struct.pack('dLc0', tonumber(id), string.len(value), value)
+    else
+        entry = struct.pack('Bc0Lc0', string.len(id), id, string.len(value), value)
+    end
+    redis.call('zadd', KEYS[2], due, entry)
+    redis.call('rpush', KEYS[3], entry)
+    due_of_new[entry] = due
+    added = added + 1
+end
+
+local head = redis.call('zrange', KEYS[2], 0, 0)[1]
+if head ~= nil and due_of_new[head] ~= nil then
+    redis.call('publish', KEYS[4], due_of_new[head])
+end
+return added

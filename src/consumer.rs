@@ -1,0 +1,217 @@
+//! The consumer side: taking due values off the target list, as Redisson's `RBlockingQueue`.
+
+use crate::codec::{decode_value, Codec};
+use crate::queue::due_time;
+use crate::{Error, Result};
+use bytes::Bytes;
+use fred::clients::Client;
+use fred::interfaces::{ClientLike, ListInterface};
+use fred::prelude::Value;
+use futures::Stream;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long one `BLPOP` of [`Consumer::take`] blocks before it asks again.
+const TAKE_SLICE: Duration = Duration::from_secs(1);
+
+/// Takes values off a queue's target list, on a connection of its own.
+///
+/// Java: the destination `RBlockingQueue` (`take()` is `BLPOP NAME 0`, `poll(timeout)` is
+/// `BLPOP NAME secs`). The blocking commands run on the consumer's own connection (a
+/// `clone_new` of the client it was made from) so they never hold up other traffic.
+///
+/// # Cancel safety
+///
+/// [`take`](Self::take) and [`poll`](Self::poll) are **not** cancel safe: if the future is
+/// dropped after Redis has popped a value but before the reply is read, that value is lost, as it
+/// is with Redisson. Use a timeout on `poll` rather than racing `take` in `select!` when that
+/// matters.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn ex(client: fred::clients::Client) -> Result<(), delayq::Error> {
+/// use delayq::codec::StringCodec;
+/// use delayq::Consumer;
+/// use std::time::Duration;
+///
+/// let consumer = Consumer::new(&client, "orders", StringCodec).await?;
+/// if let Some(order) = consumer.poll(Duration::from_secs(5)).await? {
+///     println!("due: {order}");
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Consumer<C: Codec> {
+    client: Client,
+    target: String,
+    codec: Arc<C>,
+}
+
+impl<C: Codec> Consumer<C> {
+    /// A consumer of the list `name`, on a new connection made from `client`'s config.
+    ///
+    /// # Errors
+    ///
+    /// No connection.
+    pub async fn new(client: &Client, name: impl Into<String>, codec: C) -> Result<Self> {
+        Self::with_shared_codec(client, &name.into(), Arc::new(codec)).await
+    }
+
+    pub(crate) async fn with_shared_codec(
+        client: &Client,
+        target: &str,
+        codec: Arc<C>,
+    ) -> Result<Self> {
+        let own = client.clone_new();
+        crate::connect::init_client(&own).await?;
+        Ok(Consumer {
+            client: own,
+            target: target.to_owned(),
+            codec,
+        })
+    }
+
+    /// The list this consumer takes from.
+    pub fn name(&self) -> &str {
+        &self.target
+    }
+
+    fn decode(&self, raw: Bytes) -> Result<C::Value> {
+        decode_value(&*self.codec, raw)
+    }
+
+    async fn blpop(&self, timeout: Duration) -> Result<Option<Bytes>> {
+        let reply: Value = self
+            .client
+            .blpop(self.target.as_str(), timeout.as_secs_f64())
+            .await
+            .map_err(|e| Error::from_redis(&self.target, e))?;
+        match reply {
+            Value::Null => Ok(None),
+            Value::Array(mut pair) if pair.len() == 2 => match pair.pop() {
+                Some(Value::Bytes(b)) => Ok(Some(b)),
+                Some(Value::String(s)) => Ok(Some(s.into_inner())),
+                other => Err(Error::UnexpectedReply {
+                    context: "BLPOP",
+                    detail: format!("{other:?}"),
+                }),
+            },
+            other => Err(Error::UnexpectedReply {
+                context: "BLPOP",
+                detail: format!("{other:?}"),
+            }),
+        }
+    }
+
+    /// Waits for the next value and takes it.
+    ///
+    /// Java: `RBlockingQueue#take()`. Blocks in slices of one second, so a lost connection is
+    /// noticed and the wait resumes after reconnecting.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] (with the raw bytes, which have left Redis) or a Redis error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe; see the type's docs.
+    pub async fn take(&self) -> Result<C::Value> {
+        loop {
+            if let Some(raw) = self.blpop(TAKE_SLICE).await? {
+                return self.decode(raw);
+            }
+        }
+    }
+
+    /// Takes the next value, waiting at most `timeout` (not at all for zero).
+    ///
+    /// Java: `RBlockingQueue#poll(timeout, unit)`; with zero, `RQueue#poll()`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] or a Redis error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe; see the type's docs.
+    pub async fn poll(&self, timeout: Duration) -> Result<Option<C::Value>> {
+        // Refuse what Redis would refuse, before sending anything.
+        due_time(0, timeout)?;
+        let raw = if timeout.is_zero() {
+            self.client
+                .lpop(self.target.as_str(), None)
+                .await
+                .map_err(|e| Error::from_redis(&self.target, e))?
+        } else {
+            // BLPOP takes seconds with millisecond precision; round up so it never waits less.
+            let slice = Duration::from_millis(timeout.as_millis().max(1) as u64);
+            self.blpop(slice).await?
+        };
+        raw.map(|raw| self.decode(raw)).transpose()
+    }
+
+    /// Takes up to `limit` values without waiting.
+    ///
+    /// Java: `RQueue#poll(limit)`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] for the first value that does not decode (the others have left Redis
+    /// too; [`poll_many_raw`](Self::poll_many_raw) keeps them apart), or a Redis error.
+    pub async fn poll_many(&self, limit: usize) -> Result<Vec<C::Value>> {
+        self.poll_many_raw(limit).await?.into_iter().collect()
+    }
+
+    /// Like [`poll_many`](Self::poll_many), with each value's decode result apart.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn poll_many_raw(&self, limit: usize) -> Result<Vec<Result<C::Value>>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let reply: Value = self
+            .client
+            .lpop(self.target.as_str(), Some(limit))
+            .await
+            .map_err(|e| Error::from_redis(&self.target, e))?;
+        let raws: Vec<Bytes> = match reply {
+            Value::Null => Vec::new(),
+            Value::Array(items) => items
+                .into_iter()
+                .filter_map(|v| match v {
+                    Value::Bytes(b) => Some(b),
+                    Value::String(s) => Some(s.into_inner()),
+                    _ => None,
+                })
+                .collect(),
+            Value::Bytes(b) => vec![b],
+            Value::String(s) => vec![s.into_inner()],
+            other => {
+                return Err(Error::UnexpectedReply {
+                    context: "LPOP",
+                    detail: format!("{other:?}"),
+                })
+            }
+        };
+        Ok(raws.into_iter().map(|raw| self.decode(raw)).collect())
+    }
+
+    /// The values as a stream: each item is one [`take`](Self::take).
+    ///
+    /// The stream ends only when it is dropped; errors are items, and the stream goes on after
+    /// them.
+    pub fn into_stream(self) -> impl Stream<Item = Result<C::Value>> {
+        futures::stream::unfold(self, |consumer| async move {
+            let item = consumer.take().await;
+            Some((item, consumer))
+        })
+    }
+
+    /// Closes the consumer's connection.
+    pub async fn close(self) {
+        let _ = self.client.quit().await;
+    }
+}

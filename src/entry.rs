@@ -1,0 +1,209 @@
+//! Packing of pending entries, as Redisson's scripts build them with Lua's `struct` library.
+//!
+//! Current format (Redisson 3.21.1 and later), `struct.pack('Bc0Lc0', 8, id, #value, value)`:
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 1 | length of the random id (always 8) |
+//! | 8 | random id |
+//! | 8 | length of the value, little-endian `unsigned long` |
+//! | n | the encoded value |
+//!
+//! Legacy format (Redisson before 3.21.1), `struct.pack('dLc0', random, #value, value)`: an
+//! 8-byte little-endian double, the 8-byte length, the value.
+//!
+//! The total length tells the two apart (`1 + 8 + 8 + n` against `8 + 8 + n`, with the length
+//! field matching); in the rare case where both readings fit, the queue's configured format wins.
+//! Entries are packed on the Redis server by `offer.lua`, so that the bytes are exactly the
+//! server's own `struct.pack` output; this module reads them (and packs them for tests and tools).
+
+/// Which entry packing a queue writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum EntryFormat {
+    /// `Bc0Lc0` with an 8-byte random id: Redisson 3.21.1 and later.
+    #[default]
+    Current,
+    /// `dLc0` with a random double: Redisson 2.7.0/3.2.0 up to 3.21.0.
+    Legacy,
+}
+
+impl EntryFormat {
+    /// The flag passed to the Lua scripts (`"0"` current, `"1"` legacy).
+    pub(crate) fn lua_flag(self) -> &'static str {
+        match self {
+            EntryFormat::Current => "0",
+            EntryFormat::Legacy => "1",
+        }
+    }
+}
+
+/// One pending entry, read from its raw bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry<'a> {
+    /// The format it was packed in.
+    pub format: EntryFormat,
+    /// The random part: the id bytes (current) or the double's 8 bytes (legacy).
+    pub id: &'a [u8],
+    /// The encoded value.
+    pub value: &'a [u8],
+}
+
+/// Why bytes are not an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EntryError {
+    /// Shorter than the smallest entry (16 bytes).
+    #[error("too short to be an entry")]
+    TooShort,
+    /// Neither format's length fields agree with the total length.
+    #[error("length fields do not match the entry's size")]
+    LengthMismatch,
+}
+
+const LEN_FIELD: usize = 8;
+
+fn read_len(raw: &[u8], at: usize) -> Option<u64> {
+    let bytes: [u8; LEN_FIELD] = raw.get(at..at + LEN_FIELD)?.try_into().ok()?;
+    Some(u64::from_le_bytes(bytes))
+}
+
+fn as_current(raw: &[u8]) -> Option<Entry<'_>> {
+    let id_len = usize::from(*raw.first()?);
+    let len_at = 1 + id_len;
+    let value_len = read_len(raw, len_at)?;
+    let value_at = len_at + LEN_FIELD;
+    let expected = u64::try_from(value_at).ok()?.checked_add(value_len)?;
+    (expected == raw.len() as u64).then(|| Entry {
+        format: EntryFormat::Current,
+        id: &raw[1..len_at],
+        value: &raw[value_at..],
+    })
+}
+
+fn as_legacy(raw: &[u8]) -> Option<Entry<'_>> {
+    let value_len = read_len(raw, 8)?;
+    let value_at = 8 + LEN_FIELD;
+    let expected = (value_at as u64).checked_add(value_len)?;
+    (expected == raw.len() as u64).then(|| Entry {
+        format: EntryFormat::Legacy,
+        id: &raw[..8],
+        value: &raw[value_at..],
+    })
+}
+
+/// Reads an entry in either format; `prefer` breaks the rare tie where both readings fit.
+///
+/// # Examples
+///
+/// ```
+/// use delayq::entry::{unpack, EntryFormat};
+///
+/// let raw = [8, 1, 2, 3, 4, 5, 6, 7, 8, 3, 0, 0, 0, 0, 0, 0, 0, b'a', b'b', b'c'];
+/// let entry = unpack(&raw, EntryFormat::Current).unwrap();
+/// assert_eq!(entry.value, b"abc");
+/// assert_eq!(entry.format, EntryFormat::Current);
+/// assert!(unpack(&raw[..19], EntryFormat::Current).is_err());
+/// ```
+pub fn unpack(raw: &[u8], prefer: EntryFormat) -> Result<Entry<'_>, EntryError> {
+    if raw.len() < 16 {
+        return Err(EntryError::TooShort);
+    }
+    let (first, second) = match prefer {
+        EntryFormat::Current => (as_current(raw), as_legacy(raw)),
+        EntryFormat::Legacy => (as_legacy(raw), as_current(raw)),
+    };
+    first.or(second).ok_or(EntryError::LengthMismatch)
+}
+
+/// Packs a current-format entry (`Bc0Lc0`), as Redisson's offer script does on the server.
+pub fn pack(id: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + id.len() + LEN_FIELD + value.len());
+    // Lua's struct writes the low byte of the id length, as `B` does.
+    out.push(id.len() as u8);
+    out.extend_from_slice(id);
+    out.extend_from_slice(&(value.len() as u64).to_le_bytes());
+    out.extend_from_slice(value);
+    out
+}
+
+/// Packs a legacy-format entry (`dLc0`) around the random double `random`.
+pub fn pack_legacy(random: f64, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + value.len());
+    out.extend_from_slice(&random.to_le_bytes());
+    out.extend_from_slice(&(value.len() as u64).to_le_bytes());
+    out.extend_from_slice(value);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn spec_example_bytes() {
+        let packed = pack(&[1, 2, 3, 4, 5, 6, 7, 8], b"abc");
+        assert_eq!(
+            packed,
+            [8, 1, 2, 3, 4, 5, 6, 7, 8, 3, 0, 0, 0, 0, 0, 0, 0, 0x61, 0x62, 0x63]
+        );
+        let long = pack(&[0; 8], &[0u8; 300]);
+        assert_eq!(&long[9..17], &[0x2c, 0x01, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn legacy_entries_are_detected() {
+        let raw = pack_legacy(-1234567.0, b"hello");
+        let entry = unpack(&raw, EntryFormat::Current).unwrap();
+        assert_eq!(entry.format, EntryFormat::Legacy);
+        assert_eq!(entry.value, b"hello");
+        assert_eq!(entry.id, &(-1234567.0f64).to_le_bytes());
+    }
+
+    #[test]
+    fn ambiguous_entry_follows_preference() {
+        // Legacy: 8-byte double whose first byte is 8 and whose last byte is 1, length 1, value 0.
+        // Read as current: id length 8, id = bytes 1..9, length field = bytes 9..17 = 0, no value.
+        let mut raw = vec![8, 0, 0, 0, 0, 0, 0, 1];
+        raw.extend_from_slice(&1u64.to_le_bytes());
+        raw.push(0);
+        assert_eq!(raw.len(), 17);
+        let current = unpack(&raw, EntryFormat::Current).unwrap();
+        let legacy = unpack(&raw, EntryFormat::Legacy).unwrap();
+        assert_eq!(current.format, EntryFormat::Current);
+        assert_eq!(current.value, b"");
+        assert_eq!(legacy.format, EntryFormat::Legacy);
+        assert_eq!(legacy.value, [0]);
+    }
+
+    #[test]
+    fn malformed_entries_are_errors() {
+        assert_eq!(unpack(b"", EntryFormat::Current), Err(EntryError::TooShort));
+        let mut bad = pack(&[9; 8], b"abc");
+        bad.push(0);
+        assert_eq!(
+            unpack(&bad, EntryFormat::Current),
+            Err(EntryError::LengthMismatch)
+        );
+        let mut huge = pack(&[9; 8], b"abc");
+        huge[9..17].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(unpack(&huge, EntryFormat::Current).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn unpack_never_panics(raw in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = unpack(&raw, EntryFormat::Current);
+            let _ = unpack(&raw, EntryFormat::Legacy);
+        }
+
+        #[test]
+        fn pack_then_unpack(id in proptest::array::uniform8(any::<u8>()), value in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let raw = pack(&id, &value);
+            let entry = unpack(&raw, EntryFormat::Current).unwrap();
+            prop_assert_eq!(entry.value, &value[..]);
+            prop_assert_eq!(entry.id, &id[..]);
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The Lua scripts under `lua/`, run by EVALSHA with one NOSCRIPT fallback.
+
+use fred::interfaces::LuaInterface;
+use fred::prelude::{Error as FredError, FromValue, Key, Value};
+use std::sync::LazyLock;
+use tracing::Instrument;
+
+/// One script: its file name, full source and SHA-1.
+#[derive(Debug)]
+pub(crate) struct LuaScript {
+    name: &'static str,
+    source: &'static str,
+    sha1: String,
+}
+
+impl LuaScript {
+    fn new(name: &'static str, source: &'static str) -> LuaScript {
+        LuaScript {
+            name,
+            source,
+            sha1: fred::util::sha1_hash(source),
+        }
+    }
+
+    /// The file name under `lua/`.
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The script's SHA-1, as EVALSHA wants it.
+    #[cfg(test)]
+    pub(crate) fn sha1(&self) -> &str {
+        &self.sha1
+    }
+
+    /// Runs the script: EVALSHA, and on NOSCRIPT (script cache flushed, new or failed-over node)
+    /// SCRIPT LOAD on every primary, then EVALSHA exactly once more.
+    pub(crate) async fn run<R, C>(
+        &self,
+        client: &C,
+        keys: Vec<Key>,
+        args: Vec<Value>,
+    ) -> Result<R, FredError>
+    where
+        R: FromValue,
+        C: LuaInterface + Sync,
+    {
+        let span = tracing::debug_span!("script", name = self.name, keys = keys.len());
+        async {
+            match client
+                .evalsha::<R, _, _, _>(self.sha1.as_str(), keys.clone(), args.clone())
+                .await
+            {
+                Err(err) if is_noscript(&err) => {
+                    tracing::debug!(script = self.name, "NOSCRIPT; loading the script");
+                    let _: Value = client.script_load_cluster(self.source).await?;
+                    client.evalsha(self.sha1.as_str(), keys, args).await
+                }
+                other => other,
+            }
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// fred has no NOSCRIPT error kind; Redis's reply starts with the code.
+fn is_noscript(err: &FredError) -> bool {
+    err.details().starts_with("NOSCRIPT")
+}
+
+macro_rules! script {
+    ($ident:ident, $file:literal) => {
+        pub(crate) static $ident: LazyLock<LuaScript> =
+            LazyLock::new(|| LuaScript::new($file, include_str!(concat!("../lua/", $file))));
+    };
+    ($ident:ident, $file:literal, with_entry_prelude) => {
+        pub(crate) static $ident: LazyLock<LuaScript> = LazyLock::new(|| {
+            LuaScript::new(
+                $file,
+                concat!(
+                    include_str!("../lua/lib/entry.lua"),
+                    include_str!(concat!("../lua/", $file))
+                ),
+            )
+        });
+    };
+}
+
+script!(OFFER, "offer.lua");
+script!(TRANSFER, "transfer.lua", with_entry_prelude);
+script!(REMOVE, "remove.lua", with_entry_prelude);
+script!(CONTAINS, "contains.lua", with_entry_prelude);
+script!(POLL, "poll.lua", with_entry_prelude);
+script!(
+    POLL_LAST_OFFER_FIRST,
+    "poll_last_offer_first.lua",
+    with_entry_prelude
+);
+script!(EXPIRE, "expire.lua");
+script!(PENDING, "pending.lua");
+script!(STATS, "stats.lua");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_script_is_hashed_from_its_full_source() {
+        for script in [
+            &*OFFER,
+            &*TRANSFER,
+            &*REMOVE,
+            &*CONTAINS,
+            &*POLL,
+            &*POLL_LAST_OFFER_FIRST,
+            &*EXPIRE,
+            &*PENDING,
+            &*STATS,
+        ] {
+            assert_eq!(script.sha1().len(), 40, "{}", script.name());
+            assert_eq!(script.sha1(), fred::util::sha1_hash(script.source));
+            assert!(script.source.contains("-- KEYS[1]"), "{}", script.name());
+        }
+        assert!(TRANSFER.source.starts_with("-- delayq: shared prelude"));
+        assert!(!OFFER.source.contains("delayq_value"));
+    }
+}
