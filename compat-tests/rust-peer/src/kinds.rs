@@ -12,9 +12,8 @@
 //! `ByteArrayCodec` carrying bytes that another (Java) codec produced: it exercises the queue
 //! protocol for codecs delayq does not implement yet, without claiming the codec itself works.
 
-use crate::{open_with, Ops, Peer};
+use crate::{open_with, OpenOpts, Ops, Peer};
 use delayq::codec::{ByteArrayCodec, Codec, LongCodec, StringCodec};
-use delayq::SchedulerConfig;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -97,27 +96,21 @@ impl Kind for BytesKind {
     }
 }
 
-/// Opens a queue with the named codec.
-pub(crate) async fn open(
-    peer: &Peer,
-    codec: &str,
-    name: &str,
-    legacy: bool,
-    transfer: bool,
-) -> Result<Arc<dyn Ops>, String> {
-    let c = &peer.client;
-    match codec {
-        "string" => open_with(c, StringKind, name, legacy, transfer).await,
-        "long" => open_with(c, LongKind, name, legacy, transfer).await,
-        "bytes" | "raw" => open_with(c, BytesKind, name, legacy, transfer).await,
-        other => Err(format!("codec {other:?} is not supported by this peer")),
-    }
-}
+/// The codecs `open` accepts (the `caps` command reports them).
+pub(crate) const CODECS: &[&str] = &["string", "long", "bytes", "raw"];
 
-/// The scheduler settings for a standalone scheduler.
-pub(crate) fn scheduler_config(legacy: bool) -> SchedulerConfig {
-    let _ = legacy;
-    SchedulerConfig::default()
+/// Opens a queue with the codec named in `opts`.
+pub(crate) async fn open(peer: &Peer, opts: &OpenOpts<'_>) -> Result<Arc<dyn Ops>, String> {
+    let c = &peer.client;
+    match opts.codec {
+        "string" => open_with(c, StringKind, opts).await,
+        "long" => open_with(c, LongKind, opts).await,
+        "bytes" | "raw" => open_with(c, BytesKind, opts).await,
+        other => Err(format!(
+            "codec {other:?} (kind {:?}) is not supported by this peer",
+            opts.kind
+        )),
+    }
 }
 
 /// Lower-case hex, written out by hand (no extra dependency).

@@ -248,18 +248,12 @@ impl<K: Kind> Ops for Handle<K> {
 async fn open_with<K: Kind>(
     client: &fred::clients::Client,
     kind: K,
-    name: &str,
-    legacy: bool,
-    transfer: bool,
+    opts: &OpenOpts<'_>,
 ) -> Result<Arc<dyn Ops>, String> {
-    let format = if legacy {
-        EntryFormat::Legacy
-    } else {
-        EntryFormat::Current
-    };
-    let queue = DelayedQueue::builder(client.clone(), name, kind.codec())
-        .entry_format(format)
-        .transfer(transfer)
+    let queue = DelayedQueue::builder(client.clone(), opts.name, kind.codec())
+        .entry_format(opts.format())
+        .transfer(opts.transfer)
+        .scheduler_config(opts.scheduler_config())
         .build()
         .await
         .map_err(err)?;
@@ -272,6 +266,54 @@ async fn open_with<K: Kind>(
     }))
 }
 
+/// The options of `open` (and, minus the codec, of `scheduler_start`).
+struct OpenOpts<'a> {
+    /// The target list's name.
+    name: &'a str,
+    /// The codec's name.
+    codec: &'a str,
+    /// The value kind, for codecs that carry several (JSON, Kryo).
+    kind: &'a str,
+    /// Legacy `dLc0` entries (Redisson before 3.21.1).
+    legacy: bool,
+    /// Whether the queue runs a transfer scheduler.
+    transfer: bool,
+    /// The scheduler's safety sweep; `None` leaves only channel messages and its own timer.
+    sweep: Option<Duration>,
+}
+
+impl OpenOpts<'_> {
+    fn parse(args: &Value) -> Result<OpenOpts<'_>, String> {
+        let sweep = match args.get("sweep_ms") {
+            None => SchedulerConfig::default().sweep_interval,
+            Some(Value::Null) => None,
+            Some(_) => Some(Duration::from_millis(u64_field(args, "sweep_ms")?)),
+        };
+        Ok(OpenOpts {
+            name: str_field(args, "name")?,
+            codec: args.get("codec").and_then(Value::as_str).unwrap_or(""),
+            kind: args.get("kind").and_then(Value::as_str).unwrap_or(""),
+            legacy: bool_field(args, "legacy", false)?,
+            transfer: bool_field(args, "transfer", true)?,
+            sweep,
+        })
+    }
+
+    fn format(&self) -> EntryFormat {
+        if self.legacy {
+            EntryFormat::Legacy
+        } else {
+            EntryFormat::Current
+        }
+    }
+
+    fn scheduler_config(&self) -> SchedulerConfig {
+        SchedulerConfig::default()
+            .with_entry_format(self.format())
+            .with_sweep_interval(self.sweep)
+    }
+}
+
 /// Everything the peer holds between commands.
 struct Peer {
     client: fred::clients::Client,
@@ -282,20 +324,16 @@ struct Peer {
 impl Peer {
     async fn open(&self, args: &Value) -> Reply {
         let h = str_field(args, "h")?;
-        let name = str_field(args, "name")?;
-        let codec = str_field(args, "codec")?;
-        let legacy = bool_field(args, "legacy", false)?;
-        let transfer = bool_field(args, "transfer", true)?;
-        let ops = kinds::open(self, codec, name, legacy, transfer).await?;
+        let opts = OpenOpts::parse(args)?;
+        let ops = kinds::open(self, &opts).await?;
         self.queues.lock().await.insert(h.to_owned(), ops);
         reply(vec![])
     }
 
     async fn scheduler_start(&self, args: &Value) -> Reply {
-        let name = str_field(args, "name")?;
-        let legacy = bool_field(args, "legacy", false)?;
-        let config = kinds::scheduler_config(legacy);
-        let handle = Scheduler::spawn(self.client.clone(), name, config)
+        let opts = OpenOpts::parse(args)?;
+        let name = opts.name;
+        let handle = Scheduler::spawn(self.client.clone(), name, opts.scheduler_config())
             .await
             .map_err(err)?;
         if let Some(old) = self
@@ -325,6 +363,7 @@ impl Peer {
         let op = str_field(args, "op")?;
         match op {
             "ping" => reply(vec![("at_ms", json!(now_ms()))]),
+            "caps" => reply(vec![("codecs", json!(kinds::CODECS))]),
             "open" => self.open(args).await,
             "close" => {
                 let h = str_field(args, "h")?;
