@@ -96,6 +96,14 @@ public class Aggregate {
                 }
                 md.append('\n');
             }
+            Path notes = dir.resolve("notes-" + version + ".txt");
+            if (Files.exists(notes)) {
+                List<String> ns = Files.readAllLines(notes, StandardCharsets.UTF_8);
+                if (!ns.isEmpty()) {
+                    md.append("\nObserved about Redisson ").append(version).append(":\n\n");
+                    ns.forEach(n -> md.append("- ").append(n).append('\n'));
+                }
+            }
             if (!failures.isEmpty()) {
                 md.append("\nFailures:\n\n");
                 failures.forEach(l -> md.append(l).append('\n'));

@@ -3,15 +3,12 @@ package delayq.compat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.redisson.api.BatchOptions;
-import org.redisson.api.RBatch;
 import org.redisson.api.RBlockingQueue;
-import org.redisson.api.RFuture;
+import org.redisson.api.RScript;
 import org.redisson.api.RDelayedQueue;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.ByteArrayCodec;
@@ -139,21 +136,32 @@ final class Ctx {
      * and the order list is well packed in this run's format and that both hold the same entries.
      */
     Map<String, Double> pending() {
-        // Both keys in one MULTI, so a running scheduler cannot move entries between the reads.
-        RBatch batch = env.javaA.createBatch(BatchOptions.defaults().executionMode(BatchOptions.ExecutionMode.REDIS_READ_ATOMIC));
-        RFuture<Collection<ScoredEntry<byte[]>>> zf =
-                batch.<byte[]>getScoredSortedSet(timeoutKey(), ByteArrayCodec.INSTANCE).entryRangeAsync(0, -1);
-        RFuture<List<Object>> lf = batch.getList(orderKey(), ByteArrayCodec.INSTANCE).readAllAsync();
-        batch.execute();
+        // Both keys in one script, so a running scheduler cannot move entries between the reads.
+        RScript.ReturnType list;
+        try {
+            list = RScript.ReturnType.valueOf("MULTI"); // Redisson 3.x
+        } catch (IllegalArgumentException e) {
+            list = RScript.ReturnType.valueOf("LIST"); // Redisson 4.x
+        }
+        List<Object> reply = env.javaA.getScript(ByteArrayCodec.INSTANCE).eval(RScript.Mode.READ_ONLY,
+                "local z = redis.call('zrange', KEYS[1], 0, -1, 'WITHSCORES') "
+                        + "local l = redis.call('lrange', KEYS[2], 0, -1) "
+                        + "local out = {tostring(#z)} "
+                        + "for i = 1, #z do out[#out + 1] = z[i] end "
+                        + "for i = 1, #l do out[#out + 1] = l[i] end "
+                        + "return out",
+                list, List.of(timeoutKey(), orderKey()));
+        int zn = Integer.parseInt(text(reply.get(0)));
         Map<String, Double> out = new HashMap<>();
         List<String> zMembers = new ArrayList<>();
-        for (ScoredEntry<byte[]> e : zf.toCompletableFuture().join()) {
-            byte[] v = Entries.value(e.getValue(), env.legacy);
-            out.put(Case.HEX.formatHex(v), e.getScore());
-            zMembers.add(Case.HEX.formatHex(e.getValue()));
+        for (int i = 1; i < 1 + zn; i += 2) {
+            byte[] member = (byte[]) reply.get(i);
+            byte[] v = Entries.value(member, env.legacy);
+            out.put(Case.HEX.formatHex(v), Double.parseDouble(text(reply.get(i + 1))));
+            zMembers.add(Case.HEX.formatHex(member));
         }
         List<String> lMembers = new ArrayList<>();
-        for (Object o : lf.toCompletableFuture().join()) {
+        for (Object o : reply.subList(1 + zn, reply.size())) {
             byte[] entry = (byte[]) o;
             Entries.value(entry, env.legacy);
             lMembers.add(Case.HEX.formatHex(entry));
@@ -166,6 +174,31 @@ final class Ctx {
             throw new AssertionError("timeout set and order list differ: " + zs + " vs " + ls);
         }
         return out;
+    }
+
+    private static String text(Object o) {
+        return o instanceof byte[] b ? new String(b, java.nio.charset.StandardCharsets.US_ASCII) : String.valueOf(o);
+    }
+
+    /**
+     * Offers from a Java client that exists only for these offers and is shut down at once, so no
+     * Java transfer task is left for this queue (RDelayedQueue.destroy() alone does not stop it in
+     * older Redisson). Returns each value's lower bound of due time.
+     */
+    long[] javaOfferAlone(List<Object> values, long[] delays) {
+        org.redisson.api.RedissonClient once = env.newClient();
+        try {
+            RDelayedQueue<Object> dq = dq(once);
+            long[] lower = new long[values.size()];
+            for (int i = 0; i < values.size(); i++) {
+                lower[i] = System.currentTimeMillis() + delays[i];
+                dq.offer(values.get(i), delays[i], java.util.concurrent.TimeUnit.MILLISECONDS);
+            }
+            dq.destroy();
+            return lower;
+        } finally {
+            once.shutdown(0, 5, java.util.concurrent.TimeUnit.SECONDS);
+        }
     }
 
     /** The target list's raw values (hex), head first. */

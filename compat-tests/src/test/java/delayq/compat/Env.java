@@ -50,6 +50,11 @@ final class Env {
         peerA.call("caps").path("codecs").forEach(n -> peerCodecs.add(n.asText()));
     }
 
+    /** A new Redisson client on the suite's server; the caller shuts it down. */
+    RedissonClient newClient() {
+        return client();
+    }
+
     private RedissonClient client() {
         Config config = new Config();
         config.useSingleServer()

@@ -48,6 +48,17 @@ final class Matrix {
                 status.name(), raw ? "raw" : "typed", java.summary(), rust.summary(), d));
     }
 
+    private static final List<String> NOTES = Collections.synchronizedList(new ArrayList<>());
+
+    /** An observation about Redisson itself (not a delayq result), printed under the matrix. */
+    static void note(String text) {
+        synchronized (NOTES) {
+            if (!NOTES.contains(text)) {
+                NOTES.add(text);
+            }
+        }
+    }
+
     static void write(String version) throws IOException {
         Path dir = Path.of(System.getProperty("results.dir", "target/compat-results"));
         Files.createDirectories(dir);
@@ -57,5 +68,8 @@ final class Matrix {
         }
         Collections.sort(lines);
         Files.write(dir.resolve("results-" + version + ".tsv"), lines, StandardCharsets.UTF_8);
+        synchronized (NOTES) {
+            Files.write(dir.resolve("notes-" + version + ".txt"), NOTES, StandardCharsets.UTF_8);
+        }
     }
 }
