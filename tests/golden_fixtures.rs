@@ -138,13 +138,21 @@ fn entries_written_by_redisson_unpack() {
             for cut in [1, 2, raw.len() - 8] {
                 let short = &raw[..raw.len() - cut];
                 if let Ok(e) = unpack(short, format) {
-                    assert_ne!(e.value, &value[..], "{dir:?}: truncated entry read as whole");
+                    assert_ne!(
+                        e.value,
+                        &value[..],
+                        "{dir:?}: truncated entry read as whole"
+                    );
                 }
             }
             let mut long = raw.clone();
             long.push(0);
             if let Ok(e) = unpack(&long, format) {
-                assert_ne!(e.value, &value[..], "{dir:?}: entry with a trailing byte accepted");
+                assert_ne!(
+                    e.value,
+                    &value[..],
+                    "{dir:?}: entry with a trailing byte accepted"
+                );
             }
         }
     }

@@ -81,10 +81,7 @@ fn bool_field(args: &Value, name: &str, default: bool) -> Result<bool, String> {
 }
 
 fn reply(pairs: Vec<(&str, Value)>) -> Reply {
-    Ok(pairs
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect())
+    Ok(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 /// The operations on one opened queue, whatever its codec.
@@ -216,7 +213,8 @@ impl<K: Kind> Handle<K> {
                 // Takes up to `count` values from the target list before the deadline, each
                 // stamped with the time it arrived.
                 let count = u64_field(args, "count")? as usize;
-                let deadline = Instant::now() + Duration::from_millis(u64_field(args, "timeout_ms")?);
+                let deadline =
+                    Instant::now() + Duration::from_millis(u64_field(args, "timeout_ms")?);
                 let consumer = self.consumer().await?;
                 let mut got = Vec::new();
                 while got.len() < count {
@@ -336,12 +334,7 @@ impl Peer {
         let handle = Scheduler::spawn(self.client.clone(), name, opts.scheduler_config())
             .await
             .map_err(err)?;
-        if let Some(old) = self
-            .schedulers
-            .lock()
-            .await
-            .insert(name.to_owned(), handle)
-        {
+        if let Some(old) = self.schedulers.lock().await.insert(name.to_owned(), handle) {
             old.shutdown().await;
         }
         reply(vec![])
