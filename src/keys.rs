@@ -8,6 +8,8 @@ const ORDER_PREFIX: &str = "redisson_delay_queue";
 const CHANNEL_PREFIX: &str = "redisson_delay_queue_channel";
 /// Prefix of delayq's own quarantine list for malformed entries (not a Redisson key).
 const QUARANTINE_PREFIX: &str = "delayq_quarantine";
+/// Prefix of delayq's position index of the order list (not a Redisson key).
+const INDEX_PREFIX: &str = "delayq_index";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
 ///
@@ -36,6 +38,7 @@ pub struct QueueKeys {
     order: String,
     channel: String,
     quarantine: String,
+    index: String,
 }
 
 impl QueueKeys {
@@ -47,6 +50,7 @@ impl QueueKeys {
             order: prefix_name(ORDER_PREFIX, &target),
             channel: prefix_name(CHANNEL_PREFIX, &target),
             quarantine: prefix_name(QUARANTINE_PREFIX, &target),
+            index: prefix_name(INDEX_PREFIX, &target),
             target,
         }
     }
@@ -75,6 +79,12 @@ impl QueueKeys {
     pub fn quarantine(&self) -> &str {
         &self.quarantine
     }
+
+    /// delayq's position index of the order list (`delayq_index:{NAME}`), which lets a transfer
+    /// find due entries without scanning the list; rebuilt whenever it is found stale.
+    pub fn index(&self) -> &str {
+        &self.index
+    }
 }
 
 /// Redisson's `prefixName` rule.
@@ -97,6 +107,7 @@ mod tests {
         assert_eq!(keys.order(), "redisson_delay_queue:{q}");
         assert_eq!(keys.channel(), "redisson_delay_queue_channel:{q}");
         assert_eq!(keys.quarantine(), "delayq_quarantine:{q}");
+        assert_eq!(keys.index(), "delayq_index:{q}");
     }
 
     #[test]

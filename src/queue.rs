@@ -294,7 +294,11 @@ impl<C: Codec> DelayedQueue<C> {
         scripts::REMOVE
             .run(
                 &self.inner.client,
-                vec![keys.timeout().into(), keys.order().into()],
+                vec![
+                    keys.timeout().into(),
+                    keys.order().into(),
+                    keys.index().into(),
+                ],
                 args,
             )
             .await
@@ -522,6 +526,7 @@ impl<C: Codec> DelayedQueue<C> {
                     keys.timeout().into(),
                     keys.order().into(),
                     keys.quarantine().into(),
+                    keys.index().into(),
                 ],
                 vec![(limit as i64).into(), self.prefer_flag().into()],
             )
@@ -552,6 +557,7 @@ impl<C: Codec> DelayedQueue<C> {
                     keys.order().into(),
                     destination.into(),
                     keys.quarantine().into(),
+                    keys.index().into(),
                 ],
                 vec![self.prefer_flag().into()],
             )
@@ -573,7 +579,7 @@ impl<C: Codec> DelayedQueue<C> {
         let deleted: u64 = self
             .inner
             .client
-            .del(vec![keys.timeout(), keys.order()])
+            .del(vec![keys.timeout(), keys.order(), keys.index()])
             .await
             .map_err(|e| self.redis_error(e))?;
         Ok(deleted > 0)
@@ -738,12 +744,13 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// A Redis error.
     pub async fn transfer_due(&self, batch_size: usize) -> Result<TransferOutcome> {
+        let config = SchedulerConfig::default().with_entry_format(self.inner.format);
         transfer_once(
             &self.inner.client,
             &self.inner.keys,
             now_ms(),
             batch_size.max(1),
-            self.inner.format,
+            &config,
         )
         .await
     }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every test: formatting, lints, docs, unit and integration tests on real redis-server
+# processes (standalone, Cluster, Sentinel), and the compat suite against the real Java Redisson.
+# Installs Redis from Debian when it is missing; Redisson comes from Maven Central.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+ensure_redis
+
+step() { echo; echo "== $*"; }
+started=$SECONDS
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (all targets, all features, -D warnings)"
+cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
+
+step "cargo doc (deny warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --quiet
+
+step "cargo test (all features)"
+cargo test --workspace --all-features
+
+if [ -x compat-tests/run.sh ]; then
+    step "compat-tests against the real Java Redisson"
+    compat-tests/run.sh
+fi
+
+echo
+echo "== all tests passed in $((SECONDS - started)) s"

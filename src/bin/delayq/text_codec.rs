@@ -1,0 +1,180 @@
+//! Command-line values: text in, bytes on Redis, text out.
+
+use delayq::codec::{Codec, LongCodec};
+use std::fmt;
+
+/// Which Redisson codec's bytes the command line reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum CodecName {
+    /// StringCodec: the text as UTF-8.
+    String,
+    /// LongCodec: a decimal integer.
+    Long,
+    /// ByteArrayCodec: hex on the command line.
+    Bytes,
+    /// JsonJacksonCodec: JSON text; `--java-class` adds `@class` to an object.
+    Json,
+    /// TypedJsonJacksonCodec: plain JSON text.
+    TypedJson,
+    /// MsgPackJacksonCodec: JSON text on the command line, MessagePack on Redis.
+    Msgpack,
+}
+
+/// A codec whose values are command-line text.
+#[derive(Debug, Clone)]
+pub(crate) struct TextCodec {
+    name: CodecName,
+    java_class: Option<String>,
+}
+
+/// A value that does not fit the chosen codec.
+#[derive(Debug)]
+pub(crate) struct TextCodecError(String);
+
+impl fmt::Display for TextCodecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TextCodecError {}
+
+fn fail(message: impl Into<String>) -> TextCodecError {
+    TextCodecError(message.into())
+}
+
+impl TextCodec {
+    pub(crate) fn new(name: CodecName, java_class: Option<String>) -> Result<Self, String> {
+        if java_class.is_some() && !matches!(name, CodecName::Json | CodecName::Msgpack) {
+            return Err("--java-class goes with --codec json or msgpack".into());
+        }
+        Ok(TextCodec { name, java_class })
+    }
+
+    /// Parses JSON text and, with `--java-class`, types an object the way JsonJacksonCodec
+    /// does: `@class` first, then the properties sorted by name.
+    fn typed_json(&self, text: &str) -> Result<serde_json::Value, TextCodecError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| fail(format!("not JSON: {e}")))?;
+        let Some(class) = &self.java_class else {
+            return Ok(value);
+        };
+        let serde_json::Value::Object(fields) = value else {
+            return Err(fail("--java-class needs a JSON object value"));
+        };
+        let mut sorted: Vec<(String, serde_json::Value)> =
+            fields.into_iter().filter(|(k, _)| k != "@class").collect();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut typed = serde_json::Map::new();
+        typed.insert("@class".into(), class.clone().into());
+        typed.extend(sorted);
+        Ok(serde_json::Value::Object(typed))
+    }
+}
+
+fn decode_hex(text: &str) -> Result<Vec<u8>, TextCodecError> {
+    let text = text.trim_start_matches("0x");
+    if text.len() % 2 != 0 {
+        return Err(fail("hex needs an even number of digits"));
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&text[i..i + 2], 16)
+                .map_err(|_| fail(format!("not hex: {:?}", &text[i..i + 2])))
+        })
+        .collect()
+}
+
+fn encode_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Codec for TextCodec {
+    type Value = String;
+    type Error = TextCodecError;
+
+    fn name(&self) -> &'static str {
+        match self.name {
+            CodecName::String => "string",
+            CodecName::Long => "long",
+            CodecName::Bytes => "bytes",
+            CodecName::Json => "json",
+            CodecName::TypedJson => "typed-json",
+            CodecName::Msgpack => "msgpack",
+        }
+    }
+
+    fn encode(&self, text: &String) -> Result<Vec<u8>, TextCodecError> {
+        match self.name {
+            CodecName::String => Ok(text.as_bytes().to_vec()),
+            CodecName::Long => {
+                let n: i64 = text
+                    .parse()
+                    .map_err(|_| fail(format!("not a Java long: {text:?}")))?;
+                LongCodec.encode(&n).map_err(|e| fail(e.to_string()))
+            }
+            CodecName::Bytes => decode_hex(text),
+            CodecName::Json | CodecName::TypedJson => {
+                let value = self.typed_json(text)?;
+                serde_json::to_vec(&value).map_err(|e| fail(e.to_string()))
+            }
+            CodecName::Msgpack => {
+                let value = self.typed_json(text)?;
+                rmp_serde::to_vec(&value).map_err(|e| fail(e.to_string()))
+            }
+        }
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<String, TextCodecError> {
+        match self.name {
+            CodecName::String | CodecName::Json | CodecName::TypedJson => {
+                String::from_utf8(bytes.to_vec()).map_err(|e| fail(e.to_string()))
+            }
+            CodecName::Long => LongCodec
+                .decode(bytes)
+                .map(|n| n.to_string())
+                .map_err(|e| fail(e.to_string())),
+            CodecName::Bytes => Ok(encode_hex(bytes)),
+            CodecName::Msgpack => {
+                let value: serde_json::Value = rmp_serde::from_slice(bytes)
+                    .map_err(|e| fail(format!("not MessagePack: {e}")))?;
+                Ok(value.to_string())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_with_java_class_is_typed_and_sorted() {
+        let codec = TextCodec::new(CodecName::Json, Some("com.example.Order".into())).unwrap();
+        let bytes = codec.encode(&r#"{"sku":"x","id":1}"#.to_string()).unwrap();
+        assert_eq!(bytes, br#"{"@class":"com.example.Order","id":1,"sku":"x"}"#);
+    }
+
+    #[test]
+    fn msgpack_matches_jackson_bytes_for_a_typed_map() {
+        let codec = TextCodec::new(CodecName::Msgpack, Some("java.util.HashMap".into())).unwrap();
+        let bytes = codec.encode(&r#"{"k":"v"}"#.to_string()).unwrap();
+        let expected = "82a640636c617373b16a6176612e7574696c2e486173684d6170a16ba176";
+        assert_eq!(encode_hex(&bytes), expected);
+        assert_eq!(
+            codec.decode(&bytes).unwrap(),
+            r#"{"@class":"java.util.HashMap","k":"v"}"#
+        );
+    }
+
+    #[test]
+    fn hex_and_long() {
+        let bytes = TextCodec::new(CodecName::Bytes, None).unwrap();
+        assert_eq!(bytes.encode(&"0a0B".to_string()).unwrap(), [10, 11]);
+        assert!(bytes.encode(&"abc".to_string()).is_err());
+        let long = TextCodec::new(CodecName::Long, None).unwrap();
+        assert!(long.encode(&"1.5".to_string()).is_err());
+        assert!(TextCodec::new(CodecName::String, Some("x".into())).is_err());
+    }
+}

@@ -1,0 +1,232 @@
+//! Test harness: real `redis-server` processes for integration tests.
+//!
+//! Use it from any `tests/*.rs` with `mod common;`:
+//!
+//! * [`TestRedis`]: one standalone server on a free loopback port, in its own temp dir.
+//! * [`TestCluster`]: N masters joined with `redis-cli --cluster create`, plus slot migration.
+//! * [`TestSentinel`]: a master, a replica and three sentinels, plus a forced failover.
+//! * [`unique_name`]: a queue/key name no other test (or earlier run) uses.
+//!
+//! Every process stops when its handle is dropped, including while a test panics. On Linux the
+//! servers also get `PR_SET_PDEATHSIG`, so they die with the test binary even if it is killed.
+//! Do not keep handles in `static`s: statics are never dropped.
+//!
+//! All waiting is synchronous (`std::thread::sleep` loops with deadlines that panic with the
+//! last observed state), so the harness works from sync and async tests alike. In an async test,
+//! prefer `#[tokio::test(flavor = "multi_thread")]` when calling the slow helpers
+//! ([`TestSentinel::failover`], [`TestCluster::migrate_slot`]) so fred's background tasks keep
+//! running, or wrap the call in `tokio::task::block_in_place`.
+//!
+//! # `REDIS_URL`
+//!
+//! If the environment variable `REDIS_URL` is set (e.g. `redis://127.0.0.1:6379`),
+//! [`TestRedis::start`] uses that server instead of spawning one; [`TestRedis::start_with`]
+//! always spawns its own, because its arguments must apply. An external server is shared, so
+//! tests must use [`unique_name`] for every key and must not `FLUSHALL`; `restart()`, `kill()`
+//! and `dir()` panic on it. The cluster and sentinel harnesses always spawn their own servers.
+//!
+//! # Debugging
+//!
+//! Each process writes its output to `server.log` in its own directory; start-up and wait
+//! timeouts put the last lines into the panic message. Set `DELAYQ_KEEP_TEST_DIRS=1` to keep
+//! the temp dirs after the test.
+
+#![allow(dead_code, unused_imports)]
+
+mod cluster;
+mod process;
+mod resp;
+mod sentinel;
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tempfile::TempDir;
+
+pub use cluster::TestCluster;
+pub use process::{redis_cli, wait_until};
+pub use resp::{call as resp_call, Reply};
+pub use sentinel::TestSentinel;
+
+use process::Node;
+
+/// A name unique to this call, this process and this moment, e.g. `t:offer:4242:17...:3`.
+///
+/// Use it for queue names and keys so that tests running in parallel, or against a shared
+/// `REDIS_URL` server, never see each other's data. It contains no `{}` braces, so Redisson's
+/// hash-tag wrapping applies to it as it would to a plain queue name.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("t:{prefix}:{}:{nanos}:{n}", std::process::id())
+}
+
+/// A fresh temp dir for one harness; kept after the test (and its path printed) when the
+/// environment variable `DELAYQ_KEEP_TEST_DIRS` is set, to read the servers' `server.log`s.
+fn temp_dir(prefix: &str) -> TempDir {
+    let keep = std::env::var_os("DELAYQ_KEEP_TEST_DIRS").is_some();
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .disable_cleanup(keep)
+        .tempdir()
+        .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
+    if keep {
+        eprintln!("harness: keeping {}", dir.path().display());
+    }
+    dir
+}
+
+/// The arguments every harness-owned `redis-server` gets before the caller's extras.
+///
+/// A (initially empty) config file comes first so that `CONFIG REWRITE`, which Sentinel sends
+/// during a failover, has somewhere to write.
+fn server_args(port: u16, dir: &Path, extra: &[&str]) -> Vec<OsString> {
+    let conf = dir.join("redis.conf");
+    if !conf.exists() {
+        std::fs::write(&conf, "# written by tests/common\n")
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", conf.display()));
+    }
+    let mut args: Vec<OsString> = vec![conf.into_os_string()];
+    let port = port.to_string();
+    let defaults = [
+        "--port",
+        port.as_str(),
+        "--bind",
+        "127.0.0.1",
+        "--daemonize",
+        "no",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--enable-debug-command",
+        "local",
+        // Redis 7 waits 5 s before a diskless full sync by default; replicas need not wait.
+        "--repl-diskless-sync-delay",
+        "0",
+    ];
+    args.extend(defaults.iter().map(OsString::from));
+    args.push("--dir".into());
+    args.push(dir.as_os_str().to_owned());
+    args.extend(extra.iter().map(OsString::from));
+    args
+}
+
+/// One standalone Redis server (or the external `REDIS_URL` server, see the module docs).
+#[derive(Debug)]
+pub struct TestRedis {
+    /// The port the server listens on.
+    pub port: u16,
+    url: String,
+    /// `None` when using the external `REDIS_URL` server.
+    node: Option<Node>,
+    // Dropped after `node`, so the process is gone before its directory is removed.
+    _dir: Option<TempDir>,
+}
+
+impl TestRedis {
+    /// Starts a fresh `redis-server --save "" --appendonly no` on a free loopback port and waits
+    /// until it answers PING, or uses the `REDIS_URL` server if that variable is set.
+    pub fn start() -> TestRedis {
+        match std::env::var("REDIS_URL") {
+            Ok(url) if !url.trim().is_empty() => TestRedis::external(url.trim().to_string()),
+            _ => TestRedis::start_with(&[]),
+        }
+    }
+
+    /// Starts a fresh server with `extra` arguments after the defaults, which they override,
+    /// e.g. `&["--appendonly", "yes", "--appendfsync", "always"]`. Ignores `REDIS_URL`.
+    pub fn start_with(extra: &[&str]) -> TestRedis {
+        let dir = temp_dir("delayq-redis-");
+        let node_dir = dir.path().join("server");
+        let node = Node::start("redis-server", &node_dir, false, |port| {
+            server_args(port, &node_dir, extra)
+        });
+        TestRedis {
+            port: node.port(),
+            url: format!("redis://127.0.0.1:{}", node.port()),
+            node: Some(node),
+            _dir: Some(dir),
+        }
+    }
+
+    fn external(url: String) -> TestRedis {
+        let port = external_port(&url)
+            .unwrap_or_else(|| panic!("cannot read a port from REDIS_URL={url:?}"));
+        TestRedis {
+            port,
+            url,
+            node: None,
+            _dir: None,
+        }
+    }
+
+    /// `redis://127.0.0.1:PORT` (or the `REDIS_URL` value), for `fred::prelude::Config::from_url`.
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// Whether this handle uses the external `REDIS_URL` server.
+    pub fn is_external(&self) -> bool {
+        self.node.is_none()
+    }
+
+    /// Runs `redis-cli -p PORT args...` and returns its output (see [`redis_cli`]).
+    pub fn cli(&self, args: &[&str]) -> String {
+        match self.node {
+            Some(_) => redis_cli(&["-p".into(), self.port.to_string()], args),
+            None => redis_cli(&["-u".into(), self.url.clone()], args),
+        }
+    }
+
+    fn owned(&self, what: &str) -> &Node {
+        self.node.as_ref().unwrap_or_else(|| {
+            panic!("TestRedis::{what} needs a harness-owned server, not REDIS_URL; use start_with")
+        })
+    }
+
+    fn owned_mut(&mut self, what: &str) -> &mut Node {
+        self.node.as_mut().unwrap_or_else(|| {
+            panic!("TestRedis::{what} needs a harness-owned server, not REDIS_URL; use start_with")
+        })
+    }
+
+    /// The server's data directory (holds `appendonlydir/` when AOF is on, and `server.log`).
+    pub fn dir(&self) -> &Path {
+        self.owned("dir").dir()
+    }
+
+    /// The server's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.owned("pid").pid()
+    }
+
+    /// Stops the server gracefully if it runs (SIGTERM: the AOF is flushed), then starts it
+    /// again on the same port, in the same directory, with the same arguments, and waits for
+    /// PING. Data survives only if the server persists it (e.g. `--appendonly yes`).
+    pub fn restart(&mut self) {
+        self.owned_mut("restart").restart();
+    }
+
+    /// Kills the server with SIGKILL, like a crash, and reaps it. `restart()` brings it back.
+    pub fn kill(&mut self) {
+        self.owned_mut("kill").kill();
+    }
+}
+
+/// Reads the port from `redis://[user:pass@]host[:port][/db][?query]`; 6379 when absent.
+pub fn external_port(url: &str) -> Option<u16> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
+    match host_port.rsplit_once(':') {
+        Some((_, port)) if !host_port.ends_with(']') => port.parse().ok(),
+        _ => Some(6379),
+    }
+}
