@@ -7,14 +7,23 @@
 //! | string | `{"kind":"string","v":"abc"}` |
 //! | long | `{"kind":"long","v":42}` |
 //! | bytes | `{"kind":"bytes","hex":"010203"}` |
+//! | map | `{"kind":"map","v":{"a":"x","b":"y"}}` (Java `HashMap<String, String>`) |
+//! | list | `{"kind":"list","v":["a","b"]}` (Java `ArrayList<String>`) |
+//! | order | `{"kind":"order","id":1,"sku":"x"}` (Java `com.example.Order`) |
 //!
-//! Codec names accepted by `open`: `string`, `long`, `bytes`, and `raw`. `raw` is delayq's
+//! Codec names accepted by `open`: `string`, `long`, `bytes`, `json`, `typed_json`, `msgpack`
+//! (the last three with `kind` = string, long, map, list or order), and `raw`. `raw` is delayq's
 //! `ByteArrayCodec` carrying bytes that another (Java) codec produced: it exercises the queue
 //! protocol for codecs delayq does not implement yet, without claiming the codec itself works.
 
 use crate::{open_with, OpenOpts, Ops, Peer};
-use delayq::codec::{ByteArrayCodec, Codec, LongCodec, StringCodec};
+use delayq::codec::{
+    ByteArrayCodec, Codec, JavaHashMap, JsonJacksonCodec, LongCodec, MsgPackJacksonCodec,
+    StringCodec, TypedJsonJacksonCodec,
+};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// How one codec's values map to and from neutral JSON.
@@ -97,7 +106,160 @@ impl Kind for BytesKind {
 }
 
 /// The codecs `open` accepts (the `caps` command reports them).
-pub(crate) const CODECS: &[&str] = &["string", "long", "bytes", "raw"];
+pub(crate) const CODECS: &[&str] = &[
+    "string",
+    "long",
+    "bytes",
+    "json",
+    "typed_json",
+    "msgpack",
+    "raw",
+];
+
+/// The suite's POJO; Java: `com.example.Order { long id; String sku; }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename = "com.example.Order")]
+pub(crate) struct Order {
+    id: i64,
+    sku: String,
+}
+
+/// A Rust value type with a neutral JSON form.
+pub(crate) trait Neutral: Sized + Send + Sync + 'static {
+    fn parse(v: &Value) -> Result<Self, String>;
+    fn show(&self) -> Value;
+}
+
+impl Neutral for String {
+    fn parse(v: &Value) -> Result<Self, String> {
+        StringKind.parse(v)
+    }
+    fn show(&self) -> Value {
+        json!({ "kind": "string", "v": self })
+    }
+}
+
+impl Neutral for i64 {
+    fn parse(v: &Value) -> Result<Self, String> {
+        LongKind.parse(v)
+    }
+    fn show(&self) -> Value {
+        json!({ "kind": "long", "v": self })
+    }
+}
+
+fn strings(v: Option<&Value>) -> Option<Vec<String>> {
+    v?.as_array()?
+        .iter()
+        .map(|s| s.as_str().map(str::to_owned))
+        .collect()
+}
+
+impl Neutral for Vec<String> {
+    fn parse(v: &Value) -> Result<Self, String> {
+        expect_kind(v, "list")?;
+        strings(v.get("v")).ok_or_else(|| format!("bad list value {v}"))
+    }
+    fn show(&self) -> Value {
+        json!({ "kind": "list", "v": self })
+    }
+}
+
+impl Neutral for JavaHashMap<String> {
+    fn parse(v: &Value) -> Result<Self, String> {
+        expect_kind(v, "map")?;
+        let obj = v
+            .get("v")
+            .and_then(Value::as_object)
+            .ok_or_else(|| format!("bad map value {v}"))?;
+        let mut m = JavaHashMap::new();
+        for (k, val) in obj {
+            let s = val
+                .as_str()
+                .ok_or_else(|| format!("map value {val} is not a string"))?;
+            m.insert(k.as_str(), s.to_owned());
+        }
+        Ok(m)
+    }
+    fn show(&self) -> Value {
+        // Java's side writes its HashMap in HashMap order; so does this.
+        let mut obj = serde_json::Map::new();
+        for (k, v) in self.iter_java_order() {
+            obj.insert(k.to_owned(), json!(v));
+        }
+        json!({ "kind": "map", "v": obj })
+    }
+}
+
+impl Neutral for Order {
+    fn parse(v: &Value) -> Result<Self, String> {
+        expect_kind(v, "order")?;
+        match (
+            v.get("id").and_then(Value::as_i64),
+            v.get("sku").and_then(Value::as_str),
+        ) {
+            (Some(id), Some(sku)) => Ok(Order {
+                id,
+                sku: sku.to_owned(),
+            }),
+            _ => Err(format!("bad order value {v}")),
+        }
+    }
+    fn show(&self) -> Value {
+        json!({ "kind": "order", "id": self.id, "sku": self.sku })
+    }
+}
+
+/// Any serde codec `C` (the Jackson codecs) over a [`Neutral`] value type.
+pub(crate) struct SerdeKind<C>(PhantomData<fn() -> C>);
+
+impl<C> Kind for SerdeKind<C>
+where
+    C: Codec + Default,
+    C::Value: Neutral,
+{
+    type C = C;
+    fn codec(&self) -> C {
+        C::default()
+    }
+    fn parse(&self, v: &Value) -> Result<C::Value, String> {
+        <C::Value as Neutral>::parse(v)
+    }
+    fn show(&self, v: &C::Value) -> Result<Value, String> {
+        Ok(v.show())
+    }
+}
+
+/// Opens a queue with a serde codec family (`$codec<T>`) for the kind named in `opts`.
+macro_rules! open_serde {
+    ($client:expr, $opts:expr, $codec:ident) => {
+        match $opts.kind {
+            "string" => open_with($client, SerdeKind::<$codec<String>>(PhantomData), $opts).await,
+            "long" => open_with($client, SerdeKind::<$codec<i64>>(PhantomData), $opts).await,
+            "map" => {
+                open_with(
+                    $client,
+                    SerdeKind::<$codec<JavaHashMap<String>>>(PhantomData),
+                    $opts,
+                )
+                .await
+            }
+            "list" => {
+                open_with(
+                    $client,
+                    SerdeKind::<$codec<Vec<String>>>(PhantomData),
+                    $opts,
+                )
+                .await
+            }
+            "order" => open_with($client, SerdeKind::<$codec<Order>>(PhantomData), $opts).await,
+            other => Err(format!(
+                "kind {other:?} is not supported with {}",
+                $opts.codec
+            )),
+        }
+    };
+}
 
 /// Opens a queue with the codec named in `opts`.
 pub(crate) async fn open(peer: &Peer, opts: &OpenOpts<'_>) -> Result<Arc<dyn Ops>, String> {
@@ -106,6 +268,9 @@ pub(crate) async fn open(peer: &Peer, opts: &OpenOpts<'_>) -> Result<Arc<dyn Ops
         "string" => open_with(c, StringKind, opts).await,
         "long" => open_with(c, LongKind, opts).await,
         "bytes" | "raw" => open_with(c, BytesKind, opts).await,
+        "json" => open_serde!(c, opts, JsonJacksonCodec),
+        "typed_json" => open_serde!(c, opts, TypedJsonJacksonCodec),
+        "msgpack" => open_serde!(c, opts, MsgPackJacksonCodec),
         other => Err(format!(
             "codec {other:?} (kind {:?}) is not supported by this peer",
             opts.kind
