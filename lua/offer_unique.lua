@@ -5,6 +5,7 @@
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
+-- KEYS[5]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: delay from now, ms
 -- ARGV[3]: entry format (written, and preferred when reading): '0' Bc0Lc0, '1' dLc0
@@ -23,6 +24,7 @@ for _, entry in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
         else
             redis.call('lrem', KEYS[3], 1, entry)
             redis.call('zrem', KEYS[2], entry)
+            redis.call('zrem', KEYS[5], string.sub(entry, 1, 9))
         end
     end
 end

@@ -5,6 +5,7 @@
 -- KEYS[1]: timeout zset   redisson_delay_queue_timeout:{NAME}
 -- KEYS[2]: order list     redisson_delay_queue:{NAME}
 -- KEYS[3]: quarantine     delayq_quarantine:{NAME}
+-- KEYS[4]: position index delayq_index:{NAME} (kept in step; see transfer.lua)
 -- ARGV[1]: most entries to take
 -- ARGV[2]: '1' when the queue prefers the legacy dLc0 reading of an ambiguous entry
 -- Returns: the values, in order.
@@ -16,6 +17,7 @@ for _ = 1, tonumber(ARGV[1]) do
         break
     end
     redis.call('zrem', KEYS[1], entry)
+    redis.call('zrem', KEYS[4], string.sub(entry, 1, 9))
     local value = delayq_value(entry, prefer_legacy)
     if value then
         values[#values + 1] = value

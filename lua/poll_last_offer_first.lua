@@ -5,6 +5,7 @@
 -- KEYS[2]: order list     redisson_delay_queue:{NAME}
 -- KEYS[3]: destination list (must share the queue's cluster slot)
 -- KEYS[4]: quarantine     delayq_quarantine:{NAME}
+-- KEYS[5]: position index delayq_index:{NAME} (kept in step; see transfer.lua)
 -- ARGV[1]: '1' when the queue prefers the legacy dLc0 reading of an ambiguous entry
 -- Returns: the value moved, or false when nothing is pending. A malformed last entry is
 -- quarantined and the next one tried.
@@ -15,6 +16,7 @@ while true do
         return false
     end
     redis.call('zrem', KEYS[1], entry)
+    redis.call('zrem', KEYS[5], string.sub(entry, 1, 9))
     local value = delayq_value(entry, prefer_legacy)
     if value then
         redis.call('lpush', KEYS[3], value)

@@ -5,6 +5,7 @@
 --
 -- KEYS[1]: timeout zset   redisson_delay_queue_timeout:{NAME}
 -- KEYS[2]: order list     redisson_delay_queue:{NAME}
+-- KEYS[3]: position index delayq_index:{NAME} (kept in step; see transfer.lua)
 -- ARGV[1]: mode: 'first' (the first entry equal to ARGV[3]), 'all' (every entry whose value is
 --          one of ARGV[3..]), 'retain' (every entry whose value is none of ARGV[3..])
 -- ARGV[2]: '1' when the queue prefers the legacy dLc0 reading of an ambiguous entry
@@ -26,6 +27,7 @@ for _, entry in ipairs(entries) do
         if (mode == 'retain' and not hit) or (mode ~= 'retain' and hit) then
             redis.call('lrem', KEYS[2], 1, entry)
             redis.call('zrem', KEYS[1], entry)
+            redis.call('zrem', KEYS[3], string.sub(entry, 1, 9))
             removed = removed + 1
             if mode == 'first' then
                 break

@@ -1,27 +1,89 @@
 -- delayq: move due entries from the delayed queue onto the target list.
 -- Mirrors: Redisson QueueTransferTask / RedissonDelayedQueue transfer script (3.x/4.x): the same
 -- end state (values RPUSHed in due order, entries gone from the order list and the zset, the new
--- head's score returned), except that a malformed entry is quarantined instead of aborting the
--- script part-way (which in Redisson leaves a half-done batch that is pushed again next time).
+-- head's score returned), with two differences:
+--   * a malformed entry is quarantined instead of aborting the script part-way (which in
+--     Redisson leaves a half-done batch that is pushed again next time);
+--   * on long order lists, entries are found through a position index instead of one LREM scan
+--     each, and the whole batch leaves the order list in one LREM pass over a marker.
 --
 -- KEYS[1]: target list    NAME
 -- KEYS[2]: timeout zset   redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list     redisson_delay_queue:{NAME}
 -- KEYS[4]: quarantine     delayq_quarantine:{NAME} (list of raw malformed entries)
+-- KEYS[5]: position index delayq_index:{NAME} (zset: first 9 bytes of an entry -> sequence)
 -- ARGV[1]: now, epoch milliseconds; or 'server' to use the Redis server's clock (TIME)
 -- ARGV[2]: most entries to move in this call (Redisson uses 100)
 -- ARGV[3]: '1' when the queue prefers the legacy dLc0 reading of an ambiguous entry
--- Returns: { moved, quarantined, head score as a string or false when the zset is empty }
+-- ARGV[4]: order-list length from which the position index is used (0: never)
+-- ARGV[5]: most order-list entries to add to the index in this call
+-- ARGV[6]: a marker string that is no entry (random per call)
+-- Returns: { moved, quarantined, head score as a string or false, entries found by the index }
+--
+-- The index covers a prefix of the order list: member i (by score) is the entry at position i.
+-- delayq's scripts keep it so; a Java peer's poll/remove/transfer does not, so every position is
+-- checked with LINDEX before use, and a stale index is rebuilt from the head, a chunk per call.
+-- Entries the index cannot place are removed with a plain LREM, as Redisson does.
 local prefer_legacy = ARGV[3] == '1'
+local index_from = tonumber(ARGV[4])
+local index_chunk = tonumber(ARGV[5])
+local marker = ARGV[6]
+local CHUNK = 500 -- arguments per variadic call, well under Lua's stack limit
+
+local function each_chunk(list, step, fn)
+    for i = 1, #list, step do
+        fn(unpack(list, i, math.min(i + step - 1, #list)))
+    end
+end
+
+local function member_of(entry)
+    return string.sub(entry, 1, 9)
+end
+
+-- Brings the index up to date (or drops it); returns true when it may be used.
+local function sync_index()
+    local length = redis.call('llen', KEYS[3])
+    if index_from <= 0 or length < index_from then
+        redis.call('unlink', KEYS[5])
+        return false
+    end
+    local covered = redis.call('zcard', KEYS[5])
+    local next_seq = 0
+    if covered > 0 then
+        local last = redis.call('zrange', KEYS[5], -1, -1, 'withscores')
+        local at = redis.call('lindex', KEYS[3], covered - 1)
+        if covered > length or not at or member_of(at) ~= last[1] then
+            -- Someone else changed the list: start again from the head.
+            redis.call('unlink', KEYS[5])
+            covered = 0
+        else
+            next_seq = tonumber(last[2]) + 1
+        end
+    end
+    if covered < length then
+        local fresh = redis.call('lrange', KEYS[3], covered, covered + index_chunk - 1)
+        local pairs_ = {}
+        for i, entry in ipairs(fresh) do
+            pairs_[#pairs_ + 1] = next_seq + i - 1
+            pairs_[#pairs_ + 1] = member_of(entry)
+        end
+        each_chunk(pairs_, CHUNK * 2, function(...)
+            redis.call('zadd', KEYS[5], ...)
+        end)
+    end
+    return true
+end
+
 local now = ARGV[1]
 if now == 'server' then
     local t = redis.call('time')
     now = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 end
 local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, tonumber(ARGV[2]))
-local moved, quarantined = 0, 0
+local moved, quarantined, indexed = 0, 0, 0
 if #due > 0 then
-    local values = {}
+    local use_index = sync_index()
+    local values, members, marked = {}, {}, 0
     for _, entry in ipairs(due) do
         local value = delayq_value(entry, prefer_legacy)
         if value then
@@ -31,13 +93,37 @@ if #due > 0 then
             redis.call('rpush', KEYS[4], entry)
             quarantined = quarantined + 1
         end
-        redis.call('lrem', KEYS[3], 1, entry)
+        local placed = false
+        if use_index then
+            local member = member_of(entry)
+            local pos = redis.call('zrank', KEYS[5], member)
+            if pos and redis.call('lindex', KEYS[3], pos) == entry then
+                redis.call('lset', KEYS[3], pos, marker)
+                marked = marked + 1
+                placed = true
+            end
+            members[#members + 1] = member
+        end
+        if not placed then
+            -- With a sound index, an entry it does not know is in the unindexed tail.
+            redis.call('lrem', KEYS[3], use_index and -1 or 1, entry)
+        end
     end
-    if #values > 0 then
-        redis.call('rpush', KEYS[1], unpack(values))
+    if marked > 0 then
+        -- One pass removes the whole batch; it stops after the last marker.
+        redis.call('lrem', KEYS[3], marked, marker)
+        indexed = marked
     end
-    redis.call('zrem', KEYS[2], unpack(due))
+    each_chunk(members, CHUNK, function(...)
+        redis.call('zrem', KEYS[5], ...)
+    end)
+    each_chunk(values, CHUNK, function(...)
+        redis.call('rpush', KEYS[1], ...)
+    end)
+    each_chunk(due, CHUNK, function(...)
+        redis.call('zrem', KEYS[2], ...)
+    end)
 end
 
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
-return { moved, quarantined, head[2] or false }
+return { moved, quarantined, head[2] or false, indexed }

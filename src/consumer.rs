@@ -210,8 +210,22 @@ impl<C: Codec> Consumer<C> {
         })
     }
 
-    /// Closes the consumer's connection.
+    /// Closes the consumer's connection (dropping the consumer closes it in the background).
     pub async fn close(self) {
         let _ = self.client.quit().await;
+    }
+}
+
+impl<C: Codec> Drop for Consumer<C> {
+    fn drop(&mut self) {
+        // The connection is the consumer's own: close it so it does not outlive the consumer.
+        if self.client.is_connected() {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let client = self.client.clone();
+                runtime.spawn(async move {
+                    let _ = client.quit().await;
+                });
+            }
+        }
     }
 }

@@ -18,6 +18,8 @@ const ATTEMPTS_PREFIX: &str = "delayq_attempts";
 const ATTEMPTS_SEEN_PREFIX: &str = "delayq_attempts_seen";
 /// Prefix of delayq's dead-letter list.
 const DEAD_PREFIX: &str = "delayq_dead";
+/// Prefix of delayq's position index of the order list (not a Redisson key).
+const INDEX_PREFIX: &str = "delayq_index";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
 ///
@@ -51,6 +53,7 @@ pub struct QueueKeys {
     attempts: String,
     attempts_seen: String,
     dead: String,
+    index: String,
 }
 
 impl QueueKeys {
@@ -67,6 +70,7 @@ impl QueueKeys {
             attempts: prefix_name(ATTEMPTS_PREFIX, &target),
             attempts_seen: prefix_name(ATTEMPTS_SEEN_PREFIX, &target),
             dead: prefix_name(DEAD_PREFIX, &target),
+            index: prefix_name(INDEX_PREFIX, &target),
             target,
         }
     }
@@ -123,6 +127,12 @@ impl QueueKeys {
     pub fn dead(&self) -> &str {
         &self.dead
     }
+
+    /// delayq's position index of the order list (`delayq_index:{NAME}`), which lets a transfer
+    /// find due entries without scanning the list; rebuilt whenever it is found stale.
+    pub fn index(&self) -> &str {
+        &self.index
+    }
 }
 
 /// Redisson's `prefixName` rule.
@@ -150,6 +160,7 @@ mod tests {
         assert_eq!(keys.attempts(), "delayq_attempts:{q}");
         assert_eq!(keys.attempts_seen(), "delayq_attempts_seen:{q}");
         assert_eq!(keys.dead(), "delayq_dead:{q}");
+        assert_eq!(keys.index(), "delayq_index:{q}");
     }
 
     #[test]

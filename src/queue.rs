@@ -329,7 +329,11 @@ impl<C: Codec> DelayedQueue<C> {
         scripts::REMOVE
             .run(
                 &self.inner.client,
-                vec![keys.timeout().into(), keys.order().into()],
+                vec![
+                    keys.timeout().into(),
+                    keys.order().into(),
+                    keys.index().into(),
+                ],
                 args,
             )
             .await
@@ -557,6 +561,7 @@ impl<C: Codec> DelayedQueue<C> {
                     keys.timeout().into(),
                     keys.order().into(),
                     keys.quarantine().into(),
+                    keys.index().into(),
                 ],
                 vec![(limit as i64).into(), self.prefer_flag().into()],
             )
@@ -587,6 +592,7 @@ impl<C: Codec> DelayedQueue<C> {
                     keys.order().into(),
                     destination.into(),
                     keys.quarantine().into(),
+                    keys.index().into(),
                 ],
                 vec![self.prefer_flag().into()],
             )
@@ -608,7 +614,7 @@ impl<C: Codec> DelayedQueue<C> {
         let deleted: u64 = self
             .inner
             .client
-            .del(vec![keys.timeout(), keys.order()])
+            .del(vec![keys.timeout(), keys.order(), keys.index()])
             .await
             .map_err(|e| self.redis_error(e))?;
         Ok(deleted > 0)
@@ -773,13 +779,15 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// A Redis error.
     pub async fn transfer_due(&self, batch_size: usize) -> Result<TransferOutcome> {
+        let config = SchedulerConfig::default()
+            .with_entry_format(self.inner.format)
+            .with_clock(self.inner.clock);
         transfer_once(
             &self.inner.client,
             &self.inner.keys,
             now_ms(),
             batch_size.max(1),
-            self.inner.format,
-            self.inner.clock,
+            &config,
         )
         .await
     }

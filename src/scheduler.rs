@@ -29,8 +29,20 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SchedulerConfig {
-    /// Most entries moved by one script call (Redisson: 100).
+    /// Entries moved by one script call (Redisson: 100); with a larger
+    /// [`max_batch_size`](Self::max_batch_size), the starting and smallest batch.
     pub batch_size: usize,
+    /// Largest batch when batches grow adaptively. Default: equal to `batch_size` (no growth).
+    /// Above it, a batch doubles while calls take under a quarter of
+    /// [`target_call_time`](Self::target_call_time) and halves when one takes longer.
+    pub max_batch_size: usize,
+    /// How long one transfer call should hold Redis at most, for adaptive batches.
+    pub target_call_time: Duration,
+    /// Order-list length from which transfers use delayq's position index
+    /// (`delayq_index:{NAME}`) instead of one `LREM` scan per entry; 0 turns it off.
+    pub index_threshold: usize,
+    /// Most order-list entries added to the position index by one call.
+    pub index_chunk: usize,
     /// Longest time between two transfers, whatever messages say; `None` turns the sweep off.
     pub sweep_interval: Option<Duration>,
     /// How to read an entry that fits both packings (see [`crate::entry`]).
@@ -46,6 +58,10 @@ impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
             batch_size: 100,
+            max_batch_size: 100,
+            target_call_time: Duration::from_millis(5),
+            index_threshold: 1_000,
+            index_chunk: 2_000,
             sweep_interval: Some(Duration::from_secs(1)),
             entry_format: EntryFormat::Current,
             max_backoff: Duration::from_secs(5),
@@ -55,10 +71,27 @@ impl Default for SchedulerConfig {
 }
 
 impl SchedulerConfig {
-    /// Sets the most entries moved per script call.
+    /// Sets the entries moved per script call (and the largest batch, unless that is larger).
     #[must_use]
     pub fn with_batch_size(mut self, batch_size: usize) -> Self {
         self.batch_size = batch_size;
+        self.max_batch_size = self.max_batch_size.max(batch_size);
+        self
+    }
+
+    /// Lets batches grow up to `max` while calls stay short (see
+    /// [`max_batch_size`](Self::max_batch_size)).
+    #[must_use]
+    pub fn with_adaptive_batch(mut self, max: usize, target_call_time: Duration) -> Self {
+        self.max_batch_size = max;
+        self.target_call_time = target_call_time;
+        self
+    }
+
+    /// Sets the order-list length from which the position index is used (0: never).
+    #[must_use]
+    pub fn with_index_threshold(mut self, threshold: usize) -> Self {
+        self.index_threshold = threshold;
         self
     }
 
@@ -91,8 +124,15 @@ impl SchedulerConfig {
     }
 
     fn validate(&self) -> Result<()> {
-        if self.batch_size == 0 {
-            return Err(Error::InvalidConfig("batch_size must be at least 1".into()));
+        if self.batch_size == 0 || self.max_batch_size < self.batch_size {
+            return Err(Error::InvalidConfig(
+                "batch_size must be at least 1 and max_batch_size at least batch_size".into(),
+            ));
+        }
+        if self.index_chunk == 0 {
+            return Err(Error::InvalidConfig(
+                "index_chunk must be at least 1".into(),
+            ));
         }
         if self.sweep_interval == Some(Duration::ZERO) {
             return Err(Error::InvalidConfig(
@@ -105,6 +145,7 @@ impl SchedulerConfig {
 
 /// What one transfer script call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TransferOutcome {
     /// Values pushed onto the target list.
     pub moved: u64,
@@ -112,6 +153,8 @@ pub struct TransferOutcome {
     pub quarantined: u64,
     /// Due time (epoch ms) of the earliest entry still pending.
     pub next_due_ms: Option<i64>,
+    /// Entries found through the position index (the rest were found by `LREM` scans).
+    pub found_by_index: u64,
 }
 
 /// Runs the transfer script once with `now_ms` as the current time (or the server's time, with
@@ -121,10 +164,10 @@ pub(crate) async fn transfer_once(
     keys: &QueueKeys,
     now_ms: i64,
     batch_size: usize,
-    format: EntryFormat,
-    clock: Clock,
+    config: &SchedulerConfig,
 ) -> Result<TransferOutcome> {
-    let now: Value = match clock {
+    let marker = format!("delayq:transfer-marker:{:016x}", rand::random::<u64>());
+    let now: Value = match config.clock {
         Clock::Client => now_ms.into(),
         Clock::Server => "server".into(),
     };
@@ -136,8 +179,16 @@ pub(crate) async fn transfer_once(
                 keys.timeout().into(),
                 keys.order().into(),
                 keys.quarantine().into(),
+                keys.index().into(),
             ],
-            vec![now, (batch_size as i64).into(), format.lua_flag().into()],
+            vec![
+                now,
+                (batch_size as i64).into(),
+                config.entry_format.lua_flag().into(),
+                (config.index_threshold as i64).into(),
+                (config.index_chunk as i64).into(),
+                marker.into(),
+            ],
         )
         .await
         .map_err(|e| Error::from_script(scripts::TRANSFER.name(), keys.target(), e))?;
@@ -152,13 +203,14 @@ fn parse_transfer_reply(reply: Value) -> Result<TransferOutcome> {
     let Value::Array(items) = reply else {
         return Err(bad(format!("{reply:?}")));
     };
-    let [moved, quarantined, head] =
-        <[Value; 3]>::try_from(items).map_err(|items| bad(format!("{} items", items.len())))?;
+    let [moved, quarantined, head, found_by_index] =
+        <[Value; 4]>::try_from(items).map_err(|items| bad(format!("{} items", items.len())))?;
     let count = |v: Value| v.as_u64().ok_or_else(|| bad(format!("count {v:?}")));
     Ok(TransferOutcome {
         moved: count(moved)?,
         quarantined: count(quarantined)?,
         next_due_ms: parse_score(&head).map_err(bad)?,
+        found_by_index: count(found_by_index)?,
     })
 }
 
@@ -257,6 +309,7 @@ impl Scheduler {
         let token = CancellationToken::new();
         let counters = Arc::new(Counters::default());
         let task = TransferTask {
+            batch: config.batch_size,
             client,
             subscriber,
             keys: keys.clone(),
@@ -325,6 +378,8 @@ impl Drop for SchedulerHandle {
 }
 
 struct TransferTask {
+    /// Current batch size (adaptive between the config's bounds).
+    batch: usize,
     client: Client,
     subscriber: Client,
     keys: QueueKeys,
@@ -340,7 +395,7 @@ fn until(due_ms: i64, now_ms: i64) -> Duration {
 
 impl TransferTask {
     async fn run(
-        self,
+        mut self,
         mut messages: tokio::sync::broadcast::Receiver<fred::types::Message>,
         mut reconnects: tokio::sync::broadcast::Receiver<fred::types::config::Server>,
     ) {
@@ -442,18 +497,13 @@ impl TransferTask {
     }
 
     /// Transfers until nothing due is left; returns the earliest due time still pending.
-    async fn drain(&self) -> Result<Option<i64>> {
+    async fn drain(&mut self) -> Result<Option<i64>> {
         loop {
             let now = now_ms();
-            let outcome = transfer_once(
-                &self.client,
-                &self.keys,
-                now,
-                self.config.batch_size,
-                self.config.entry_format,
-                self.config.clock,
-            )
-            .await?;
+            let started = Instant::now();
+            let outcome =
+                transfer_once(&self.client, &self.keys, now, self.batch, &self.config).await?;
+            self.adapt_batch(outcome.moved + outcome.quarantined, started.elapsed());
             self.counters.transfers.fetch_add(1, Ordering::Relaxed);
             self.counters
                 .moved
@@ -473,6 +523,8 @@ impl TransferTask {
                 tracing::debug!(
                     queue = self.keys.target(),
                     moved = outcome.moved,
+                    by_index = outcome.found_by_index,
+                    batch = self.batch,
                     "transferred"
                 );
             }
@@ -483,6 +535,25 @@ impl TransferTask {
                 head => return Ok(head),
             }
         }
+    }
+
+    /// Grows the batch while full calls are quick, shrinks it when a call is slow.
+    fn adapt_batch(&mut self, taken: u64, took: Duration) {
+        self.batch = next_batch(self.batch, taken, took, &self.config);
+    }
+}
+
+/// The next batch size after a call that took `taken` entries in `took`.
+fn next_batch(batch: usize, taken: u64, took: Duration, config: &SchedulerConfig) -> usize {
+    if config.max_batch_size <= config.batch_size {
+        return config.batch_size;
+    }
+    if took > config.target_call_time {
+        (batch / 2).max(config.batch_size)
+    } else if taken as usize >= batch && took < config.target_call_time / 4 {
+        (batch * 2).min(config.max_batch_size)
+    } else {
+        batch
     }
 }
 
@@ -496,16 +567,23 @@ mod tests {
             Value::Integer(3),
             Value::Integer(1),
             Value::String("1767225600123".into()),
+            Value::Integer(2),
         ]);
         assert_eq!(
             parse_transfer_reply(reply).unwrap(),
             TransferOutcome {
                 moved: 3,
                 quarantined: 1,
-                next_due_ms: Some(1767225600123)
+                next_due_ms: Some(1767225600123),
+                found_by_index: 2,
             }
         );
-        let empty = Value::Array(vec![Value::Integer(0), Value::Integer(0), Value::Null]);
+        let empty = Value::Array(vec![
+            Value::Integer(0),
+            Value::Integer(0),
+            Value::Null,
+            Value::Integer(0),
+        ]);
         assert_eq!(parse_transfer_reply(empty).unwrap().next_due_ms, None);
         assert!(parse_transfer_reply(Value::Integer(1)).is_err());
     }
@@ -514,6 +592,34 @@ mod tests {
     fn until_never_negative() {
         assert_eq!(until(100, 200), Duration::ZERO);
         assert_eq!(until(250, 200), Duration::from_millis(50));
+    }
+
+    #[test]
+    fn batches_adapt_within_bounds() {
+        let fixed = SchedulerConfig::default();
+        assert_eq!(next_batch(100, 100, Duration::ZERO, &fixed), 100);
+        let adaptive =
+            SchedulerConfig::default().with_adaptive_batch(1_000, Duration::from_millis(8));
+        assert_eq!(
+            next_batch(100, 100, Duration::from_millis(1), &adaptive),
+            200
+        );
+        assert_eq!(
+            next_batch(800, 800, Duration::from_millis(1), &adaptive),
+            1_000
+        );
+        assert_eq!(
+            next_batch(800, 10, Duration::from_millis(1), &adaptive),
+            800
+        );
+        assert_eq!(
+            next_batch(800, 800, Duration::from_millis(9), &adaptive),
+            400
+        );
+        assert_eq!(
+            next_batch(150, 150, Duration::from_millis(9), &adaptive),
+            100
+        );
     }
 
     #[test]

@@ -88,6 +88,20 @@ fn start_uses_a_harness_server_unless_redis_url_is_set() {
 }
 
 #[test]
+fn redis_url_port_parsing() {
+    use common::external_port;
+    assert_eq!(external_port("redis://127.0.0.1:6380"), Some(6380));
+    assert_eq!(
+        external_port("redis://user:pa:ss@host:7000/2?x=1"),
+        Some(7000)
+    );
+    assert_eq!(external_port("redis://localhost"), Some(6379));
+    assert_eq!(external_port("redis://[::1]"), Some(6379));
+    assert_eq!(external_port("redis://[::1]:6390/0"), Some(6390));
+    assert_eq!(external_port("redis://host:notaport"), None);
+}
+
+#[test]
 fn restart_keeps_aof_data_and_port() {
     let mut redis = TestRedis::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
     let port = redis.port;
@@ -140,7 +154,7 @@ fn servers_die_when_the_test_binary_is_killed() {
 
     if std::env::var_os("HARNESS_HOLD_SERVER").is_some() {
         let redis = TestRedis::start_with(&[]);
-        println!("HOLDING {}", redis.pid().unwrap());
+        println!("HOLDING {} {}", redis.pid().unwrap(), redis.dir().display());
         std::thread::sleep(Duration::from_secs(60));
         panic!("the parent test should have killed this process");
     }
@@ -157,21 +171,26 @@ fn servers_die_when_the_test_binary_is_killed() {
         .spawn()
         .unwrap();
     let stdout = BufReader::new(child.stdout.take().unwrap());
-    let pid: u32 = stdout
+    let line = stdout
         .lines()
         .map_while(Result::ok)
-        .find_map(|line| {
-            line.strip_prefix("HOLDING ")
-                .map(|p| p.trim().parse().unwrap())
-        })
+        .find_map(|line| line.strip_prefix("HOLDING ").map(str::to_string))
         .unwrap();
+    let (pid, dir) = line.split_once(' ').unwrap();
+    let pid: u32 = pid.parse().unwrap();
     assert!(alive(pid));
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(
-        gone_soon(pid),
-        "redis-server {pid} outlived its killed test binary"
-    );
+    let gone = gone_soon(pid);
+    // The killed child could not remove its temp dir (`<tmp>/delayq-redis-*/server`).
+    let tmp = Path::new(dir).parent().unwrap();
+    assert!(tmp
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("delayq-redis-"));
+    std::fs::remove_dir_all(tmp).unwrap();
+    assert!(gone, "redis-server {pid} outlived its killed test binary");
 }
 
 #[test]

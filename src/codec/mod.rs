@@ -15,10 +15,18 @@
 //! | `Kryo5Codec` | `Kryo5Codec<T>` (feature `kryo`) | see the module |
 
 mod bytes;
+#[cfg(feature = "json")]
+mod jackson;
 mod long;
 mod string;
 
 pub use self::bytes::ByteArrayCodec;
+#[cfg(feature = "msgpack")]
+#[cfg_attr(docsrs, doc(cfg(feature = "msgpack")))]
+pub use self::jackson::MsgPackJacksonCodec;
+#[cfg(feature = "json")]
+#[cfg_attr(docsrs, doc(cfg(feature = "json")))]
+pub use self::jackson::{JacksonError, JavaHashMap, JsonJacksonCodec, TypedJsonJacksonCodec};
 pub use self::long::{LongCodec, LongCodecError};
 pub use self::string::{StringCodec, StringCodecError};
 

@@ -968,6 +968,7 @@ impl<C: Codec> DelayedQueue<C> {
                     keys.timeout().into(),
                     keys.order().into(),
                     keys.channel().into(),
+                    keys.index().into(),
                 ],
                 vec![
                     self.clock().lua_now(),

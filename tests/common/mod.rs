@@ -221,7 +221,7 @@ impl TestRedis {
 }
 
 /// Reads the port from `redis://[user:pass@]host[:port][/db][?query]`; 6379 when absent.
-fn external_port(url: &str) -> Option<u16> {
+pub fn external_port(url: &str) -> Option<u16> {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let authority = rest.split(['/', '?']).next()?;
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);

@@ -71,16 +71,18 @@ fn spawn(mut command: Command) -> io::Result<Child> {
 
     #[cfg(target_os = "linux")]
     {
+        use std::ffi::{c_int, c_ulong};
         use std::os::unix::process::CommandExt;
         extern "C" {
-            fn prctl(option: i32, ...) -> i32;
-            fn getppid() -> i32;
+            fn prctl(option: c_int, ...) -> c_int;
+            fn getppid() -> c_int;
         }
-        const PR_SET_PDEATHSIG: i32 = 1;
-        const SIGKILL: u64 = 9;
-        let parent = i32::try_from(std::process::id()).unwrap_or(0);
-        // SAFETY: prctl and getppid are async-signal-safe syscalls wrappers; the closure
-        // allocates nothing and touches no locks, as required between fork and exec.
+        const PR_SET_PDEATHSIG: c_int = 1;
+        const SIGKILL: c_ulong = 9;
+        const ESRCH: i32 = 3;
+        let parent = c_int::try_from(std::process::id()).unwrap_or(0);
+        // SAFETY: prctl and getppid are plain syscall wrappers, and the closure neither
+        // allocates nor takes locks (no boxed io::Error), as required between fork and exec.
         unsafe {
             command.pre_exec(move || {
                 if prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 {
@@ -88,7 +90,7 @@ fn spawn(mut command: Command) -> io::Result<Child> {
                 }
                 // The parent may have died between fork and prctl.
                 if getppid() != parent {
-                    return Err(io::Error::other("test process exited during spawn"));
+                    return Err(io::Error::from_raw_os_error(ESRCH));
                 }
                 Ok(())
             });
@@ -122,11 +124,12 @@ fn spawn(mut command: Command) -> io::Result<Child> {
 fn terminate(child: &Child) {
     #[cfg(unix)]
     {
+        use std::ffi::c_int;
         extern "C" {
-            fn kill(pid: i32, sig: i32) -> i32;
+            fn kill(pid: c_int, sig: c_int) -> c_int;
         }
-        const SIGTERM: i32 = 15;
-        if let Ok(pid) = i32::try_from(child.id()) {
+        const SIGTERM: c_int = 15;
+        if let Ok(pid) = c_int::try_from(child.id()) {
             // SAFETY: plain syscall on the pid of a child we have not reaped yet.
             unsafe {
                 kill(pid, SIGTERM);

@@ -1,0 +1,527 @@
+package delayq.compat;
+
+import static java.util.concurrent.TimeUnit.MILLISECONDS;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.redisson.api.RBlockingQueue;
+import org.redisson.api.RDelayedQueue;
+import org.redisson.api.RFuture;
+
+/**
+ * The interop matrix for one Redisson version: every case (codec x value kind) through the six
+ * scenarios of the issue. Each cell is recorded (pass/fail, lateness per side) and also fails the
+ * JUnit test, so Surefire's counts and RESULTS.md agree.
+ */
+@Execution(ExecutionMode.CONCURRENT)
+class CompatMatrixTest {
+    /** Mixed delays (ms) of scenarios 1 and 2. */
+    static final long[] DELAYS = {700, 300, 1200, 350, 400, 1000, 450, 850};
+    /** Far enough that nothing becomes due during a scenario. */
+    static final long FAR = 120_000;
+
+    static Stream<Case> cases() {
+        return Case.all().stream();
+    }
+
+    static Stream<Case> codecs() {
+        return Case.onePerCodec().stream();
+    }
+
+    /** Probes where a destroyed RDelayedQueue did / did not keep moving values. */
+    static final java.util.concurrent.atomic.AtomicInteger DESTROY_STOPPED = new java.util.concurrent.atomic.AtomicInteger();
+    static final java.util.concurrent.atomic.AtomicInteger DESTROY_LEAKED = new java.util.concurrent.atomic.AtomicInteger();
+
+    @AfterAll
+    static void writeMatrix() throws Exception {
+        int leaked = DESTROY_LEAKED.get();
+        int probes = leaked + DESTROY_STOPPED.get();
+        Matrix.note(leaked == 0
+                ? "RDelayedQueue.destroy() stopped Java's transfer task in all " + probes + " probes."
+                : "RDelayedQueue.destroy() did NOT stop Java's transfer task in " + leaked + " of " + probes
+                        + " probes (a value that became due after destroy() was still moved by Java). "
+                        + "That is why Java producers in S1/S5/S6 use a Redisson client shut down right after offering.");
+        Matrix.write(Env.get().version);
+    }
+
+    interface Body {
+        void run(Ctx x) throws Exception;
+    }
+
+    /** Runs one cell, records it, and rethrows a failure for JUnit. */
+    static void cell(Case c, int scenario, Body body) throws Exception {
+        Ctx x = new Ctx(c, scenario);
+        try {
+            body.run(x);
+            Matrix.record(x.env.version, c, scenario, Matrix.Status.PASS, x.raw, x.javaLate, x.rustLate, "");
+        } catch (Throwable t) {
+            Matrix.record(x.env.version, c, scenario, Matrix.Status.FAIL, x.raw, x.javaLate, x.rustLate,
+                    t.toString());
+            throw t;
+        } finally {
+            try {
+                x.deleteAll();
+            } catch (Exception ignored) {
+                // keys are per cell; a leftover does not affect other cells
+            }
+        }
+    }
+
+    static void check(boolean ok, String message) {
+        if (!ok) {
+            throw new AssertionError(message);
+        }
+    }
+
+    static void eq(Object expected, Object actual, String what) {
+        check(java.util.Objects.equals(expected, actual), what + ": expected " + expected + ", got " + actual);
+    }
+
+    static long now() {
+        return System.currentTimeMillis();
+    }
+
+    /** Due time of each value: its score if still pending, else the lower bound offer-start + delay. */
+    static long[] dues(Ctx x, List<Object> values, long[] lower) {
+        Map<String, Double> pend = x.pending();
+        long[] due = new long[values.size()];
+        for (int i = 0; i < values.size(); i++) {
+            Double s = pend.get(x.c.hex(values.get(i)));
+            due[i] = s != null ? s.longValue() : lower[i];
+            check(s == null || s.longValue() >= lower[i],
+                    "score " + s + " of value " + i + " is before offer time + delay " + lower[i]);
+        }
+        for (String h : pend.keySet()) {
+            check(values.stream().anyMatch(v -> x.c.hex(v).equals(h)), "unexpected pending value " + h);
+        }
+        return due;
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // 1. Java offers; only delayq's scheduler runs; a delayq consumer takes everything on time.
+
+    @ParameterizedTest(name = "S1 java offers, delayq moves and takes: {0}")
+    @MethodSource("cases")
+    void s1JavaOffersDelayqDelivers(Case c) throws Exception {
+        cell(c, 1, x -> {
+            // Does RDelayedQueue.destroy() stop Java's transfer task? (A fact about Redisson,
+            // noted under the matrix: when it does not, "only delayq's scheduler" needs the
+            // Java producer's client shut down, which is what javaOfferAlone does.)
+            Ctx probe = new Ctx(c, 1);
+            try {
+                RDelayedQueue<Object> pdq = probe.dq(x.env.javaA);
+                pdq.offer(c.value(999), 150, MILLISECONDS);
+                pdq.destroy();
+                Thread.sleep(700);
+                (probe.target().isEmpty() ? DESTROY_STOPPED : DESTROY_LEAKED).incrementAndGet();
+            } finally {
+                probe.deleteAll();
+            }
+            // And a shut-down producer client really leaves no Java transfer behind.
+            Ctx probe2 = new Ctx(c, 1);
+            try {
+                probe2.javaOfferAlone(List.of(c.value(998)), new long[] {150});
+                Thread.sleep(700);
+                eq(0, probe2.target().size(), "values moved after the Java producer client shut down");
+                eq(1L, probe2.timeoutCard(), "pending after the Java producer client shut down");
+            } finally {
+                probe2.deleteAll();
+            }
+
+            x.open(x.env.peerA, true, null);
+            List<Object> values = new ArrayList<>();
+            for (int i = 0; i < DELAYS.length; i++) {
+                values.add(c.value(i));
+            }
+            long[] lower = x.javaOfferAlone(values, DELAYS);
+            long[] due = dues(x, values, lower);
+
+            JsonNode items = x.peer(x.env.peerA, "take_many", "count", values.size(),
+                    "timeout_ms", 1200 + 5000).path("items");
+            eq(values.size(), items.size(), "values taken by delayq");
+            boolean[] seen = new boolean[values.size()];
+            for (JsonNode it : items) {
+                int i = indexOf(x, values, it.path("raw").asText());
+                check(i >= 0, "delayq took an unknown value " + it);
+                check(!seen[i], "delayq took value " + i + " twice");
+                seen[i] = true;
+                x.checkItem(it, values.get(i), "take");
+                long at = it.path("at_ms").asLong();
+                check(at >= due[i], "value " + i + " taken " + (due[i] - at) + " ms before due");
+                x.rustLate.add(at - due[i]);
+            }
+            x.peer(x.env.peerA, "destroy");
+            eq(0L, x.timeoutCard(), "timeout set after delivery");
+            eq(0L, x.orderLen(), "order list after delivery");
+            eq(0, x.target().size(), "target list after takes");
+        });
+    }
+
+    static int indexOf(Ctx x, List<Object> values, String hex) {
+        for (int i = 0; i < values.size(); i++) {
+            if (x.c.hex(values.get(i)).equals(hex)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // 2. delayq offers; only Java's scheduler runs; Java take() decodes everything on time.
+
+    @ParameterizedTest(name = "S2 delayq offers, java moves and takes: {0}")
+    @MethodSource("cases")
+    void s2DelayqOffersJavaDelivers(Case c) throws Exception {
+        cell(c, 2, x -> {
+            x.open(x.env.peerA, false, null);
+            RBlockingQueue<Object> bq = x.bq(x.env.javaA);
+            RDelayedQueue<Object> dq = x.env.javaA.getDelayedQueue(bq);
+            try {
+                List<Object> values = new ArrayList<>();
+                long[] lower = new long[DELAYS.length];
+                int half = DELAYS.length / 2;
+                for (int i = 0; i < half; i++) {
+                    values.add(c.value(i));
+                    lower[i] = now() + DELAYS[i];
+                    x.peerOffer(x.env.peerA, values.get(i), DELAYS[i]);
+                }
+                List<Object> rest = new ArrayList<>();
+                List<Long> restDelays = new ArrayList<>();
+                long start = now();
+                for (int i = half; i < DELAYS.length; i++) {
+                    values.add(c.value(i));
+                    rest.add(values.get(i));
+                    restDelays.add(DELAYS[i]);
+                    lower[i] = start + DELAYS[i];
+                }
+                x.peerOfferAll(x.env.peerA, rest, restDelays);
+                // Exact bytes on Redis: the entries delayq wrote carry Java's codec bytes.
+                long[] due = dues(x, values, lower);
+
+                boolean[] seen = new boolean[values.size()];
+                long deadline = now() + 1200 + 5000;
+                int got = 0;
+                while (got < values.size() && now() < deadline) {
+                    Object v = bq.poll(Math.max(1, deadline - now()), MILLISECONDS);
+                    long at = now();
+                    if (v == null) {
+                        continue;
+                    }
+                    int i = -1;
+                    for (int k = 0; k < values.size(); k++) {
+                        if (Case.same(values.get(k), v)) {
+                            i = k;
+                        }
+                    }
+                    check(i >= 0, "Java took an unexpected value " + Case.show(v));
+                    check(!seen[i], "Java took value " + i + " twice");
+                    seen[i] = true;
+                    got++;
+                    check(at >= due[i], "value " + i + " taken " + (due[i] - at) + " ms before due");
+                    x.javaLate.add(at - due[i]);
+                }
+                eq(values.size(), got, "values taken by Java");
+                eq(0L, x.timeoutCard(), "timeout set after delivery");
+                eq(0L, x.orderLen(), "order list after delivery");
+            } finally {
+                dq.destroy();
+            }
+        });
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // 3. Two Java clients and two delayq processes, all running schedulers, thousands of offers.
+
+    static final int PER_PRODUCER = 500;
+
+    @ParameterizedTest(name = "S3 both schedulers, 4 producers x " + PER_PRODUCER + ": {0}")
+    @MethodSource("codecs")
+    void s3BothSchedulersExactlyOnce(Case c) throws Exception {
+        cell(c, 3, x -> {
+            x.open(x.env.peerA, true, null);
+            x.open(x.env.peerB, true, null);
+            RDelayedQueue<Object> dqA = x.dq(x.env.javaA);
+            RDelayedQueue<Object> dqB = x.dq(x.env.javaB);
+            try {
+                Random rnd = new Random(42 + c.slug().hashCode());
+                int total = 4 * PER_PRODUCER;
+                List<Object> values = new ArrayList<>();
+                List<Long> delays = new ArrayList<>();
+                for (int i = 0; i < total; i++) {
+                    values.add(c.value(i));
+                    delays.add((long) rnd.nextInt(1500));
+                }
+                CompletableFuture<Void> javaA = CompletableFuture.runAsync(() -> javaOffers(dqA, values, delays, 0));
+                CompletableFuture<Void> javaB = CompletableFuture.runAsync(
+                        () -> javaOffers(dqB, values, delays, PER_PRODUCER));
+                CompletableFuture<Void> rustA = CompletableFuture.runAsync(
+                        () -> peerOffers(x, x.env.peerA, values, delays, 2 * PER_PRODUCER));
+                CompletableFuture<Void> rustB = CompletableFuture.runAsync(
+                        () -> peerOffers(x, x.env.peerB, values, delays, 3 * PER_PRODUCER));
+                CompletableFuture.allOf(javaA, javaB, rustA, rustB).join();
+
+                long deadline = now() + 1500 + 20_000;
+                while ((x.timeoutCard() > 0 || x.orderLen() > 0) && now() < deadline) {
+                    Thread.sleep(100);
+                }
+                eq(0L, x.timeoutCard(), "entries still pending (timeout set)");
+                eq(0L, x.orderLen(), "entries still pending (order list)");
+                Map<String, Integer> counts = new HashMap<>();
+                for (String h : x.target()) {
+                    counts.merge(h, 1, Integer::sum);
+                }
+                List<String> problems = new ArrayList<>();
+                for (int i = 0; i < total; i++) {
+                    int n = counts.getOrDefault(x.c.hex(values.get(i)), 0);
+                    if (n != 1) {
+                        problems.add("value " + i + " delivered " + n + "x");
+                    }
+                }
+                int delivered = counts.values().stream().mapToInt(Integer::intValue).sum();
+                check(problems.isEmpty() && delivered == total,
+                        "target list has " + delivered + " of " + total + ": " + problems.subList(0, Math.min(10, problems.size())));
+            } finally {
+                dqA.destroy();
+                dqB.destroy();
+                x.peer(x.env.peerA, "destroy");
+                x.peer(x.env.peerB, "destroy");
+            }
+        });
+    }
+
+    static void javaOffers(RDelayedQueue<Object> dq, List<Object> values, List<Long> delays, int from) {
+        List<RFuture<Void>> fs = new ArrayList<>();
+        for (int i = from; i < from + PER_PRODUCER; i++) {
+            fs.add(dq.offerAsync(values.get(i), delays.get(i), MILLISECONDS));
+        }
+        fs.forEach(f -> f.toCompletableFuture().join());
+    }
+
+    static void peerOffers(Ctx x, Peer p, List<Object> values, List<Long> delays, int from) {
+        for (int chunk = from; chunk < from + PER_PRODUCER; chunk += 100) {
+            x.peerOfferAll(p, values.subList(chunk, chunk + 100), delays.subList(chunk, chunk + 100));
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // 4. Collection operations agree across languages.
+
+    @ParameterizedTest(name = "S4 cross-language operations: {0}")
+    @MethodSource("cases")
+    void s4CrossLanguageOperations(Case c) throws Exception {
+        cell(c, 4, x -> {
+            Peer p = x.env.peerA;
+            x.open(p, false, null);
+            RDelayedQueue<Object> dq = x.dq(x.env.javaA);
+            try {
+                List<Object> v = new ArrayList<>();
+                for (int i = 0; i < 10; i++) {
+                    v.add(c.value(i));
+                }
+                dq.offer(v.get(0), FAR, MILLISECONDS);
+                dq.offer(v.get(1), FAR, MILLISECONDS);
+                dq.offer(v.get(2), FAR, MILLISECONDS);
+
+                eq(3L, x.peer(p, "size").path("result").asLong(), "delayq size after Java offers");
+                eq(true, x.peer(p, "contains", "value", x.pv(v.get(1))).path("result").asBoolean(), "delayq contains v1");
+                eq(false, x.peer(p, "contains", "value", x.pv(v.get(9))).path("result").asBoolean(), "delayq contains v9");
+                x.checkItem(x.peer(p, "peek").path("item"), v.get(0), "delayq peek");
+                x.checkItems(x.peer(p, "read_all").path("items"), List.of(v.get(0), v.get(1), v.get(2)), "delayq read_all");
+                eq(true, x.peer(p, "remove", "value", x.pv(v.get(1))).path("result").asBoolean(), "delayq remove v1");
+                eq(false, x.peer(p, "remove", "value", x.pv(v.get(1))).path("result").asBoolean(), "delayq remove v1 again");
+
+                eq(2, dq.size(), "Java size after delayq remove");
+                eq(false, dq.contains(v.get(1)), "Java contains removed v1");
+                sameList(List.of(v.get(0), v.get(2)), dq.readAll(), "Java readAll");
+
+                x.peerOffer(p, v.get(3), FAR);
+                x.peerOfferAll(p, List.of(v.get(4), v.get(5)), List.of(FAR, FAR));
+                eq(5, dq.size(), "Java size after delayq offers");
+                eq(true, dq.contains(v.get(4)), "Java contains delayq's v4");
+                sameList(List.of(v.get(0), v.get(2), v.get(3), v.get(4), v.get(5)), dq.readAll(), "Java readAll");
+                check(Case.same(v.get(0), dq.peek()), "Java peek");
+                eq(true, dq.remove(v.get(4)), "Java remove delayq's v4");
+                eq(false, x.peer(p, "contains", "value", x.pv(v.get(4))).path("result").asBoolean(), "delayq contains v4");
+                eq(4L, x.peer(p, "size").path("result").asLong(), "delayq size after Java remove");
+                x.checkItems(x.peer(p, "read_all").path("items"), List.of(v.get(0), v.get(2), v.get(3), v.get(5)), "delayq read_all");
+
+                check(Case.same(v.get(0), dq.poll()), "Java poll");
+                x.checkItem(x.peer(p, "poll").path("item"), v.get(2), "delayq poll");
+                x.checkItems(x.peer(p, "poll_many", "n", 5).path("items"), List.of(v.get(3), v.get(5)), "delayq poll_many");
+                eq(0, dq.size(), "Java size after polls");
+                eq(0L, x.timeoutCard(), "timeout set after polls");
+                check(x.peer(p, "poll").path("item").isNull(), "delayq poll on empty");
+
+                x.peerOffer(p, v.get(6), FAR);
+                x.peerOffer(p, v.get(7), FAR);
+                x.peerOffer(p, v.get(8), FAR);
+                sameList(List.of(v.get(6), v.get(7)), dq.poll(2), "Java poll(2)");
+                eq(1L, x.peer(p, "size").path("result").asLong(), "delayq size after Java poll(2)");
+                x.checkItem(x.peer(p, "peek").path("item"), v.get(8), "delayq peek");
+
+                dq.offer(v.get(9), FAR, MILLISECONDS);
+                eq(true, x.peer(p, "clear").path("result").asBoolean(), "delayq clear");
+                eq(0, dq.size(), "Java size after delayq clear");
+                eq(true, dq.isEmpty(), "Java isEmpty after delayq clear");
+                eq(0L, x.timeoutCard(), "timeout set after delayq clear");
+
+                x.peerOffer(p, v.get(0), FAR);
+                eq(1, dq.size(), "Java size after delayq offer");
+                dq.clear();
+                eq(0L, x.peer(p, "size").path("result").asLong(), "delayq size after Java clear");
+                eq(0L, x.timeoutCard(), "timeout set after Java clear");
+                eq(0, x.target().size(), "nothing reached the target list");
+            } finally {
+                dq.destroy();
+            }
+        });
+    }
+
+    static void sameList(List<Object> expected, List<Object> actual, String what) {
+        boolean ok = expected.size() == actual.size();
+        for (int i = 0; ok && i < expected.size(); i++) {
+            ok = Case.same(expected.get(i), actual.get(i));
+        }
+        if (!ok) {
+            List<String> e = new ArrayList<>();
+            expected.forEach(o -> e.add(Case.show(o)));
+            List<String> a = new ArrayList<>();
+            actual.forEach(o -> a.add(Case.show(o)));
+            throw new AssertionError(what + ": expected " + e + ", got " + a);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // 5. The channel works both ways.
+
+    @ParameterizedTest(name = "S5 channel re-arms the other side's scheduler: {0}")
+    @MethodSource("cases")
+    void s5ChannelBothWays(Case c) throws Exception {
+        cell(c, 5, x -> {
+            // (a) Java's scheduler alone, armed for a far head; delayq's offer becomes the new head.
+            x.open(x.env.peerA, false, null);
+            RBlockingQueue<Object> bq = x.bq(x.env.javaA);
+            RDelayedQueue<Object> dq = x.env.javaA.getDelayedQueue(bq);
+            try {
+                x.peerOffer(x.env.peerA, c.value(0), FAR);
+                Thread.sleep(300);
+                long lower = now() + 700;
+                x.peerOffer(x.env.peerA, c.value(1), 700);
+                long due = dues(x, List.of(c.value(0), c.value(1)), new long[] {0, lower})[1];
+                Object v = bq.poll(3000, MILLISECONDS);
+                long at = now();
+                check(v != null, "Java's scheduler did not deliver delayq's new head within 3 s");
+                check(Case.same(c.value(1), v), "Java took " + Case.show(v));
+                check(at >= due, "taken " + (due - at) + " ms early");
+                x.javaLate.add(at - due);
+                check(at - due < 1000, "Java delivered " + (at - due) + " ms late: not re-armed by the channel");
+            } finally {
+                dq.destroy();
+            }
+            // (b) delayq's scheduler alone (no sweep), armed for a far head; a Java offer becomes
+            // the new head. A fresh queue name: in old Redisson a destroyed RDelayedQueue keeps
+            // its transfer task, which must not be the one delivering here.
+            Ctx y = new Ctx(c, 5);
+            try {
+                y.open(y.env.peerA, true, -1L);
+                y.peerOffer(y.env.peerA, c.value(2), FAR);
+                Thread.sleep(300);
+                long lower = y.javaOfferAlone(List.of(c.value(3)), new long[] {700})[0];
+                long due = dues(y, List.of(c.value(2), c.value(3)), new long[] {0, lower})[1];
+                JsonNode r = y.peer(y.env.peerA, "take", "timeout_ms", 3000);
+                long at = r.path("at_ms").asLong();
+                check(!r.path("item").isNull(), "delayq's scheduler did not deliver Java's new head within 3 s");
+                y.checkItem(r.path("item"), c.value(3), "delayq take");
+                check(at >= due, "taken " + (due - at) + " ms early");
+                x.rustLate.add(at - due);
+                check(at - due < 1000, "delayq delivered " + (at - due) + " ms late: not re-armed by the channel");
+                y.peer(y.env.peerA, "destroy");
+            } finally {
+                y.deleteAll();
+            }
+        });
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // 6. Legacy (dLc0) entries both ways; only meaningful against Redisson < 3.21.1.
+
+    @ParameterizedTest(name = "S6 legacy entries both ways: {0}")
+    @MethodSource("cases")
+    void s6LegacyEntries(Case c) throws Exception {
+        Env env = Env.get();
+        if (!env.legacy) {
+            Ctx x = new Ctx(c, 6);
+            Matrix.record(env.version, c, 6, Matrix.Status.NA, x.raw, x.javaLate, x.rustLate,
+                    "current format version; legacy checks run against the legacy version");
+            return;
+        }
+        cell(c, 6, x -> {
+            Peer p = x.env.peerA;
+            x.open(p, false, null);
+            List<Object> v = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                v.add(c.value(i));
+            }
+            RBlockingQueue<Object> bq = x.bq(x.env.javaA);
+            RDelayedQueue<Object> dq = x.env.javaA.getDelayedQueue(bq);
+            try {
+                // Java (legacy) writes; the raw entries are dLc0; delayq reads them.
+                dq.offer(v.get(0), FAR, MILLISECONDS);
+                dq.offer(v.get(1), FAR, MILLISECONDS);
+                x.pending();
+                for (Object o : x.env.javaA.getList(x.orderKey(), org.redisson.client.codec.ByteArrayCodec.INSTANCE).readAll()) {
+                    byte[] e = (byte[]) o;
+                    check(e.length == 16 + c.encode(v.get(0)).length || e.length == 16 + c.encode(v.get(1)).length,
+                            "Java entry is not dLc0-sized: " + Case.HEX.formatHex(e));
+                }
+                x.checkItems(x.peer(p, "read_all").path("items"), List.of(v.get(0), v.get(1)), "delayq read_all of Java dLc0");
+                eq(true, x.peer(p, "contains", "value", x.pv(v.get(1))).path("result").asBoolean(), "delayq contains");
+
+                // delayq writes dLc0; legacy Java's poll() accepts them.
+                x.peerOffer(p, v.get(2), FAR);
+                x.peerOfferAll(p, List.of(v.get(3)), List.of(FAR));
+                x.pending();
+                sameList(List.of(v.get(0), v.get(1), v.get(2), v.get(3)), dq.readAll(), "Java readAll");
+                check(Case.same(v.get(0), dq.poll()), "Java poll (Java entry)");
+                check(Case.same(v.get(1), dq.poll()), "Java poll (Java entry)");
+                check(Case.same(v.get(2), dq.poll()), "Java poll of delayq's dLc0 entry");
+                eq(true, dq.remove(v.get(3)), "Java remove of delayq's dLc0 entry");
+
+                // delayq's dLc0 entries moved by legacy Java's scheduler, taken by Java.
+                long lower = now() + 300;
+                x.peerOffer(p, v.get(4), 300);
+                Object got = bq.poll(3000, MILLISECONDS);
+                check(Case.same(v.get(4), got), "Java take of delayq's dLc0 entry: " + Case.show(got));
+                x.javaLate.add(now() - lower);
+            } finally {
+                dq.destroy();
+            }
+
+            // Java's dLc0 entries moved by delayq's scheduler, taken by delayq (a fresh queue:
+            // this version's destroyed RDelayedQueue may still run its transfer task).
+            Ctx y = new Ctx(c, 6);
+            try {
+                y.open(p, true, null);
+                long lower = y.javaOfferAlone(List.of(v.get(5)), new long[] {300})[0];
+                JsonNode r = y.peer(p, "take", "timeout_ms", 3000);
+                y.checkItem(r.path("item"), v.get(5), "delayq take of Java's dLc0 entry");
+                check(r.path("at_ms").asLong() >= lower, "delayq took Java's entry early");
+                x.rustLate.add(r.path("at_ms").asLong() - lower);
+                y.peer(p, "destroy");
+            } finally {
+                y.deleteAll();
+            }
+        });
+    }
+}

@@ -1,0 +1,75 @@
+package delayq.compat;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** A private redis-server on a free loopback port, for one suite run. */
+final class RedisServer implements AutoCloseable {
+    final int port;
+    private final Process process;
+    private final Path dir;
+
+    private RedisServer(int port, Process process, Path dir) {
+        this.port = port;
+        this.process = process;
+        this.dir = dir;
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            s.setReuseAddress(true);
+            return s.getLocalPort();
+        }
+    }
+
+    static RedisServer start() throws Exception {
+        Exception last = null;
+        for (int attempt = 0; attempt < 5; attempt++) {
+            int port = freePort();
+            Path dir = Files.createTempDirectory("delayq-compat-redis");
+            File log = dir.resolve("redis.log").toFile();
+            Process p = new ProcessBuilder("redis-server", "--port", String.valueOf(port),
+                    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                    "--dir", dir.toString())
+                    .redirectErrorStream(true)
+                    .redirectOutput(log)
+                    .start();
+            long deadline = System.currentTimeMillis() + 5000;
+            while (System.currentTimeMillis() < deadline && p.isAlive()) {
+                try (Socket s = new Socket(InetAddress.getLoopbackAddress(), port)) {
+                    s.getOutputStream().write("PING\r\n".getBytes());
+                    byte[] buf = new byte[7];
+                    int n = s.getInputStream().read(buf);
+                    if (n > 0 && new String(buf, 0, n).startsWith("+PONG")) {
+                        return new RedisServer(port, p, dir);
+                    }
+                } catch (IOException e) {
+                    Thread.sleep(50);
+                }
+            }
+            p.destroyForcibly();
+            last = new IllegalStateException("redis-server did not start on port " + port + ": "
+                    + Files.readString(log.toPath()));
+        }
+        throw last;
+    }
+
+    String url() {
+        return "redis://127.0.0.1:" + port;
+    }
+
+    @Override
+    public void close() {
+        process.destroy();
+        try {
+            process.waitFor();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Turns the per-version TSVs written by the JUnit suite into compat-tests/RESULTS.md.
+ * Usage: java Aggregate.java RESULTS_DIR OUT.md VERSION... ; exits 1 on any FAIL or missing run.
+ */
+public class Aggregate {
+    static final String[] SCENARIOS = {"S1", "S2", "S3", "S4", "S5", "S6"};
+
+    public static void main(String[] args) throws Exception {
+        Path dir = Path.of(args[0]);
+        Path out = Path.of(args[1]);
+        StringBuilder md = new StringBuilder();
+        md.append("# delayq vs. Redisson: interop matrix\n\n");
+        md.append("Written by `compat-tests/run.sh` (see README.md there). Scenarios:\n\n");
+        md.append("- **S1** Java offers (mixed delays), only delayq's scheduler runs, a delayq consumer takes every value: right bytes and value, none early.\n");
+        md.append("- **S2** delayq offers (single and batched), only Java's `RDelayedQueue` scheduler runs, Java `poll(timeout)` decodes every value, none early.\n");
+        md.append("- **S3** two Java clients and two delayq processes, all running schedulers, 4 x 500 random-delay offers: every value lands exactly once.\n");
+        md.append("- **S4** `remove`/`contains`/`size`/`peek`/`read_all`/`poll`/`poll(n)`/`clear` across languages.\n");
+        md.append("- **S5** a new head offered by one side re-arms the other side's idle scheduler (delayq with its safety sweep off).\n");
+        md.append("- **S6** legacy `dLc0` entries both ways (only against Redisson < 3.21.1).\n\n");
+        md.append("Cells: `PASS`/`FAIL`/`n/a`, then delivery lateness (take time minus due time) as average/max ms, ");
+        md.append("`j` measured on Java's side (Java scheduler + Java take), `d` on delayq's. ");
+        md.append("`PASS*`: delayq has no implementation of that codec yet, so the peer carried the bytes Java's codec ");
+        md.append("produces through delayq's `ByteArrayCodec`: the queue protocol (packing, scripts, channel, scheduler) ");
+        md.append("is proven for those bytes, delayq's own codec is not. Every cell also checks the exact bytes on Redis.\n");
+        int pass = 0;
+        int fail = 0;
+        int na = 0;
+        int rawPass = 0;
+        boolean missing = false;
+        for (int a = 2; a < args.length; a++) {
+            String version = args[a];
+            Path tsv = dir.resolve("results-" + version + ".tsv");
+            md.append("\n## Redisson ").append(version).append("\n\n");
+            if (!Files.exists(tsv)) {
+                md.append("**No results: the suite did not run to the end for this version.**\n");
+                missing = true;
+                continue;
+            }
+            Map<String, Map<String, String>> rows = new LinkedHashMap<>();
+            List<String> failures = new ArrayList<>();
+            for (String line : Files.readAllLines(tsv, StandardCharsets.UTF_8)) {
+                String[] f = line.split("\t", -1);
+                if (f.length < 9) {
+                    continue;
+                }
+                String row = f[1] + " / " + f[2];
+                String status = f[4];
+                boolean raw = f[5].equals("raw");
+                String cell;
+                switch (status) {
+                    case "PASS":
+                        pass++;
+                        if (raw) {
+                            rawPass++;
+                        }
+                        cell = raw ? "PASS*" : "PASS";
+                        break;
+                    case "FAIL":
+                        fail++;
+                        cell = "**FAIL**";
+                        failures.add("- " + row + " " + f[3] + ": " + f[8].replace("|", "\\|"));
+                        break;
+                    default:
+                        na++;
+                        cell = "n/a";
+                }
+                if (!f[6].equals("-")) {
+                    cell += " j " + f[6];
+                }
+                if (!f[7].equals("-")) {
+                    cell += " d " + f[7];
+                }
+                rows.computeIfAbsent(row, k -> new LinkedHashMap<>()).put(f[3], cell);
+            }
+            md.append("| codec / value |");
+            for (String s : SCENARIOS) {
+                md.append(' ').append(s).append(" |");
+            }
+            md.append("\n|---|");
+            for (int i = 0; i < SCENARIOS.length; i++) {
+                md.append("---|");
+            }
+            md.append('\n');
+            for (Map.Entry<String, Map<String, String>> e : rows.entrySet()) {
+                md.append("| ").append(e.getKey()).append(" |");
+                for (String s : SCENARIOS) {
+                    md.append(' ').append(e.getValue().getOrDefault(s, "")).append(" |");
+                }
+                md.append('\n');
+            }
+            Path notes = dir.resolve("notes-" + version + ".txt");
+            if (Files.exists(notes)) {
+                List<String> ns = Files.readAllLines(notes, StandardCharsets.UTF_8);
+                if (!ns.isEmpty()) {
+                    md.append("\nObserved about Redisson ").append(version).append(":\n\n");
+                    ns.forEach(n -> md.append("- ").append(n).append('\n'));
+                }
+            }
+            if (!failures.isEmpty()) {
+                md.append("\nFailures:\n\n");
+                failures.forEach(l -> md.append(l).append('\n'));
+            }
+        }
+        md.append("\nTotal cells: ").append(pass).append(" pass (").append(rawPass)
+                .append(" of them through raw bytes), ").append(fail).append(" fail, ")
+                .append(na).append(" n/a.\n");
+        Files.writeString(out, md.toString(), StandardCharsets.UTF_8);
+        if (fail > 0 || missing || args.length < 3) {
+            System.exit(1);
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! The indexed transfer leaves exactly the state Redisson's transfer would, also when a Java
+//! peer changes the order list behind the index's back.
+
+mod common;
+
+use bytes::Bytes;
+use delayq::codec::StringCodec;
+use delayq::entry::{pack, unpack, EntryFormat};
+use delayq::DelayedQueue;
+use fred::prelude::*;
+use std::time::Duration;
+
+async fn zset_in_score_order(client: &Client, key: &str) -> Vec<Bytes> {
+    client
+        .zrange(key, 0, -1, None, false, None, false)
+        .await
+        .unwrap()
+}
+
+fn value_of(entry: &[u8]) -> String {
+    String::from_utf8(unpack(entry, EntryFormat::Current).unwrap().value.to_vec()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn indexed_transfer_matches_redisson_end_state_with_java_interference() {
+    let redis = common::TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let name = common::unique_name("index");
+    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    let keys = queue.keys().clone();
+
+    // 3,000 values with random delays: due entries sit all over the order list.
+    let mut items = Vec::new();
+    for i in 0..3_000u32 {
+        let delay = (i.wrapping_mul(7919) % 400) as u64;
+        items.push((format!("v{i:05}"), Duration::from_millis(delay)));
+    }
+    for chunk in items.chunks(500) {
+        queue.offer_all(chunk).await.unwrap();
+    }
+    // Plus 50 that stay pending, interleaved in offer order.
+    let mut future = Vec::new();
+    for i in 0..50u32 {
+        let value = format!("later{i:03}");
+        queue.offer(&value, Duration::from_secs(600)).await.unwrap();
+        future.push(value);
+    }
+    tokio::time::sleep(Duration::from_millis(450)).await;
+
+    // Redisson moves due entries lowest score first: that is the zset's order.
+    let mut expected: Vec<String> = zset_in_score_order(&client, keys.timeout())
+        .await
+        .iter()
+        .map(|e| value_of(e))
+        .filter(|v| v.starts_with('v'))
+        .collect();
+    assert_eq!(expected.len(), 3_000);
+
+    let mut found_by_index = 0;
+    let mut moved = 0;
+    for round in 0.. {
+        match round {
+            // Java poll(): LPOP the order list head and ZREM it.
+            3 => {
+                let head: Bytes = client.lpop(keys.order(), None).await.unwrap();
+                let _: i64 = client.zrem(keys.timeout(), head.clone()).await.unwrap();
+                let value = value_of(&head);
+                expected.retain(|v| *v != value);
+            }
+            // Java remove(o): LREM an entry from the middle and ZREM it.
+            6 => {
+                let middle: Bytes = client.lindex(keys.order(), 700).await.unwrap();
+                let _: i64 = client.lrem(keys.order(), 1, middle.clone()).await.unwrap();
+                let _: i64 = client.zrem(keys.timeout(), middle.clone()).await.unwrap();
+                let value = value_of(&middle);
+                expected.retain(|v| *v != value);
+            }
+            // Java offer(): an entry due now, appended to the order list.
+            9 => {
+                let entry = pack(&rand::random::<[u8; 8]>(), b"java-late");
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis() as f64;
+                let _: i64 = client
+                    .zadd(
+                        keys.timeout(),
+                        None,
+                        None,
+                        false,
+                        false,
+                        (now, entry.clone()),
+                    )
+                    .await
+                    .unwrap();
+                let _: i64 = client.rpush(keys.order(), entry).await.unwrap();
+                expected.push("java-late".into());
+            }
+            _ => {}
+        }
+        let outcome = queue.transfer_due(97).await.unwrap();
+        found_by_index += outcome.found_by_index;
+        moved += outcome.moved;
+        assert_eq!(outcome.quarantined, 0);
+        if outcome.moved == 0 {
+            break;
+        }
+    }
+
+    let target: Vec<String> = client.lrange(keys.target(), 0, -1).await.unwrap();
+    assert_eq!(target.len(), expected.len());
+    assert_eq!(target, expected, "target list must be in due order");
+    assert_eq!(moved as usize, expected.len());
+    // Most entries were placed by the index; the rest by LREM after Java's changes.
+    assert!(
+        found_by_index > 2_000,
+        "only {found_by_index} found by the index"
+    );
+    // What is left is exactly the future entries, in offer order, in both keys.
+    assert_eq!(queue.read_all().await.unwrap(), future);
+    let zcard: u64 = client.zcard(keys.timeout()).await.unwrap();
+    assert_eq!(zcard, 50);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_follows_delayq_removals_and_polls() {
+    let redis = common::TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let name = common::unique_name("index-ops");
+    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    let keys = queue.keys().clone();
+    let items: Vec<(String, Duration)> = (0..1_500u32)
+        .map(|i| {
+            let delay = if i % 3 == 0 { 0 } else { 600_000 };
+            (format!("x{i:05}"), Duration::from_millis(delay))
+        })
+        .collect();
+    queue.offer_all(&items).await.unwrap();
+
+    // The first transfer builds the index and moves 10 of the due ones.
+    let first = queue.transfer_due(10).await.unwrap();
+    assert_eq!(first.moved, 10);
+    assert_eq!(first.found_by_index, 10);
+    let indexed: u64 = client.zcard(keys.index()).await.unwrap();
+    assert!(indexed > 1_000, "index holds {indexed}");
+
+    // delayq's own operations keep the index in step, so later transfers still use it.
+    let head_entry: Bytes = client.lindex(keys.order(), 0).await.unwrap();
+    let head = value_of(&head_entry);
+    let head_was_due = head[1..].parse::<u32>().unwrap() % 3 == 0;
+    assert_eq!(queue.poll().await.unwrap(), Some(head.clone()));
+    assert!(queue.remove(&"x00601".to_string()).await.unwrap());
+    assert!(queue.remove(&"x00602".to_string()).await.unwrap());
+    let rest = queue.transfer_due(1_000).await.unwrap();
+    assert_eq!(rest.moved, 500 - 10 - u64::from(head_was_due));
+    assert_eq!(rest.found_by_index, rest.moved);
+
+    let mut target: Vec<String> = client.lrange(keys.target(), 0, -1).await.unwrap();
+    let mut due: Vec<String> = (0..1_500u32)
+        .filter(|i| i % 3 == 0)
+        .map(|i| format!("x{i:05}"))
+        .filter(|v| *v != head)
+        .collect();
+    // Equal due times order by member bytes, and the ids are random: compare as sets.
+    due.sort();
+    target.sort();
+    assert_eq!(target, due);
+    let left = queue.read_all().await.unwrap();
+    let expected_left: Vec<String> = (0..1_500u32)
+        .filter(|i| i % 3 != 0 && *i != 601 && *i != 602)
+        .map(|i| format!("x{i:05}"))
+        .filter(|v| *v != head)
+        .collect();
+    assert_eq!(left, expected_left);
+
+    // clear() drops the index with the queue.
+    assert!(queue.clear().await.unwrap());
+    let exists: u64 = client.exists(keys.index()).await.unwrap();
+    assert_eq!(exists, 0);
+}
