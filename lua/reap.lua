@@ -7,10 +7,13 @@
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}
 -- KEYS[4]: attempt counters   delayq_attempts:{NAME}
 -- KEYS[5]: counters touched   delayq_attempts_seen:{NAME}
+-- KEYS[6]: claim leases       delayq_claims:{NAME}
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: most values to give back (and counters to prune) in this call
 -- ARGV[3]: how long an untouched attempt counter is kept, ms (0: forever)
--- Returns: { values given back, counters pruned, earliest remaining deadline or false }
+-- Returns: { values given back, counters pruned, earliest remaining deadline or false,
+--            { claim lists whose lease ran out } } (the client gives those back with
+--            unclaim.lua, which can name each one as a key)
 local now = delayq_now(ARGV[1])
 local limit = tonumber(ARGV[2])
 local expired = redis.call('zrangebyscore', KEYS[2], '-inf', delayq_ms(now), 'limit', 0, limit)
@@ -37,4 +40,5 @@ if keep > 0 then
 end
 
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
-return { returned, pruned, head[2] or false }
+local lapsed = redis.call('zrangebyscore', KEYS[6], '-inf', delayq_ms(now), 'limit', 0, limit)
+return { returned, pruned, head[2] or false, lapsed }

@@ -18,6 +18,10 @@ const ATTEMPTS_PREFIX: &str = "delayq_attempts";
 const ATTEMPTS_SEEN_PREFIX: &str = "delayq_attempts_seen";
 /// Prefix of delayq's dead-letter list.
 const DEAD_PREFIX: &str = "delayq_dead";
+/// Prefix of delayq's zset of reliable consumers' claim lists (claim list → lease deadline ms).
+const CLAIMS_PREFIX: &str = "delayq_claims";
+/// Prefix of one reliable consumer's claim list (followed by `:` and the consumer's id).
+const CLAIM_PREFIX: &str = "delayq_claim";
 /// Prefix of delayq's position index of the order list (not a Redisson key).
 const INDEX_PREFIX: &str = "delayq_index";
 
@@ -53,6 +57,8 @@ pub struct QueueKeys {
     attempts: String,
     attempts_seen: String,
     dead: String,
+    claims: String,
+    claim_prefix: String,
     index: String,
 }
 
@@ -70,6 +76,8 @@ impl QueueKeys {
             attempts: prefix_name(ATTEMPTS_PREFIX, &target),
             attempts_seen: prefix_name(ATTEMPTS_SEEN_PREFIX, &target),
             dead: prefix_name(DEAD_PREFIX, &target),
+            claims: prefix_name(CLAIMS_PREFIX, &target),
+            claim_prefix: prefix_name(CLAIM_PREFIX, &target),
             index: prefix_name(INDEX_PREFIX, &target),
             target,
         }
@@ -128,6 +136,18 @@ impl QueueKeys {
         &self.dead
     }
 
+    /// delayq's zset of reliable consumers' claim lists, scored by lease deadline in epoch ms
+    /// (`delayq_claims:{NAME}`).
+    pub fn claims(&self) -> &str {
+        &self.claims
+    }
+
+    /// The claim list of the reliable consumer `consumer` (`delayq_claim:{NAME}:CONSUMER`),
+    /// where its blocking wait puts a value before the value is registered in flight.
+    pub fn claim(&self, consumer: &str) -> String {
+        format!("{}:{consumer}", self.claim_prefix)
+    }
+
     /// delayq's position index of the order list (`delayq_index:{NAME}`), which lets a transfer
     /// find due entries without scanning the list; rebuilt whenever it is found stale.
     pub fn index(&self) -> &str {
@@ -160,6 +180,12 @@ mod tests {
         assert_eq!(keys.attempts(), "delayq_attempts:{q}");
         assert_eq!(keys.attempts_seen(), "delayq_attempts_seen:{q}");
         assert_eq!(keys.dead(), "delayq_dead:{q}");
+        assert_eq!(keys.claims(), "delayq_claims:{q}");
+        assert_eq!(keys.claim("c1"), "delayq_claim:{q}:c1");
+        assert_eq!(
+            QueueKeys::new("{o}:eu").claim("c1"),
+            "delayq_claim:{o}:eu:c1"
+        );
         assert_eq!(keys.index(), "delayq_index:{q}");
     }
 

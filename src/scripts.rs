@@ -125,6 +125,7 @@ script!(OFFER_UNIQUE, "offer_unique.lua", with_reliable_prelude);
 script!(DEAD_REPLAY, "dead_replay.lua", with_reliable_prelude);
 script!(RELIABLE_STATS, "reliable_stats.lua", with_reliable_prelude);
 script!(PURGE_LIST, "purge_list.lua");
+script!(UNCLAIM, "unclaim.lua", with_reliable_prelude);
 
 #[cfg(test)]
 mod tests {
@@ -153,6 +154,7 @@ mod tests {
             &*DEAD_REPLAY,
             &*RELIABLE_STATS,
             &*PURGE_LIST,
+            &*UNCLAIM,
         ] {
             assert_eq!(script.sha1().len(), 40, "{}", script.name());
             assert_eq!(script.sha1(), fred::util::sha1_hash(script.source));

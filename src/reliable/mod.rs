@@ -10,12 +10,19 @@
 //! - `delayq_inflight:{NAME}`, a zset: delivery id → visibility deadline (epoch ms);
 //! - `delayq_inflight_data:{NAME}`, a hash: delivery id → the value's bytes.
 //!
-//! Lua cannot block, so the consumer waits for the list with `BLMOVE NAME NAME LEFT LEFT`
-//! on its own connection: that pops the head and pushes it straight back to the head, so it
-//! only wakes the consumer and never takes anything away (a Java `BLPOP` waiting at the same
-//! time is still served). Then `take.lua` takes the value. Between any two steps the value is
-//! either on the target list or in flight with a deadline; if the process dies anywhere, nothing
-//! is lost.
+//! Lua cannot block, so when the list is empty the consumer waits with
+//! `BLMOVE NAME delayq_claim:{NAME}:ID LEFT RIGHT` on its own connection: Redis serves it in turn
+//! with any Java `BLPOP` waiting on the same list, and moves the value into this consumer's own
+//! claim list; the next `take.lua` call registers it in flight from there. Every `take.lua` call
+//! renews the consumer's lease on its claim list (zset `delayq_claims:{NAME}`); if the process
+//! dies between the `BLMOVE` and the take, its lease runs out and any reaper puts the claim list
+//! back onto the head of the target list (`unclaim.lua`). So at every moment a value is on the
+//! target list, on a claim list under a lease, or in flight under a deadline: if the process dies
+//! anywhere, nothing is lost.
+//!
+//! (An earlier design waited with `BLMOVE NAME NAME LEFT LEFT`, which takes nothing away, but
+//! the value it puts back is handed at once to a waiting Java `BLPOP`: idle reliable consumers
+//! were starved by idle Java ones. The claim list keeps Redis's first-come, first-served order.)
 //!
 //! [`ack`](Delivery::ack) deletes the in-flight value; [`nack`](Delivery::nack) gives it back
 //! (onto the target list, or with a delay as a normal Redisson entry of the delayed queue, so Java
@@ -172,6 +179,8 @@ impl ReliableConfig {
 pub struct ReapOutcome {
     /// In-flight values whose deadline had passed, put back onto the target list.
     pub returned: u64,
+    /// Values on the claim lists of consumers whose lease ran out, put back onto the target list.
+    pub unclaimed: u64,
     /// Attempt counters pruned for being untouched longer than the retention.
     pub pruned: u64,
     /// The earliest deadline still in flight.
@@ -340,6 +349,7 @@ pub(crate) async fn reap(
                 keys.inflight_data().into(),
                 keys.attempts().into(),
                 keys.attempts_seen().into(),
+                keys.claims().into(),
             ],
             vec![
                 clock.lua_now(),
@@ -356,14 +366,45 @@ pub(crate) async fn reap(
     let Value::Array(items) = reply else {
         return Err(bad(format!("{reply:?}")));
     };
-    let [returned, pruned, head] =
-        <[Value; 3]>::try_from(items).map_err(|i| bad(format!("{} items", i.len())))?;
+    let [returned, pruned, head, lapsed] =
+        <[Value; 4]>::try_from(items).map_err(|i| bad(format!("{} items", i.len())))?;
     let count = |v: Value| v.as_u64().ok_or_else(|| bad(format!("{v:?}")));
-    Ok(ReapOutcome {
+    let mut outcome = ReapOutcome {
         returned: count(returned)?,
+        unclaimed: 0,
         pruned: count(pruned)?,
         next_deadline_ms: parse_score(&head).map_err(bad)?,
-    })
+    };
+    let lapsed = match lapsed {
+        Value::Array(items) => items,
+        Value::Null => Vec::new(),
+        other => return Err(bad(format!("claims {other:?}"))),
+    };
+    for claim in lapsed {
+        let claim = claim
+            .as_string()
+            .ok_or_else(|| bad("claim key is not a string".into()))?;
+        outcome.unclaimed += unclaim(client, keys, clock, &claim, false).await?;
+    }
+    Ok(outcome)
+}
+
+/// Gives back a claim list's values when its lease ran out (or at once with `force`).
+async fn unclaim(
+    client: &Client,
+    keys: &QueueKeys,
+    clock: Clock,
+    claim: &str,
+    force: bool,
+) -> Result<u64> {
+    scripts::UNCLAIM
+        .run(
+            client,
+            vec![keys.target().into(), keys.claims().into(), claim.into()],
+            vec![clock.lua_now(), if force { "1" } else { "0" }.into()],
+        )
+        .await
+        .map_err(script_error(&scripts::UNCLAIM, keys))
 }
 
 /// The right to settle one in-flight value: [`ack`](Receipt::ack), [`nack`](Receipt::nack),
@@ -606,6 +647,8 @@ impl<V> Delivery<V> {
 pub struct ReliableConsumer<C: Codec> {
     codec: Arc<C>,
     waiter: Client,
+    /// This consumer's claim list, where its blocking wait puts a value.
+    claim: String,
     shared: Arc<Shared>,
     returns: Mutex<mpsc::UnboundedReceiver<String>>,
     last_reap: Mutex<Option<Instant>>,
@@ -622,6 +665,7 @@ impl<C: Codec> ReliableConsumer<C> {
         Ok(ReliableConsumer {
             codec: queue.shared_codec(),
             waiter,
+            claim: queue.keys().claim(&new_delivery_id()),
             shared: Arc::new(Shared {
                 client: queue.client().clone(),
                 keys: queue.keys().clone(),
@@ -715,17 +759,22 @@ impl<C: Codec> ReliableConsumer<C> {
         let shared = &self.shared;
         let keys = &shared.keys;
         let visibility = delay_ms(shared.config.visibility)?;
-        let mut args: Vec<Value> = vec![shared.clock.lua_now(), visibility.into()];
+        // The lease outlives a blocking wait and the take after it with a wide margin; a lease
+        // that runs out while the consumer lives only sends its claimed value back to the list.
+        let lease = delay_ms(shared.config.visibility + shared.config.wait_slice * 2)?;
+        let mut args: Vec<Value> = vec![shared.clock.lua_now(), visibility.into(), lease.into()];
         args.extend((0..max).map(|_| Value::from(new_delivery_id())));
         let reply: Value = scripts::TAKE
             .run(
                 &shared.client,
                 vec![
+                    self.claim.as_str().into(),
                     keys.target().into(),
                     keys.inflight().into(),
                     keys.inflight_data().into(),
                     keys.attempts().into(),
                     keys.attempts_seen().into(),
+                    keys.claims().into(),
                 ],
                 args,
             )
@@ -780,23 +829,28 @@ impl<C: Codec> ReliableConsumer<C> {
         }
     }
 
-    /// Blocks until the target list is not empty (or `slice` passes), taking nothing:
-    /// `BLMOVE NAME NAME LEFT LEFT` puts the head back where it was.
+    /// Blocks until a value arrives on the target list (or `slice` passes) and moves it onto this
+    /// consumer's claim list, for the next take to register in flight.
     async fn wait_ready(&self, slice: Duration) -> Result<()> {
         let target = self.shared.keys.target();
         let secs = slice.as_secs_f64().max(0.01);
-        let _: Value = self
+        let waited: std::result::Result<Value, _> = self
             .waiter
             .blmove(
                 target,
-                target,
+                self.claim.as_str(),
                 LMoveDirection::Left,
-                LMoveDirection::Left,
+                LMoveDirection::Right,
                 secs,
             )
-            .await
-            .map_err(|e| Error::from_redis(target, e))?;
-        Ok(())
+            .await;
+        match waited {
+            Ok(_) => Ok(()),
+            // fred reports BLMOVE's nil reply (nothing arrived in time) as a timeout error; a
+            // real timeout is just as harmless here: the caller tries to take and waits again.
+            Err(err) if *err.kind() == fred::error::ErrorKind::Timeout => Ok(()),
+            Err(err) => Err(Error::from_redis(target, err)),
+        }
     }
 
     /// Gives back deliveries dropped unsettled, and reaps when it is time.
@@ -867,13 +921,28 @@ impl<C: Codec> ReliableConsumer<C> {
         Ok(given)
     }
 
-    /// Gives back dropped deliveries and closes the consumer's waiting connection. Deliveries
-    /// still held stay valid (they settle through the queue's client).
+    /// Gives back dropped deliveries and anything on its claim list, and closes the consumer's
+    /// waiting connection. Deliveries still held stay valid (they settle through the queue's
+    /// client).
     pub async fn close(self) {
         if let Err(err) = self.flush_returns().await {
             tracing::warn!(queue = self.name(), error = %err, "could not give back dropped deliveries; the reaper will");
         }
+        // Close the waiting connection first, so that no BLMOVE still in the server's queue can
+        // claim a value after the claim list was emptied.
         let _ = self.waiter.quit().await;
+        let shared = &self.shared;
+        if let Err(err) = unclaim(
+            &shared.client,
+            &shared.keys,
+            shared.clock,
+            &self.claim,
+            true,
+        )
+        .await
+        {
+            tracing::warn!(queue = self.name(), error = %err, "could not give back the claim list; the reaper will");
+        }
     }
 }
 

@@ -4,7 +4,10 @@ mod text_codec;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
-use delayq::{DelayedQueue, EntryFormat, Scheduler, SchedulerConfig};
+use delayq::{
+    Clock, DelayedQueue, EntryFormat, Job, JobError, ReliableConfig, RetryPolicy, Scheduler,
+    SchedulerConfig,
+};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -36,6 +39,11 @@ struct Cli {
     #[arg(long, global = true)]
     legacy: bool,
 
+    /// Stamp due times and decide what is due with the Redis server's clock (TIME) instead of
+    /// this host's (Java peers keep using their own clocks).
+    #[arg(long, global = true)]
+    server_clock: bool,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -51,6 +59,61 @@ enum Command {
         /// Delay, like 250ms, 10s, 15m, 2h.
         #[arg(long, value_parser = parse_duration, default_value = "0s", allow_hyphen_values = true)]
         delay: Duration,
+        /// Replace an equal pending value's due time instead of adding a second entry; prints
+        /// true when one was replaced.
+        #[arg(long)]
+        unique: bool,
+    },
+    /// Give every pending entry equal to VALUE a new due time; prints true or false (not
+    /// pending: already due, removed, or never offered).
+    Reschedule {
+        /// The destination queue's name.
+        queue: String,
+        /// The value, as for offer.
+        value: String,
+        /// The new delay from now.
+        #[arg(long, value_parser = parse_duration)]
+        delay: Duration,
+    },
+    /// Run a reliable worker: each value is handed to COMMAND (in the environment variables
+    /// DELAYQ_VALUE, DELAYQ_ATTEMPT and DELAYQ_QUEUE); exit 0 acknowledges it, anything else is
+    /// a failed attempt, retried with backoff and dead-lettered after --max-attempts. Runs until
+    /// SIGINT or SIGTERM, then lets running commands finish (within --grace).
+    Work {
+        /// The destination queue's name.
+        queue: String,
+        /// Commands run at once.
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        /// How long a value may go without a heartbeat before another worker gets it.
+        #[arg(long, value_parser = parse_duration, default_value = "30s")]
+        visibility: Duration,
+        /// Deliveries of a value in all before it becomes a dead letter.
+        #[arg(long, default_value_t = 5)]
+        max_attempts: u32,
+        /// Wait before the first retry; doubles up to --max-retry-delay (with 20 % jitter).
+        #[arg(long, value_parser = parse_duration, default_value = "1s")]
+        retry_delay: Duration,
+        /// Longest wait before a retry.
+        #[arg(long, value_parser = parse_duration, default_value = "5m")]
+        max_retry_delay: Duration,
+        /// How long running commands get to finish at shutdown before they are killed and their
+        /// values given back.
+        #[arg(long, value_parser = parse_duration, default_value = "30s")]
+        grace: Duration,
+        /// The command and its arguments (after --).
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Dead letters: values that failed every attempt.
+    Dead {
+        #[command(subcommand)]
+        action: ListAction,
+    },
+    /// Quarantined entries: malformed members taken out of the delayed queue.
+    Quarantine {
+        #[command(subcommand)]
+        action: ListAction,
     },
     /// Take due values off the target list, one per line.
     Take {
@@ -96,6 +159,36 @@ enum Command {
         /// The destination queues' names.
         #[arg(required = true)]
         queues: Vec<String>,
+    },
+}
+
+/// What to do with one of delayq's own lists (dead letters, quarantine).
+#[derive(Debug, Subcommand)]
+enum ListAction {
+    /// Print the entries, oldest first (dead letters: attempts, time, error, value; quarantine:
+    /// length and hex).
+    List {
+        /// The destination queue's name.
+        queue: String,
+        /// How many to show (0: all).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Put dead letters back into the queue with fresh attempt counts; prints how many.
+    Replay {
+        /// The destination queue's name.
+        queue: String,
+        /// How many, oldest first (0: all).
+        #[arg(long, default_value_t = 0)]
+        limit: usize,
+        /// Due after this delay (0: straight onto the target list).
+        #[arg(long, value_parser = parse_duration, default_value = "0s")]
+        delay: Duration,
+    },
+    /// Delete them all; prints how many there were.
+    Purge {
+        /// The destination queue's name.
+        queue: String,
     },
 }
 
@@ -180,9 +273,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let client = delayq::connect(&cli.url)
         .await
         .with_context(|| format!("cannot connect to {}", cli.url))?;
+    let clock = if cli.server_clock {
+        Clock::Server
+    } else {
+        Clock::Client
+    };
     let queue_of = |name: &str| {
         DelayedQueue::builder(client.clone(), name, codec.clone())
             .entry_format(format)
+            .clock(clock)
             .transfer(false)
             .build()
     };
@@ -193,10 +292,113 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             queue,
             value,
             delay,
+            unique,
         } => {
             let queue = queue_of(&queue).await?;
-            queue.offer(&value, delay).await?;
+            if unique {
+                let replaced = queue.offer_unique(&value, delay).await?;
+                writeln!(out, "{replaced}")?;
+            } else {
+                queue.offer(&value, delay).await?;
+            }
         }
+        Command::Reschedule {
+            queue,
+            value,
+            delay,
+        } => {
+            let moved = queue_of(&queue).await?.reschedule(&value, delay).await?;
+            writeln!(out, "{moved}")?;
+        }
+        Command::Work {
+            queue,
+            concurrency,
+            visibility,
+            max_attempts,
+            retry_delay,
+            max_retry_delay,
+            grace,
+            command,
+        } => {
+            // This queue runs the transfer scheduler too, so retries come back on their own.
+            let queue = DelayedQueue::builder(client.clone(), queue.as_str(), codec.clone())
+                .entry_format(format)
+                .clock(clock)
+                .build()
+                .await?;
+            let name = queue.name().to_owned();
+            let command = std::sync::Arc::new(command);
+            eprintln!("delayq: working on {name} with {concurrency} at a time (Ctrl-C to stop)");
+            let stats = queue
+                .worker(concurrency, move |job: Job<String>| {
+                    let command = command.clone();
+                    let name = name.clone();
+                    async move { run_command(&command, &name, job).await }
+                })
+                .retry(RetryPolicy::exponential(
+                    max_attempts,
+                    retry_delay,
+                    max_retry_delay,
+                ))
+                .reliable_config(ReliableConfig::default().with_visibility(visibility))
+                .shutdown_grace(grace)
+                .stop_on_signal()
+                .run()
+                .await?;
+            eprintln!(
+                "delayq: {} taken, {} acked, {} retried, {} dead, {} given back, {} errors",
+                stats.taken, stats.acked, stats.retried, stats.dead, stats.given_back, stats.errors
+            );
+            queue.destroy().await?;
+        }
+        Command::Dead { action } => match action {
+            ListAction::List { queue, limit } => {
+                for letter in queue_of(&queue).await?.dead_letters(limit).await? {
+                    let value = match &letter.value {
+                        Ok(value) => value.clone(),
+                        Err(err) => format!("<{err}>"),
+                    };
+                    writeln!(
+                        out,
+                        "{}\t{}\t{}\t{}",
+                        letter.attempts,
+                        letter.dead_at_ms,
+                        letter.error.replace(['\n', '\t'], " "),
+                        value
+                    )?;
+                }
+            }
+            ListAction::Replay {
+                queue,
+                limit,
+                delay,
+            } => {
+                let replayed = queue_of(&queue)
+                    .await?
+                    .replay_dead_letters(limit, delay)
+                    .await?;
+                writeln!(out, "{replayed}")?;
+            }
+            ListAction::Purge { queue } => {
+                let purged = queue_of(&queue).await?.purge_dead_letters().await?;
+                writeln!(out, "{purged}")?;
+            }
+        },
+        Command::Quarantine { action } => match action {
+            ListAction::List { queue, limit } => {
+                for entry in queue_of(&queue).await?.quarantined(limit).await? {
+                    let hex: String = entry.iter().map(|b| format!("{b:02x}")).collect();
+                    writeln!(out, "{}\t{hex}", entry.len())?;
+                }
+            }
+            ListAction::Replay { .. } => {
+                bail!("quarantined entries are malformed; they cannot be replayed (list or purge them)")
+            }
+            ListAction::Purge { queue } => {
+                let purged = queue_of(&queue).await?.purge_quarantine().await?;
+                writeln!(out, "{purged}")?;
+            }
+        },
         Command::Take {
             queue,
             count,
@@ -298,6 +500,28 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Runs the worker's command for one value: exit 0 acknowledges it.
+async fn run_command(command: &[String], queue: &str, job: Job<String>) -> Result<(), JobError> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| JobError::permanent("no command"))?;
+    let status = tokio::process::Command::new(program)
+        .args(args)
+        .env("DELAYQ_VALUE", job.value())
+        .env("DELAYQ_ATTEMPT", job.attempt().to_string())
+        .env("DELAYQ_QUEUE", queue)
+        .stdin(std::process::Stdio::null())
+        // A job abandoned at shutdown kills its command.
+        .kill_on_drop(true)
+        .status()
+        .await?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(JobError::new(format!("{program} exited with {status}")))
+    }
 }
 
 /// The error and its causes, leaving out a cause its parent's message already includes.

@@ -1,0 +1,658 @@
+//! The reliable consumer on a real redis-server: take, ack, nack, visibility deadlines, the
+//! reaper, heartbeats, dropped deliveries, dead letters, poison entries and the server clock,
+//! with Java-style (`BLPOP`) consumers and Redisson's keys alongside.
+
+mod common;
+
+use bytes::Bytes;
+use common::{unique_name, TestRedis};
+use delayq::codec::{LongCodec, StringCodec};
+use delayq::{Clock, Consumer, DelayedQueue, ReliableConfig};
+use fred::clients::Client;
+use fred::interfaces::{HashesInterface, KeysInterface, ListInterface, SortedSetsInterface};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+async fn setup(prefix: &str) -> (TestRedis, Client, DelayedQueue<StringCodec>) {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = DelayedQueue::builder(client.clone(), unique_name(prefix), StringCodec)
+        .build()
+        .await
+        .unwrap();
+    (redis, client, queue)
+}
+
+fn fast(visibility_ms: u64) -> ReliableConfig {
+    ReliableConfig::default()
+        .with_visibility(Duration::from_millis(visibility_ms))
+        .with_wait_slice(Duration::from_millis(100))
+        .with_reap_interval(Duration::from_millis(50))
+}
+
+async fn target(client: &Client, queue: &DelayedQueue<StringCodec>) -> Vec<String> {
+    client.lrange(queue.name(), 0, -1).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn take_registers_in_flight_and_ack_forgets() {
+    let (_redis, client, queue) = setup("rel-ack").await;
+    queue
+        .offer_all(&[
+            ("a".into(), Duration::ZERO),
+            ("b".into(), Duration::from_millis(1)),
+        ])
+        .await
+        .unwrap();
+    let consumer = queue.reliable_consumer_with(fast(5_000)).await.unwrap();
+    let first = consumer
+        .take_timeout(Duration::from_secs(3))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.value().map(String::as_str), Some("a"));
+    assert_eq!(first.attempt(), 1);
+    let keys = queue.keys();
+    let deadline: Option<f64> = client.zscore(keys.inflight(), first.id()).await.unwrap();
+    let deadline = deadline.unwrap() as i64;
+    assert_eq!(deadline, first.deadline_ms());
+    assert!((deadline - now_ms() - 5_000).abs() < 1_000, "{deadline}");
+    let held: Option<String> = client.hget(keys.inflight_data(), first.id()).await.unwrap();
+    assert_eq!(held.as_deref(), Some("a"));
+    let count: Option<i64> = client.hget(keys.attempts(), "a").await.unwrap();
+    assert_eq!(count, Some(1));
+
+    let stats = queue.reliable_stats().await.unwrap();
+    assert_eq!((stats.in_flight, stats.overdue), (1, 0));
+
+    assert!(first.ack().await.unwrap());
+    assert_eq!(queue.reliable_stats().await.unwrap().in_flight, 0);
+    let held: Option<String> = client.hget(keys.inflight_data(), "a").await.unwrap();
+    assert!(held.is_none());
+    assert!(!client
+        .hexists::<bool, _, _>(keys.attempts(), "a")
+        .await
+        .unwrap());
+
+    let second = consumer.take().await.unwrap();
+    assert_eq!(second.value().map(String::as_str), Some("b"));
+    let id = second.id().to_owned();
+    assert!(second.ack().await.unwrap());
+    // Settling twice is refused, not an error.
+    let again: i64 = client.zcard(keys.inflight()).await.unwrap();
+    assert_eq!(again, 0, "{id}");
+    consumer.close().await;
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nack_with_delay_is_a_normal_pending_entry_and_counts_attempts() {
+    let (_redis, client, queue) = setup("rel-nack").await;
+    queue
+        .offer(&"job-1".to_string(), Duration::ZERO)
+        .await
+        .unwrap();
+    let consumer = queue.reliable_consumer_with(fast(5_000)).await.unwrap();
+    let delivery = consumer.take().await.unwrap();
+    assert_eq!(delivery.attempt(), 1);
+    let nacked_at = now_ms();
+    assert!(delivery.nack(Duration::from_millis(400)).await.unwrap());
+
+    // What a Java peer sees: one pending Bc0Lc0 entry with the unchanged value bytes.
+    let order: Vec<Bytes> = client.lrange(queue.keys().order(), 0, -1).await.unwrap();
+    assert_eq!(order.len(), 1);
+    let entry = delayq::entry::unpack(&order[0], delayq::EntryFormat::Current).unwrap();
+    assert_eq!(entry.value, b"job-1");
+    assert_eq!(entry.id.len(), 8);
+    let pending = queue.pending(0).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    let due = pending[0].due_ms.unwrap();
+    assert!(
+        (due - nacked_at - 400).abs() < 200,
+        "due {due} nacked {nacked_at}"
+    );
+    assert!(target(&client, &queue).await.is_empty());
+
+    let again = consumer.take().await.unwrap();
+    let late = now_ms() - due;
+    assert_eq!(again.value().map(String::as_str), Some("job-1"));
+    assert_eq!(again.attempt(), 2);
+    assert!(late >= 0, "delivered {late} ms early");
+    assert!(late < 1_000, "delivered {late} ms late");
+    // Zero delay: straight back onto the tail of the target list.
+    assert!(again.nack(Duration::ZERO).await.unwrap());
+    assert_eq!(target(&client, &queue).await, ["job-1"]);
+    let third = consumer.take().await.unwrap();
+    assert_eq!(third.attempt(), 3);
+    // Given back unprocessed: uncounted, at the head.
+    queue
+        .offer(&"other".to_string(), Duration::ZERO)
+        .await
+        .unwrap();
+    wait_for_len(&client, queue.name(), 1).await;
+    assert!(third.give_back().await.unwrap());
+    assert_eq!(target(&client, &queue).await, ["job-1", "other"]);
+    let fourth = consumer.take().await.unwrap();
+    assert_eq!(fourth.value().map(String::as_str), Some("job-1"));
+    assert_eq!(fourth.attempt(), 3, "a give-back is not an attempt");
+    fourth.ack().await.unwrap();
+    consumer.close().await;
+    queue.destroy().await.unwrap();
+}
+
+/// Waits (3 s at most) until the list `key` has `len` members.
+async fn wait_for_len(client: &Client, key: &str, len: i64) {
+    for _ in 0..300 {
+        if client.llen::<i64, _>(key).await.unwrap() == len {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{key} never reached {len} members");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn expired_values_are_reaped_and_late_settlements_refused() {
+    let (_redis, client, queue) = setup("rel-reap").await;
+    queue
+        .offer(&"slow".to_string(), Duration::ZERO)
+        .await
+        .unwrap();
+    let consumer = queue.reliable_consumer_with(fast(300)).await.unwrap();
+    let stuck = consumer.take().await.unwrap();
+    let taken_at = now_ms();
+    // Nothing comes back before the deadline.
+    assert!(consumer
+        .take_timeout(Duration::from_millis(150))
+        .await
+        .unwrap()
+        .is_none());
+    let again = consumer
+        .take_timeout(Duration::from_secs(3))
+        .await
+        .unwrap()
+        .expect("redelivered after the visibility timeout");
+    let after = now_ms() - taken_at;
+    assert_eq!(again.value().map(String::as_str), Some("slow"));
+    assert_eq!(again.attempt(), 2);
+    assert!(after >= 300, "redelivered after {after} ms");
+    assert!(after < 1_500, "redelivered after {after} ms");
+    // The first holder lost it: its ack and heartbeat are refused.
+    let mut stuck = stuck;
+    assert!(!stuck.extend(Duration::from_secs(5)).await.unwrap());
+    assert!(!stuck.ack().await.unwrap());
+    assert!(again.ack().await.unwrap());
+    // Several reapers at once move nothing twice.
+    queue.offer(&"x".to_string(), Duration::ZERO).await.unwrap();
+    let held = consumer.take().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let outcomes = futures::future::join_all((0..4).map(|_| queue.reap_expired(10))).await;
+    let returned: u64 = outcomes.into_iter().map(|o| o.unwrap().returned).sum();
+    assert_eq!(returned, 1);
+    assert_eq!(target(&client, &queue).await, ["x"]);
+    drop(held);
+    consumer.close().await;
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn heartbeats_keep_a_long_job_and_dropped_deliveries_come_back() {
+    let (_redis, client, queue) = setup("rel-extend").await;
+    queue
+        .offer_all(&[
+            ("long".into(), Duration::ZERO),
+            ("dropped".into(), Duration::from_millis(1)),
+        ])
+        .await
+        .unwrap();
+    let consumer = queue.reliable_consumer_with(fast(300)).await.unwrap();
+    let mut long = consumer.take().await.unwrap();
+    assert_eq!(long.value().map(String::as_str), Some("long"));
+    let dropped = consumer.take().await.unwrap();
+    assert_eq!(dropped.value().map(String::as_str), Some("dropped"));
+    drop(dropped);
+    // Keep "long" alive for three visibility timeouts.
+    for _ in 0..9 {
+        assert!(long.extend(Duration::from_millis(300)).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        consumer.reap().await.unwrap();
+    }
+    // The dropped one was given back at the consumer's next call, well before its deadline.
+    let back = consumer
+        .take_timeout(Duration::from_millis(200))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.value().map(String::as_str), Some("dropped"));
+    assert_eq!(back.attempt(), 2);
+    back.ack().await.unwrap();
+    assert!(long.ack().await.unwrap(), "the heartbeat kept it ours");
+    assert!(target(&client, &queue).await.is_empty());
+    consumer.close().await;
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn blpop_consumers_and_reliable_waiters_share_the_list_without_loss() {
+    let (_redis, client, queue) = setup("rel-share").await;
+    let plain: Consumer<StringCodec> = queue.consumer().await.unwrap();
+    let reliable = queue.reliable_consumer_with(fast(5_000)).await.unwrap();
+    let total = 40;
+    let producer = {
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            for i in 0..total {
+                queue
+                    .offer(&format!("v{i}"), Duration::from_millis(i % 7))
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(3)).await;
+            }
+        })
+    };
+    let java_like = tokio::spawn(async move {
+        let mut got = Vec::new();
+        loop {
+            match plain.poll(Duration::from_millis(700)).await {
+                Ok(Some(v)) => got.push(v),
+                Ok(None) => break,
+                // The core Consumer::poll reports BLPOP's nil reply as fred's timeout error.
+                Err(e) if e.to_string().contains("timed out") => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        got
+    });
+    let mut ours = Vec::new();
+    while let Some(d) = reliable
+        .take_timeout(Duration::from_millis(700))
+        .await
+        .unwrap()
+    {
+        ours.push(d.value().unwrap().clone());
+        d.ack().await.unwrap();
+    }
+    producer.await.unwrap();
+    let theirs = java_like.await.unwrap();
+    let mut all: Vec<String> = ours.iter().chain(&theirs).cloned().collect();
+    all.sort();
+    let mut expected: Vec<String> = (0..total).map(|i| format!("v{i}")).collect();
+    expected.sort();
+    assert_eq!(all, expected, "ours {} theirs {}", ours.len(), theirs.len());
+    assert!(!theirs.is_empty(), "the BLPOP consumer was starved");
+    assert!(!ours.is_empty(), "the reliable consumer was starved");
+    assert!(target(&client, &queue).await.is_empty());
+
+    // Waiting with BLMOVE NAME NAME LEFT LEFT never reorders or takes anything.
+    let waiter = queue.reliable_consumer_with(fast(5_000)).await.unwrap();
+    client
+        .rpush::<i64, _, _>(queue.name(), vec!["p", "q", "r"])
+        .await
+        .unwrap();
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let d = waiter.take().await.unwrap();
+        order.push(d.value().unwrap().clone());
+        d.ack().await.unwrap();
+    }
+    assert_eq!(order, ["p", "q", "r"]);
+    waiter.close().await;
+    reliable.close().await;
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dead_letters_list_replay_and_purge() {
+    let (_redis, client, queue) = setup("rel-dead").await;
+    queue
+        .offer_all(&[
+            ("bad-1".into(), Duration::ZERO),
+            ("bad-2".into(), Duration::from_millis(1)),
+        ])
+        .await
+        .unwrap();
+    let consumer = queue.reliable_consumer_with(fast(5_000)).await.unwrap();
+    for _ in 0..2 {
+        let d = consumer.take().await.unwrap();
+        let error = format!("payment API said 503 for {}", d.value().unwrap());
+        assert!(d.dead_letter(&error).await.unwrap());
+    }
+    let letters = queue.dead_letters(0).await.unwrap();
+    assert_eq!(letters.len(), 2);
+    assert_eq!(letters[0].value.as_ref().unwrap(), "bad-1");
+    assert_eq!(letters[0].attempts, 1);
+    assert_eq!(letters[0].error, "payment API said 503 for bad-1");
+    assert!((letters[0].dead_at_ms - now_ms()).abs() < 5_000);
+    assert_eq!(queue.reliable_stats().await.unwrap().dead, 2);
+    assert_eq!(queue.reliable_stats().await.unwrap().in_flight, 0);
+
+    // A record someone else wrote is reported, not fatal, and never replayed.
+    client
+        .rpush::<i64, _, _>(queue.keys().dead(), "garbage")
+        .await
+        .unwrap();
+    let letters = queue.dead_letters(0).await.unwrap();
+    assert_eq!(letters.len(), 3);
+    assert!(letters[2].value.is_err());
+
+    // Two replays at once replay each record once.
+    let (a, b) = tokio::join!(
+        queue.replay_dead_letters(1, Duration::ZERO),
+        queue.replay_dead_letters(1, Duration::ZERO)
+    );
+    assert_eq!(a.unwrap() + b.unwrap(), 1);
+    assert_eq!(target(&client, &queue).await, ["bad-1"]);
+    let replayed = consumer.take().await.unwrap();
+    assert_eq!(replayed.attempt(), 1, "replay starts the count again");
+    replayed.ack().await.unwrap();
+    assert_eq!(
+        queue
+            .replay_dead_letters(0, Duration::from_millis(200))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(queue.pending(0).await.unwrap().len(), 1);
+    assert_eq!(queue.purge_dead_letters().await.unwrap(), 1, "the garbage");
+    assert!(queue.dead_letters(0).await.unwrap().is_empty());
+
+    // The dead-letter list is bounded.
+    let bounded = queue
+        .reliable_consumer_with(fast(5_000).with_dead_letter_limit(2))
+        .await
+        .unwrap();
+    for i in 0..4 {
+        client
+            .rpush::<i64, _, _>(queue.name(), format!("d{i}"))
+            .await
+            .unwrap();
+        bounded
+            .take()
+            .await
+            .unwrap()
+            .dead_letter("no")
+            .await
+            .unwrap();
+    }
+    let kept: Vec<String> = queue
+        .dead_letters(0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.value.unwrap())
+        .collect();
+    assert!(
+        kept.ends_with(&["d2".to_string(), "d3".to_string()]),
+        "{kept:?}"
+    );
+    assert_eq!(kept.len(), 2);
+    bounded.close().await;
+    consumer.close().await;
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn poison_entries_are_quarantined_and_undecodable_values_delivered_raw() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let name = unique_name("rel-poison");
+    let queue = DelayedQueue::builder(client.clone(), name.as_str(), LongCodec)
+        .build()
+        .await
+        .unwrap();
+    let keys = queue.keys().clone();
+    // Malformed members written by hand, as a foreign writer or truncation would leave them,
+    // between good ones; plus a well-formed entry whose value is not a LongCodec number.
+    queue.offer(&1, Duration::ZERO).await.unwrap();
+    let not_a_number = delayq::entry::pack(&[7; 8], b"twelve");
+    for junk in [
+        &b"\x08short"[..],
+        b"",
+        &[0xff; 10][..],
+        &[0x08; 30][..],
+        &not_a_number[..],
+    ] {
+        let junk = Bytes::copy_from_slice(junk);
+        let _: i64 = client
+            .zadd(
+                keys.timeout(),
+                None,
+                None,
+                false,
+                false,
+                (now_ms() as f64 - 10.0, junk.clone()),
+            )
+            .await
+            .unwrap();
+        let _: i64 = client.rpush(keys.order(), junk).await.unwrap();
+    }
+    queue.offer(&2, Duration::from_millis(50)).await.unwrap();
+
+    let consumer = queue.reliable_consumer_with(fast(5_000)).await.unwrap();
+    let mut good = Vec::new();
+    let mut undecodable = Vec::new();
+    // "2" was not the earliest entry when offered, so no message announced it: the
+    // scheduler's 1 s safety sweep finds it.
+    while let Some(d) = consumer
+        .take_timeout(Duration::from_millis(1_500))
+        .await
+        .unwrap()
+    {
+        match d.value() {
+            Some(v) => {
+                good.push(*v);
+                d.ack().await.unwrap();
+            }
+            None => {
+                assert!(d.decode_error().unwrap().is_codec_error());
+                undecodable.push(d.raw().clone());
+                d.dead_letter("not a LongCodec value").await.unwrap();
+            }
+        }
+    }
+    good.sort();
+    assert_eq!(
+        good,
+        [1, 2],
+        "the queue kept moving past the poison; {:?} {:?}",
+        queue.stats().await,
+        queue.quarantined(0).await
+    );
+    assert_eq!(undecodable, [Bytes::from_static(b"twelve")]);
+    let quarantined = queue.quarantined(0).await.unwrap();
+    assert_eq!(quarantined.len(), 4, "{quarantined:?}");
+    assert_eq!(queue.stats().await.unwrap().pending, 0);
+    assert_eq!(
+        queue.dead_letters(0).await.unwrap()[0].raw.as_ref(),
+        b"twelve"
+    );
+    assert_eq!(queue.purge_quarantine().await.unwrap(), 4);
+    assert!(queue.quarantined(0).await.unwrap().is_empty());
+    consumer.close().await;
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_clock_stamps_with_redis_time() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let name = unique_name("rel-clock");
+    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
+        .clock(Clock::Server)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(queue.clock(), Clock::Server);
+    let server_ms = |redis: &TestRedis| -> i64 {
+        let out = redis.cli(&["TIME"]);
+        let mut parts = out.split_whitespace();
+        let secs: i64 = parts.next().unwrap().parse().unwrap();
+        let micros: i64 = parts.next().unwrap().parse().unwrap();
+        secs * 1000 + micros / 1000
+    };
+    let before = server_ms(&redis);
+    queue
+        .offer(&"s".to_string(), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    queue
+        .offer_unique(&"u".to_string(), Duration::from_secs(7200))
+        .await
+        .unwrap();
+    let after = server_ms(&redis);
+    let s = queue_score(&client, queue.keys().timeout(), "s").await;
+    assert!(
+        s >= before + 3_600_000 && s <= after + 3_600_000,
+        "{before} {s} {after}"
+    );
+    let u = queue_score(&client, queue.keys().timeout(), "u").await;
+    assert!(
+        u >= before + 7_200_000 && u <= after + 7_200_000,
+        "{before} {u} {after}"
+    );
+    assert!(queue
+        .reschedule(&"u".to_string(), Duration::ZERO)
+        .await
+        .unwrap());
+    // Transfer by the server's clock moves it; a reliable take stamps its deadline by it too.
+    let consumer = queue.reliable_consumer_with(fast(60_000)).await.unwrap();
+    let d = consumer.take().await.unwrap();
+    assert_eq!(d.value().map(String::as_str), Some("u"));
+    let now = server_ms(&redis);
+    assert!(
+        (d.deadline_ms() - now - 60_000).abs() < 1_000,
+        "{}",
+        d.deadline_ms()
+    );
+    d.ack().await.unwrap();
+    consumer.close().await;
+    queue.destroy().await.unwrap();
+}
+
+async fn queue_score(client: &Client, timeout_key: &str, value: &str) -> i64 {
+    let members: Vec<(Bytes, f64)> = client
+        .zrange(timeout_key, 0, -1, None, false, None, true)
+        .await
+        .unwrap();
+    members
+        .into_iter()
+        .find(|(entry, _)| entry.ends_with(value.as_bytes()))
+        .map(|(_, score)| score as i64)
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_configs_are_refused() {
+    let (_redis, _client, queue) = setup("rel-config").await;
+    for config in [
+        ReliableConfig::default().with_visibility(Duration::ZERO),
+        ReliableConfig::default().with_wait_slice(Duration::ZERO),
+        ReliableConfig::default().with_reap_interval(Duration::ZERO),
+    ] {
+        assert!(matches!(
+            queue.reliable_consumer_with(config).await,
+            Err(delayq::Error::InvalidConfig(_))
+        ));
+    }
+    let consumer = queue.reliable_consumer().await.unwrap();
+    assert_eq!(consumer.config().visibility, Duration::from_secs(30));
+    consumer.close().await;
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stale_attempt_counters_are_pruned() {
+    let (_redis, client, queue) = setup("rel-prune").await;
+    let consumer = queue
+        .reliable_consumer_with(fast(5_000).with_attempts_retention(Duration::from_millis(200)))
+        .await
+        .unwrap();
+    client
+        .rpush::<i64, _, _>(queue.name(), "left")
+        .await
+        .unwrap();
+    let d = consumer.take().await.unwrap();
+    // Retried, then taken by someone without acknowledgements (a Java BLPOP): nobody deletes
+    // the counter, so the reaper does once it is old enough.
+    d.nack(Duration::ZERO).await.unwrap();
+    let _: Option<String> = client.lpop(queue.name(), None).await.unwrap();
+    assert_eq!(queue.reliable_stats().await.unwrap().counters, 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let outcome = consumer.reap().await.unwrap();
+    assert_eq!(outcome.pruned, 1);
+    assert_eq!(queue.reliable_stats().await.unwrap().counters, 0);
+    let exists: i64 = client.exists(queue.keys().attempts_seen()).await.unwrap();
+    assert_eq!(exists, 0);
+    consumer.close().await;
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claim_lists_of_dead_consumers_are_given_back() {
+    let (_redis, client, queue) = setup("rel-claim").await;
+    let keys = queue.keys().clone();
+    // A consumer died right after its BLMOVE moved two values onto its claim list; its lease
+    // ran out 10 ms ago. Another's lease is still running.
+    let dead = keys.claim("died");
+    let alive = keys.claim("alive");
+    client
+        .rpush::<i64, _, _>(dead.as_str(), vec!["c1", "c2"])
+        .await
+        .unwrap();
+    client
+        .rpush::<i64, _, _>(alive.as_str(), "c3")
+        .await
+        .unwrap();
+    client.rpush::<i64, _, _>(queue.name(), "t1").await.unwrap();
+    let _: i64 = client
+        .zadd(
+            keys.claims(),
+            None,
+            None,
+            false,
+            false,
+            vec![
+                ((now_ms() - 10) as f64, dead.as_str()),
+                ((now_ms() + 60_000) as f64, alive.as_str()),
+            ],
+        )
+        .await
+        .unwrap();
+    let outcome = queue.reap_expired(10).await.unwrap();
+    assert_eq!(outcome.unclaimed, 2);
+    // Back at the head, in their order, ahead of what arrived since.
+    assert_eq!(target(&client, &queue).await, ["c1", "c2", "t1"]);
+    assert_eq!(queue.reap_expired(10).await.unwrap().unclaimed, 0);
+    let left: i64 = client.llen(alive.as_str()).await.unwrap();
+    assert_eq!(left, 1, "a live lease is respected");
+
+    // A consumer closing gives back what its own claim list holds.
+    let consumer = queue.reliable_consumer_with(fast(5_000)).await.unwrap();
+    for expected in ["c1", "c2", "t1"] {
+        let d = consumer.take().await.unwrap();
+        assert_eq!(d.value().map(String::as_str), Some(expected));
+        d.ack().await.unwrap();
+    }
+    let (taken, ()) = tokio::join!(consumer.take_timeout(Duration::from_millis(300)), async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        client
+            .rpush::<i64, _, _>(queue.name(), "late")
+            .await
+            .unwrap();
+    });
+    let late = taken.unwrap().unwrap();
+    assert_eq!(late.value().map(String::as_str), Some("late"));
+    late.ack().await.unwrap();
+    let claims: i64 = client.zcard(keys.claims()).await.unwrap();
+    assert_eq!(claims, 2, "the live one and this consumer's");
+    consumer.close().await;
+    let claims: i64 = client.zcard(keys.claims()).await.unwrap();
+    assert_eq!(claims, 1, "closing drops this consumer's lease");
+    queue.destroy().await.unwrap();
+}
