@@ -1,0 +1,310 @@
+//! The worker on a real redis-server: retries with observed delays, dead letters after the limit,
+//! permanent failures and panics, bounded concurrency, graceful shutdown.
+
+mod common;
+
+use common::{unique_name, TestRedis};
+use delayq::codec::StringCodec;
+use delayq::{DelayedQueue, Job, JobError, ReliableConfig, RetryPolicy};
+use fred::interfaces::ListInterface;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio_util::sync::CancellationToken;
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+async fn setup(prefix: &str) -> (TestRedis, fred::clients::Client, DelayedQueue<StringCodec>) {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = DelayedQueue::builder(client.clone(), unique_name(prefix), StringCodec)
+        .build()
+        .await
+        .unwrap();
+    (redis, client, queue)
+}
+
+fn fast() -> ReliableConfig {
+    ReliableConfig::default()
+        .with_wait_slice(Duration::from_millis(100))
+        .with_reap_interval(Duration::from_millis(100))
+}
+
+/// Waits (10 s at most) until `done` holds.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..1000 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failures_are_retried_after_the_policy_delay_then_dead_lettered() {
+    let (_redis, _client, queue) = setup("work-retry").await;
+    // attempt -> (value, when the handler saw it)
+    let seen: Arc<Mutex<Vec<(String, u32, Instant)>>> = Arc::default();
+    let stop = CancellationToken::new();
+    let handle = {
+        let seen = seen.clone();
+        queue
+            .worker(2, move |job: Job<String>| {
+                let seen = seen.clone();
+                async move {
+                    seen.lock()
+                        .unwrap()
+                        .push((job.value().clone(), job.attempt(), Instant::now()));
+                    match job.value().as_str() {
+                        // Fails twice, then works.
+                        "flaky" if job.attempt() < 3 => Err(JobError::new("503 from upstream")),
+                        "flaky" => Ok(()),
+                        _ => Err(JobError::new(format!("still broken ({})", job.attempt()))),
+                    }
+                }
+            })
+            .retry(RetryPolicy::fixed(3, Duration::from_millis(400)))
+            .reliable_config(fast())
+            .stop_on(stop.clone())
+            .spawn()
+            .unwrap()
+    };
+    queue
+        .offer_all(&[
+            ("flaky".into(), Duration::ZERO),
+            ("broken".into(), Duration::ZERO),
+        ])
+        .await
+        .unwrap();
+
+    // While a retry waits, the value is an ordinary pending entry (what a Java peer sees).
+    eventually("a retry to be pending", || seen.lock().unwrap().len() >= 2).await;
+    let pending = queue.pending(0).await.unwrap();
+    assert!(!pending.is_empty());
+    assert!(pending.iter().all(|p| p.value.is_ok()));
+
+    eventually("both values to settle", || {
+        let stats = handle.stats();
+        stats.acked == 1 && stats.dead == 1
+    })
+    .await;
+    let stats = handle.shutdown().await.unwrap();
+    assert_eq!(stats.retried, 4);
+    assert_eq!(stats.taken, 6);
+    assert_eq!((stats.lost, stats.errors), (0, 0));
+
+    let seen = seen.lock().unwrap();
+    for value in ["flaky", "broken"] {
+        let times: Vec<(u32, Instant)> = seen
+            .iter()
+            .filter(|(v, _, _)| v == value)
+            .map(|(_, a, t)| (*a, *t))
+            .collect();
+        assert_eq!(times.iter().map(|(a, _)| *a).collect::<Vec<_>>(), [1, 2, 3]);
+        for pair in times.windows(2) {
+            let gap = pair[1].1 - pair[0].1;
+            let late = gap.as_millis() as i64 - 400;
+            eprintln!(
+                "{value}: retry {} came {late} ms after its due time",
+                pair[1].0
+            );
+            assert!(
+                gap >= Duration::from_millis(395),
+                "{value}: retried after {gap:?}"
+            );
+            assert!(
+                gap < Duration::from_millis(1_400),
+                "{value}: retried after {gap:?}"
+            );
+        }
+    }
+    let dead = queue.dead_letters(0).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].value.as_ref().unwrap(), "broken");
+    assert_eq!(dead[0].attempts, 3);
+    assert_eq!(dead[0].error, "still broken (3)");
+    let stats = queue.reliable_stats().await.unwrap();
+    assert_eq!((stats.in_flight, stats.counters), (0, 0));
+    assert!(queue.is_empty().await.unwrap());
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn permanent_errors_and_panics_and_concurrency_bound() {
+    let (_redis, _client, queue) = setup("work-perm").await;
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let handle = {
+        let (running, peak) = (running.clone(), peak.clone());
+        queue
+            .worker(3, move |job: Job<String>| {
+                let (running, peak) = (running.clone(), peak.clone());
+                async move {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(60)).await;
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    match job.value().as_str() {
+                        "permanent" => Err(JobError::permanent("no such order")),
+                        "panics" => panic!("handler bug"),
+                        _ => Ok(()),
+                    }
+                }
+            })
+            .retry(RetryPolicy::fixed(2, Duration::from_millis(50)))
+            .reliable_config(fast())
+            .spawn()
+            .unwrap()
+    };
+    let mut items: Vec<(String, Duration)> = (0..12)
+        .map(|i| (format!("ok-{i}"), Duration::ZERO))
+        .collect();
+    items.push(("permanent".into(), Duration::ZERO));
+    items.push(("panics".into(), Duration::ZERO));
+    queue.offer_all(&items).await.unwrap();
+    eventually("all settled", || {
+        let s = handle.stats();
+        s.acked == 12 && s.dead == 2
+    })
+    .await;
+    let stats = handle.shutdown().await.unwrap();
+    assert_eq!(
+        stats.retried, 1,
+        "the panic is retried once, the permanent error never"
+    );
+    assert!(
+        peak.load(Ordering::SeqCst) <= 3,
+        "{}",
+        peak.load(Ordering::SeqCst)
+    );
+    assert_eq!(peak.load(Ordering::SeqCst), 3, "the bound was used");
+    let dead: HashMap<String, (u32, String)> = queue
+        .dead_letters(0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.value.unwrap(), (d.attempts, d.error)))
+        .collect();
+    assert_eq!(dead["permanent"], (1, "no such order".to_string()));
+    assert_eq!(dead["panics"].0, 2);
+    assert!(
+        dead["panics"].1.contains("handler bug"),
+        "{:?}",
+        dead["panics"]
+    );
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
+    let (_redis, client, queue) = setup("work-stop").await;
+    let finished = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(AtomicUsize::new(0));
+    let handler = {
+        let (started, finished) = (started.clone(), finished.clone());
+        move |job: Job<String>| {
+            let (started, finished) = (started.clone(), finished.clone());
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                let ms: u64 = job.value().parse().unwrap();
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                finished.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        }
+    };
+    // Two short jobs finish within the grace period; two long ones do not and are given back.
+    let handle = queue
+        .worker(4, handler)
+        .reliable_config(fast())
+        .shutdown_grace(Duration::from_millis(400))
+        .spawn()
+        .unwrap();
+    queue
+        .offer_all(&[
+            ("200".into(), Duration::ZERO),
+            ("250".into(), Duration::ZERO),
+            ("5000".into(), Duration::ZERO),
+            ("6000".into(), Duration::ZERO),
+        ])
+        .await
+        .unwrap();
+    eventually("all four started", || started.load(Ordering::SeqCst) == 4).await;
+    let asked = Instant::now();
+    let stats = handle.shutdown().await.unwrap();
+    let took = asked.elapsed();
+    assert!(
+        took < Duration::from_millis(1_500),
+        "shutdown took {took:?}"
+    );
+    assert_eq!(finished.load(Ordering::SeqCst), 2);
+    assert_eq!((stats.acked, stats.given_back), (2, 2));
+    let mut back: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
+    back.sort();
+    assert_eq!(back, ["5000", "6000"]);
+    let rel = queue.reliable_stats().await.unwrap();
+    assert_eq!(rel.in_flight, 0);
+    assert_eq!(rel.counters, 0, "given-back attempts are not counted");
+
+    // A new worker picks them up; an undecodable value never reaches a handler.
+    client
+        .rpush::<i64, _, _>(queue.name(), bytes::Bytes::from_static(&[0xff, 0xfe]))
+        .await
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let stop = CancellationToken::new();
+    let worker = {
+        let calls = calls.clone();
+        queue
+            .worker(2, move |_job: Job<String>| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                async { Ok(()) }
+            })
+            .reliable_config(fast())
+            .stop_on(stop.clone())
+            .spawn()
+            .unwrap()
+    };
+    eventually("the rest settled", || {
+        let s = worker.stats();
+        s.acked == 2 && s.dead == 1
+    })
+    .await;
+    stop.cancel();
+    worker.shutdown().await.unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let dead = queue.dead_letters(0).await.unwrap();
+    assert!(
+        dead[0].error.contains("does not decode"),
+        "{}",
+        dead[0].error
+    );
+    assert!(now_ms() - dead[0].dead_at_ms < 10_000);
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_workers_are_refused() {
+    let (_redis, _client, queue) = setup("work-bad").await;
+    let handler = |_job: Job<String>| async { Ok(()) };
+    assert!(matches!(
+        queue.worker(0, handler).spawn(),
+        Err(delayq::Error::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        queue
+            .worker(1, handler)
+            .retry(RetryPolicy::fixed(0, Duration::ZERO))
+            .run()
+            .await,
+        Err(delayq::Error::InvalidConfig(_))
+    ));
+    queue.destroy().await.unwrap();
+}
