@@ -245,7 +245,7 @@ impl<C: Codec> DelayedQueue<C> {
     /// Offers `value`, due after `delay`.
     ///
     /// Java: `RDelayedQueue#offer(e, delay, unit)`. The due time is this host's clock plus
-    /// `delay` (truncated to milliseconds). When the value becomes the earliest pending one, its
+    /// `delay` (truncated to milliseconds), or the Redis server's with [`Clock::Server`]. When the value becomes the earliest pending one, its
     /// due time is published on the channel so every scheduler (Rust or Java) re-arms.
     ///
     /// # Errors

@@ -100,7 +100,7 @@ async fn failures_are_retried_after_the_policy_delay_then_dead_lettered() {
     assert_eq!(stats.taken, 6);
     assert_eq!((stats.lost, stats.errors), (0, 0));
 
-    let seen = seen.lock().unwrap();
+    let seen = seen.lock().unwrap().clone();
     for value in ["flaky", "broken"] {
         let times: Vec<(u32, Instant)> = seen
             .iter()

@@ -208,10 +208,8 @@ async fn cli_manages_dead_letters_quarantine_and_reschedules() {
             .trim(),
         "1"
     );
-    assert_eq!(
-        cli(&redis, &["stats", &name]).1.contains("ready:       1"),
-        true
-    );
+    let stats = cli(&redis, &["stats", &name]).1;
+    assert!(stats.contains("ready:       1"), "{stats}");
     assert_eq!(cli(&redis, &["dead", "purge", &name]).1.trim(), "1");
     assert_eq!(cli(&redis, &["dead", "list", &name]).1, "");
 
