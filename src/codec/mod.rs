@@ -15,10 +15,14 @@
 //! | `Kryo5Codec` | `Kryo5Codec<T>` (feature `kryo`) | see the module |
 
 mod bytes;
+#[cfg(feature = "kryo")]
+pub mod kryo;
 mod long;
 mod string;
 
 pub use self::bytes::ByteArrayCodec;
+#[cfg(feature = "kryo")]
+pub use self::kryo::{Kryo5Codec, KryoError};
 pub use self::long::{LongCodec, LongCodecError};
 pub use self::string::{StringCodec, StringCodecError};
 
