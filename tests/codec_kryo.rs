@@ -293,6 +293,20 @@ fn pojo_with_generic_fields() {
 }
 
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename = "com.example.Node")]
+struct Node {
+    name: Option<String>,
+    next: Option<Box<Node>>,
+    children: Vec<Node>,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename = "com.example.Index")]
+struct Index {
+    m: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename = "java.util.LinkedList")]
 struct Queue(Vec<i64>);
 
@@ -346,11 +360,6 @@ fn nested_collections_and_all_null() {
 
 #[test]
 fn map_of_lists_uses_generics_through_nesting() {
-    #[derive(Debug, PartialEq, Serialize, Deserialize)]
-    #[serde(rename = "com.example.Index")]
-    struct Index {
-        m: BTreeMap<String, Vec<String>>,
-    }
     // Map<String, List<String>>: keys without class, values with class (List is not final), and
     // the inner list's elements without class (String from the nested type argument).
     let bytes = cat(&[
@@ -496,13 +505,6 @@ fn unsupported_rust_types_are_refused_clearly() {
 
 #[test]
 fn recursive_types_trace() {
-    #[derive(Debug, PartialEq, Serialize, Deserialize)]
-    #[serde(rename = "com.example.Node")]
-    struct Node {
-        name: Option<String>,
-        next: Option<Box<Node>>,
-        children: Vec<Node>,
-    }
     let n = Node {
         name: Some("a".into()),
         next: Some(Box::new(Node {
@@ -584,6 +586,8 @@ fn fixture_codec() -> Kryo5Codec<JavaValue> {
         .register::<Order>()
         .register::<OrderBoxed>()
         .register::<Cart>()
+        .register::<Node>()
+        .register::<Index>()
 }
 
 // ---- Properties ---------------------------------------------------------------------------
@@ -753,4 +757,292 @@ proptest! {
         let _ = Kryo5Codec::<Prop>::new().decode(&bytes);
         let _ = Kryo5Codec::<Prop>::new().decode(&raw);
     }
+}
+
+// ---- Typed values against Redisson's own bytes --------------------------------------------
+
+/// The bytes Redisson 4.7.0's Kryo5Codec wrote for `label` (see `tests/fixtures/kryo/gen`).
+fn redisson(label: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kryo/redisson-4.7.0.hex");
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.split_once(' ').map(|(l, _)| l) == Some(label))
+        .unwrap_or_else(|| panic!("no fixture {label}"));
+    hex(line.split_once(' ').unwrap().1)
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename = "com.example.Cart")]
+struct CartWithNulls {
+    tags: Vec<Option<String>>,
+    counts: BTreeMap<String, Option<i64>>,
+    lines: Vec<Option<Line>>,
+    extra: Vec<JavaValue>,
+    first: Option<Line>,
+    blob: Option<JavaBytes>,
+    price: f64,
+    flag: bool,
+    owner: Option<JavaUuid>,
+}
+
+#[test]
+fn redisson_scalars() {
+    check(None::<String>, &redisson("null"));
+    check("hello".to_owned(), &redisson("string-hello"));
+    check(String::new(), &redisson("string-empty"));
+    check("x".to_owned(), &redisson("string-x"));
+    check("héllo".to_owned(), &redisson("string-accent"));
+    check("a".repeat(40), &redisson("string-40"));
+    check("b".repeat(32), &redisson("string-32"));
+    check("c".repeat(33), &redisson("string-33"));
+    check("é".repeat(200), &redisson("string-e-200"));
+    check("😀".to_owned(), &redisson("string-emoji"));
+    check("\u{0}b".to_owned(), &redisson("string-nul"));
+    check("你好".to_owned(), &redisson("string-cjk"));
+    check(42i64, &redisson("long-42"));
+    check(300i64, &redisson("long-300"));
+    check(-1i64, &redisson("long-minus-1"));
+    check(i64::MAX, &redisson("long-max"));
+    check(i64::MIN, &redisson("long-min"));
+    check(1_767_225_600_123i64, &redisson("long-due"));
+    check(42i32, &redisson("int-42"));
+    check(-1i32, &redisson("int-minus-1"));
+    check(i32::MIN, &redisson("int-min"));
+    check(0x1234i16, &redisson("short"));
+    check(-2i8, &redisson("byte"));
+    check('A', &redisson("char-A"));
+    check('é', &redisson("char-e"));
+    check(1.5f32, &redisson("float"));
+    check(1.5f64, &redisson("double"));
+    check(true, &redisson("bool-true"));
+    check(false, &redisson("bool-false"));
+    check(JavaBytes(vec![1, 2, 3]), &redisson("bytes-123"));
+    check(JavaBytes(vec![]), &redisson("bytes-empty"));
+    check(
+        JavaUuid(0x0011_2233_4455_6677_8899_aabb_ccdd_eeff),
+        &redisson("uuid"),
+    );
+    // NaN: Java writes the canonical NaN, and so does the codec for any NaN payload.
+    let codec = Kryo5Codec::<f64>::new();
+    assert_eq!(codec.encode(&f64::NAN).unwrap(), redisson("double-nan"));
+    assert_eq!(
+        codec
+            .encode(&f64::from_bits(0x7ff0_0000_0000_0001))
+            .unwrap(),
+        redisson("double-nan")
+    );
+    assert!(codec.decode(&redisson("double-nan")).unwrap().is_nan());
+}
+
+#[test]
+fn redisson_collections() {
+    check(
+        BTreeMap::from([("k".to_owned(), "v".to_owned())]),
+        &redisson("hashmap-k-v"),
+    );
+    check(
+        BTreeMap::<String, String>::new(),
+        &redisson("hashmap-empty"),
+    );
+    check(vec!["a".to_owned()], &redisson("arraylist-a"));
+    check(Vec::<String>::new(), &redisson("arraylist-empty"));
+    check(
+        vec![JavaValue::from("a"), JavaValue::Long(1)],
+        &redisson("arraylist-a-1L"),
+    );
+    check(vec![Some(7i64), None], &redisson("arraylist-7L-null"));
+    check(vec![None::<String>, None], &redisson("arraylist-null-null"));
+    check(
+        vec![None, Some(String::new())],
+        &redisson("arraylist-null-empty"),
+    );
+    check(
+        vec![vec!["a".to_owned()], vec![]],
+        &redisson("arraylist-nested"),
+    );
+    check(Queue(vec![1, 2]), &redisson("linkedlist-1-2"));
+    check(Tags(vec!["x".into()]), &redisson("hashset-x"));
+    check(
+        JavaValue::Set {
+            class: "java.util.LinkedHashSet".into(),
+            items: vec!["b".into(), "a".into()],
+        },
+        &redisson("linkedhashset"),
+    );
+    check(
+        JavaValue::Map {
+            class: "java.util.LinkedHashMap".into(),
+            entries: vec![
+                ("z".into(), JavaValue::Long(1)),
+                ("a".into(), JavaValue::Null),
+                ("m".into(), JavaValue::Int(3)),
+            ],
+        },
+        &redisson("linkedhashmap"),
+    );
+}
+
+#[test]
+fn java_hash_order_matches_redisson() {
+    let codec = Kryo5Codec::<JavaValue>::new().java_hash_order(true);
+    // Same insertion order as KryoVectors.java.
+    let mut entries = vec![
+        ("b".into(), JavaValue::Int(0)),
+        ("a".into(), JavaValue::Int(1)),
+        ("q".into(), JavaValue::Int(2)),
+    ];
+    entries.extend((0..20).map(|i| (format!("key{i}").into(), JavaValue::Int(3 + i))));
+    assert_eq!(
+        codec.encode(&JavaValue::hash_map(entries)).unwrap(),
+        redisson("hashmap-order")
+    );
+    let mut items: Vec<JavaValue> = (0..=20).map(|i| JavaValue::Long(100 - 3 * i)).collect();
+    items.extend([-1, -1000, 4_294_967_296].map(JavaValue::Long));
+    let set = JavaValue::Set {
+        class: "java.util.HashSet".into(),
+        items,
+    };
+    assert_eq!(codec.encode(&set).unwrap(), redisson("hashset-order"));
+    let nested = JavaValue::hash_map([
+        (
+            "list".into(),
+            JavaValue::array_list([JavaValue::Int(1), JavaValue::Int(2)]),
+        ),
+        ("bytes".into(), JavaValue::Bytes(vec![9])),
+    ]);
+    assert_eq!(codec.encode(&nested).unwrap(), redisson("hashmap-nested"));
+    // Without the option the given order is kept, which here differs from Java's.
+    assert_ne!(
+        Kryo5Codec::<JavaValue>::new().encode(&set).unwrap(),
+        redisson("hashset-order")
+    );
+}
+
+#[test]
+fn redisson_pojos() {
+    check(
+        Order {
+            id: 1,
+            sku: "x".into(),
+        },
+        &redisson("order"),
+    );
+    check(
+        OrderBoxed {
+            any: "y".into(),
+            id: Some(1),
+            none: None,
+            sku: "x".into(),
+        },
+        &redisson("orderboxed"),
+    );
+    // An Object field holding a POJO: the codec must know Order's schema to read it.
+    let order = JavaValue::Object(JavaObject::new(
+        "com.example.Order",
+        [
+            JavaField::new(
+                "id",
+                JavaType::Primitive(Primitive::Long),
+                JavaValue::Long(1),
+            ),
+            JavaField::new("sku", JavaType::String, "x".into()),
+        ],
+    ));
+    let bytes = redisson("orderboxed-nested");
+    let e = Kryo5Codec::<JavaValue>::new().decode(&bytes).unwrap_err();
+    assert!(
+        matches!(e, KryoError::UnknownClass { ref class, .. } if class == "com.example.OrderBoxed"),
+        "{e}"
+    );
+    let dynamic = fixture_codec().decode(&bytes).unwrap();
+    let JavaValue::Object(o) = &dynamic else {
+        panic!("{dynamic:?}")
+    };
+    assert_eq!(o.get("any"), Some(&order));
+    assert_eq!(o.get("sku"), Some(&JavaValue::Null));
+    // Java's sku is null there, which the Rust String field cannot hold: an error, not "".
+    let e = Kryo5Codec::<OrderBoxed>::new()
+        .register::<Order>()
+        .decode(&bytes)
+        .unwrap_err();
+    assert!(e.to_string().contains("expected a string"), "{e}");
+
+    check(
+        Cart {
+            tags: vec!["a".into(), "b".into()],
+            counts: BTreeMap::from([("k".into(), 5)]),
+            lines: vec![
+                Line { qty: 2, note: None },
+                Line {
+                    qty: -1,
+                    note: Some("hi".into()),
+                },
+            ],
+            extra: vec![JavaValue::Int(1), JavaValue::Null],
+            first: None,
+            blob: vec![9],
+            price: 2.0,
+            flag: true,
+            owner: None,
+        },
+        &redisson("cart"),
+    );
+    check(
+        CartWithNulls {
+            tags: vec![Some("a".into()), None],
+            counts: BTreeMap::from([("n".into(), None)]),
+            lines: vec![
+                Some(Line {
+                    qty: -1,
+                    note: Some("hi".into()),
+                }),
+                None,
+            ],
+            extra: vec![],
+            first: Some(Line { qty: 2, note: None }),
+            blob: None,
+            price: 0.0,
+            flag: false,
+            owner: Some(JavaUuid(1 << 64 | 2)),
+        },
+        &redisson("cart-nulls"),
+    );
+    check(
+        Node {
+            name: Some("a".into()),
+            next: Some(Box::new(Node {
+                name: None,
+                next: None,
+                children: vec![],
+            })),
+            children: vec![],
+        },
+        &redisson("node"),
+    );
+    check(
+        Index {
+            m: BTreeMap::from([("k".into(), vec!["v".into()])]),
+        },
+        &redisson("index"),
+    );
+}
+
+/// Redisson 3.19.1 (Kryo 5.4.0), 3.52.0 and 4.7.0 (Kryo 5.6.2) wrote the same bytes.
+#[test]
+fn redisson_versions_agree() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kryo");
+    let body = |v: &str| -> Vec<String> {
+        std::fs::read_to_string(dir.join(format!("redisson-{v}.hex")))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_owned)
+            .collect()
+    };
+    let newest = body("4.7.0");
+    assert!(newest.len() > 50);
+    assert_eq!(body("3.52.0"), newest);
+    assert_eq!(body("3.19.1"), newest);
 }

@@ -83,12 +83,21 @@ impl Writer {
         self.bytes(&v.to_le_bytes());
     }
 
+    /// `Output.writeFloat`: `Float.floatToIntBits`, which writes every NaN as `0x7fc00000`.
     pub(crate) fn float(&mut self, v: f32) {
-        self.bytes(&v.to_bits().to_le_bytes());
+        let bits = if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() };
+        self.bytes(&bits.to_le_bytes());
     }
 
+    /// `Output.writeDouble`: `Double.doubleToLongBits`, which writes every NaN as
+    /// `0x7ff8000000000000`.
     pub(crate) fn double(&mut self, v: f64) {
-        self.bytes(&v.to_bits().to_le_bytes());
+        let bits = if v.is_nan() {
+            0x7ff8_0000_0000_0000
+        } else {
+            v.to_bits()
+        };
+        self.bytes(&bits.to_le_bytes());
     }
 
     /// `Output.writeLong(value)`: 8 bytes little-endian.
