@@ -487,6 +487,40 @@ fn bad_input_gives_clear_errors() {
 }
 
 #[test]
+fn typed_decoding_never_converts() {
+    // An Integer is not read as a Rust i64, a byte[] not as a String, a Long not as an f64.
+    let e = Kryo5Codec::<i64>::new().decode(&hex("02 54")).unwrap_err();
+    assert!(matches!(e, KryoError::Mismatch(_)), "{e}");
+    assert!(
+        e.to_string()
+            .contains("expected java.lang.Long, found java.lang.Integer"),
+        "{e}"
+    );
+    let e = Kryo5Codec::<String>::new()
+        .decode(&hex("01 00 5b c2 04 61 62 63"))
+        .unwrap_err();
+    assert!(e.to_string().contains("found byte[]"), "{e}");
+    let e = Kryo5Codec::<f64>::new().decode(&hex("09 54")).unwrap_err();
+    assert!(matches!(e, KryoError::Mismatch(_)), "{e}");
+    // A POJO of another class, even a known one, is not read into the struct.
+    let boxed = cat(&[
+        &named(0, "com.example.OrderBoxed"),
+        &hex("03 82 79 01 02 80 82 78"),
+    ]);
+    let e = Kryo5Codec::<Order>::new().decode(&boxed).unwrap_err();
+    assert!(matches!(e, KryoError::UnknownClass { .. }), "{e}");
+    let e = Kryo5Codec::<Order>::new()
+        .register::<OrderBoxed>()
+        .decode(&boxed)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("expected com.example.Order, found com.example.OrderBoxed"),
+        "{e}"
+    );
+}
+
+#[test]
 fn unsupported_rust_types_are_refused_clearly() {
     let e = Kryo5Codec::<u32>::new().encode(&1).unwrap_err();
     assert!(e.to_string().contains("u32"), "{e}");
@@ -496,6 +530,20 @@ fn unsupported_rust_types_are_refused_clearly() {
     }
     let e = Kryo5Codec::<E>::new().encode(&E::A).unwrap_err();
     assert!(e.to_string().contains("enum"), "{e}");
+    let e = Kryo5Codec::<JavaValue>::new()
+        .encode(&JavaValue::Map {
+            class: "java.util.Hashtable".into(),
+            entries: vec![("k".into(), JavaValue::Null)],
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot hold null"), "{e}");
+    let e = Kryo5Codec::<JavaValue>::new()
+        .encode(&JavaValue::List {
+            class: "java.util.TreeSet".into(),
+            items: vec![],
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("not one of the supported"), "{e}");
     let e = Kryo5Codec::<char>::new().encode(&'😀').unwrap_err();
     assert!(e.to_string().contains("BMP"), "{e}");
     // Vec<u8> without byte_array is a list of u8, which Java has no type for.
@@ -616,6 +664,29 @@ fn leaf() -> impl Strategy<Value = JavaValue> {
     ]
 }
 
+/// Java classes that reject null elements, keys and values.
+fn no_nulls(class: &str) -> bool {
+    [
+        "java.util.ArrayDeque",
+        "java.util.concurrent.ConcurrentLinkedQueue",
+        "java.util.concurrent.ConcurrentLinkedDeque",
+        "java.util.concurrent.ConcurrentHashMap",
+        "java.util.Hashtable",
+    ]
+    .contains(&class)
+}
+
+fn no_nulls_if_needed(class: &str, items: Vec<JavaValue>) -> Vec<JavaValue> {
+    if no_nulls(class) {
+        items
+            .into_iter()
+            .filter(|v| *v != JavaValue::Null)
+            .collect()
+    } else {
+        items
+    }
+}
+
 fn java_value() -> impl Strategy<Value = JavaValue> {
     leaf().prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
@@ -623,6 +694,7 @@ fn java_value() -> impl Strategy<Value = JavaValue> {
                 prop::sample::select(delayq::codec::kryo::LIST_CLASSES),
                 proptest::collection::vec(inner.clone(), 0..6)
             )
+                .prop_map(|(c, items)| (c, no_nulls_if_needed(c, items)))
                 .prop_map(|(c, items)| JavaValue::List {
                     class: c.to_string(),
                     items
@@ -639,6 +711,17 @@ fn java_value() -> impl Strategy<Value = JavaValue> {
                 prop::sample::select(delayq::codec::kryo::MAP_CLASSES),
                 proptest::collection::vec((inner.clone(), inner.clone()), 0..4)
             )
+                .prop_map(|(c, entries)| {
+                    let entries = if no_nulls(c) {
+                        entries
+                            .into_iter()
+                            .filter(|(k, v)| *k != JavaValue::Null && *v != JavaValue::Null)
+                            .collect()
+                    } else {
+                        entries
+                    };
+                    (c, entries)
+                })
                 .prop_map(|(c, entries)| JavaValue::Map {
                     class: c.to_string(),
                     entries
@@ -967,7 +1050,7 @@ fn redisson_pojos() {
         .register::<Order>()
         .decode(&bytes)
         .unwrap_err();
-    assert!(e.to_string().contains("expected a string"), "{e}");
+    assert!(e.to_string().contains("expected java.lang.String, found null"), "{e}");
 
     check(
         Cart {

@@ -37,6 +37,20 @@ fn visit_map<'de, V: Visitor<'de>, K: IntoDeserializer<'de, KryoError>>(
     Ok(v)
 }
 
+/// Typed requests take only the exactly matching Java type: a Java `Integer` is not silently
+/// widened into an `i64`, nor a `byte[]` read as a `String`, so decoding never changes a value
+/// and re-encoding gives the same bytes.
+macro_rules! strict {
+    ($($method:ident: $variant:ident($v:ident) => $visit:ident($arg:expr), $java:literal;)*) => {
+        $(fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, KryoError> {
+            match self.0 {
+                JavaValue::$variant($v) => visitor.$visit($arg),
+                other => Err(unexpected(&other, $java)),
+            }
+        })*
+    };
+}
+
 impl<'de> de::Deserializer<'de> for FromJava {
     type Error = KryoError;
 
@@ -120,8 +134,88 @@ impl<'de> de::Deserializer<'de> for FromJava {
         visitor.visit_unit()
     }
 
-    forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit seq tuple tuple_struct map struct identifier
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, KryoError> {
+        match self.0 {
+            // The serde name is the Java class: a value of another class (a subclass, say)
+            // would lose fields silently, so it is refused.
+            JavaValue::Object(o) if o.class == name => {
+                visit_map(o.fields.into_iter().map(|f| (f.name, f.value)), visitor)
+            }
+            other => Err(unexpected(&other, name)),
+        }
     }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, KryoError> {
+        match self.0 {
+            JavaValue::List { items, .. } | JavaValue::Set { items, .. } => {
+                visit_seq(items, visitor)
+            }
+            other => Err(unexpected(&other, "a collection")),
+        }
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, KryoError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, KryoError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, KryoError> {
+        match self.0 {
+            JavaValue::Map { entries, .. } => {
+                visit_map(entries.into_iter().map(|(k, v)| (FromJava(k), v)), visitor)
+            }
+            other => Err(unexpected(&other, "a map")),
+        }
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, KryoError> {
+        match self.0 {
+            JavaValue::Null => visitor.visit_unit(),
+            other => Err(unexpected(&other, "null")),
+        }
+    }
+
+    strict! {
+        deserialize_bool: Bool(v) => visit_bool(v), "java.lang.Boolean";
+        deserialize_i8: Byte(v) => visit_i8(v), "java.lang.Byte";
+        deserialize_i16: Short(v) => visit_i16(v), "java.lang.Short";
+        deserialize_i32: Int(v) => visit_i32(v), "java.lang.Integer";
+        deserialize_i64: Long(v) => visit_i64(v), "java.lang.Long";
+        deserialize_f32: Float(v) => visit_f32(v), "java.lang.Float";
+        deserialize_f64: Double(v) => visit_f64(v), "java.lang.Double";
+        deserialize_char: Char(v) => visit_char(v), "java.lang.Character";
+        deserialize_str: String(v) => visit_string(v), "java.lang.String";
+        deserialize_string: String(v) => visit_string(v), "java.lang.String";
+        deserialize_bytes: Bytes(v) => visit_byte_buf(v), "byte[]";
+        deserialize_byte_buf: Bytes(v) => visit_byte_buf(v), "byte[]";
+        deserialize_u128: Uuid(v) => visit_u128(v), "java.util.UUID";
+    }
+
+    forward_to_deserialize_any! {
+        i128 u8 u16 u32 u64 identifier
+    }
+}
+
+fn unexpected(found: &JavaValue, expected: &str) -> KryoError {
+    KryoError::Mismatch(format!(
+        "expected {expected}, found {}",
+        found.java_type_name()
+    ))
 }

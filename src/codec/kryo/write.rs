@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use super::value::{
     sort_fields, JavaField, JavaObject, JavaType, JavaValue, Primitive, BYTE_ARRAY, HASH_MAP,
-    HASH_SET, UUID,
+    HASH_SET, LIST_CLASSES, MAP_CLASSES, SET_CLASSES, UUID,
 };
 use super::wire::Writer;
 use super::{KryoError, MAX_DEPTH};
@@ -62,6 +62,34 @@ fn runtime_class(v: &JavaValue) -> Option<RuntimeClass<'_>> {
         JavaValue::Map { class, .. } => RuntimeClass::Map(class),
         JavaValue::Object(o) => RuntimeClass::Pojo(&o.class),
     })
+}
+
+/// Classes that throw on null elements, keys or values: Java could not read such bytes back.
+const NO_NULLS: &[&str] = &[
+    "java.util.ArrayDeque",
+    "java.util.concurrent.ConcurrentLinkedQueue",
+    "java.util.concurrent.ConcurrentLinkedDeque",
+    "java.util.concurrent.ConcurrentHashMap",
+    "java.util.Hashtable",
+];
+
+fn check_collection<'x>(
+    class: &str,
+    allowed: &[&str],
+    mut values: impl Iterator<Item = &'x JavaValue>,
+) -> Result<(), KryoError> {
+    if !allowed.contains(&class) {
+        return Err(KryoError::Unsupported(format!(
+            "{class} is not one of the supported classes here ({})",
+            allowed.join(", ")
+        )));
+    }
+    if NO_NULLS.contains(&class) && values.any(|v| matches!(v, JavaValue::Null)) {
+        return Err(KryoError::Unsupported(format!(
+            "{class} cannot hold null (Java would fail to read it)"
+        )));
+    }
+    Ok(())
 }
 
 /// Encodes `value` as the root of a Redis value (declared type `Object`).
@@ -269,17 +297,20 @@ impl<'v> Emitter<'v> {
             JavaValue::String(s) => self.w.string(Some(s)),
             JavaValue::Bytes(b) => self.byte_array(b)?,
             JavaValue::Uuid(u) => self.uuid(*u),
-            JavaValue::List { items, .. } => {
+            JavaValue::List { class, items } => {
+                check_collection(class, LIST_CLASSES, items.iter())?;
                 self.enter()?;
                 self.collection(items, false, args)?;
                 self.depth -= 1;
             }
             JavaValue::Set { class, items } => {
+                check_collection(class, SET_CLASSES, items.iter())?;
                 self.enter()?;
                 self.collection(items, class == HASH_SET, args)?;
                 self.depth -= 1;
             }
             JavaValue::Map { class, entries } => {
+                check_collection(class, MAP_CLASSES, entries.iter().flat_map(|(k, v)| [k, v]))?;
                 self.enter()?;
                 self.map(entries, class == HASH_MAP, args)?;
                 self.depth -= 1;
