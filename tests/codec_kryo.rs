@@ -476,6 +476,22 @@ fn bad_input_gives_clear_errors() {
     }
     let e = codec.decode(&deep).unwrap_err();
     assert!(matches!(e, KryoError::TooDeep(_)), "{e}");
+    // 100 lists of 65 536 nulls each, in 400 bytes: refused instead of allocating 6.5M values.
+    let mut bomb = cat(&[&named(0, "java.util.ArrayList"), &hex("e5 01 01 00 00")]);
+    for _ in 0..100 {
+        bomb.extend_from_slice(&hex("c1 80 08 00"));
+    }
+    let e = codec.decode(&bomb).unwrap_err();
+    assert!(e.to_string().contains("claims 65536 elements"), "{e}");
+    // A few such lists are fine.
+    let mut few = cat(&[&named(0, "java.util.ArrayList"), &hex("83 01 00 00")]);
+    for _ in 0..2 {
+        few.extend_from_slice(&hex("c1 80 08 00"));
+    }
+    let JavaValue::List { items, .. } = codec.decode(&few).unwrap() else {
+        panic!()
+    };
+    assert_eq!(items.len(), 2);
     // A huge claimed length.
     let e = codec
         .decode(&cat(&[
@@ -1050,7 +1066,11 @@ fn redisson_pojos() {
         .register::<Order>()
         .decode(&bytes)
         .unwrap_err();
-    assert!(e.to_string().contains("expected java.lang.String, found null"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("expected java.lang.String, found null"),
+        "{e}"
+    );
 
     check(
         Cart {

@@ -10,10 +10,11 @@ use super::value::{
 use super::wire::Reader;
 use super::{KryoError, MAX_DEPTH};
 
-/// Most elements a collection may claim beyond the bytes left. Elements can take no bytes
-/// (nulls after a "all null" header, POJOs without fields), so a count is not bounded by the
-/// input; this bound keeps a forged count from exhausting memory.
-const MAX_FREE_ELEMENTS: usize = 1 << 20;
+/// How many collection elements and map entries one value may hold beyond its byte length.
+/// Most elements take at least one byte, but some take none (the nulls of an "all null"
+/// collection, POJOs without fields), so a forged count could otherwise make a few bytes
+/// allocate gigabytes.
+const MAX_FREE_ELEMENTS: usize = 1 << 18;
 
 /// A class as read from the wire.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +46,7 @@ pub(crate) fn decode(bytes: &[u8], registry: &Registry) -> Result<JavaValue, Kry
         names: HashMap::new(),
         registry,
         depth: 0,
+        elements_left: bytes.len().saturating_add(MAX_FREE_ELEMENTS),
     };
     let v = d.class_and_object(&[])?;
     if d.r.remaining() > 0 {
@@ -62,6 +64,8 @@ struct Decoder<'a, 'r> {
     names: HashMap<u32, String>,
     registry: &'r Registry,
     depth: usize,
+    /// Elements and entries this value may still hold (see [`MAX_FREE_ELEMENTS`]).
+    elements_left: usize,
 }
 
 impl<'a, 'r> Decoder<'a, 'r> {
@@ -80,18 +84,18 @@ impl<'a, 'r> Decoder<'a, 'r> {
         }
     }
 
-    /// A collection or map element count (already minus one), checked against the input.
-    fn element_count(&self, n: u32, at: usize) -> Result<usize, KryoError> {
+    /// A collection or map element count (already minus one), checked against the budget.
+    fn element_count(&mut self, n: u32, at: usize) -> Result<usize, KryoError> {
         let n = n as usize;
-        if n > self.r.remaining() && n > MAX_FREE_ELEMENTS {
-            return Err(self.malformed(
+        self.elements_left = self.elements_left.checked_sub(n).ok_or_else(|| {
+            self.malformed(
                 at,
                 format!(
-                    "a collection claims {n} elements with {} bytes left",
+                    "a collection claims {n} elements, more than {} bytes of input can hold",
                     self.r.remaining()
                 ),
-            ));
-        }
+            )
+        })?;
         Ok(n)
     }
 
