@@ -120,7 +120,7 @@ fn mismatch(ty: &JavaType, v: &JavaValue) -> KryoError {
     ))
 }
 
-pub(crate) fn describe(ty: &JavaType) -> String {
+fn describe(ty: &JavaType) -> String {
     match ty {
         JavaType::Primitive(p) => p.java_name().to_owned(),
         JavaType::Boxed(p) => format!("boxed {}", p.java_name()),
@@ -470,7 +470,7 @@ impl<'v> Emitter<'v> {
 /// The iteration order of a `java.util.HashMap` built by `new HashMap<>()` and putting keys
 /// with these hash codes in this order. `None` when some bucket would hold more than 8 keys
 /// (HashMap then changes its table in ways not modelled here).
-pub(crate) fn hash_map_order(hashes: &[i32]) -> Option<Vec<usize>> {
+fn hash_map_order(hashes: &[i32]) -> Option<Vec<usize>> {
     let n = hashes.len();
     // The table starts at 16 and doubles whenever size exceeds 0.75 * capacity.
     let mut cap: usize = 16;
@@ -502,7 +502,7 @@ pub(crate) fn hash_map_order(hashes: &[i32]) -> Option<Vec<usize>> {
 }
 
 /// `Object.hashCode()` for values whose hash Java defines by value.
-pub(crate) fn java_hash_code(v: &JavaValue) -> Option<i32> {
+fn java_hash_code(v: &JavaValue) -> Option<i32> {
     Some(match v {
         JavaValue::Null => 0,
         JavaValue::Bool(b) => {
