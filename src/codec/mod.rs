@@ -17,10 +17,16 @@
 mod bytes;
 #[cfg(feature = "json")]
 mod jackson;
+#[cfg(feature = "kryo")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kryo")))]
+pub mod kryo;
 mod long;
 mod string;
 
 pub use self::bytes::ByteArrayCodec;
+#[cfg(feature = "kryo")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kryo")))]
+pub use self::kryo::{Kryo5Codec, KryoError};
 #[cfg(feature = "msgpack")]
 #[cfg_attr(docsrs, doc(cfg(feature = "msgpack")))]
 pub use self::jackson::MsgPackJacksonCodec;
