@@ -24,15 +24,15 @@ mod long;
 mod string;
 
 pub use self::bytes::ByteArrayCodec;
-#[cfg(feature = "kryo")]
-#[cfg_attr(docsrs, doc(cfg(feature = "kryo")))]
-pub use self::kryo::{Kryo5Codec, KryoError};
 #[cfg(feature = "msgpack")]
 #[cfg_attr(docsrs, doc(cfg(feature = "msgpack")))]
 pub use self::jackson::MsgPackJacksonCodec;
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 pub use self::jackson::{JacksonError, JavaHashMap, JsonJacksonCodec, TypedJsonJacksonCodec};
+#[cfg(feature = "kryo")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kryo")))]
+pub use self::kryo::{Kryo5Codec, KryoError};
 pub use self::long::{LongCodec, LongCodecError};
 pub use self::string::{StringCodec, StringCodecError};
 
