@@ -234,6 +234,20 @@ impl<C: Codec> DelayedQueue<C> {
         Error::from_redis(self.name(), err)
     }
 
+    /// Runs one of the queue's scripts on `keys`, mapping errors to the queue.
+    async fn run_script<R: fred::prelude::FromValue>(
+        &self,
+        script: &'static scripts::LuaScript,
+        keys: &[&str],
+        args: Vec<Value>,
+    ) -> Result<R> {
+        let keys = keys.iter().map(|k| (*k).into()).collect();
+        script
+            .run(&self.inner.client, keys, args)
+            .await
+            .map_err(|e| self.script_error(script, e))
+    }
+
     fn decode(&self, raw: Bytes) -> Result<C::Value> {
         decode_value(&*self.inner.codec, raw)
     }
@@ -302,19 +316,13 @@ impl<C: Codec> DelayedQueue<C> {
             return Ok(());
         }
         let keys = &self.inner.keys;
-        let _: Value = scripts::OFFER
-            .run(
-                &self.inner.client,
-                vec![
-                    keys.target().into(),
-                    keys.timeout().into(),
-                    keys.order().into(),
-                    keys.channel().into(),
-                ],
+        let _: Value = self
+            .run_script(
+                &scripts::OFFER,
+                &[keys.target(), keys.timeout(), keys.order(), keys.channel()],
                 args,
             )
-            .await
-            .map_err(|e| self.script_error(&scripts::OFFER, e))?;
+            .await?;
         Ok(())
     }
 
@@ -326,18 +334,12 @@ impl<C: Codec> DelayedQueue<C> {
             ));
         }
         let keys = &self.inner.keys;
-        scripts::REMOVE
-            .run(
-                &self.inner.client,
-                vec![
-                    keys.timeout().into(),
-                    keys.order().into(),
-                    keys.index().into(),
-                ],
-                args,
-            )
-            .await
-            .map_err(|e| self.script_error(&scripts::REMOVE, e))
+        self.run_script(
+            &scripts::REMOVE,
+            &[keys.timeout(), keys.order(), keys.index()],
+            args,
+        )
+        .await
     }
 
     /// Removes the first pending entry equal to `value` (comparing encoded bytes).
@@ -394,14 +396,9 @@ impl<C: Codec> DelayedQueue<C> {
         let distinct = encoded.len() as u64;
         let mut args: Vec<Value> = vec![self.prefer_flag().into()];
         args.extend(encoded.into_iter().map(|e| Value::Bytes(e.into())));
-        let found: u64 = scripts::CONTAINS
-            .run(
-                &self.inner.client,
-                vec![self.inner.keys.order().into()],
-                args,
-            )
-            .await
-            .map_err(|e| self.script_error(&scripts::CONTAINS, e))?;
+        let found: u64 = self
+            .run_script(&scripts::CONTAINS, &[self.inner.keys.order()], args)
+            .await?;
         Ok((found, distinct))
     }
 
@@ -554,19 +551,18 @@ impl<C: Codec> DelayedQueue<C> {
             return Ok(Vec::new());
         }
         let keys = &self.inner.keys;
-        let reply: Value = scripts::POLL
-            .run(
-                &self.inner.client,
-                vec![
-                    keys.timeout().into(),
-                    keys.order().into(),
-                    keys.quarantine().into(),
-                    keys.index().into(),
+        let reply: Value = self
+            .run_script(
+                &scripts::POLL,
+                &[
+                    keys.timeout(),
+                    keys.order(),
+                    keys.quarantine(),
+                    keys.index(),
                 ],
                 vec![(limit as i64).into(), self.prefer_flag().into()],
             )
-            .await
-            .map_err(|e| self.script_error(&scripts::POLL, e))?;
+            .await?;
         bytes_list(reply, "poll.lua")
     }
 
@@ -584,20 +580,19 @@ impl<C: Codec> DelayedQueue<C> {
         destination: &str,
     ) -> Result<Option<C::Value>> {
         let keys = &self.inner.keys;
-        let raw: Option<Bytes> = scripts::POLL_LAST_OFFER_FIRST
-            .run(
-                &self.inner.client,
-                vec![
-                    keys.timeout().into(),
-                    keys.order().into(),
-                    destination.into(),
-                    keys.quarantine().into(),
-                    keys.index().into(),
+        let raw: Option<Bytes> = self
+            .run_script(
+                &scripts::POLL_LAST_OFFER_FIRST,
+                &[
+                    keys.timeout(),
+                    keys.order(),
+                    destination,
+                    keys.quarantine(),
+                    keys.index(),
                 ],
                 vec![self.prefer_flag().into()],
             )
-            .await
-            .map_err(|e| self.script_error(&scripts::POLL_LAST_OFFER_FIRST, e))?;
+            .await?;
         raw.map(|raw| self.decode(raw)).transpose()
     }
 
@@ -650,14 +645,9 @@ impl<C: Codec> DelayedQueue<C> {
 
     async fn expire_script(&self, arg: Value) -> Result<bool> {
         let keys = &self.inner.keys;
-        let changed: u64 = scripts::EXPIRE
-            .run(
-                &self.inner.client,
-                vec![keys.timeout().into(), keys.order().into()],
-                vec![arg],
-            )
-            .await
-            .map_err(|e| self.script_error(&scripts::EXPIRE, e))?;
+        let changed: u64 = self
+            .run_script(&scripts::EXPIRE, &[keys.timeout(), keys.order()], vec![arg])
+            .await?;
         Ok(changed > 0)
     }
 
@@ -690,14 +680,13 @@ impl<C: Codec> DelayedQueue<C> {
     /// A Redis error.
     pub async fn pending(&self, limit: usize) -> Result<Vec<Pending<C::Value>>> {
         let keys = &self.inner.keys;
-        let reply: Value = scripts::PENDING
-            .run(
-                &self.inner.client,
-                vec![keys.timeout().into(), keys.order().into()],
+        let reply: Value = self
+            .run_script(
+                &scripts::PENDING,
+                &[keys.timeout(), keys.order()],
                 vec![(limit as i64).into()],
             )
-            .await
-            .map_err(|e| self.script_error(&scripts::PENDING, e))?;
+            .await?;
         let Value::Array(items) = reply else {
             return Err(Error::UnexpectedReply {
                 context: "pending.lua",
@@ -741,19 +730,18 @@ impl<C: Codec> DelayedQueue<C> {
     /// A Redis error.
     pub async fn stats(&self) -> Result<QueueStats> {
         let keys = &self.inner.keys;
-        let reply: Value = scripts::STATS
-            .run(
-                &self.inner.client,
-                vec![
-                    keys.target().into(),
-                    keys.timeout().into(),
-                    keys.order().into(),
-                    keys.quarantine().into(),
+        let reply: Value = self
+            .run_script(
+                &scripts::STATS,
+                &[
+                    keys.target(),
+                    keys.timeout(),
+                    keys.order(),
+                    keys.quarantine(),
                 ],
                 vec![],
             )
-            .await
-            .map_err(|e| self.script_error(&scripts::STATS, e))?;
+            .await?;
         let bad = |detail: String| Error::UnexpectedReply {
             context: "stats.lua",
             detail,

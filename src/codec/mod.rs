@@ -17,6 +17,9 @@
 mod bytes;
 #[cfg(feature = "json")]
 mod jackson;
+#[cfg(feature = "kryo")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kryo")))]
+pub mod kryo;
 mod long;
 mod string;
 
@@ -27,6 +30,9 @@ pub use self::jackson::MsgPackJacksonCodec;
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 pub use self::jackson::{JacksonError, JavaHashMap, JsonJacksonCodec, TypedJsonJacksonCodec};
+#[cfg(feature = "kryo")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kryo")))]
+pub use self::kryo::{Kryo5Codec, KryoError};
 pub use self::long::{LongCodec, LongCodecError};
 pub use self::string::{StringCodec, StringCodecError};
 
