@@ -419,6 +419,9 @@ async fn poison_entries_are_quarantined_and_undecodable_values_delivered_raw() {
         &not_a_number[..],
     ] {
         let junk = Bytes::copy_from_slice(junk);
+        // Order list first, then the zset, so a transfer running meanwhile never sees a zset
+        // member whose order-list copy is not there yet.
+        let _: i64 = client.rpush(keys.order(), junk.clone()).await.unwrap();
         let _: i64 = client
             .zadd(
                 keys.timeout(),
@@ -426,11 +429,10 @@ async fn poison_entries_are_quarantined_and_undecodable_values_delivered_raw() {
                 None,
                 false,
                 false,
-                (now_ms() as f64 - 10.0, junk.clone()),
+                (now_ms() as f64 - 10.0, junk),
             )
             .await
             .unwrap();
-        let _: i64 = client.rpush(keys.order(), junk).await.unwrap();
     }
     queue.offer(&2, Duration::from_millis(50)).await.unwrap();
 
