@@ -82,11 +82,16 @@ impl<C: Codec> Consumer<C> {
     }
 
     async fn blpop(&self, timeout: Duration) -> Result<Option<Bytes>> {
-        let reply: Value = self
+        let reply: Value = match self
             .client
             .blpop(self.target.as_str(), timeout.as_secs_f64())
             .await
-            .map_err(|e| Error::from_redis(&self.target, e))?;
+        {
+            Ok(reply) => reply,
+            // fred reports BLPOP's nil reply (the wait ran out) as a Timeout error.
+            Err(err) if *err.kind() == fred::error::ErrorKind::Timeout => return Ok(None),
+            Err(err) => return Err(Error::from_redis(&self.target, err)),
+        };
         match reply {
             Value::Null => Ok(None),
             Value::Array(mut pair) if pair.len() == 2 => match pair.pop() {
