@@ -4,12 +4,17 @@ use crate::{Error, Result};
 use fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
 use std::time::Duration;
 
+/// How long a command may wait (for a reconnect, say) before it fails with a timeout.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How long [`connect`] waits for the first connection.
 const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Connects a fred [`Client`](fred::clients::Client) from a URL, with a reconnect policy that
 /// retries forever (100 ms doubling to 5 s), so schedulers and consumers survive restarts,
-/// failovers and killed connections.
+/// failovers and killed connections, and a 30 s command timeout, so a command that cannot be
+/// sent (Redis down for longer, or the client closed) fails with a clear error instead of
+/// waiting forever. Blocking waits of [`Consumer`](crate::Consumer) set their own, longer limit.
 ///
 /// Accepts fred's URL forms: `redis://host:port/db`, `redis-cluster://host:port?node=host:port`,
 /// `redis-sentinel://host:port?node=host:port&sentinelServiceName=mymaster`.
@@ -32,6 +37,7 @@ pub async fn connect(url: &str) -> Result<fred::clients::Client> {
             c.connection_timeout = Duration::from_secs(5);
             c.max_command_attempts = 3;
         })
+        .with_performance_config(|p| p.default_command_timeout = COMMAND_TIMEOUT)
         .set_policy(ReconnectPolicy::new_exponential(0, 100, 5_000, 2))
         .build()?;
     init_client(&client).await?;

@@ -7,12 +7,16 @@ use bytes::Bytes;
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, ListInterface};
 use fred::prelude::Value;
+use fred::types::config::Options;
 use futures::Stream;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How long one `BLPOP` of [`Consumer::take`] blocks before it asks again.
 const TAKE_SLICE: Duration = Duration::from_secs(1);
+
+/// How long past a blocking wait a reply may take before the connection counts as stuck.
+const STUCK_MARGIN: Duration = Duration::from_secs(10);
 
 /// Takes values off a queue's target list, on a connection of its own.
 ///
@@ -82,14 +86,28 @@ impl<C: Codec> Consumer<C> {
     }
 
     async fn blpop(&self, timeout: Duration) -> Result<Option<Bytes>> {
+        // A client-side limit well past the server-side wait, so a stuck connection gives an
+        // error instead of hanging (the client's default timeout may be shorter than the wait).
+        let options = Options {
+            timeout: Some(timeout + STUCK_MARGIN),
+            ..Default::default()
+        };
+        let started = std::time::Instant::now();
         let reply: Value = match self
             .client
+            .with_options(&options)
             .blpop(self.target.as_str(), timeout.as_secs_f64())
             .await
         {
             Ok(reply) => reply,
-            // fred reports BLPOP's nil reply (the wait ran out) as a Timeout error.
-            Err(err) if *err.kind() == fred::error::ErrorKind::Timeout => return Ok(None),
+            // fred reports BLPOP's nil reply (the wait ran out) as a Timeout error too; only
+            // the client-side limit takes longer than the wait plus the margin.
+            Err(err)
+                if *err.kind() == fred::error::ErrorKind::Timeout
+                    && started.elapsed() < timeout + STUCK_MARGIN =>
+            {
+                return Ok(None)
+            }
             Err(err) => return Err(Error::from_redis(&self.target, err)),
         };
         match reply {

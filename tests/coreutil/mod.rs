@@ -1,0 +1,235 @@
+//! Helpers shared by the core integration tests: raw Redis access through fred (to see exactly
+//! what the queue left on the server) and small builders. Not a test target on its own.
+
+#![allow(dead_code, unreachable_pub)]
+
+use bytes::Bytes;
+use delayq::codec::{Codec, StringCodec};
+use delayq::{DelayedQueue, EntryFormat};
+use fred::clients::Client;
+use fred::interfaces::{ClientLike, EventInterface, PubsubInterface};
+use fred::prelude::Value;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A connected client (delayq's own connect, so the reconnect policy is the real one).
+pub async fn connect(url: &str) -> Client {
+    delayq::connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("connect {url}: {e}"))
+}
+
+/// A string queue without a scheduler, so the test decides when transfers happen.
+pub async fn manual_queue(client: &Client, name: &str) -> DelayedQueue<StringCodec> {
+    manual_queue_with(client, name, StringCodec, EntryFormat::Current).await
+}
+
+/// A queue of any codec and format without a scheduler.
+pub async fn manual_queue_with<C: Codec>(
+    client: &Client,
+    name: &str,
+    codec: C,
+    format: EntryFormat,
+) -> DelayedQueue<C> {
+    DelayedQueue::builder(client.clone(), name, codec)
+        .entry_format(format)
+        .transfer(false)
+        .build()
+        .await
+        .expect("build queue")
+}
+
+/// Runs one raw command and returns its reply.
+pub async fn cmd(client: &Client, name: &'static str, args: Vec<Value>) -> Value {
+    try_cmd(client, name, args)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Runs one raw command.
+pub async fn try_cmd(
+    client: &Client,
+    name: &'static str,
+    args: Vec<Value>,
+) -> Result<Value, fred::error::Error> {
+    client
+        .custom::<Value, Value>(
+            fred::types::CustomCommand::new_static(name, fred::types::ClusterHash::FirstKey, false),
+            args,
+        )
+        .await
+}
+
+/// A string or byte argument.
+pub fn arg(v: impl AsRef<[u8]>) -> Value {
+    Value::Bytes(Bytes::copy_from_slice(v.as_ref()))
+}
+
+fn to_bytes(v: Value) -> Bytes {
+    match v {
+        Value::Bytes(b) => b,
+        Value::String(s) => s.into_inner(),
+        Value::Integer(i) => Bytes::from(i.to_string()),
+        other => panic!("not a bulk string: {other:?}"),
+    }
+}
+
+fn to_items(v: Value) -> Vec<Value> {
+    match v {
+        Value::Array(items) => items,
+        Value::Null => Vec::new(),
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
+/// LRANGE key 0 -1, raw bytes.
+pub async fn list(client: &Client, key: &str) -> Vec<Bytes> {
+    let reply = cmd(client, "LRANGE", vec![arg(key), arg("0"), arg("-1")]).await;
+    to_items(reply).into_iter().map(to_bytes).collect()
+}
+
+/// LRANGE key 0 -1 as UTF-8 strings.
+pub async fn list_str(client: &Client, key: &str) -> Vec<String> {
+    list(client, key)
+        .await
+        .into_iter()
+        .map(|b| String::from_utf8(b.to_vec()).expect("utf-8 list item"))
+        .collect()
+}
+
+/// ZRANGE key 0 -1 WITHSCORES, raw members with integer scores.
+pub async fn zset(client: &Client, key: &str) -> Vec<(Bytes, i64)> {
+    let reply = cmd(
+        client,
+        "ZRANGE",
+        vec![arg(key), arg("0"), arg("-1"), arg("WITHSCORES")],
+    )
+    .await;
+    let mut out = Vec::new();
+    let mut items = to_items(reply).into_iter();
+    while let (Some(member), Some(score)) = (items.next(), items.next()) {
+        let score = match score {
+            Value::Double(f) => f as i64,
+            other => {
+                let text = String::from_utf8(to_bytes(other).to_vec()).expect("score text");
+                text.parse::<f64>().expect("numeric score") as i64
+            }
+        };
+        out.push((to_bytes(member), score));
+    }
+    out
+}
+
+/// An integer reply (LLEN, ZCARD, PTTL, EXISTS, ...).
+pub async fn int(client: &Client, name: &'static str, key: &str) -> i64 {
+    match cmd(client, name, vec![arg(key)]).await {
+        Value::Integer(i) => i,
+        other => panic!("{name} {key}: {other:?}"),
+    }
+}
+
+/// `TYPE key` as text.
+pub async fn key_type(client: &Client, key: &str) -> String {
+    match cmd(client, "TYPE", vec![arg(key)]).await {
+        Value::String(s) => s.to_string(),
+        Value::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("TYPE {key}: {other:?}"),
+    }
+}
+
+/// ZADD + RPUSH of a raw entry, as a peer (Java or a broken one) would leave it.
+pub async fn push_raw_entry(client: &Client, timeout: &str, order: &str, entry: &[u8], due: i64) {
+    cmd(
+        client,
+        "ZADD",
+        vec![arg(timeout), arg(due.to_string()), arg(entry)],
+    )
+    .await;
+    cmd(client, "RPUSH", vec![arg(order), arg(entry)]).await;
+}
+
+/// The current time in epoch milliseconds.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as i64
+}
+
+/// Splits a current-format entry into (id, value), checking its layout byte by byte.
+pub fn split_current(entry: &[u8]) -> (&[u8], &[u8]) {
+    assert!(entry.len() >= 17, "entry too short: {entry:?}");
+    assert_eq!(entry[0], 8, "id length byte");
+    let len = u64::from_le_bytes(entry[9..17].try_into().expect("8 bytes"));
+    assert_eq!(len as usize, entry.len() - 17, "length field of {entry:?}");
+    (&entry[1..9], &entry[17..])
+}
+
+/// A separate subscriber on `channel`, collecting message payloads as text.
+pub struct ChannelSpy {
+    client: Client,
+    rx: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+impl ChannelSpy {
+    /// Subscribes a new client (made from `like`'s config) to `channel`.
+    pub async fn start(like: &Client, channel: &str) -> ChannelSpy {
+        let client = like.clone_new();
+        client.init().await.expect("spy init");
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let wanted = channel.to_owned();
+        let mut messages = client.message_rx();
+        tokio::spawn(async move {
+            while let Ok(message) = messages.recv().await {
+                if message.channel == wanted.as_str() {
+                    let text = message.value.as_string().unwrap_or_default();
+                    if tx.send(text).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        client.subscribe(channel).await.expect("spy subscribe");
+        ChannelSpy { client, rx }
+    }
+
+    /// The next payload within `wait`, or `None`.
+    pub async fn next(&mut self, wait: Duration) -> Option<String> {
+        tokio::time::timeout(wait, self.rx.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// Every payload that arrives within `wait`.
+    pub async fn drain(&mut self, wait: Duration) -> Vec<String> {
+        let mut out = Vec::new();
+        let deadline = tokio::time::Instant::now() + wait;
+        while let Ok(Some(m)) = tokio::time::timeout_at(deadline, self.rx.recv()).await {
+            out.push(m);
+        }
+        out
+    }
+
+    /// Unsubscribes and closes the connection.
+    pub async fn stop(self) {
+        let _ = self.client.quit().await;
+    }
+}
+
+/// Polls `check` every 20 ms until it is true or `timeout` passes; returns whether it became true.
+pub async fn eventually<F, Fut>(timeout: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if check().await {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
