@@ -1,0 +1,214 @@
+//! The transfer scheduler on a real redis-server: backlogs, legacy entries, killed connections,
+//! flushed scripts, shutdown.
+
+mod common;
+mod coreutil;
+
+use common::{unique_name, TestRedis};
+use coreutil::*;
+use delayq::codec::StringCodec;
+use delayq::entry::{pack, pack_legacy};
+use delayq::{DelayedQueue, EntryFormat, Scheduler, SchedulerConfig};
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_of_more_than_100_is_drained_in_due_order() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("backlog");
+    let queue = manual_queue(&client, &name).await;
+    let keys = queue.keys().clone();
+    // 1,050 entries already due, written with distinct scores in reverse offer order.
+    let base = now_ms() - 10_000;
+    for i in 0..1_050i64 {
+        let entry = pack(&rand::random::<[u8; 8]>(), format!("b{i:04}").as_bytes());
+        push_raw_entry(&client, keys.timeout(), keys.order(), &entry, base - i).await;
+    }
+    let handle = Scheduler::spawn(client.clone(), name.as_str(), SchedulerConfig::default())
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            int(&client, "LLEN", keys.target()).await == 1_050
+        })
+        .await
+    );
+    let target = list_str(&client, keys.target()).await;
+    let expected: Vec<String> = (0..1_050).rev().map(|i| format!("b{i:04}")).collect();
+    assert_eq!(target, expected);
+    assert_eq!(int(&client, "LLEN", keys.order()).await, 0);
+    assert_eq!(int(&client, "ZCARD", keys.timeout()).await, 0);
+    let stats = handle.stats();
+    assert_eq!(stats.moved, 1_050);
+    assert!(stats.transfers >= 11, "at most 100 per call: {stats:?}");
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_entries_written_by_old_java_are_moved() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("legacy");
+    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
+        .entry_format(EntryFormat::Legacy)
+        .build()
+        .await
+        .unwrap();
+    let keys = queue.keys().clone();
+    let due = now_ms() + 200;
+    for (i, random) in [-4.0e18f64, 12345.0, 9.2e18].iter().enumerate() {
+        let entry = pack_legacy(*random, format!("old{i}").as_bytes());
+        push_raw_entry(
+            &client,
+            keys.timeout(),
+            keys.order(),
+            &entry,
+            due + i as i64,
+        )
+        .await;
+    }
+    // A current entry in the same queue (a newer peer) moves too: detected per entry.
+    queue
+        .offer(&"mixed".to_string(), Duration::from_millis(250))
+        .await
+        .unwrap();
+    // Nothing has published for the raw ones; the sweep or the offer's message wakes the scheduler.
+    let consumer = queue.consumer().await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        got.push(
+            consumer
+                .poll(Duration::from_secs(3))
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    assert!(now_ms() >= due);
+    assert_eq!(got, vec!["old0", "old1", "old2", "mixed"]);
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduler_survives_client_kill_of_its_connections() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("kill");
+    // No safety sweep: delivery after the kill must come from the re-subscription.
+    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
+        .scheduler_config(SchedulerConfig::default().with_sweep_interval(None))
+        .build()
+        .await
+        .unwrap();
+    let consumer = queue.consumer().await.unwrap();
+    queue
+        .offer(&"before".to_string(), Duration::from_millis(100))
+        .await
+        .unwrap();
+    assert_eq!(consumer.take().await.unwrap(), "before");
+
+    for kind in ["pubsub", "normal"] {
+        let killed = redis.cli(&["CLIENT", "KILL", "TYPE", kind]);
+        assert_ne!(killed.trim(), "0", "killed {kind} connections");
+        // Give fred a moment to notice and reconnect, then offer: the message (or the catch-up
+        // transfer on re-subscribe) must still deliver it on time.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let value = format!("after-{kind}");
+        let due = now_ms() + 300;
+        queue
+            .offer(&value, Duration::from_millis(300))
+            .await
+            .unwrap();
+        let got = consumer.poll(Duration::from_secs(5)).await.unwrap();
+        assert_eq!(got.as_deref(), Some(value.as_str()));
+        let late = now_ms() - due;
+        assert!((0..1_000).contains(&late), "{kind}: {late} ms late");
+    }
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_due_while_disconnected_are_caught_up_on_resubscribe() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("catchup");
+    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
+        .scheduler_config(SchedulerConfig::default().with_sweep_interval(None))
+        .build()
+        .await
+        .unwrap();
+    let keys = queue.keys().clone();
+    // Let the scheduler finish its start-up transfer first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Written raw: no channel message, so only a transfer on (re)subscribe can move it.
+    let entry = pack(&[7; 8], b"silent");
+    push_raw_entry(&client, keys.timeout(), keys.order(), &entry, now_ms() - 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        int(&client, "LLEN", keys.target()).await,
+        0,
+        "nothing woke it yet"
+    );
+    redis.cli(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            list_str(&client, keys.target()).await == ["silent"]
+        })
+        .await
+    );
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn noscript_after_script_flush_is_handled() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("noscript");
+    let queue = manual_queue(&client, &name).await;
+    queue.offer(&"a".to_string(), Duration::ZERO).await.unwrap();
+    for _ in 0..2 {
+        assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
+        queue.offer(&"b".to_string(), Duration::ZERO).await.unwrap();
+        assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
+        assert!(queue.contains(&"b".to_string()).await.unwrap());
+        assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
+        assert!(queue.remove(&"b".to_string()).await.unwrap());
+    }
+    assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
+    let outcome = queue.transfer_due(100).await.unwrap();
+    assert_eq!(outcome.moved, 1);
+    assert_eq!(list_str(&client, queue.keys().target()).await, ["a"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_scheduler_is_reference_counted() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("refcount");
+    let first = DelayedQueue::new(client.clone(), name.as_str(), StringCodec)
+        .await
+        .unwrap();
+    let second = DelayedQueue::new(client.clone(), name.as_str(), StringCodec)
+        .await
+        .unwrap();
+    let pubsub_clients = || {
+        redis
+            .cli(&["CLIENT", "LIST", "TYPE", "pubsub"])
+            .lines()
+            .count()
+    };
+    assert_eq!(pubsub_clients(), 1, "one scheduler for one (client, queue)");
+    first.destroy().await.unwrap();
+    assert_eq!(pubsub_clients(), 1, "still used by the second handle");
+    second
+        .offer(&"x".to_string(), Duration::from_millis(50))
+        .await
+        .unwrap();
+    let consumer = second.consumer().await.unwrap();
+    assert_eq!(consumer.take().await.unwrap(), "x");
+    second.destroy().await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(3), || async { pubsub_clients() == 0 }).await,
+        "the last destroy stops the scheduler"
+    );
+}
