@@ -15,6 +15,11 @@
 --
 -- Like Redisson, the due time is published on the channel when a new entry became the first
 -- member of the timeout zset; with several entries, at most one message (the new head's time).
+local refused = delayq_wrong_type(KEYS[2], 'zset', KEYS[3], 'list')
+if refused then
+    return refused
+end
+
 local legacy = string.sub(ARGV[1], 1, 1) == '1'
 local server_now = nil
 if string.sub(ARGV[1], 2, 2) == 's' then

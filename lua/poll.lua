@@ -8,10 +8,17 @@
 -- KEYS[4]: position index delayq_index:{NAME} (kept in step; see transfer.lua)
 -- ARGV[1]: most entries to take
 -- ARGV[2]: '1' when the queue prefers the legacy dLc0 reading of an ambiguous entry
--- Returns: the values, in order.
+-- Returns: the values, in order (malformed entries on the way are quarantined, not counted).
 local prefer_legacy = ARGV[2] == '1'
+local refused = delayq_wrong_type(KEYS[1], 'zset', KEYS[2], 'list', KEYS[3], 'list',
+    KEYS[4], 'zset')
+if refused then
+    return refused
+end
 local values = {}
-for _ = 1, tonumber(ARGV[1]) do
+local wanted = tonumber(ARGV[1])
+-- Malformed entries do not count: poll(1) still returns the first good value.
+while #values < wanted do
     local entry = redis.call('lpop', KEYS[2])
     if not entry then
         break

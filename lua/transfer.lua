@@ -79,6 +79,11 @@ if now == 'server' then
     local t = redis.call('time')
     now = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 end
+local refused = delayq_wrong_type(KEYS[1], 'list', KEYS[2], 'zset', KEYS[3], 'list',
+    KEYS[4], 'list', KEYS[5], 'zset')
+if refused then
+    return refused
+end
 local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, tonumber(ARGV[2]))
 local moved, quarantined, indexed = 0, 0, 0
 if #due > 0 then

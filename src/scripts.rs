@@ -99,7 +99,7 @@ macro_rules! script {
     };
 }
 
-script!(OFFER, "offer.lua");
+script!(OFFER, "offer.lua", with_entry_prelude);
 script!(TRANSFER, "transfer.lua", with_entry_prelude);
 script!(REMOVE, "remove.lua", with_entry_prelude);
 script!(CONTAINS, "contains.lua", with_entry_prelude);
@@ -161,6 +161,5 @@ mod tests {
             assert!(script.source.contains("-- KEYS[1]"), "{}", script.name());
         }
         assert!(TRANSFER.source.starts_with("-- delayq: shared prelude"));
-        assert!(!OFFER.source.contains("delayq_value"));
     }
 }
