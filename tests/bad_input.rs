@@ -6,7 +6,7 @@ mod coreutil;
 
 use common::{unique_name, TestRedis};
 use coreutil::*;
-use delayq::codec::{LongCodec, StringCodec};
+use delayq::codec::LongCodec;
 use delayq::entry::pack;
 use delayq::{EntryFormat, Error};
 use std::time::Duration;
@@ -128,5 +128,4 @@ async fn codec_mismatch_keeps_the_raw_bytes() {
     }
     // The value is still pending for a reader with the right codec.
     assert_eq!(strings.read_all().await.unwrap(), ["abc"]);
-    let _ = StringCodec;
 }
