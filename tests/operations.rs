@@ -1,0 +1,117 @@
+//! Every DelayedQueue operation and what it leaves in the queue's keys.
+
+mod common;
+mod coreutil;
+
+use common::{unique_name, TestRedis};
+use coreutil::*;
+use std::time::Duration;
+
+fn s(v: &str) -> String {
+    v.to_owned()
+}
+
+fn values(entries: &[bytes::Bytes]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|e| String::from_utf8(split_current(e).1.to_vec()).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_and_their_effect_on_the_keys() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("ops");
+    let queue = manual_queue(&client, &name).await;
+    let keys = queue.keys().clone();
+    let minute = Duration::from_secs(60);
+    let items: Vec<(String, Duration)> = ["a", "b", "c", "a", "d", "e"]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (s(v), minute + Duration::from_millis(i as u64)))
+        .collect();
+    queue.offer_all(&items).await.unwrap();
+
+    assert_eq!(queue.size().await.unwrap(), 6);
+    assert!(!queue.is_empty().await.unwrap());
+    assert_eq!(queue.peek().await.unwrap(), Some(s("a")));
+    assert!(queue.contains(&s("d")).await.unwrap());
+    assert!(!queue.contains(&s("z")).await.unwrap());
+    assert!(queue.contains_all(&[s("a"), s("e"), s("a")]).await.unwrap());
+    assert!(!queue.contains_all(&[s("a"), s("z")]).await.unwrap());
+    assert!(queue.contains_all(&[]).await.unwrap());
+
+    // remove: the first equal entry only, from both keys.
+    assert!(queue.remove(&s("a")).await.unwrap());
+    assert_eq!(
+        values(&list(&client, keys.order()).await),
+        ["b", "c", "a", "d", "e"]
+    );
+    assert_eq!(int(&client, "ZCARD", keys.timeout()).await, 5);
+    // remove_all: every equal entry.
+    assert!(queue.remove_all(&[s("a"), s("c")]).await.unwrap());
+    assert!(!queue.remove_all(&[s("zz")]).await.unwrap());
+    assert_eq!(values(&list(&client, keys.order()).await), ["b", "d", "e"]);
+    // retain_all: unlike Java, the zset loses the removed entries too.
+    assert!(queue.retain_all(&[s("b"), s("e")]).await.unwrap());
+    assert_eq!(queue.read_all().await.unwrap(), ["b", "e"]);
+    let zset_values: Vec<String> = zset(&client, keys.timeout())
+        .await
+        .iter()
+        .map(|(e, _)| String::from_utf8(split_current(e).1.to_vec()).unwrap())
+        .collect();
+    assert_eq!(zset_values, ["b", "e"]);
+
+    // pending: offer order with due times; stats: one snapshot.
+    let pending = queue.pending(0).await.unwrap();
+    assert_eq!(pending.len(), 2);
+    assert!(pending[0].due_ms.unwrap() < pending[1].due_ms.unwrap());
+    let stats = queue.stats().await.unwrap();
+    assert_eq!((stats.pending, stats.scheduled, stats.ready), (2, 2, 0));
+    assert_eq!(stats.next_due_ms, pending[0].due_ms);
+
+    // expire / clear_expire act on the zset and the order list.
+    assert!(queue.expire(Duration::from_secs(100)).await.unwrap());
+    for key in [keys.timeout(), keys.order()] {
+        let ttl = int(&client, "PTTL", key).await;
+        assert!((90_000..=100_000).contains(&ttl), "{key}: {ttl}");
+    }
+    assert!(queue.clear_expire().await.unwrap());
+    assert_eq!(int(&client, "PTTL", keys.order()).await, -1);
+    assert!(queue.expire(Duration::ZERO).await.is_err());
+    assert!(queue.size_in_memory().await.unwrap() > 0);
+
+    // poll_last_and_offer_first_to: the last entry's value onto another list's head.
+    // Same hash tag as the target list, as a cluster would need.
+    let dest = format!("{{{}}}:dest", keys.target());
+    let _: i64 = fred::interfaces::ListInterface::rpush(&client, dest.as_str(), "old")
+        .await
+        .unwrap();
+    assert_eq!(
+        queue.poll_last_and_offer_first_to(&dest).await.unwrap(),
+        Some(s("e"))
+    );
+    assert_eq!(list_str(&client, &dest).await, ["e", "old"]);
+    assert_eq!(int(&client, "ZCARD", keys.timeout()).await, 1);
+
+    // poll / poll_many take in offer order whatever the due time, from both keys.
+    queue
+        .offer_all(&[(s("f"), minute), (s("g"), minute)])
+        .await
+        .unwrap();
+    assert_eq!(queue.poll().await.unwrap(), Some(s("b")));
+    assert_eq!(queue.poll_many(5).await.unwrap(), ["f", "g"]);
+    assert_eq!(queue.poll().await.unwrap(), None);
+    assert_eq!(int(&client, "ZCARD", keys.timeout()).await, 0);
+
+    // clear: the pending keys go, the target list stays.
+    queue.offer(&s("h"), Duration::ZERO).await.unwrap();
+    queue.transfer_due(10).await.unwrap();
+    queue.offer(&s("i"), minute).await.unwrap();
+    assert!(queue.clear().await.unwrap());
+    assert!(!queue.clear().await.unwrap());
+    assert_eq!(int(&client, "EXISTS", keys.order()).await, 0);
+    assert_eq!(int(&client, "EXISTS", keys.timeout()).await, 0);
+    assert_eq!(list_str(&client, keys.target()).await, ["h"]);
+}
