@@ -12,14 +12,16 @@
 //! | order | `{"kind":"order","id":1,"sku":"x"}` (Java `com.example.Order`) |
 //!
 //! Codec names accepted by `open`: `string`, `long`, `bytes`, `json`, `typed_json`, `msgpack`
-//! (the last three with `kind` = string, long, map, list or order), and `raw`. `raw` is delayq's
+//! (the last three with `kind` = string, long, map, list or order), `kryo5` (the same kinds plus
+//! bytes), and `raw`. `raw` is delayq's
 //! `ByteArrayCodec` carrying bytes that another (Java) codec produced: it exercises the queue
 //! protocol for codecs delayq does not implement yet, without claiming the codec itself works.
 
 use crate::{open_with, OpenOpts, Ops, Peer};
+use delayq::codec::kryo::JavaBytes;
 use delayq::codec::{
-    ByteArrayCodec, Codec, JavaHashMap, JsonJacksonCodec, LongCodec, MsgPackJacksonCodec,
-    StringCodec, TypedJsonJacksonCodec,
+    ByteArrayCodec, Codec, JavaHashMap, JsonJacksonCodec, Kryo5Codec, LongCodec,
+    MsgPackJacksonCodec, StringCodec, TypedJsonJacksonCodec,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -113,6 +115,7 @@ pub(crate) const CODECS: &[&str] = &[
     "json",
     "typed_json",
     "msgpack",
+    "kryo5",
     "raw",
 ];
 
@@ -188,6 +191,15 @@ impl Neutral for JavaHashMap<String> {
             obj.insert(k.to_owned(), json!(v));
         }
         json!({ "kind": "map", "v": obj })
+    }
+}
+
+impl Neutral for JavaBytes {
+    fn parse(v: &Value) -> Result<Self, String> {
+        BytesKind.parse(v).map(JavaBytes)
+    }
+    fn show(&self) -> Value {
+        json!({ "kind": "bytes", "hex": hex::encode(&self.0) })
     }
 }
 
@@ -271,6 +283,11 @@ pub(crate) async fn open(peer: &Peer, opts: &OpenOpts<'_>) -> Result<Arc<dyn Ops
         "json" => open_serde!(c, opts, JsonJacksonCodec),
         "typed_json" => open_serde!(c, opts, TypedJsonJacksonCodec),
         "msgpack" => open_serde!(c, opts, MsgPackJacksonCodec),
+        // Java `byte[]` is a root value only Kryo can carry typed among the serde codecs here.
+        "kryo5" if opts.kind == "bytes" => {
+            open_with(c, SerdeKind::<Kryo5Codec<JavaBytes>>(PhantomData), opts).await
+        }
+        "kryo5" => open_serde!(c, opts, Kryo5Codec),
         other => Err(format!(
             "codec {other:?} (kind {:?}) is not supported by this peer",
             opts.kind
