@@ -23,7 +23,10 @@
 mod kinds;
 
 use delayq::codec::Codec;
-use delayq::{Consumer, DelayedQueue, EntryFormat, Scheduler, SchedulerConfig, SchedulerHandle};
+use delayq::{
+    Consumer, DelayedQueue, EntryFormat, ReliableConsumer, Scheduler, SchedulerConfig,
+    SchedulerHandle,
+};
 use kinds::{hex, Kind};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -96,6 +99,7 @@ struct Handle<K: Kind> {
     codec: K::C,
     queue: DelayedQueue<K::C>,
     consumer: OnceCell<Consumer<K::C>>,
+    reliable: OnceCell<ReliableConsumer<K::C>>,
 }
 
 impl<K: Kind> Handle<K> {
@@ -134,6 +138,13 @@ impl<K: Kind> Handle<K> {
     async fn consumer(&self) -> Result<&Consumer<K::C>, String> {
         self.consumer
             .get_or_try_init(|| async { self.queue.consumer().await })
+            .await
+            .map_err(err)
+    }
+
+    async fn reliable(&self) -> Result<&ReliableConsumer<K::C>, String> {
+        self.reliable
+            .get_or_try_init(|| async { self.queue.reliable_consumer().await })
             .await
             .map_err(err)
     }
@@ -231,6 +242,31 @@ impl<K: Kind> Handle<K> {
                 }
                 reply(vec![("items", Value::Array(got))])
             }
+            "reliable_take" => {
+                // Takes one value with delayq's reliable consumer and settles it at once:
+                // `outcome` "ack", or "nack" with `delay_ms` (a retry through the delayed queue).
+                let timeout = Duration::from_millis(u64_field(args, "timeout_ms")?);
+                let consumer = self.reliable().await?;
+                let Some(delivery) = consumer.take_timeout(timeout).await.map_err(err)? else {
+                    return reply(vec![("item", Value::Null)]);
+                };
+                let item = self.opt_item(delivery.value())?;
+                let attempt = delivery.attempt();
+                let settled = match field(args, "outcome")?.as_str() {
+                    Some("ack") => delivery.ack().await.map_err(err)?,
+                    Some("nack") => {
+                        let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
+                        delivery.nack(delay).await.map_err(err)?
+                    }
+                    other => return Err(format!("unknown outcome {other:?}")),
+                };
+                reply(vec![
+                    ("item", item),
+                    ("attempt", json!(attempt)),
+                    ("settled", json!(settled)),
+                    ("at_ms", json!(now_ms())),
+                ])
+            }
             other => Err(format!("unknown op {other:?}")),
         }
     }
@@ -261,6 +297,7 @@ async fn open_with<K: Kind>(
         codec,
         queue,
         consumer: OnceCell::new(),
+        reliable: OnceCell::new(),
     }))
 }
 

@@ -524,4 +524,68 @@ class CompatMatrixTest {
             }
         });
     }
+
+    // ---------------------------------------------------------------------------------------
+    // 7. delayq's reliable consumer on a queue Java peers use: a failed value goes back as a
+    //    normal pending entry that Java sees, moves and takes; an acknowledged one leaves nothing.
+
+    @ParameterizedTest(name = "S7 delayq reliable consumer with Java peers: {0}")
+    @MethodSource("cases")
+    void s7ReliableConsumerWithJavaPeers(Case c) throws Exception {
+        cell(c, 7, x -> {
+            Peer p = x.env.peerA;
+            x.open(p, true, null);
+            Object a = c.value(0);
+            Object b = c.value(1);
+            long[] lower = x.javaOfferAlone(List.of(a, b), new long[] {100, 100});
+            // Both moved by delayq's scheduler before anyone takes (nothing consumes yet).
+            long movedBy = now() + 3000;
+            while (x.target().size() < 2 && now() < movedBy) {
+                Thread.sleep(10);
+            }
+            eq(2, x.target().size(), "values moved to the target list");
+            // delayq takes one of them and fails it: retried in 500 ms through the delayed queue.
+            JsonNode r = x.peer(p, "reliable_take", "timeout_ms", 3000, "outcome", "nack", "delay_ms", 500);
+            String tookHex = r.path("item").path("raw").asText();
+            Object failed = tookHex.equals(c.hex(a)) ? a : b;
+            Object other = failed == a ? b : a;
+            x.checkItem(r.path("item"), failed, "reliable take of a Java offer");
+            eq(1, r.path("attempt").asInt(), "first attempt");
+            eq(true, r.path("settled").asBoolean(), "nack accepted");
+            check(r.path("at_ms").asLong() >= lower[0], "reliable take before due");
+            x.rustLate.add(r.path("at_ms").asLong() - lower[0]);
+
+            // Java sees a normal Redisson entry: well packed, pending, comparable by value.
+            Map<String, Double> pending = x.pending();
+            eq(1, pending.size(), "pending entries after the nack");
+            long retryDue = pending.get(c.hex(failed)).longValue();
+            RBlockingQueue<Object> bq = x.bq(x.env.javaA);
+            RDelayedQueue<Object> dq = x.env.javaA.getDelayedQueue(bq);
+            try {
+                eq(1, dq.size(), "Java size() of the retried value");
+                eq(true, dq.contains(failed), "Java contains() of the retried value");
+                // The other value is still on the target list for Java; the retry follows when due.
+                Object first = bq.poll(3000, MILLISECONDS);
+                check(Case.same(other, first), "Java took " + Case.show(first) + ", expected the untouched value");
+                Object second = bq.poll(3000, MILLISECONDS);
+                long at = now();
+                check(Case.same(failed, second), "Java took " + Case.show(second) + ", expected the retried value");
+                check(at >= retryDue, "retry taken " + (retryDue - at) + " ms before due");
+                x.javaLate.add(at - retryDue);
+            } finally {
+                dq.destroy();
+            }
+
+            // An acknowledged value leaves nothing behind that Java could see.
+            Object d = c.value(2);
+            long dLower = x.javaOfferAlone(List.of(d), new long[] {50})[0];
+            JsonNode acked = x.peer(p, "reliable_take", "timeout_ms", 3000, "outcome", "ack");
+            x.checkItem(acked.path("item"), d, "reliable take for ack");
+            eq(true, acked.path("settled").asBoolean(), "ack accepted");
+            check(acked.path("at_ms").asLong() >= dLower, "reliable take before due");
+            eq(0L, x.timeoutCard(), "timeout set after ack");
+            eq(0L, x.orderLen(), "order list after ack");
+            eq(0, x.target().size(), "target list after ack");
+        });
+    }
 }
