@@ -18,6 +18,8 @@
 -- ARGV[4]: order-list length from which the position index is used (0: never)
 -- ARGV[5]: most order-list entries to add to the index in this call
 -- ARGV[6]: a marker string that is no entry (random per call)
+-- ARGV[7]: while the index is in use, most list elements to scan for entries it cannot place
+--          (their count per call is this over the list's length, at least one)
 -- Returns: { moved, quarantined, head score as a string or false, entries found by the index }
 --
 -- The index covers a prefix of the order list: member i (by score) is the entry at position i.
@@ -28,6 +30,7 @@ local prefer_legacy = ARGV[3] == '1'
 local index_from = tonumber(ARGV[4])
 local index_chunk = tonumber(ARGV[5])
 local marker = ARGV[6]
+local scan_budget = tonumber(ARGV[7])
 local CHUNK = 500 -- arguments per variadic call, well under Lua's stack limit
 
 local function each_chunk(list, step, fn)
@@ -45,7 +48,7 @@ local function sync_index()
     local length = redis.call('llen', KEYS[3])
     if index_from <= 0 or length < index_from then
         redis.call('unlink', KEYS[5])
-        return false
+        return false, length
     end
     local covered = redis.call('zcard', KEYS[5])
     local next_seq = 0
@@ -71,7 +74,7 @@ local function sync_index()
             redis.call('zadd', KEYS[5], ...)
         end)
     end
-    return true
+    return true, length
 end
 
 local now = ARGV[1]
@@ -87,9 +90,36 @@ end
 local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, tonumber(ARGV[2]))
 local moved, quarantined, indexed = 0, 0, 0
 if #due > 0 then
-    local use_index = sync_index()
-    local values, members, marked = {}, {}, 0
+    local use_index, length = sync_index()
+    -- Entries the index cannot place cost a scan of the list each: allow as many as keep the
+    -- scanned elements within the budget (at least one, so every call makes progress), and end
+    -- the batch early, still in due order, when they run out.
+    local scans_left = math.max(1, math.floor(scan_budget / math.max(length, 1)))
+    local values, members, taken, marked = {}, {}, {}, 0
     for _, entry in ipairs(due) do
+        local placed = false
+        local member = nil
+        if use_index then
+            member = member_of(entry)
+            local pos = redis.call('zrank', KEYS[5], member)
+            if pos and redis.call('lindex', KEYS[3], pos) == entry then
+                redis.call('lset', KEYS[3], pos, marker)
+                marked = marked + 1
+                placed = true
+            end
+        end
+        if not placed then
+            if use_index and scans_left == 0 then
+                break
+            end
+            scans_left = scans_left - 1
+            -- With a sound index, an entry it does not know is in the unindexed tail.
+            redis.call('lrem', KEYS[3], use_index and -1 or 1, entry)
+        end
+        if member then
+            members[#members + 1] = member
+        end
+        taken[#taken + 1] = entry
         local value = delayq_value(entry, prefer_legacy)
         if value then
             values[#values + 1] = value
@@ -97,21 +127,6 @@ if #due > 0 then
         else
             redis.call('rpush', KEYS[4], entry)
             quarantined = quarantined + 1
-        end
-        local placed = false
-        if use_index then
-            local member = member_of(entry)
-            local pos = redis.call('zrank', KEYS[5], member)
-            if pos and redis.call('lindex', KEYS[3], pos) == entry then
-                redis.call('lset', KEYS[3], pos, marker)
-                marked = marked + 1
-                placed = true
-            end
-            members[#members + 1] = member
-        end
-        if not placed then
-            -- With a sound index, an entry it does not know is in the unindexed tail.
-            redis.call('lrem', KEYS[3], use_index and -1 or 1, entry)
         end
     end
     if marked > 0 then
@@ -125,7 +140,7 @@ if #due > 0 then
     each_chunk(values, CHUNK, function(...)
         redis.call('rpush', KEYS[1], ...)
     end)
-    each_chunk(due, CHUNK, function(...)
+    each_chunk(taken, CHUNK, function(...)
         redis.call('zrem', KEYS[2], ...)
     end)
 end

@@ -769,13 +769,23 @@ impl<C: Codec> DelayedQueue<C> {
     pub async fn transfer_due(&self, batch_size: usize) -> Result<TransferOutcome> {
         let config = SchedulerConfig::default()
             .with_entry_format(self.inner.format)
-            .with_clock(self.inner.clock);
+            .with_batch_size(batch_size.max(1));
+        self.transfer_due_with(&config).await
+    }
+
+    /// Runs one transfer now with a scheduler's settings (`batch_size`, position index, entry
+    /// format, clock); for tools and benchmarks that drive transfers themselves.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn transfer_due_with(&self, config: &SchedulerConfig) -> Result<TransferOutcome> {
         transfer_once(
             &self.inner.client,
             &self.inner.keys,
             now_ms(),
-            batch_size.max(1),
-            &config,
+            config.batch_size.max(1),
+            config,
         )
         .await
     }

@@ -33,7 +33,7 @@ pub struct SchedulerConfig {
     /// [`max_batch_size`](Self::max_batch_size), the starting and smallest batch.
     pub batch_size: usize,
     /// Largest batch when batches grow adaptively. Default: equal to `batch_size` (no growth).
-    /// Above it, a batch doubles while calls take under a quarter of
+    /// Above it, a batch doubles while calls take under half of
     /// [`target_call_time`](Self::target_call_time) and halves when one takes longer.
     pub max_batch_size: usize,
     /// How long one transfer call should hold Redis at most, for adaptive batches.
@@ -43,6 +43,9 @@ pub struct SchedulerConfig {
     pub index_threshold: usize,
     /// Most order-list entries added to the position index by one call.
     pub index_chunk: usize,
+    /// While the index is in use, most list elements one call may scan with `LREM` for entries
+    /// the index cannot place yet (a batch ends early, in due order, when this runs out).
+    pub scan_budget: usize,
     /// Longest time between two transfers, whatever messages say; `None` turns the sweep off.
     pub sweep_interval: Option<Duration>,
     /// How to read an entry that fits both packings (see [`crate::entry`]).
@@ -62,6 +65,7 @@ impl Default for SchedulerConfig {
             target_call_time: Duration::from_millis(5),
             index_threshold: 1_000,
             index_chunk: 2_000,
+            scan_budget: 200_000,
             sweep_interval: Some(Duration::from_secs(1)),
             entry_format: EntryFormat::Current,
             max_backoff: Duration::from_secs(5),
@@ -188,6 +192,7 @@ pub(crate) async fn transfer_once(
                 (config.index_threshold as i64).into(),
                 (config.index_chunk as i64).into(),
                 marker.into(),
+                (config.scan_budget as i64).into(),
             ],
         )
         .await
@@ -545,15 +550,24 @@ impl TransferTask {
 
 /// The next batch size after a call that took `taken` entries in `took`.
 fn next_batch(batch: usize, taken: u64, took: Duration, config: &SchedulerConfig) -> usize {
-    if config.max_batch_size <= config.batch_size {
-        return config.batch_size;
-    }
-    if took > config.target_call_time {
-        (batch / 2).max(config.batch_size)
-    } else if taken as usize >= batch && took < config.target_call_time / 4 {
-        (batch * 2).min(config.max_batch_size)
-    } else {
-        batch
+    config.next_batch(batch, taken, took)
+}
+
+impl SchedulerConfig {
+    /// The batch size a scheduler uses after a call of `batch` that moved `taken` entries in
+    /// `took`: with adaptive batches, doubled after a full call under half the target time,
+    /// halved after a call over it, always within `batch_size..=max_batch_size`.
+    pub fn next_batch(&self, batch: usize, taken: u64, took: Duration) -> usize {
+        if self.max_batch_size <= self.batch_size {
+            return self.batch_size;
+        }
+        if took > self.target_call_time {
+            (batch / 2).max(self.batch_size)
+        } else if taken as usize >= batch && took < self.target_call_time / 2 {
+            (batch * 2).min(self.max_batch_size)
+        } else {
+            batch
+        }
     }
 }
 
