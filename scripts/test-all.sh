@@ -22,10 +22,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --quiet
 step "cargo test (all features)"
 cargo test --workspace --all-features
 
-if [ -x compat-tests/run.sh ]; then
-    step "compat-tests against the real Java Redisson"
-    compat-tests/run.sh
-fi
+step "compat-tests against the real Java Redisson"
+compat-tests/run.sh
+
+step "transfer benchmark, smoke size (figures are not judged; every entry must move)"
+benches/transfer.sh --sizes 2000
 
 echo
 echo "== all tests passed in $((SECONDS - started)) s"
