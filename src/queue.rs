@@ -226,10 +226,6 @@ impl<C: Codec> DelayedQueue<C> {
         self.inner.codec.clone()
     }
 
-    fn script_error(&self, script: &'static scripts::LuaScript, err: fred::error::Error) -> Error {
-        Error::from_script(script.name(), self.name(), err)
-    }
-
     fn redis_error(&self, err: fred::error::Error) -> Error {
         Error::from_redis(self.name(), err)
     }
@@ -241,11 +237,9 @@ impl<C: Codec> DelayedQueue<C> {
         keys: &[&str],
         args: Vec<Value>,
     ) -> Result<R> {
-        let keys = keys.iter().map(|k| (*k).into()).collect();
         script
-            .run(&self.inner.client, keys, args)
+            .call(&self.inner.client, self.name(), keys, args)
             .await
-            .map_err(|e| self.script_error(script, e))
     }
 
     fn decode(&self, raw: Bytes) -> Result<C::Value> {

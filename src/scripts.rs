@@ -64,6 +64,27 @@ impl LuaScript {
     }
 }
 
+impl LuaScript {
+    /// Runs the script for the queue `queue` on `keys`, with the crate's error mapping
+    /// (`WRONGTYPE` as [`crate::Error::WrongType`], script errors named after the file).
+    pub(crate) async fn call<R, C>(
+        &self,
+        client: &C,
+        queue: &str,
+        keys: &[&str],
+        args: Vec<Value>,
+    ) -> crate::Result<R>
+    where
+        R: FromValue,
+        C: LuaInterface + Sync,
+    {
+        let keys = keys.iter().map(|k| (*k).into()).collect();
+        self.run(client, keys, args)
+            .await
+            .map_err(|e| crate::Error::from_script(self.name, queue, e))
+    }
+}
+
 /// fred has no NOSCRIPT error kind; Redis's reply starts with the code.
 fn is_noscript(err: &FredError) -> bool {
     err.details().starts_with("NOSCRIPT")

@@ -67,7 +67,7 @@ use crate::entry::EntryFormat;
 use crate::keys::QueueKeys;
 use crate::queue::{due_time, DelayedQueue};
 use crate::scheduler::{now_ms, parse_score};
-use crate::scripts::{self, LuaScript};
+use crate::scripts;
 use crate::{Error, Result};
 use bytes::Bytes;
 use fred::clients::Client;
@@ -217,12 +217,6 @@ struct Shared {
     returns: mpsc::UnboundedSender<String>,
 }
 
-fn script_error(script: &LuaScript, keys: &QueueKeys) -> impl Fn(fred::error::Error) -> Error {
-    let name = script.name();
-    let queue = keys.target().to_owned();
-    move |err| Error::from_script(name, &queue, err)
-}
-
 /// A fresh random id for a pending entry, as `offer` makes them.
 fn entry_id(format: EntryFormat) -> Value {
     match format {
@@ -242,17 +236,18 @@ impl Shared {
         let delay = delay_ms(delay)?;
         let keys = &self.keys;
         let done: i64 = scripts::NACK
-            .run(
+            .call(
                 &self.client,
-                vec![
-                    keys.target().into(),
-                    keys.inflight().into(),
-                    keys.inflight_data().into(),
-                    keys.timeout().into(),
-                    keys.order().into(),
-                    keys.channel().into(),
-                    keys.attempts().into(),
-                    keys.attempts_seen().into(),
+                keys.target(),
+                &[
+                    keys.target(),
+                    keys.inflight(),
+                    keys.inflight_data(),
+                    keys.timeout(),
+                    keys.order(),
+                    keys.channel(),
+                    keys.attempts(),
+                    keys.attempts_seen(),
                 ],
                 vec![
                     self.clock.lua_now(),
@@ -263,26 +258,25 @@ impl Shared {
                     if unprocessed { "1" } else { "0" }.into(),
                 ],
             )
-            .await
-            .map_err(script_error(&scripts::NACK, keys))?;
+            .await?;
         Ok(done == 1)
     }
 
     async fn ack(&self, id: &str) -> Result<bool> {
         let keys = &self.keys;
         let done: i64 = scripts::ACK
-            .run(
+            .call(
                 &self.client,
-                vec![
-                    keys.inflight().into(),
-                    keys.inflight_data().into(),
-                    keys.attempts().into(),
-                    keys.attempts_seen().into(),
+                keys.target(),
+                &[
+                    keys.inflight(),
+                    keys.inflight_data(),
+                    keys.attempts(),
+                    keys.attempts_seen(),
                 ],
                 vec![id.into()],
             )
-            .await
-            .map_err(script_error(&scripts::ACK, keys))?;
+            .await?;
         Ok(done == 1)
     }
 
@@ -290,14 +284,15 @@ impl Shared {
         let keys = &self.keys;
         let header = dead::header(attempts, now_ms(), error);
         let done: i64 = scripts::DEAD
-            .run(
+            .call(
                 &self.client,
-                vec![
-                    keys.inflight().into(),
-                    keys.inflight_data().into(),
-                    keys.attempts().into(),
-                    keys.attempts_seen().into(),
-                    keys.dead().into(),
+                keys.target(),
+                &[
+                    keys.inflight(),
+                    keys.inflight_data(),
+                    keys.attempts(),
+                    keys.attempts_seen(),
+                    keys.dead(),
                 ],
                 vec![
                     id.into(),
@@ -305,8 +300,7 @@ impl Shared {
                     (self.config.dead_letter_limit as i64).into(),
                 ],
             )
-            .await
-            .map_err(script_error(&scripts::DEAD, keys))?;
+            .await?;
         Ok(done == 1)
     }
 
@@ -314,13 +308,13 @@ impl Shared {
         let ms = delay_ms(visibility)?;
         let keys = &self.keys;
         let reply: Value = scripts::EXTEND
-            .run(
+            .call(
                 &self.client,
-                vec![keys.inflight().into()],
+                keys.target(),
+                &[keys.inflight()],
                 vec![self.clock.lua_now(), ms.into(), id.into()],
             )
-            .await
-            .map_err(script_error(&scripts::EXTEND, keys))?;
+            .await?;
         parse_score(&reply).map_err(|detail| Error::UnexpectedReply {
             context: "extend.lua",
             detail,
@@ -341,15 +335,16 @@ pub(crate) async fn reap(
         None => 0,
     };
     let reply: Value = scripts::REAP
-        .run(
+        .call(
             client,
-            vec![
-                keys.target().into(),
-                keys.inflight().into(),
-                keys.inflight_data().into(),
-                keys.attempts().into(),
-                keys.attempts_seen().into(),
-                keys.claims().into(),
+            keys.target(),
+            &[
+                keys.target(),
+                keys.inflight(),
+                keys.inflight_data(),
+                keys.attempts(),
+                keys.attempts_seen(),
+                keys.claims(),
             ],
             vec![
                 clock.lua_now(),
@@ -357,8 +352,7 @@ pub(crate) async fn reap(
                 retention_ms.into(),
             ],
         )
-        .await
-        .map_err(script_error(&scripts::REAP, keys))?;
+        .await?;
     let bad = |detail: String| Error::UnexpectedReply {
         context: "reap.lua",
         detail,
@@ -398,13 +392,13 @@ async fn unclaim(
     force: bool,
 ) -> Result<u64> {
     scripts::UNCLAIM
-        .run(
+        .call(
             client,
-            vec![keys.target().into(), keys.claims().into(), claim.into()],
+            keys.target(),
+            &[keys.target(), keys.claims(), claim],
             vec![clock.lua_now(), if force { "1" } else { "0" }.into()],
         )
         .await
-        .map_err(script_error(&scripts::UNCLAIM, keys))
 }
 
 /// The right to settle one in-flight value: [`ack`](Receipt::ack), [`nack`](Receipt::nack),
@@ -765,21 +759,21 @@ impl<C: Codec> ReliableConsumer<C> {
         let mut args: Vec<Value> = vec![shared.clock.lua_now(), visibility.into(), lease.into()];
         args.extend((0..max).map(|_| Value::from(new_delivery_id())));
         let reply: Value = scripts::TAKE
-            .run(
+            .call(
                 &shared.client,
-                vec![
-                    self.claim.as_str().into(),
-                    keys.target().into(),
-                    keys.inflight().into(),
-                    keys.inflight_data().into(),
-                    keys.attempts().into(),
-                    keys.attempts_seen().into(),
-                    keys.claims().into(),
+                keys.target(),
+                &[
+                    self.claim.as_str(),
+                    keys.target(),
+                    keys.inflight(),
+                    keys.inflight_data(),
+                    keys.attempts(),
+                    keys.attempts_seen(),
+                    keys.claims(),
                 ],
                 args,
             )
-            .await
-            .map_err(script_error(&scripts::TAKE, keys))?;
+            .await?;
         self.parse_take(reply)
     }
 
@@ -998,13 +992,10 @@ impl<C: Codec> DelayedQueue<C> {
         let encoded = encode_value(self.codec(), value)?;
         let keys = self.keys();
         let changed: i64 = scripts::RESCHEDULE
-            .run(
+            .call(
                 self.client(),
-                vec![
-                    keys.timeout().into(),
-                    keys.order().into(),
-                    keys.channel().into(),
-                ],
+                keys.target(),
+                &[keys.timeout(), keys.order(), keys.channel()],
                 vec![
                     self.clock().lua_now(),
                     delay.into(),
@@ -1012,8 +1003,7 @@ impl<C: Codec> DelayedQueue<C> {
                     Value::Bytes(encoded.into()),
                 ],
             )
-            .await
-            .map_err(script_error(&scripts::RESCHEDULE, keys))?;
+            .await?;
         Ok(changed > 0)
     }
 
@@ -1030,14 +1020,15 @@ impl<C: Codec> DelayedQueue<C> {
         let keys = self.keys();
         let format = self.entry_format();
         let found: i64 = scripts::OFFER_UNIQUE
-            .run(
+            .call(
                 self.client(),
-                vec![
-                    keys.target().into(),
-                    keys.timeout().into(),
-                    keys.order().into(),
-                    keys.channel().into(),
-                    keys.index().into(),
+                keys.target(),
+                &[
+                    keys.target(),
+                    keys.timeout(),
+                    keys.order(),
+                    keys.channel(),
+                    keys.index(),
                 ],
                 vec![
                     self.clock().lua_now(),
@@ -1047,8 +1038,7 @@ impl<C: Codec> DelayedQueue<C> {
                     Value::Bytes(encoded.into()),
                 ],
             )
-            .await
-            .map_err(script_error(&scripts::OFFER_UNIQUE, keys))?;
+            .await?;
         Ok(found > 0)
     }
 
@@ -1064,9 +1054,8 @@ impl<C: Codec> DelayedQueue<C> {
 
     async fn purge_list(&self, key: &str) -> Result<u64> {
         scripts::PURGE_LIST
-            .run(self.client(), vec![key.into()], vec![])
+            .call(self.client(), self.keys().target(), &[key], vec![])
             .await
-            .map_err(script_error(&scripts::PURGE_LIST, self.keys()))
     }
 
     /// The oldest `limit` dead letters (all for 0), oldest first.
@@ -1113,21 +1102,21 @@ impl<C: Codec> DelayedQueue<C> {
             return Ok(0);
         }
         scripts::DEAD_REPLAY
-            .run(
+            .call(
                 self.client(),
-                vec![
-                    keys.target().into(),
-                    keys.timeout().into(),
-                    keys.order().into(),
-                    keys.channel().into(),
-                    keys.dead().into(),
-                    keys.attempts().into(),
-                    keys.attempts_seen().into(),
+                keys.target(),
+                &[
+                    keys.target(),
+                    keys.timeout(),
+                    keys.order(),
+                    keys.channel(),
+                    keys.dead(),
+                    keys.attempts(),
+                    keys.attempts_seen(),
                 ],
                 args,
             )
             .await
-            .map_err(script_error(&scripts::DEAD_REPLAY, keys))
     }
 
     /// Deletes every dead letter; returns how many there were.
@@ -1183,18 +1172,18 @@ impl<C: Codec> DelayedQueue<C> {
     pub async fn reliable_stats(&self) -> Result<ReliableStats> {
         let keys = self.keys();
         let reply: Value = scripts::RELIABLE_STATS
-            .run(
+            .call(
                 self.client(),
-                vec![
-                    keys.inflight().into(),
-                    keys.dead().into(),
-                    keys.attempts().into(),
-                    keys.quarantine().into(),
+                keys.target(),
+                &[
+                    keys.inflight(),
+                    keys.dead(),
+                    keys.attempts(),
+                    keys.quarantine(),
                 ],
                 vec![self.clock().lua_now()],
             )
-            .await
-            .map_err(script_error(&scripts::RELIABLE_STATS, keys))?;
+            .await?;
         let bad = |detail: String| Error::UnexpectedReply {
             context: "reliable_stats.lua",
             detail,
