@@ -9,6 +9,12 @@
 -- ARGV[1]: '1' when the queue prefers the legacy dLc0 reading of an ambiguous entry
 -- Returns: the value moved, or false when nothing is pending. A malformed last entry is
 -- quarantined and the next one tried.
+local refused = delayq_wrong_type(KEYS[1], 'zset', KEYS[2], 'list', KEYS[3], 'list',
+    KEYS[4], 'list', KEYS[5], 'zset')
+if refused then
+    return refused
+end
+
 local prefer_legacy = ARGV[1] == '1'
 while true do
     local entry = redis.call('rpop', KEYS[2])

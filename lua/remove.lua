@@ -11,6 +11,11 @@
 -- ARGV[2]: '1' when the queue prefers the legacy dLc0 reading of an ambiguous entry
 -- ARGV[3..]: codec-encoded values
 -- Returns: the number of entries removed. Malformed entries are never removed here.
+local refused = delayq_wrong_type(KEYS[1], 'zset', KEYS[2], 'list', KEYS[3], 'zset')
+if refused then
+    return refused
+end
+
 local mode = ARGV[1]
 local prefer_legacy = ARGV[2] == '1'
 local wanted = {}
