@@ -29,7 +29,9 @@ def main(src, dst):
       "Every figure below comes from that one run, on one private redis-server; "
       "`results.json` holds the raw figures and `latency.png` the latency distributions.")
     w("")
-    w(f"- Machine: {m['cpus']} CPUs ({m['cpu_model']}), shared by Redis, the Rust driver and the JVM.")
+    w(f"- Machine: {m['cpus']} CPUs ({m['cpu_model']}), shared by Redis, the Rust driver and the JVM "
+      f"(and other work: load average {m.get('loadavg_start', '?')} at the start, "
+      f"{m.get('loadavg_end', '?')} at the end).")
     w(f"- Redis {m['redis_version']} (`--save \"\" --appendonly no`, loopback); "
       f"Redisson {m['redisson_version'] or '?'} on {m['java_version']}, default client config, "
       "StringCodec; delayq with StringCodec on one fred client.")
@@ -60,18 +62,20 @@ def main(src, dst):
     if "offer" in r:
         w("## Offer throughput")
         w("")
-        w(f"Each case offers unique 18-byte values with a 1 h delay for {p['offer_secs_per_case']} s "
+        w(f"Each case offers unique 18-byte values with a 1 h delay for {p['offer_secs_per_case']} s, "
+          f"{p.get('offer_rounds', 1)} interleaved round(s) per level, median round shown "
           "(delayq: that many tokio tasks on one fred client; Redisson: that many threads calling "
           "`offer` synchronously). The ceiling is `redis-benchmark -P 32 -c <concurrency>` running "
           f"`lua/offer.lua` by EVALSHA, {p['redis_benchmark_requests']:,} calls, with a fixed 8-byte "
           "id and `value-__rand_int__` values (18 bytes).")
         w("")
-        w("| concurrency | delayq | Redisson | redis-benchmark ceiling | delayq / Redisson | delayq / ceiling |")
-        w("|---:|---:|---:|---:|---:|---:|")
+        w("| concurrency | delayq | Redisson | redis-benchmark ceiling (-P 32) | delayq / Redisson | delayq / ceiling | redis-benchmark -P 1 (reference) |")
+        w("|---:|---:|---:|---:|---:|---:|---:|")
         for row in r["offer"]:
             d, j, b = row["delayq"]["rate"], row["java"]["rate"], row["redis_benchmark"]["rate"]
+            u = row.get("redis_benchmark_unpipelined", {}).get("rate")
             w(f"| {row['concurrency']} | {fmt_rate(d)} | {fmt_rate(j)} | {fmt_rate(b)} | "
-              f"{d / j:.2f}x | {d / b:.0%} |")
+              f"{d / j:.2f}x | {d / b:.0%} | {fmt_rate(u) if u else '-'} |")
         w("")
 
     if "transfer" in r:

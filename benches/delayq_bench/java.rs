@@ -23,6 +23,8 @@ pub(crate) fn command(classpath: &str, args: &[String]) -> Command {
     cmd.arg("-cp")
         .arg(classpath)
         .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+        // Redisson logs that RDelayedQueue is deprecated (for RReliableQueue) on every use.
+        .arg("-Dorg.slf4j.simpleLogger.log.org.redisson.Redisson=off")
         .arg("delayq.bench.Bench")
         .args(args)
         .kill_on_drop(true);

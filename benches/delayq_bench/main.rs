@@ -21,6 +21,7 @@ use std::time::Duration;
 pub(crate) struct Plan {
     pub(crate) smoke: bool,
     pub(crate) offer_secs: f64,
+    pub(crate) offer_rounds: usize,
     pub(crate) offer_levels: Vec<usize>,
     pub(crate) bench_requests: u64,
     pub(crate) transfer_sizes: Vec<usize>,
@@ -37,7 +38,8 @@ impl Plan {
     fn full() -> Plan {
         Plan {
             smoke: false,
-            offer_secs: 5.0,
+            offer_secs: 3.0,
+            offer_rounds: 3,
             offer_levels: vec![1, 16, 128],
             bench_requests: 500_000,
             transfer_sizes: vec![10_000, 100_000, 1_000_000],
@@ -55,6 +57,7 @@ impl Plan {
         Plan {
             smoke: true,
             offer_secs: 0.5,
+            offer_rounds: 1,
             offer_levels: vec![1, 16, 128],
             bench_requests: 20_000,
             transfer_sizes: vec![3_000],

@@ -114,8 +114,18 @@ pub(crate) async fn run_all(mut ctx: Ctx, only: Option<&[String]>) -> BoxResult<
     if let Some(map) = results.as_object_mut() {
         map.insert("targets".into(), targets);
         map.insert("total_secs".into(), json!(started.elapsed().as_secs_f64()));
+        if let Some(meta) = map.get_mut("meta").and_then(Json::as_object_mut) {
+            meta.insert("loadavg_end".into(), json!(loadavg()));
+        }
     }
     Ok(results)
+}
+
+/// The 1, 5 and 15 minute load averages (the machine may be shared).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 async fn meta(ctx: &Ctx) -> BoxResult<Json> {
@@ -137,8 +147,10 @@ async fn meta(ctx: &Ctx) -> BoxResult<Json> {
         "java_version": std::env::var("BENCH_JAVA_VERSION").unwrap_or_default(),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         "cpu_model": cpu_model,
+        "loadavg_start": loadavg(),
         "plan": {
             "offer_secs_per_case": p.offer_secs,
+            "offer_rounds": p.offer_rounds,
             "offer_levels": p.offer_levels,
             "redis_benchmark_requests": p.bench_requests,
             "transfer_sizes": p.transfer_sizes,
@@ -172,26 +184,49 @@ async fn offer_phase(ctx: &mut Ctx) -> BoxResult<Json> {
         return Err("the benchmark's copy of the offer script is not the one delayq loaded".into());
     }
     let mut rows = Vec::new();
+    // Each level runs `offer_rounds` interleaved rounds (delayq, Redisson, ceiling, reference)
+    // and reports each side's median round, so a burst of load from elsewhere on the machine
+    // hits both sides alike.
     for &c in &ctx.plan.offer_levels.clone() {
         let secs = ctx.plan.offer_secs;
-        let (rops, rsecs) = rust_offer(ctx, c, secs).await?;
-        let (jops, jsecs) = java_offer(ctx, c, secs).await?;
-        let ceiling = redis_benchmark(ctx, &sha, c).await?;
-        let row = json!({
-            "concurrency": c,
-            "delayq": { "ops": rops, "secs": rsecs, "rate": rate(rops as f64, rsecs) },
-            "java": { "ops": jops, "secs": jsecs, "rate": rate(jops as f64, jsecs) },
-            "redis_benchmark": ceiling,
-        });
+        let mut rounds: [Vec<Json>; 4] = Default::default();
+        for _ in 0..ctx.plan.offer_rounds {
+            let (ops, s) = rust_offer(ctx, c, secs).await?;
+            rounds[0].push(json!({ "ops": ops, "secs": s, "rate": rate(ops as f64, s) }));
+            let (ops, s) = java_offer(ctx, c, secs).await?;
+            rounds[1].push(json!({ "ops": ops, "secs": s, "rate": rate(ops as f64, s) }));
+            rounds[2].push(redis_benchmark(ctx, &sha, c, 32).await?);
+            // For reference: the same without pipelining, one call in flight per connection.
+            rounds[3].push(redis_benchmark(ctx, &sha, c, 1).await?);
+        }
+        let [d, j, b, u] = rounds.map(median_round);
         log(format!(
-            "offer c={c}: delayq {:.0}/s, java {:.0}/s, redis-benchmark {:.0}/s",
-            rate(rops as f64, rsecs),
-            rate(jops as f64, jsecs),
-            ceiling["rate"].as_f64().unwrap_or(0.0)
+            "offer c={c}: delayq {:.0}/s, java {:.0}/s, redis-benchmark {:.0}/s (medians)",
+            d["rate"].as_f64().unwrap_or(0.0),
+            j["rate"].as_f64().unwrap_or(0.0),
+            b["rate"].as_f64().unwrap_or(0.0),
         ));
-        rows.push(row);
+        rows.push(json!({
+            "concurrency": c,
+            "delayq": d,
+            "java": j,
+            "redis_benchmark": b,
+            "redis_benchmark_unpipelined": u,
+        }));
     }
     Ok(Json::Array(rows))
+}
+
+/// The round with the median rate, plus every round's rate.
+fn median_round(mut rounds: Vec<Json>) -> Json {
+    let rate_of = |r: &Json| r["rate"].as_f64().unwrap_or(0.0);
+    rounds.sort_by(|a, b| rate_of(a).total_cmp(&rate_of(b)));
+    let rates: Vec<f64> = rounds.iter().map(rate_of).collect();
+    let mut median = rounds.swap_remove(rounds.len() / 2);
+    if let Some(m) = median.as_object_mut() {
+        m.insert("round_rates".into(), json!(rates));
+    }
+    median
 }
 
 /// `c` tasks on one delayq queue (one fred client) offer unique values for `secs`.
@@ -257,13 +292,17 @@ async fn check_offered(client: &Client, keys: &QueueKeys, ops: u64, who: &str) -
     Ok(())
 }
 
-/// redis-benchmark running the offer script pipelined (-P 32) with `c` connections: the
-/// throughput Redis itself allows for this script. The random id is 8 fixed bytes and the value
+/// redis-benchmark running the offer script with `c` connections, `pipeline` calls in flight on
+/// each (the ceiling: -P 32, the throughput Redis itself allows for this script). The random id is 8 fixed bytes and the value
 /// `value-` plus redis-benchmark's 12 random digits (`__rand_int__`), 18 bytes like ours.
-async fn redis_benchmark(ctx: &Ctx, sha: &str, c: usize) -> BoxResult<Json> {
+async fn redis_benchmark(ctx: &Ctx, sha: &str, c: usize, pipeline: usize) -> BoxResult<Json> {
     let keys = QueueKeys::new(format!("bench:offer:redis-benchmark:c{c}"));
     unlink_queue(&ctx.client, &keys).await?;
-    let n = ctx.plan.bench_requests;
+    let n = if pipeline > 1 {
+        ctx.plan.bench_requests
+    } else {
+        ctx.plan.bench_requests / 5
+    };
     let due = (redis::delayq_now_ms() + 3_600_000).to_string();
     let output = tokio::process::Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &ctx.port, "-n", &n.to_string()])
@@ -271,7 +310,7 @@ async fn redis_benchmark(ctx: &Ctx, sha: &str, c: usize) -> BoxResult<Json> {
             "-c",
             &c.to_string(),
             "-P",
-            "32",
+            &pipeline.to_string(),
             "-r",
             "100000000000",
             "--csv",
@@ -310,7 +349,7 @@ async fn redis_benchmark(ctx: &Ctx, sha: &str, c: usize) -> BoxResult<Json> {
         return Err(format!("redis-benchmark ran {n} offers but the order list has {llen}").into());
     }
     unlink_queue(&ctx.client, &keys).await?;
-    Ok(json!({ "requests": n, "pipeline": 32, "clients": c, "rate": rps }))
+    Ok(json!({ "requests": n, "pipeline": pipeline, "clients": c, "rate": rps }))
 }
 
 // ---------------------------------------------------------------------------------------------
