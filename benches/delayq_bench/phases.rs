@@ -531,15 +531,46 @@ async fn check_transfer(
 async fn latency_phase(ctx: &mut Ctx) -> BoxResult<Json> {
     let mut rows = Vec::new();
     for (imp, config) in rust_configs() {
+        let before = server_load_start(&ctx.client).await?;
         let samples = rust_latency(ctx, imp, config).await?;
-        rows.push(latency_row(imp, samples)?);
+        let load = server_load_end(&ctx.client, before, samples.len()).await?;
+        rows.push(latency_row(imp, samples, load)?);
     }
+    let before = server_load_start(&ctx.client).await?;
     let samples = java_latency(ctx).await?;
-    rows.push(latency_row("java", samples)?);
+    let load = server_load_end(&ctx.client, before, samples.len()).await?;
+    rows.push(latency_row("java", samples, load)?);
     Ok(Json::Array(rows))
 }
 
-fn latency_row(imp: &str, mut us: Vec<i64>) -> BoxResult<Json> {
+/// Clears the command statistics; returns the start time and Redis's CPU seconds so far.
+async fn server_load_start(client: &Client) -> BoxResult<(Instant, f64)> {
+    redis::reset_server_stats(client, 1_000_000).await?;
+    Ok((Instant::now(), redis::server_cpu_secs(client).await?))
+}
+
+/// What the case cost Redis: transfer script calls (every script call minus the one per offer)
+/// and Redis's CPU time.
+async fn server_load_end(
+    client: &Client,
+    (started, cpu_before): (Instant, f64),
+    offers: usize,
+) -> BoxResult<Json> {
+    let secs = started.elapsed().as_secs_f64();
+    let calls = redis::script_calls(client).await?;
+    let cpu = redis::server_cpu_secs(client).await? - cpu_before;
+    let transfers = calls.calls.saturating_sub(offers as u64);
+    Ok(json!({
+        "secs": secs,
+        "script_calls": calls.calls,
+        "transfer_calls": transfers,
+        "transfer_calls_per_sec": rate(transfers as f64, secs),
+        "redis_cpu_secs": cpu,
+        "redis_cpu_percent": if secs > 0.0 { cpu / secs * 100.0 } else { 0.0 },
+    }))
+}
+
+fn latency_row(imp: &str, mut us: Vec<i64>, load: Json) -> BoxResult<Json> {
     if us.is_empty() {
         return Err(format!("{imp}: no latency samples").into());
     }
@@ -548,11 +579,13 @@ fn latency_row(imp: &str, mut us: Vec<i64>) -> BoxResult<Json> {
     let curve: Vec<f64> = (0..=200).map(|i| q(f64::from(i) / 200.0)).collect();
     let mean = us.iter().map(|&v| v as f64).sum::<f64>() / us.len() as f64 / 1_000.0;
     log(format!(
-        "latency {imp}: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} samples)",
+        "latency {imp}: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} samples); {:.0} transfer calls/s, Redis CPU {:.0}%",
         q(0.5),
         q(0.99),
         q(1.0),
-        us.len()
+        us.len(),
+        load["transfer_calls_per_sec"].as_f64().unwrap_or(0.0),
+        load["redis_cpu_percent"].as_f64().unwrap_or(0.0),
     ));
     Ok(json!({
         "impl": imp,
@@ -565,6 +598,7 @@ fn latency_row(imp: &str, mut us: Vec<i64>) -> BoxResult<Json> {
         "max_ms": q(1.0),
         "mean_ms": mean,
         "quantiles_ms": curve,
+        "server": load,
     }))
 }
 

@@ -224,6 +224,19 @@ pub(crate) async fn slow_script_calls(client: &Client) -> BoxResult<Vec<u64>> {
     Ok(out)
 }
 
+/// Redis's CPU time so far (user + system, seconds), from INFO cpu.
+pub(crate) async fn server_cpu_secs(client: &Client) -> BoxResult<f64> {
+    let info = cmd(client, "INFO", vec![s("cpu")]).await?;
+    let text = info.as_string().ok_or("INFO: not text")?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .ok_or_else(|| format!("INFO cpu: no {name}"))
+    };
+    Ok(field("used_cpu_user:")? + field("used_cpu_sys:")?)
+}
+
 /// `redis_version` from INFO server.
 pub(crate) async fn redis_version(client: &Client) -> BoxResult<String> {
     let info = cmd(client, "INFO", vec![s("server")]).await?;
