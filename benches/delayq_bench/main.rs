@@ -1,0 +1,151 @@
+//! delayq's benchmark driver: delayq and the real Java Redisson side by side on one Redis.
+//!
+//! Run through `benches/run.sh` (which starts redis-server, builds the Java side and renders
+//! RESULTS.md and the chart). The driver measures, in one run:
+//! offer throughput (delayq, Redisson, redis-benchmark's pipelined ceiling), transfer throughput
+//! and longest script call on pre-filled backlogs, due-to-consumer latency at a steady offer
+//! rate, consumer drain rate, and client RSS after 1M offers and takes. It writes one JSON file.
+//!
+//! Every phase checks what it did (entries counted, lists emptied, due order kept) and the driver
+//! exits non-zero when a component fails; a missed performance target never fails it.
+
+mod java;
+mod phases;
+mod redis;
+
+use redis::BoxResult;
+use std::time::Duration;
+
+/// The sizes of one run.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) smoke: bool,
+    pub(crate) offer_secs: f64,
+    pub(crate) offer_rounds: usize,
+    pub(crate) offer_levels: Vec<usize>,
+    pub(crate) bench_requests: u64,
+    pub(crate) transfer_sizes: Vec<usize>,
+    pub(crate) transfer_cap: Duration,
+    pub(crate) latency_rate: u32,
+    pub(crate) latency_secs: f64,
+    pub(crate) latency_delay_ms: (u64, u64),
+    pub(crate) drain_count: u64,
+    pub(crate) rss_count: u64,
+    pub(crate) rss_concurrency: usize,
+}
+
+impl Plan {
+    fn full() -> Plan {
+        Plan {
+            smoke: false,
+            offer_secs: 3.0,
+            offer_rounds: 3,
+            offer_levels: vec![1, 16, 128],
+            bench_requests: 500_000,
+            transfer_sizes: vec![10_000, 100_000, 1_000_000],
+            transfer_cap: Duration::from_secs(20),
+            latency_rate: 2_000,
+            latency_secs: 20.0,
+            latency_delay_ms: (50, 1_000),
+            drain_count: 100_000,
+            rss_count: 1_000_000,
+            rss_concurrency: 16,
+        }
+    }
+
+    fn smoke() -> Plan {
+        Plan {
+            smoke: true,
+            offer_secs: 0.5,
+            offer_rounds: 1,
+            offer_levels: vec![1, 16, 128],
+            bench_requests: 20_000,
+            transfer_sizes: vec![3_000],
+            transfer_cap: Duration::from_secs(10),
+            latency_rate: 2_000,
+            latency_secs: 2.0,
+            latency_delay_ms: (50, 300),
+            drain_count: 2_000,
+            rss_count: 5_000,
+            rss_concurrency: 16,
+        }
+    }
+}
+
+struct Args {
+    port: u16,
+    classpath: String,
+    out: String,
+    work_dir: String,
+    plan: Plan,
+    only: Option<Vec<String>>,
+}
+
+fn parse_args(mut it: impl Iterator<Item = String>) -> BoxResult<Args> {
+    let mut port = None;
+    let mut classpath = None;
+    let mut out = None;
+    let mut work_dir = std::env::temp_dir().display().to_string();
+    let mut smoke = false;
+    let mut only = None;
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--port" => port = Some(value()?.parse()?),
+            "--java-classpath" => classpath = Some(value()?),
+            "--out" => out = Some(value()?),
+            "--work-dir" => work_dir = value()?,
+            "--only" => only = Some(value()?.split(',').map(str::to_owned).collect()),
+            "--smoke" => smoke = true,
+            // cargo bench passes this to harness-less benches.
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    Ok(Args {
+        port: port.ok_or("--port is required")?,
+        classpath: classpath.ok_or("--java-classpath is required")?,
+        out: out.ok_or("--out is required")?,
+        work_dir,
+        plan: if smoke { Plan::smoke() } else { Plan::full() },
+        only,
+    })
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).peekable();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build();
+    let runtime = match runtime {
+        Ok(r) => r,
+        Err(err) => {
+            eprintln!("bench: no runtime: {err}");
+            std::process::exit(1);
+        }
+    };
+    let result = if args.peek().map(String::as_str) == Some("rss-child") {
+        args.next();
+        runtime.block_on(phases::rss_child(args))
+    } else {
+        match parse_args(args) {
+            Ok(args) => runtime.block_on(run(args)),
+            Err(err) => Err(err),
+        }
+    };
+    if let Err(err) = result {
+        eprintln!("bench: FAILED: {err}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(args: Args) -> BoxResult<()> {
+    let url = format!("redis://127.0.0.1:{}", args.port);
+    let ctx = phases::Ctx::new(&url, &args.classpath, args.plan.clone(), &args.work_dir).await?;
+    let results = phases::run_all(ctx, args.only.as_deref()).await?;
+    let text = serde_json::to_string_pretty(&results)?;
+    std::fs::write(&args.out, text + "\n")?;
+    eprintln!("bench: wrote {}", args.out);
+    Ok(())
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# delayq's benchmark runner: delayq and the real Java Redisson side by side on one private
+# redis-server (issue 6). One command:
+#
+#   benches/run.sh            full run (~15 min on 2 cores): writes benches/RESULTS.md,
+#                             benches/results.json and benches/latency.png
+#   benches/run.sh --smoke    tiny sizes (seconds): checks every component end to end and prints
+#                             the figures; writes into a temporary directory unless --out is given
+#
+# Options: --out DIR (where results go), --no-chart (skip the PNG and its Python venv),
+#          --only offer,transfer,latency,drain,rss (a subset of the phases, for development).
+#
+# Exits non-zero when a component fails (build, Redis, Java, a lost or misordered value, the
+# report); never because a performance target was missed: RESULTS.md lists those.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+mode=full
+out=""
+chart=1
+only=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --smoke) mode=smoke ;;
+    --out) out="$2"; shift ;;
+    --no-chart) chart=0 ;;
+    --only) only="$2"; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+for tool in cargo java mvn redis-server redis-benchmark redis-cli python3; do
+  command -v "$tool" >/dev/null || { echo "run.sh: $tool is not installed" >&2; exit 2; }
+done
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/delayq-bench.XXXXXX")"
+redis_pid=""
+cleanup() {
+  if [[ -n "$redis_pid" ]]; then
+    kill "$redis_pid" 2>/dev/null || true
+    wait "$redis_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [[ -z "$out" ]]; then
+  if [[ "$mode" == smoke ]]; then out="$work/results"; else out="$here"; fi
+fi
+mkdir -p "$out"
+
+echo "== building the Java side (Redisson from Maven Central)"
+mvn -B -q -f "$here/java/pom.xml" package >"$work/maven.log" 2>&1 \
+  || { cat "$work/maven.log" >&2; echo "run.sh: Maven build failed" >&2; exit 1; }
+classpath="$here/java/target/classes:$(cat "$here/java/target/classpath.txt")"
+
+echo "== building the delayq driver (cargo bench profile)"
+(cd "$root" && cargo bench --quiet --bench delayq_bench --no-run) \
+  || { echo "run.sh: cargo build failed" >&2; exit 1; }
+
+echo "== starting redis-server"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
+  --logfile "$work/redis.log" &
+redis_pid=$!
+for _ in $(seq 100); do
+  redis-cli -p "$port" ping >/dev/null 2>&1 && break
+  sleep 0.1
+done
+redis-cli -p "$port" ping >/dev/null || { echo "run.sh: redis-server did not start" >&2; exit 1; }
+echo "   redis $(redis-server --version | grep -o 'v=[0-9.]*') on 127.0.0.1:$port"
+
+export BENCH_DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+export BENCH_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+export BENCH_JAVA_VERSION="$(java -version 2>&1 | head -1)"
+
+echo "== running the $mode benchmark"
+args=(--port "$port" --java-classpath "$classpath" --out "$out/results.json" --work-dir "$work")
+[[ "$mode" == smoke ]] && args+=(--smoke)
+[[ -n "$only" ]] && args+=(--only "$only")
+(cd "$root" && cargo bench --quiet --bench delayq_bench -- "${args[@]}") \
+  || { echo "run.sh: the benchmark failed" >&2; exit 1; }
+
+echo "== writing $out/RESULTS.md"
+python3 "$here/report.py" "$out/results.json" "$out/RESULTS.md" \
+  || { echo "run.sh: report failed" >&2; exit 1; }
+
+if [[ "$chart" == 1 ]]; then
+  echo "== drawing $out/latency.png"
+  venv="$here/.venv"
+  if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+    python3 -m venv "$venv" && "$venv/bin/pip" install -q matplotlib \
+      || { echo "run.sh: cannot install matplotlib into $venv" >&2; exit 1; }
+  fi
+  MPLBACKEND=Agg "$venv/bin/python" "$here/chart.py" "$out/results.json" "$out/latency.png" \
+    || { echo "run.sh: chart failed" >&2; exit 1; }
+fi
+
+echo
+cat "$out/RESULTS.md"
