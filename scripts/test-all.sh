@@ -28,5 +28,8 @@ compat-tests/run.sh
 step "transfer benchmark, smoke size (figures are not judged; every entry must move)"
 benches/transfer.sh --sizes 2000
 
+step "benchmark runner vs Java Redisson, smoke mode (figures are not judged; every part must run)"
+benches/run.sh --smoke --no-chart
+
 echo
 echo "== all tests passed in $((SECONDS - started)) s"
