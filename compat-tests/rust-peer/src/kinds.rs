@@ -12,10 +12,14 @@
 //! | order | `{"kind":"order","id":1,"sku":"x"}` (Java `com.example.Order`) |
 //!
 //! Codec names accepted by `open`: `string`, `long`, `bytes`, `json`, `typed_json`, `msgpack`
-//! (the last three with `kind` = string, long, map, list or order), `kryo5` (the same kinds plus
-//! bytes), and `raw`. `raw` is delayq's
-//! `ByteArrayCodec` carrying bytes that another (Java) codec produced: it exercises the queue
-//! protocol for codecs delayq does not implement yet, without claiming the codec itself works.
+//! (the last three with `kind` = string, long, map, list or order) and `kryo5` (the same kinds
+//! plus bytes, a Java `byte[]`). Every one is delayq's own codec: the suite has no fallback that
+//! carries another codec's bytes, so a codec missing here fails its cells.
+//!
+//! Kryo maps go through [`KryoMap`], which keeps its entries in the order it is given: the peer
+//! hands `Kryo5Codec` a map's entries sorted by key (as a Rust `BTreeMap` iterates) and the
+//! codec's `java_hash_order` option must write them in Java `HashMap` order, or the bytes on
+//! Redis differ from Java's.
 
 use crate::{open_with, OpenOpts, Ops, Peer};
 use delayq::codec::kryo::JavaBytes;
@@ -86,7 +90,7 @@ impl Kind for LongKind {
     }
 }
 
-/// `bytes` values through `ByteArrayCodec` (also used for `raw`).
+/// `bytes` values through `ByteArrayCodec`.
 pub(crate) struct BytesKind;
 
 impl Kind for BytesKind {
@@ -116,7 +120,6 @@ pub(crate) const CODECS: &[&str] = &[
     "typed_json",
     "msgpack",
     "kryo5",
-    "raw",
 ];
 
 /// The suite's POJO; Java: `com.example.Order { long id; String sku; }`.
@@ -242,6 +245,92 @@ where
     }
 }
 
+/// A Java `HashMap<String, String>` for `Kryo5Codec`: entries in the order given, serialized as
+/// a map in that order and read back in the order of the bytes (Java's iteration order).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct KryoMap(Vec<(String, String)>);
+
+impl Serialize for KryoMap {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for KryoMap {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = KryoMap;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of strings to strings")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<KryoMap, A::Error> {
+                let mut out = Vec::with_capacity(a.size_hint().unwrap_or(0).min(64));
+                while let Some(entry) = a.next_entry::<String, String>()? {
+                    out.push(entry);
+                }
+                Ok(KryoMap(out))
+            }
+        }
+        d.deserialize_map(Entries)
+    }
+}
+
+impl Neutral for KryoMap {
+    /// The entries sorted by key: Java's order must come from the codec, not from the JSON.
+    fn parse(v: &Value) -> Result<Self, String> {
+        expect_kind(v, "map")?;
+        let obj = v
+            .get("v")
+            .and_then(Value::as_object)
+            .ok_or_else(|| format!("bad map value {v}"))?;
+        let mut entries = Vec::with_capacity(obj.len());
+        for (k, val) in obj {
+            let s = val
+                .as_str()
+                .ok_or_else(|| format!("map value {val} is not a string"))?;
+            entries.push((k.clone(), s.to_owned()));
+        }
+        entries.sort();
+        Ok(KryoMap(entries))
+    }
+    /// In the order held: for a decoded map, the order Java wrote (its `HashMap` order).
+    fn show(&self) -> Value {
+        let mut obj = serde_json::Map::new();
+        for (k, v) in &self.0 {
+            obj.insert(k.clone(), json!(v));
+        }
+        json!({ "kind": "map", "v": obj })
+    }
+}
+
+/// `Kryo5Codec<T>` with `java_hash_order` on, over a [`Neutral`] value type.
+pub(crate) struct KryoKind<T>(PhantomData<fn() -> T>);
+
+impl<T> Kind for KryoKind<T>
+where
+    T: Neutral + Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    type C = Kryo5Codec<T>;
+    fn codec(&self) -> Kryo5Codec<T> {
+        Kryo5Codec::new().java_hash_order(true)
+    }
+    fn parse(&self, v: &Value) -> Result<T, String> {
+        T::parse(v)
+    }
+    fn show(&self, v: &T) -> Result<Value, String> {
+        Ok(v.show())
+    }
+}
+
 /// Opens a queue with a serde codec family (`$codec<T>`) for the kind named in `opts`.
 macro_rules! open_serde {
     ($client:expr, $opts:expr, $codec:ident) => {
@@ -279,15 +368,20 @@ pub(crate) async fn open(peer: &Peer, opts: &OpenOpts<'_>) -> Result<Arc<dyn Ops
     match opts.codec {
         "string" => open_with(c, StringKind, opts).await,
         "long" => open_with(c, LongKind, opts).await,
-        "bytes" | "raw" => open_with(c, BytesKind, opts).await,
+        "bytes" => open_with(c, BytesKind, opts).await,
         "json" => open_serde!(c, opts, JsonJacksonCodec),
         "typed_json" => open_serde!(c, opts, TypedJsonJacksonCodec),
         "msgpack" => open_serde!(c, opts, MsgPackJacksonCodec),
-        // Java `byte[]` is a root value only Kryo can carry typed among the serde codecs here.
-        "kryo5" if opts.kind == "bytes" => {
-            open_with(c, SerdeKind::<Kryo5Codec<JavaBytes>>(PhantomData), opts).await
-        }
-        "kryo5" => open_serde!(c, opts, Kryo5Codec),
+        "kryo5" => match opts.kind {
+            "string" => open_with(c, KryoKind::<String>(PhantomData), opts).await,
+            "long" => open_with(c, KryoKind::<i64>(PhantomData), opts).await,
+            // A Java `byte[]` root value: only Kryo among these codecs carries one typed.
+            "bytes" => open_with(c, KryoKind::<JavaBytes>(PhantomData), opts).await,
+            "map" => open_with(c, KryoKind::<KryoMap>(PhantomData), opts).await,
+            "list" => open_with(c, KryoKind::<Vec<String>>(PhantomData), opts).await,
+            "order" => open_with(c, KryoKind::<Order>(PhantomData), opts).await,
+            other => Err(format!("kind {other:?} is not supported with kryo5")),
+        },
         other => Err(format!(
             "codec {other:?} (kind {:?}) is not supported by this peer",
             opts.kind
@@ -326,5 +420,44 @@ pub(crate) mod hex {
             .chunks(2)
             .map(|p| Ok((nibble(p[0])? << 4) | nibble(p[1])?))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(entries: &[(&str, &str)]) -> KryoMap {
+        KryoMap(
+            entries
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    }
+
+    /// The suite's map keys `a`, `b`, `Z` iterate `a, b, Z` in a Java `HashMap` (buckets 1, 2,
+    /// 10 of 16) but sort `Z, a, b`: the peer's sorted entries reach Java's bytes only through
+    /// `java_hash_order`, and decoding keeps Java's order.
+    #[test]
+    fn kryo_map_gets_java_order_from_the_codec() {
+        let neutral = json!({"kind": "map", "v": {"a": "x1", "b": "y1", "Z": "z1"}});
+        let parsed = KryoMap::parse(&neutral).unwrap();
+        assert_eq!(parsed, map(&[("Z", "z1"), ("a", "x1"), ("b", "y1")]));
+
+        let java_order = map(&[("a", "x1"), ("b", "y1"), ("Z", "z1")]);
+        let plain = Kryo5Codec::<KryoMap>::new();
+        let java_bytes = plain.encode(&java_order).unwrap();
+        assert_ne!(plain.encode(&parsed).unwrap(), java_bytes);
+
+        let kind = KryoKind::<KryoMap>(PhantomData);
+        let codec = kind.codec();
+        assert_eq!(codec.encode(&parsed).unwrap(), java_bytes);
+        let back = codec.decode(&java_bytes).unwrap();
+        assert_eq!(back, java_order);
+        assert_eq!(
+            kind.show(&back).unwrap().to_string(),
+            r#"{"kind":"map","v":{"a":"x1","b":"y1","Z":"z1"}}"#
+        );
     }
 }

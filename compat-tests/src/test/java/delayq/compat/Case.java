@@ -122,9 +122,13 @@ final class Case {
             case "long": return i * 1_000_003L - 7;
             case "bytes": return new byte[] {(byte) i, 0, (byte) 0xff, (byte) (i >> 8), 0x7f};
             case "map": {
+                // Java iterates these keys a, b, Z (buckets 1, 2, 10), not in sorted order Z, a, b:
+                // delayq's side has to produce Java's order itself (JavaHashMap, or Kryo's
+                // java_hash_order; the peer hands Kryo the entries sorted).
                 HashMap<String, Object> m = new HashMap<>();
                 m.put("a", "x" + i);
                 m.put("b", "y" + i);
+                m.put("Z", "z" + i);
                 return m;
             }
             case "order": return new Order(i, "sku-" + i);

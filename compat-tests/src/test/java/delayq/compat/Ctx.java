@@ -21,15 +21,12 @@ final class Ctx {
     final Env env = Env.get();
     final Case c;
     final String name;
-    /** True when delayq has no such codec: the peer then carries Java-encoded bytes. */
-    final boolean raw;
     final Matrix.Lateness javaLate = new Matrix.Lateness();
     final Matrix.Lateness rustLate = new Matrix.Lateness();
 
     Ctx(Case c, int scenario) {
         this.c = c;
         this.name = "cq:" + env.version + ":s" + scenario + ":" + c.slug() + ":" + SEQ.incrementAndGet();
-        this.raw = !env.peerHas(c);
     }
 
     String timeoutKey() {
@@ -44,18 +41,21 @@ final class Ctx {
 
     /** The value as the peer receives it. */
     ObjectNode pv(Object v) {
-        if (raw) {
-            ObjectNode n = Peer.JSON.createObjectNode();
-            n.put("kind", "bytes").put("hex", c.hex(v));
-            return n;
-        }
         return Case.neutral(v);
+    }
+
+    /** Fails the cell unless delayq's peer has this case's codec (there is no raw fallback). */
+    void requirePeerCodec() {
+        if (!env.peerHas(c)) {
+            throw new AssertionError("the delayq peer does not offer codec " + c.codecId.peerName
+                    + " (its caps: " + env.peerCodecs() + ")");
+        }
     }
 
     /** Opens the queue in a peer. {@code sweepMs}: null = delayq's default, negative = off. */
     void open(Peer p, boolean transfer, Long sweepMs) {
         ObjectNode cmd = Peer.cmd("open", "h", name, "name", name,
-                "codec", raw ? "raw" : c.codecId.peerName, "kind", c.kind,
+                "codec", c.codecId.peerName, "kind", c.kind,
                 "legacy", env.legacy, "transfer", transfer);
         if (sweepMs != null) {
             if (sweepMs < 0) {
@@ -90,7 +90,7 @@ final class Ctx {
         return p.call(op, all);
     }
 
-    /** Checks a value the peer reported: its bytes and (typed) its Rust-side value. */
+    /** Checks a value the peer reported: its bytes and its Rust-side value. */
     void checkItem(JsonNode item, Object expected, String what) {
         if (item == null || item.isNull() || item.isMissingNode()) {
             throw new AssertionError(what + ": peer returned nothing, expected " + Case.show(expected));
@@ -101,7 +101,7 @@ final class Ctx {
                     + " for " + Case.show(expected));
         }
         // Compare as text: Jackson's IntNode and LongNode for one number are not equal().
-        if (!raw && !item.path("value").toString().equals(Case.neutral(expected).toString())) {
+        if (!item.path("value").toString().equals(Case.neutral(expected).toString())) {
             throw new AssertionError(what + ": peer value " + item.path("value") + " != " + Case.neutral(expected));
         }
     }

@@ -66,9 +66,14 @@ final class Env {
         return Redisson.create(config);
     }
 
-    /** Whether delayq implements this case's codec (otherwise the peer carries raw bytes). */
+    /** Whether the delayq peer offers this case's codec (its {@code caps}). */
     boolean peerHas(Case c) {
         return peerCodecs.contains(c.codecId.peerName);
+    }
+
+    /** The codecs the delayq peer offers. */
+    String peerCodecs() {
+        return String.join(", ", peerCodecs);
     }
 
     private void close() {

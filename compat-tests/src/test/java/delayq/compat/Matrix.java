@@ -38,14 +38,13 @@ final class Matrix {
 
     private static final List<String> LINES = Collections.synchronizedList(new ArrayList<>());
 
-    static void record(String version, Case c, int scenario, Status status, boolean raw,
-                       Lateness java, Lateness rust, String detail) {
+    static void record(String version, Case c, int scenario, Status status, Lateness java, Lateness rust, String detail) {
         String d = detail == null ? "" : detail.replaceAll("[\\t\\r\\n]+", " ");
         if (d.length() > 300) {
             d = d.substring(0, 300) + "...";
         }
         LINES.add(String.join("\t", version, c.codecId.javaName, c.kind, "S" + scenario,
-                status.name(), raw ? "raw" : "typed", java.summary(), rust.summary(), d));
+                status.name(), java.summary(), rust.summary(), d));
     }
 
     private static final List<String> NOTES = Collections.synchronizedList(new ArrayList<>());
