@@ -545,8 +545,9 @@ class CompatMatrixTest {
                 Thread.sleep(10);
             }
             eq(2, x.target().size(), "values moved to the target list");
-            // delayq takes one of them and fails it: retried in 500 ms through the delayed queue.
-            JsonNode r = x.peer(p, "reliable_take", "timeout_ms", 3000, "outcome", "nack", "delay_ms", 500);
+            // delayq takes one of them and fails it: retried in 2 s through the delayed queue (long
+            // enough for Java's checks below to run while it is still pending, even on a busy host).
+            JsonNode r = x.peer(p, "reliable_take", "timeout_ms", 3000, "outcome", "nack", "delay_ms", 2000);
             String tookHex = r.path("item").path("raw").asText();
             Object failed = tookHex.equals(c.hex(a)) ? a : b;
             Object other = failed == a ? b : a;
@@ -568,7 +569,7 @@ class CompatMatrixTest {
                 // The other value is still on the target list for Java; the retry follows when due.
                 Object first = bq.poll(3000, MILLISECONDS);
                 check(Case.same(other, first), "Java took " + Case.show(first) + ", expected the untouched value");
-                Object second = bq.poll(3000, MILLISECONDS);
+                Object second = bq.poll(6000, MILLISECONDS);
                 long at = now();
                 check(Case.same(failed, second), "Java took " + Case.show(second) + ", expected the retried value");
                 check(at >= retryDue, "retry taken " + (retryDue - at) + " ms before due");
