@@ -720,9 +720,21 @@ fn tally(offers: &HashMap<String, Offer>, state: &FinalState, arrivals: &Arrival
             t.foreign.push((*v).to_string());
         }
     }
-    t.lost.sort();
+    t.lost.sort_by_key(|v| (offers[v].replied_at, v.clone()));
     t.duplicated.sort();
     t
+}
+
+/// Writes every lost and duplicated value of a case to the work dir, for diagnosis.
+fn dump(env: &Env, tag: &str, t: &Tally) {
+    let mut text = String::new();
+    for v in &t.lost {
+        let _ = writeln!(text, "lost {v}");
+    }
+    for (v, n) in &t.duplicated {
+        let _ = writeln!(text, "duplicated {v} {n}");
+    }
+    let _ = std::fs::write(env.workdir.join(format!("problems-{tag}.txt")), text);
 }
 
 fn percentile(sorted: &[i64], p: f64) -> i64 {
@@ -734,19 +746,43 @@ fn percentile(sorted: &[i64], p: f64) -> i64 {
 }
 
 /// Worst lateness of values due while a fault was on or up to `after` ms after it ended.
+/// The due-time window attributed to fault `i`: from 0.5 s before it to `after` ms after it
+/// ended, but not past the next fault's start.
+fn window(faults: &[Fault], i: usize, after: i64) -> (i64, i64) {
+    let f = &faults[i];
+    let end = faults
+        .get(i + 1)
+        .map_or(f.end + after, |next| (f.end + after).min(next.start - 500));
+    (f.start - 500, end.max(f.end))
+}
+
 fn fault_lateness(t: &Tally, faults: &[Fault], after: i64) -> Vec<(Fault, i64, usize)> {
-    faults
-        .iter()
-        .map(|f| {
+    (0..faults.len())
+        .map(|i| {
+            let (from, to) = window(faults, i, after);
             let hit: Vec<i64> = t
                 .lateness
                 .iter()
-                .filter(|(due, _)| *due >= f.start - 500 && *due <= f.end + after)
+                .filter(|(due, _)| *due >= from && *due <= to)
                 .map(|(_, late)| *late)
                 .collect();
-            (f.clone(), hit.iter().copied().max().unwrap_or(0), hit.len())
+            (
+                faults[i].clone(),
+                hit.iter().copied().max().unwrap_or(0),
+                hit.len(),
+            )
         })
         .collect()
+}
+
+/// The longest gap between consecutive times, and when it started.
+fn longest_gap(mut times: Vec<i64>) -> (i64, i64) {
+    times.sort_unstable();
+    times
+        .windows(2)
+        .map(|w| (w[1] - w[0], w[0]))
+        .max()
+        .unwrap_or((0, 0))
 }
 
 fn baseline(t: &Tally, faults: &[Fault], after: i64) -> Vec<i64> {
@@ -754,9 +790,10 @@ fn baseline(t: &Tally, faults: &[Fault], after: i64) -> Vec<i64> {
         .lateness
         .iter()
         .filter(|(due, _)| {
-            !faults
-                .iter()
-                .any(|f| *due >= f.start - 500 && *due <= f.end + after)
+            !(0..faults.len()).any(|i| {
+                let (from, to) = window(faults, i, after);
+                *due >= from && *due <= to
+            })
         })
         .map(|(_, late)| *late)
         .collect();
@@ -789,7 +826,11 @@ fn tally_table(out: &mut String, t: &Tally, state: &FinalState, arrivals: &Arriv
     }
     let _ = writeln!(out);
     if !t.lost.is_empty() {
-        let _ = writeln!(out, "Lost (first 20): {:?}\n", &t.lost[..t.lost.len().min(20)]);
+        let _ = writeln!(
+            out,
+            "Lost (first 20, by offer reply time): {:?}\n",
+            &t.lost[..t.lost.len().min(20)]
+        );
     }
     if !t.duplicated.is_empty() {
         let _ = writeln!(
@@ -812,7 +853,7 @@ fn fault_table(out: &mut String, t: &Tally, faults: &[Fault], after: i64) {
     let _ = writeln!(
         out,
         "Worst lateness (first seen on the target list minus due time) of the values due \
-         from 0.5 s before each fault to {} s after it ended:\n",
+         from 0.5 s before each fault to {} s after it ended (or to the next fault):\n",
         after / 1000
     );
     let _ = writeln!(
@@ -973,8 +1014,12 @@ async fn part_soak(env: &Env, long: bool, report: &mut String) -> AnyResult<bool
         k += 1;
         let start = now_ms();
         let note = match kind {
-            "CLIENT KILL TYPE normal" => tokio::task::block_in_place(|| kill_type(&redis, "normal")),
-            "CLIENT KILL TYPE pubsub" => tokio::task::block_in_place(|| kill_type(&redis, "pubsub")),
+            "CLIENT KILL TYPE normal" => {
+                tokio::task::block_in_place(|| kill_type(&redis, "normal"))
+            }
+            "CLIENT KILL TYPE pubsub" => {
+                tokio::task::block_in_place(|| kill_type(&redis, "pubsub"))
+            }
             "CLIENT KILL blocked" => tokio::task::block_in_place(|| kill_blocked(&redis)),
             "CLIENT PAUSE 2 s" => {
                 tokio::task::block_in_place(|| redis.cli(&["CLIENT", "PAUSE", "2000", "ALL"]));
@@ -1051,6 +1096,7 @@ async fn part_soak(env: &Env, long: bool, report: &mut String) -> AnyResult<bool
         plan.fault_every.as_secs(),
         elapsed.as_secs_f64()
     );
+    dump(env, "soak", &t);
     tally_table(report, &t, &state, &arrivals);
     fault_table(report, &t, &faults, 5_000);
     let pass = offers_ok
@@ -1061,13 +1107,22 @@ async fn part_soak(env: &Env, long: bool, report: &mut String) -> AnyResult<bool
         && t.foreign.is_empty()
         && t.early.is_empty()
         && state.pending == 0
+        && state.order_left == 0
         && state.quarantined == 0;
     let _ = writeln!(
         report,
         "Result: **{}**{}{}\n",
         if pass { "PASS" } else { "FAIL" },
-        if offers_ok { "" } else { " (an offer process failed)" },
-        if drained { "" } else { " (not drained within 120 s)" }
+        if offers_ok {
+            ""
+        } else {
+            " (an offer process failed)"
+        },
+        if drained {
+            ""
+        } else {
+            " (not drained within 120 s)"
+        }
     );
     drop(redis);
     Ok(pass)
@@ -1076,24 +1131,34 @@ async fn part_soak(env: &Env, long: bool, report: &mut String) -> AnyResult<bool
 // ---------------------------------------------------------------------------------------------
 // Part 2: Sentinel failover and Cluster slot migration under load.
 
-async fn part_failover(env: &Env, long: bool, report: &mut String) -> AnyResult<bool> {
-    let (values, offer_time) = if long {
-        (30_000, Duration::from_secs(60))
-    } else {
-        (4_000, Duration::from_secs(20))
-    };
+/// Sentinel under load: `rounds` forced failovers. With `min_replicas`, both data nodes get
+/// `min-replicas-to-write 1` and `min-replicas-max-lag 1`, Redis's own bound on the writes a
+/// master that lost its replica keeps accepting.
+async fn sentinel_case(
+    env: &Env,
+    values: u64,
+    offer_time: Duration,
+    rounds: u32,
+    min_replicas: bool,
+    report: &mut String,
+) -> AnyResult<bool> {
     let max_delay_ms = 2_000;
-    let mut pass = true;
-    let _ = writeln!(report, "## 2. Failover\n");
-
-    // --- Sentinel.
-    eprintln!("== part 2a: Sentinel failover");
+    let tag = if min_replicas { "2a'" } else { "2a" };
+    eprintln!("== part {tag}: Sentinel failover (min-replicas-to-write: {min_replicas})");
     let mut sentinel = tokio::task::block_in_place(TestSentinel::start);
+    if min_replicas {
+        tokio::task::block_in_place(|| {
+            for port in [sentinel.master_port(), sentinel.replica_port()] {
+                sentinel.cli(port, &["CONFIG", "SET", "min-replicas-to-write", "1"]);
+                sentinel.cli(port, &["CONFIG", "SET", "min-replicas-max-lag", "1"]);
+            }
+        });
+    }
     let url = sentinel.url();
     let queue = "failover";
     let mut schedulers = vec![
-        env.scheduler(&url, queue, "sentinel-sched0")?,
-        env.scheduler(&url, queue, "sentinel-sched1")?,
+        env.scheduler(&url, queue, &format!("sentinel{tag}-sched0"))?,
+        env.scheduler(&url, queue, &format!("sentinel{tag}-sched1"))?,
     ];
     let checker = Checker::start(&url, queue).await?;
     let started = Instant::now();
@@ -1103,7 +1168,7 @@ async fn part_failover(env: &Env, long: bool, report: &mut String) -> AnyResult<
         let (p, f) = env.offerer(
             &url,
             queue,
-            &format!("f{i}"),
+            &format!("f{}{i}", if min_replicas { "m" } else { "" }),
             values / 2,
             offer_time,
             max_delay_ms,
@@ -1111,15 +1176,20 @@ async fn part_failover(env: &Env, long: bool, report: &mut String) -> AnyResult<
         offerers.push(p);
         files.push(f);
     }
+    // The first failover a quarter into the offers, so offers go on well after it settled.
     let mut faults = Vec::new();
-    let rounds = if long { 2 } else { 1 };
     for r in 0..rounds {
-        tokio::time::sleep_until((started + offer_time.mul_f64((r + 1) as f64 / (rounds + 1) as f64)).into()).await;
+        let at = offer_time.mul_f64(0.2 + 0.4 * f64::from(r));
+        tokio::time::sleep_until((started + at).into()).await;
         let from = sentinel.master_port();
         let start = now_ms();
         tokio::task::block_in_place(|| sentinel.failover());
         let end = now_ms();
-        eprintln!("failover {from} -> {} took {} ms", sentinel.master_port(), end - start);
+        eprintln!(
+            "failover {from} -> {} took {} ms",
+            sentinel.master_port(),
+            end - start
+        );
         faults.push(Fault {
             kind: "Sentinel failover",
             start,
@@ -1127,6 +1197,7 @@ async fn part_failover(env: &Env, long: bool, report: &mut String) -> AnyResult<
             note: format!("master {from} -> {}", sentinel.master_port()),
         });
     }
+    let mut pass = true;
     for p in &mut offerers {
         pass &= p.wait_ok();
     }
@@ -1141,19 +1212,27 @@ async fn part_failover(env: &Env, long: bool, report: &mut String) -> AnyResult<
     let t = tally(&offers, &state, &arrivals);
     let _ = writeln!(
         report,
-        "### 2a. Sentinel: one master, one replica, three sentinels\n\n{} values (delays 0-{} s) \
+        "### {tag}. Sentinel: one master, one replica, three sentinels{}\n\n{} values (delays 0-{} s) \
          offered by 2 processes over {} s through `redis-sentinel://`, two `delayq transfer` \
-         processes; `SENTINEL FAILOVER` forced {} time(s) under load.\n",
+         processes and the checker on the same URL; `SENTINEL FAILOVER` forced {} time(s) under \
+         load (the harness waits until the old master is a replica again).\n",
+        if min_replicas {
+            ", `min-replicas-to-write 1`, `min-replicas-max-lag 1`"
+        } else {
+            " (default settings)"
+        },
         t.offered,
         max_delay_ms / 1000,
         offer_time.as_secs(),
         rounds
     );
+    dump(env, &format!("sentinel{tag}"), &t);
     tally_table(report, &t, &state, &arrivals);
     fault_table(report, &t, &faults, 3_000);
-    // Losses are explained by asynchronous replication when the lost offers were acknowledged
-    // during a failover (by the old master, whose later writes Sentinel discards when it turns
-    // it into a replica).
+    // Writes survive only if they reached the master that ends up master. Lost offers are
+    // explained by Redis's asynchronous replication when they were acknowledged during a
+    // failover: by the old master, which keeps accepting writes until Sentinel reconfigures it
+    // into a replica, and which then drops them in its full resync.
     let unexplained: Vec<&String> = t
         .lost
         .iter()
@@ -1162,23 +1241,63 @@ async fn part_failover(env: &Env, long: bool, report: &mut String) -> AnyResult<
             !faults.iter().any(|f| at >= f.start - 1_000 && at <= f.end)
         })
         .collect();
+    let lost: HashSet<&String> = t.lost.iter().collect();
+    let survived_offers: Vec<i64> = offers
+        .iter()
+        .filter(|(v, o)| o.status == Status::Ok && !lost.contains(v))
+        .map(|(_, o)| o.replied_at)
+        .collect();
+    let (offer_gap, offer_gap_at) = longest_gap(survived_offers);
+    let kept: HashSet<&String> = state.record.iter().collect();
+    let deliveries: Vec<i64> = arrivals
+        .first_seen
+        .iter()
+        .filter(|(v, _)| kept.contains(v))
+        .map(|(_, at)| *at)
+        .collect();
+    let (delivery_gap, delivery_gap_at) = longest_gap(deliveries);
+    let t0 = faults.first().map_or(0, |f| f.start);
     let _ = writeln!(
         report,
-        "Lost offers acknowledged during a failover (from `SENTINEL FAILOVER` until the old \
-         master was demoted): {}; lost outside those windows: {}.\n",
+        "Pause: the longest time without a successful offer that survived was {offer_gap} ms \
+         (from {:+.1} s relative to the first `SENTINEL FAILOVER`); the longest time without a \
+         delivery that survived was {delivery_gap} ms (from {:+.1} s).\n\n\
+         Lost offers acknowledged during a failover (from `SENTINEL FAILOVER` until the old \
+         master was demoted), explained by asynchronous replication: {}; lost outside those \
+         windows: {}.\n",
+        (offer_gap_at - t0) as f64 / 1000.0,
+        (delivery_gap_at - t0) as f64 / 1000.0,
         t.lost.len() - unexplained.len(),
         unexplained.len()
     );
-    let ok_a = drained
+    let ok = pass
+        && drained
         && unexplained.is_empty()
         && t.duplicated.is_empty()
         && t.foreign.is_empty()
         && t.early.is_empty()
+        && state.pending == 0
+        && state.order_left == 0
         && state.quarantined == 0;
-    pass &= ok_a;
-    let _ = writeln!(report, "Result: **{}**\n", if ok_a { "PASS" } else { "FAIL" });
+    let _ = writeln!(report, "Result: **{}**\n", if ok { "PASS" } else { "FAIL" });
     drop(schedulers);
     drop(sentinel);
+    Ok(ok)
+}
+
+async fn part_failover(env: &Env, long: bool, report: &mut String) -> AnyResult<bool> {
+    let (values, offer_time) = if long {
+        (30_000, Duration::from_secs(60))
+    } else {
+        (4_000, Duration::from_secs(24))
+    };
+    let max_delay_ms = 2_000;
+    let rounds = if long { 2 } else { 1 };
+    let _ = writeln!(report, "## 2. Failover\n");
+    let mut pass = sentinel_case(env, values, offer_time, rounds, false, report).await?;
+    if long {
+        pass &= sentinel_case(env, values, offer_time, rounds, true, report).await?;
+    }
 
     // --- Cluster.
     eprintln!("== part 2b: Cluster slot migration");
@@ -1208,7 +1327,10 @@ async fn part_failover(env: &Env, long: bool, report: &mut String) -> AnyResult<
     }
     let mut faults = Vec::new();
     for r in 0..rounds {
-        tokio::time::sleep_until((started + offer_time.mul_f64((r + 1) as f64 / (rounds + 1) as f64)).into()).await;
+        tokio::time::sleep_until(
+            (started + offer_time.mul_f64((r + 1) as f64 / (rounds + 1) as f64)).into(),
+        )
+        .await;
         let from = tokio::task::block_in_place(|| cluster.slot_owner(slot));
         let to = (from + 1) % 3;
         let start = now_ms();
@@ -1245,6 +1367,7 @@ async fn part_failover(env: &Env, long: bool, report: &mut String) -> AnyResult<
         offer_time.as_secs(),
         rounds
     );
+    dump(env, "cluster", &t);
     tally_table(report, &t, &state, &arrivals);
     fault_table(report, &t, &faults, 3_000);
     let ok_b = drained
@@ -1253,9 +1376,14 @@ async fn part_failover(env: &Env, long: bool, report: &mut String) -> AnyResult<
         && t.foreign.is_empty()
         && t.early.is_empty()
         && state.pending == 0
+        && state.order_left == 0
         && state.quarantined == 0;
     pass &= ok_b;
-    let _ = writeln!(report, "Result: **{}**\n", if ok_b { "PASS" } else { "FAIL" });
+    let _ = writeln!(
+        report,
+        "Result: **{}**\n",
+        if ok_b { "PASS" } else { "FAIL" }
+    );
     drop(schedulers);
     drop(cluster);
     Ok(pass)
@@ -1300,7 +1428,11 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
         let (proc, inc) = &mut workers[w];
         proc.kill9();
         incarnations[*inc].killed = true;
-        eprintln!("[{:>5.1}s] SIGKILL {}", started.elapsed().as_secs_f64(), proc.name);
+        eprintln!(
+            "[{:>5.1}s] SIGKILL {}",
+            started.elapsed().as_secs_f64(),
+            proc.name
+        );
         let (p, log) = env.worker(&url, queue, &format!("w{w}-{kills}"), job_ms)?;
         incarnations.push(Incarnation { log, killed: false });
         workers[w] = (p, incarnations.len() - 1);
@@ -1413,11 +1545,20 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
         ("values offered", offers.len() as u64),
         ("offer returned success", ok as u64),
         ("distinct values acknowledged", acked.len() as u64),
-        ("**success offers never acknowledged**", never_acked.len() as u64),
+        (
+            "**success offers never acknowledged**",
+            never_acked.len() as u64,
+        ),
         ("unknown offers never acknowledged", unknown_unacked),
-        ("values in flight in a killed process", in_flight_at_kill.len() as u64),
+        (
+            "values in flight in a killed process",
+            in_flight_at_kill.len() as u64,
+        ),
         ("values delivered more than once", duplicates.len() as u64),
-        ("**of which not in flight at a kill**", unexplained.len() as u64),
+        (
+            "**of which not in flight at a kill**",
+            unexplained.len() as u64,
+        ),
         ("values acknowledged twice", acked_twice as u64),
         ("acks that found the lease gone", lease_lost),
         ("ack errors", ack_errors),
@@ -1438,13 +1579,25 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
         report,
         "\nResult: **{}**{}\n",
         if pass { "PASS" } else { "FAIL" },
-        if settled { "" } else { " (not settled within 120 s)" }
+        if settled {
+            ""
+        } else {
+            " (not settled within 120 s)"
+        }
     );
     if !never_acked.is_empty() {
-        let _ = writeln!(report, "Never acknowledged (first 20): {:?}\n", &never_acked[..never_acked.len().min(20)]);
+        let _ = writeln!(
+            report,
+            "Never acknowledged (first 20): {:?}\n",
+            &never_acked[..never_acked.len().min(20)]
+        );
     }
     if !unexplained.is_empty() {
-        let _ = writeln!(report, "Unexplained duplicates (first 20): {:?}\n", &unexplained[..unexplained.len().min(20)]);
+        let _ = writeln!(
+            report,
+            "Unexplained duplicates (first 20): {:?}\n",
+            &unexplained[..unexplained.len().min(20)]
+        );
     }
     drop(redis);
     Ok(pass)
