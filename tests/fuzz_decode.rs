@@ -107,7 +107,8 @@ fn unpack_all(raw: &[u8]) {
 
 /// Valid encodings of assorted values in every codec, to mutate.
 fn valid_encodings(s: &str, n: i64) -> Vec<Vec<u8>> {
-    let map = serde_json::json!({"id": n, "sku": s, "tags": [s, n], "nested": {"a": [1, 2.5, null]}});
+    let map =
+        serde_json::json!({"id": n, "sku": s, "tags": [s, n], "nested": {"a": [1, 2.5, null]}});
     let kryo = Kryo5Codec::<JavaValue>::new();
     vec![
         StringCodec.encode(&s.to_string()).unwrap(),
