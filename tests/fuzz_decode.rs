@@ -253,7 +253,7 @@ fn length_and_depth_bombs_are_errors() {
         // JSON: 100,000 nested arrays / objects, a huge number, an unterminated string.
         format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(),
         "{\"a\":".repeat(50_000).into_bytes(),
-        format!("{}", "9".repeat(100_000)).into_bytes(),
+        "9".repeat(100_000).into_bytes(),
         format!("\"{}", "x".repeat(100_000)).into_bytes(),
         // LongCodec: a number past i64.
         b"99999999999999999999999".to_vec(),
