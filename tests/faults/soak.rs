@@ -1002,6 +1002,13 @@ async fn part_soak(env: &Env, long: bool, report: &mut String) -> AnyResult<bool
         offerers.push(p);
         files.push(f);
     }
+    // A side queue with a reliable consumer that waits on a blocking connection most of the
+    // time, so that every "CLIENT KILL blocked" finds one; at least once, so checked apart.
+    let side = "soak-side";
+    let (mut side_worker, side_log) = env.worker(&url, side, "side", 20)?;
+    let (side_offerer, side_file) =
+        env.offerer(&url, side, "side", plan.values / 50, plan.offer_time, 1_000)?;
+    offerers.push(side_offerer);
 
     // Faults, in rotation, while the offers go on.
     let kinds = [
@@ -1079,6 +1086,9 @@ async fn part_soak(env: &Env, long: bool, report: &mut String) -> AnyResult<bool
         offers_ok &= p.wait_ok();
     }
     let drained = wait_drained(&url, queue, Duration::from_secs(120)).await?;
+    let side_settled = wait_settled(&url, side, Duration::from_secs(60)).await?;
+    side_worker.kill9();
+    let side_report = side_check(&read_offers(&[side_file])?, &side_log);
     let record_key = checker.record_key.clone();
     let arrivals = checker.finish().await;
     for s in &mut schedulers {
@@ -1113,7 +1123,21 @@ async fn part_soak(env: &Env, long: bool, report: &mut String) -> AnyResult<bool
     dump(env, "soak", &t);
     tally_table(report, &t, &state, &arrivals);
     fault_table(report, &t, &faults, 5_000);
-    let pass = offers_ok
+    let _ = writeln!(
+        report,
+        "Side queue `{side}` (at least once, through delayq's reliable consumer, one process \
+         blocked in `BLMOVE` between values): {} values offered, {} with success, {} of those \
+         acknowledged, **{} never acknowledged**, {} delivered more than once (redeliveries \
+         after killed connections and restarts are allowed here).\n",
+        side_report.offered,
+        side_report.ok,
+        side_report.ok_acked,
+        side_report.never_acked,
+        side_report.redelivered
+    );
+    let pass = side_settled
+        && side_report.never_acked == 0
+        && offers_ok
         && drained
         && env.java_cp.is_some()
         && t.lost.is_empty()
@@ -1140,6 +1164,72 @@ async fn part_soak(env: &Env, long: bool, report: &mut String) -> AnyResult<bool
     );
     drop(redis);
     Ok(pass)
+}
+
+/// What a reliable consumer's log says about a set of offers.
+struct SideReport {
+    offered: usize,
+    ok: usize,
+    ok_acked: usize,
+    never_acked: usize,
+    redelivered: usize,
+}
+
+fn side_check(offers: &HashMap<String, Offer>, log: &Path) -> SideReport {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut taken: HashMap<&str, usize> = HashMap::new();
+    let mut acked: HashSet<&str> = HashSet::new();
+    for line in text.lines() {
+        let mut parts = line.split(' ');
+        match (parts.next(), parts.next()) {
+            (Some("T"), Some(v)) => *taken.entry(v).or_default() += 1,
+            (Some("A"), Some(v)) => {
+                acked.insert(v);
+            }
+            _ => {}
+        }
+    }
+    let ok: Vec<&String> = offers
+        .iter()
+        .filter(|(_, o)| o.status == Status::Ok)
+        .map(|(v, _)| v)
+        .collect();
+    let ok_acked = ok.iter().filter(|v| acked.contains(v.as_str())).count();
+    SideReport {
+        offered: offers.len(),
+        ok: ok.len(),
+        ok_acked,
+        never_acked: ok.len() - ok_acked,
+        redelivered: taken.values().filter(|n| **n > 1).count(),
+    }
+}
+
+/// Waits until a reliably consumed queue has nothing pending, ready or in flight.
+async fn wait_settled(url: &str, queue: &str, timeout: Duration) -> AnyResult<bool> {
+    let client = delayq::connect(url).await?;
+    let q = DelayedQueue::builder(client.clone(), queue, StringCodec)
+        .transfer(false)
+        .build()
+        .await?;
+    let deadline = Instant::now() + timeout;
+    let mut quiet = 0;
+    while Instant::now() < deadline {
+        let stats = q.reliable_stats().await?;
+        let pending: u64 = client
+            .zcard(format!("redisson_delay_queue_timeout:{{{queue}}}"))
+            .await?;
+        let ready: u64 = client.llen(queue).await?;
+        if stats.in_flight == 0 && pending == 0 && ready == 0 {
+            quiet += 1;
+            if quiet >= 5 {
+                return Ok(true);
+            }
+        } else {
+            quiet = 0;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(false)
 }
 
 // ---------------------------------------------------------------------------------------------
