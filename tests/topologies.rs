@@ -93,3 +93,73 @@ async fn sentinel_offer_transfer_take() {
     assert!(stats.contains("cmdstat_evalsha"), "{stats}");
     queue.destroy().await.unwrap();
 }
+
+/// Which port the server behind `client` listens on (`INFO server`'s `tcp_port`).
+async fn server_port(client: &fred::clients::Client) -> Option<u16> {
+    use fred::interfaces::ClientLike;
+    let info: String = client
+        .info(Some(fred::types::InfoKind::Server))
+        .await
+        .ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("tcp_port:"))
+        .and_then(|port| port.trim().parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinel_failover_moves_clients_when_announced() {
+    let mut sentinel = TestSentinel::start();
+    let old_master = sentinel.master_port();
+    let new_master = sentinel.replica_port();
+    let sentinel_port = sentinel.sentinel_ports()[0];
+    let client = delayq::connect(&sentinel.url()).await.unwrap();
+    assert_eq!(server_port(&client).await, Some(old_master));
+
+    // The failover runs (and waits until it has fully settled, ~10 s) on its own thread.
+    let failover = std::thread::spawn(move || {
+        sentinel.failover();
+        sentinel
+    });
+    let started = std::time::Instant::now();
+    let mut announced_at = None;
+    let mut followed_at = None;
+    while followed_at.is_none() && started.elapsed() < Duration::from_secs(60) {
+        if announced_at.is_none() {
+            let named = common::redis_cli(
+                &["-p".into(), sentinel_port.to_string()],
+                &["SENTINEL", "get-master-addr-by-name", "mymaster"],
+            );
+            if named.contains(&new_master.to_string()) {
+                announced_at = Some(started.elapsed());
+            }
+        }
+        if server_port(&client).await == Some(new_master) {
+            followed_at = Some(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let sentinel = failover.join().unwrap();
+    let (announced_at, followed_at) = (announced_at.unwrap(), followed_at.unwrap());
+    // Sentinel demotes the old master (and so cuts its clients off) only ~8 s after the
+    // switch; the client must follow the announcement, not wait for that.
+    assert!(
+        followed_at < announced_at + Duration::from_secs(3),
+        "sentinels named {new_master} after {announced_at:?}, the client moved after {followed_at:?}"
+    );
+
+    // Offers now land on the new master.
+    let name = unique_name("sentinel-switch");
+    let queue = DelayedQueue::new(client.clone(), name.as_str(), StringCodec)
+        .await
+        .unwrap();
+    queue
+        .offer(&"after-switch".to_string(), Duration::from_secs(60))
+        .await
+        .unwrap();
+    let zcard = sentinel.cli(
+        sentinel.master_port(),
+        &["ZCARD", &format!("redisson_delay_queue_timeout:{{{name}}}")],
+    );
+    assert_eq!(zcard.trim(), "1");
+    queue.destroy().await.unwrap();
+}
