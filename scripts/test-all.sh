@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, lints, docs, unit and integration tests on real redis-server
-# processes (standalone, Cluster, Sentinel), and the compat suite against the real Java Redisson.
+# processes (standalone, Cluster, Sentinel), the compat suite against the real Java Redisson, the
+# short fault-injection suite and the benchmark smoke runs.
 # Installs Redis from Debian when it is missing; Redisson comes from Maven Central.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,9 @@ cargo test --workspace --all-features
 
 step "compat-tests against the real Java Redisson"
 compat-tests/run.sh
+
+step "fault-injection suite, short run (faults under load: nothing lost, nothing moved twice)"
+tests/faults/run.sh
 
 step "transfer benchmark, smoke size (figures are not judged; every entry must move)"
 benches/transfer.sh --sizes 2000
