@@ -1,7 +1,9 @@
 //! Transfer throughput and longest script call, due-ordered and random-delay, at several
-//! pending counts: delayq's transfer (position index, default and adaptive batches) against the
-//! same script with the index off, which is Redisson's algorithm (one `LREM` scan per entry,
-//! 100 per call). Prints one line per case; `--json FILE` also writes them as JSON.
+//! pending counts: delayq's transfer (head window and position index, default and adaptive
+//! batches) against the same script with the index off (after the head window, one `LREM` scan
+//! per entry, 100 per call: Redisson's algorithm for entries that are not at the head). The real
+//! Redisson scheduler is measured side by side by `benches/run.sh`. Prints one line per case;
+//! `--json FILE` also writes them as JSON.
 //!
 //! Run: `benches/transfer.sh [--sizes 10000,100000] [--json FILE]` (starts a throwaway Redis),
 //! or `REDIS_URL=... cargo bench --bench transfer -- [...]`.
@@ -125,7 +127,7 @@ async fn main() {
                 Case {
                     pending,
                     delays,
-                    algorithm: "redisson (LREM per entry)",
+                    algorithm: "index off (LREM per entry)",
                     config: SchedulerConfig::default().with_index_threshold(0),
                 },
                 Case {

@@ -4,8 +4,10 @@
 -- head's score returned), with two differences:
 --   * a malformed entry is quarantined instead of aborting the script part-way (which in
 --     Redisson leaves a half-done batch that is pushed again next time);
---   * on long order lists, entries are found through a position index instead of one LREM scan
---     each, and the whole batch leaves the order list in one LREM pass over a marker.
+--   * due entries are first looked up in a window at the head of the order list (a batch that is
+--     exactly the head leaves with one LTRIM); on long order lists, the others are found through
+--     a position index instead of one LREM scan each, and the whole batch leaves the order list
+--     in one LREM pass over a marker.
 --
 -- KEYS[1]: target list    NAME
 -- KEYS[2]: timeout zset   redisson_delay_queue_timeout:{NAME}
@@ -20,7 +22,8 @@
 -- ARGV[6]: a marker string that is no entry (random per call)
 -- ARGV[7]: while the index is in use, most list elements to scan for entries it cannot place
 --          (their count per call is this over the list's length, at least one)
--- Returns: { moved, quarantined, head score as a string or false, entries found by the index }
+-- Returns: { moved, quarantined, head score as a string or false, entries found by the index,
+--            entries found in the window at the head of the order list }
 --
 -- The index covers a prefix of the order list: member i (by score) is the entry at position i.
 -- delayq's scripts keep it so; a Java peer's poll/remove/transfer does not, so every position is
@@ -88,23 +91,67 @@ if refused then
     return refused
 end
 local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, tonumber(ARGV[2]))
-local moved, quarantined, indexed = 0, 0, 0
+local moved, quarantined, indexed, at_head_count = 0, 0, 0, 0
 if #due > 0 then
-    local use_index, length = sync_index()
+    -- Head fast path: entries that are due are usually near the head of the order list (offered
+    -- in due order, or mostly so). Look them up in a window at the head first; only when some
+    -- are elsewhere is the position index brought up to date (and paid for).
+    local window = redis.call('lrange', KEYS[3], 0, #due + math.min(#due, 100) - 1)
+    local at_head = {} -- entry -> positions in the window, first occurrence last
+    for i = #window, 1, -1 do
+        local list = at_head[window[i]]
+        if list then
+            list[#list + 1] = i - 1
+        else
+            at_head[window[i]] = { i - 1 }
+        end
+    end
+    local all_at_head = true
+    do
+        local wanted = {}
+        for _, entry in ipairs(due) do
+            wanted[entry] = (wanted[entry] or 0) + 1
+            local list = at_head[entry]
+            if not list or #list < wanted[entry] then
+                all_at_head = false
+                break
+            end
+        end
+    end
+    local index_kept = redis.call('exists', KEYS[5]) == 1
+    local use_index, length = false, #window
+    if not all_at_head then
+        use_index, length = sync_index()
+        index_kept = use_index
+    end
+
     -- Entries the index cannot place cost a scan of the list each: allow as many as keep the
     -- scanned elements within the budget (at least one, so every call makes progress), and end
     -- the batch early, still in due order, when they run out.
     local scans_left = math.max(1, math.floor(scan_budget / math.max(length, 1)))
     local values, members, taken, marked = {}, {}, {}, 0
+    local head_positions, last_head_position = {}, -1
     for _, entry in ipairs(due) do
         local placed = false
-        local member = nil
-        if use_index then
-            member = member_of(entry)
-            local pos = redis.call('zrank', KEYS[5], member)
+        local list = at_head[entry]
+        if list and #list > 0 then
+            local pos = table.remove(list)
+            if all_at_head then
+                -- Nothing else moves in this call: positions stay valid until the end.
+                head_positions[#head_positions + 1] = pos
+                last_head_position = math.max(last_head_position, pos)
+            else
+                redis.call('lset', KEYS[3], pos, marker)
+                marked = marked + 1
+            end
+            placed = true
+            at_head_count = at_head_count + 1
+        elseif use_index then
+            local pos = redis.call('zrank', KEYS[5], member_of(entry))
             if pos and redis.call('lindex', KEYS[3], pos) == entry then
                 redis.call('lset', KEYS[3], pos, marker)
                 marked = marked + 1
+                indexed = indexed + 1
                 placed = true
             end
         end
@@ -113,11 +160,12 @@ if #due > 0 then
                 break
             end
             scans_left = scans_left - 1
-            -- With a sound index, an entry it does not know is in the unindexed tail.
+            -- Not in the head window. With a sound index, an entry it does not know is in the
+            -- unindexed tail; without one, the first occurrence is past the window.
             redis.call('lrem', KEYS[3], use_index and -1 or 1, entry)
         end
-        if member then
-            members[#members + 1] = member
+        if index_kept then
+            members[#members + 1] = member_of(entry)
         end
         taken[#taken + 1] = entry
         local value = delayq_value(entry, prefer_legacy)
@@ -129,10 +177,20 @@ if #due > 0 then
             quarantined = quarantined + 1
         end
     end
+    if #head_positions > 0 then
+        if last_head_position == #head_positions - 1 then
+            -- The batch is exactly the head of the list.
+            redis.call('ltrim', KEYS[3], #head_positions, -1)
+        else
+            for _, pos in ipairs(head_positions) do
+                redis.call('lset', KEYS[3], pos, marker)
+            end
+            marked = marked + #head_positions
+        end
+    end
     if marked > 0 then
         -- One pass removes the whole batch; it stops after the last marker.
         redis.call('lrem', KEYS[3], marked, marker)
-        indexed = marked
     end
     each_chunk(members, CHUNK, function(...)
         redis.call('zrem', KEYS[5], ...)
@@ -146,4 +204,4 @@ if #due > 0 then
 end
 
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
-return { moved, quarantined, head[2] or false, indexed }
+return { moved, quarantined, head[2] or false, indexed, at_head_count }

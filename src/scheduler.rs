@@ -33,8 +33,10 @@ pub struct SchedulerConfig {
     /// [`max_batch_size`](Self::max_batch_size), the starting and smallest batch.
     pub batch_size: usize,
     /// Largest batch when batches grow adaptively. Default: equal to `batch_size` (no growth).
-    /// Above it, a batch doubles while calls take under half of
-    /// [`target_call_time`](Self::target_call_time) and halves when one takes longer.
+    /// Above it, a batch is scaled after each call by
+    /// [`target_call_time`](Self::target_call_time) over the call's time (by at most 2x either
+    /// way; a call that found fewer entries due than its batch never grows it), so calls settle
+    /// near the target.
     pub max_batch_size: usize,
     /// How long one transfer call should hold Redis at most, for adaptive batches.
     pub target_call_time: Duration,
@@ -157,8 +159,11 @@ pub struct TransferOutcome {
     pub quarantined: u64,
     /// Due time (epoch ms) of the earliest entry still pending.
     pub next_due_ms: Option<i64>,
-    /// Entries found through the position index (the rest were found by `LREM` scans).
+    /// Entries found through the position index.
     pub found_by_index: u64,
+    /// Entries found in the window at the head of the order list (the rest of the batch was
+    /// found through the index or by `LREM` scans).
+    pub found_at_head: u64,
 }
 
 /// Runs the transfer script once with `now_ms` as the current time (or the server's time, with
@@ -208,14 +213,15 @@ fn parse_transfer_reply(reply: Value) -> Result<TransferOutcome> {
     let Value::Array(items) = reply else {
         return Err(bad(format!("{reply:?}")));
     };
-    let [moved, quarantined, head, found_by_index] =
-        <[Value; 4]>::try_from(items).map_err(|items| bad(format!("{} items", items.len())))?;
+    let [moved, quarantined, head, found_by_index, found_at_head] =
+        <[Value; 5]>::try_from(items).map_err(|items| bad(format!("{} items", items.len())))?;
     let count = |v: Value| v.as_u64().ok_or_else(|| bad(format!("count {v:?}")));
     Ok(TransferOutcome {
         moved: count(moved)?,
         quarantined: count(quarantined)?,
         next_due_ms: parse_score(&head).map_err(bad)?,
         found_by_index: count(found_by_index)?,
+        found_at_head: count(found_at_head)?,
     })
 }
 
@@ -529,6 +535,7 @@ impl TransferTask {
                     queue = self.keys.target(),
                     moved = outcome.moved,
                     by_index = outcome.found_by_index,
+                    at_head = outcome.found_at_head,
                     batch = self.batch,
                     "transferred"
                 );
@@ -555,19 +562,19 @@ fn next_batch(batch: usize, taken: u64, took: Duration, config: &SchedulerConfig
 
 impl SchedulerConfig {
     /// The batch size a scheduler uses after a call of `batch` that moved `taken` entries in
-    /// `took`: with adaptive batches, doubled after a full call under half the target time,
-    /// halved after a call over it, always within `batch_size..=max_batch_size`.
+    /// `took`: with adaptive batches, `batch` scaled by the target time over `took` (between
+    /// half and double), not grown after a call that found fewer than `batch` entries due,
+    /// always within `batch_size..=max_batch_size`.
     pub fn next_batch(&self, batch: usize, taken: u64, took: Duration) -> usize {
         if self.max_batch_size <= self.batch_size {
             return self.batch_size;
         }
-        if took > self.target_call_time {
-            (batch / 2).max(self.batch_size)
-        } else if taken as usize >= batch && took < self.target_call_time / 2 {
-            (batch * 2).min(self.max_batch_size)
-        } else {
-            batch
+        let ratio =
+            (self.target_call_time.as_secs_f64() / took.as_secs_f64().max(1e-6)).clamp(0.5, 2.0);
+        if ratio > 1.0 && (taken as usize) < batch {
+            return batch;
         }
+        ((batch as f64 * ratio) as usize).clamp(self.batch_size, self.max_batch_size)
     }
 }
 
@@ -582,6 +589,7 @@ mod tests {
             Value::Integer(1),
             Value::String("1767225600123".into()),
             Value::Integer(2),
+            Value::Integer(1),
         ]);
         assert_eq!(
             parse_transfer_reply(reply).unwrap(),
@@ -590,12 +598,14 @@ mod tests {
                 quarantined: 1,
                 next_due_ms: Some(1767225600123),
                 found_by_index: 2,
+                found_at_head: 1,
             }
         );
         let empty = Value::Array(vec![
             Value::Integer(0),
             Value::Integer(0),
             Value::Null,
+            Value::Integer(0),
             Value::Integer(0),
         ]);
         assert_eq!(parse_transfer_reply(empty).unwrap().next_due_ms, None);
@@ -626,12 +636,26 @@ mod tests {
             next_batch(800, 10, Duration::from_millis(1), &adaptive),
             800
         );
+        // Scaled by target / took: 8 ms / 10 ms.
         assert_eq!(
-            next_batch(800, 800, Duration::from_millis(9), &adaptive),
+            next_batch(800, 800, Duration::from_millis(10), &adaptive),
+            640
+        );
+        assert_eq!(
+            next_batch(400, 400, Duration::from_millis(5), &adaptive),
+            640
+        );
+        // At most halved, never below the base size.
+        assert_eq!(
+            next_batch(800, 800, Duration::from_millis(100), &adaptive),
             400
         );
         assert_eq!(
             next_batch(150, 150, Duration::from_millis(9), &adaptive),
+            133
+        );
+        assert_eq!(
+            next_batch(150, 150, Duration::from_millis(20), &adaptive),
             100
         );
     }
