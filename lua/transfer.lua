@@ -26,9 +26,13 @@
 --            entries found in the window at the head of the order list }
 --
 -- The index covers a prefix of the order list: member i (by score) is the entry at position i.
--- delayq's scripts keep it so; a Java peer's poll/remove/transfer does not, so every position is
--- checked with LINDEX before use, and a stale index is rebuilt from the head, a chunk per call.
--- Entries the index cannot place are removed with a plain LREM, as Redisson does.
+-- delayq's scripts keep it so; a Java peer's poll/remove/transfer does not, but neither Redisson
+-- nor delayq ever inserts into the order list other than at its tail (RPUSH), so any change to
+-- the covered prefix removes entries from it and shifts its last entry: each call checks that
+-- entry and rebuilds a stale index from the head, a chunk per call. Members are unique (the
+-- first 9 bytes hold the entry's random id), so a checked index places entries without reading
+-- the list; only when identical entries were indexed in this call is each position checked
+-- with LINDEX. Entries the index cannot place are removed with a plain LREM, as Redisson does.
 local prefer_legacy = ARGV[3] == '1'
 local index_from = tonumber(ARGV[4])
 local index_chunk = tonumber(ARGV[5])
@@ -46,12 +50,14 @@ local function member_of(entry)
     return string.sub(entry, 1, 9)
 end
 
--- Brings the index up to date (or drops it); returns true when it may be used.
+-- Brings the index up to date (or drops it). Returns whether it may be used, the list's
+-- length, and whether its positions can be trusted without reading the list: true unless a
+-- member was added twice in this call (identical entries), which shifts later ranks.
 local function sync_index()
     local length = redis.call('llen', KEYS[3])
     if index_from <= 0 or length < index_from then
         redis.call('unlink', KEYS[5])
-        return false, length
+        return false, length, false
     end
     local covered = redis.call('zcard', KEYS[5])
     local next_seq = 0
@@ -59,13 +65,15 @@ local function sync_index()
         local last = redis.call('zrange', KEYS[5], -1, -1, 'withscores')
         local at = redis.call('lindex', KEYS[3], covered - 1)
         if covered > length or not at or member_of(at) ~= last[1] then
-            -- Someone else changed the list: start again from the head.
+            -- Someone else removed entries inside the covered prefix: start again from the
+            -- head.
             redis.call('unlink', KEYS[5])
             covered = 0
         else
             next_seq = tonumber(last[2]) + 1
         end
     end
+    local exact = true
     if covered < length then
         local fresh = redis.call('lrange', KEYS[3], covered, covered + index_chunk - 1)
         local pairs_ = {}
@@ -73,11 +81,13 @@ local function sync_index()
             pairs_[#pairs_ + 1] = next_seq + i - 1
             pairs_[#pairs_ + 1] = member_of(entry)
         end
+        local added = 0
         each_chunk(pairs_, CHUNK * 2, function(...)
-            redis.call('zadd', KEYS[5], ...)
+            added = added + redis.call('zadd', KEYS[5], ...)
         end)
+        exact = added == #fresh
     end
-    return true, length
+    return true, length, exact
 end
 
 local now = ARGV[1]
@@ -119,9 +129,9 @@ if #due > 0 then
         end
     end
     local index_kept = redis.call('exists', KEYS[5]) == 1
-    local use_index, length = false, #window
+    local use_index, length, exact = false, #window, false
     if not all_at_head then
-        use_index, length = sync_index()
+        use_index, length, exact = sync_index()
         index_kept = use_index
     end
 
@@ -148,7 +158,7 @@ if #due > 0 then
             at_head_count = at_head_count + 1
         elseif use_index then
             local pos = redis.call('zrank', KEYS[5], member_of(entry))
-            if pos and redis.call('lindex', KEYS[3], pos) == entry then
+            if pos and (exact or redis.call('lindex', KEYS[3], pos) == entry) then
                 redis.call('lset', KEYS[3], pos, marker)
                 marked = marked + 1
                 indexed = indexed + 1
