@@ -272,17 +272,10 @@ async fn wrong_type_keys_are_clear_errors_and_the_queue_recovers() {
 }
 
 /// A transfer that fails on a wrong-type target list must not have changed anything: Redis
-/// does not roll a script back, so writes made before the failing RPUSH stay.
-///
-/// Fails on main: `lua/transfer.lua` RPUSHes malformed entries onto the quarantine list and
-/// LREMs the batch from the order list before its RPUSH onto the target list; when the target
-/// holds the wrong type that RPUSH aborts the script after those writes, so every retry
-/// quarantines the same malformed entry again, and the batch's entries leave the order list
-/// while staying in the zset (Java's `readAll`/`size`-by-list views lose them until the
-/// transfer works). Fix: check the target's type (`redis.call('type', KEYS[1])`) before the
-/// first write and return the error then.
+/// does not roll a script back, so a write made before a failing RPUSH would stay (every retry
+/// quarantining the same malformed entry again, the batch leaving the order list while staying
+/// in the zset). `lua/transfer.lua` checks every key's type before its first write.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "core bug, reported by the faults suite: transfer.lua writes before a failing RPUSH"]
 async fn a_failed_transfer_leaves_no_partial_writes() {
     let redis = TestRedis::start();
     let client = delayq::connect(&redis.url()).await.unwrap();
