@@ -11,6 +11,7 @@
 -- KEYS[6]: channel            redisson_delay_queue_channel:{NAME}
 -- KEYS[7]: attempt counters   delayq_attempts:{NAME}
 -- KEYS[8]: counters touched   delayq_attempts_seen:{NAME}
+-- KEYS[9]: settled recently   delayq_settled:{NAME}
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: delay, ms
 -- ARGV[3]: delivery id
@@ -18,9 +19,13 @@
 -- ARGV[5]: random entry id: 8 raw bytes ('0'), or a random long as decimal ASCII ('1')
 -- ARGV[6]: '1' when the value was not processed (shutdown): uncount the attempt, and put it
 --          back at the head of the target list rather than the tail
--- Returns: 1, or 0 when the delivery is no longer in flight.
+-- Returns: 1 (also when this delivery was settled in the last minute: a retried call), or 0
+-- when the delivery is no longer in flight.
 if redis.call('zrem', KEYS[2], ARGV[3]) == 0 then
     redis.call('hdel', KEYS[3], ARGV[3])
+    if delayq_settled(KEYS[9], ARGV[3]) then
+        return 1
+    end
     return 0
 end
 local value = redis.call('hget', KEYS[3], ARGV[3])
@@ -50,4 +55,5 @@ else
     local entry = delayq_pack(ARGV[4] == '1', ARGV[5], value)
     delayq_schedule(KEYS[4], KEYS[5], KEYS[6], delayq_ms(now + delay), entry)
 end
+delayq_remember_settled(KEYS[9], ARGV[3])
 return 1

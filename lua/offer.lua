@@ -11,7 +11,8 @@
 -- ARGV[2 + 3k]: due time, epoch milliseconds as decimal ASCII (or the delay, see ARGV[1])
 -- ARGV[3 + 3k]: random id: 8 raw bytes ('0'), or a random long as decimal ASCII ('1')
 -- ARGV[4 + 3k]: the codec-encoded value
--- Returns: the number of entries added.
+-- Returns: the number of entries added (an entry already pending, i.e. a retried call, is not
+-- added twice).
 --
 -- Like Redisson, the due time is published on the channel when a new entry became the first
 -- member of the timeout zset; with several entries, at most one message (the new head's time).
@@ -39,10 +40,14 @@ for i = 2, #ARGV, 3 do
     else
         entry = struct.pack('Bc0Lc0', string.len(id), id, string.len(value), value)
     end
-    redis.call('zadd', KEYS[2], due, entry)
-    redis.call('rpush', KEYS[3], entry)
-    due_of_new[entry] = due
-    added = added + 1
+    -- An entry already pending is this very offer sent again after its reply was lost (ids are
+    -- random per offer): appending it to the order list a second time would leave a copy there
+    -- that nothing ever removes.
+    if redis.call('zadd', KEYS[2], due, entry) == 1 then
+        redis.call('rpush', KEYS[3], entry)
+        due_of_new[entry] = due
+        added = added + 1
+    end
 end
 
 local head = redis.call('zrange', KEYS[2], 0, 0)[1]

@@ -16,6 +16,8 @@ const INFLIGHT_DATA_PREFIX: &str = "delayq_inflight_data";
 const ATTEMPTS_PREFIX: &str = "delayq_attempts";
 /// Prefix of delayq's zset of when each attempt counter was last touched (for pruning).
 const ATTEMPTS_SEEN_PREFIX: &str = "delayq_attempts_seen";
+/// Prefix of delayq's zset of deliveries settled in the last minute (delivery id → when).
+const SETTLED_PREFIX: &str = "delayq_settled";
 /// Prefix of delayq's dead-letter list.
 const DEAD_PREFIX: &str = "delayq_dead";
 /// Prefix of delayq's zset of reliable consumers' claim lists (claim list → lease deadline ms).
@@ -56,6 +58,7 @@ pub struct QueueKeys {
     inflight_data: String,
     attempts: String,
     attempts_seen: String,
+    settled: String,
     dead: String,
     claims: String,
     claim_prefix: String,
@@ -75,6 +78,7 @@ impl QueueKeys {
             inflight_data: prefix_name(INFLIGHT_DATA_PREFIX, &target),
             attempts: prefix_name(ATTEMPTS_PREFIX, &target),
             attempts_seen: prefix_name(ATTEMPTS_SEEN_PREFIX, &target),
+            settled: prefix_name(SETTLED_PREFIX, &target),
             dead: prefix_name(DEAD_PREFIX, &target),
             claims: prefix_name(CLAIMS_PREFIX, &target),
             claim_prefix: prefix_name(CLAIM_PREFIX, &target),
@@ -131,6 +135,13 @@ impl QueueKeys {
         &self.attempts_seen
     }
 
+    /// delayq's zset of deliveries acked, nacked or dead-lettered in the last minute: delivery id
+    /// → server time in epoch ms (`delayq_settled:{NAME}`), so that a settle call the client
+    /// sends again after a dropped connection reports its own earlier success.
+    pub fn settled(&self) -> &str {
+        &self.settled
+    }
+
     /// delayq's dead-letter list (`delayq_dead:{NAME}`).
     pub fn dead(&self) -> &str {
         &self.dead
@@ -177,6 +188,7 @@ mod tests {
         assert_eq!(keys.quarantine(), "delayq_quarantine:{q}");
         assert_eq!(keys.inflight(), "delayq_inflight:{q}");
         assert_eq!(keys.inflight_data(), "delayq_inflight_data:{q}");
+        assert_eq!(keys.settled(), "delayq_settled:{q}");
         assert_eq!(keys.attempts(), "delayq_attempts:{q}");
         assert_eq!(keys.attempts_seen(), "delayq_attempts_seen:{q}");
         assert_eq!(keys.dead(), "delayq_dead:{q}");

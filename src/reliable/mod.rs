@@ -10,6 +10,10 @@
 //! - `delayq_inflight:{NAME}`, a zset: delivery id → visibility deadline (epoch ms);
 //! - `delayq_inflight_data:{NAME}`, a hash: delivery id → the value's bytes.
 //!
+//! Acks, nacks and dead letters also note the delivery id for a minute in the zset
+//! `delayq_settled:{NAME}`, so that a call fred sends again after a dropped connection (the first
+//! one ran, its reply was lost) reports its own success instead of "no longer ours".
+//!
 //! Lua cannot block, so when the list is empty the consumer waits with
 //! `BLMOVE NAME delayq_claim:{NAME}:ID LEFT RIGHT` on its own connection: Redis serves it in turn
 //! with any Java `BLPOP` waiting on the same list, and moves the value into this consumer's own
@@ -248,6 +252,7 @@ impl Shared {
                     keys.channel(),
                     keys.attempts(),
                     keys.attempts_seen(),
+                    keys.settled(),
                 ],
                 vec![
                     self.clock.lua_now(),
@@ -273,6 +278,7 @@ impl Shared {
                     keys.inflight_data(),
                     keys.attempts(),
                     keys.attempts_seen(),
+                    keys.settled(),
                 ],
                 vec![id.into()],
             )
@@ -293,6 +299,7 @@ impl Shared {
                     keys.attempts(),
                     keys.attempts_seen(),
                     keys.dead(),
+                    keys.settled(),
                 ],
                 vec![
                     id.into(),
