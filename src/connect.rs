@@ -20,6 +20,12 @@ const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// sent (Redis down for longer, or the client closed) fails with a clear error instead of
 /// waiting forever. Blocking waits of [`Consumer`](crate::Consumer) set their own, longer limit.
 ///
+/// With a Cluster URL, the client does not follow `MOVED`/`ASK` redirections itself (fred
+/// 10.1's `ASK` handling could wedge a busy client during a slot migration); it refreshes its
+/// slot map on `MOVED`, and delayq's own calls are sent again after a redirection or a
+/// `TRYAGAIN` for up to ~5 s. Commands you send through the client yourself get the redirection
+/// as an error to retry.
+///
 /// With a Sentinel URL, the client also listens to every sentinel's `+switch-master` channel
 /// and reconnects to the new master as soon as one announces it. Without that, fred keeps
 /// writing to the old master until Sentinel demotes it (up to ~10 s after a forced failover),
@@ -46,6 +52,12 @@ pub async fn connect(url: &str) -> Result<fred::clients::Client> {
         .with_connection_config(|c| {
             c.connection_timeout = Duration::from_secs(5);
             c.max_command_attempts = 3;
+            // fred 10.1 follows an ASK redirection by reading ASKING's reply inline on a
+            // pipelined connection; under load during a Cluster slot migration that wedged the
+            // client for good (every later command timed out; found by tests/faults). Not
+            // following redirections avoids that path: a MOVED still refreshes fred's slot map,
+            // and delayq's scripts send a refused call again (src/scripts.rs).
+            c.max_redirections = 0;
         })
         .with_performance_config(|p| p.default_command_timeout = COMMAND_TIMEOUT)
         .set_policy(ReconnectPolicy::new_exponential(0, 100, 5_000, 2))

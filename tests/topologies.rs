@@ -163,3 +163,59 @@ async fn sentinel_failover_moves_clients_when_announced() {
     assert_eq!(zcard.trim(), "1");
     queue.destroy().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offers_and_transfers_ride_out_a_slot_migration() {
+    let cluster = std::sync::Arc::new(TestCluster::start(3));
+    let client = delayq::connect(&cluster.url()).await.unwrap();
+    let name = unique_name("migrating");
+    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    queue
+        .offer(&"before".to_string(), Duration::ZERO)
+        .await
+        .unwrap();
+    let slot = cluster.key_slot(&name);
+    let from = cluster.slot_owner(slot);
+    let to = (from + 1) % 3;
+
+    // Mid-migration: the queue's keys already on the new owner, the slot not yet handed over,
+    // so every call on them is answered with ASK (or TRYAGAIN) until the hand-over 600 ms later.
+    cluster.begin_slot_migration(slot, to);
+    cluster.move_slot_keys(slot, to);
+    let finisher = {
+        let cluster = cluster.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(600));
+            cluster.finish_slot_migration(slot, to);
+        })
+    };
+    let started = std::time::Instant::now();
+    queue
+        .offer(&"during".to_string(), Duration::ZERO)
+        .await
+        .unwrap();
+    let waited = started.elapsed();
+    finisher.join().unwrap();
+    assert!(waited >= Duration::from_millis(300), "offer took {waited:?}");
+
+    // Both values move, from the new owner, and the client goes on working.
+    let mut moved = 0;
+    for _ in 0..20 {
+        moved += queue.transfer_due(10).await.unwrap().moved;
+        if moved == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(moved, 2);
+    let on_new_owner = cluster.cli(to, &["LLEN", &name]);
+    assert_eq!(on_new_owner.trim(), "2");
+    let consumer = queue.consumer().await.unwrap();
+    let mut got = consumer.poll_many(10).await.unwrap();
+    got.sort();
+    assert_eq!(got, vec!["before".to_string(), "during".to_string()]);
+}
