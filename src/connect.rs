@@ -5,6 +5,7 @@ use fred::clients::{Client, SubscriberClient};
 use fred::interfaces::{EventInterface, PubsubInterface};
 use fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy, ServerConfig};
 use fred::types::ConnectHandle;
+use std::future::Future;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -178,4 +179,40 @@ async fn listen_to_sentinel(listener: SubscriberClient, forward: mpsc::Unbounded
             Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
         }
     }
+}
+
+/// First and last wait before sending again a command refused during a slot migration
+/// (doubling: 10, 20, ... 2,560 ms, about 5 s in all).
+const REFUSED_FIRST_WAIT: Duration = Duration::from_millis(10);
+const REFUSED_LAST_WAIT: Duration = Duration::from_millis(2_560);
+
+/// Runs `send` until Redis stops refusing it because a Cluster slot is moving, for up to ~5 s:
+/// a refused command did not run, so sending it again is safe.
+pub(crate) async fn resend_refused<T, F, Fut>(
+    what: &str,
+    mut send: F,
+) -> std::result::Result<T, fred::error::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = std::result::Result<T, fred::error::Error>>,
+{
+    let mut wait = REFUSED_FIRST_WAIT;
+    loop {
+        match send().await {
+            Err(err) if is_refused_during_migration(&err) && wait <= REFUSED_LAST_WAIT => {
+                tracing::debug!(command = what, error = %err, retry_in_ms = wait.as_millis() as u64, "slot migrating; sending again");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A reply by which Redis says it did not run the command because the slot is moving: fred's
+/// "Too many redirections" (a `MOVED`/`ASK` it did not follow, see [`connect`]) or `TRYAGAIN`.
+fn is_refused_during_migration(err: &fred::error::Error) -> bool {
+    let details = err.details();
+    (*err.kind() == fred::error::ErrorKind::Routing && details.starts_with("Too many redirections"))
+        || details.starts_with("TRYAGAIN")
 }

@@ -93,11 +93,11 @@ impl<C: Codec> Consumer<C> {
             ..Default::default()
         };
         let started = std::time::Instant::now();
-        let reply: Value = match self
-            .client
-            .with_options(&options)
-            .blpop(self.target.as_str(), timeout.as_secs_f64())
-            .await
+        let client = self.client.with_options(&options);
+        let reply: Value = match crate::connect::resend_refused("BLPOP", || {
+            client.blpop(self.target.as_str(), timeout.as_secs_f64())
+        })
+        .await
         {
             Ok(reply) => reply,
             // fred reports BLPOP's nil reply (the wait ran out) as a Timeout error too; only
@@ -162,8 +162,7 @@ impl<C: Codec> Consumer<C> {
         // Refuse what Redis would refuse, before sending anything.
         due_time(0, timeout)?;
         let raw = if timeout.is_zero() {
-            self.client
-                .lpop(self.target.as_str(), None)
+            crate::connect::resend_refused("LPOP", || self.client.lpop(self.target.as_str(), None))
                 .await
                 .map_err(|e| Error::from_redis(&self.target, e))?
         } else {
@@ -195,11 +194,11 @@ impl<C: Codec> Consumer<C> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let reply: Value = self
-            .client
-            .lpop(self.target.as_str(), Some(limit))
-            .await
-            .map_err(|e| Error::from_redis(&self.target, e))?;
+        let reply: Value = crate::connect::resend_refused("LPOP", || {
+            self.client.lpop(self.target.as_str(), Some(limit))
+        })
+        .await
+        .map_err(|e| Error::from_redis(&self.target, e))?;
         let raws: Vec<Bytes> = match reply {
             Value::Null => Vec::new(),
             Value::Array(items) => items

@@ -51,19 +51,10 @@ impl LuaScript {
         R: FromValue,
         C: LuaInterface + Sync,
     {
-        let mut wait = MIGRATION_RETRY_FIRST_WAIT;
-        loop {
-            match self.run_once(client, keys.clone(), args.clone()).await {
-                Err(err)
-                    if is_not_run_during_migration(&err) && wait <= MIGRATION_RETRY_LAST_WAIT =>
-                {
-                    tracing::debug!(script = self.name, error = %err, retry_in_ms = wait.as_millis() as u64, "slot migrating; retrying");
-                    tokio::time::sleep(wait).await;
-                    wait *= 2;
-                }
-                other => return other,
-            }
-        }
+        crate::connect::resend_refused(self.name, || {
+            self.run_once(client, keys.clone(), args.clone())
+        })
+        .await
     }
 
     async fn run_once<R, C>(
@@ -119,19 +110,6 @@ impl LuaScript {
 /// fred has no NOSCRIPT error kind; Redis's reply starts with the code.
 fn is_noscript(err: &FredError) -> bool {
     err.details().starts_with("NOSCRIPT")
-}
-
-/// First and last wait before sending again a call refused during a slot migration (doubling:
-/// 10, 20, ... 2,560 ms, about 5 s in all).
-const MIGRATION_RETRY_FIRST_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
-const MIGRATION_RETRY_LAST_WAIT: std::time::Duration = std::time::Duration::from_millis(2_560);
-
-/// A reply by which Redis says it did not run the call because the slot is moving: fred's
-/// "Too many redirections" (a `MOVED`/`ASK` it did not follow) or Redis's `TRYAGAIN`.
-fn is_not_run_during_migration(err: &FredError) -> bool {
-    let details = err.details();
-    (*err.kind() == fred::error::ErrorKind::Routing && details.starts_with("Too many redirections"))
-        || details.starts_with("TRYAGAIN")
 }
 
 macro_rules! script {

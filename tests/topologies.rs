@@ -200,7 +200,10 @@ async fn offers_and_transfers_ride_out_a_slot_migration() {
         .unwrap();
     let waited = started.elapsed();
     finisher.join().unwrap();
-    assert!(waited >= Duration::from_millis(300), "offer took {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(300),
+        "offer took {waited:?}"
+    );
 
     // Both values move, from the new owner, and the client goes on working.
     let mut moved = 0;

@@ -835,15 +835,16 @@ impl<C: Codec> ReliableConsumer<C> {
     async fn wait_ready(&self, slice: Duration) -> Result<()> {
         let target = self.shared.keys.target();
         let secs = slice.as_secs_f64().max(0.01);
-        let waited: std::result::Result<Value, _> = self
-            .waiter
-            .blmove(
-                target,
-                self.claim.as_str(),
-                LMoveDirection::Left,
-                LMoveDirection::Right,
-                secs,
-            )
+        let waited: std::result::Result<Value, _> =
+            crate::connect::resend_refused("BLMOVE", || {
+                self.waiter.blmove(
+                    target,
+                    self.claim.as_str(),
+                    LMoveDirection::Left,
+                    LMoveDirection::Right,
+                    secs,
+                )
+            })
             .await;
         match waited {
             Ok(_) => Ok(()),
