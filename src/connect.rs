@@ -21,6 +21,11 @@ const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// sent (Redis down for longer, or the client closed) fails with a clear error instead of
 /// waiting forever. Blocking waits of [`Consumer`](crate::Consumer) set their own, longer limit.
 ///
+/// A command is written at most once: when the connection drops after a command was sent and
+/// before its reply came, the call fails (the command may or may not have run) rather than being
+/// sent again, which for an offer could deliver the value twice. Retrying such an offer is the
+/// caller's choice (at least once); acks, nacks and dead letters may be retried safely.
+///
 /// With a Cluster URL, the client does not follow `MOVED`/`ASK` redirections itself (fred
 /// 10.1's `ASK` handling could wedge a busy client during a slot migration); it refreshes its
 /// slot map on `MOVED`, and delayq's own calls are sent again after a redirection or a
@@ -52,7 +57,12 @@ pub async fn connect(url: &str) -> Result<fred::clients::Client> {
     let client = Builder::from_config(config)
         .with_connection_config(|c| {
             c.connection_timeout = Duration::from_secs(5);
-            c.max_command_attempts = 3;
+            // A command whose connection drops after it was written is not written again: it
+            // may have run (Redis executed it, its reply was lost), and an offer sent twice is
+            // delivered twice once the first copy has moved (found by tests/faults after Redis
+            // restarts). The caller gets an error meaning "outcome unknown" instead; commands
+            // not yet written wait for the reconnection as before.
+            c.max_command_attempts = 1;
             // fred 10.1 follows an ASK redirection by reading ASKING's reply inline on a
             // pipelined connection; under load during a Cluster slot migration that wedged the
             // client for good (every later command timed out; found by tests/faults). Not
