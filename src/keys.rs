@@ -136,8 +136,8 @@ impl QueueKeys {
     }
 
     /// delayq's zset of deliveries acked, nacked or dead-lettered in the last minute: delivery id
-    /// → server time in epoch ms (`delayq_settled:{NAME}`), so that a settle call the client
-    /// sends again after a dropped connection reports its own earlier success.
+    /// → server time in epoch ms (`delayq_settled:{NAME}`), so that a settle call sent again
+    /// after a dropped connection reports its own earlier success.
     pub fn settled(&self) -> &str {
         &self.settled
     }

@@ -11,8 +11,9 @@
 //! - `delayq_inflight_data:{NAME}`, a hash: delivery id → the value's bytes.
 //!
 //! Acks, nacks and dead letters also note the delivery id for a minute in the zset
-//! `delayq_settled:{NAME}`, so that a call fred sends again after a dropped connection (the first
-//! one ran, its reply was lost) reports its own success instead of "no longer ours".
+//! `delayq_settled:{NAME}`, so that a call sent again after a dropped connection (the first one
+//! ran, its reply was lost; sent again by the caller, or by a fred client that retries) reports
+//! its own success instead of "no longer ours".
 //!
 //! Lua cannot block, so when the list is empty the consumer waits with
 //! `BLMOVE NAME delayq_claim:{NAME}:ID LEFT RIGHT` on its own connection: Redis serves it in turn

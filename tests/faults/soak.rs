@@ -1204,7 +1204,23 @@ fn side_check(offers: &HashMap<String, Offer>, log: &Path) -> SideReport {
     }
 }
 
-/// Waits until a reliably consumed queue has nothing pending, ready or in flight.
+/// Values on reliable consumers' claim lists: moved there by a consumer's `BLMOVE` and not yet
+/// registered in flight. A killed consumer's claim list keeps them until its lease runs out
+/// and a live consumer's reaper gives them back, so a queue is not settled while any are there.
+async fn claimed(client: &Client, queue: &str) -> AnyResult<u64> {
+    let keys = delayq::QueueKeys::new(queue);
+    let lists: Vec<String> = client
+        .zrange(keys.claims(), 0, -1, None, false, None, false)
+        .await?;
+    let mut total = 0;
+    for list in lists {
+        let len: u64 = client.llen(list).await?;
+        total += len;
+    }
+    Ok(total)
+}
+
+/// Waits until a reliably consumed queue has nothing pending, ready, claimed or in flight.
 async fn wait_settled(url: &str, queue: &str, timeout: Duration) -> AnyResult<bool> {
     let client = delayq::connect(url).await?;
     let q = DelayedQueue::builder(client.clone(), queue, StringCodec)
@@ -1219,7 +1235,8 @@ async fn wait_settled(url: &str, queue: &str, timeout: Duration) -> AnyResult<bo
             .zcard(format!("redisson_delay_queue_timeout:{{{queue}}}"))
             .await?;
         let ready: u64 = client.llen(queue).await?;
-        if stats.in_flight == 0 && pending == 0 && ready == 0 {
+        let claimed = claimed(&client, queue).await?;
+        if stats.in_flight == 0 && pending == 0 && ready == 0 && claimed == 0 {
             quiet += 1;
             if quiet >= 5 {
                 return Ok(true);
@@ -1559,7 +1576,8 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
         let stats = q.reliable_stats().await?;
         let pending = q.size().await?;
         let ready: u64 = client.llen(queue).await?;
-        if stats.in_flight == 0 && pending == 0 && ready == 0 {
+        let claimed = claimed(&client, queue).await?;
+        if stats.in_flight == 0 && pending == 0 && ready == 0 && claimed == 0 {
             quiet += 1;
             if quiet >= 5 {
                 settled = true;
