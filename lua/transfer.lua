@@ -128,9 +128,12 @@ if #due > 0 then
             end
         end
     end
-    local index_kept = redis.call('exists', KEYS[5]) == 1
     local use_index, length, exact = false, #window, false
-    if not all_at_head then
+    local index_kept
+    if all_at_head then
+        -- The index is not needed, but if one exists its members must leave with the batch.
+        index_kept = redis.call('exists', KEYS[5]) == 1
+    else
         use_index, length, exact = sync_index()
         index_kept = use_index
     end

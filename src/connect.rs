@@ -12,6 +12,11 @@ use tokio::sync::mpsc;
 /// How long a command may wait (for a reconnect, say) before it fails with a timeout.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Reconnect forever, 100 ms doubling to 5 s: for queue clients and sentinel listeners alike.
+fn reconnect_policy() -> ReconnectPolicy {
+    ReconnectPolicy::new_exponential(0, 100, 5_000, 2)
+}
+
 /// How long [`connect`] waits for the first connection.
 const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -71,7 +76,7 @@ pub async fn connect(url: &str) -> Result<fred::clients::Client> {
             c.max_redirections = 0;
         })
         .with_performance_config(|p| p.default_command_timeout = COMMAND_TIMEOUT)
-        .set_policy(ReconnectPolicy::new_exponential(0, 100, 5_000, 2))
+        .set_policy(reconnect_policy())
         .build()?;
     init_client(&client).await?;
     Ok(client)
@@ -122,7 +127,7 @@ fn follow_sentinel_switches(client: &Client, mut connection_task: ConnectHandle)
                 ..Config::default()
             };
             let listener = match Builder::from_config(config)
-                .set_policy(ReconnectPolicy::new_exponential(0, 100, 5_000, 2))
+                .set_policy(reconnect_policy())
                 .build_subscriber_client()
             {
                 Ok(listener) => listener,

@@ -51,18 +51,11 @@ impl LuaScript {
         R: FromValue,
         C: LuaInterface + Sync,
     {
-        crate::connect::resend_refused(self.name, || {
-            self.run_once(client, keys.clone(), args.clone())
-        })
-        .await
+        crate::connect::resend_refused(self.name, || self.run_once(client, &keys, &args)).await
     }
 
-    async fn run_once<R, C>(
-        &self,
-        client: &C,
-        keys: Vec<Key>,
-        args: Vec<Value>,
-    ) -> Result<R, FredError>
+    /// One EVALSHA (plus the NOSCRIPT reload); keys and arguments are copied per command sent.
+    async fn run_once<R, C>(&self, client: &C, keys: &[Key], args: &[Value]) -> Result<R, FredError>
     where
         R: FromValue,
         C: LuaInterface + Sync,
@@ -70,13 +63,15 @@ impl LuaScript {
         let span = tracing::debug_span!("script", name = self.name, keys = keys.len());
         async {
             match client
-                .evalsha::<R, _, _, _>(self.sha1.as_str(), keys.clone(), args.clone())
+                .evalsha::<R, _, _, _>(self.sha1.as_str(), keys.to_vec(), args.to_vec())
                 .await
             {
                 Err(err) if is_noscript(&err) => {
                     tracing::debug!(script = self.name, "NOSCRIPT; loading the script");
                     let _: Value = client.script_load_cluster(self.source).await?;
-                    client.evalsha(self.sha1.as_str(), keys, args).await
+                    client
+                        .evalsha(self.sha1.as_str(), keys.to_vec(), args.to_vec())
+                        .await
                 }
                 other => other,
             }

@@ -111,19 +111,14 @@ async fn retried_acks_and_nacks_report_their_own_success() {
     let acked = take().await;
     assert_eq!(acked.value().map(String::as_str), Some("acked"));
     let ack = reliable_script(include_str!("../lua/ack.lua"));
-    let done = eval_twice(
-        &client,
-        &ack,
-        vec![
-            keys.inflight().into(),
-            keys.inflight_data().into(),
-            keys.attempts().into(),
-            keys.attempts_seen().into(),
-            keys.settled().into(),
-        ],
-        vec![acked.id().into()],
-    )
-    .await;
+    let ack_keys: Vec<String> = vec![
+        keys.inflight().into(),
+        keys.inflight_data().into(),
+        keys.attempts().into(),
+        keys.attempts_seen().into(),
+        keys.settled().into(),
+    ];
+    let done = eval_twice(&client, &ack, ack_keys.clone(), vec![acked.id().into()]).await;
     assert_eq!(done, [1, 1]);
     // The record of settled deliveries forgets itself.
     let ttl: i64 = client.pttl(keys.settled()).await.unwrap();
@@ -186,19 +181,7 @@ async fn retried_acks_and_nacks_report_their_own_success() {
     assert_eq!(queue.reliable_stats().await.unwrap().in_flight, 0);
 
     // A delivery id that was never settled is still "no longer ours".
-    let never = eval_twice(
-        &client,
-        &ack,
-        vec![
-            keys.inflight().into(),
-            keys.inflight_data().into(),
-            keys.attempts().into(),
-            keys.attempts_seen().into(),
-            keys.settled().into(),
-        ],
-        vec!["no-such-delivery".into()],
-    )
-    .await;
+    let never = eval_twice(&client, &ack, ack_keys, vec!["no-such-delivery".into()]).await;
     assert_eq!(never, [0, 0]);
     // The deliveries above were settled behind the API's back; drop them unsettled.
     drop((acked, nacked, dead));

@@ -1252,6 +1252,41 @@ async fn wait_settled(url: &str, queue: &str, timeout: Duration) -> AnyResult<bo
 // ---------------------------------------------------------------------------------------------
 // Part 2: Sentinel failover and Cluster slot migration under load.
 
+/// The end of a failover case: waits for the offer processes and for the target list to drain,
+/// stops the checker and the schedulers, and tallies every value. Returns whether every offer
+/// process ended well, whether the queue drained, the offers, the final state, the arrivals
+/// and the tally.
+async fn wind_down(
+    url: &str,
+    queue: &str,
+    offerers: &mut [Proc],
+    schedulers: &mut [Proc],
+    checker: Checker,
+    files: &[PathBuf],
+) -> AnyResult<(
+    bool,
+    bool,
+    HashMap<String, Offer>,
+    FinalState,
+    Arrivals,
+    Tally,
+)> {
+    let mut offers_ok = true;
+    for p in offerers.iter_mut() {
+        offers_ok &= p.wait_ok();
+    }
+    let drained = wait_drained(url, queue, Duration::from_secs(60)).await?;
+    let record_key = checker.record_key.clone();
+    let arrivals = checker.finish().await;
+    for s in schedulers.iter_mut() {
+        s.stop(Duration::from_secs(5));
+    }
+    let state = final_state(url, queue, &record_key).await?;
+    let offers = read_offers(files)?;
+    let t = tally(&offers, &state, &arrivals);
+    Ok((offers_ok, drained, offers, state, arrivals, t))
+}
+
 /// Sentinel under load: `rounds` forced failovers. With `min_replicas`, both data nodes get
 /// `min-replicas-to-write 1` and `min-replicas-max-lag 1`, Redis's own bound on the writes a
 /// master that lost its replica keeps accepting.
@@ -1318,19 +1353,8 @@ async fn sentinel_case(
             note: format!("master {from} -> {}", sentinel.master_port()),
         });
     }
-    let mut pass = true;
-    for p in &mut offerers {
-        pass &= p.wait_ok();
-    }
-    let drained = wait_drained(&url, queue, Duration::from_secs(60)).await?;
-    let record_key = checker.record_key.clone();
-    let arrivals = checker.finish().await;
-    for s in &mut schedulers {
-        s.stop(Duration::from_secs(5));
-    }
-    let state = final_state(&url, queue, &record_key).await?;
-    let offers = read_offers(&files)?;
-    let t = tally(&offers, &state, &arrivals);
+    let (pass, drained, offers, state, arrivals, t) =
+        wind_down(&url, queue, &mut offerers, &mut schedulers, checker, &files).await?;
     let _ = writeln!(
         report,
         "### {tag}. Sentinel: one master, one replica, three sentinels{}\n\n{} values (delays 0-{} s) \
@@ -1465,18 +1489,9 @@ async fn part_failover(env: &Env, long: bool, report: &mut String) -> AnyResult<
             note: format!("slot {slot}: node {from} -> {to}"),
         });
     }
-    for p in &mut offerers {
-        pass &= p.wait_ok();
-    }
-    let drained = wait_drained(&url, queue, Duration::from_secs(60)).await?;
-    let record_key = checker.record_key.clone();
-    let arrivals = checker.finish().await;
-    for s in &mut schedulers {
-        s.stop(Duration::from_secs(5));
-    }
-    let state = final_state(&url, queue, &record_key).await?;
-    let offers = read_offers(&files)?;
-    let t = tally(&offers, &state, &arrivals);
+    let (offers_ok, drained, _offers, state, arrivals, t) =
+        wind_down(&url, queue, &mut offerers, &mut schedulers, checker, &files).await?;
+    pass &= offers_ok;
     let _ = writeln!(
         report,
         "### 2b. Cluster: 3 masters, the queue's slot ({slot}) migrated to another master under load\n\n\
@@ -1569,25 +1584,7 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
         .transfer(false)
         .build()
         .await?;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut settled = false;
-    let mut quiet = 0;
-    while Instant::now() < deadline {
-        let stats = q.reliable_stats().await?;
-        let pending = q.size().await?;
-        let ready: u64 = client.llen(queue).await?;
-        let claimed = claimed(&client, queue).await?;
-        if stats.in_flight == 0 && pending == 0 && ready == 0 && claimed == 0 {
-            quiet += 1;
-            if quiet >= 5 {
-                settled = true;
-                break;
-            }
-        } else {
-            quiet = 0;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let settled = wait_settled(&url, queue, Duration::from_secs(120)).await?;
     let rel = q.reliable_stats().await?;
     for (p, _) in &mut workers {
         p.kill9();
