@@ -76,7 +76,7 @@ async fn run_case(client: &fred::clients::Client, case: &Case, round: usize) -> 
         // The scheduler's adaptive rule, applied between calls as the scheduler does.
         let next = case
             .config
-            .next_batch(config.batch_size, outcome.moved, took);
+            .next_batch(config.batch_size(), outcome.moved, took);
         config = config.with_batch_size(next);
     }
     let seconds = started.elapsed().as_secs_f64();

@@ -40,13 +40,13 @@ async fn main() -> Result<(), delayq::Error> {
     for (value, delay_ms) in offers {
         due_at.insert(value.to_string(), now_ms() + delay_ms);
         queue
-            .offer(&value.to_string(), Duration::from_millis(delay_ms as u64))
+            .offer(value, Duration::from_millis(delay_ms as u64))
             .await?;
         println!("offered  {value:<24} due in {delay_ms:>5} ms");
     }
 
     // Cancel one before it is due: remove finds it by value, as Java's remove(o) does.
-    let cancelled = queue.remove(&"cancel unpaid order 18".to_string()).await?;
+    let cancelled = queue.remove("cancel unpaid order 18").await?;
     println!("removed  cancel unpaid order 18 before it was due: {cancelled}");
     let stats = queue.stats().await?;
     println!(

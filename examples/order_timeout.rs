@@ -41,17 +41,15 @@ async fn main() -> Result<(), delayq::Error> {
 
     // Orders are placed: each gets a timeout.
     for id in ["order-1", "order-2", "order-3"] {
-        queue.offer_unique(&id.to_string(), timeout).await?;
+        queue.offer_unique(id, timeout).await?;
         println!("placed    {id}: cancelled in {timeout:?} unless paid");
     }
     // order-1 is paid: the timeout is removed before it fires.
     orders.lock().unwrap().paid.insert("order-1".into());
-    let removed = queue.remove(&"order-1".to_string()).await?;
+    let removed = queue.remove("order-1").await?;
     println!("paid      order-1: timeout removed = {removed}");
     // order-2's customer asks for more time: the timeout moves, atomically.
-    let moved = queue
-        .reschedule(&"order-2".to_string(), timeout * 2)
-        .await?;
+    let moved = queue.reschedule("order-2", timeout * 2).await?;
     println!("extended  order-2: rescheduled = {moved}");
 
     // The worker cancels orders whose timeout fired. Cancelling is idempotent: a value can be

@@ -1,19 +1,19 @@
 -- delayq: offer a value unless an equal one is pending, in which case that entry gets the new
--- due time instead (and any further equal entries are removed), atomically.
+-- due time instead (and any further equal entries are removed), atomically. Not in Redisson.
 --
--- KEYS[1]: target list        NAME (not written; keeps the call in the queue's slot)
+-- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
 -- KEYS[5]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
 -- ARGV[1]: now: epoch ms, or 'server'
--- ARGV[2]: delay from now, ms
--- ARGV[3]: entry format (written, and preferred when reading): '0' Bc0Lc0, '1' dLc0
--- ARGV[4]: random entry id: 8 raw bytes ('0'), or a random long as decimal ASCII ('1')
+-- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
+-- ARGV[3]: delay from now, ms
+-- ARGV[4]: random entry id
 -- ARGV[5]: the codec-encoded value
 -- Returns: the number of pending entries that were equal (0: a new entry was offered).
-local due = delayq_ms(delayq_now(ARGV[1]) + tonumber(ARGV[2]))
-local legacy = ARGV[3] == '1'
+local due = delayq_ms(delayq_now(ARGV[1]) + tonumber(ARGV[3]))
+local legacy = ARGV[2] == '1'
 local kept = nil
 local found = 0
 for _, entry in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
@@ -24,7 +24,7 @@ for _, entry in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
         else
             redis.call('lrem', KEYS[3], 1, entry)
             redis.call('zrem', KEYS[2], entry)
-            redis.call('zrem', KEYS[5], string.sub(entry, 1, 9))
+            redis.call('zrem', KEYS[5], delayq_index_member(entry))
         end
     end
 end

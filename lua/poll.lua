@@ -2,34 +2,32 @@
 -- Mirrors: Redisson RedissonDelayedQueue#poll / poll(limit) (3.x/4.x): LPOP the order list and
 -- ZREM the same entry. A malformed entry is quarantined instead of returned.
 --
--- KEYS[1]: timeout zset   redisson_delay_queue_timeout:{NAME}
--- KEYS[2]: order list     redisson_delay_queue:{NAME}
--- KEYS[3]: quarantine     delayq_quarantine:{NAME}
--- KEYS[4]: position index delayq_index:{NAME} (kept in step; see transfer.lua)
--- ARGV[1]: most entries to take
--- ARGV[2]: '1' when the queue prefers the legacy dLc0 reading of an ambiguous entry
+-- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
+-- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
+-- KEYS[3]: order list         redisson_delay_queue:{NAME}
+-- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
+-- KEYS[5]: quarantine         delayq_quarantine:{NAME}
+-- KEYS[6]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
+-- ARGV[1]: now (not used)
+-- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
+-- ARGV[3]: most entries to take
 -- Returns: the values, in order (malformed entries on the way are quarantined, not counted).
-local prefer_legacy = ARGV[2] == '1'
-local refused = delayq_wrong_type(KEYS[1], 'zset', KEYS[2], 'list', KEYS[3], 'list',
-    KEYS[4], 'zset')
-if refused then
-    return refused
-end
+local legacy = ARGV[2] == '1'
 local values = {}
-local wanted = tonumber(ARGV[1])
+local wanted = tonumber(ARGV[3])
 -- Malformed entries do not count: poll(1) still returns the first good value.
 while #values < wanted do
-    local entry = redis.call('lpop', KEYS[2])
+    local entry = redis.call('lpop', KEYS[3])
     if not entry then
         break
     end
-    redis.call('zrem', KEYS[1], entry)
-    redis.call('zrem', KEYS[4], string.sub(entry, 1, 9))
-    local value = delayq_value(entry, prefer_legacy)
+    redis.call('zrem', KEYS[2], entry)
+    redis.call('zrem', KEYS[6], delayq_index_member(entry))
+    local value = delayq_value(entry, legacy)
     if value then
         values[#values + 1] = value
     else
-        redis.call('rpush', KEYS[3], entry)
+        redis.call('rpush', KEYS[5], entry)
     end
 end
 return values

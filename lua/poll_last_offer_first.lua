@@ -1,32 +1,29 @@
 -- delayq: move the last pending entry's value to the head of another list.
 -- Mirrors: Redisson RedissonDelayedQueue#pollLastAndOfferFirstTo (3.x/4.x).
 --
--- KEYS[1]: timeout zset   redisson_delay_queue_timeout:{NAME}
--- KEYS[2]: order list     redisson_delay_queue:{NAME}
--- KEYS[3]: destination list (must share the queue's cluster slot)
--- KEYS[4]: quarantine     delayq_quarantine:{NAME}
--- KEYS[5]: position index delayq_index:{NAME} (kept in step; see transfer.lua)
--- ARGV[1]: '1' when the queue prefers the legacy dLc0 reading of an ambiguous entry
+-- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
+-- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
+-- KEYS[3]: order list         redisson_delay_queue:{NAME}
+-- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
+-- KEYS[5]: quarantine         delayq_quarantine:{NAME}
+-- KEYS[6]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
+-- KEYS[7]: destination list   DESTINATION (must share the queue's cluster slot)
+-- ARGV[1]: now (not used)
+-- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- Returns: the value moved, or false when nothing is pending. A malformed last entry is
 -- quarantined and the next one tried.
-local refused = delayq_wrong_type(KEYS[1], 'zset', KEYS[2], 'list', KEYS[3], 'list',
-    KEYS[4], 'list', KEYS[5], 'zset')
-if refused then
-    return refused
-end
-
-local prefer_legacy = ARGV[1] == '1'
+local legacy = ARGV[2] == '1'
 while true do
-    local entry = redis.call('rpop', KEYS[2])
+    local entry = redis.call('rpop', KEYS[3])
     if not entry then
         return false
     end
-    redis.call('zrem', KEYS[1], entry)
-    redis.call('zrem', KEYS[5], string.sub(entry, 1, 9))
-    local value = delayq_value(entry, prefer_legacy)
+    redis.call('zrem', KEYS[2], entry)
+    redis.call('zrem', KEYS[6], delayq_index_member(entry))
+    local value = delayq_value(entry, legacy)
     if value then
-        redis.call('lpush', KEYS[3], value)
+        redis.call('lpush', KEYS[7], value)
         return value
     end
-    redis.call('rpush', KEYS[4], entry)
+    redis.call('rpush', KEYS[5], entry)
 end

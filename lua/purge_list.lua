@@ -1,7 +1,11 @@
 -- delayq: delete one of delayq's own lists (dead letters or quarantine) and say how long it was.
+-- Not in Redisson.
 --
--- KEYS[1]: the list, delayq_dead:{NAME} or delayq_quarantine:{NAME}
+-- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
+-- KEYS[2]: the list           LIST (delayq_dead:{NAME} or delayq_quarantine:{NAME})
+-- ARGV[1]: now (not used)
+-- ARGV[2]: entry format (not used)
 -- Returns: the number of members deleted.
-local n = redis.call('llen', KEYS[1])
-redis.call('del', KEYS[1])
+local n = redis.call('llen', KEYS[2])
+redis.call('del', KEYS[2])
 return n

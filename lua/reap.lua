@@ -1,6 +1,6 @@
 -- delayq: give back in-flight values whose visibility deadline has passed (their consumer died,
 -- hung or lost its connection), and prune attempt counters nobody touched for a long time.
--- Idempotent and safe with any number of reapers: each value moves exactly once.
+-- Not in Redisson. Idempotent and safe with any number of reapers: each value moves exactly once.
 --
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}
@@ -9,13 +9,14 @@
 -- KEYS[5]: counters touched   delayq_attempts_seen:{NAME}
 -- KEYS[6]: claim leases       delayq_claims:{NAME}
 -- ARGV[1]: now: epoch ms, or 'server'
--- ARGV[2]: most values to give back (and counters to prune) in this call
--- ARGV[3]: how long an untouched attempt counter is kept, ms (0: forever)
+-- ARGV[2]: entry format (not used)
+-- ARGV[3]: most values to give back (and counters to prune) in this call
+-- ARGV[4]: how long an untouched attempt counter is kept, ms (0: forever)
 -- Returns: { values given back, counters pruned, earliest remaining deadline or false,
 --            { claim lists whose lease ran out } } (the client gives those back with
 --            unclaim.lua, which can name each one as a key)
 local now = delayq_now(ARGV[1])
-local limit = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
 local expired = redis.call('zrangebyscore', KEYS[2], '-inf', delayq_ms(now), 'limit', 0, limit)
 local returned = 0
 for _, id in ipairs(expired) do
@@ -29,7 +30,7 @@ for _, id in ipairs(expired) do
 end
 
 local pruned = 0
-local keep = tonumber(ARGV[3])
+local keep = tonumber(ARGV[4])
 if keep > 0 then
     local stale = redis.call('zrangebyscore', KEYS[5], '-inf', delayq_ms(now - keep), 'limit', 0, limit)
     for _, value in ipairs(stale) do

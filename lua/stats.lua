@@ -1,9 +1,13 @@
 -- delayq: one consistent snapshot of a queue's counters.
+-- Not in Redisson.
 --
--- KEYS[1]: target list    NAME
--- KEYS[2]: timeout zset   redisson_delay_queue_timeout:{NAME}
--- KEYS[3]: order list     redisson_delay_queue:{NAME}
--- KEYS[4]: quarantine     delayq_quarantine:{NAME}
+-- KEYS[1]: target list        NAME
+-- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
+-- KEYS[3]: order list         redisson_delay_queue:{NAME}
+-- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
+-- KEYS[5]: quarantine         delayq_quarantine:{NAME}
+-- ARGV[1]: now (not used)
+-- ARGV[2]: entry format (not used)
 -- Returns: { order list length, zset size, target list length, quarantine length,
 --            head score as a string or false }
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
@@ -11,6 +15,6 @@ return {
     redis.call('llen', KEYS[3]),
     redis.call('zcard', KEYS[2]),
     redis.call('llen', KEYS[1]),
-    redis.call('llen', KEYS[4]),
+    redis.call('llen', KEYS[5]),
     head[2] or false,
 }

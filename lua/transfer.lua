@@ -9,14 +9,15 @@
 --     a position index instead of one LREM scan each, and the whole batch leaves the order list
 --     in one LREM pass over a marker.
 --
--- KEYS[1]: target list    NAME
--- KEYS[2]: timeout zset   redisson_delay_queue_timeout:{NAME}
--- KEYS[3]: order list     redisson_delay_queue:{NAME}
--- KEYS[4]: quarantine     delayq_quarantine:{NAME} (list of raw malformed entries)
--- KEYS[5]: position index delayq_index:{NAME} (zset: first 9 bytes of an entry -> sequence)
--- ARGV[1]: now, epoch milliseconds; or 'server' to use the Redis server's clock (TIME)
--- ARGV[2]: most entries to move in this call (Redisson uses 100)
--- ARGV[3]: '1' when the queue prefers the legacy dLc0 reading of an ambiguous entry
+-- KEYS[1]: target list        NAME
+-- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
+-- KEYS[3]: order list         redisson_delay_queue:{NAME}
+-- KEYS[4]: channel            redisson_delay_queue_channel:{NAME} (not published to)
+-- KEYS[5]: quarantine         delayq_quarantine:{NAME} (list of raw malformed entries)
+-- KEYS[6]: position index     delayq_index:{NAME} (zset: first 9 bytes of an entry -> sequence)
+-- ARGV[1]: now: epoch ms, or 'server'
+-- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
+-- ARGV[3]: most entries to move in this call (Redisson uses 100)
 -- ARGV[4]: order-list length from which the position index is used (0: never)
 -- ARGV[5]: most order-list entries to add to the index in this call
 -- ARGV[6]: a marker string that is no entry (random per call)
@@ -33,7 +34,7 @@
 -- first 9 bytes hold the entry's random id), so a checked index places entries without reading
 -- the list; only when identical entries were indexed in this call is each position checked
 -- with LINDEX. Entries the index cannot place are removed with a plain LREM, as Redisson does.
-local prefer_legacy = ARGV[3] == '1'
+local legacy = ARGV[2] == '1'
 local index_from = tonumber(ARGV[4])
 local index_chunk = tonumber(ARGV[5])
 local marker = ARGV[6]
@@ -46,28 +47,24 @@ local function each_chunk(list, step, fn)
     end
 end
 
-local function member_of(entry)
-    return string.sub(entry, 1, 9)
-end
-
 -- Brings the index up to date (or drops it). Returns whether it may be used, the list's
 -- length, and whether its positions can be trusted without reading the list: true unless a
 -- member was added twice in this call (identical entries), which shifts later ranks.
 local function sync_index()
     local length = redis.call('llen', KEYS[3])
     if index_from <= 0 or length < index_from then
-        redis.call('unlink', KEYS[5])
+        redis.call('unlink', KEYS[6])
         return false, length, false
     end
-    local covered = redis.call('zcard', KEYS[5])
+    local covered = redis.call('zcard', KEYS[6])
     local next_seq = 0
     if covered > 0 then
-        local last = redis.call('zrange', KEYS[5], -1, -1, 'withscores')
+        local last = redis.call('zrange', KEYS[6], -1, -1, 'withscores')
         local at = redis.call('lindex', KEYS[3], covered - 1)
-        if covered > length or not at or member_of(at) ~= last[1] then
+        if covered > length or not at or delayq_index_member(at) ~= last[1] then
             -- Someone else removed entries inside the covered prefix: start again from the
             -- head.
-            redis.call('unlink', KEYS[5])
+            redis.call('unlink', KEYS[6])
             covered = 0
         else
             next_seq = tonumber(last[2]) + 1
@@ -79,28 +76,19 @@ local function sync_index()
         local pairs_ = {}
         for i, entry in ipairs(fresh) do
             pairs_[#pairs_ + 1] = next_seq + i - 1
-            pairs_[#pairs_ + 1] = member_of(entry)
+            pairs_[#pairs_ + 1] = delayq_index_member(entry)
         end
         local added = 0
         each_chunk(pairs_, CHUNK * 2, function(...)
-            added = added + redis.call('zadd', KEYS[5], ...)
+            added = added + redis.call('zadd', KEYS[6], ...)
         end)
         exact = added == #fresh
     end
     return true, length, exact
 end
 
-local now = ARGV[1]
-if now == 'server' then
-    local t = redis.call('time')
-    now = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-end
-local refused = delayq_wrong_type(KEYS[1], 'list', KEYS[2], 'zset', KEYS[3], 'list',
-    KEYS[4], 'list', KEYS[5], 'zset')
-if refused then
-    return refused
-end
-local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, tonumber(ARGV[2]))
+local now = delayq_ms(delayq_now(ARGV[1]))
+local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, tonumber(ARGV[3]))
 local moved, quarantined, indexed, at_head_count = 0, 0, 0, 0
 if #due > 0 then
     -- Head fast path: entries that are due are usually near the head of the order list (offered
@@ -132,7 +120,7 @@ if #due > 0 then
     local index_kept
     if all_at_head then
         -- The index is not needed, but if one exists its members must leave with the batch.
-        index_kept = redis.call('exists', KEYS[5]) == 1
+        index_kept = redis.call('exists', KEYS[6]) == 1
     else
         use_index, length, exact = sync_index()
         index_kept = use_index
@@ -160,7 +148,7 @@ if #due > 0 then
             placed = true
             at_head_count = at_head_count + 1
         elseif use_index then
-            local pos = redis.call('zrank', KEYS[5], member_of(entry))
+            local pos = redis.call('zrank', KEYS[6], delayq_index_member(entry))
             if pos and (exact or redis.call('lindex', KEYS[3], pos) == entry) then
                 redis.call('lset', KEYS[3], pos, marker)
                 marked = marked + 1
@@ -178,15 +166,15 @@ if #due > 0 then
             redis.call('lrem', KEYS[3], use_index and -1 or 1, entry)
         end
         if index_kept then
-            members[#members + 1] = member_of(entry)
+            members[#members + 1] = delayq_index_member(entry)
         end
         taken[#taken + 1] = entry
-        local value = delayq_value(entry, prefer_legacy)
+        local value = delayq_value(entry, legacy)
         if value then
             values[#values + 1] = value
             moved = moved + 1
         else
-            redis.call('rpush', KEYS[4], entry)
+            redis.call('rpush', KEYS[5], entry)
             quarantined = quarantined + 1
         end
     end
@@ -206,7 +194,7 @@ if #due > 0 then
         redis.call('lrem', KEYS[3], marked, marker)
     end
     each_chunk(members, CHUNK, function(...)
-        redis.call('zrem', KEYS[5], ...)
+        redis.call('zrem', KEYS[6], ...)
     end)
     each_chunk(values, CHUNK, function(...)
         redis.call('rpush', KEYS[1], ...)

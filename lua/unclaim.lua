@@ -1,15 +1,17 @@
 -- delayq: give back what a reliable consumer's claim list holds, onto the head of the target
 -- list in the same order, when the consumer's lease ran out (it died between its blocking wait
--- and its take) or when the consumer closes. Idempotent; safe with several reapers.
+-- and its take) or when the consumer closes. Not in Redisson. Idempotent; safe with several
+-- reapers.
 --
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: claim leases       delayq_claims:{NAME}
 -- KEYS[3]: claim list         delayq_claim:{NAME}:CONSUMER
 -- ARGV[1]: now: epoch ms, or 'server'
--- ARGV[2]: '1' to give back whatever the lease says (the consumer itself, closing)
+-- ARGV[2]: entry format (not used)
+-- ARGV[3]: '1' to give back whatever the lease says (the consumer itself, closing)
 -- Returns: the number of values given back.
 local lease = redis.call('zscore', KEYS[2], KEYS[3])
-if ARGV[2] ~= '1' and lease and tonumber(lease) > delayq_now(ARGV[1]) then
+if ARGV[3] ~= '1' and lease and tonumber(lease) > delayq_now(ARGV[1]) then
     return 0
 end
 local moved = 0

@@ -1,7 +1,8 @@
 //! The consumer side: taking due values off the target list, as Redisson's `RBlockingQueue`.
 
 use crate::codec::{decode_value, Codec};
-use crate::queue::due_time;
+use crate::redis::{reply, resend_refused};
+use crate::time::Delay;
 use crate::{Error, Result};
 use bytes::Bytes;
 use fred::clients::Client;
@@ -18,7 +19,10 @@ const TAKE_SLICE: Duration = Duration::from_secs(1);
 /// How long past a blocking wait a reply may take before the connection counts as stuck.
 const STUCK_MARGIN: Duration = Duration::from_secs(10);
 
-/// Takes values off a queue's target list, on a connection of its own.
+/// Takes values off a queue's target list, on a connection of its own: **at most once**, as
+/// Redisson's consumers (a value is gone from Redis when it is taken; a crash before the work
+/// is done loses it). [`DelayedQueue::reliable_consumer`](crate::DelayedQueue::reliable_consumer)
+/// takes with acknowledgement instead.
 ///
 /// Java: the destination `RBlockingQueue` (`take()` is `BLPOP NAME 0`, `poll(timeout)` is
 /// `BLPOP NAME secs`). The blocking commands run on the consumer's own connection (a
@@ -34,7 +38,7 @@ const STUCK_MARGIN: Duration = Duration::from_secs(10);
 /// # Examples
 ///
 /// ```no_run
-/// # async fn ex(client: fred::clients::Client) -> Result<(), delayq::Error> {
+/// # async fn ex(client: delayq::fred::clients::Client) -> Result<(), delayq::Error> {
 /// use delayq::codec::StringCodec;
 /// use delayq::Consumer;
 /// use std::time::Duration;
@@ -68,7 +72,7 @@ impl<C: Codec> Consumer<C> {
         codec: Arc<C>,
     ) -> Result<Self> {
         let own = client.clone_new();
-        crate::connect::init_client(&own).await?;
+        crate::redis::init_client(&own).await?;
         Ok(Consumer {
             client: own,
             target: target.to_owned(),
@@ -94,7 +98,7 @@ impl<C: Codec> Consumer<C> {
         };
         let started = std::time::Instant::now();
         let client = self.client.with_options(&options);
-        let reply: Value = match crate::connect::resend_refused("BLPOP", || {
+        let reply: Value = match resend_refused("BLPOP", || {
             client.blpop(self.target.as_str(), timeout.as_secs_f64())
         })
         .await
@@ -112,14 +116,10 @@ impl<C: Codec> Consumer<C> {
         };
         match reply {
             Value::Null => Ok(None),
-            Value::Array(mut pair) if pair.len() == 2 => match pair.pop() {
-                Some(Value::Bytes(b)) => Ok(Some(b)),
-                Some(Value::String(s)) => Ok(Some(s.into_inner())),
-                other => Err(Error::UnexpectedReply {
-                    context: "BLPOP",
-                    detail: format!("{other:?}"),
-                }),
-            },
+            Value::Array(mut pair) if pair.len() == 2 => pair
+                .pop()
+                .map(|value| reply::bytes(value, "BLPOP"))
+                .transpose(),
             other => Err(Error::UnexpectedReply {
                 context: "BLPOP",
                 detail: format!("{other:?}"),
@@ -160,9 +160,9 @@ impl<C: Codec> Consumer<C> {
     /// Not cancel safe; see the type's docs.
     pub async fn poll(&self, timeout: Duration) -> Result<Option<C::Value>> {
         // Refuse what Redis would refuse, before sending anything.
-        due_time(0, timeout)?;
+        Delay::span(timeout)?;
         let raw = if timeout.is_zero() {
-            crate::connect::resend_refused("LPOP", || self.client.lpop(self.target.as_str(), None))
+            resend_refused("LPOP", || self.client.lpop(self.target.as_str(), None))
                 .await
                 .map_err(|e| Error::from_redis(&self.target, e))?
         } else {
@@ -194,30 +194,12 @@ impl<C: Codec> Consumer<C> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let reply: Value = crate::connect::resend_refused("LPOP", || {
+        let reply: Value = resend_refused("LPOP", || {
             self.client.lpop(self.target.as_str(), Some(limit))
         })
         .await
         .map_err(|e| Error::from_redis(&self.target, e))?;
-        let raws: Vec<Bytes> = match reply {
-            Value::Null => Vec::new(),
-            Value::Array(items) => items
-                .into_iter()
-                .filter_map(|v| match v {
-                    Value::Bytes(b) => Some(b),
-                    Value::String(s) => Some(s.into_inner()),
-                    _ => None,
-                })
-                .collect(),
-            Value::Bytes(b) => vec![b],
-            Value::String(s) => vec![s.into_inner()],
-            other => {
-                return Err(Error::UnexpectedReply {
-                    context: "LPOP",
-                    detail: format!("{other:?}"),
-                })
-            }
-        };
+        let raws = reply::bytes_list(reply, "LPOP")?;
         Ok(raws.into_iter().map(|raw| self.decode(raw)).collect())
     }
 

@@ -14,8 +14,9 @@
 //!
 //! The total length tells the two apart (`1 + 8 + 8 + n` against `8 + 8 + n`, with the length
 //! field matching); in the rare case where both readings fit, the queue's configured format wins.
-//! Entries are packed on the Redis server by `offer.lua`, so that the bytes are exactly the
-//! server's own `struct.pack` output; this module reads them (and packs them for tests and tools).
+//! Entries are packed on the Redis server (`lua/lib/entry.lua`), so that the bytes are exactly the
+//! server's own `struct.pack` output; this module reads them, and packs them for tests and tools
+//! that write entries by hand.
 
 /// Which entry packing a queue writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -29,11 +30,25 @@ pub enum EntryFormat {
 }
 
 impl EntryFormat {
-    /// The flag passed to the Lua scripts (`"0"` current, `"1"` legacy).
-    pub(crate) fn lua_flag(self) -> &'static str {
+    /// The second argument of every script: `0` (current) or `1` (legacy), the format new
+    /// entries are written in and the reading preferred for an entry that fits both.
+    pub(crate) fn to_arg(self) -> fred::types::Value {
         match self {
             EntryFormat::Current => "0",
             EntryFormat::Legacy => "1",
+        }
+        .into()
+    }
+
+    /// A fresh random id for a new entry, as the scripts pack it: 8 random bytes (current), or
+    /// a random long as decimal text that Lua turns into the double (legacy; Redisson before
+    /// 3.21.1 sent the same).
+    pub(crate) fn random_id(self) -> fred::types::Value {
+        match self {
+            EntryFormat::Current => {
+                fred::types::Value::Bytes(bytes::Bytes::copy_from_slice(&rand::random::<[u8; 8]>()))
+            }
+            EntryFormat::Legacy => rand::random::<i64>().to_string().into(),
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The crate's one error type.
+//! The crate's one error type, and the one place where Redis's replies are classified.
 
+use crate::entry::EntryError;
 use bytes::Bytes;
 use std::error::Error as StdError;
 
@@ -33,7 +34,7 @@ pub enum Error {
     /// A key holds a value of another Redis type than the queue expects.
     #[error("key {key:?} holds the wrong kind of value ({detail})")]
     WrongType {
-        /// The key, or the queue name when the exact key is not known.
+        /// The key (when Redis did not say which, the queue's target list).
         key: String,
         /// What Redis said.
         detail: String,
@@ -60,12 +61,23 @@ pub enum Error {
     },
 
     /// A member of the timeout set or order list is not a valid `Bc0Lc0` or `dLc0` entry.
-    #[error("malformed delayed-queue entry ({} bytes) in {key}: {reason}", entry.len())]
+    #[error("malformed delayed-queue entry ({} bytes) in {key}", entry.len())]
     MalformedEntry {
         /// The key it was read from.
         key: String,
         /// The raw entry.
         entry: Bytes,
+        /// What is wrong with it.
+        source: EntryError,
+    },
+
+    /// A member of the dead-letter list is not a record delayq wrote.
+    #[error("malformed dead letter ({} bytes) in {key}: {reason}", record.len())]
+    MalformedDeadLetter {
+        /// The dead-letter list.
+        key: String,
+        /// The raw record.
+        record: Bytes,
         /// What is wrong with it.
         reason: &'static str,
     },
@@ -87,6 +99,10 @@ pub enum Error {
         detail: String,
     },
 
+    /// The process's signal handlers could not be installed (a worker stopping on SIGTERM).
+    #[error("cannot listen for signals")]
+    Signal(#[source] std::io::Error),
+
     /// The queue, scheduler or consumer was shut down.
     #[error("closed")]
     Closed,
@@ -95,12 +111,10 @@ pub enum Error {
 impl Error {
     /// True when the error comes from a dropped or failing connection; retrying later may work.
     pub fn is_connection_error(&self) -> bool {
-        use fred::error::ErrorKind;
         match self {
-            Error::Redis(e) | Error::Script { source: e, .. } => matches!(
-                e.kind(),
-                ErrorKind::IO | ErrorKind::Canceled | ErrorKind::Timeout | ErrorKind::Routing
-            ),
+            Error::Redis(e) | Error::Script { source: e, .. } => {
+                classify(e) == ReplyKind::Connection
+            }
             _ => false,
         }
     }
@@ -110,38 +124,128 @@ impl Error {
         matches!(self, Error::Encode { .. } | Error::Decode { .. })
     }
 
-    /// Maps a fred error from a command on `key`, recognising WRONGTYPE.
+    /// Maps a fred error from a command on `key`.
     pub(crate) fn from_redis(key: &str, err: fred::error::Error) -> Error {
-        if is_wrongtype(&err) {
-            Error::WrongType {
-                key: key.to_owned(),
-                detail: err.details().to_string(),
-            }
-        } else {
-            Error::Redis(err)
+        match classify(&err) {
+            ReplyKind::WrongType => wrong_type(key, err),
+            _ => Error::Redis(err),
         }
     }
 
-    /// Maps a fred error from a script call, recognising WRONGTYPE.
+    /// Maps a fred error from the script `name` run for the queue whose target list is `queue`.
     pub(crate) fn from_script(name: &'static str, queue: &str, err: fred::error::Error) -> Error {
-        if is_wrongtype(&err) {
-            Error::WrongType {
-                key: queue.to_owned(),
-                detail: err.details().to_string(),
-            }
-        } else if matches!(
-            err.kind(),
-            fred::error::ErrorKind::IO
-                | fred::error::ErrorKind::Canceled
-                | fred::error::ErrorKind::Timeout
-        ) {
-            Error::Redis(err)
-        } else {
-            Error::Script { name, source: err }
+        match classify(&err) {
+            ReplyKind::WrongType => wrong_type(queue, err),
+            ReplyKind::Connection => Error::Redis(err),
+            _ => Error::Script { name, source: err },
         }
     }
 }
 
-fn is_wrongtype(err: &fred::error::Error) -> bool {
-    err.details().contains("WRONGTYPE")
+/// A WRONGTYPE reply as [`Error::WrongType`], naming the key delayq's guard named
+/// (`lua/lib/guard.lua`), or `fallback` for a plain Redis WRONGTYPE.
+fn wrong_type(fallback: &str, err: fred::error::Error) -> Error {
+    let detail = err.details().to_string();
+    let key = guarded_key(&detail).unwrap_or(fallback).to_owned();
+    Error::WrongType { key, detail }
+}
+
+/// The key in delayq's guard message `... (delayq: key 'KEY' is a T, not a U)`.
+fn guarded_key(detail: &str) -> Option<&str> {
+    let start = detail.find("(delayq: key '")? + "(delayq: key '".len();
+    let end = detail.rfind("' is a ")?;
+    (end >= start).then(|| &detail[start..end])
+}
+
+/// What a failed command means to delayq.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReplyKind {
+    /// `NOSCRIPT`: the script cache lacks the script; load it and send again.
+    NoScript,
+    /// `WRONGTYPE`: a key holds another type.
+    WrongType,
+    /// Refused because a Cluster slot is moving (`TRYAGAIN`, or a `MOVED`/`ASK` redirection
+    /// fred did not follow): the command did not run, sending it again is safe.
+    Migrating,
+    /// The connection failed, dropped or timed out: the command may or may not have run.
+    Connection,
+    /// Anything else.
+    Other,
+}
+
+/// Classifies a fred error (fred has no kinds for NOSCRIPT, WRONGTYPE or TRYAGAIN; Redis's reply
+/// starts with the code).
+pub(crate) fn classify(err: &fred::error::Error) -> ReplyKind {
+    use fred::error::ErrorKind;
+    let details = err.details();
+    if details.starts_with("NOSCRIPT") {
+        ReplyKind::NoScript
+    } else if details.contains("WRONGTYPE") {
+        ReplyKind::WrongType
+    } else if details.starts_with("TRYAGAIN")
+        || (*err.kind() == ErrorKind::Routing && details.starts_with("Too many redirections"))
+    {
+        ReplyKind::Migrating
+    } else if matches!(
+        err.kind(),
+        ErrorKind::IO | ErrorKind::Canceled | ErrorKind::Timeout | ErrorKind::Routing
+    ) {
+        ReplyKind::Connection
+    } else {
+        ReplyKind::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fred::error::{Error as FredError, ErrorKind};
+
+    #[test]
+    fn replies_are_classified_once() {
+        let kind = |k, text: &str| classify(&FredError::new(k, text.to_owned()));
+        assert_eq!(
+            kind(ErrorKind::Unknown, "NOSCRIPT No matching script"),
+            ReplyKind::NoScript
+        );
+        assert_eq!(
+            kind(
+                ErrorKind::Unknown,
+                "ERR Error running script: WRONGTYPE Operation"
+            ),
+            ReplyKind::WrongType
+        );
+        assert_eq!(
+            kind(ErrorKind::Unknown, "TRYAGAIN Multiple keys"),
+            ReplyKind::Migrating
+        );
+        assert_eq!(
+            kind(ErrorKind::Routing, "Too many redirections."),
+            ReplyKind::Migrating
+        );
+        assert_eq!(kind(ErrorKind::Routing, "no node"), ReplyKind::Connection);
+        assert_eq!(kind(ErrorKind::IO, "reset"), ReplyKind::Connection);
+        assert_eq!(
+            kind(ErrorKind::Unknown, "OOM command not allowed"),
+            ReplyKind::Other
+        );
+    }
+
+    #[test]
+    fn wrong_type_names_the_guarded_key() {
+        let err = FredError::new(
+            ErrorKind::Unknown,
+            "WRONGTYPE Operation against a key holding the wrong kind of value (delayq: key \
+             'delayq_dead:{q}' is a string, not a list)",
+        );
+        match Error::from_script("dead.lua", "q", err) {
+            Error::WrongType { key, .. } => assert_eq!(key, "delayq_dead:{q}"),
+            other => panic!("{other:?}"),
+        }
+        let plain = FredError::new(ErrorKind::Unknown, "WRONGTYPE Operation against a key");
+        match Error::from_redis("q", plain) {
+            Error::WrongType { key, .. } => assert_eq!(key, "q"),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -166,6 +166,130 @@ impl QueueKeys {
     }
 }
 
+/// A key a Lua script declares, by what it holds. Scripts declare their keys in this order
+/// (`KEYS[1]` is always the target list; the Redisson keys follow, then delayq's own, then the
+/// keys given per call), and `src/redis/script.rs` builds every KEYS list from these roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum KeyRole {
+    /// The target list `NAME`.
+    Target,
+    /// The timeout zset.
+    Timeout,
+    /// The order list.
+    Order,
+    /// The channel (declared as a key so that a Cluster routes the call to the queue's slot).
+    Channel,
+    /// delayq's quarantine list.
+    Quarantine,
+    /// delayq's position index (zset).
+    Index,
+    /// delayq's in-flight zset.
+    Inflight,
+    /// delayq's in-flight hash.
+    InflightData,
+    /// delayq's attempt counters (hash).
+    Attempts,
+    /// delayq's zset of when counters were touched.
+    AttemptsSeen,
+    /// delayq's zset of recently settled deliveries.
+    Settled,
+    /// delayq's dead-letter list.
+    Dead,
+    /// delayq's zset of claim-list leases.
+    Claims,
+    /// Given per call: one reliable consumer's claim list.
+    Claim,
+    /// Given per call: a list outside the queue (in its slot).
+    Destination,
+    /// Given per call: one of the queue's own lists (dead letters or quarantine).
+    OwnList,
+}
+
+/// The Redis type a key role holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyKind {
+    /// A list.
+    List,
+    /// A sorted set.
+    Zset,
+    /// A hash.
+    Hash,
+    /// A pub/sub channel (not a key in the keyspace; never type-checked).
+    Channel,
+}
+
+impl KeyKind {
+    /// The name `TYPE` returns, as the scripts' guard compares it.
+    pub(crate) fn redis_type(self) -> &'static str {
+        match self {
+            KeyKind::List => "list",
+            KeyKind::Zset => "zset",
+            KeyKind::Hash => "hash",
+            KeyKind::Channel => "channel",
+        }
+    }
+}
+
+impl KeyRole {
+    /// What the key holds.
+    pub(crate) fn kind(self) -> KeyKind {
+        use KeyRole::*;
+        match self {
+            Target | Order | Quarantine | Dead | Claim | Destination | OwnList => KeyKind::List,
+            Timeout | Index | Inflight | AttemptsSeen | Settled | Claims => KeyKind::Zset,
+            InflightData | Attempts => KeyKind::Hash,
+            Channel => KeyKind::Channel,
+        }
+    }
+
+    /// The key's name pattern, as the Lua headers write it (`{NAME}` for a plain name).
+    #[cfg(test)]
+    pub(crate) fn pattern(self) -> &'static str {
+        use KeyRole::*;
+        match self {
+            Target => "NAME",
+            Timeout => "redisson_delay_queue_timeout:{NAME}",
+            Order => "redisson_delay_queue:{NAME}",
+            Channel => "redisson_delay_queue_channel:{NAME}",
+            Quarantine => "delayq_quarantine:{NAME}",
+            Index => "delayq_index:{NAME}",
+            Inflight => "delayq_inflight:{NAME}",
+            InflightData => "delayq_inflight_data:{NAME}",
+            Attempts => "delayq_attempts:{NAME}",
+            AttemptsSeen => "delayq_attempts_seen:{NAME}",
+            Settled => "delayq_settled:{NAME}",
+            Dead => "delayq_dead:{NAME}",
+            Claims => "delayq_claims:{NAME}",
+            Claim => "delayq_claim:{NAME}:CONSUMER",
+            Destination => "DESTINATION",
+            OwnList => "LIST",
+        }
+    }
+}
+
+impl QueueKeys {
+    /// The key of `role`, or `None` for the roles given per call.
+    pub(crate) fn of(&self, role: KeyRole) -> Option<&str> {
+        use KeyRole::*;
+        Some(match role {
+            Target => self.target(),
+            Timeout => self.timeout(),
+            Order => self.order(),
+            Channel => self.channel(),
+            Quarantine => self.quarantine(),
+            Index => self.index(),
+            Inflight => self.inflight(),
+            InflightData => self.inflight_data(),
+            Attempts => self.attempts(),
+            AttemptsSeen => self.attempts_seen(),
+            Settled => self.settled(),
+            Dead => self.dead(),
+            Claims => self.claims(),
+            Claim | Destination | OwnList => return None,
+        })
+    }
+}
+
 /// Redisson's `prefixName` rule.
 fn prefix_name(prefix: &str, name: &str) -> String {
     if name.contains('{') {

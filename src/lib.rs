@@ -5,48 +5,74 @@
     rust_2018_idioms,
     unreachable_pub
 )]
+#![doc(test(attr(deny(warnings), allow(dead_code, unused_variables))))]
 #![cfg_attr(not(test), forbid(clippy::panic, clippy::print_stdout))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 //! # Layout
 //!
-//! - [`keys`](QueueKeys): Redisson's key and channel names.
+//! Each module uses only the modules listed before it.
+//!
+//! - [`error`](Error): the error type, and the one place Redis's replies are classified.
+//! - [`time`]: the current epoch ms, [`Clock`], due-time ranges.
+//! - [`keys`](QueueKeys): Redisson's key and channel names, and delayq's own.
 //! - [`entry`]: the `Bc0Lc0` / `dLc0` packing of pending entries.
 //! - [`codec`]: Redisson's codecs, byte for byte.
-//! - `scripts` + `lua/`: one Lua script per operation, run by EVALSHA with a NOSCRIPT fallback.
-//! - [`DelayedQueue`]: the producer side (`RDelayedQueue`).
-//! - [`Scheduler`]: the transfer task (`QueueTransferTask`).
-//! - [`Consumer`]: the target list (`RBlockingQueue`).
-//! - [`reliable`]: beyond Redisson: [`ReliableConsumer`] (acknowledged takes), dead letters,
-//!   reschedule, quarantine tools, the server [`Clock`].
-//! - [`retry`]: [`RetryPolicy`]; [`worker`]: `queue.worker(n, handler)` ([`WorkerBuilder`]).
+//! - [`retry`]: [`RetryPolicy`] and [`Backoff`] (also behind delayq's own retry loops).
+//! - `redis`: [`connect`] and [`client_builder`], Sentinel's master switches, and
+//!   `redis::ops`: one file per Lua script under `lua/` (its keys, arguments and reply).
+//! - [`Scheduler`]: the transfer task (Redisson's `QueueTransferTask`).
+//! - [`Consumer`]: the target list, at most once (`RBlockingQueue`).
+//! - [`DelayedQueue`]: the producer side (`RDelayedQueue`): `queue/redisson.rs` holds
+//!   Redisson's operations, `queue/extras.rs` delayq's own.
+//! - [`reliable`]: beyond Redisson: [`ReliableConsumer`] (acknowledged takes), dead letters.
+//! - [`worker`]: `queue.worker(n, handler)` ([`WorkerBuilder`]).
+//!
+//! The `delayq` binary (feature `cli`) is in `src/bin/delayq/`, one file per command group.
 
 pub mod codec;
-mod connect;
 mod consumer;
 pub mod entry;
 mod error;
 mod keys;
 mod queue;
+mod redis;
 pub mod reliable;
 pub mod retry;
 mod scheduler;
-mod scripts;
+pub mod time;
 pub mod worker;
 
-pub use connect::connect;
+/// The fred crate delayq is built on, for the types in delayq's signatures (`Client`,
+/// `Config`, `Builder`).
+pub use fred;
+/// Stops a worker ([`WorkerBuilder::stop_on`]); tokio-util's.
+pub use tokio_util::sync::CancellationToken;
+
 pub use consumer::Consumer;
 pub use entry::EntryFormat;
 pub use error::{BoxError, Error, Result};
 pub use keys::QueueKeys;
-pub use queue::{DelayedQueue, DelayedQueueBuilder, Pending, QueueStats};
+pub use queue::{DelayedQueue, DelayedQueueBuilder, Pending};
+pub use redis::ops::stats::QueueStats;
+pub use redis::ops::transfer::TransferOutcome;
+pub use redis::{client_builder, connect, connect_with};
 pub use reliable::{
-    Clock, DeadLetter, Delivery, ReapOutcome, Receipt, ReliableConfig, ReliableConsumer,
-    ReliableStats,
+    DeadLetter, Delivery, ReapOutcome, Receipt, ReliableConfig, ReliableConsumer, ReliableStats,
 };
 pub use retry::{Backoff, RetryPolicy};
-pub use scheduler::{Scheduler, SchedulerConfig, SchedulerHandle, SchedulerStats, TransferOutcome};
-pub use worker::{Job, JobError, WorkerBuilder, WorkerHandle, WorkerStats};
+pub use scheduler::{
+    Scheduler, SchedulerBuilder, SchedulerConfig, SchedulerHandle, SchedulerStats,
+};
+pub use time::Clock;
+pub use worker::{HandlerError, Job, JobError, WorkerBuilder, WorkerHandle, WorkerStats};
+
+/// Not part of the API: hooks for delayq's own tests and benchmarks (the scripts as sent, with
+/// their keys), which may change in any release.
+#[doc(hidden)]
+pub mod __internal {
+    pub use crate::redis::ops::{script_key_types, script_keys, script_names, script_source};
+}
 
 /// The types most programs need.
 pub mod prelude {

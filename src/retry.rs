@@ -55,6 +55,94 @@ impl fmt::Debug for Backoff {
     }
 }
 
+impl Backoff {
+    /// Doubling waits from `first` up to `max`, without jitter.
+    pub fn doubling(first: Duration, max: Duration) -> Backoff {
+        Backoff::Exponential {
+            initial: first,
+            max,
+            multiplier: 2.0,
+            jitter: 0.0,
+        }
+    }
+
+    /// The wait after failure number `failure` (1 for the first).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use delayq::Backoff;
+    /// use std::time::Duration;
+    ///
+    /// let backoff = Backoff::doubling(Duration::from_millis(100), Duration::from_secs(1));
+    /// assert_eq!(backoff.delay_for(1), Duration::from_millis(100));
+    /// assert_eq!(backoff.delay_for(3), Duration::from_millis(400));
+    /// assert_eq!(backoff.delay_for(10), Duration::from_secs(1));
+    /// ```
+    pub fn delay_for(&self, failure: u32) -> Duration {
+        let failure = failure.max(1);
+        match self {
+            Backoff::Fixed(delay) => *delay,
+            Backoff::Exponential {
+                initial,
+                max,
+                multiplier,
+                jitter,
+            } => {
+                let exponent = i32::try_from(failure - 1).unwrap_or(i32::MAX);
+                let full = initial.as_secs_f64() * multiplier.powi(exponent);
+                let capped = if full.is_finite() {
+                    full.min(max.as_secs_f64())
+                } else {
+                    max.as_secs_f64()
+                };
+                let cut = if *jitter > 0.0 {
+                    jitter.clamp(0.0, 1.0) * rand::random::<f64>()
+                } else {
+                    0.0
+                };
+                Duration::try_from_secs_f64(capped * (1.0 - cut)).unwrap_or(*max)
+            }
+            Backoff::Custom(delay) => delay(failure),
+        }
+    }
+}
+
+/// The waits of one of delayq's own retry loops (the scheduler after a failed transfer, the
+/// worker after a failed take, a command refused during a slot migration): the backoff's wait
+/// after each failure in a row, from the first again after a success.
+#[derive(Debug, Clone)]
+pub(crate) struct Retrying {
+    backoff: Backoff,
+    failures: u32,
+}
+
+impl Retrying {
+    /// A loop with `backoff`, no failure yet.
+    pub(crate) fn new(backoff: Backoff) -> Retrying {
+        Retrying {
+            backoff,
+            failures: 0,
+        }
+    }
+
+    /// Counts a failure and returns the wait before the next try.
+    pub(crate) fn failed(&mut self) -> Duration {
+        self.failures = self.failures.saturating_add(1);
+        self.backoff.delay_for(self.failures)
+    }
+
+    /// Failures in a row so far.
+    pub(crate) fn failures(&self) -> u32 {
+        self.failures
+    }
+
+    /// A try succeeded: the next failure waits the first wait again.
+    pub(crate) fn succeeded(&mut self) {
+        self.failures = 0;
+    }
+}
+
 /// When to retry a failed value, and after how long.
 ///
 /// # Examples
@@ -166,27 +254,7 @@ impl RetryPolicy {
 
     /// The wait before the next attempt after attempt `attempt` (1-based) failed.
     pub fn delay_for(&self, attempt: u32) -> Duration {
-        let attempt = attempt.max(1);
-        match &self.backoff {
-            Backoff::Fixed(delay) => *delay,
-            Backoff::Exponential {
-                initial,
-                max,
-                multiplier,
-                jitter,
-            } => {
-                let exponent = i32::try_from(attempt - 1).unwrap_or(i32::MAX);
-                let full = initial.as_secs_f64() * multiplier.powi(exponent);
-                let capped = if full.is_finite() {
-                    full.min(max.as_secs_f64())
-                } else {
-                    max.as_secs_f64()
-                };
-                let cut = jitter.clamp(0.0, 1.0) * rand::random::<f64>();
-                Duration::try_from_secs_f64(capped * (1.0 - cut)).unwrap_or(*max)
-            }
-            Backoff::Custom(delay) => delay(attempt),
-        }
+        self.backoff.delay_for(attempt)
     }
 
     /// Refuses settings that cannot work.
@@ -248,6 +316,19 @@ mod tests {
         let custom = RetryPolicy::custom(4, |n| Duration::from_secs(u64::from(n) * 10));
         assert_eq!(custom.delay_for(2), Duration::from_secs(20));
         assert_eq!(format!("{:?}", custom.backoff()), "Custom(..)");
+    }
+
+    #[test]
+    fn retry_loops_double_and_start_again_after_a_success() {
+        let mut retrying = Retrying::new(Backoff::doubling(
+            Duration::from_millis(100),
+            Duration::from_millis(500),
+        ));
+        let waits: Vec<u128> = (0..5).map(|_| retrying.failed().as_millis()).collect();
+        assert_eq!(waits, [100, 200, 400, 500, 500]);
+        assert_eq!(retrying.failures(), 5);
+        retrying.succeeded();
+        assert_eq!(retrying.failed(), Duration::from_millis(100));
     }
 
     #[test]

@@ -66,10 +66,7 @@ async fn malformed_entries_are_quarantined_and_neighbours_move() {
 
     // poll() skips (and quarantines) a malformed head instead of failing on it forever.
     push_raw_entry(&client, keys.timeout(), keys.order(), b"bad-head", due).await;
-    queue
-        .offer(&"next".to_string(), Duration::from_secs(60))
-        .await
-        .unwrap();
+    queue.offer("next", Duration::from_secs(60)).await.unwrap();
     assert_eq!(queue.poll().await.unwrap().as_deref(), Some("next"));
     assert_eq!(int(&client, "LLEN", keys.quarantine()).await, 5);
 }
@@ -82,10 +79,7 @@ async fn wrong_type_keys_give_a_clear_error_and_lose_nothing() {
     let queue = manual_queue(&client, &name).await;
     let keys = queue.keys().clone();
     redis.cli(&["SET", keys.order(), "not a list"]);
-    let err = queue
-        .offer(&"x".to_string(), Duration::from_secs(1))
-        .await
-        .unwrap_err();
+    let err = queue.offer("x", Duration::from_secs(1)).await.unwrap_err();
     assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
     assert!(err.to_string().contains("wrong kind of value"), "{err}");
     assert!(matches!(queue.size().await, Err(Error::WrongType { .. })));
@@ -98,10 +92,7 @@ async fn wrong_type_keys_give_a_clear_error_and_lose_nothing() {
     // A target list of the wrong type stops the transfer with an error; the entry stays pending.
     let other = unique_name("wrongtype-target");
     let queue = manual_queue(&client, &other).await;
-    queue
-        .offer(&"kept".to_string(), Duration::ZERO)
-        .await
-        .unwrap();
+    queue.offer("kept", Duration::ZERO).await.unwrap();
     redis.cli(&["SET", queue.keys().target(), "oops"]);
     let err = queue.transfer_due(100).await.unwrap_err();
     assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
@@ -114,10 +105,7 @@ async fn codec_mismatch_keeps_the_raw_bytes() {
     let client = connect(&redis.url()).await;
     let name = unique_name("mismatch");
     let strings = manual_queue(&client, &name).await;
-    strings
-        .offer(&"abc".to_string(), Duration::from_secs(60))
-        .await
-        .unwrap();
+    strings.offer("abc", Duration::from_secs(60)).await.unwrap();
     let longs = manual_queue_with(&client, &name, LongCodec, EntryFormat::Current).await;
     match longs.peek().await {
         Err(Error::Decode { raw, codec, .. }) => {

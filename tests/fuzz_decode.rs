@@ -112,7 +112,7 @@ fn valid_encodings(s: &str, n: i64) -> Vec<Vec<u8>> {
         serde_json::json!({"id": n, "sku": s, "tags": [s, n], "nested": {"a": [1, 2.5, null]}});
     let kryo = Kryo5Codec::<JavaValue>::new();
     vec![
-        StringCodec.encode(&s.to_string()).unwrap(),
+        StringCodec.encode(s).unwrap(),
         LongCodec.encode(&n).unwrap(),
         JsonJacksonCodec::<serde_json::Value>::new()
             .encode(&map)

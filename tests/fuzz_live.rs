@@ -215,7 +215,7 @@ async fn wrong_type_keys_are_clear_errors_and_the_queue_recovers() {
 
     // The timeout zset is a hash: offers fail before writing anything.
     let _: i64 = client.hset(keys.timeout(), ("f", "v")).await.unwrap();
-    let err = queue.offer(&"a".into(), Duration::ZERO).await.unwrap_err();
+    let err = queue.offer("a", Duration::ZERO).await.unwrap_err();
     assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
     assert!(err.to_string().contains("WRONGTYPE"), "{err}");
     let order: i64 = client.llen(keys.order()).await.unwrap();
@@ -286,7 +286,7 @@ async fn a_failed_transfer_leaves_no_partial_writes() {
         .await
         .unwrap();
     let keys = queue.keys().clone();
-    queue.offer(&"a".into(), Duration::ZERO).await.unwrap();
+    queue.offer("a", Duration::ZERO).await.unwrap();
     inject(&client, &queue, b"\x08short", &(now_ms() - 5).to_string()).await;
     let _: () = client
         .set(keys.target(), "not a list", None, None, false)
@@ -362,7 +362,7 @@ async fn overflowing_delays_and_due_times() {
         Duration::from_millis(1 << 53),
         Duration::from_millis(i64::MAX as u64),
     ] {
-        let err = queue.offer(&"x".into(), delay).await.unwrap_err();
+        let err = queue.offer("x", delay).await.unwrap_err();
         assert!(matches!(err, Error::InvalidDelay(_)), "{delay:?}: {err:?}");
         assert!(!err.to_string().is_empty());
         let err = queue
@@ -394,7 +394,7 @@ async fn overflowing_delays_and_due_times() {
         let _: i64 = client.publish(queue.keys().channel(), msg).await.unwrap();
     }
     queue
-        .offer(&"neighbour".into(), Duration::from_millis(200))
+        .offer("neighbour", Duration::from_millis(200))
         .await
         .unwrap();
     let consumer = queue.consumer().await.unwrap();
@@ -417,7 +417,7 @@ async fn overflowing_delays_and_due_times() {
     assert_eq!(stats.pending, far.len() as u64);
     // And the scheduler still works for the next value.
     queue
-        .offer(&"later".into(), Duration::from_millis(100))
+        .offer("later", Duration::from_millis(100))
         .await
         .unwrap();
     let v = consumer.poll(Duration::from_secs(3)).await.unwrap();

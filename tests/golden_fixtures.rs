@@ -12,6 +12,7 @@
 
 use delayq::codec::{ByteArrayCodec, Codec, LongCodec, StringCodec};
 use delayq::entry::{unpack, EntryFormat};
+use std::borrow::Borrow;
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
@@ -64,7 +65,7 @@ where
         for row in lines(&dir.join(file)) {
             let (id, bytes) = (&row[0], hex(&row[1]));
             let value = value_of(id);
-            let encoded = codec.encode(&value).unwrap();
+            let encoded = codec.encode(value.borrow()).unwrap();
             assert_eq!(
                 encoded, bytes,
                 "{dir:?} {file} {id}: delayq writes other bytes than Redisson"
@@ -162,12 +163,16 @@ fn entries_written_by_redisson_unpack() {
 #[cfg(feature = "json")]
 fn check_one<C: Codec>(codec: C, value: C::Value, bytes: &[u8], what: &str) {
     assert_eq!(
-        codec.encode(&value).unwrap(),
+        codec.encode(value.borrow()).unwrap(),
         bytes,
         "{what}: delayq writes other bytes than Redisson"
     );
     let back = codec.decode(bytes).unwrap();
-    assert_eq!(codec.encode(&back).unwrap(), bytes, "{what}: decode/encode");
+    assert_eq!(
+        codec.encode(back.borrow()).unwrap(),
+        bytes,
+        "{what}: decode/encode"
+    );
 }
 
 #[cfg(feature = "json")]

@@ -21,7 +21,7 @@ async fn offer_writes_zset_and_order_list_with_current_packing() {
 
     let before = now_ms();
     queue
-        .offer(&"abc".to_string(), Duration::from_millis(5_000))
+        .offer("abc", Duration::from_millis(5_000))
         .await
         .unwrap();
     let after = now_ms();
@@ -66,10 +66,7 @@ async fn equal_values_get_distinct_random_ids() {
     let name = unique_name("offer-ids");
     let queue = manual_queue(&client, &name).await;
     for _ in 0..5 {
-        queue
-            .offer(&"same".to_string(), Duration::from_secs(60))
-            .await
-            .unwrap();
+        queue.offer("same", Duration::from_secs(60)).await.unwrap();
     }
     let order = list(&client, queue.keys().order()).await;
     assert_eq!(order.len(), 5);
@@ -112,10 +109,7 @@ async fn legacy_format_writes_dlc0_entries() {
     let name = unique_name("offer-legacy");
     let queue = manual_queue_with(&client, &name, StringCodec, EntryFormat::Legacy).await;
     assert_eq!(queue.entry_format(), EntryFormat::Legacy);
-    queue
-        .offer(&"hello".to_string(), Duration::from_secs(60))
-        .await
-        .unwrap();
+    queue.offer("hello", Duration::from_secs(60)).await.unwrap();
     let order = list(&client, queue.keys().order()).await;
     let entry = &order[0];
     // 8-byte double + u64 LE length + value, no leading length byte.
@@ -176,7 +170,7 @@ async fn channel_gets_the_due_time_only_when_the_head_changes() {
 
     // First entry: it is the head, so its due time is published.
     queue
-        .offer(&"first".to_string(), Duration::from_millis(10_000))
+        .offer("first", Duration::from_millis(10_000))
         .await
         .unwrap();
     let msg = spy.next(Duration::from_secs(2)).await.expect("a message");
@@ -186,14 +180,14 @@ async fn channel_gets_the_due_time_only_when_the_head_changes() {
 
     // A later entry does not become the head: no message.
     queue
-        .offer(&"later".to_string(), Duration::from_millis(20_000))
+        .offer("later", Duration::from_millis(20_000))
         .await
         .unwrap();
     assert_eq!(spy.next(Duration::from_millis(300)).await, None);
 
     // An earlier entry becomes the head: its due time is published.
     queue
-        .offer(&"earlier".to_string(), Duration::from_millis(5_000))
+        .offer("earlier", Duration::from_millis(5_000))
         .await
         .unwrap();
     let msg = spy.next(Duration::from_secs(2)).await.expect("a message");
@@ -234,10 +228,7 @@ async fn overflowing_delay_is_refused_before_any_redis_call() {
     let name = unique_name("offer-overflow");
     let queue = manual_queue(&client, &name).await;
 
-    let err = queue
-        .offer(&"x".to_string(), Duration::MAX)
-        .await
-        .unwrap_err();
+    let err = queue.offer("x", Duration::MAX).await.unwrap_err();
     assert!(matches!(err, Error::InvalidDelay(_)), "{err:?}");
     // A batch with one bad delay writes nothing at all.
     let err = queue
@@ -254,7 +245,7 @@ async fn overflowing_delay_is_refused_before_any_redis_call() {
     // Proof that no Redis call is made: the client is closed, yet the delay check answers.
     client.quit().await.unwrap();
     let err = queue
-        .offer(&"x".to_string(), Duration::from_secs(u64::MAX / 2))
+        .offer("x", Duration::from_secs(u64::MAX / 2))
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidDelay(_)), "{err:?}");

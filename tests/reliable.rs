@@ -94,10 +94,7 @@ async fn take_registers_in_flight_and_ack_forgets() {
 #[tokio::test(flavor = "multi_thread")]
 async fn nack_with_delay_is_a_normal_pending_entry_and_counts_attempts() {
     let (_redis, client, queue) = setup("rel-nack").await;
-    queue
-        .offer(&"job-1".to_string(), Duration::ZERO)
-        .await
-        .unwrap();
+    queue.offer("job-1", Duration::ZERO).await.unwrap();
     let consumer = queue.reliable_consumer_with(fast(5_000)).await.unwrap();
     let delivery = consumer.take().await.unwrap();
     assert_eq!(delivery.attempt(), 1);
@@ -131,10 +128,7 @@ async fn nack_with_delay_is_a_normal_pending_entry_and_counts_attempts() {
     let third = consumer.take().await.unwrap();
     assert_eq!(third.attempt(), 3);
     // Given back unprocessed: uncounted, at the head.
-    queue
-        .offer(&"other".to_string(), Duration::ZERO)
-        .await
-        .unwrap();
+    queue.offer("other", Duration::ZERO).await.unwrap();
     wait_for_len(&client, queue.name(), 1).await;
     assert!(third.give_back().await.unwrap());
     assert_eq!(target(&client, &queue).await, ["job-1", "other"]);
@@ -160,10 +154,7 @@ async fn wait_for_len(client: &Client, key: &str, len: i64) {
 #[tokio::test(flavor = "multi_thread")]
 async fn expired_values_are_reaped_and_late_settlements_refused() {
     let (_redis, client, queue) = setup("rel-reap").await;
-    queue
-        .offer(&"slow".to_string(), Duration::ZERO)
-        .await
-        .unwrap();
+    queue.offer("slow", Duration::ZERO).await.unwrap();
     let consumer = queue.reliable_consumer_with(fast(300)).await.unwrap();
     let stuck = consumer.take().await.unwrap();
     let taken_at = now_ms();
@@ -189,7 +180,7 @@ async fn expired_values_are_reaped_and_late_settlements_refused() {
     assert!(!stuck.ack().await.unwrap());
     assert!(again.ack().await.unwrap());
     // Several reapers at once move nothing twice.
-    queue.offer(&"x".to_string(), Duration::ZERO).await.unwrap();
+    queue.offer("x", Duration::ZERO).await.unwrap();
     let held = consumer.take().await.unwrap();
     tokio::time::sleep(Duration::from_millis(350)).await;
     let outcomes = futures::future::join_all((0..4).map(|_| queue.reap_expired(10))).await;
@@ -497,12 +488,9 @@ async fn server_clock_stamps_with_redis_time() {
         secs * 1000 + micros / 1000
     };
     let before = server_ms(&redis);
+    queue.offer("s", Duration::from_secs(3600)).await.unwrap();
     queue
-        .offer(&"s".to_string(), Duration::from_secs(3600))
-        .await
-        .unwrap();
-    queue
-        .offer_unique(&"u".to_string(), Duration::from_secs(7200))
+        .offer_unique("u", Duration::from_secs(7200))
         .await
         .unwrap();
     let after = server_ms(&redis);
@@ -516,10 +504,7 @@ async fn server_clock_stamps_with_redis_time() {
         u >= before + 7_200_000 && u <= after + 7_200_000,
         "{before} {u} {after}"
     );
-    assert!(queue
-        .reschedule(&"u".to_string(), Duration::ZERO)
-        .await
-        .unwrap());
+    assert!(queue.reschedule("u", Duration::ZERO).await.unwrap());
     // Transfer by the server's clock moves it; a reliable take stamps its deadline by it too.
     let consumer = queue.reliable_consumer_with(fast(60_000)).await.unwrap();
     let d = consumer.take().await.unwrap();
@@ -561,7 +546,7 @@ async fn bad_configs_are_refused() {
         ));
     }
     let consumer = queue.reliable_consumer().await.unwrap();
-    assert_eq!(consumer.config().visibility, Duration::from_secs(30));
+    assert_eq!(consumer.config().visibility(), Duration::from_secs(30));
     consumer.close().await;
     queue.destroy().await.unwrap();
 }

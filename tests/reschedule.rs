@@ -81,7 +81,7 @@ async fn reschedule_moves_every_equal_entry_and_keeps_their_bytes() {
         assert!((due - at - 3_600_000).abs() < 1_000, "{due}");
     }
     assert!(!queue
-        .reschedule(&"never-offered".to_string(), Duration::ZERO)
+        .reschedule("never-offered", Duration::ZERO)
         .await
         .unwrap());
 

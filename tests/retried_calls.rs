@@ -6,24 +6,26 @@ mod common;
 
 use common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
+use delayq::QueueKeys;
 use delayq::{DelayedQueue, ReliableConfig};
 use fred::clients::Client;
 use fred::interfaces::{KeysInterface, ListInterface, LuaInterface, SortedSetsInterface};
 use fred::types::Value;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-const ENTRY_PRELUDE: &str = include_str!("../lua/lib/entry.lua");
-const RELIABLE_PRELUDE: &str = include_str!("../lua/lib/reliable.lua");
-
-fn reliable_script(body: &str) -> String {
-    format!("{ENTRY_PRELUDE}{RELIABLE_PRELUDE}{body}")
+/// The script `name` as delayq sends it, and its keys for `keys`.
+fn script(name: &str, keys: &QueueKeys) -> (String, Vec<String>) {
+    (
+        delayq::__internal::script_source(name).unwrap(),
+        delayq::__internal::script_keys(name, keys, &[]).unwrap(),
+    )
 }
 
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
+/// ARGV[1] (now) and ARGV[2] (entry format) of every script, then `rest`.
+fn args(rest: Vec<Value>) -> Vec<Value> {
+    let mut args: Vec<Value> = vec![delayq::time::now_ms().into(), "0".into()];
+    args.extend(rest);
+    args
 }
 
 async fn eval_twice(
@@ -55,25 +57,13 @@ async fn setup(prefix: &str) -> (TestRedis, Client, DelayedQueue<StringCodec>) {
 async fn a_retried_offer_leaves_one_entry() {
     let (_redis, client, queue) = setup("retry-offer").await;
     let keys = queue.keys().clone();
-    let script = format!("{ENTRY_PRELUDE}{}", include_str!("../lua/offer.lua"));
-    let args: Vec<Value> = vec![
-        "0".into(),
-        (now_ms() + 60_000).to_string().into(),
+    let (offer, offer_keys) = script("offer.lua", &keys);
+    let offer_args = args(vec![
+        60_000.into(),
         Value::Bytes(vec![7u8; 8].into()),
         "once".into(),
-    ];
-    let added = eval_twice(
-        &client,
-        &script,
-        vec![
-            keys.target().into(),
-            keys.timeout().into(),
-            keys.order().into(),
-            keys.channel().into(),
-        ],
-        args,
-    )
-    .await;
+    ]);
+    let added = eval_twice(&client, &offer, offer_keys, offer_args).await;
     assert_eq!(added, [1, 0]);
     let pending: i64 = client.zcard(keys.timeout()).await.unwrap();
     let order: i64 = client.llen(keys.order()).await.unwrap();
@@ -110,15 +100,14 @@ async fn retried_acks_and_nacks_report_their_own_success() {
     // ack.lua, run twice: both say done, nothing is left in flight.
     let acked = take().await;
     assert_eq!(acked.value().map(String::as_str), Some("acked"));
-    let ack = reliable_script(include_str!("../lua/ack.lua"));
-    let ack_keys: Vec<String> = vec![
-        keys.inflight().into(),
-        keys.inflight_data().into(),
-        keys.attempts().into(),
-        keys.attempts_seen().into(),
-        keys.settled().into(),
-    ];
-    let done = eval_twice(&client, &ack, ack_keys.clone(), vec![acked.id().into()]).await;
+    let (ack, ack_keys) = script("ack.lua", &keys);
+    let done = eval_twice(
+        &client,
+        &ack,
+        ack_keys.clone(),
+        args(vec![acked.id().into()]),
+    )
+    .await;
     assert_eq!(done, [1, 1]);
     // The record of settled deliveries forgets itself.
     let ttl: i64 = client.pttl(keys.settled()).await.unwrap();
@@ -127,31 +116,14 @@ async fn retried_acks_and_nacks_report_their_own_success() {
     // nack.lua with a delay, run twice: the value is pending once.
     let nacked = take().await;
     assert_eq!(nacked.value().map(String::as_str), Some("nacked"));
-    let nack = reliable_script(include_str!("../lua/nack.lua"));
-    let done = eval_twice(
-        &client,
-        &nack,
-        vec![
-            keys.target().into(),
-            keys.inflight().into(),
-            keys.inflight_data().into(),
-            keys.timeout().into(),
-            keys.order().into(),
-            keys.channel().into(),
-            keys.attempts().into(),
-            keys.attempts_seen().into(),
-            keys.settled().into(),
-        ],
-        vec![
-            now_ms().to_string().into(),
-            60_000.into(),
-            nacked.id().into(),
-            "0".into(),
-            Value::Bytes(vec![9u8; 8].into()),
-            "0".into(),
-        ],
-    )
-    .await;
+    let (nack, nack_keys) = script("nack.lua", &keys);
+    let nack_args = args(vec![
+        60_000.into(),
+        nacked.id().into(),
+        Value::Bytes(vec![9u8; 8].into()),
+        "0".into(),
+    ]);
+    let done = eval_twice(&client, &nack, nack_keys, nack_args).await;
     assert_eq!(done, [1, 1]);
     assert_eq!(queue.read_all().await.unwrap(), vec!["nacked".to_string()]);
     let pending: i64 = client.zcard(keys.timeout()).await.unwrap();
@@ -160,28 +132,22 @@ async fn retried_acks_and_nacks_report_their_own_success() {
     // dead.lua, run twice: one dead letter.
     let dead = take().await;
     assert_eq!(dead.value().map(String::as_str), Some("dead"));
-    let dead_script = reliable_script(include_str!("../lua/dead.lua"));
-    let done = eval_twice(
-        &client,
-        &dead_script,
-        vec![
-            keys.inflight().into(),
-            keys.inflight_data().into(),
-            keys.attempts().into(),
-            keys.attempts_seen().into(),
-            keys.dead().into(),
-            keys.settled().into(),
-        ],
-        vec![dead.id().into(), "header|".into(), 0.into()],
-    )
-    .await;
+    let (dead_script, dead_keys) = script("dead.lua", &keys);
+    let dead_args = args(vec![dead.id().into(), "header|".into(), 0.into()]);
+    let done = eval_twice(&client, &dead_script, dead_keys, dead_args).await;
     assert_eq!(done, [1, 1]);
     let dead_letters: i64 = client.llen(keys.dead()).await.unwrap();
     assert_eq!(dead_letters, 1);
     assert_eq!(queue.reliable_stats().await.unwrap().in_flight, 0);
 
     // A delivery id that was never settled is still "no longer ours".
-    let never = eval_twice(&client, &ack, ack_keys, vec!["no-such-delivery".into()]).await;
+    let never = eval_twice(
+        &client,
+        &ack,
+        ack_keys,
+        args(vec!["no-such-delivery".into()]),
+    )
+    .await;
     assert_eq!(never, [0, 0]);
     // The deliveries above were settled behind the API's back; drop them unsettled.
     drop((acked, nacked, dead));

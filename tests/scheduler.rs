@@ -69,7 +69,7 @@ async fn legacy_entries_written_by_old_java_are_moved() {
     }
     // A current entry in the same queue (a newer peer) moves too: detected per entry.
     queue
-        .offer(&"mixed".to_string(), Duration::from_millis(250))
+        .offer("mixed", Duration::from_millis(250))
         .await
         .unwrap();
     // Nothing has published for the raw ones; the sweep or the offer's message wakes the scheduler.
@@ -102,7 +102,7 @@ async fn scheduler_survives_client_kill_of_its_connections() {
         .unwrap();
     let consumer = queue.consumer().await.unwrap();
     queue
-        .offer(&"before".to_string(), Duration::from_millis(100))
+        .offer("before", Duration::from_millis(100))
         .await
         .unwrap();
     assert_eq!(consumer.take().await.unwrap(), "before");
@@ -165,14 +165,14 @@ async fn noscript_after_script_flush_is_handled() {
     let client = connect(&redis.url()).await;
     let name = unique_name("noscript");
     let queue = manual_queue(&client, &name).await;
-    queue.offer(&"a".to_string(), Duration::ZERO).await.unwrap();
+    queue.offer("a", Duration::ZERO).await.unwrap();
     for _ in 0..2 {
         assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
-        queue.offer(&"b".to_string(), Duration::ZERO).await.unwrap();
+        queue.offer("b", Duration::ZERO).await.unwrap();
         assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
-        assert!(queue.contains(&"b".to_string()).await.unwrap());
+        assert!(queue.contains("b").await.unwrap());
         assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
-        assert!(queue.remove(&"b".to_string()).await.unwrap());
+        assert!(queue.remove("b").await.unwrap());
     }
     assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
     let outcome = queue.transfer_due(100).await.unwrap();
@@ -200,10 +200,7 @@ async fn shared_scheduler_is_reference_counted() {
     assert_eq!(pubsub_clients(), 1, "one scheduler for one (client, queue)");
     first.destroy().await.unwrap();
     assert_eq!(pubsub_clients(), 1, "still used by the second handle");
-    second
-        .offer(&"x".to_string(), Duration::from_millis(50))
-        .await
-        .unwrap();
+    second.offer("x", Duration::from_millis(50)).await.unwrap();
     let consumer = second.consumer().await.unwrap();
     assert_eq!(consumer.take().await.unwrap(), "x");
     second.destroy().await.unwrap();

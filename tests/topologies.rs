@@ -38,16 +38,10 @@ async fn cluster_queues_with_and_without_braces() {
         }
         slots.push(cluster.slot_owner(slot));
 
-        queue
-            .offer(&"a".to_string(), Duration::from_millis(150))
-            .await
-            .unwrap();
-        queue
-            .offer(&"b".to_string(), Duration::from_secs(60))
-            .await
-            .unwrap();
-        assert!(queue.contains(&"b".to_string()).await.unwrap());
-        assert!(queue.remove(&"b".to_string()).await.unwrap());
+        queue.offer("a", Duration::from_millis(150)).await.unwrap();
+        queue.offer("b", Duration::from_secs(60)).await.unwrap();
+        assert!(queue.contains("b").await.unwrap());
+        assert!(queue.remove("b").await.unwrap());
         assert_eq!(queue.size().await.unwrap(), 1);
         let consumer = queue.consumer().await.unwrap();
         assert_eq!(
@@ -76,7 +70,7 @@ async fn sentinel_offer_transfer_take() {
         .await
         .unwrap();
     queue
-        .offer(&"via-sentinel".to_string(), Duration::from_millis(200))
+        .offer("via-sentinel", Duration::from_millis(200))
         .await
         .unwrap();
     let consumer = queue.consumer().await.unwrap();
@@ -153,7 +147,7 @@ async fn sentinel_failover_moves_clients_when_announced() {
         .await
         .unwrap();
     queue
-        .offer(&"after-switch".to_string(), Duration::from_secs(60))
+        .offer("after-switch", Duration::from_secs(60))
         .await
         .unwrap();
     let zcard = sentinel.cli(
@@ -174,10 +168,7 @@ async fn offers_and_transfers_ride_out_a_slot_migration() {
         .build()
         .await
         .unwrap();
-    queue
-        .offer(&"before".to_string(), Duration::ZERO)
-        .await
-        .unwrap();
+    queue.offer("before", Duration::ZERO).await.unwrap();
     let slot = cluster.key_slot(&name);
     let from = cluster.slot_owner(slot);
     let to = (from + 1) % 3;
@@ -194,10 +185,7 @@ async fn offers_and_transfers_ride_out_a_slot_migration() {
         })
     };
     let started = std::time::Instant::now();
-    queue
-        .offer(&"during".to_string(), Duration::ZERO)
-        .await
-        .unwrap();
+    queue.offer("during", Duration::ZERO).await.unwrap();
     let waited = started.elapsed();
     finisher.join().unwrap();
     assert!(

@@ -160,8 +160,8 @@ async fn index_follows_delayq_removals_and_polls() {
     let head = value_of(&head_entry);
     let head_was_due = head[1..].parse::<u32>().unwrap() % 3 == 0;
     assert_eq!(queue.poll().await.unwrap(), Some(head.clone()));
-    assert!(queue.remove(&"x00601".to_string()).await.unwrap());
-    assert!(queue.remove(&"x00602".to_string()).await.unwrap());
+    assert!(queue.remove("x00601").await.unwrap());
+    assert!(queue.remove("x00602").await.unwrap());
     let rest = queue.transfer_due(1_000).await.unwrap();
     assert_eq!(rest.moved, 500 - 10 - u64::from(head_was_due));
     assert_eq!(rest.found_by_index + rest.found_at_head, rest.moved);

@@ -216,7 +216,7 @@ async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
                 let ms: u64 = job.value().parse().unwrap();
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 finished.fetch_add(1, Ordering::SeqCst);
-                Ok(())
+                Ok::<(), JobError>(())
             }
         }
     };
@@ -265,7 +265,7 @@ async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
         queue
             .worker(2, move |_job: Job<String>| {
                 calls.fetch_add(1, Ordering::SeqCst);
-                async { Ok(()) }
+                async { Ok::<(), JobError>(()) }
             })
             .reliable_config(fast())
             .stop_on(stop.clone())
@@ -293,7 +293,7 @@ async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn invalid_workers_are_refused() {
     let (_redis, _client, queue) = setup("work-bad").await;
-    let handler = |_job: Job<String>| async { Ok(()) };
+    let handler = |_job: Job<String>| async { Ok::<(), JobError>(()) };
     assert!(matches!(
         queue.worker(0, handler).spawn(),
         Err(delayq::Error::InvalidConfig(_))

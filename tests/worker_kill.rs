@@ -97,7 +97,7 @@ async fn a_killed_worker_loses_nothing_and_duplicates_only_its_in_flight_values(
                         job.attempt(),
                         killed_at.elapsed(),
                     ));
-                    Ok(())
+                    Ok::<(), delayq::JobError>(())
                 }
             })
             .reliable_config(

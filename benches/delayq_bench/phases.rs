@@ -17,12 +17,10 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-/// delayq's offer script (its entry prelude + `lua/offer.lua`, as `src/scripts.rs` joins them),
-/// for the redis-benchmark ceiling.
-const OFFER_LUA: &str = concat!(
-    include_str!("../../lua/lib/entry.lua"),
-    include_str!("../../lua/offer.lua")
-);
+/// delayq's offer script, exactly as delayq sends it, for the redis-benchmark ceiling.
+fn offer_lua() -> String {
+    delayq::__internal::script_source("offer.lua").unwrap_or_default()
+}
 /// A script call over this long breaks the transfer target.
 const LONG_CALL_US: u64 = 10_000;
 
@@ -173,7 +171,7 @@ async fn offer_phase(ctx: &mut Ctx) -> BoxResult<Json> {
     rust_offer(ctx, 16, 0.5).await?;
     java_offer(ctx, 16, if ctx.plan.smoke { 0.5 } else { 2.0 }).await?;
     // delayq's offers above loaded its offer script: the ceiling must run that very script.
-    let sha = fred::util::sha1_hash(OFFER_LUA);
+    let sha = fred::util::sha1_hash(&offer_lua());
     let exists = cmd(
         &ctx.client,
         "SCRIPT",
@@ -303,7 +301,10 @@ async fn redis_benchmark(ctx: &Ctx, sha: &str, c: usize, pipeline: usize) -> Box
     } else {
         ctx.plan.bench_requests / 5
     };
-    let due = (redis::delayq_now_ms() + 3_600_000).to_string();
+    // ARGV: now (ms), entry format, then one entry: delay, id, value.
+    let now = redis::delayq_now_ms().to_string();
+    let script_keys =
+        delayq::__internal::script_keys("offer.lua", &keys, &[]).ok_or("offer.lua has no keys")?;
     let output = tokio::process::Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &ctx.port, "-n", &n.to_string()])
         .args([
@@ -315,15 +316,9 @@ async fn redis_benchmark(ctx: &Ctx, sha: &str, c: usize, pipeline: usize) -> Box
             "100000000000",
             "--csv",
         ])
-        .args([
-            "EVALSHA",
-            sha,
-            "4",
-            keys.target(),
-            keys.timeout(),
-            keys.order(),
-        ])
-        .args([keys.channel(), "0", &due, "abcdefgh", "value-__rand_int__"])
+        .args(["EVALSHA", sha, &script_keys.len().to_string()])
+        .args(&script_keys)
+        .args([&now, "0", "3600000", "abcdefgh", "value-__rand_int__"])
         .output()
         .await
         .map_err(|e| format!("cannot run redis-benchmark: {e}"))?;

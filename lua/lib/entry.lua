@@ -1,14 +1,17 @@
--- delayq: shared prelude, prepended (by src/scripts.rs) to every script that reads entries.
---
--- Entries are packed with Redis's bundled `struct` library, as Redisson does:
+-- delayq lib/entry.lua: pending entries, packed with Redis's bundled `struct` library as Redisson
+-- packs them:
 --   current (Redisson >= 3.21.1): struct.pack('Bc0Lc0', #id, id, #value, value)
 --   legacy  (Redisson <  3.21.1): struct.pack('dLc0', random, #value, value)
--- delayq_wrong_type(key, kind, ...) names the first key that exists with another type than its
--- kind ('list', 'zset'), so a script can refuse before writing anything (a WRONGTYPE error
--- half-way would leave earlier writes done).
--- delayq_value(entry, prefer_legacy) returns the value bytes, or nil when the entry is neither
--- (a malformed entry is never unpacked with a bare struct.unpack, which would abort the script
+-- Every script gets the queue's entry format as ARGV[2]: '0' current, '1' legacy; new entries are
+-- written in it, and it is the reading preferred for an entry that fits both.
+--
+-- delayq_value(entry, legacy): the value bytes, or nil when the entry is neither format (a
+-- malformed entry is never unpacked with a bare struct.unpack, which would abort the script
 -- part-way and leave earlier writes done).
+-- delayq_pack(legacy, id, value): a new entry; id is 8 random bytes, or (legacy) a random long
+-- as decimal text.
+-- delayq_index_member(entry): the entry's member in the position index (its first 9 bytes,
+-- which hold the random id).
 local function delayq_read_current(entry)
     local ok, _, value, next_pos = pcall(struct.unpack, 'Bc0Lc0', entry)
     if ok and next_pos == #entry + 1 then
@@ -28,21 +31,20 @@ local function delayq_read_legacy(entry)
     return nil
 end
 
-local function delayq_value(entry, prefer_legacy)
-    if prefer_legacy then
+local function delayq_value(entry, legacy)
+    if legacy then
         return delayq_read_legacy(entry) or delayq_read_current(entry)
     end
     return delayq_read_current(entry) or delayq_read_legacy(entry)
 end
 
-local function delayq_wrong_type(...)
-    local args = { ... }
-    for i = 1, #args, 2 do
-        local found = redis.call('type', args[i]).ok
-        if found ~= 'none' and found ~= args[i + 1] then
-            return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value: '
-                .. args[i] .. ' is a ' .. found .. ', not a ' .. args[i + 1])
-        end
+local function delayq_pack(legacy, id, value)
+    if legacy then
+        return struct.pack('dLc0', tonumber(id), string.len(value), value)
     end
-    return nil
+    return struct.pack('Bc0Lc0', string.len(id), id, string.len(value), value)
+end
+
+local function delayq_index_member(entry)
+    return string.sub(entry, 1, 9)
 end

@@ -8,21 +8,22 @@ use std::convert::Infallible;
 /// ```
 /// use delayq::codec::{ByteArrayCodec, Codec};
 ///
-/// assert_eq!(ByteArrayCodec.encode(&vec![1, 2, 3]).unwrap(), [1, 2, 3]);
+/// assert_eq!(ByteArrayCodec.encode(&[1, 2, 3]).unwrap(), [1, 2, 3]);
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ByteArrayCodec;
 
 impl Codec for ByteArrayCodec {
     type Value = Vec<u8>;
+    type Borrowed = [u8];
     type Error = Infallible;
 
     fn name(&self) -> &'static str {
         "bytes"
     }
 
-    fn encode(&self, value: &Vec<u8>) -> Result<Vec<u8>, Infallible> {
-        Ok(value.clone())
+    fn encode(&self, value: &[u8]) -> Result<Vec<u8>, Infallible> {
+        Ok(value.to_vec())
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<Vec<u8>, Infallible> {

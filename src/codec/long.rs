@@ -27,6 +27,7 @@ pub struct LongCodecError {
 
 impl Codec for LongCodec {
     type Value = i64;
+    type Borrowed = i64;
     type Error = LongCodecError;
 
     fn name(&self) -> &'static str {

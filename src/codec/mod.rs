@@ -41,6 +41,10 @@ pub use self::string::{StringCodec, StringCodecError};
 /// Implementations must be deterministic: equal values give equal bytes, so that
 /// [`DelayedQueue::remove`](crate::DelayedQueue::remove) finds values offered by Java.
 ///
+/// Values are encoded from their borrowed form ([`Borrowed`](Codec::Borrowed)): `str` for
+/// [`StringCodec`], `[u8]` for [`ByteArrayCodec`], the value type itself for the others. So a
+/// queue of `String` takes `&str` where it takes a value (`queue.offer("order-17", delay)`).
+///
 /// # Examples
 ///
 /// ```
@@ -52,7 +56,10 @@ pub use self::string::{StringCodec, StringCodecError};
 /// ```
 pub trait Codec: Send + Sync + 'static {
     /// The Rust type of the values.
-    type Value: Send + Sync;
+    type Value: Send + Sync + std::borrow::Borrow<Self::Borrowed>;
+    /// What the codec encodes from: a borrowed form of [`Value`](Codec::Value) (`str` for
+    /// `String`), or the value type itself.
+    type Borrowed: ?Sized + Sync;
     /// The codec's own error.
     type Error: std::error::Error + Send + Sync + 'static;
 
@@ -60,14 +67,14 @@ pub trait Codec: Send + Sync + 'static {
     fn name(&self) -> &'static str;
 
     /// Encodes one value.
-    fn encode(&self, value: &Self::Value) -> Result<Vec<u8>, Self::Error>;
+    fn encode(&self, value: &Self::Borrowed) -> Result<Vec<u8>, Self::Error>;
 
     /// Decodes one value.
     fn decode(&self, bytes: &[u8]) -> Result<Self::Value, Self::Error>;
 }
 
 /// Encodes through `codec`, mapping the codec's error into [`crate::Error::Encode`].
-pub(crate) fn encode_value<C: Codec>(codec: &C, value: &C::Value) -> crate::Result<Vec<u8>> {
+pub(crate) fn encode_value<C: Codec>(codec: &C, value: &C::Borrowed) -> crate::Result<Vec<u8>> {
     codec.encode(value).map_err(|e| crate::Error::Encode {
         codec: codec.name(),
         source: Box::new(e),

@@ -9,7 +9,7 @@ use super::Codec;
 /// ```
 /// use delayq::codec::{Codec, StringCodec};
 ///
-/// assert_eq!(StringCodec.encode(&"héllo".to_string()).unwrap(), "héllo".as_bytes());
+/// assert_eq!(StringCodec.encode("héllo").unwrap(), "héllo".as_bytes());
 /// assert!(StringCodec.decode(&[0xff]).is_err());
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
@@ -22,13 +22,14 @@ pub struct StringCodecError(#[from] std::str::Utf8Error);
 
 impl Codec for StringCodec {
     type Value = String;
+    type Borrowed = str;
     type Error = StringCodecError;
 
     fn name(&self) -> &'static str {
         "string"
     }
 
-    fn encode(&self, value: &String) -> Result<Vec<u8>, StringCodecError> {
+    fn encode(&self, value: &str) -> Result<Vec<u8>, StringCodecError> {
         Ok(value.as_bytes().to_vec())
     }
 

@@ -15,9 +15,14 @@
 //! The client builds the header; `dead.lua` appends the value bytes it holds, so the value never
 //! travels through the client on the way to the list.
 
+use crate::codec::{decode_value, Codec};
+use crate::queue::DelayedQueue;
+use crate::redis::ops::dead_replay;
+use crate::time::Delay;
 use crate::{Error, Result};
 use bytes::Bytes;
 use std::sync::Arc;
+use std::time::Duration;
 
 const MAGIC: &[u8; 4] = b"DQD1";
 const HEADER_LEN: usize = 4 + 4 + 8 + 4;
@@ -113,9 +118,9 @@ pub(crate) fn dead_letter<V>(
             record,
         },
         Err(reason) => DeadLetter {
-            value: Err(Arc::new(Error::MalformedEntry {
+            value: Err(Arc::new(Error::MalformedDeadLetter {
                 key: key.to_owned(),
-                entry: record.clone(),
+                record: record.clone(),
                 reason,
             })),
             raw: Bytes::new(),
@@ -124,6 +129,52 @@ pub(crate) fn dead_letter<V>(
             dead_at_ms: 0,
             record,
         },
+    }
+}
+
+/// Dead letters (delayq only).
+impl<C: Codec> DelayedQueue<C> {
+    /// The oldest `limit` dead letters (all for 0), oldest first.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error. Records that do not parse or decode are reported in
+    /// [`DeadLetter::value`], not skipped.
+    pub async fn dead_letters(&self, limit: usize) -> Result<Vec<DeadLetter<C::Value>>> {
+        let key = self.keys().dead();
+        Ok(self
+            .own_list(key, limit)
+            .await?
+            .into_iter()
+            .map(|record| dead_letter(key, record, |raw| decode_value(self.codec(), raw)))
+            .collect())
+    }
+
+    /// Puts the oldest `limit` dead letters (all for 0) back into the queue, due after `delay`
+    /// (straight onto the target list for zero), with fresh attempt counts. Records that do not
+    /// parse stay. Returns how many were replayed; concurrent replays never replay one twice.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidDelay`] or a Redis error.
+    pub async fn replay_dead_letters(&self, limit: usize, delay: Duration) -> Result<u64> {
+        let delay = Delay::checked(delay)?;
+        let records = self
+            .own_list(self.keys().dead(), limit)
+            .await?
+            .into_iter()
+            .filter_map(|record| parse(&record).ok().map(|parts| (record, parts.value)))
+            .collect();
+        dead_replay::run(self.client(), self.spec(), delay, records).await
+    }
+
+    /// Deletes every dead letter; returns how many there were.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn purge_dead_letters(&self) -> Result<u64> {
+        self.purge_own_list(self.keys().dead()).await
     }
 }
 

@@ -29,6 +29,7 @@ use delayq::{
 };
 use kinds::{hex, Kind};
 use serde_json::{json, Map, Value};
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -104,7 +105,7 @@ struct Handle<K: Kind> {
 
 impl<K: Kind> Handle<K> {
     fn item(&self, v: &<K::C as Codec>::Value) -> Result<Value, String> {
-        let raw = self.codec.encode(v).map_err(err)?;
+        let raw = self.codec.encode(v.borrow()).map_err(err)?;
         Ok(json!({ "value": self.kind.show(v)?, "raw": hex::encode(&raw) }))
     }
 
@@ -155,7 +156,7 @@ impl<K: Kind> Handle<K> {
             "offer" => {
                 let v = self.value(args)?;
                 let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
-                q.offer(&v, delay).await.map_err(err)?;
+                q.offer(v.borrow(), delay).await.map_err(err)?;
                 reply(vec![])
             }
             "offer_all" => {
@@ -171,7 +172,7 @@ impl<K: Kind> Handle<K> {
                 reply(vec![("count", json!(items.len()))])
             }
             "remove" => {
-                let found = q.remove(&self.value(args)?).await.map_err(err)?;
+                let found = q.remove(self.value(args)?.borrow()).await.map_err(err)?;
                 reply(vec![("result", json!(found))])
             }
             "remove_all" => {
@@ -179,7 +180,7 @@ impl<K: Kind> Handle<K> {
                 reply(vec![("result", json!(changed))])
             }
             "contains" => {
-                let found = q.contains(&self.value(args)?).await.map_err(err)?;
+                let found = q.contains(self.value(args)?.borrow()).await.map_err(err)?;
                 reply(vec![("result", json!(found))])
             }
             "contains_all" => {
@@ -320,7 +321,7 @@ struct OpenOpts<'a> {
 impl OpenOpts<'_> {
     fn parse(args: &Value) -> Result<OpenOpts<'_>, String> {
         let sweep = match args.get("sweep_ms") {
-            None => SchedulerConfig::default().sweep_interval,
+            None => SchedulerConfig::default().sweep_interval(),
             Some(Value::Null) => None,
             Some(_) => Some(Duration::from_millis(u64_field(args, "sweep_ms")?)),
         };
@@ -343,9 +344,7 @@ impl OpenOpts<'_> {
     }
 
     fn scheduler_config(&self) -> SchedulerConfig {
-        SchedulerConfig::default()
-            .with_entry_format(self.format())
-            .with_sweep_interval(self.sweep)
+        SchedulerConfig::default().with_sweep_interval(self.sweep)
     }
 }
 
@@ -368,7 +367,10 @@ impl Peer {
     async fn scheduler_start(&self, args: &Value) -> Reply {
         let opts = OpenOpts::parse(args)?;
         let name = opts.name;
-        let handle = Scheduler::spawn(self.client.clone(), name, opts.scheduler_config())
+        let handle = Scheduler::builder(self.client.clone(), name)
+            .entry_format(opts.format())
+            .config(opts.scheduler_config())
+            .spawn()
             .await
             .map_err(err)?;
         if let Some(old) = self.schedulers.lock().await.insert(name.to_owned(), handle) {

@@ -92,6 +92,7 @@ fn encode_hex(bytes: &[u8]) -> String {
 
 impl Codec for TextCodec {
     type Value = String;
+    type Borrowed = str;
     type Error = TextCodecError;
 
     fn name(&self) -> &'static str {
@@ -105,7 +106,7 @@ impl Codec for TextCodec {
         }
     }
 
-    fn encode(&self, text: &String) -> Result<Vec<u8>, TextCodecError> {
+    fn encode(&self, text: &str) -> Result<Vec<u8>, TextCodecError> {
         match self.name {
             CodecName::String => Ok(text.as_bytes().to_vec()),
             CodecName::Long => {
@@ -152,14 +153,14 @@ mod tests {
     #[test]
     fn json_with_java_class_is_typed_and_sorted() {
         let codec = TextCodec::new(CodecName::Json, Some("com.example.Order".into())).unwrap();
-        let bytes = codec.encode(&r#"{"sku":"x","id":1}"#.to_string()).unwrap();
+        let bytes = codec.encode(r#"{"sku":"x","id":1}"#).unwrap();
         assert_eq!(bytes, br#"{"@class":"com.example.Order","id":1,"sku":"x"}"#);
     }
 
     #[test]
     fn msgpack_matches_jackson_bytes_for_a_typed_map() {
         let codec = TextCodec::new(CodecName::Msgpack, Some("java.util.HashMap".into())).unwrap();
-        let bytes = codec.encode(&r#"{"k":"v"}"#.to_string()).unwrap();
+        let bytes = codec.encode(r#"{"k":"v"}"#).unwrap();
         let expected = "82a640636c617373b16a6176612e7574696c2e486173684d6170a16ba176";
         assert_eq!(encode_hex(&bytes), expected);
         assert_eq!(
@@ -171,10 +172,10 @@ mod tests {
     #[test]
     fn hex_and_long() {
         let bytes = TextCodec::new(CodecName::Bytes, None).unwrap();
-        assert_eq!(bytes.encode(&"0a0B".to_string()).unwrap(), [10, 11]);
-        assert!(bytes.encode(&"abc".to_string()).is_err());
+        assert_eq!(bytes.encode("0a0B").unwrap(), [10, 11]);
+        assert!(bytes.encode("abc").is_err());
         let long = TextCodec::new(CodecName::Long, None).unwrap();
-        assert!(long.encode(&"1.5".to_string()).is_err());
+        assert!(long.encode("1.5").is_err());
         assert!(TextCodec::new(CodecName::String, Some("x".into())).is_err());
     }
 }

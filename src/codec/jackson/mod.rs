@@ -165,6 +165,7 @@ where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
     type Value = T;
+    type Borrowed = T;
     type Error = JacksonError;
 
     fn name(&self) -> &'static str {
@@ -207,6 +208,7 @@ where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
     type Value = T;
+    type Borrowed = T;
     type Error = JacksonError;
 
     fn name(&self) -> &'static str {
@@ -251,6 +253,7 @@ where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
     type Value = T;
+    type Borrowed = T;
     type Error = JacksonError;
 
     fn name(&self) -> &'static str {

@@ -342,6 +342,7 @@ where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
     type Value = T;
+    type Borrowed = T;
     type Error = KryoError;
 
     fn name(&self) -> &'static str {

@@ -1,0 +1,18 @@
+-- delayq lib/queue.lua: adding pending entries, as Redisson's offer does.
+--
+-- delayq_schedule(timeout, order, channel, due, entry): ZADD the entry at due, RPUSH it onto
+-- the order list, and publish due when it became the earliest entry.
+-- delayq_publish_if_head(timeout, channel, entry, due): publish due when entry is now the
+-- earliest pending entry (Redisson's rule: schedulers re-arm on an earlier head only).
+local function delayq_publish_if_head(timeout, channel, entry, due)
+    local head = redis.call('zrange', timeout, 0, 0)[1]
+    if head == entry then
+        redis.call('publish', channel, due)
+    end
+end
+
+local function delayq_schedule(timeout, order, channel, due, entry)
+    redis.call('zadd', timeout, due, entry)
+    redis.call('rpush', order, entry)
+    delayq_publish_if_head(timeout, channel, entry, due)
+end

@@ -1,0 +1,170 @@
+//! delayq's own producer operations (not in Redisson): reschedule, unique offers, pending
+//! values with due times, counters, the quarantine, and one-off transfers.
+
+use super::DelayedQueue;
+use crate::codec::{encode_value, Codec};
+use crate::entry::unpack;
+use crate::redis::ops::transfer::{self, TransferOutcome};
+use crate::redis::ops::{offer_unique, pending, purge_list, reschedule, stats};
+use crate::redis::reply;
+use crate::scheduler::SchedulerConfig;
+use crate::time::Delay;
+use crate::{Error, QueueStats, Result};
+use bytes::Bytes;
+use fred::interfaces::ListInterface;
+use fred::prelude::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A pending value with its due time, in offer order.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Pending<V> {
+    /// The decoded value, or why it could not be read (a malformed entry, or a decode error
+    /// with its raw bytes).
+    pub value: std::result::Result<V, Arc<Error>>,
+    /// The encoded value bytes (the whole entry when it is malformed).
+    pub raw: Bytes,
+    /// Due time in epoch ms, or `None` for an order-list entry with no zset member.
+    pub due_ms: Option<i64>,
+}
+
+impl<C: Codec> DelayedQueue<C> {
+    /// Gives every pending entry equal to `value` the due time `delay` from now, in one script:
+    /// an order's timeout can be pushed back (or brought forward) while schedulers run.
+    ///
+    /// Returns false when no equal entry is pending: it was never offered, was removed, or is
+    /// already due and transferred (the scheduler won the race; the value is on the target list
+    /// or taken). The entries keep their bytes and place in offer order; a Java peer sees the
+    /// same entries with a new score.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidDelay`], [`Error::Encode`] or a Redis error.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.as_millis() as u64))]
+    pub async fn reschedule(&self, value: &C::Borrowed, delay: Duration) -> Result<bool> {
+        let delay = Delay::checked(delay)?;
+        let value = encode_value(self.codec(), value)?;
+        Ok(reschedule::run(self.client(), self.spec(), delay, value).await? > 0)
+    }
+
+    /// Offers `value` due after `delay`, unless an equal value is pending: then that entry gets
+    /// the new due time instead (and any further equal entries are removed), so there is never
+    /// a second one. One script call. Returns true when an entry was replaced.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidDelay`], [`Error::Encode`] or a Redis error.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.as_millis() as u64))]
+    pub async fn offer_unique(&self, value: &C::Borrowed, delay: Duration) -> Result<bool> {
+        let delay = Delay::checked(delay)?;
+        let value = encode_value(self.codec(), value)?;
+        Ok(offer_unique::run(self.client(), self.spec(), delay, value).await? > 0)
+    }
+
+    /// The first `limit` pending values in offer order with their due times (all with
+    /// `limit == 0`). Values that do not unpack or decode are reported, not skipped.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn pending(&self, limit: usize) -> Result<Vec<Pending<C::Value>>> {
+        let entries = pending::run(self.client(), self.spec(), limit).await?;
+        Ok(entries
+            .into_iter()
+            .map(|(entry, due_ms)| self.pending_value(entry, due_ms))
+            .collect())
+    }
+
+    fn pending_value(&self, entry: Bytes, due_ms: Option<i64>) -> Pending<C::Value> {
+        match unpack(&entry, self.entry_format()) {
+            Ok(unpacked) => {
+                let raw = entry.slice_ref(unpacked.value);
+                Pending {
+                    value: self.decode(raw.clone()).map_err(Arc::new),
+                    raw,
+                    due_ms,
+                }
+            }
+            Err(source) => Pending {
+                value: Err(Arc::new(Error::MalformedEntry {
+                    key: self.keys().order().to_owned(),
+                    entry: entry.clone(),
+                    source,
+                })),
+                raw: entry,
+                due_ms,
+            },
+        }
+    }
+
+    /// Counters of the queue, read atomically.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn stats(&self) -> Result<QueueStats> {
+        stats::run(self.client(), self.spec()).await
+    }
+
+    /// The first `limit` members (all for 0) of one of the queue's own lists.
+    pub(crate) async fn own_list(&self, key: &str, limit: usize) -> Result<Vec<Bytes>> {
+        let last = if limit == 0 {
+            -1
+        } else {
+            i64::try_from(limit).unwrap_or(i64::MAX) - 1
+        };
+        let items: Value = self
+            .client()
+            .lrange(key, 0, last)
+            .await
+            .map_err(|e| Error::from_redis(key, e))?;
+        reply::bytes_list(items, "LRANGE")
+    }
+
+    /// Deletes one of the queue's own lists; returns how long it was.
+    pub(crate) async fn purge_own_list(&self, key: &str) -> Result<u64> {
+        purge_list::run(self.client(), self.spec(), key).await
+    }
+
+    /// The first `limit` quarantined entries (all for 0): malformed members the transfer or poll
+    /// scripts took out of the queue, raw.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn quarantined(&self, limit: usize) -> Result<Vec<Bytes>> {
+        self.own_list(self.keys().quarantine(), limit).await
+    }
+
+    /// Deletes every quarantined entry; returns how many there were.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn purge_quarantine(&self) -> Result<u64> {
+        self.purge_own_list(self.keys().quarantine()).await
+    }
+
+    /// Runs one transfer now, as a scheduler would (by the queue's clock), moving at most
+    /// `batch_size` due entries.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn transfer_due(&self, batch_size: usize) -> Result<TransferOutcome> {
+        let config = SchedulerConfig::default().with_batch_size(batch_size.max(1));
+        self.transfer_due_with(&config).await
+    }
+
+    /// Runs one transfer now with a scheduler's settings (batch size, position index) and the
+    /// queue's clock and entry format; for tools and benchmarks that drive transfers themselves.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn transfer_due_with(&self, config: &SchedulerConfig) -> Result<TransferOutcome> {
+        let limits = config.limits(config.batch_size().max(1));
+        transfer::run(self.client(), self.spec(), limits).await
+    }
+}

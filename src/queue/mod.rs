@@ -1,0 +1,253 @@
+//! The producer side: [`DelayedQueue`], Redisson's `RDelayedQueue`.
+//!
+//! - `mod.rs`: the queue, its builder and accessors, [`consumer`](DelayedQueue::consumer) and
+//!   [`destroy`](DelayedQueue::destroy).
+//! - `redisson.rs`: the `RDelayedQueue` operations (`offer` … `size_in_memory`).
+//! - `extras.rs`: delayq's own producer operations (`reschedule`, `offer_unique`, `pending`,
+//!   `stats`, quarantine, one-off transfers).
+//!
+//! Two more `impl DelayedQueue` blocks live with what they build on: reliable consumption and
+//! dead letters in [`reliable`](crate::reliable), and [`worker`](DelayedQueue::worker) in
+//! [`worker`](crate::worker).
+
+mod extras;
+mod redisson;
+
+pub use extras::Pending;
+
+use crate::codec::{decode_value, Codec};
+use crate::consumer::Consumer;
+use crate::entry::EntryFormat;
+use crate::keys::QueueKeys;
+use crate::redis::script::QueueSpec;
+use crate::scheduler::shared::SchedulerLease;
+use crate::scheduler::SchedulerConfig;
+use crate::time::Clock;
+use crate::{Error, Result};
+use bytes::Bytes;
+use fred::clients::Client;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Builds a [`DelayedQueue`]; made by [`DelayedQueue::builder`].
+#[derive(Debug)]
+#[must_use]
+pub struct DelayedQueueBuilder<C: Codec> {
+    client: Client,
+    name: String,
+    codec: C,
+    format: EntryFormat,
+    clock: Clock,
+    transfer: bool,
+    scheduler: SchedulerConfig,
+}
+
+impl<C: Codec> DelayedQueueBuilder<C> {
+    /// The entry packing to write: [`EntryFormat::Current`] (default) for Redisson 3.21.1 and
+    /// later, [`EntryFormat::Legacy`] when older Java peers share the queue. Also the reading
+    /// preferred for an entry that fits both, by this queue and the scheduler it starts.
+    pub fn entry_format(mut self, format: EntryFormat) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// Whose clock stamps due times and decides what is due: [`Clock::Client`] (default, as
+    /// Redisson) or [`Clock::Server`] (the Redis server's `TIME`; see [`Clock`] for the
+    /// trade-off with Java peers). Used by every call of this queue, the scheduler it starts and
+    /// its reliable consumers.
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Whether this handle runs (or shares) the transfer scheduler of its client and queue, as
+    /// every Java `RDelayedQueue` does. Default: true.
+    pub fn transfer(mut self, enabled: bool) -> Self {
+        self.transfer = enabled;
+        self
+    }
+
+    /// Batches, index, sweep and backoff of the scheduler, used when this handle is the one
+    /// that starts it.
+    pub fn scheduler_config(mut self, config: SchedulerConfig) -> Self {
+        self.scheduler = config;
+        self
+    }
+
+    /// Builds the queue, starting or joining the scheduler when transfer is on.
+    ///
+    /// # Errors
+    ///
+    /// An empty name, an invalid scheduler config, or the scheduler could not subscribe.
+    pub async fn build(self) -> Result<DelayedQueue<C>> {
+        if self.name.is_empty() {
+            return Err(Error::InvalidConfig("queue name is empty".into()));
+        }
+        let spec = QueueSpec {
+            keys: QueueKeys::new(self.name),
+            format: self.format,
+            clock: self.clock,
+        };
+        let lease = if self.transfer {
+            Some(SchedulerLease::acquire(&self.client, &spec, self.scheduler).await?)
+        } else {
+            None
+        };
+        Ok(DelayedQueue {
+            inner: Arc::new(Inner {
+                client: self.client,
+                spec,
+                codec: Arc::new(self.codec),
+                lease: Mutex::new(lease),
+            }),
+        })
+    }
+}
+
+/// A delayed queue: values offered with a delay land on the target list when due.
+///
+/// Java: `RDelayedQueue` from `redisson.getDelayedQueue(destinationQueue)`. The keys, entry
+/// packing and channel messages are Redisson's own, so Java and Rust peers share a queue.
+/// Cheap to clone; clones share one scheduler lease.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn ex() -> Result<(), delayq::Error> {
+/// use delayq::codec::StringCodec;
+/// use delayq::DelayedQueue;
+/// use std::time::Duration;
+///
+/// let client = delayq::connect("redis://127.0.0.1:6379").await?;
+/// let queue = DelayedQueue::builder(client, "orders", StringCodec).build().await?;
+/// queue.offer("order-42", Duration::from_secs(900)).await?;
+/// let consumer = queue.consumer().await?;
+/// let due = consumer.take().await?; // in 15 minutes
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct DelayedQueue<C: Codec> {
+    inner: Arc<Inner<C>>,
+}
+
+impl<C: Codec> Clone for DelayedQueue<C> {
+    fn clone(&self) -> Self {
+        DelayedQueue {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner<C> {
+    client: Client,
+    spec: QueueSpec,
+    codec: Arc<C>,
+    lease: Mutex<Option<SchedulerLease>>,
+}
+
+impl<C: Codec> DelayedQueue<C> {
+    /// Starts building a queue on `client` for the destination list `name`.
+    pub fn builder(client: Client, name: impl Into<String>, codec: C) -> DelayedQueueBuilder<C> {
+        DelayedQueueBuilder {
+            client,
+            name: name.into(),
+            codec,
+            format: EntryFormat::default(),
+            clock: Clock::default(),
+            transfer: true,
+            scheduler: SchedulerConfig::default(),
+        }
+    }
+
+    /// A queue with the defaults: current entry format, this process's clock, transfer
+    /// scheduler on.
+    ///
+    /// # Errors
+    ///
+    /// As [`DelayedQueueBuilder::build`].
+    pub async fn new(client: Client, name: impl Into<String>, codec: C) -> Result<Self> {
+        Self::builder(client, name, codec).build().await
+    }
+
+    /// The queue's name: its destination (target) list.
+    pub fn name(&self) -> &str {
+        self.inner.spec.keys.target()
+    }
+
+    /// The queue's Redis keys.
+    pub fn keys(&self) -> &QueueKeys {
+        &self.inner.spec.keys
+    }
+
+    /// The codec values go through.
+    pub fn codec(&self) -> &C {
+        &self.inner.codec
+    }
+
+    /// The entry packing this queue writes.
+    pub fn entry_format(&self) -> EntryFormat {
+        self.inner.spec.format
+    }
+
+    /// Whose clock stamps due times (see [`Clock`]).
+    pub fn clock(&self) -> Clock {
+        self.inner.spec.clock
+    }
+
+    /// The fred client commands go through.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// Keys, format and clock, as every script call takes them.
+    pub(crate) fn spec(&self) -> &QueueSpec {
+        &self.inner.spec
+    }
+
+    /// The codec, shared (for consumers).
+    pub(crate) fn shared_codec(&self) -> Arc<C> {
+        self.inner.codec.clone()
+    }
+
+    fn redis_error(&self, err: fred::error::Error) -> Error {
+        Error::from_redis(self.name(), err)
+    }
+
+    pub(crate) fn decode(&self, raw: Bytes) -> Result<C::Value> {
+        decode_value(&*self.inner.codec, raw)
+    }
+
+    /// A consumer of the target list on its own connection: `BLPOP`, as Redisson's consumers
+    /// take, so a value is gone from Redis once taken (**at most once**: a crash before the
+    /// work is done loses it). For values that must not be lost, use
+    /// [`reliable_consumer`](Self::reliable_consumer) (acknowledged, at least once) or
+    /// [`worker`](Self::worker).
+    ///
+    /// # Errors
+    ///
+    /// No connection for the consumer.
+    pub async fn consumer(&self) -> Result<Consumer<C>> {
+        Consumer::with_shared_codec(&self.inner.client, self.name(), self.shared_codec()).await
+    }
+
+    /// Drops this handle's share of the transfer scheduler, stopping it (and waiting for it)
+    /// when no other handle of the same client and queue uses it.
+    ///
+    /// Java: `RDelayedQueue#destroy()`.
+    ///
+    /// # Errors
+    ///
+    /// None today; kept fallible for parity with Java.
+    pub async fn destroy(&self) -> Result<()> {
+        let lease = self
+            .inner
+            .lease
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(lease) = lease {
+            lease.release().await;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,345 @@
+//! The `RDelayedQueue` operations, each with Redisson's name and meaning.
+
+use super::DelayedQueue;
+use crate::codec::{encode_value, Codec};
+use crate::entry::unpack;
+use crate::redis::ops::remove::RemoveMode;
+use crate::redis::ops::{contains, expire, offer, poll, poll_last_offer_first, remove};
+use crate::time::Delay;
+use crate::{Error, Result};
+use bytes::Bytes;
+use fred::interfaces::{KeysInterface, ListInterface, MemoryInterface};
+use std::borrow::Borrow;
+use std::time::Duration;
+
+impl<C: Codec> DelayedQueue<C> {
+    /// Offers `value`, due after `delay`.
+    ///
+    /// Java: `RDelayedQueue#offer(e, delay, unit)`. The due time is this host's clock plus
+    /// `delay` (truncated to milliseconds), or the Redis server's with
+    /// [`Clock::Server`](crate::Clock::Server). When the value becomes the earliest pending one,
+    /// its due time is published on the channel so every scheduler (Rust or Java) re-arms.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidDelay`] when the due time overflows (checked before any Redis call),
+    /// [`Error::Encode`], or a Redis error (`WRONGTYPE` as [`Error::WrongType`]).
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.as_millis() as u64))]
+    pub async fn offer(&self, value: &C::Borrowed, delay: Duration) -> Result<()> {
+        let entry = (Delay::checked(delay)?, encode_value(self.codec(), value)?);
+        offer::run(self.client(), self.spec(), [entry]).await?;
+        Ok(())
+    }
+
+    /// Offers several values in one script call (one round trip, atomic).
+    ///
+    /// # Errors
+    ///
+    /// As [`offer`](Self::offer); nothing is written when any delay or value is refused.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), count = items.len()))]
+    pub async fn offer_all(&self, items: &[(C::Value, Duration)]) -> Result<()> {
+        let entries = items
+            .iter()
+            .map(|(value, delay)| {
+                Ok((
+                    Delay::checked(*delay)?,
+                    encode_value(self.codec(), value.borrow())?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        offer::run(self.client(), self.spec(), entries).await?;
+        Ok(())
+    }
+
+    fn encode_all<'a>(
+        &self,
+        values: impl IntoIterator<Item = &'a C::Borrowed>,
+    ) -> Result<Vec<Vec<u8>>>
+    where
+        C::Borrowed: 'a,
+    {
+        values
+            .into_iter()
+            .map(|v| encode_value(self.codec(), v))
+            .collect()
+    }
+
+    /// Removes the first pending entry equal to `value` (comparing encoded bytes).
+    ///
+    /// Java: `RDelayedQueue#remove(o)`. Finds values offered by Java when the codec's bytes are
+    /// canonical.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Encode`] or a Redis error.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name()))]
+    pub async fn remove(&self, value: &C::Borrowed) -> Result<bool> {
+        let values = self.encode_all([value])?;
+        Ok(remove::run(self.client(), self.spec(), RemoveMode::First, values).await? > 0)
+    }
+
+    /// Removes every pending entry equal to one of `values`; true if any was removed.
+    ///
+    /// Java: `RDelayedQueue#removeAll(c)`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Encode`] or a Redis error.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name()))]
+    pub async fn remove_all(&self, values: &[C::Value]) -> Result<bool> {
+        if values.is_empty() {
+            return Ok(false);
+        }
+        let values = self.encode_all(values.iter().map(Borrow::borrow))?;
+        Ok(remove::run(self.client(), self.spec(), RemoveMode::All, values).await? > 0)
+    }
+
+    /// Removes every pending entry not equal to one of `values`; true if any was removed.
+    ///
+    /// Java: `RDelayedQueue#retainAll(c)`. Unlike Java, the removed entries also leave the
+    /// timeout zset.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Encode`] or a Redis error.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name()))]
+    pub async fn retain_all(&self, values: &[C::Value]) -> Result<bool> {
+        let values = self.encode_all(values.iter().map(Borrow::borrow))?;
+        Ok(remove::run(self.client(), self.spec(), RemoveMode::Retain, values).await? > 0)
+    }
+
+    /// How many of the distinct `values` are pending, and how many distinct values there are.
+    async fn count_contained(&self, values: Vec<Vec<u8>>) -> Result<(u64, u64)> {
+        let mut values = values;
+        values.sort();
+        values.dedup();
+        let distinct = values.len() as u64;
+        let found = contains::run(self.client(), self.spec(), values).await?;
+        Ok((found, distinct))
+    }
+
+    /// True if a pending entry equals `value`.
+    ///
+    /// Java: `RDelayedQueue#contains(o)`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Encode`] or a Redis error.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name()))]
+    pub async fn contains(&self, value: &C::Borrowed) -> Result<bool> {
+        let values = self.encode_all([value])?;
+        Ok(self.count_contained(values).await?.0 == 1)
+    }
+
+    /// True if every one of `values` is pending (true for none).
+    ///
+    /// Java: `RDelayedQueue#containsAll(c)`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Encode`] or a Redis error.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name()))]
+    pub async fn contains_all(&self, values: &[C::Value]) -> Result<bool> {
+        if values.is_empty() {
+            return Ok(true);
+        }
+        let values = self.encode_all(values.iter().map(Borrow::borrow))?;
+        let (found, distinct) = self.count_contained(values).await?;
+        Ok(found == distinct)
+    }
+
+    /// The number of pending entries (the order list's length).
+    ///
+    /// Java: `RDelayedQueue#size()`.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn size(&self) -> Result<u64> {
+        self.client()
+            .llen(self.keys().order())
+            .await
+            .map_err(|e| self.redis_error(e))
+    }
+
+    /// True when nothing is pending.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn is_empty(&self) -> Result<bool> {
+        Ok(self.size().await? == 0)
+    }
+
+    /// The value of a raw order-list entry.
+    fn value_of_entry(&self, raw: Bytes) -> Result<C::Value> {
+        match unpack(&raw, self.entry_format()) {
+            Ok(entry) => {
+                let value = raw.slice_ref(entry.value);
+                self.decode(value)
+            }
+            Err(source) => Err(Error::MalformedEntry {
+                key: self.keys().order().to_owned(),
+                entry: raw,
+                source,
+            }),
+        }
+    }
+
+    /// The first pending value in offer order (not due order), left in place.
+    ///
+    /// Java: `RDelayedQueue#peek()`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MalformedEntry`], [`Error::Decode`] or a Redis error.
+    pub async fn peek(&self) -> Result<Option<C::Value>> {
+        let raw: Option<Bytes> = self
+            .client()
+            .lindex(self.keys().order(), 0)
+            .await
+            .map_err(|e| self.redis_error(e))?;
+        raw.map(|raw| self.value_of_entry(raw)).transpose()
+    }
+
+    /// Every pending value in offer order.
+    ///
+    /// Java: `RDelayedQueue#readAll()`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MalformedEntry`], [`Error::Decode`] or a Redis error.
+    pub async fn read_all(&self) -> Result<Vec<C::Value>> {
+        let raws: Vec<Bytes> = self
+            .client()
+            .lrange(self.keys().order(), 0, -1)
+            .await
+            .map_err(|e| self.redis_error(e))?;
+        raws.into_iter()
+            .map(|raw| self.value_of_entry(raw))
+            .collect()
+    }
+
+    /// Takes the first pending value in offer order, **whatever its due time**: a value taken
+    /// here is never transferred. This is Redisson's meaning of `poll()` on the delayed queue;
+    /// to take values that are due, use [`consumer`](Self::consumer) (or a reliable consumer).
+    ///
+    /// Java: `RDelayedQueue#poll()`. A malformed head entry is quarantined and the next taken.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] (the raw value inside: it has left Redis) or a Redis error.
+    pub async fn poll(&self) -> Result<Option<C::Value>> {
+        let mut values = poll::run(self.client(), self.spec(), 1).await?;
+        values.pop().map(|raw| self.decode(raw)).transpose()
+    }
+
+    /// Takes up to `limit` pending values in offer order, **whatever their due times** (see
+    /// [`poll`](Self::poll)).
+    ///
+    /// Java: `RDelayedQueue#poll(limit)`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] for the first value that does not decode (all values have left Redis;
+    /// use [`poll_many_raw`](Self::poll_many_raw) to keep undecodable ones), or a Redis error.
+    pub async fn poll_many(&self, limit: usize) -> Result<Vec<C::Value>> {
+        self.poll_many_raw(limit).await?.into_iter().collect()
+    }
+
+    /// Like [`poll_many`](Self::poll_many), with each value's decode result apart.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn poll_many_raw(&self, limit: usize) -> Result<Vec<Result<C::Value>>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let raws = poll::run(self.client(), self.spec(), limit).await?;
+        Ok(raws.into_iter().map(|raw| self.decode(raw)).collect())
+    }
+
+    /// Takes the last pending value (offer order), whatever its due time, and pushes it onto
+    /// the head of the list `destination`, returning it.
+    ///
+    /// Java: `RDelayedQueue#pollLastAndOfferFirstTo(queueName)`. In a cluster, `destination`
+    /// must share the queue's hash slot.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] (the value was moved anyway) or a Redis error.
+    pub async fn poll_last_and_offer_first_to(
+        &self,
+        destination: &str,
+    ) -> Result<Option<C::Value>> {
+        let raw = poll_last_offer_first::run(self.client(), self.spec(), destination).await?;
+        raw.map(|raw| self.decode(raw)).transpose()
+    }
+
+    /// Deletes every pending entry (the order list and the timeout zset; the target list
+    /// stays). True if anything was deleted.
+    ///
+    /// Java: `RDelayedQueue#clear()` / `delete()`.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn clear(&self) -> Result<bool> {
+        let keys = self.keys();
+        let deleted: u64 = self
+            .client()
+            .del(vec![keys.timeout(), keys.order(), keys.index()])
+            .await
+            .map_err(|e| self.redis_error(e))?;
+        Ok(deleted > 0)
+    }
+
+    /// Sets a time to live on the pending entries' keys. True if any key exists.
+    ///
+    /// Java: `RDelayedQueue#expire(duration)`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] for a zero TTL, or a Redis error.
+    pub async fn expire(&self, ttl: Duration) -> Result<bool> {
+        let ms = i64::try_from(ttl.as_millis())
+            .ok()
+            .filter(|ms| *ms > 0)
+            .ok_or_else(|| {
+                Error::InvalidConfig(format!("expire needs a positive TTL, not {ttl:?}"))
+            })?;
+        Ok(expire::run(self.client(), self.spec(), expire::Ttl::Millis(ms)).await? > 0)
+    }
+
+    /// Removes the time to live. True if one was removed.
+    ///
+    /// Java: `RDelayedQueue#clearExpire()`.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn clear_expire(&self) -> Result<bool> {
+        Ok(expire::run(self.client(), self.spec(), expire::Ttl::Persist).await? > 0)
+    }
+
+    /// Bytes Redis uses for the pending entries' keys (`MEMORY USAGE` of both).
+    ///
+    /// Java: `RDelayedQueue#sizeInMemory()`.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn size_in_memory(&self) -> Result<u64> {
+        let mut total = 0;
+        for key in [self.keys().timeout(), self.keys().order()] {
+            let used: Option<u64> = self
+                .client()
+                .memory_usage(key, Some(0))
+                .await
+                .map_err(|e| self.redis_error(e))?;
+            total += used.unwrap_or(0);
+        }
+        Ok(total)
+    }
+}

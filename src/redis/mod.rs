@@ -1,0 +1,175 @@
+//! Redis: building clients that suit a delayed queue, Sentinel's master switches, and the one
+//! API through which every Lua script is called ([`script`], [`ops`]).
+
+pub(crate) mod ops;
+pub(crate) mod reply;
+pub(crate) mod script;
+mod sentinel;
+
+use crate::error::{classify, ReplyKind};
+use crate::retry::{Backoff, Retrying};
+use crate::{Error, Result};
+use fred::clients::Client;
+use fred::prelude::{Builder, ClientLike, Config, ReconnectPolicy};
+use std::future::Future;
+use std::time::Duration;
+
+/// How long a command may wait (for a reconnect, say) before it fails with a timeout.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long [`connect`] waits for the first connection.
+const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reconnect forever, 100 ms doubling to 5 s: for queue clients and sentinel listeners alike.
+fn reconnect_policy() -> ReconnectPolicy {
+    ReconnectPolicy::new_exponential(0, 100, 5_000, 2)
+}
+
+/// Connects a fred [`Client`](fred::clients::Client) from a URL, with delayq's settings (see
+/// [`client_builder`]).
+///
+/// Accepts fred's URL forms: `redis://host:port/db`, `redis-cluster://host:port?node=host:port`,
+/// `redis-sentinel://host:port?node=host:port&sentinelServiceName=mymaster`.
+///
+/// # Errors
+///
+/// A bad URL, or no connection within 10 seconds.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn ex() -> Result<(), delayq::Error> {
+/// let client = delayq::connect("redis://127.0.0.1:6379").await?;
+/// # Ok(()) }
+/// ```
+pub async fn connect(url: &str) -> Result<Client> {
+    connect_with(&client_builder(Config::from_url(url)?)).await
+}
+
+/// A fred [`Builder`] for `config` with the settings delayq relies on; change what you need
+/// (TLS, pool and buffer sizes, your own timeouts) and pass it to [`connect_with`].
+///
+/// - A reconnect policy that retries forever (100 ms doubling to 5 s), so schedulers and
+///   consumers survive restarts, failovers and killed connections, and a 30 s command timeout,
+///   so a command that cannot be sent (Redis down for longer, or the client closed) fails with a
+///   clear error instead of waiting forever. Blocking waits of [`Consumer`](crate::Consumer) set
+///   their own, longer limit.
+/// - A command is written at most once (`max_command_attempts = 1`): when the connection drops
+///   after a command was sent and before its reply came, the call fails (the command may or may
+///   not have run) rather than being sent again, which for an offer could deliver the value
+///   twice. Retrying such an offer is the caller's choice (at least once); acks, nacks and dead
+///   letters may be retried safely.
+/// - With a Cluster, the client does not follow `MOVED`/`ASK` redirections itself
+///   (`max_redirections = 0`; fred 10.1's `ASK` handling could wedge a busy client during a slot
+///   migration); it refreshes its slot map on `MOVED`, and delayq's own calls are sent again after
+///   a redirection or a `TRYAGAIN` for up to ~5 s. Commands you send through the client yourself
+///   get the redirection as an error to retry.
+///
+/// Changing the last two gives up the guarantees they give: keep them unless you know why.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn ex() -> Result<(), delayq::Error> {
+/// use delayq::fred::prelude::Config;
+///
+/// let config = Config::from_url("redis://127.0.0.1:6379/2")?;
+/// let mut builder = delayq::client_builder(config);
+/// builder.with_performance_config(|p| p.default_command_timeout = std::time::Duration::from_secs(5));
+/// let client = delayq::connect_with(&builder).await?;
+/// # Ok(()) }
+/// ```
+pub fn client_builder(config: Config) -> Builder {
+    let mut builder = Builder::from_config(config);
+    builder
+        .with_connection_config(|c| {
+            c.connection_timeout = Duration::from_secs(5);
+            // A command whose connection drops after it was written is not written again: it
+            // may have run (Redis executed it, its reply was lost), and an offer sent twice is
+            // delivered twice once the first copy has moved (found by tests/faults after Redis
+            // restarts). The caller gets an error meaning "outcome unknown" instead; commands
+            // not yet written wait for the reconnection as before.
+            c.max_command_attempts = 1;
+            // fred 10.1 follows an ASK redirection by reading ASKING's reply inline on a
+            // pipelined connection; under load during a Cluster slot migration that wedged the
+            // client for good (every later command timed out; found by tests/faults). Not
+            // following redirections avoids that path: a MOVED still refreshes fred's slot map,
+            // and delayq's scripts send a refused call again (resend_refused).
+            c.max_redirections = 0;
+        })
+        .with_performance_config(|p| p.default_command_timeout = COMMAND_TIMEOUT)
+        .set_policy(reconnect_policy());
+    builder
+}
+
+/// Builds and connects a client from `builder` (normally from [`client_builder`]).
+///
+/// With a Sentinel configuration, the client also listens to every sentinel's
+/// `+switch-master` channel and reconnects to the new master as soon as one announces it.
+/// Without that, fred keeps writing to the old master until Sentinel demotes it (up to ~10 s
+/// after a forced failover), and those writes are lost when it resyncs from the new master.
+/// The connections that schedulers and consumers open from this client do the same.
+///
+/// # Errors
+///
+/// An invalid configuration, or no connection within 10 seconds.
+pub async fn connect_with(builder: &Builder) -> Result<Client> {
+    let client = builder.build()?;
+    init_client(&client).await?;
+    Ok(client)
+}
+
+/// Initialises a client (one made by `clone_new` too), with a bound on the first connection.
+pub(crate) async fn init_client(client: &Client) -> Result<()> {
+    match tokio::time::timeout(FIRST_CONNECT_TIMEOUT, client.init()).await {
+        Ok(Ok(connection_task)) => {
+            sentinel::follow_switches(client, connection_task);
+            Ok(())
+        }
+        Ok(Err(err)) => Err(err.into()),
+        Err(_) => {
+            // Stop the reconnect loop that is still trying in the background.
+            let _ = client.quit().await;
+            Err(Error::Redis(fred::error::Error::new(
+                fred::error::ErrorKind::Timeout,
+                format!(
+                    "no connection to Redis within {}s",
+                    FIRST_CONNECT_TIMEOUT.as_secs()
+                ),
+            )))
+        }
+    }
+}
+
+/// Waits before sending again a command refused during a slot migration: 10 ms doubling, at
+/// most [`REFUSED_TRIES`] times (10, 20, ... 2,560 ms, about 5 s in all).
+fn refused_backoff() -> Backoff {
+    Backoff::doubling(Duration::from_millis(10), Duration::from_millis(2_560))
+}
+const REFUSED_TRIES: u32 = 9;
+
+/// Runs `send` until Redis stops refusing it because a Cluster slot is moving, for up to ~5 s:
+/// a refused command did not run, so sending it again is safe.
+pub(crate) async fn resend_refused<T, F, Fut>(
+    what: &str,
+    mut send: F,
+) -> std::result::Result<T, fred::error::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = std::result::Result<T, fred::error::Error>>,
+{
+    let mut retrying = Retrying::new(refused_backoff());
+    loop {
+        match send().await {
+            Err(err)
+                if classify(&err) == ReplyKind::Migrating
+                    && retrying.failures() < REFUSED_TRIES =>
+            {
+                let wait = retrying.failed();
+                tracing::debug!(command = what, error = %err, retry_in_ms = wait.as_millis() as u64, "slot migrating; sending again");
+                tokio::time::sleep(wait).await;
+            }
+            other => return other,
+        }
+    }
+}

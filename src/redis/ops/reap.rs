@@ -1,0 +1,65 @@
+//! `reap.lua`: in-flight values past their deadline given back; stale attempt counters pruned.
+
+use crate::redis::reply;
+use crate::redis::script::{script, QueueSpec};
+use crate::time::Delay;
+use crate::Result;
+use fred::clients::Client;
+use fred::prelude::Value;
+
+script!(
+    REAP,
+    "reap.lua",
+    [
+        Target,
+        Inflight,
+        InflightData,
+        Attempts,
+        AttemptsSeen,
+        Claims
+    ]
+);
+
+/// What one reaper call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ReapOutcome {
+    /// In-flight values whose deadline had passed, put back onto the target list.
+    pub returned: u64,
+    /// Values on the claim lists of consumers whose lease ran out, put back onto the target list.
+    pub unclaimed: u64,
+    /// Attempt counters pruned for being untouched longer than the retention.
+    pub pruned: u64,
+    /// The earliest deadline still in flight.
+    pub next_deadline_ms: Option<i64>,
+}
+
+/// Gives back at most `batch` overdue values and prunes counters untouched for `retention`
+/// (`None`: never); returns what it did and the claim lists whose lease ran out (`unclaimed`
+/// is left for the caller, who gives those back).
+pub(crate) async fn run(
+    client: &Client,
+    queue: &QueueSpec,
+    batch: usize,
+    retention: Option<Delay>,
+) -> Result<(ReapOutcome, Vec<String>)> {
+    let name = REAP.name();
+    let reply: Value = REAP
+        .call(queue)
+        .arg(i64::try_from(batch.max(1)).unwrap_or(i64::MAX))
+        .arg(retention.map_or(0, |keep| keep.ms().max(1)))
+        .run(client)
+        .await?;
+    let [returned, pruned, head, lapsed] = reply::fixed(reply, name)?;
+    let outcome = ReapOutcome {
+        returned: reply::count(returned, name)?,
+        unclaimed: 0,
+        pruned: reply::count(pruned, name)?,
+        next_deadline_ms: reply::score(&head, name)?,
+    };
+    let lapsed = reply::bytes_list(lapsed, name)?
+        .into_iter()
+        .map(|claim| String::from_utf8_lossy(&claim).into_owned())
+        .collect();
+    Ok((outcome, lapsed))
+}

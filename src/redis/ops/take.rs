@@ -1,0 +1,125 @@
+//! `take.lua`: values moved from the target list (or the consumer's claim list) into flight.
+
+use crate::redis::reply;
+use crate::redis::script::{script, QueueSpec};
+use crate::time::Delay;
+use crate::{Error, Result};
+use bytes::Bytes;
+use fred::clients::Client;
+use fred::prelude::Value;
+
+script!(
+    TAKE,
+    "take.lua",
+    [
+        Target,
+        Inflight,
+        InflightData,
+        Attempts,
+        AttemptsSeen,
+        Claims,
+        Claim
+    ]
+);
+
+/// One value taken into flight.
+#[derive(Debug)]
+pub(crate) struct Taken {
+    pub(crate) id: String,
+    pub(crate) raw: Bytes,
+    pub(crate) attempt: u32,
+}
+
+/// What a take call returned.
+#[derive(Debug)]
+pub(crate) struct TakeReply {
+    /// The visibility deadline of every value taken, epoch ms.
+    pub(crate) deadline_ms: i64,
+    /// The values, in the order taken.
+    pub(crate) taken: Vec<Taken>,
+    /// An item of the reply that could not be read; its value stays in flight and a reaper
+    /// gives it back after the deadline. The others are still returned, so that none is
+    /// dropped unsettled.
+    pub(crate) unreadable: Option<Error>,
+}
+
+/// Takes one value per id in `ids` (fewer when fewer are ready), renewing the lease on the
+/// consumer's `claim` list.
+pub(crate) async fn run(
+    client: &Client,
+    queue: &QueueSpec,
+    claim: &str,
+    visibility: Delay,
+    lease: Delay,
+    ids: Vec<String>,
+) -> Result<TakeReply> {
+    let reply: Value = TAKE
+        .call(queue)
+        .key(claim)
+        .arg(visibility.ms())
+        .arg(lease.ms())
+        .args(ids.into_iter().map(Value::from))
+        .run(client)
+        .await?;
+    parse(reply)
+}
+
+fn parse(reply: Value) -> Result<TakeReply> {
+    let name = TAKE.name();
+    let bad = |detail: &str| Error::UnexpectedReply {
+        context: name,
+        detail: detail.to_owned(),
+    };
+    let Value::Array(items) = reply else {
+        return Err(bad("not an array"));
+    };
+    let mut items = items.into_iter();
+    let deadline_ms = items
+        .next()
+        .and_then(|v| v.as_i64())
+        .ok_or_else(|| bad("no deadline"))?;
+    let mut taken = Vec::new();
+    let mut unreadable = None;
+    while let (Some(id), Some(value), Some(attempt)) = (items.next(), items.next(), items.next()) {
+        let (Some(id), Ok(raw)) = (id.as_string(), reply::bytes(value, name)) else {
+            unreadable = Some(bad("delivery id or value is not a string"));
+            continue;
+        };
+        let attempt = attempt
+            .as_u64()
+            .map_or(u32::MAX, |a| u32::try_from(a).unwrap_or(u32::MAX));
+        taken.push(Taken { id, raw, attempt });
+    }
+    Ok(TakeReply {
+        deadline_ms,
+        taken,
+        unreadable,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_item_keeps_the_others() {
+        let reply = Value::Array(vec![
+            Value::Integer(1_000),
+            Value::String("a".into()),
+            Value::Bytes("va".into()),
+            Value::Integer(2),
+            Value::Array(vec![]),
+            Value::Bytes("vb".into()),
+            Value::Integer(1),
+            Value::String("c".into()),
+            Value::Bytes("vc".into()),
+            Value::Integer(1),
+        ]);
+        let reply = parse(reply).unwrap();
+        assert_eq!(reply.deadline_ms, 1_000);
+        let ids: Vec<&str> = reply.taken.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        assert_eq!(reply.taken[0].attempt, 2);
+        assert!(reply.unreadable.is_some());
+    }
+}

@@ -1,0 +1,115 @@
+//! `transfer.lua`: due entries onto the target list, as Redisson's transfer task moves them.
+
+use crate::redis::reply;
+use crate::redis::script::{script, QueueSpec};
+use crate::Result;
+use fred::clients::Client;
+use fred::prelude::Value;
+
+script!(
+    TRANSFER,
+    "transfer.lua",
+    [Target, Timeout, Order, Channel, Quarantine, Index]
+);
+
+/// How much one transfer call may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TransferLimits {
+    /// Most entries moved.
+    pub(crate) batch: usize,
+    /// Order-list length from which the position index is used (0: never).
+    pub(crate) index_threshold: usize,
+    /// Most entries added to the index.
+    pub(crate) index_chunk: usize,
+    /// Most list elements scanned for entries the index cannot place.
+    pub(crate) scan_budget: usize,
+}
+
+/// What one transfer script call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TransferOutcome {
+    /// Values pushed onto the target list.
+    pub moved: u64,
+    /// Malformed entries taken out to the quarantine list.
+    pub quarantined: u64,
+    /// Due time (epoch ms) of the earliest entry still pending.
+    pub next_due_ms: Option<i64>,
+    /// Entries found through the position index.
+    pub found_by_index: u64,
+    /// Entries found in the window at the head of the order list (the rest of the batch was
+    /// found through the index or by `LREM` scans).
+    pub found_at_head: u64,
+}
+
+fn usize_arg(n: usize) -> Value {
+    i64::try_from(n).unwrap_or(i64::MAX).into()
+}
+
+/// Moves at most `limits.batch` entries that are due by the queue's clock.
+pub(crate) async fn run(
+    client: &Client,
+    queue: &QueueSpec,
+    limits: TransferLimits,
+) -> Result<TransferOutcome> {
+    // A marker that is no entry, random per call: the batch's list positions are set to it, then
+    // removed with one LREM pass.
+    let marker = format!("delayq:transfer-marker:{:016x}", rand::random::<u64>());
+    let reply: Value = TRANSFER
+        .call(queue)
+        .arg(usize_arg(limits.batch.max(1)))
+        .arg(usize_arg(limits.index_threshold))
+        .arg(usize_arg(limits.index_chunk))
+        .arg(marker)
+        .arg(usize_arg(limits.scan_budget))
+        .run(client)
+        .await?;
+    parse(reply)
+}
+
+fn parse(reply: Value) -> Result<TransferOutcome> {
+    let name = TRANSFER.name();
+    let [moved, quarantined, head, found_by_index, found_at_head] = reply::fixed(reply, name)?;
+    Ok(TransferOutcome {
+        moved: reply::count(moved, name)?,
+        quarantined: reply::count(quarantined, name)?,
+        next_due_ms: reply::score(&head, name)?,
+        found_by_index: reply::count(found_by_index, name)?,
+        found_at_head: reply::count(found_at_head, name)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_parse() {
+        let reply = Value::Array(vec![
+            Value::Integer(3),
+            Value::Integer(1),
+            Value::String("1767225600123".into()),
+            Value::Integer(2),
+            Value::Integer(1),
+        ]);
+        assert_eq!(
+            parse(reply).unwrap(),
+            TransferOutcome {
+                moved: 3,
+                quarantined: 1,
+                next_due_ms: Some(1767225600123),
+                found_by_index: 2,
+                found_at_head: 1,
+            }
+        );
+        let empty = Value::Array(vec![
+            Value::Integer(0),
+            Value::Integer(0),
+            Value::Null,
+            Value::Integer(0),
+            Value::Integer(0),
+        ]);
+        assert_eq!(parse(empty).unwrap().next_due_ms, None);
+        assert!(parse(Value::Integer(1)).is_err());
+    }
+}

@@ -1,0 +1,255 @@
+//! The Lua scripts under `lua/`: how a script is assembled, and the one way to call it.
+//!
+//! Every script is sent as one source: the shared helpers of `lua/lib/` (time, key-type guard,
+//! entry packing, adding entries, settling), then a guard call that checks the type of every key
+//! the script declares before anything runs, then the script's own file. Its keys are declared
+//! once, in Rust, as [`KeyRole`]s next to the call that uses it (`src/redis/ops/<script>.rs`);
+//! the guard's expected types and the KEYS list of every call are built from those roles, and a
+//! unit test checks them against the `-- KEYS[i]` lines of the script's header.
+//!
+//! Calls go through EVALSHA; on NOSCRIPT (script cache flushed, new or failed-over node) the
+//! script is loaded on every primary and sent exactly once more. Every call's first two
+//! arguments are the current time ([`Now`]) and the queue's [`EntryFormat`]; see `lua/README.md`.
+
+use crate::entry::EntryFormat;
+use crate::error::{classify, ReplyKind};
+use crate::keys::{KeyRole, QueueKeys};
+use crate::time::Clock;
+use crate::{Error, Result};
+use fred::interfaces::LuaInterface;
+use fred::prelude::{Error as FredError, FromValue, Key, Value};
+use tracing::Instrument;
+
+/// The helpers every script starts with, in order.
+const PRELUDE: [&str; 5] = [
+    include_str!("../../lua/lib/time.lua"),
+    include_str!("../../lua/lib/guard.lua"),
+    include_str!("../../lua/lib/entry.lua"),
+    include_str!("../../lua/lib/queue.lua"),
+    include_str!("../../lua/lib/settle.lua"),
+];
+
+/// What every call of one queue's scripts needs: its keys, the entry format it writes and
+/// prefers to read, and whose clock says what time it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QueueSpec {
+    pub(crate) keys: QueueKeys,
+    pub(crate) format: EntryFormat,
+    pub(crate) clock: Clock,
+}
+
+/// One script: its file name, the keys it declares (and which of them it leaves untouched,
+/// declared only to route the call to the queue's slot), its full source and SHA-1.
+#[derive(Debug)]
+pub(crate) struct LuaScript {
+    name: &'static str,
+    keys: &'static [KeyRole],
+    untouched: &'static [KeyRole],
+    source: String,
+    sha1: String,
+}
+
+impl LuaScript {
+    /// Assembles `lua/lib/*` + the key guard + `body`, the file `name` declaring `keys`, of
+    /// which the guard leaves `untouched` alone.
+    pub(crate) fn new(
+        name: &'static str,
+        body: &str,
+        keys: &'static [KeyRole],
+        untouched: &'static [KeyRole],
+    ) -> LuaScript {
+        let kinds: Vec<String> = keys
+            .iter()
+            .map(|role| match untouched.contains(role) {
+                true => "'any'".to_owned(),
+                false => format!("'{}'", role.kind().redis_type()),
+            })
+            .collect();
+        let mut source = PRELUDE.concat();
+        source.push_str(&format!(
+            "do local refused = delayq_check_keys({{ {} }}) if refused then return refused end end\n",
+            kinds.join(", ")
+        ));
+        source.push_str(body);
+        let sha1 = fred::util::sha1_hash(&source);
+        LuaScript {
+            name,
+            keys,
+            untouched,
+            source,
+            sha1,
+        }
+    }
+
+    /// The file name under `lua/`.
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The keys the script declares, in KEYS order.
+    pub(crate) fn keys(&self) -> &'static [KeyRole] {
+        self.keys
+    }
+
+    /// The keys declared only to route the call to the queue's slot.
+    pub(crate) fn untouched(&self) -> &'static [KeyRole] {
+        self.untouched
+    }
+
+    /// The full source sent to Redis.
+    pub(crate) fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The script's SHA-1, as EVALSHA wants it.
+    #[cfg(test)]
+    pub(crate) fn sha1(&self) -> &str {
+        &self.sha1
+    }
+
+    /// Starts a call for the queue `queue`: ARGV[1] is now by the queue's clock, ARGV[2] its
+    /// entry format.
+    pub(crate) fn call<'a>(&'static self, queue: &'a QueueSpec) -> ScriptCall<'a> {
+        ScriptCall {
+            script: self,
+            queue,
+            given: Vec::new(),
+            args: vec![queue.clock.now().to_arg(), queue.format.to_arg()],
+        }
+    }
+
+    /// One EVALSHA (plus the NOSCRIPT reload); keys and arguments are copied per command sent.
+    async fn evalsha<R, C>(&self, client: &C, keys: &[Key], args: &[Value]) -> Result<R, FredError>
+    where
+        R: FromValue,
+        C: LuaInterface + Sync,
+    {
+        let span = tracing::debug_span!("script", name = self.name, keys = keys.len());
+        async {
+            match client
+                .evalsha::<R, _, _, _>(self.sha1.as_str(), keys.to_vec(), args.to_vec())
+                .await
+            {
+                Err(err) if classify(&err) == ReplyKind::NoScript => {
+                    tracing::debug!(script = self.name, "NOSCRIPT; loading the script");
+                    let _: Value = client.script_load_cluster(self.source.as_str()).await?;
+                    client
+                        .evalsha(self.sha1.as_str(), keys.to_vec(), args.to_vec())
+                        .await
+                }
+                other => other,
+            }
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// One call being built: the keys given per call (in role order) and the arguments after
+/// ARGV[2].
+#[derive(Debug)]
+#[must_use]
+pub(crate) struct ScriptCall<'a> {
+    script: &'static LuaScript,
+    queue: &'a QueueSpec,
+    given: Vec<&'a str>,
+    args: Vec<Value>,
+}
+
+impl<'a> ScriptCall<'a> {
+    /// The key for the next role that is given per call ([`KeyRole::Claim`],
+    /// [`KeyRole::Destination`], [`KeyRole::OwnList`]).
+    pub(crate) fn key(mut self, key: &'a str) -> Self {
+        self.given.push(key);
+        self
+    }
+
+    /// The next argument.
+    pub(crate) fn arg(mut self, arg: impl Into<Value>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// The next arguments.
+    pub(crate) fn args(mut self, args: impl IntoIterator<Item = Value>) -> Self {
+        self.args.extend(args);
+        self
+    }
+
+    /// How many arguments the call has so far (the two fixed ones included).
+    pub(crate) fn arg_count(&self) -> usize {
+        self.args.len()
+    }
+
+    /// The KEYS list, built from the script's roles.
+    fn keys(&self) -> Result<Vec<Key>> {
+        let mut given = self.given.iter();
+        let keys: Option<Vec<Key>> = self
+            .script
+            .keys
+            .iter()
+            .map(|role| self.queue.keys.of(*role).or_else(|| given.next().copied()))
+            .map(|key| key.map(Key::from))
+            .collect();
+        match keys {
+            Some(keys) if given.next().is_none() => Ok(keys),
+            _ => Err(Error::InvalidConfig(format!(
+                "{} declares {} keys given per call, {} were given",
+                self.script.name,
+                self.script
+                    .keys
+                    .iter()
+                    .filter(|r| self.queue.keys.of(**r).is_none())
+                    .count(),
+                self.given.len()
+            ))),
+        }
+    }
+
+    /// Sends the call, with the crate's error mapping (`WRONGTYPE` as [`Error::WrongType`]
+    /// naming the key, script errors named after the file).
+    ///
+    /// While a Cluster slot migrates, Redis refuses a call it did not run (`MOVED`/`ASK`
+    /// redirections beyond the client's limit, `TRYAGAIN` when the keys are split between the
+    /// two nodes); such a call is sent again after a short wait, for up to ~5 s. Clients from
+    /// [`crate::connect`] do not follow redirections themselves (see there), so every redirection
+    /// lands here.
+    pub(crate) async fn run<R, C>(self, client: &C) -> Result<R>
+    where
+        R: FromValue,
+        C: LuaInterface + Sync,
+    {
+        let keys = self.keys()?;
+        let script = self.script;
+        super::resend_refused(script.name, || script.evalsha(client, &keys, &self.args))
+            .await
+            .map_err(|e| Error::from_script(script.name, self.queue.keys.target(), e))
+    }
+}
+
+/// Declares a script: `script!(NAME, "file.lua", [Role, ...])` makes a static [`LuaScript`]
+/// for `lua/file.lua` whose KEYS are the given [`KeyRole`]s, in that order;
+/// `script!(NAME, "file.lua", [Role, ...], untouched [Role, ...])` names the keys declared only
+/// to route the call (the key guard leaves them alone).
+macro_rules! script {
+    ($ident:ident, $file:literal, [$($role:ident),* $(,)?]) => {
+        $crate::redis::script::script!($ident, $file, [$($role),*], untouched []);
+    };
+    ($ident:ident, $file:literal, [$($role:ident),* $(,)?], untouched [$($skip:ident),* $(,)?]) => {
+        pub(crate) static $ident: std::sync::LazyLock<$crate::redis::script::LuaScript> =
+            std::sync::LazyLock::new(|| {
+                $crate::redis::script::LuaScript::new(
+                    $file,
+                    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file)),
+                    &[$($crate::keys::KeyRole::$role),*],
+                    &[$($crate::keys::KeyRole::$skip),*],
+                )
+            });
+    };
+}
+pub(crate) use script;
+
+/// A yes/no argument, as the scripts read it (`'1'` is yes).
+pub(crate) fn lua_bool(yes: bool) -> Value {
+    if yes { "1" } else { "0" }.into()
+}

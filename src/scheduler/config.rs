@@ -1,0 +1,243 @@
+//! [`SchedulerConfig`]: how a transfer scheduler sizes its calls, sweeps and backs off.
+
+use crate::redis::ops::transfer::TransferLimits;
+use crate::{Error, Result};
+use std::time::Duration;
+
+/// Settings of a transfer scheduler. Set with the `with_*` methods, read with the methods of the
+/// same name.
+///
+/// The entry format and the clock are the queue's, not the scheduler's: set them on
+/// [`DelayedQueueBuilder`](crate::DelayedQueueBuilder) or
+/// [`SchedulerBuilder`](crate::SchedulerBuilder).
+///
+/// # Examples
+///
+/// ```
+/// use delayq::SchedulerConfig;
+/// use std::time::Duration;
+///
+/// let config = SchedulerConfig::default()
+///     .with_adaptive_batch(5_000, Duration::from_millis(5))
+///     .with_sweep_interval(Duration::from_millis(500));
+/// assert_eq!(config.batch_size(), 100);
+/// assert_eq!(config.max_batch_size(), 5_000);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    batch_size: usize,
+    max_batch_size: usize,
+    target_call_time: Duration,
+    index_threshold: usize,
+    index_chunk: usize,
+    scan_budget: usize,
+    sweep_interval: Option<Duration>,
+    max_backoff: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            batch_size: 100,
+            max_batch_size: 100,
+            target_call_time: Duration::from_millis(5),
+            index_threshold: 1_000,
+            index_chunk: 2_000,
+            scan_budget: 200_000,
+            sweep_interval: Some(Duration::from_secs(1)),
+            max_backoff: Duration::from_secs(5),
+        }
+    }
+}
+
+impl SchedulerConfig {
+    /// Sets the entries moved per script call (Redisson: 100), and the largest batch unless that
+    /// is larger.
+    #[must_use]
+    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = batch_size;
+        self.max_batch_size = self.max_batch_size.max(batch_size);
+        self
+    }
+
+    /// Lets batches grow up to `max` while calls stay near `target_call_time`: after each call
+    /// the batch is scaled by the target over the call's time (by at most 2x either way; a call
+    /// that found fewer entries due than its batch never grows it).
+    #[must_use]
+    pub fn with_adaptive_batch(mut self, max: usize, target_call_time: Duration) -> Self {
+        self.max_batch_size = max;
+        self.target_call_time = target_call_time;
+        self
+    }
+
+    /// Sets the order-list length from which transfers use delayq's position index
+    /// (`delayq_index:{NAME}`) instead of one `LREM` scan per entry; 0 turns it off.
+    #[must_use]
+    pub fn with_index_threshold(mut self, threshold: usize) -> Self {
+        self.index_threshold = threshold;
+        self
+    }
+
+    /// Sets the most order-list entries added to the position index by one call.
+    #[must_use]
+    pub fn with_index_chunk(mut self, chunk: usize) -> Self {
+        self.index_chunk = chunk;
+        self
+    }
+
+    /// Sets the most list elements one call may scan with `LREM` for entries the index cannot
+    /// place yet, while the index is in use (a batch ends early, in due order, when this runs
+    /// out).
+    #[must_use]
+    pub fn with_scan_budget(mut self, elements: usize) -> Self {
+        self.scan_budget = elements;
+        self
+    }
+
+    /// Sets (or, with `None`, turns off) the safety sweep: the longest time between two
+    /// transfers, whatever messages say.
+    #[must_use]
+    pub fn with_sweep_interval(mut self, interval: impl Into<Option<Duration>>) -> Self {
+        self.sweep_interval = interval.into();
+        self
+    }
+
+    /// Sets the longest wait before retrying after a failed transfer (the wait starts at
+    /// 100 ms and doubles).
+    #[must_use]
+    pub fn with_max_backoff(mut self, max_backoff: Duration) -> Self {
+        self.max_backoff = max_backoff;
+        self
+    }
+
+    /// Entries moved by one script call; with a larger
+    /// [`max_batch_size`](Self::max_batch_size), the starting and smallest batch.
+    pub fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    /// Largest batch when batches grow adaptively (equal to the batch size: no growth).
+    pub fn max_batch_size(&self) -> usize {
+        self.max_batch_size
+    }
+
+    /// How long one transfer call should hold Redis at most, for adaptive batches.
+    pub fn target_call_time(&self) -> Duration {
+        self.target_call_time
+    }
+
+    /// Order-list length from which the position index is used (0: never).
+    pub fn index_threshold(&self) -> usize {
+        self.index_threshold
+    }
+
+    /// Most order-list entries added to the position index by one call.
+    pub fn index_chunk(&self) -> usize {
+        self.index_chunk
+    }
+
+    /// Most list elements one call may scan for entries the index cannot place.
+    pub fn scan_budget(&self) -> usize {
+        self.scan_budget
+    }
+
+    /// The safety sweep's interval (`None`: off).
+    pub fn sweep_interval(&self) -> Option<Duration> {
+        self.sweep_interval
+    }
+
+    /// The longest wait before retrying after a failed transfer.
+    pub fn max_backoff(&self) -> Duration {
+        self.max_backoff
+    }
+
+    /// The batch size a scheduler uses after a call of `batch` that moved `taken` entries in
+    /// `took`: with adaptive batches, `batch` scaled by the target time over `took` (between
+    /// half and double), not grown after a call that found fewer than `batch` entries due,
+    /// always within `batch_size..=max_batch_size`. Public for tools and benchmarks that drive
+    /// transfers themselves (`DelayedQueue::transfer_due_with`) the way a scheduler does.
+    pub fn next_batch(&self, batch: usize, taken: u64, took: Duration) -> usize {
+        if self.max_batch_size <= self.batch_size {
+            return self.batch_size;
+        }
+        let ratio =
+            (self.target_call_time.as_secs_f64() / took.as_secs_f64().max(1e-6)).clamp(0.5, 2.0);
+        if ratio > 1.0 && usize::try_from(taken).unwrap_or(usize::MAX) < batch {
+            return batch;
+        }
+        ((batch as f64 * ratio) as usize).clamp(self.batch_size, self.max_batch_size)
+    }
+
+    /// What one transfer call of `batch` entries may do.
+    pub(crate) fn limits(&self, batch: usize) -> TransferLimits {
+        TransferLimits {
+            batch,
+            index_threshold: self.index_threshold,
+            index_chunk: self.index_chunk,
+            scan_budget: self.scan_budget,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.batch_size == 0 || self.max_batch_size < self.batch_size {
+            return Err(Error::InvalidConfig(
+                "batch_size must be at least 1 and max_batch_size at least batch_size".into(),
+            ));
+        }
+        if self.index_chunk == 0 {
+            return Err(Error::InvalidConfig(
+                "index_chunk must be at least 1".into(),
+            ));
+        }
+        if self.sweep_interval == Some(Duration::ZERO) {
+            return Err(Error::InvalidConfig(
+                "sweep_interval must be positive (or None)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_adapt_within_bounds() {
+        let fixed = SchedulerConfig::default();
+        assert_eq!(fixed.next_batch(100, 100, Duration::ZERO), 100);
+        let adaptive =
+            SchedulerConfig::default().with_adaptive_batch(1_000, Duration::from_millis(8));
+        let next = |batch, taken, ms| adaptive.next_batch(batch, taken, Duration::from_millis(ms));
+        assert_eq!(next(100, 100, 1), 200);
+        assert_eq!(next(800, 800, 1), 1_000);
+        assert_eq!(next(800, 10, 1), 800);
+        // Scaled by target / took: 8 ms / 10 ms.
+        assert_eq!(next(800, 800, 10), 640);
+        assert_eq!(next(400, 400, 5), 640);
+        // At most halved, never below the base size.
+        assert_eq!(next(800, 800, 100), 400);
+        assert_eq!(next(150, 150, 9), 133);
+        assert_eq!(next(150, 150, 20), 100);
+    }
+
+    #[test]
+    fn config_is_checked() {
+        assert!(SchedulerConfig::default()
+            .with_batch_size(0)
+            .validate()
+            .is_err());
+        assert!(SchedulerConfig::default()
+            .with_index_chunk(0)
+            .validate()
+            .is_err());
+        assert!(SchedulerConfig::default()
+            .with_sweep_interval(Duration::ZERO)
+            .validate()
+            .is_err());
+        assert!(SchedulerConfig::default()
+            .with_sweep_interval(None)
+            .validate()
+            .is_ok());
+    }
+}

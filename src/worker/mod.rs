@@ -1,0 +1,524 @@
+//! The worker: a reliable consumer with bounded concurrency, heartbeats, retries, dead letters
+//! and graceful shutdown, for the common case.
+//!
+//! - `mod.rs`: [`Job`], [`JobError`], [`WorkerBuilder`], [`WorkerHandle`], [`WorkerStats`].
+//! - `run.rs`: the loop (take, spawn, grace, give back) and one job's life (decode and attempt
+//!   check, the handler with heartbeats, settling the outcome).
+//!
+//! ```no_run
+//! # async fn ex(queue: delayq::DelayedQueue<delayq::codec::StringCodec>) -> Result<(), delayq::Error> {
+//! use delayq::{JobError, RetryPolicy};
+//! use std::time::Duration;
+//!
+//! let stats = queue
+//!     .worker(8, |job: delayq::Job<String>| async move {
+//!         if job.value().is_empty() {
+//!             // Permanent: straight to the dead letters.
+//!             return Err(JobError::permanent("empty order id").into());
+//!         }
+//!         // ... cancel the order; `?` on any error is a retryable failure ...
+//!         Ok::<(), anyhow::Error>(())
+//!     })
+//!     .retry(RetryPolicy::exponential(5, Duration::from_secs(1), Duration::from_secs(60)))
+//!     .stop_on_signal()
+//!     .run()
+//!     .await?;
+//! println!("acked {}", stats.acked);
+//! # Ok(()) }
+//! ```
+
+mod run;
+
+use crate::codec::Codec;
+use crate::queue::DelayedQueue;
+use crate::reliable::ReliableConfig;
+use crate::retry::RetryPolicy;
+use crate::{BoxError, Error, Result};
+use bytes::Bytes;
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// One value handed to a worker's handler.
+#[derive(Debug)]
+pub struct Job<V> {
+    value: V,
+    attempt: u32,
+    id: String,
+    raw: Bytes,
+    abort: CancellationToken,
+}
+
+impl<V> Job<V> {
+    /// The decoded value.
+    pub fn value(&self) -> &V {
+        &self.value
+    }
+
+    /// Takes the decoded value out.
+    pub fn into_value(self) -> V {
+        self.value
+    }
+
+    /// Which delivery of this value this is (1 for the first).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The delivery id (a member of `delayq_inflight:{NAME}`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The value's bytes, as the codec wrote them.
+    pub fn raw(&self) -> &Bytes {
+        &self.raw
+    }
+
+    /// Cancelled when the worker's shutdown grace period is over and this job is about to be
+    /// abandoned (its value is then given back unprocessed): a long job can stop cleanly.
+    pub fn abort_token(&self) -> &CancellationToken {
+        &self.abort
+    }
+}
+
+/// Why a job failed: retried by the worker's [`RetryPolicy`], unless permanent.
+///
+/// Any `std::error::Error` converts into a retryable `JobError`, so `?` works in a handler that
+/// returns `Result<(), JobError>`. A handler may return `anyhow::Error` (feature `anyhow`, on by
+/// default) or `Box<dyn Error + Send + Sync>` instead (see [`HandlerError`]); a `JobError`
+/// converted into either (`JobError::permanent("..").into()`, or `?`) keeps its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobError {
+    message: String,
+    permanent: bool,
+    retry_after: Option<Duration>,
+}
+
+impl JobError {
+    /// A retryable failure.
+    pub fn new(message: impl Into<String>) -> Self {
+        JobError {
+            message: message.into(),
+            permanent: false,
+            retry_after: None,
+        }
+    }
+
+    /// A failure that no retry will fix: the value goes to the dead letters at once.
+    pub fn permanent(message: impl Into<String>) -> Self {
+        JobError {
+            permanent: true,
+            ..JobError::new(message)
+        }
+    }
+
+    /// Retry after `delay` instead of the policy's wait (the attempt limit still applies).
+    #[must_use]
+    pub fn with_retry_after(mut self, delay: Duration) -> Self {
+        self.retry_after = Some(delay);
+        self
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// True for a permanent failure.
+    pub fn is_permanent(&self) -> bool {
+        self.permanent
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for JobError {
+    fn from(err: E) -> Self {
+        JobError::new(message_chain(&err))
+    }
+}
+
+/// A [`JobError`] inside another error type (a box, an `anyhow::Error`), found again by
+/// downcasting. (`JobError` itself is no `std::error::Error`, so that any error converts into
+/// it.)
+#[derive(Debug)]
+struct Boxed(JobError);
+
+impl fmt::Display for Boxed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Boxed {}
+
+impl From<JobError> for BoxError {
+    fn from(err: JobError) -> Self {
+        Box::new(Boxed(err))
+    }
+}
+
+#[cfg(feature = "anyhow")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anyhow")))]
+impl From<JobError> for anyhow::Error {
+    fn from(err: JobError) -> Self {
+        anyhow::Error::new(Boxed(err))
+    }
+}
+
+/// An error a worker's handler may return: [`JobError`], `Box<dyn Error + Send + Sync>`, or
+/// `anyhow::Error` (feature `anyhow`). A `JobError` keeps its kind (permanent, its own retry
+/// wait) through the other two; any other error is a retryable failure whose message is the
+/// error and its causes.
+pub trait HandlerError: Send + 'static {
+    /// The failure as the worker settles it.
+    fn into_job_error(self) -> JobError;
+}
+
+impl HandlerError for JobError {
+    fn into_job_error(self) -> JobError {
+        self
+    }
+}
+
+impl HandlerError for BoxError {
+    fn into_job_error(self) -> JobError {
+        match self.downcast::<Boxed>() {
+            Ok(boxed) => boxed.0,
+            Err(other) => JobError::new(message_chain(&*other)),
+        }
+    }
+}
+
+#[cfg(feature = "anyhow")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anyhow")))]
+impl HandlerError for anyhow::Error {
+    fn into_job_error(self) -> JobError {
+        match self.downcast_ref::<Boxed>() {
+            Some(boxed) => boxed.0.clone(),
+            None => JobError::new(message_chain(self.as_ref())),
+        }
+    }
+}
+
+/// An error's text and its causes', leaving out a cause its parent's text already includes.
+fn message_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+/// Counters of a worker.
+#[derive(Debug, Default)]
+struct Counters {
+    taken: AtomicU64,
+    acked: AtomicU64,
+    retried: AtomicU64,
+    dead: AtomicU64,
+    given_back: AtomicU64,
+    lost: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// What a worker did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct WorkerStats {
+    /// Values taken.
+    pub taken: u64,
+    /// Values handled and acknowledged.
+    pub acked: u64,
+    /// Failed attempts given back for a retry.
+    pub retried: u64,
+    /// Values moved to the dead letters.
+    pub dead: u64,
+    /// Values given back unprocessed at shutdown.
+    pub given_back: u64,
+    /// Settlements refused because the value was no longer ours (its deadline had passed; it
+    /// may be processed twice).
+    pub lost: u64,
+    /// Redis errors while taking or settling.
+    pub errors: u64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> WorkerStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        WorkerStats {
+            taken: get(&self.taken),
+            acked: get(&self.acked),
+            retried: get(&self.retried),
+            dead: get(&self.dead),
+            given_back: get(&self.given_back),
+            lost: get(&self.lost),
+            errors: get(&self.errors),
+        }
+    }
+
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Builds and runs a worker; made by [`DelayedQueue::worker`].
+#[must_use]
+pub struct WorkerBuilder<C: Codec, F> {
+    queue: DelayedQueue<C>,
+    concurrency: usize,
+    handler: F,
+    retry: RetryPolicy,
+    config: ReliableConfig,
+    grace: Duration,
+    stop: CancellationToken,
+    on_signal: bool,
+}
+
+impl<C: Codec, F> fmt::Debug for WorkerBuilder<C, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerBuilder")
+            .field("queue", &self.queue.name())
+            .field("concurrency", &self.concurrency)
+            .field("retry", &self.retry)
+            .field("config", &self.config)
+            .field("grace", &self.grace)
+            .field("on_signal", &self.on_signal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Codec> DelayedQueue<C> {
+    /// A worker that runs `handler` on this queue's values, at most `concurrency` at a time,
+    /// with acknowledgements, heartbeats, retries ([`RetryPolicy::default`] unless set) and
+    /// dead letters. Nothing runs until [`run`](WorkerBuilder::run) or
+    /// [`spawn`](WorkerBuilder::spawn).
+    ///
+    /// `handler` returns `Ok(())` (the value is acknowledged) or an error: retried after the
+    /// policy's wait, or dead-lettered after the last attempt or when it is a permanent
+    /// [`JobError`]. The error type is the handler's choice ([`JobError`], `anyhow::Error`,
+    /// `Box<dyn Error + Send + Sync>`; see [`HandlerError`]), so `?` works in it. A
+    /// panic in the handler counts as a failed attempt. Values that do not decode with the
+    /// queue's codec are dead-lettered without calling the handler, as are values delivered more
+    /// times than the policy allows without an outcome (their workers kept crashing or timing
+    /// out).
+    pub fn worker<F, Fut, E>(&self, concurrency: usize, handler: F) -> WorkerBuilder<C, F>
+    where
+        F: Fn(Job<C::Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+        E: HandlerError,
+    {
+        WorkerBuilder {
+            queue: self.clone(),
+            concurrency,
+            handler,
+            retry: RetryPolicy::default(),
+            config: ReliableConfig::default(),
+            grace: Duration::from_secs(30),
+            stop: CancellationToken::new(),
+            on_signal: false,
+        }
+    }
+}
+
+impl<C, F, Fut, E> WorkerBuilder<C, F>
+where
+    C: Codec,
+    C::Value: 'static,
+    F: Fn(Job<C::Value>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+    E: HandlerError,
+{
+    /// The retry policy. Default: [`RetryPolicy::default`].
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// The reliable consumer's settings: the visibility timeout (how long a job may go without
+    /// a heartbeat before its value is given to another consumer; heartbeats run every third of
+    /// it while a job runs), the reaper, the dead-letter limit.
+    pub fn reliable_config(mut self, config: ReliableConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// How long running jobs get to finish after a stop is asked for; jobs still running then
+    /// are abandoned and their values given back unprocessed. Default: 30 s.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Stops the worker when `token` is cancelled.
+    pub fn stop_on(mut self, token: CancellationToken) -> Self {
+        self.stop = token;
+        self
+    }
+
+    /// Stops the worker on SIGINT (Ctrl-C) or, on Unix, SIGTERM.
+    pub fn stop_on_signal(mut self) -> Self {
+        self.on_signal = true;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.concurrency == 0 {
+            return Err(Error::InvalidConfig(
+                "worker concurrency must be at least 1".into(),
+            ));
+        }
+        self.retry.validate()?;
+        self.config.validate()
+    }
+
+    /// Runs the worker until it is stopped (see [`stop_on`](Self::stop_on),
+    /// [`stop_on_signal`](Self::stop_on_signal)), then stops taking, lets running jobs finish
+    /// within the grace period, gives back the rest, and returns what it did.
+    ///
+    /// # Errors
+    ///
+    /// An invalid configuration, or no connection at start. Redis errors while running are
+    /// logged and retried with backoff, never returned.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops taking at once; values of jobs still running are given back by
+    /// their dropped receipts or, failing that, by the reaper after the visibility timeout.
+    pub async fn run(self) -> Result<WorkerStats> {
+        self.validate()?;
+        run::run(self, Arc::new(Counters::default())).await
+    }
+
+    /// Runs the worker on a task of its own; the handle stops it.
+    ///
+    /// # Errors
+    ///
+    /// An invalid configuration.
+    pub fn spawn(self) -> Result<WorkerHandle> {
+        self.validate()?;
+        let counters = Arc::new(Counters::default());
+        let stop = self.stop.clone();
+        let join = tokio::spawn(run::run(self, counters.clone()));
+        Ok(WorkerHandle {
+            stop,
+            join: Some(join),
+            counters,
+        })
+    }
+}
+
+/// A worker running on its own task. Dropping the handle asks the worker to stop (without
+/// waiting); [`shutdown`](Self::shutdown) asks and waits.
+#[derive(Debug)]
+pub struct WorkerHandle {
+    stop: CancellationToken,
+    join: Option<JoinHandle<Result<WorkerStats>>>,
+    counters: Arc<Counters>,
+}
+
+impl WorkerHandle {
+    /// What the worker did so far.
+    pub fn stats(&self) -> WorkerStats {
+        self.counters.snapshot()
+    }
+
+    /// The token that stops the worker.
+    pub fn stop_token(&self) -> &CancellationToken {
+        &self.stop
+    }
+
+    /// Stops the worker gracefully and waits for it: no new values are taken, running jobs
+    /// finish (or are given back after the grace period).
+    ///
+    /// # Errors
+    ///
+    /// The worker's own error (e.g. no connection at start), or [`Error::Closed`] if its task
+    /// panicked.
+    pub async fn shutdown(mut self) -> Result<WorkerStats> {
+        self.stop.cancel();
+        match self.join.take() {
+            Some(join) => join.await.map_err(|_| Error::Closed)?,
+            None => Ok(self.counters.snapshot()),
+        }
+    }
+}
+
+impl Drop for WorkerHandle {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handler_errors_keep_their_causes_and_job_errors_their_kind() {
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl fmt::Display for Outer {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("payment call failed")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let outer = || Outer(std::io::Error::other("connection reset"));
+        let err: JobError = outer().into();
+        assert_eq!(err.message(), "payment call failed: connection reset");
+        assert!(!err.is_permanent());
+        let boxed: BoxError = Box::new(outer());
+        assert_eq!(boxed.into_job_error(), err);
+
+        let permanent: BoxError = JobError::permanent("no such order").into();
+        let permanent = permanent.into_job_error();
+        assert!(permanent.is_permanent());
+        assert_eq!(permanent.to_string(), "no such order");
+    }
+
+    #[cfg(feature = "anyhow")]
+    #[test]
+    fn anyhow_errors_keep_job_errors_and_causes() {
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl fmt::Display for Outer {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("payment call failed")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let outer = || Outer(std::io::Error::other("connection reset"));
+        let later = JobError::new("later").with_retry_after(Duration::from_secs(3));
+        let through_anyhow = anyhow::Error::from(later.clone()).context("calling the bank");
+        assert_eq!(through_anyhow.into_job_error(), later);
+        let plain = anyhow::Error::from(outer()).context("cancelling order 7");
+        assert_eq!(
+            plain.into_job_error().message(),
+            "cancelling order 7: payment call failed: connection reset"
+        );
+    }
+}

@@ -1,0 +1,332 @@
+//! Running a worker: the take loop, and one job's life.
+
+use super::{Counters, HandlerError, Job, JobError, WorkerBuilder, WorkerStats};
+use crate::codec::Codec;
+use crate::reliable::{Delivery, Receipt};
+use crate::retry::{Backoff, RetryPolicy, Retrying};
+use crate::{Error, Result};
+use futures::FutureExt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Waits after a failed take: 100 ms doubling to 5 s.
+fn take_backoff() -> Backoff {
+    Backoff::doubling(Duration::from_millis(100), Duration::from_secs(5))
+}
+
+/// Takes values while there are permits, runs each job on the tracker, and at a stop lets the
+/// running jobs finish within the grace period before giving the rest back.
+pub(super) async fn run<C, F, Fut, E>(
+    builder: WorkerBuilder<C, F>,
+    counters: Arc<Counters>,
+) -> Result<WorkerStats>
+where
+    C: Codec,
+    C::Value: 'static,
+    F: Fn(Job<C::Value>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+    E: HandlerError,
+{
+    let consumer = builder
+        .queue
+        .reliable_consumer_with(builder.config.clone())
+        .await?;
+    let stop = builder.stop.clone();
+    let signals = if builder.on_signal {
+        Some(stop_on_signal(stop.clone())?)
+    } else {
+        None
+    };
+    let job = JobCtx {
+        handler: Arc::new(builder.handler),
+        retry: Arc::new(builder.retry),
+        visibility: builder.config.visibility(),
+        abort: CancellationToken::new(),
+        counters: counters.clone(),
+    };
+    let tracker = TaskTracker::new();
+    let permits = Arc::new(Semaphore::new(builder.concurrency));
+    let name = builder.queue.name().to_owned();
+    tracing::info!(queue = %name, concurrency = builder.concurrency, "worker started");
+
+    let mut retrying = Retrying::new(take_backoff());
+    loop {
+        let permit = tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let delivery = match consumer.take_or_stop(&stop).await {
+            Ok(Some(delivery)) => delivery,
+            Ok(None) => break,
+            Err(err) => {
+                Counters::bump(&counters.errors);
+                let wait = retrying.failed();
+                tracing::warn!(queue = %name, error = %err, retry_in_ms = wait.as_millis() as u64, "take failed; retrying");
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                continue;
+            }
+        };
+        retrying.succeeded();
+        Counters::bump(&counters.taken);
+        let job = job.clone();
+        let span = tracing::info_span!("job", queue = %name, id = delivery.id(), attempt = delivery.attempt());
+        tracker.spawn(tracing::Instrument::instrument(
+            async move {
+                job.run(delivery).await;
+                drop(permit);
+            },
+            span,
+        ));
+    }
+
+    wind_down(&name, &tracker, builder.grace, &job.abort).await;
+    consumer.close().await;
+    if let Some(signals) = signals {
+        signals.abort();
+        let _ = signals.await;
+    }
+    let stats = counters.snapshot();
+    tracing::info!(queue = %name, ?stats, "worker stopped");
+    Ok(stats)
+}
+
+/// Stops taking; lets running jobs finish within `grace`; then abandons the rest (`abort`),
+/// which gives their values back unprocessed.
+async fn wind_down(name: &str, tracker: &TaskTracker, grace: Duration, abort: &CancellationToken) {
+    tracker.close();
+    tracing::info!(queue = %name, running = tracker.len(), "worker stopping");
+    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
+        tracing::warn!(queue = %name, running = tracker.len(), "grace period over; giving back unfinished jobs");
+        abort.cancel();
+        tracker.wait().await;
+    }
+}
+
+/// Cancels `stop` on SIGINT or SIGTERM; the task is aborted and awaited when the worker ends.
+fn stop_on_signal(stop: CancellationToken) -> Result<JoinHandle<()>> {
+    #[cfg(unix)]
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(Error::Signal)?;
+    Ok(tokio::spawn(async move {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            _ = stop.cancelled() => {}
+        }
+        #[cfg(not(unix))]
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = stop.cancelled() => {}
+        }
+        stop.cancel();
+    }))
+}
+
+/// How one job ended.
+enum Outcome {
+    Done,
+    Failed(JobError),
+    Abandoned,
+}
+
+/// What every job of one worker shares.
+struct JobCtx<F> {
+    handler: Arc<F>,
+    retry: Arc<RetryPolicy>,
+    visibility: Duration,
+    /// Cancelled when the grace period is over: running jobs are abandoned.
+    abort: CancellationToken,
+    counters: Arc<Counters>,
+}
+
+impl<F> Clone for JobCtx<F> {
+    fn clone(&self) -> Self {
+        JobCtx {
+            handler: self.handler.clone(),
+            retry: self.retry.clone(),
+            visibility: self.visibility,
+            abort: self.abort.clone(),
+            counters: self.counters.clone(),
+        }
+    }
+}
+
+impl<F> JobCtx<F> {
+    /// One job: check it may run, run the handler with heartbeats, settle the outcome.
+    async fn run<V, Fut, E>(&self, delivery: Delivery<V>)
+    where
+        V: Send + 'static,
+        F: Fn(Job<V>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+        E: HandlerError,
+    {
+        let (job, mut receipt) = match self.prepare(delivery) {
+            Ok(ready) => ready,
+            Err((receipt, message)) => return self.settle_dead(receipt, &message).await,
+        };
+        let attempt = receipt.attempt();
+        let outcome = self.run_with_heartbeat(job, &mut receipt).await;
+        self.settle(receipt, attempt, outcome).await;
+    }
+
+    /// The job for a delivery, or why its value goes to the dead letters without running: it
+    /// does not decode, or it was delivered more often than the policy allows.
+    fn prepare<V>(
+        &self,
+        delivery: Delivery<V>,
+    ) -> std::result::Result<(Job<V>, Receipt), (Receipt, String)> {
+        let (value, receipt) = delivery.into_parts();
+        let attempt = receipt.attempt();
+        let value = match value {
+            Ok(value) => value,
+            Err(err) => return Err((receipt, format!("value does not decode: {err}"))),
+        };
+        if attempt > self.retry.max_attempts() {
+            let message = format!(
+                "delivered {attempt} times, more than the {} attempts allowed, without an outcome \
+                 (its workers crashed or missed the visibility deadline)",
+                self.retry.max_attempts()
+            );
+            return Err((receipt, message));
+        }
+        let job = Job {
+            value,
+            attempt,
+            id: receipt.id().to_owned(),
+            raw: receipt.raw().clone(),
+            abort: self.abort.clone(),
+        };
+        Ok((job, receipt))
+    }
+
+    /// Runs the handler, pushing the deadline back every third of the visibility timeout,
+    /// until it ends or the grace period is over.
+    async fn run_with_heartbeat<V, Fut, E>(&self, job: Job<V>, receipt: &mut Receipt) -> Outcome
+    where
+        V: Send + 'static,
+        F: Fn(Job<V>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
+        E: HandlerError,
+    {
+        let handler = self.handler.clone();
+        let work =
+            AssertUnwindSafe(
+                async move { handler(job).await.map_err(HandlerError::into_job_error) },
+            )
+            .catch_unwind();
+        tokio::pin!(work);
+        let heartbeat = (self.visibility / 3).max(Duration::from_millis(5));
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.abort.cancelled() => return Outcome::Abandoned,
+                result = &mut work => return match result {
+                    Ok(Ok(())) => Outcome::Done,
+                    Ok(Err(err)) => Outcome::Failed(err),
+                    Err(panic) => Outcome::Failed(JobError::new(format!(
+                        "handler panicked: {}",
+                        panic_message(panic.as_ref())
+                    ))),
+                },
+                _ = tokio::time::sleep(heartbeat) => match receipt.extend(self.visibility).await {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!(
+                        "the job outlived its visibility deadline; the value was given to another consumer"
+                    ),
+                    Err(err) => {
+                        Counters::bump(&self.counters.errors);
+                        tracing::warn!(error = %err, "heartbeat failed");
+                    }
+                },
+            }
+        }
+    }
+
+    /// Acks, retries, dead-letters or gives back, as the outcome says.
+    async fn settle(&self, receipt: Receipt, attempt: u32, outcome: Outcome) {
+        let counters = &self.counters;
+        match outcome {
+            Outcome::Done => {
+                let acked = receipt.ack().await;
+                record(counters, &counters.acked, acked, "ack");
+            }
+            Outcome::Failed(err) if err.permanent || self.retry.is_exhausted(attempt) => {
+                tracing::warn!(error = %err, "job failed for good; dead-lettering the value");
+                self.settle_dead(receipt, err.message()).await;
+            }
+            Outcome::Failed(err) => {
+                let delay = err
+                    .retry_after
+                    .unwrap_or_else(|| self.retry.delay_for(attempt));
+                tracing::info!(error = %err, retry_in_ms = delay.as_millis() as u64, "job failed; retrying");
+                let retried = receipt.nack(delay).await;
+                record(counters, &counters.retried, retried, "retry");
+            }
+            Outcome::Abandoned => {
+                let given = receipt.give_back().await;
+                record(counters, &counters.given_back, given, "give back");
+            }
+        }
+    }
+
+    async fn settle_dead(&self, receipt: Receipt, message: &str) {
+        let dead = receipt.dead_letter(message).await;
+        record(&self.counters, &self.counters.dead, dead, "dead-letter");
+    }
+}
+
+/// Counts a settlement's result. A failed one leaves the value in flight: the reaper gives it
+/// back after its deadline, so nothing is lost.
+fn record(counters: &Counters, counter: &AtomicU64, result: Result<bool>, what: &str) {
+    match result {
+        Ok(true) => Counters::bump(counter),
+        Ok(false) => {
+            Counters::bump(&counters.lost);
+            tracing::warn!(
+                what,
+                "the value was no longer ours (its visibility deadline had passed)"
+            );
+        }
+        Err(err) => {
+            Counters::bump(&counters.errors);
+            tracing::warn!(what, error = %err, "settling failed; the value returns after its visibility deadline");
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "(no message)".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_messages() {
+        assert_eq!(panic_message(&"boom"), "boom");
+        assert_eq!(panic_message(&String::from("bang")), "bang");
+        assert_eq!(panic_message(&42u8), "(no message)");
+    }
+}
