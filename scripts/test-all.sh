@@ -14,6 +14,9 @@ started=$SECONDS
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "layout: no import cycles in src/, no file over 600 lines outside codec/, no function over 80"
+python3 scripts/check_layout.py
+
 step "cargo clippy (all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 

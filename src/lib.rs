@@ -11,24 +11,27 @@
 
 //! # Layout
 //!
-//! Each module uses only the modules listed before it.
+//! Each module uses only the modules listed before it (`python3 scripts/check_layout.py`
+//! checks that, and prints the order it finds):
 //!
-//! - [`error`](Error): the error type, and the one place Redis's replies are classified.
-//! - [`time`]: the current epoch ms, [`Clock`], due-time ranges.
-//! - [`keys`](QueueKeys): Redisson's key and channel names, and delayq's own.
 //! - [`entry`]: the `Bc0Lc0` / `dLc0` packing of pending entries.
-//! - [`codec`]: Redisson's codecs, byte for byte.
+//! - [`error`](Error): the error type, and the one place Redis's replies are classified.
+//! - [`keys`](QueueKeys): Redisson's key and channel names, and delayq's own.
+//! - [`time`]: the current epoch ms, [`Clock`], due-time ranges.
 //! - [`retry`]: [`RetryPolicy`] and [`Backoff`] (also behind delayq's own retry loops).
-//! - `redis`: [`connect`] and [`client_builder`], Sentinel's master switches, and
-//!   `redis::ops`: one file per Lua script under `lua/` (its keys, arguments and reply).
-//! - [`Scheduler`]: the transfer task (Redisson's `QueueTransferTask`).
-//! - [`Consumer`]: the target list, at most once (`RBlockingQueue`).
-//! - [`DelayedQueue`]: the producer side (`RDelayedQueue`): `queue/redisson.rs` holds
-//!   Redisson's operations, `queue/extras.rs` delayq's own.
+//! - [`codec`]: Redisson's codecs, byte for byte.
+//! - `redis/`: [`connect`] and [`client_builder`], Sentinel's master switches, `script.rs` (the
+//!   one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
+//!   arguments and reply).
+//! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).
+//! - [`Scheduler`] (`scheduler/`): the transfer task (Redisson's `QueueTransferTask`).
+//! - [`DelayedQueue`] (`queue/`): the producer side (`RDelayedQueue`): `redisson.rs` holds
+//!   Redisson's operations, `extras.rs` delayq's own.
 //! - [`reliable`]: beyond Redisson: [`ReliableConsumer`] (acknowledged takes), dead letters.
 //! - [`worker`]: `queue.worker(n, handler)` ([`WorkerBuilder`]).
 //!
-//! The `delayq` binary (feature `cli`) is in `src/bin/delayq/`, one file per command group.
+//! The `delayq` binary (feature `cli`) is in `src/bin/delayq/`, one file per command group; the
+//! scripts' conventions are in `lua/README.md`.
 
 pub mod codec;
 mod consumer;

@@ -209,10 +209,6 @@ impl<C: Codec> DelayedQueue<C> {
         self.inner.codec.clone()
     }
 
-    fn redis_error(&self, err: fred::error::Error) -> Error {
-        Error::from_redis(self.name(), err)
-    }
-
     pub(crate) fn decode(&self, raw: Bytes) -> Result<C::Value> {
         decode_value(&*self.inner.codec, raw)
     }

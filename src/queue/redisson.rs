@@ -156,10 +156,11 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// A Redis error.
     pub async fn size(&self) -> Result<u64> {
+        let key = self.keys().order();
         self.client()
-            .llen(self.keys().order())
+            .llen(key)
             .await
-            .map_err(|e| self.redis_error(e))
+            .map_err(|e| Error::from_redis(key, e))
     }
 
     /// True when nothing is pending.
@@ -194,11 +195,12 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// [`Error::MalformedEntry`], [`Error::Decode`] or a Redis error.
     pub async fn peek(&self) -> Result<Option<C::Value>> {
+        let key = self.keys().order();
         let raw: Option<Bytes> = self
             .client()
-            .lindex(self.keys().order(), 0)
+            .lindex(key, 0)
             .await
-            .map_err(|e| self.redis_error(e))?;
+            .map_err(|e| Error::from_redis(key, e))?;
         raw.map(|raw| self.value_of_entry(raw)).transpose()
     }
 
@@ -210,11 +212,12 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// [`Error::MalformedEntry`], [`Error::Decode`] or a Redis error.
     pub async fn read_all(&self) -> Result<Vec<C::Value>> {
+        let key = self.keys().order();
         let raws: Vec<Bytes> = self
             .client()
-            .lrange(self.keys().order(), 0, -1)
+            .lrange(key, 0, -1)
             .await
-            .map_err(|e| self.redis_error(e))?;
+            .map_err(|e| Error::from_redis(key, e))?;
         raws.into_iter()
             .map(|raw| self.value_of_entry(raw))
             .collect()
@@ -291,7 +294,7 @@ impl<C: Codec> DelayedQueue<C> {
             .client()
             .del(vec![keys.timeout(), keys.order(), keys.index()])
             .await
-            .map_err(|e| self.redis_error(e))?;
+            .map_err(Error::Redis)?;
         Ok(deleted > 0)
     }
 
@@ -337,7 +340,7 @@ impl<C: Codec> DelayedQueue<C> {
                 .client()
                 .memory_usage(key, Some(0))
                 .await
-                .map_err(|e| self.redis_error(e))?;
+                .map_err(|e| Error::from_redis(key, e))?;
             total += used.unwrap_or(0);
         }
         Ok(total)

@@ -1,6 +1,7 @@
 //! Test harness: real `redis-server` processes for integration tests.
 //!
-//! Use it from any `tests/*.rs` with `mod common;`:
+//! The one helper tree of the tests (`tests/it` includes it as `mod common`, the soak driver in
+//! `tests/faults` too):
 //!
 //! * [`TestRedis`]: one standalone server on a free loopback port, in its own temp dir.
 //! * [`TestCluster`]: N masters joined with `redis-cli --cluster create`, plus slot migration.
@@ -35,6 +36,7 @@
 
 mod cluster;
 mod process;
+pub mod queue;
 mod resp;
 mod sentinel;
 

@@ -39,7 +39,7 @@ echo "== faults: $mode run, work files in $workdir"
 
 echo "== building delayq (cli) and the soak driver"
 cargo build -q "${profile_flag[@]}" --features cli --bin delayq
-cargo build -q "${profile_flag[@]}" --example soak
+cargo build -q "${profile_flag[@]}" -p delayq-faults
 
 echo "== resolving Redisson for the Java scheduler"
 mvn -B -q -f tests/faults/java/pom.xml dependency:build-classpath \
@@ -53,7 +53,7 @@ else
 fi
 
 status=0
-"target/$profile_dir/examples/soak" run "${extra[@]}" \
+"target/$profile_dir/delayq-soak" run "${extra[@]}" \
     --delayq-bin "target/$profile_dir/delayq" \
     --java-cp "$workdir/java-cp.txt" \
     --java-src tests/faults/java/JavaScheduler.java \

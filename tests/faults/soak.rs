@@ -1,11 +1,12 @@
-//! Fault-injection and soak driver for delayq (issue 7). `tests/faults/run.sh` builds and runs it;
+//! Fault-injection and soak driver for delayq (the `delayq-faults` crate of the workspace).
+//! `tests/faults/run.sh` builds and runs it;
 //! see `tests/faults/README.md` for what each part does and how the figures are computed.
 //!
 //! ```text
-//! soak run [--long] [--parts soak,failover,consumers] --delayq-bin PATH [--java-cp FILE]
+//! delayq-soak run [--long] [--parts soak,failover,consumers] --delayq-bin PATH [--java-cp FILE]
 //!          [--java-src FILE] --workdir DIR --results FILE
-//! soak offer --url U --queue Q --prefix P --count N --duration-ms D --max-delay-ms M --out FILE
-//! soak work --url U --queue Q --log FILE --concurrency C --job-ms J --visibility-ms V
+//! delayq-soak offer --url U --queue Q --prefix P --count N --duration-ms D --max-delay-ms M --out FILE
+//! delayq-soak work --url U --queue Q --log FILE --concurrency C --job-ms J --visibility-ms V
 //! ```
 //!
 //! `run` is the orchestrator: it starts real `redis-server` / `redis-sentinel` processes (the
@@ -19,6 +20,7 @@ mod common;
 
 use common::{TestCluster, TestRedis, TestSentinel};
 use delayq::codec::StringCodec;
+use delayq::time::now_ms;
 use delayq::{DelayedQueue, ReliableConfig};
 use fred::clients::Client;
 use fred::interfaces::{ListInterface, LuaInterface, SortedSetsInterface};
@@ -32,16 +34,9 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 type AnyResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 /// `--key value` options and `--flag`s.
 struct Opts {
@@ -446,7 +441,7 @@ struct Arrivals {
 
 struct Checker {
     arrivals: Arc<Mutex<Arrivals>>,
-    stop: tokio_util::sync::CancellationToken,
+    stop: delayq::CancellationToken,
     task: tokio::task::JoinHandle<()>,
     record_key: String,
 }
@@ -457,7 +452,7 @@ impl Checker {
         // Same hash slot as the queue (the target list's name is the hash tag of its keys).
         let record_key = format!("{{{queue}}}:soak-record");
         let arrivals = Arc::new(Mutex::new(Arrivals::default()));
-        let stop = tokio_util::sync::CancellationToken::new();
+        let stop = delayq::CancellationToken::new();
         let task = tokio::spawn(checker_loop(
             client,
             queue.to_string(),
@@ -487,7 +482,7 @@ async fn checker_loop(
     target: String,
     record: String,
     arrivals: Arc<Mutex<Arrivals>>,
-    stop: tokio_util::sync::CancellationToken,
+    stop: delayq::CancellationToken,
 ) {
     let mut read = 0i64;
     let note = |e: &dyn std::fmt::Display| {

@@ -1,9 +1,7 @@
 //! kill -9 a worker process mid-job: the values it held are delivered again after the
 //! visibility timeout, and only those. Also the `delayq dead` and `delayq quarantine` commands.
 
-mod common;
-
-use common::{unique_name, TestRedis};
+use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::{DelayedQueue, Job, ReliableConfig, RetryPolicy};
 use fred::interfaces::SortedSetsInterface;

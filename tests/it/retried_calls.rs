@@ -2,9 +2,7 @@
 //! fred after it reconnects. These tests run the scripts twice with the same arguments, as that
 //! retry does, and check that the second run neither duplicates anything nor reports failure.
 
-mod common;
-
-use common::{unique_name, TestRedis};
+use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::QueueKeys;
 use delayq::{DelayedQueue, ReliableConfig};
@@ -45,11 +43,7 @@ async fn eval_twice(
 async fn setup(prefix: &str) -> (TestRedis, Client, DelayedQueue<StringCodec>) {
     let redis = TestRedis::start();
     let client = delayq::connect(&redis.url()).await.unwrap();
-    let queue = DelayedQueue::builder(client.clone(), unique_name(prefix), StringCodec)
-        .transfer(false)
-        .build()
-        .await
-        .unwrap();
+    let queue = crate::common::queue::manual_queue(&client, &unique_name(prefix)).await;
     (redis, client, queue)
 }
 

@@ -1,11 +1,8 @@
 //! The transfer scheduler on a real redis-server: backlogs, legacy entries, killed connections,
 //! flushed scripts, shutdown.
 
-mod common;
-mod coreutil;
-
-use common::{unique_name, TestRedis};
-use coreutil::*;
+use crate::common::queue::*;
+use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::entry::{pack, pack_legacy};
 use delayq::{DelayedQueue, EntryFormat, Scheduler, SchedulerConfig};

@@ -1,11 +1,11 @@
 //! Tests of the test harness itself: real servers start, answer through fred, and stop.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{unique_name, TestCluster, TestRedis, TestSentinel};
+use crate::common::{unique_name, TestCluster, TestRedis, TestSentinel};
 use fred::prelude::*;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -159,12 +159,11 @@ fn servers_die_when_the_test_binary_is_killed() {
         panic!("the parent test should have killed this process");
     }
 
+    // The test's path inside the test binary, without the crate's name.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let test = format!("{module}::servers_die_when_the_test_binary_is_killed");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "servers_die_when_the_test_binary_is_killed",
-            "--nocapture",
-        ])
+        .args(["--exact", test.as_str(), "--nocapture"])
         .env("HARNESS_HOLD_SERVER", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -2,12 +2,11 @@
 //! wrong-type keys, huge values, overflowing delays and due times. Each must give a clear error
 //! or a quarantine: never a panic, a stall, or a lost neighbour.
 
-mod common;
-
+use crate::common::{unique_name, TestRedis};
 use bytes::Bytes;
-use common::{unique_name, TestRedis};
 use delayq::codec::{ByteArrayCodec, StringCodec};
 use delayq::entry::{self, EntryFormat};
+use delayq::time::now_ms;
 use delayq::{DelayedQueue, Error, Scheduler, SchedulerConfig};
 use fred::clients::Client;
 use fred::interfaces::{
@@ -16,14 +15,7 @@ use fred::interfaces::{
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use std::time::{Duration, Instant};
 
 fn seed() -> u64 {
     let seed = std::env::var("DELAYQ_FUZZ_SEED")
@@ -206,11 +198,7 @@ async fn wrong_type_keys_are_clear_errors_and_the_queue_recovers() {
     let redis = TestRedis::start();
     let client = delayq::connect(&redis.url()).await.unwrap();
     let name = unique_name("fuzz-type");
-    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .transfer(false)
-        .build()
-        .await
-        .unwrap();
+    let queue = crate::common::queue::manual_queue(&client, &name).await;
     let keys = queue.keys().clone();
 
     // The timeout zset is a hash: offers fail before writing anything.
@@ -280,11 +268,7 @@ async fn a_failed_transfer_leaves_no_partial_writes() {
     let redis = TestRedis::start();
     let client = delayq::connect(&redis.url()).await.unwrap();
     let name = unique_name("fuzz-partial");
-    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .transfer(false)
-        .build()
-        .await
-        .unwrap();
+    let queue = crate::common::queue::manual_queue(&client, &name).await;
     let keys = queue.keys().clone();
     queue.offer("a", Duration::ZERO).await.unwrap();
     inject(&client, &queue, b"\x08short", &(now_ms() - 5).to_string()).await;
@@ -351,11 +335,7 @@ async fn overflowing_delays_and_due_times() {
     let redis = TestRedis::start();
     let client = delayq::connect(&redis.url()).await.unwrap();
     let name = unique_name("fuzz-overflow");
-    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .transfer(false)
-        .build()
-        .await
-        .unwrap();
+    let queue = crate::common::queue::manual_queue(&client, &name).await;
     for delay in [
         Duration::MAX,
         Duration::from_secs(u64::MAX / 1000),

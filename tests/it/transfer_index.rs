@@ -1,12 +1,10 @@
 //! The indexed transfer leaves exactly the state Redisson's transfer would, also when a Java
 //! peer changes the order list behind the index's back.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
-use delayq::codec::StringCodec;
 use delayq::entry::{pack, unpack, EntryFormat};
-use delayq::DelayedQueue;
 use fred::prelude::*;
 use std::time::Duration;
 
@@ -26,11 +24,7 @@ async fn indexed_transfer_matches_redisson_end_state_with_java_interference() {
     let redis = common::TestRedis::start();
     let client = delayq::connect(&redis.url()).await.unwrap();
     let name = common::unique_name("index");
-    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .transfer(false)
-        .build()
-        .await
-        .unwrap();
+    let queue = crate::common::queue::manual_queue(&client, &name).await;
     let keys = queue.keys().clone();
 
     // 3,000 values with random delays: due entries sit all over the order list.
@@ -132,11 +126,7 @@ async fn index_follows_delayq_removals_and_polls() {
     let redis = common::TestRedis::start();
     let client = delayq::connect(&redis.url()).await.unwrap();
     let name = common::unique_name("index-ops");
-    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .transfer(false)
-        .build()
-        .await
-        .unwrap();
+    let queue = crate::common::queue::manual_queue(&client, &name).await;
     let keys = queue.keys().clone();
     let items: Vec<(String, Duration)> = (0..1_500u32)
         .map(|i| {

@@ -3,16 +3,14 @@
 //! Redisson's one-LREM-per-entry transfer would: checked against a model of that algorithm on
 //! order lists of several shapes.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
-use delayq::codec::StringCodec;
 use delayq::entry::{pack, unpack, EntryFormat};
-use delayq::{DelayedQueue, QueueKeys};
+use delayq::QueueKeys;
 use fred::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Redisson's transfer, step by step, on an in-memory copy of the three keys.
 struct Model {
@@ -56,13 +54,6 @@ fn value_of(entry: &[u8]) -> String {
     String::from_utf8(unpack(entry, EntryFormat::Current).unwrap().value.to_vec()).unwrap()
 }
 
-fn now_ms() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as f64
-}
-
 /// How the order list relates to due order.
 #[derive(Debug, Clone, Copy)]
 enum Shape {
@@ -89,7 +80,7 @@ async fn write_shape(
     count: usize,
     rng: &mut StdRng,
 ) -> Model {
-    let past = now_ms() - 3_600_000.0;
+    let past = (delayq::time::now_ms() as f64) - 3_600_000.0;
     let mut entries: Vec<(f64, Bytes)> = (0..count)
         .map(|i| {
             let score = match shape {
@@ -165,11 +156,7 @@ async fn every_call_leaves_redissons_state_whatever_the_shape() {
         // 1,500 entries: past the default index threshold (1,000), so the index is used
         // whenever the head window does not hold the whole batch.
         let name = common::unique_name("head");
-        let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-            .transfer(false)
-            .build()
-            .await
-            .unwrap();
+        let queue = crate::common::queue::manual_queue(&client, &name).await;
         let keys = queue.keys().clone();
         let mut model = write_shape(&client, &keys, shape, 1_500, &mut rng).await;
 
@@ -177,7 +164,7 @@ async fn every_call_leaves_redissons_state_whatever_the_shape() {
         loop {
             let batch = rng.random_range(1..=150);
             let outcome = queue.transfer_due(batch).await.unwrap();
-            let expected = model.transfer(now_ms(), batch);
+            let expected = model.transfer(delayq::time::now_ms() as f64, batch);
             calls += 1;
             assert_eq!(outcome.moved as usize, expected, "{shape:?} call {calls}");
             assert_same_state(

@@ -1,24 +1,16 @@
 //! The worker on a real redis-server: retries with observed delays, dead letters after the limit,
 //! permanent failures and panics, bounded concurrency, graceful shutdown.
 
-mod common;
-
-use common::{unique_name, TestRedis};
+use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
+use delayq::time::now_ms;
 use delayq::{DelayedQueue, Job, JobError, ReliableConfig, RetryPolicy};
 use fred::interfaces::ListInterface;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
 
 async fn setup(prefix: &str) -> (TestRedis, fred::clients::Client, DelayedQueue<StringCodec>) {
     let redis = TestRedis::start();

@@ -1,11 +1,8 @@
 //! offer / offer_all against a real redis-server: what lands in each of the four keys, the exact
 //! entry bytes (current `Bc0Lc0` and legacy `dLc0`), and the channel messages.
 
-mod common;
-mod coreutil;
-
-use common::{unique_name, TestRedis};
-use coreutil::*;
+use crate::common::queue::*;
+use crate::common::{unique_name, TestRedis};
 use delayq::codec::{ByteArrayCodec, StringCodec};
 use delayq::{EntryFormat, Error};
 use fred::interfaces::ClientLike;

@@ -1,19 +1,12 @@
 //! The transfer script (through `transfer_due` and a running scheduler): what moves, in which
 //! order, what stays, large backlogs, hand-written legacy entries.
 
-mod common;
-mod coreutil;
-
-use common::{unique_name, TestRedis};
-use coreutil::*;
+use crate::common::queue::*;
+use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::entry::{pack, pack_legacy};
 use delayq::{EntryFormat, Scheduler, SchedulerConfig};
 use std::time::Duration;
-
-fn s(v: &str) -> String {
-    v.to_string()
-}
 
 #[tokio::test]
 async fn transfer_moves_due_entries_only_in_due_order_as_bare_values() {

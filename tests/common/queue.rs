@@ -1,5 +1,5 @@
-//! Helpers shared by the core integration tests: raw Redis access through fred (to see exactly
-//! what the queue left on the server) and small builders. Not a test target on its own.
+//! Queue helpers of the tests: raw Redis access through fred (to see exactly what the queue
+//! left on the server), small builders, the current time.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -9,7 +9,12 @@ use delayq::{DelayedQueue, EntryFormat};
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, EventInterface, PubsubInterface};
 use fred::prelude::Value;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+/// `v` as an owned `String` (for lists of string values).
+pub fn s(v: &str) -> String {
+    v.to_owned()
+}
 
 /// A connected client (delayq's own connect, so the reconnect policy is the real one).
 pub async fn connect(url: &str) -> Client {
@@ -147,13 +152,7 @@ pub async fn push_raw_entry(client: &Client, timeout: &str, order: &str, entry: 
     cmd(client, "RPUSH", vec![arg(order), arg(entry)]).await;
 }
 
-/// The current time in epoch milliseconds.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_millis() as i64
-}
+pub use delayq::time::now_ms;
 
 /// Splits a current-format entry into (id, value), checking its layout byte by byte.
 pub fn split_current(entry: &[u8]) -> (&[u8], &[u8]) {

@@ -1,6 +1,6 @@
 //! The consumer on the target list: empty waits, takes, batches, streams and codec mismatches.
 
-mod common;
+use crate::common;
 
 use delayq::codec::{LongCodec, StringCodec};
 use delayq::{Consumer, Error};

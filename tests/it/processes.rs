@@ -2,11 +2,8 @@
 //! entry moves exactly once, none early; the CLI end to end.
 #![cfg(feature = "cli")]
 
-mod common;
-mod coreutil;
-
-use common::{unique_name, TestRedis};
-use coreutil::*;
+use crate::common::queue::*;
+use crate::common::{unique_name, TestRedis};
 use delayq::{Scheduler, SchedulerConfig};
 use std::collections::HashMap;
 use std::process::{Child, Command, Output, Stdio};

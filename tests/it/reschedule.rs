@@ -1,21 +1,13 @@
 //! reschedule and offer_unique on a real redis-server, including a race with the scheduler.
 
-mod common;
-
+use crate::common::{unique_name, TestRedis};
 use bytes::Bytes;
-use common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
+use delayq::time::now_ms;
 use delayq::{DelayedQueue, SchedulerConfig};
 use fred::interfaces::{ListInterface, SortedSetsInterface};
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
+use std::time::Duration;
 
 async fn setup(
     prefix: &str,

@@ -1,8 +1,8 @@
 //! Redis Cluster (3 local masters) and Sentinel (master, replica, 3 sentinels), through fred.
 
-mod common;
+use crate::common;
 
-use common::{unique_name, TestCluster, TestSentinel};
+use crate::common::{unique_name, TestCluster, TestSentinel};
 use delayq::codec::StringCodec;
 use delayq::DelayedQueue;
 use std::time::Duration;
@@ -163,11 +163,7 @@ async fn offers_and_transfers_ride_out_a_slot_migration() {
     let cluster = std::sync::Arc::new(TestCluster::start(3));
     let client = delayq::connect(&cluster.url()).await.unwrap();
     let name = unique_name("migrating");
-    let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .transfer(false)
-        .build()
-        .await
-        .unwrap();
+    let queue = crate::common::queue::manual_queue(&client, &name).await;
     queue.offer("before", Duration::ZERO).await.unwrap();
     let slot = cluster.key_slot(&name);
     let from = cluster.slot_owner(slot);

@@ -1,15 +1,8 @@
 //! Every DelayedQueue operation and what it leaves in the queue's keys.
 
-mod common;
-mod coreutil;
-
-use common::{unique_name, TestRedis};
-use coreutil::*;
+use crate::common::queue::*;
+use crate::common::{unique_name, TestRedis};
 use std::time::Duration;
-
-fn s(v: &str) -> String {
-    v.to_owned()
-}
 
 fn values(entries: &[bytes::Bytes]) -> Vec<String> {
     entries

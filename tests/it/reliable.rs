@@ -2,22 +2,14 @@
 //! reaper, heartbeats, dropped deliveries, dead letters, poison entries and the server clock,
 //! with Java-style (`BLPOP`) consumers and Redisson's keys alongside.
 
-mod common;
-
+use crate::common::{unique_name, TestRedis};
 use bytes::Bytes;
-use common::{unique_name, TestRedis};
 use delayq::codec::{LongCodec, StringCodec};
+use delayq::time::now_ms;
 use delayq::{Clock, Consumer, DelayedQueue, ReliableConfig};
 use fred::clients::Client;
 use fred::interfaces::{HashesInterface, KeysInterface, ListInterface, SortedSetsInterface};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
+use std::time::Duration;
 
 async fn setup(prefix: &str) -> (TestRedis, Client, DelayedQueue<StringCodec>) {
     let redis = TestRedis::start();

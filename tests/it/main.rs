@@ -1,0 +1,33 @@
+//! delayq's integration tests: one test crate (one link step), one module per behaviour, on
+//! real `redis-server` processes started by `tests/common` (standalone, Cluster, Sentinel).
+//!
+//! Run them all with `cargo test --all-features --test it`, or one module with
+//! `cargo test --all-features --test it -- scheduler::`. Modules that drive the `delayq` binary
+//! need the `cli` feature.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bad_input;
+mod codec_jackson;
+mod codec_kryo;
+mod consumer;
+mod fuzz_decode;
+mod fuzz_live;
+mod golden_fixtures;
+mod harness;
+mod offer_keys;
+mod operations;
+#[cfg(feature = "cli")]
+mod processes;
+mod reliable;
+mod reschedule;
+mod retried_calls;
+mod scheduler;
+mod topologies;
+mod transfer;
+mod transfer_head;
+mod transfer_index;
+mod worker;
+#[cfg(feature = "cli")]
+mod worker_kill;
