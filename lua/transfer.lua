@@ -24,7 +24,8 @@
 -- ARGV[7]: while the index is in use, most list elements to scan for entries it cannot place
 --          (their count per call is this over the list's length, at least one)
 -- Returns: { moved, quarantined, head score as a string or false, entries found by the index,
---            entries found in the window at the head of the order list }
+--            entries found in the window at the head of the order list, now (epoch ms, the
+--            time this call went by) }
 --
 -- The index covers a prefix of the order list: member i (by score) is the entry at position i.
 -- delayq's scripts keep it so; a Java peer's poll/remove/transfer does not, but neither Redisson
@@ -205,4 +206,4 @@ if #due > 0 then
 end
 
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
-return { moved, quarantined, head[2] or false, indexed, at_head_count }
+return { moved, quarantined, head[2] or false, indexed, at_head_count, now }

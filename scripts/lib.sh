@@ -1,15 +1,18 @@
 # Shared by scripts/*.sh: make sure redis-server exists, start throwaway servers.
 
-# Installs Redis from Debian when it is missing (root, or sudo without a password).
+# Installs Redis (and faketime, which the clock tests use to skew a process's clock) from Debian
+# when missing (root, or sudo without a password).
 ensure_redis() {
-    if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null && command -v redis-cli >/dev/null; then
+    if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null \
+        && command -v redis-cli >/dev/null && command -v faketime >/dev/null; then
         return 0
     fi
-    echo "== installing redis-server and redis-sentinel from Debian" >&2
+    echo "== installing redis-server, redis-sentinel and faketime from Debian" >&2
     local sudo=""
     if [ "$(id -u)" != 0 ]; then sudo="sudo -n"; fi
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server redis-sentinel redis-tools >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server redis-sentinel \
+        redis-tools faketime >/dev/null
 }
 
 # Prints a free loopback TCP port.

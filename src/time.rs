@@ -45,9 +45,8 @@ pub fn now_ms() -> i64 {
 /// the Redis server, values it offers are due `s` ms later by the server's clock, and its
 /// scheduler transfers Rust-offered values up to `s` ms early (or late when it is behind).
 /// `Clock::Server` removes the skew among Rust processes only; it cannot fix Java's. Keep hosts on
-/// NTP either way. The Rust scheduler still sleeps by its local clock until the next due time,
-/// so with a skewed host a Rust-transferred value may also arrive up to the skew late, bounded by
-/// the scheduler's safety sweep (1 s by default).
+/// NTP either way. The Rust scheduler sleeps until the next due time by the server's clock too
+/// (each transfer reports the time it went by, and the scheduler keeps the difference).
 ///
 /// The scripts call `TIME`, which Redis 7 allows in scripts because it replicates their
 /// effects, not the scripts; on Redis before 5 (whole-script replication) use `Clock::Client`.

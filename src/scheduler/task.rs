@@ -36,6 +36,11 @@ pub(super) struct TransferTask {
     batch: usize,
     /// The earliest due time we know of, from transfers and channel messages.
     next_due: Option<i64>,
+    /// How far the queue's clock is ahead of this process's, in ms, as the last transfer saw
+    /// it: 0 with the client's clock; with the server's, so that a host whose clock is off
+    /// still sleeps until the due time by the server's clock (instead of spinning, or
+    /// oversleeping until the sweep).
+    clock_ahead_ms: i64,
     /// Set when something says a transfer is needed now.
     transfer_now: bool,
     /// Failed transfers in a row, and the wait before the next try after the last one.
@@ -63,6 +68,7 @@ impl TransferTask {
             token,
             counters,
             next_due: None,
+            clock_ahead_ms: 0,
             // We have just subscribed: catch up at once.
             transfer_now: true,
             retry_wait: None,
@@ -128,7 +134,9 @@ impl TransferTask {
         let now = Instant::now();
         let wake = match self.retry_wait {
             Some(wait) => Some(self.last_attempt + wait),
-            None => self.next_due.map(|due| now + until(due, now_ms())),
+            None => self
+                .next_due
+                .map(|due| now + until(due, now_ms().saturating_add(self.clock_ahead_ms))),
         };
         match self.config.sweep_interval() {
             Some(sweep) => {
@@ -194,16 +202,18 @@ impl TransferTask {
     /// Transfers until nothing due is left; returns the earliest due time still pending.
     async fn drain(&mut self) -> Result<Option<i64>> {
         loop {
-            let now = now_ms();
             let started = Instant::now();
             let outcome =
                 transfer::run(&self.client, &self.queue, self.config.limits(self.batch)).await?;
+            self.clock_ahead_ms = outcome.now_ms.saturating_sub(now_ms());
             let taken = outcome.moved + outcome.quarantined;
             self.batch = self.config.next_batch(self.batch, taken, started.elapsed());
             self.count(&outcome);
             match outcome.next_due_ms {
                 // A backlog: more is due already. Keep going unless asked to stop.
-                Some(due) if due <= now && taken > 0 && !self.token.is_cancelled() => continue,
+                Some(due) if due <= outcome.now_ms && taken > 0 && !self.token.is_cancelled() => {
+                    continue
+                }
                 head => return Ok(head),
             }
         }

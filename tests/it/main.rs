@@ -9,6 +9,8 @@
 mod common;
 
 mod bad_input;
+#[cfg(feature = "cli")]
+mod clock;
 mod codec_jackson;
 mod codec_kryo;
 mod consumer;

@@ -40,6 +40,9 @@ pub struct TransferOutcome {
     /// Entries found in the window at the head of the order list (the rest of the batch was
     /// found through the index or by `LREM` scans).
     pub found_at_head: u64,
+    /// The time (epoch ms) the call decided what was due by: this process's clock, or the
+    /// Redis server's with [`Clock::Server`](crate::Clock::Server).
+    pub now_ms: i64,
 }
 
 fn usize_arg(n: usize) -> Value {
@@ -69,13 +72,14 @@ pub(crate) async fn run(
 
 fn parse(reply: Value) -> Result<TransferOutcome> {
     let name = TRANSFER.name();
-    let [moved, quarantined, head, found_by_index, found_at_head] = reply::fixed(reply, name)?;
+    let [moved, quarantined, head, found_by_index, found_at_head, now] = reply::fixed(reply, name)?;
     Ok(TransferOutcome {
         moved: reply::count(moved, name)?,
         quarantined: reply::count(quarantined, name)?,
         next_due_ms: reply::score(&head, name)?,
         found_by_index: reply::count(found_by_index, name)?,
         found_at_head: reply::count(found_at_head, name)?,
+        now_ms: reply::score(&now, name)?.unwrap_or_default(),
     })
 }
 
@@ -91,6 +95,7 @@ mod tests {
             Value::String("1767225600123".into()),
             Value::Integer(2),
             Value::Integer(1),
+            Value::String("1767225600000".into()),
         ]);
         assert_eq!(
             parse(reply).unwrap(),
@@ -100,6 +105,7 @@ mod tests {
                 next_due_ms: Some(1767225600123),
                 found_by_index: 2,
                 found_at_head: 1,
+                now_ms: 1767225600000,
             }
         );
         let empty = Value::Array(vec![
@@ -108,6 +114,7 @@ mod tests {
             Value::Null,
             Value::Integer(0),
             Value::Integer(0),
+            Value::String("1".into()),
         ]);
         assert_eq!(parse(empty).unwrap().next_due_ms, None);
         assert!(parse(Value::Integer(1)).is_err());
