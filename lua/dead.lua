@@ -14,21 +14,24 @@
 -- ARGV[4]: the record's header, built by the client (src/reliable/dead.rs); the value bytes
 --          are appended to it here
 -- ARGV[5]: most dead letters kept (the oldest are trimmed), 0 for no limit
--- Returns: 1 (also when this delivery was settled in the last minute: a retried call), or 0
--- when the delivery is no longer in flight.
+-- Returns: { 1 (also when this delivery was settled in the last minute: a retried call), or 0
+-- when the delivery is no longer in flight; how many of the oldest dead letters were trimmed
+-- to keep the limit }.
 local value, reply = delayq_leave_flight(KEYS[2], KEYS[3], KEYS[6], ARGV[3])
 if reply then
-    return reply
+    return { reply, 0 }
 end
 if not value then
-    return 0
+    return { 0, 0 }
 end
 redis.call('hdel', KEYS[4], value)
 redis.call('zrem', KEYS[5], value)
-redis.call('rpush', KEYS[7], ARGV[4] .. value)
+local length = redis.call('rpush', KEYS[7], ARGV[4] .. value)
 local keep = tonumber(ARGV[5])
-if keep > 0 then
+local trimmed = 0
+if keep > 0 and length > keep then
     redis.call('ltrim', KEYS[7], -keep, -1)
+    trimmed = length - keep
 end
 delayq_remember_settled(KEYS[6], ARGV[3])
-return 1
+return { 1, trimmed }

@@ -1,27 +1,32 @@
 -- delayq: set or clear a time to live on the delayed queue's keys.
 -- Mirrors: Redisson RedissonDelayedQueue#expire / clearExpire (acting on the zset and order
--- list), plus delayq's position index, which must not outlive the order list.
+-- list), plus every key of delayq's own for the queue, which must not outlive it (the record of
+-- settled deliveries keeps its own one-minute life).
 --
 -- KEYS[1]: target list        NAME (untouched, as in Redisson: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
--- KEYS[5]: position index     delayq_index:{NAME}
+-- KEYS[5]: quarantine         delayq_quarantine:{NAME}
+-- KEYS[6]: position index     delayq_index:{NAME}
+-- KEYS[7]: in-flight zset     delayq_inflight:{NAME}
+-- KEYS[8]: in-flight data     delayq_inflight_data:{NAME}
+-- KEYS[9]: attempt counters   delayq_attempts:{NAME}
+-- KEYS[10]: counters touched  delayq_attempts_seen:{NAME}
+-- KEYS[11]: dead letters      delayq_dead:{NAME}
+-- KEYS[12]: claim leases      delayq_claims:{NAME}
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format (not used)
 -- ARGV[3]: time to live in milliseconds, or 'persist' to remove it
--- Returns: how many of the zset and order list were changed.
-local changed = 0
-for _, key in ipairs({ KEYS[2], KEYS[3] }) do
+-- Returns: how many of the zset and order list were changed (as Redisson counts).
+local function apply(key)
     if ARGV[3] == 'persist' then
-        changed = changed + redis.call('persist', key)
-    else
-        changed = changed + redis.call('pexpire', key, ARGV[3])
+        return redis.call('persist', key)
     end
+    return redis.call('pexpire', key, ARGV[3])
 end
-if ARGV[3] == 'persist' then
-    redis.call('persist', KEYS[5])
-else
-    redis.call('pexpire', KEYS[5], ARGV[3])
+local changed = apply(KEYS[2]) + apply(KEYS[3])
+for i = 5, 12 do
+    apply(KEYS[i])
 end
 return changed

@@ -12,21 +12,26 @@
 -- ARGV[4]: random entry id
 -- ARGV[5]: the codec-encoded value
 -- Returns: the number of pending entries that were equal (0: a new entry was offered).
+--
+-- Every entry is read before the first write, so a call that runs long on a big list can still
+-- be stopped with SCRIPT KILL, having changed nothing.
 local due = delayq_ms(delayq_now(ARGV[1]) + tonumber(ARGV[3]))
 local legacy = ARGV[2] == '1'
-local kept = nil
-local found = 0
+-- Read: the pending entries equal to the value.
+local equal = {}
 for _, entry in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
     if delayq_value(entry, legacy) == ARGV[5] then
-        found = found + 1
-        if kept == nil then
-            kept = entry
-        else
-            redis.call('lrem', KEYS[3], 1, entry)
-            redis.call('zrem', KEYS[2], entry)
-            redis.call('zrem', KEYS[5], delayq_index_member(entry))
-        end
+        equal[#equal + 1] = entry
     end
+end
+-- Write: the first keeps its place with the new due time, the others leave.
+local found = #equal
+local kept = equal[1]
+for i = 2, found do
+    local entry = equal[i]
+    redis.call('lrem', KEYS[3], 1, entry)
+    redis.call('zrem', KEYS[2], entry)
+    redis.call('zrem', KEYS[5], delayq_index_member(entry))
 end
 if kept then
     redis.call('zadd', KEYS[2], due, kept)

@@ -30,4 +30,5 @@ while #values < wanted do
         redis.call('rpush', KEYS[5], entry)
     end
 end
+delayq_tidy_index(KEYS[3], KEYS[6])
 return values

@@ -16,6 +16,7 @@ local legacy = ARGV[2] == '1'
 while true do
     local entry = redis.call('rpop', KEYS[3])
     if not entry then
+        delayq_tidy_index(KEYS[3], KEYS[6])
         return false
     end
     redis.call('zrem', KEYS[2], entry)
@@ -23,6 +24,7 @@ while true do
     local value = delayq_value(entry, legacy)
     if value then
         redis.call('lpush', KEYS[7], value)
+        delayq_tidy_index(KEYS[3], KEYS[6])
         return value
     end
     redis.call('rpush', KEYS[5], entry)

@@ -7,5 +7,5 @@
 -- ARGV[2]: entry format (not used)
 -- Returns: the number of members deleted.
 local n = redis.call('llen', KEYS[2])
-redis.call('del', KEYS[2])
+redis.call('unlink', KEYS[2]) -- freed off the main thread: a big list never blocks Redis
 return n

@@ -13,8 +13,11 @@
 -- ARGV[3]: most values to give back (and counters to prune) in this call
 -- ARGV[4]: how long an untouched attempt counter is kept, ms (0: forever)
 -- Returns: { values given back, counters pruned, earliest remaining deadline or false,
---            { claim lists whose lease ran out } } (the client gives those back with
---            unclaim.lua, which can name each one as a key)
+--            { claim lists whose lease ran out }, { foreign members } } (the client gives the
+--            claim lists back with unclaim.lua, which can name each one as a key). A member of
+--            the claim leases that is not named like one of this queue's claim lists
+--            (delayq_claim:{NAME}:...) is removed and returned as foreign, never given back: a
+--            reaper must not drain a list someone else wrote into the zset.
 local now = delayq_now(ARGV[1])
 local limit = tonumber(ARGV[3])
 local expired = redis.call('zrangebyscore', KEYS[2], '-inf', delayq_ms(now), 'limit', 0, limit)
@@ -41,5 +44,13 @@ if keep > 0 then
 end
 
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
-local lapsed = redis.call('zrangebyscore', KEYS[6], '-inf', delayq_ms(now), 'limit', 0, limit)
-return { returned, pruned, head[2] or false, lapsed }
+local lapsed, foreign = {}, {}
+for _, claim in ipairs(redis.call('zrangebyscore', KEYS[6], '-inf', delayq_ms(now), 'limit', 0, limit)) do
+    if delayq_is_claim_of(KEYS[6], claim) then
+        lapsed[#lapsed + 1] = claim
+    else
+        redis.call('zrem', KEYS[6], claim)
+        foreign[#foreign + 1] = claim
+    end
+end
+return { returned, pruned, head[2] or false, lapsed, foreign }

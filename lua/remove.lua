@@ -14,6 +14,9 @@
 --          one of ARGV[4..]), 'retain' (every entry whose value is none of ARGV[4..])
 -- ARGV[4..]: codec-encoded values
 -- Returns: the number of entries removed. Malformed entries are never removed here.
+--
+-- The whole list is read before the first write, so a call that runs long on a big list can
+-- still be stopped with SCRIPT KILL, having changed nothing.
 local legacy = ARGV[2] == '1'
 local mode = ARGV[3]
 local wanted = {}
@@ -21,21 +24,25 @@ for i = 4, #ARGV do
     wanted[ARGV[i]] = true
 end
 
-local removed = 0
-local entries = redis.call('lrange', KEYS[3], 0, -1)
-for _, entry in ipairs(entries) do
+-- Read: the entries to remove.
+local hits = {}
+for _, entry in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
     local value = delayq_value(entry, legacy)
     if value ~= nil then
         local hit = wanted[value] == true
         if (mode == 'retain' and not hit) or (mode ~= 'retain' and hit) then
-            redis.call('lrem', KEYS[3], 1, entry)
-            redis.call('zrem', KEYS[2], entry)
-            redis.call('zrem', KEYS[5], delayq_index_member(entry))
-            removed = removed + 1
+            hits[#hits + 1] = entry
             if mode == 'first' then
                 break
             end
         end
     end
 end
-return removed
+-- Write.
+for _, entry in ipairs(hits) do
+    redis.call('lrem', KEYS[3], 1, entry)
+    redis.call('zrem', KEYS[2], entry)
+    redis.call('zrem', KEYS[5], delayq_index_member(entry))
+end
+delayq_tidy_index(KEYS[3], KEYS[5])
+return #hits

@@ -12,18 +12,24 @@
 -- ARGV[3]: new delay from now, ms
 -- ARGV[4]: the codec-encoded value
 -- Returns: the number of entries rescheduled (0: the value is not pending).
+--
+-- Every entry is read before the first write, so a call that runs long on a big list can still
+-- be stopped with SCRIPT KILL, having changed nothing.
 local due = delayq_ms(delayq_now(ARGV[1]) + tonumber(ARGV[3]))
 local legacy = ARGV[2] == '1'
-local changed = 0
-local last = nil
+-- Read: the pending entries equal to the value.
+local hits = {}
 for _, entry in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
     if delayq_value(entry, legacy) == ARGV[4] and redis.call('zscore', KEYS[2], entry) then
-        redis.call('zadd', KEYS[2], 'xx', due, entry)
-        changed = changed + 1
-        last = entry
+        hits[#hits + 1] = entry
     end
 end
-if last then
+-- Write.
+for _, entry in ipairs(hits) do
+    redis.call('zadd', KEYS[2], 'xx', due, entry)
+end
+local changed = #hits
+if changed > 0 then
     local head = redis.call('zrange', KEYS[2], 0, 0)[1]
     if head and delayq_value(head, legacy) == ARGV[4] then
         redis.call('publish', KEYS[4], due)

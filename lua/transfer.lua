@@ -205,5 +205,6 @@ if #due > 0 then
     end)
 end
 
+delayq_tidy_index(KEYS[3], KEYS[6])
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 return { moved, quarantined, head[2] or false, indexed, at_head_count, now }

@@ -9,7 +9,11 @@
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: entry format (not used)
 -- ARGV[3]: '1' to give back whatever the lease says (the consumer itself, closing)
--- Returns: the number of values given back.
+-- Returns: the number of values given back; an error, touching nothing, when KEYS[3] is not
+-- named like one of this queue's claim lists.
+if not delayq_is_claim_of(KEYS[2], KEYS[3]) then
+    return redis.error_reply('ERR delayq: ' .. KEYS[3] .. ' is not a claim list of ' .. KEYS[2])
+end
 local lease = redis.call('zscore', KEYS[2], KEYS[3])
 if ARGV[3] ~= '1' and lease and tonumber(lease) > delayq_now(ARGV[1]) then
     return 0

@@ -112,7 +112,7 @@ impl<C: Codec> Consumer<C> {
             {
                 return Ok(None)
             }
-            Err(err) => return Err(Error::from_redis(&self.target, err)),
+            Err(err) => return Err(Error::from_redis("BLPOP", &self.target, err)),
         };
         match reply {
             Value::Null => Ok(None),
@@ -164,7 +164,7 @@ impl<C: Codec> Consumer<C> {
         let raw = if timeout.is_zero() {
             resend_refused("LPOP", || self.client.lpop(self.target.as_str(), None))
                 .await
-                .map_err(|e| Error::from_redis(&self.target, e))?
+                .map_err(|e| Error::from_redis("LPOP", &self.target, e))?
         } else {
             // BLPOP takes seconds with millisecond precision; round up so it never waits less.
             let slice = Duration::from_millis(timeout.as_millis().max(1) as u64);
@@ -198,7 +198,7 @@ impl<C: Codec> Consumer<C> {
             self.client.lpop(self.target.as_str(), Some(limit))
         })
         .await
-        .map_err(|e| Error::from_redis(&self.target, e))?;
+        .map_err(|e| Error::from_redis("LPOP", &self.target, e))?;
         let raws = reply::bytes_list(reply, "LPOP")?;
         Ok(raws.into_iter().map(|raw| self.decode(raw)).collect())
     }

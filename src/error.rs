@@ -82,6 +82,20 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// Redis refused a command because of its own state or this user's rights: out of memory,
+    /// no permission, busy with a script, a read-only replica, loading, master down.
+    #[error("redis refused {command} on {key}: {refusal} ({detail})")]
+    Refused {
+        /// Why.
+        refusal: Refusal,
+        /// The command or script (`"BLPOP"`, `"offer.lua"`).
+        command: &'static str,
+        /// The key it was for (for a script, the queue's target list).
+        key: String,
+        /// What Redis said.
+        detail: String,
+    },
+
     /// A delay that is negative or does not fit Redisson's millisecond timestamps.
     #[error("invalid delay: {0}")]
     InvalidDelay(String),
@@ -108,6 +122,74 @@ pub enum Error {
     Closed,
 }
 
+/// Why Redis refused a command ([`Error::Refused`]), from the code its reply starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// `OOM`: `maxmemory` is reached and the policy does not evict (noeviction).
+    OutOfMemory,
+    /// `NOPERM`: this ACL user may not run the command or use the key or channel.
+    NoPermission,
+    /// `BUSY`: a script runs longer than the busy threshold; nothing else runs until it ends.
+    Busy,
+    /// `READONLY`: the server is a replica (a failover moved the master).
+    ReadOnly,
+    /// `LOADING`: the server is loading its data set after a restart.
+    Loading,
+    /// `MASTERDOWN`: a replica lost its master and refuses stale reads.
+    MasterDown,
+    /// `NOREPLICAS`: too few replicas for `min-replicas-to-write`.
+    NoReplicas,
+    /// `MISCONF`: the server cannot persist (a failed RDB save) and refuses writes.
+    Misconfigured,
+}
+
+impl Refusal {
+    /// The refusal a reply's error code means, if any.
+    fn of(details: &str) -> Option<Refusal> {
+        let code = details.split_whitespace().next().unwrap_or("");
+        Some(match code {
+            "OOM" => Refusal::OutOfMemory,
+            "NOPERM" => Refusal::NoPermission,
+            "BUSY" => Refusal::Busy,
+            "READONLY" => Refusal::ReadOnly,
+            "LOADING" => Refusal::Loading,
+            "MASTERDOWN" => Refusal::MasterDown,
+            "NOREPLICAS" => Refusal::NoReplicas,
+            "MISCONF" => Refusal::Misconfigured,
+            _ => return None,
+        })
+    }
+
+    /// True when the refusal ends by itself (a script ends, a restart finishes loading, a
+    /// failover completes); false when someone has to act (memory, permissions, persistence).
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            Refusal::Busy
+                | Refusal::ReadOnly
+                | Refusal::Loading
+                | Refusal::MasterDown
+                | Refusal::NoReplicas
+        )
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Refusal::OutOfMemory => "out of memory (maxmemory reached, nothing evictable)",
+            Refusal::NoPermission => "no permission for this ACL user",
+            Refusal::Busy => "busy running a script",
+            Refusal::ReadOnly => "read-only replica",
+            Refusal::Loading => "still loading its data",
+            Refusal::MasterDown => "master down",
+            Refusal::NoReplicas => "not enough replicas",
+            Refusal::Misconfigured => "cannot persist (MISCONF)",
+        })
+    }
+}
+
 impl Error {
     /// True when the error comes from a dropped or failing connection; retrying later may work.
     pub fn is_connection_error(&self) -> bool {
@@ -124,10 +206,26 @@ impl Error {
         matches!(self, Error::Encode { .. } | Error::Decode { .. })
     }
 
-    /// Maps a fred error from a command on `key`.
-    pub(crate) fn from_redis(key: &str, err: fred::error::Error) -> Error {
+    /// True when trying again later may work without anyone acting: a connection error, or a
+    /// refusal that ends by itself ([`Refusal::is_transient`]). False for a key of the wrong
+    /// type, no permission, out of memory, a bad value or configuration.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Refused { refusal, .. } => refusal.is_transient(),
+            _ => self.is_connection_error(),
+        }
+    }
+
+    /// Maps a fred error from the command `command` on `key`.
+    pub(crate) fn from_redis(command: &'static str, key: &str, err: fred::error::Error) -> Error {
         match classify(&err) {
             ReplyKind::WrongType => wrong_type(key, err),
+            ReplyKind::Refused(refusal) => Error::Refused {
+                refusal,
+                command,
+                key: key.to_owned(),
+                detail: err.details().to_string(),
+            },
             _ => Error::Redis(err),
         }
     }
@@ -136,6 +234,12 @@ impl Error {
     pub(crate) fn from_script(name: &'static str, queue: &str, err: fred::error::Error) -> Error {
         match classify(&err) {
             ReplyKind::WrongType => wrong_type(queue, err),
+            ReplyKind::Refused(refusal) => Error::Refused {
+                refusal,
+                command: name,
+                key: queue.to_owned(),
+                detail: err.details().to_string(),
+            },
             ReplyKind::Connection => Error::Redis(err),
             _ => Error::Script { name, source: err },
         }
@@ -167,6 +271,8 @@ pub(crate) enum ReplyKind {
     /// Refused because a Cluster slot is moving (`TRYAGAIN`, or a `MOVED`/`ASK` redirection
     /// fred did not follow): the command did not run, sending it again is safe.
     Migrating,
+    /// Redis refused the command for a reason of its own state or the user's rights.
+    Refused(Refusal),
     /// The connection failed, dropped or timed out: the command may or may not have run.
     Connection,
     /// Anything else.
@@ -182,6 +288,8 @@ pub(crate) fn classify(err: &fred::error::Error) -> ReplyKind {
         ReplyKind::NoScript
     } else if details.contains("WRONGTYPE") {
         ReplyKind::WrongType
+    } else if let Some(refusal) = Refusal::of(details) {
+        ReplyKind::Refused(refusal)
     } else if details.starts_with("TRYAGAIN")
         || (*err.kind() == ErrorKind::Routing && details.starts_with("Too many redirections"))
     {
@@ -226,9 +334,44 @@ mod tests {
         assert_eq!(kind(ErrorKind::Routing, "no node"), ReplyKind::Connection);
         assert_eq!(kind(ErrorKind::IO, "reset"), ReplyKind::Connection);
         assert_eq!(
-            kind(ErrorKind::Unknown, "OOM command not allowed"),
+            kind(
+                ErrorKind::Unknown,
+                "OOM command not allowed when used memory > 'maxmemory'."
+            ),
+            ReplyKind::Refused(Refusal::OutOfMemory)
+        );
+        assert_eq!(
+            kind(
+                ErrorKind::Unknown,
+                "NOPERM this user has no permissions to access one"
+            ),
+            ReplyKind::Refused(Refusal::NoPermission)
+        );
+        assert_eq!(
+            kind(ErrorKind::Unknown, "BUSY Redis is busy running a script."),
+            ReplyKind::Refused(Refusal::Busy)
+        );
+        assert_eq!(
+            kind(ErrorKind::Unknown, "ERR unknown command"),
             ReplyKind::Other
         );
+    }
+
+    #[test]
+    fn refusals_name_the_command_and_key() {
+        let err = FredError::new(
+            ErrorKind::Unknown,
+            "OOM command not allowed when used memory > 'maxmemory'.",
+        );
+        let err = Error::from_script("offer.lua", "orders", err);
+        assert_eq!(
+            err.to_string(),
+            "redis refused offer.lua on orders: out of memory (maxmemory reached, nothing \
+             evictable) (OOM command not allowed when used memory > 'maxmemory'.)"
+        );
+        assert!(!err.is_transient());
+        let busy = FredError::new(ErrorKind::Unknown, "BUSY x");
+        assert!(Error::from_redis("BLPOP", "orders", busy).is_transient());
     }
 
     #[test]
@@ -243,7 +386,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let plain = FredError::new(ErrorKind::Unknown, "WRONGTYPE Operation against a key");
-        match Error::from_redis("q", plain) {
+        match Error::from_redis("LLEN", "q", plain) {
             Error::WrongType { key, .. } => assert_eq!(key, "q"),
             other => panic!("{other:?}"),
         }

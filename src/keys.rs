@@ -87,6 +87,23 @@ impl QueueKeys {
         }
     }
 
+    /// The other queue name whose delayed-queue keys are these same keys, if any: `a` for the
+    /// name `{a}` (Redisson's `prefixName` wraps a name in braces only when it has none, so
+    /// both give `redisson_delay_queue_timeout:{a}`). Two such queues share their pending
+    /// entries but not their target lists: a value offered to one may be moved to the other's.
+    ///
+    /// ```
+    /// use delayq::QueueKeys;
+    ///
+    /// assert_eq!(QueueKeys::new("{orders}").alias(), Some("orders"));
+    /// assert_eq!(QueueKeys::new("orders").alias(), None);
+    /// assert_eq!(QueueKeys::new("{orders}:eu").alias(), None);
+    /// ```
+    pub fn alias(&self) -> Option<&str> {
+        let inner = self.target.strip_prefix('{')?.strip_suffix('}')?;
+        (!inner.is_empty() && !inner.contains(['{', '}'])).then_some(inner)
+    }
+
     /// The destination list consumers take from (`NAME`).
     pub fn target(&self) -> &str {
         &self.target

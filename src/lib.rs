@@ -54,12 +54,12 @@ pub use tokio_util::sync::CancellationToken;
 
 pub use consumer::Consumer;
 pub use entry::EntryFormat;
-pub use error::{BoxError, Error, Result};
+pub use error::{BoxError, Error, Refusal, Result};
 pub use keys::QueueKeys;
-pub use queue::{DelayedQueue, DelayedQueueBuilder, Pending};
+pub use queue::{AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, Pending};
 pub use redis::ops::stats::QueueStats;
 pub use redis::ops::transfer::TransferOutcome;
-pub use redis::{client_builder, connect, connect_with};
+pub use redis::{client_builder, connect, connect_with, redact_url};
 pub use reliable::{
     DeadLetter, Delivery, ReapOutcome, Receipt, ReliableConfig, ReliableConsumer, ReliableStats,
 };

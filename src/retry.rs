@@ -143,6 +143,37 @@ impl Retrying {
     }
 }
 
+/// What a retry loop has said about its failures: each kind of error is logged once at WARN,
+/// its repeats at DEBUG, and the recovery once, so a daemon facing a lasting error does not
+/// write a line a second.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct FailureLog {
+    last: Option<String>,
+    repeats: u64,
+}
+
+impl FailureLog {
+    /// Notes a failure with `text`; true when it is the first of its kind in a row (log it).
+    pub(crate) fn first_of_kind(&mut self, text: &str) -> bool {
+        if self.last.as_deref() == Some(text) {
+            self.repeats += 1;
+            false
+        } else {
+            self.last = Some(text.to_owned());
+            self.repeats = 0;
+            true
+        }
+    }
+
+    /// Notes a success; returns how many failures came before it in a row (0: none).
+    pub(crate) fn recovered(&mut self) -> u64 {
+        match self.last.take() {
+            Some(_) => std::mem::take(&mut self.repeats) + 1,
+            None => 0,
+        }
+    }
+}
+
 /// When to retry a failed value, and after how long.
 ///
 /// # Examples
@@ -329,6 +360,20 @@ mod tests {
         assert_eq!(retrying.failures(), 5);
         retrying.succeeded();
         assert_eq!(retrying.failed(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn failures_are_said_once_per_kind() {
+        let mut log = FailureLog::default();
+        assert!(log.first_of_kind("WRONGTYPE a"));
+        assert!(!log.first_of_kind("WRONGTYPE a"));
+        assert!(!log.first_of_kind("WRONGTYPE a"));
+        assert!(log.first_of_kind("connection reset"));
+        assert_eq!(log.recovered(), 1);
+        assert_eq!(log.recovered(), 0);
+        assert!(log.first_of_kind("WRONGTYPE a"));
+        assert!(!log.first_of_kind("WRONGTYPE a"));
+        assert_eq!(log.recovered(), 2);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 -- settle call gives at once: 1 when id was settled in the last minute (this call is a retry), 0
 -- when it is no longer in flight (a reaper gave it back).
 -- delayq_remember_settled(settled, id): notes that id was settled, by the server's clock.
+-- delayq_is_claim_of(claims, key): whether key is named like a claim list of the queue whose
+-- claim leases are claims (delayq_claims:{NAME} -> delayq_claim:{NAME}:CONSUMER).
 local DELAYQ_SETTLED_KEEP_MS = 60000
 
 local function delayq_leave_flight(inflight, data, settled, id)
@@ -28,4 +30,9 @@ local function delayq_remember_settled(settled, id)
     redis.call('zadd', settled, delayq_ms(now), id)
     redis.call('zremrangebyscore', settled, '-inf', '(' .. delayq_ms(now - DELAYQ_SETTLED_KEEP_MS))
     redis.call('pexpire', settled, DELAYQ_SETTLED_KEEP_MS)
+end
+
+local function delayq_is_claim_of(claims, key)
+    local prefix = 'delayq_claim:' .. string.sub(claims, string.len('delayq_claims:') + 1) .. ':'
+    return string.sub(key, 1, string.len(prefix)) == prefix and string.len(key) > string.len(prefix)
 end

@@ -118,7 +118,7 @@ impl<C: Codec> DelayedQueue<C> {
             .client()
             .lrange(key, 0, last)
             .await
-            .map_err(|e| Error::from_redis(key, e))?;
+            .map_err(|e| Error::from_redis("LRANGE", key, e))?;
         reply::bytes_list(items, "LRANGE")
     }
 

@@ -5,14 +5,17 @@
 //! - `redisson.rs`: the `RDelayedQueue` operations (`offer` … `size_in_memory`).
 //! - `extras.rs`: delayq's own producer operations (`reschedule`, `offer_unique`, `pending`,
 //!   `stats`, quarantine, one-off transfers).
+//! - `check.rs`: [`check`](DelayedQueue::check), what an operator should know about the server.
 //!
 //! Two more `impl DelayedQueue` blocks live with what they build on: reliable consumption and
 //! dead letters in [`reliable`](crate::reliable), and [`worker`](DelayedQueue::worker) in
 //! [`worker`](crate::worker).
 
+mod check;
 mod extras;
 mod redisson;
 
+pub use check::{AccessCheck, CheckReport};
 pub use extras::Pending;
 
 use crate::codec::{decode_value, Codec};
@@ -87,6 +90,15 @@ impl<C: Codec> DelayedQueueBuilder<C> {
             format: self.format,
             clock: self.clock,
         };
+        if let Some(alias) = spec.keys.alias() {
+            tracing::warn!(
+                queue = spec.keys.target(),
+                shares_keys_with = alias,
+                "this queue's delayed entries live in the same keys as those of the queue named \
+                 {alias:?} (Redisson's naming rule); values offered to either may be moved to \
+                 either target list"
+            );
+        }
         let lease = if self.transfer {
             Some(SchedulerLease::acquire(&self.client, &spec, self.scheduler).await?)
         } else {

@@ -8,7 +8,7 @@ use crate::redis::ops::{contains, expire, offer, poll, poll_last_offer_first, re
 use crate::time::Delay;
 use crate::{Error, Result};
 use bytes::Bytes;
-use fred::interfaces::{KeysInterface, ListInterface, MemoryInterface};
+use fred::interfaces::{KeysInterface, ListInterface, MemoryInterface, SortedSetsInterface};
 use std::borrow::Borrow;
 use std::time::Duration;
 
@@ -160,7 +160,7 @@ impl<C: Codec> DelayedQueue<C> {
         self.client()
             .llen(key)
             .await
-            .map_err(|e| Error::from_redis(key, e))
+            .map_err(|e| Error::from_redis("LLEN", key, e))
     }
 
     /// True when nothing is pending.
@@ -200,7 +200,7 @@ impl<C: Codec> DelayedQueue<C> {
             .client()
             .lindex(key, 0)
             .await
-            .map_err(|e| Error::from_redis(key, e))?;
+            .map_err(|e| Error::from_redis("LINDEX", key, e))?;
         raw.map(|raw| self.value_of_entry(raw)).transpose()
     }
 
@@ -217,7 +217,7 @@ impl<C: Codec> DelayedQueue<C> {
             .client()
             .lrange(key, 0, -1)
             .await
-            .map_err(|e| Error::from_redis(key, e))?;
+            .map_err(|e| Error::from_redis("LRANGE", key, e))?;
         raws.into_iter()
             .map(|raw| self.value_of_entry(raw))
             .collect()
@@ -283,7 +283,8 @@ impl<C: Codec> DelayedQueue<C> {
     /// Deletes every pending entry (the order list and the timeout zset; the target list
     /// stays). True if anything was deleted.
     ///
-    /// Java: `RDelayedQueue#clear()` / `delete()`.
+    /// Java: `RDelayedQueue#clear()`. To delete delayq's own keys too (dead letters, values in
+    /// flight, quarantine, counters), use [`delete`](Self::delete).
     ///
     /// # Errors
     ///
@@ -294,11 +295,56 @@ impl<C: Codec> DelayedQueue<C> {
             .client()
             .del(vec![keys.timeout(), keys.order(), keys.index()])
             .await
-            .map_err(Error::Redis)?;
+            .map_err(|e| Error::from_redis("DEL", self.name(), e))?;
         Ok(deleted > 0)
     }
 
-    /// Sets a time to live on the pending entries' keys. True if any key exists.
+    /// Deletes the queue: its pending entries and every key of delayq's own for it (values in
+    /// flight and on claim lists, dead letters, quarantine, attempt counters, the position
+    /// index); the target list stays, as in Java. True if anything was deleted.
+    ///
+    /// Java: `RDelayedQueue#delete()` (which knows only the zset and the order list).
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn delete(&self) -> Result<bool> {
+        let keys = self.keys();
+        let claims: Vec<String> = self
+            .client()
+            .zrange(keys.claims(), 0, -1, None, false, None, false)
+            .await
+            .map_err(|e| Error::from_redis("ZRANGE", keys.claims(), e))?;
+        let prefix = keys.claim("");
+        let mut all: Vec<String> = [
+            keys.timeout(),
+            keys.order(),
+            keys.index(),
+            keys.quarantine(),
+            keys.inflight(),
+            keys.inflight_data(),
+            keys.attempts(),
+            keys.attempts_seen(),
+            keys.settled(),
+            keys.dead(),
+            keys.claims(),
+        ]
+        .iter()
+        .map(|k| (*k).to_owned())
+        .collect();
+        // Only this queue's claim lists: a foreign member never names a key to delete.
+        all.extend(claims.into_iter().filter(|c| c.starts_with(&prefix)));
+        let deleted: u64 = self
+            .client()
+            .del(all)
+            .await
+            .map_err(|e| Error::from_redis("DEL", self.name(), e))?;
+        Ok(deleted > 0)
+    }
+
+    /// Sets a time to live on the queue's keys (the pending entries' and delayq's own; the
+    /// target list stays without one, as in Java). True if any of the pending entries' keys
+    /// exists.
     ///
     /// Java: `RDelayedQueue#expire(duration)`.
     ///
@@ -315,7 +361,8 @@ impl<C: Codec> DelayedQueue<C> {
         Ok(expire::run(self.client(), self.spec(), expire::Ttl::Millis(ms)).await? > 0)
     }
 
-    /// Removes the time to live. True if one was removed.
+    /// Removes the time to live from the queue's keys. True if one was removed from the
+    /// pending entries' keys.
     ///
     /// Java: `RDelayedQueue#clearExpire()`.
     ///
@@ -326,7 +373,8 @@ impl<C: Codec> DelayedQueue<C> {
         Ok(expire::run(self.client(), self.spec(), expire::Ttl::Persist).await? > 0)
     }
 
-    /// Bytes Redis uses for the pending entries' keys (`MEMORY USAGE` of both).
+    /// Bytes Redis uses for the pending entries' keys (`MEMORY USAGE` of both, with Redis's
+    /// default sampling, as Redisson asks: on big queues an estimate, equal to Java's figure).
     ///
     /// Java: `RDelayedQueue#sizeInMemory()`.
     ///
@@ -338,9 +386,9 @@ impl<C: Codec> DelayedQueue<C> {
         for key in [self.keys().timeout(), self.keys().order()] {
             let used: Option<u64> = self
                 .client()
-                .memory_usage(key, Some(0))
+                .memory_usage(key, None)
                 .await
-                .map_err(|e| Error::from_redis(key, e))?;
+                .map_err(|e| Error::from_redis("MEMORY USAGE", key, e))?;
             total += used.unwrap_or(0);
         }
         Ok(total)

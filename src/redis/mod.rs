@@ -5,6 +5,7 @@ pub(crate) mod ops;
 pub(crate) mod reply;
 pub(crate) mod script;
 mod sentinel;
+pub(crate) mod server;
 
 use crate::error::{classify, ReplyKind};
 use crate::retry::{Backoff, Retrying};
@@ -126,7 +127,8 @@ pub(crate) async fn init_client(client: &Client) -> Result<()> {
             sentinel::follow_switches(client, connection_task);
             Ok(())
         }
-        Ok(Err(err)) => Err(err.into()),
+        // A server that answers but refuses (BUSY, LOADING, NOPERM on the handshake) says so.
+        Ok(Err(err)) => Err(Error::from_redis("connect", &server_label(client), err)),
         Err(_) => {
             // Stop the reconnect loop that is still trying in the background.
             let _ = client.quit().await;
@@ -139,6 +141,68 @@ pub(crate) async fn init_client(client: &Client) -> Result<()> {
             )))
         }
     }
+}
+
+/// The servers a client is configured for, as `host:port[,host:port...]`: never credentials.
+fn server_label(client: &Client) -> String {
+    let hosts = client.client_config().server.hosts();
+    let labels: Vec<String> = hosts
+        .iter()
+        .map(|h| format!("{}:{}", h.host, h.port))
+        .collect();
+    labels.join(",")
+}
+
+/// `url` with its password replaced by `***` (and nothing else changed), for messages and logs.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(
+///     delayq::redact_url("redis://app:S3cret@10.0.0.5:6380/2"),
+///     "redis://app:***@10.0.0.5:6380/2"
+/// );
+/// assert_eq!(delayq::redact_url("rediss://:pw@host"), "rediss://:***@host");
+/// assert_eq!(delayq::redact_url("redis://host:6379"), "redis://host:6379");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    // The authority ends at the first '/', '?' or '#'; userinfo ends at its last '@'.
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let redacted_query = redact_query(tail);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+            let hidden = if userinfo.contains(':') {
+                format!("{user}:***")
+            } else {
+                // `redis://secret@host`: a lone userinfo is the password for fred.
+                "***".to_owned()
+            };
+            format!("{scheme}://{hidden}@{host}{redacted_query}")
+        }
+        None => format!("{scheme}://{authority}{redacted_query}"),
+    }
+}
+
+/// Query parameters that carry secrets (a Sentinel password) hidden too.
+fn redact_query(tail: &str) -> String {
+    let Some((path, query)) = tail.split_once('?') else {
+        return tail.to_owned();
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((name, _)) if name.to_ascii_lowercase().contains("password") => {
+                format!("{name}=***")
+            }
+            _ => param.to_owned(),
+        })
+        .collect();
+    format!("{path}?{}", params.join("&"))
 }
 
 /// Waits before sending again a command refused during a slot migration: 10 ms doubling, at

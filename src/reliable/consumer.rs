@@ -230,7 +230,7 @@ impl<C: Codec> ReliableConsumer<C> {
             // fred reports BLMOVE's nil reply (nothing arrived in time) as a timeout error; a
             // real timeout is just as harmless here: the caller tries to take and waits again.
             Err(err) if *err.kind() == fred::error::ErrorKind::Timeout => Ok(()),
-            Err(err) => Err(Error::from_redis(target, err)),
+            Err(err) => Err(Error::from_redis("BLMOVE", target, err)),
         }
     }
 

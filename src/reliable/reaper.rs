@@ -21,8 +21,18 @@ pub(super) async fn reap(
     retention: Option<Duration>,
 ) -> Result<ReapOutcome> {
     let retention = retention.map(Delay::span).transpose()?;
-    let (mut outcome, lapsed) = reap::run(client, queue, batch, retention).await?;
-    for claim in lapsed {
+    let reaped = reap::run(client, queue, batch, retention).await?;
+    if !reaped.foreign.is_empty() {
+        tracing::warn!(
+            queue = queue.keys.target(),
+            claims = queue.keys.claims(),
+            foreign = ?reaped.foreign,
+            "removed members of the claim leases that are no claim lists of this queue; the \
+             keys they name were not touched (someone wrote them there)"
+        );
+    }
+    let mut outcome = reaped.outcome;
+    for claim in reaped.lapsed {
         outcome.unclaimed += unclaim(client, queue, &claim, false).await?;
     }
     Ok(outcome)

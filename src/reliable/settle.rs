@@ -38,7 +38,17 @@ impl SettleCtx {
     pub(super) async fn dead(&self, id: &str, attempts: u32, error: &str) -> Result<bool> {
         let header = dead::header(attempts, now_ms(), error);
         let limit = self.config.dead_letter_limit();
-        dead_op::run(&self.client, &self.queue, id, header, limit).await
+        let (done, trimmed) = dead_op::run(&self.client, &self.queue, id, header, limit).await?;
+        if trimmed > 0 {
+            tracing::warn!(
+                queue = self.queue.keys.target(),
+                trimmed,
+                limit,
+                "the dead-letter list is full: its oldest dead letters were dropped (raise \
+                 dead_letter_limit, or replay or purge them)"
+            );
+        }
+        Ok(done)
     }
 
     /// Pushes delivery `id`'s deadline to `visibility` from now.

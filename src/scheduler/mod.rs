@@ -132,6 +132,8 @@ impl Scheduler {
             token.clone(),
             counters.clone(),
         );
+        crate::redis::server::warn_if_evicting(&task.client, "transfer scheduler", keys.target())
+            .await;
         let join = tokio::spawn(task.run(messages, reconnects));
         tracing::debug!(queue = keys.target(), "transfer scheduler started");
         Ok(SchedulerHandle {

@@ -6,7 +6,7 @@ use super::config::SchedulerConfig;
 use super::Counters;
 use crate::redis::ops::transfer;
 use crate::redis::script::QueueSpec;
-use crate::retry::{Backoff, Retrying};
+use crate::retry::{Backoff, FailureLog, Retrying};
 use crate::time::{now_ms, until};
 use crate::Result;
 use fred::clients::Client;
@@ -46,6 +46,8 @@ pub(super) struct TransferTask {
     /// Failed transfers in a row, and the wait before the next try after the last one.
     retrying: Retrying,
     retry_wait: Option<Duration>,
+    /// What has been logged about the failures in a row.
+    failures: FailureLog,
     last_attempt: Instant,
 }
 
@@ -72,6 +74,7 @@ impl TransferTask {
             // We have just subscribed: catch up at once.
             transfer_now: true,
             retry_wait: None,
+            failures: FailureLog::default(),
             last_attempt: Instant::now(),
         }
     }
@@ -110,7 +113,11 @@ impl TransferTask {
         tracing::debug!(queue = %self.name(), "transfer scheduler stopped");
     }
 
-    /// Transfers what is due; on failure, schedules a retry with backoff.
+    /// Transfers what is due; on failure, schedules a retry with backoff: doubling from 100 ms
+    /// while the error may pass by itself (a connection, a busy or loading server), at once the
+    /// longest wait when someone has to act (a key of the wrong type, no permission, out of
+    /// memory). Each kind of error is logged once, then again only when it changes; the recovery
+    /// is logged too.
     async fn transfer(&mut self) {
         self.last_attempt = Instant::now();
         match self.drain().await {
@@ -118,26 +125,39 @@ impl TransferTask {
                 self.next_due = head;
                 self.retrying.succeeded();
                 self.retry_wait = None;
+                let failed = self.failures.recovered();
+                if failed > 0 {
+                    tracing::info!(queue = %self.name(), failed, "transfers work again");
+                }
             }
             Err(err) => {
                 self.counters.errors.fetch_add(1, Ordering::Relaxed);
-                let wait = self.retrying.failed();
+                let transient = err.is_transient();
+                let wait = match transient {
+                    true => self.retrying.failed(),
+                    false => self.config.max_backoff(),
+                };
                 self.retry_wait = Some(wait);
-                tracing::warn!(queue = %self.name(), error = %err, retry_in_ms = wait.as_millis() as u64, "transfer failed; retrying");
+                let retry_in_ms = wait.as_millis() as u64;
+                if self.failures.first_of_kind(&err.to_string()) {
+                    tracing::warn!(queue = %self.name(), error = %err, transient, retry_in_ms, "transfer failed; retrying (repeats of this error are logged at debug)");
+                } else {
+                    tracing::debug!(queue = %self.name(), error = %err, retry_in_ms, "transfer failed again");
+                }
             }
         }
     }
 
-    /// When to wake: after a failure, at the retry time; otherwise at the next due time; and
+    /// When to wake: after a failure, at the retry time; otherwise at the next due time, and
     /// never later than the safety sweep.
     fn wake_at(&self) -> Option<Instant> {
+        if let Some(wait) = self.retry_wait {
+            return Some(self.last_attempt + wait);
+        }
         let now = Instant::now();
-        let wake = match self.retry_wait {
-            Some(wait) => Some(self.last_attempt + wait),
-            None => self
-                .next_due
-                .map(|due| now + until(due, now_ms().saturating_add(self.clock_ahead_ms))),
-        };
+        let wake = self
+            .next_due
+            .map(|due| now + until(due, now_ms().saturating_add(self.clock_ahead_ms)));
         match self.config.sweep_interval() {
             Some(sweep) => {
                 let at = self.last_attempt + sweep;

@@ -2,8 +2,9 @@
 
 use super::{Counters, HandlerError, Job, JobError, WorkerBuilder, WorkerStats};
 use crate::codec::Codec;
+use crate::reliable::ReliableConsumer;
 use crate::reliable::{Delivery, Receipt};
-use crate::retry::{Backoff, RetryPolicy, Retrying};
+use crate::retry::{Backoff, FailureLog, RetryPolicy, Retrying};
 use crate::{Error, Result};
 use futures::FutureExt;
 use std::future::Future;
@@ -54,9 +55,17 @@ where
     let tracker = TaskTracker::new();
     let permits = Arc::new(Semaphore::new(builder.concurrency));
     let name = builder.queue.name().to_owned();
+    crate::redis::server::warn_if_evicting(builder.queue.client(), "worker", &name).await;
     tracing::info!(queue = %name, concurrency = builder.concurrency, "worker started");
 
-    let mut retrying = Retrying::new(take_backoff());
+    let mut taker = Taker {
+        consumer: &consumer,
+        stop: &stop,
+        counters: &counters,
+        name: &name,
+        retrying: Retrying::new(take_backoff()),
+        failures: FailureLog::default(),
+    };
     loop {
         let permit = tokio::select! {
             biased;
@@ -66,21 +75,9 @@ where
                 Err(_) => break,
             },
         };
-        let delivery = match consumer.take_or_stop(&stop).await {
-            Ok(Some(delivery)) => delivery,
-            Ok(None) => break,
-            Err(err) => {
-                Counters::bump(&counters.errors);
-                let wait = retrying.failed();
-                tracing::warn!(queue = %name, error = %err, retry_in_ms = wait.as_millis() as u64, "take failed; retrying");
-                tokio::select! {
-                    _ = stop.cancelled() => break,
-                    _ = tokio::time::sleep(wait) => {}
-                }
-                continue;
-            }
+        let Some(delivery) = taker.next().await else {
+            break;
         };
-        retrying.succeeded();
         Counters::bump(&counters.taken);
         let job = job.clone();
         let span = tracing::info_span!("job", queue = %name, id = delivery.id(), attempt = delivery.attempt());
@@ -102,6 +99,50 @@ where
     let stats = counters.snapshot();
     tracing::info!(queue = %name, ?stats, "worker stopped");
     Ok(stats)
+}
+
+/// Takes the worker's values, retrying failed takes with backoff until a stop.
+struct Taker<'a, C: Codec> {
+    consumer: &'a ReliableConsumer<C>,
+    stop: &'a CancellationToken,
+    counters: &'a Counters,
+    name: &'a str,
+    retrying: Retrying,
+    failures: FailureLog,
+}
+
+impl<C: Codec> Taker<'_, C> {
+    /// The next delivery, or `None` once the worker is asked to stop. Each kind of error is
+    /// logged once, then again only when it changes; the recovery is logged too.
+    async fn next(&mut self) -> Option<Delivery<C::Value>> {
+        let name = self.name;
+        loop {
+            match self.consumer.take_or_stop(self.stop).await {
+                Ok(Some(delivery)) => {
+                    self.retrying.succeeded();
+                    if self.failures.recovered() > 0 {
+                        tracing::info!(queue = %name, "takes work again");
+                    }
+                    return Some(delivery);
+                }
+                Ok(None) => return None,
+                Err(err) => {
+                    Counters::bump(&self.counters.errors);
+                    let wait = self.retrying.failed();
+                    let retry_in_ms = wait.as_millis() as u64;
+                    if self.failures.first_of_kind(&err.to_string()) {
+                        tracing::warn!(queue = %name, error = %err, retry_in_ms, "take failed; retrying (repeats of this error are logged at debug)");
+                    } else {
+                        tracing::debug!(queue = %name, error = %err, retry_in_ms, "take failed again");
+                    }
+                    tokio::select! {
+                        _ = self.stop.cancelled() => return None,
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Stops taking; lets running jobs finish within `grace`; then abandons the rest (`abort`),

@@ -10,6 +10,8 @@ mod common;
 
 mod bad_input;
 #[cfg(feature = "cli")]
+mod cli;
+#[cfg(feature = "cli")]
 mod clock;
 mod codec_jackson;
 mod codec_kryo;
@@ -18,6 +20,8 @@ mod fuzz_decode;
 mod fuzz_live;
 mod golden_fixtures;
 mod harness;
+mod lifecycle;
+mod long_scripts;
 mod offer_keys;
 mod operations;
 #[cfg(feature = "cli")]

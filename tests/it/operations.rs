@@ -108,3 +108,36 @@ async fn operations_and_their_effect_on_the_keys() {
     assert_eq!(int(&client, "EXISTS", keys.timeout()).await, 0);
     assert_eq!(list_str(&client, keys.target()).await, ["h"]);
 }
+
+/// `size_in_memory` is what Redisson's `sizeInMemory()` reports: `MEMORY USAGE` with Redis's
+/// default sampling, which on a big queue is an estimate, not the exact `SAMPLES 0` figure.
+#[tokio::test(flavor = "multi_thread")]
+async fn size_in_memory_is_redissons_sampled_figure() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let queue = manual_queue(&client, &unique_name("memory")).await;
+    let values: Vec<(String, std::time::Duration)> = (0..3_000)
+        .map(|i| {
+            (
+                "x".repeat(i % 97 * 7),
+                std::time::Duration::from_secs(60 + i as u64),
+            )
+        })
+        .collect();
+    queue.offer_all(&values).await.unwrap();
+    let keys = queue.keys();
+    let usage = |key: &str, exact: bool| -> u64 {
+        let mut args = vec!["MEMORY", "USAGE", key];
+        if exact {
+            args.extend(["SAMPLES", "0"]);
+        }
+        redis.cli(&args).parse().unwrap()
+    };
+    let sampled = usage(keys.timeout(), false) + usage(keys.order(), false);
+    let exact = usage(keys.timeout(), true) + usage(keys.order(), true);
+    assert_ne!(
+        sampled, exact,
+        "the queue is too small to tell the two apart"
+    );
+    assert_eq!(queue.size_in_memory().await.unwrap(), sampled);
+}

@@ -633,3 +633,123 @@ async fn claim_lists_of_dead_consumers_are_given_back() {
     assert_eq!(claims, 1, "closing drops this consumer's lease");
     queue.destroy().await.unwrap();
 }
+
+/// A member of `delayq_claims:{NAME}` that is no claim list of the queue (someone with write
+/// access to that zset pointed it at another app's list) is removed with a warning, and the list
+/// it names is never drained into the queue; a reaper running as an ACL user limited to the
+/// queue's keys is not made to touch a key it may not.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reaper_never_drains_a_list_it_is_pointed_at() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let name = unique_name("deputy");
+    let queue = crate::common::queue::manual_queue(&client, &name).await;
+    let keys = queue.keys().clone();
+    let foreign = "other-app:payments";
+    redis.cli(&["RPUSH", foreign, "card-1", "card-2"]);
+    // A lapsed lease on the foreign list, and one on a real (empty) claim list of the queue.
+    redis.cli(&["ZADD", keys.claims(), "1", foreign]);
+    redis.cli(&["ZADD", keys.claims(), "1", &keys.claim("gone")]);
+    redis.cli(&["RPUSH", &keys.claim("gone"), "claimed"]);
+
+    let outcome = queue.reap_expired(100).await.unwrap();
+    assert_eq!(outcome.foreign_claims, 1);
+    assert_eq!(outcome.unclaimed, 1);
+    assert_eq!(redis.cli(&["LRANGE", foreign, "0", "-1"]), "card-1\ncard-2");
+    assert_eq!(redis.cli(&["LRANGE", &name, "0", "-1"]), "claimed");
+    assert_eq!(redis.cli(&["ZCARD", keys.claims()]), "0");
+
+    // The same as a user who may use the queue's keys only.
+    redis.cli(&["ZADD", keys.claims(), "1", foreign]);
+    redis.cli(&[
+        "ACL",
+        "SETUSER",
+        "worker",
+        "on",
+        ">pw",
+        &format!("~{name}"),
+        &format!("~*{{{name}}}*"),
+        &format!("&*{{{name}}}*"),
+        "+@all",
+    ]);
+    let url = format!("redis://worker:pw@127.0.0.1:{}", redis.port);
+    let limited = delayq::connect(&url).await.unwrap();
+    let queue = crate::common::queue::manual_queue(&limited, &name).await;
+    let outcome = queue.reap_expired(100).await.unwrap();
+    assert_eq!(outcome.foreign_claims, 1);
+    assert_eq!(redis.cli(&["LRANGE", foreign, "0", "-1"]), "card-1\ncard-2");
+
+    // unclaim.lua itself refuses a key that is no claim list of the queue.
+    let source = delayq::__internal::script_source("unclaim.lua").unwrap();
+    let script_keys = delayq::__internal::script_keys("unclaim.lua", &keys, &[foreign]).unwrap();
+    let refused: Result<i64, _> = fred::interfaces::LuaInterface::eval(
+        &client,
+        source.as_str(),
+        script_keys,
+        vec![delayq::time::now_ms().to_string(), "0".into(), "1".into()],
+    )
+    .await;
+    assert!(refused
+        .unwrap_err()
+        .details()
+        .contains("is not a claim list"));
+    assert_eq!(redis.cli(&["LLEN", foreign]), "2");
+}
+
+/// Captures what the library logs, for tests that check a warning is given.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Dead letters past the limit are trimmed oldest first, and said so in a warning.
+#[tokio::test(flavor = "current_thread")]
+async fn trimmed_dead_letters_are_logged() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = crate::common::queue::manual_queue(&client, &unique_name("trim")).await;
+    let values: Vec<(String, Duration)> =
+        (0..3).map(|i| (format!("v{i}"), Duration::ZERO)).collect();
+    queue.offer_all(&values).await.unwrap();
+    queue.transfer_due(10).await.unwrap();
+    let consumer = queue
+        .reliable_consumer_with(ReliableConfig::default().with_dead_letter_limit(2))
+        .await
+        .unwrap();
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let delivery = consumer.try_take(1).await.unwrap().pop().unwrap();
+        order.push(delivery.value().unwrap().clone());
+        assert!(delivery.dead_letter("boom").await.unwrap());
+    }
+    let dead = queue.dead_letters(0).await.unwrap();
+    let kept: Vec<&String> = dead.iter().map(|d| d.value.as_ref().unwrap()).collect();
+    assert_eq!(kept, [&order[1], &order[2]], "the oldest one goes");
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("dead-letter list is full"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    assert!(
+        warnings[0].contains("trimmed=1") && warnings[0].contains("limit=2"),
+        "{log}"
+    );
+    consumer.close().await;
+}

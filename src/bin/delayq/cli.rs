@@ -19,15 +19,29 @@ pub(crate) struct Cli {
 /// The options every command takes.
 #[derive(Debug, Args)]
 pub(crate) struct Global {
-    /// Redis URL: redis://, redis-cluster://host:port?node=host:port,
-    /// redis-sentinel://host:port?sentinelServiceName=NAME
+    /// Redis URL: redis://[user[:password]@]host:port/db, redis-cluster://host:port?node=host:port,
+    /// redis-sentinel://host:port?sentinelServiceName=NAME (its password is never printed)
     #[arg(
         long,
         global = true,
         env = "REDIS_URL",
+        hide_env_values = true,
         default_value = "redis://127.0.0.1:6379"
     )]
     pub(crate) url: String,
+
+    /// Read the Redis password from this file (its first line) instead of the URL.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        conflicts_with = "password_env"
+    )]
+    pub(crate) password_file: Option<std::path::PathBuf>,
+
+    /// Take the Redis password from the environment variable REDIS_PASSWORD.
+    #[arg(long = "password-from-env", global = true)]
+    pub(crate) password_env: bool,
 
     /// The Redisson codec of the queue's values.
     #[arg(long, global = true, value_enum, default_value_t = CodecName::String)]
@@ -135,6 +149,16 @@ pub(crate) enum Command {
     },
     /// Counters of a queue.
     Stats {
+        /// The destination queue's name.
+        queue: String,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a queue's server and counters: version, maxmemory-policy (warns unless
+    /// noeviction), persistence, whether this user's ACL allows every command, key and channel
+    /// the queue needs, pending/ready/in-flight/dead counts. Exits 1 when it warns.
+    Check {
         /// The destination queue's name.
         queue: String,
         /// One JSON object instead of text.

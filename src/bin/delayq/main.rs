@@ -7,6 +7,7 @@
 
 mod cli;
 mod commands;
+mod show;
 mod text_codec;
 
 use clap::Parser;
@@ -16,6 +17,8 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal, never into a log file or pipe.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -32,7 +35,8 @@ fn main() -> ExitCode {
         }
     };
     match runtime.block_on(commands::run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(err) => {
             eprintln!("delayq: {}", error_chain(&err));
             ExitCode::FAILURE

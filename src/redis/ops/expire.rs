@@ -9,7 +9,20 @@ use fred::prelude::Value;
 script!(
     EXPIRE,
     "expire.lua",
-    [Target, Timeout, Order, Channel, Index],
+    [
+        Target,
+        Timeout,
+        Order,
+        Channel,
+        Quarantine,
+        Index,
+        Inflight,
+        InflightData,
+        Attempts,
+        AttemptsSeen,
+        Dead,
+        Claims
+    ],
     untouched[Target]
 );
 

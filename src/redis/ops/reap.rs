@@ -30,19 +30,30 @@ pub struct ReapOutcome {
     pub unclaimed: u64,
     /// Attempt counters pruned for being untouched longer than the retention.
     pub pruned: u64,
+    /// Members of the claim leases not named like this queue's claim lists, removed from it
+    /// without touching the keys they name.
+    pub foreign_claims: u64,
     /// The earliest deadline still in flight.
     pub next_deadline_ms: Option<i64>,
 }
 
+/// What one reap call returned: its outcome (`unclaimed` left for the caller), the claim lists
+/// whose lease ran out, and the foreign members it removed from the claim leases.
+#[derive(Debug)]
+pub(crate) struct Reaped {
+    pub(crate) outcome: ReapOutcome,
+    pub(crate) lapsed: Vec<String>,
+    pub(crate) foreign: Vec<String>,
+}
+
 /// Gives back at most `batch` overdue values and prunes counters untouched for `retention`
-/// (`None`: never); returns what it did and the claim lists whose lease ran out (`unclaimed`
-/// is left for the caller, who gives those back).
+/// (`None`: never).
 pub(crate) async fn run(
     client: &Client,
     queue: &QueueSpec,
     batch: usize,
     retention: Option<Delay>,
-) -> Result<(ReapOutcome, Vec<String>)> {
+) -> Result<Reaped> {
     let name = REAP.name();
     let reply: Value = REAP
         .call(queue)
@@ -50,16 +61,24 @@ pub(crate) async fn run(
         .arg(retention.map_or(0, |keep| keep.ms().max(1)))
         .run(client)
         .await?;
-    let [returned, pruned, head, lapsed] = reply::fixed(reply, name)?;
+    let [returned, pruned, head, lapsed, foreign] = reply::fixed(reply, name)?;
+    let names = |list| -> Result<Vec<String>> {
+        Ok(reply::bytes_list(list, name)?
+            .into_iter()
+            .map(|key| String::from_utf8_lossy(&key).into_owned())
+            .collect())
+    };
+    let foreign = names(foreign)?;
     let outcome = ReapOutcome {
         returned: reply::count(returned, name)?,
         unclaimed: 0,
         pruned: reply::count(pruned, name)?,
+        foreign_claims: foreign.len() as u64,
         next_deadline_ms: reply::score(&head, name)?,
     };
-    let lapsed = reply::bytes_list(lapsed, name)?
-        .into_iter()
-        .map(|claim| String::from_utf8_lossy(&claim).into_owned())
-        .collect();
-    Ok((outcome, lapsed))
+    Ok(Reaped {
+        outcome,
+        lapsed: names(lapsed)?,
+        foreign,
+    })
 }

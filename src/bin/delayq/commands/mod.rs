@@ -1,5 +1,6 @@
 //! Running a parsed command: connect, then hand over to the command's group.
 
+mod check;
 mod lists;
 mod queue;
 mod transfer;
@@ -7,9 +8,10 @@ mod work;
 
 use crate::cli::{Cli, Command, Global};
 use crate::text_codec::TextCodec;
-use anyhow::Context;
+use anyhow::{bail, Context};
 use delayq::fred::clients::Client;
-use delayq::DelayedQueue;
+use delayq::fred::prelude::Config;
+use delayq::{redact_url, DelayedQueue};
 
 /// What every command works with: the connection, the codec and the global options.
 pub(crate) struct Ctx {
@@ -32,19 +34,58 @@ impl Ctx {
     }
 }
 
-/// Runs the command.
-pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
+/// Connects as the global options say; no message carries the password.
+async fn connect(global: &Global) -> anyhow::Result<Client> {
+    let url = redact_url(&global.url);
+    let mut config =
+        Config::from_url(&global.url).with_context(|| format!("bad Redis URL {url}"))?;
+    if let Some(password) = password(global)? {
+        config.password = Some(password);
+    }
+    match delayq::connect_with(&delayq::client_builder(config)).await {
+        Ok(client) => Ok(client),
+        Err(err) if err.is_connection_error() => {
+            Err(err).with_context(|| format!("cannot connect to {url}"))
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// The password from `--password-file` or `--password-from-env`, if either is given.
+fn password(global: &Global) -> anyhow::Result<Option<String>> {
+    if let Some(path) = &global.password_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the password file {}", path.display()))?;
+        let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
+        if line.is_empty() {
+            bail!("the password file {} is empty", path.display());
+        }
+        return Ok(Some(line.to_owned()));
+    }
+    if global.password_env {
+        return match std::env::var("REDIS_PASSWORD") {
+            Ok(password) if !password.is_empty() => Ok(Some(password)),
+            _ => bail!("--password-from-env: REDIS_PASSWORD is not set"),
+        };
+    }
+    Ok(None)
+}
+
+/// Runs the command; false when it ran but has something to report by its exit status (a
+/// check that warns).
+pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
     let global = cli.global;
     let codec =
         TextCodec::new(global.codec, global.java_class.clone()).map_err(anyhow::Error::msg)?;
-    let client = delayq::connect(&global.url)
-        .await
-        .with_context(|| format!("cannot connect to {}", global.url))?;
+    let client = connect(&global).await?;
     let ctx = Ctx {
         client,
         codec,
         global,
     };
+    if let Command::Check { queue, json } = &cli.command {
+        return check::check(&ctx, queue, *json).await;
+    }
     match cli.command {
         Command::Offer {
             queue,
@@ -70,5 +111,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Dead { action } => lists::dead(&ctx, action).await,
         Command::Quarantine { action } => lists::quarantine(&ctx, action).await,
         Command::Transfer { queues, once } => transfer::transfer(&ctx, &queues, once).await,
-    }
+        Command::Check { .. } => Ok(()),
+    }?;
+    Ok(true)
 }

@@ -1,6 +1,7 @@
 //! The queue commands: offer, reschedule, take, remove, peek, stats, clear.
 
 use super::Ctx;
+use crate::show;
 use anyhow::bail;
 use delayq::time::now_ms;
 use std::io::Write;
@@ -44,24 +45,42 @@ pub(crate) async fn take(
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let mut out = std::io::stdout().lock();
     for _ in 0..count {
-        let value = match deadline {
-            None => consumer.take().await?,
+        let taken = match deadline {
+            None => consumer.take().await.map(Some),
             Some(deadline) => {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 if left.is_zero() {
                     break;
                 }
-                match consumer.poll(left).await? {
-                    Some(value) => value,
-                    None => break,
-                }
+                consumer.poll(left).await
             }
+        };
+        let value = match taken {
+            Ok(Some(value)) => value,
+            Ok(None) => break,
+            Err(err) => return Err(not_lost(err, queue)),
         };
         writeln!(out, "{value}")?;
         out.flush()?;
     }
     consumer.close().await;
     Ok(())
+}
+
+/// A value taken off the list that does not decode has left Redis: the error carries its bytes,
+/// so the operator can keep it.
+fn not_lost(err: delayq::Error, queue: &str) -> anyhow::Error {
+    match err {
+        delayq::Error::Decode { codec, raw, source } => {
+            let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+            anyhow::anyhow!(
+                "a value taken from {queue} does not decode with the {codec} codec ({source}); it \
+                 has left Redis, so here are its {} bytes in hex: {hex}",
+                raw.len()
+            )
+        }
+        other => other.into(),
+    }
 }
 
 pub(crate) async fn remove(ctx: &Ctx, queue: &str, value: &str) -> anyhow::Result<()> {
@@ -78,7 +97,7 @@ pub(crate) async fn peek(ctx: &Ctx, queue: &str, limit: usize) -> anyhow::Result
     let mut out = std::io::stdout().lock();
     for pending in ctx.queue(queue).await?.pending(limit).await? {
         let due = match pending.due_ms {
-            Some(due) => format!("{due}\t{:+}ms", due - now),
+            Some(due) => format!("{}\t{}", show::time(due), show::from_now(due, now)),
             None => "-\t(not scheduled)".to_owned(),
         };
         match pending.value {
@@ -91,7 +110,10 @@ pub(crate) async fn peek(ctx: &Ctx, queue: &str, limit: usize) -> anyhow::Result
 
 pub(crate) async fn stats(ctx: &Ctx, queue: &str, json: bool) -> anyhow::Result<()> {
     let stats = ctx.queue(queue).await?.stats().await?;
-    let overdue_ms = stats.next_due_ms.map_or(0, |due| (now_ms() - due).max(0));
+    let now = now_ms();
+    let overdue_ms = stats
+        .next_due_ms
+        .map_or(0, |due| show::overdue_ms(due, now));
     let mut out = std::io::stdout().lock();
     if json {
         let object = serde_json::json!({
@@ -111,7 +133,12 @@ pub(crate) async fn stats(ctx: &Ctx, queue: &str, json: bool) -> anyhow::Result<
         writeln!(out, "ready:       {}", stats.ready)?;
         writeln!(out, "quarantined: {}", stats.quarantined)?;
         match stats.next_due_ms {
-            Some(due) => writeln!(out, "next due:    {due} (overdue by {overdue_ms} ms)")?,
+            Some(due) => writeln!(
+                out,
+                "next due:    {} ({})",
+                show::time(due),
+                show::from_now(due, now)
+            )?,
             None => writeln!(out, "next due:    none")?,
         }
     }

@@ -1,0 +1,272 @@
+//! `DelayedQueue::check`: what an operator should know about the server a queue lives on, and
+//! the queue's counters (the `delayq check NAME` command).
+
+use super::DelayedQueue;
+use crate::codec::Codec;
+use crate::redis::ops::reliable_stats::{self, ReliableStats};
+use crate::redis::ops::stats::{self, QueueStats};
+use crate::redis::server;
+use crate::Result;
+use fred::clients::Client;
+use fred::interfaces::ClientLike;
+use fred::prelude::Value;
+use fred::types::{ClusterHash, CustomCommand};
+
+/// What [`DelayedQueue::check`] found.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CheckReport {
+    /// The server's name and version, e.g. `redis 7.0.15` or `valkey 8.1.0` (`None`: INFO
+    /// refused).
+    pub server: Option<String>,
+    /// `maxmemory-policy` (`None`: CONFIG refused).
+    pub maxmemory_policy: Option<String>,
+    /// Whether the append-only file is on (`None`: not readable).
+    pub aof: Option<bool>,
+    /// The `save` setting of RDB snapshots (`None`: not readable; empty: none).
+    pub rdb_save: Option<String>,
+    /// The ACL user this client is (`ACL WHOAMI`).
+    pub user: Option<String>,
+    /// How the user's rights were checked.
+    pub access: AccessCheck,
+    /// Commands, keys and channels the queue needs that the user may not use.
+    pub denied: Vec<String>,
+    /// The queue's counters, or why they could not be read (e.g. NOPERM).
+    pub stats: std::result::Result<QueueStats, String>,
+    /// The reliable consumer's counters, or why they could not be read.
+    pub reliable: std::result::Result<ReliableStats, String>,
+}
+
+/// How [`CheckReport::denied`] was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AccessCheck {
+    /// Every command, key and channel the queue uses, with `ACL DRYRUN` (nothing run).
+    DryRun,
+    /// Only the keys, with an `EVAL` that declares them and does nothing (`ACL DRYRUN` is not
+    /// allowed to this user); commands and the channel are not checked.
+    KeysOnly,
+}
+
+impl CheckReport {
+    /// What an operator should fix, in words; empty when nothing.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match self.maxmemory_policy.as_deref() {
+            Some(policy) if server::evicts(policy) => out.push(format!(
+                "maxmemory-policy is {policy}: under memory pressure Redis may delete pending \
+                 values without an error; use noeviction"
+            )),
+            Some(_) => {}
+            None => out.push("maxmemory-policy is not readable (CONFIG refused)".to_owned()),
+        }
+        if self.aof == Some(false) && self.rdb_save.as_deref() == Some("") {
+            out.push(
+                "no persistence (appendonly no, save \"\"): a restart loses every pending value"
+                    .to_owned(),
+            );
+        }
+        if !self.denied.is_empty() {
+            out.push(format!(
+                "user {} may not use: {}",
+                self.user.as_deref().unwrap_or("?"),
+                self.denied.join(", ")
+            ));
+        }
+        match &self.stats {
+            Ok(stats) if stats.quarantined > 0 => out.push(format!(
+                "{} malformed entries in quarantine",
+                stats.quarantined
+            )),
+            Ok(_) => {}
+            Err(err) => out.push(format!("the queue's counters are not readable: {err}")),
+        }
+        if let Err(err) = &self.reliable {
+            out.push(format!(
+                "the reliable consumer's counters are not readable: {err}"
+            ));
+        }
+        out
+    }
+}
+
+/// One command the queue runs, with the key (or channel) it runs on.
+struct Need {
+    command: &'static str,
+    args: Vec<String>,
+}
+
+impl<C: Codec> DelayedQueue<C> {
+    /// Reads what matters about the server and the queue: the server's version, whether it may
+    /// evict keys (`maxmemory-policy`), whether it persists, whether this client's ACL user may
+    /// run every command on every key and channel the queue needs, and the counters. Reads only;
+    /// a check that Redis refuses is reported as unknown, not as an error.
+    ///
+    /// # Errors
+    ///
+    /// None today (everything Redis refuses is reported in the report); kept fallible for
+    /// checks to come.
+    pub async fn check(&self) -> Result<CheckReport> {
+        let client = self.client();
+        let server_info = server::info(client, "server").await;
+        let field = |name: &str| {
+            server_info
+                .as_ref()
+                .and_then(|f| f.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+        };
+        let server = match (
+            field("server_name"),
+            field("valkey_version"),
+            field("redis_version"),
+        ) {
+            (Some(name), Some(version), _) => Some(format!("{name} {version}")),
+            (_, _, Some(version)) => Some(format!("redis {version}")),
+            _ => None,
+        };
+        let user = command(client, "ACL", vec!["WHOAMI".into()])
+            .await
+            .and_then(|v| v.as_string());
+        let (access, denied) = self.denied(user.as_deref()).await;
+        Ok(CheckReport {
+            server,
+            maxmemory_policy: server::maxmemory_policy(client).await,
+            aof: config_get(client, "appendonly").await.map(|v| v == "yes"),
+            rdb_save: config_get(client, "save").await,
+            user,
+            access,
+            denied,
+            stats: stats::run(client, self.spec())
+                .await
+                .map_err(|e| e.to_string()),
+            reliable: reliable_stats::run(client, self.spec())
+                .await
+                .map_err(|e| e.to_string()),
+        })
+    }
+
+    /// What the queue runs, command by command, on which key or channel.
+    fn needs(&self) -> Vec<Need> {
+        let keys = self.keys();
+        let claim = keys.claim("check");
+        let need = |command: &'static str, args: &[&str]| Need {
+            command,
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+        };
+        let mut all_keys: Vec<&str> = vec![
+            keys.target(),
+            keys.timeout(),
+            keys.order(),
+            keys.channel(),
+            keys.quarantine(),
+            keys.index(),
+            keys.inflight(),
+            keys.inflight_data(),
+            keys.attempts(),
+            keys.attempts_seen(),
+            keys.settled(),
+            keys.dead(),
+            keys.claims(),
+        ];
+        all_keys.push(&claim);
+        let mut evalsha = vec!["0".repeat(40), all_keys.len().to_string()];
+        evalsha.extend(all_keys.iter().map(|k| (*k).to_owned()));
+        vec![
+            Need {
+                command: "EVALSHA",
+                args: evalsha,
+            },
+            need("SCRIPT", &["LOAD", "return 1"]),
+            need("TIME", &[]),
+            need("ZADD", &[keys.timeout(), "0", "m"]),
+            need("ZRANGEBYSCORE", &[keys.timeout(), "-inf", "0"]),
+            need("RPUSH", &[keys.order(), "e"]),
+            need("LREM", &[keys.order(), "1", "e"]),
+            need("LSET", &[keys.order(), "0", "e"]),
+            need("LRANGE", &[keys.order(), "0", "-1"]),
+            need("LLEN", &[keys.order()]),
+            need("RPUSH", &[keys.target(), "v"]),
+            need("BLPOP", &[keys.target(), "1"]),
+            need("LPOP", &[keys.target()]),
+            need("BLMOVE", &[keys.target(), &claim, "LEFT", "RIGHT", "1"]),
+            need("LMOVE", &[&claim, keys.target(), "RIGHT", "LEFT"]),
+            need("PUBLISH", &[keys.channel(), "0"]),
+            need("SUBSCRIBE", &[keys.channel()]),
+            need("ZADD", &[keys.index(), "0", "m"]),
+            need("UNLINK", &[keys.index()]),
+            need("RPUSH", &[keys.quarantine(), "e"]),
+            need("HSET", &[keys.inflight_data(), "id", "v"]),
+            need("HINCRBY", &[keys.attempts(), "v", "1"]),
+            need("ZADD", &[keys.inflight(), "0", "id"]),
+            need("PEXPIRE", &[keys.settled(), "60000"]),
+            need("RPUSH", &[keys.dead(), "r"]),
+            need("ZADD", &[keys.claims(), "0", &claim]),
+        ]
+    }
+
+    /// The needs the user may not use, by `ACL DRYRUN`, or (when that is refused) only the
+    /// keys, by an `EVAL` that declares every key and does nothing.
+    async fn denied(&self, user: Option<&str>) -> (AccessCheck, Vec<String>) {
+        let client = self.client();
+        let mut denied = Vec::new();
+        if let Some(user) = user {
+            let mut refused_dry_run = false;
+            for need in self.needs() {
+                let mut args = vec![
+                    "DRYRUN".to_owned(),
+                    user.to_owned(),
+                    need.command.to_owned(),
+                ];
+                args.extend(need.args.iter().cloned());
+                match command_result(client, "ACL", args).await {
+                    Ok(Value::String(s)) if s == "OK" => {}
+                    Ok(other) => denied.push(format!(
+                        "{} {} ({})",
+                        need.command,
+                        need.args.join(" "),
+                        other.as_string().unwrap_or_default()
+                    )),
+                    Err(_) => {
+                        refused_dry_run = true;
+                        break;
+                    }
+                }
+            }
+            if !refused_dry_run {
+                return (AccessCheck::DryRun, denied);
+            }
+        }
+        let keys = self.needs().swap_remove(0).args;
+        let mut args: Vec<String> = vec!["return 1".to_owned()];
+        args.extend(keys.into_iter().skip(1));
+        if let Err(err) = command_result(client, "EVAL", args).await {
+            denied.push(format!("the queue's keys ({})", err.details()));
+        }
+        (AccessCheck::KeysOnly, denied)
+    }
+}
+
+async fn command_result(
+    client: &Client,
+    name: &'static str,
+    args: Vec<String>,
+) -> std::result::Result<Value, fred::error::Error> {
+    client
+        .custom(
+            CustomCommand::new_static(name, ClusterHash::Random, false),
+            args,
+        )
+        .await
+}
+
+async fn command(client: &Client, name: &'static str, args: Vec<String>) -> Option<Value> {
+    command_result(client, name, args).await.ok()
+}
+
+/// `CONFIG GET name`, or `None` when refused.
+async fn config_get(client: &Client, name: &str) -> Option<String> {
+    match command(client, "CONFIG", vec!["GET".into(), name.into()]).await? {
+        Value::Array(items) => items.get(1).and_then(Value::as_string),
+        Value::Map(map) => map.inner().values().next().and_then(Value::as_string),
+        _ => None,
+    }
+}
