@@ -219,24 +219,33 @@ impl TransferTask {
         self.transfer_now = true;
     }
 
-    /// Transfers until nothing due is left; returns the earliest due time still pending.
+    /// Transfers until nothing due is left; returns the earliest due time still pending. A
+    /// backlog (more than one call) is summed up in one log line.
     async fn drain(&mut self) -> Result<Option<i64>> {
-        loop {
-            let started = Instant::now();
+        let (started, mut calls, mut moved) = (Instant::now(), 0u64, 0u64);
+        let head = loop {
+            let call = Instant::now();
             let outcome =
                 transfer::run(&self.client, &self.queue, self.config.limits(self.batch)).await?;
             self.clock_ahead_ms = outcome.now_ms.saturating_sub(now_ms());
             let taken = outcome.moved + outcome.quarantined;
-            self.batch = self.config.next_batch(self.batch, taken, started.elapsed());
+            self.batch = self.config.next_batch(self.batch, taken, call.elapsed());
             self.count(&outcome);
+            calls += 1;
+            moved += outcome.moved;
             match outcome.next_due_ms {
                 // A backlog: more is due already. Keep going unless asked to stop.
                 Some(due) if due <= outcome.now_ms && taken > 0 && !self.token.is_cancelled() => {
                     continue
                 }
-                head => return Ok(head),
+                head => break head,
             }
+        };
+        if calls > 1 {
+            let ms = started.elapsed().as_millis() as u64;
+            tracing::info!(queue = %self.name(), moved, calls, ms, "caught up a backlog");
         }
+        Ok(head)
     }
 
     fn count(&self, outcome: &transfer::TransferOutcome) {

@@ -246,3 +246,181 @@ async fn infinite_scores_are_shown_as_such() {
         "{stdout}"
     );
 }
+
+/// Exit statuses by error class, so scripts can branch; the error in words, each cause once.
+#[tokio::test(flavor = "multi_thread")]
+async fn exit_statuses_tell_the_error_classes_apart() {
+    let redis = TestRedis::start();
+    let url = redis.url();
+    let name = unique_name("exit");
+    let code = |url: &str, args: &[&str]| delayq(url, args).status.code();
+
+    let closed = format!("redis://127.0.0.1:{}", closed_port());
+    let out = delayq(&closed, &["stats", &name]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(!stderr.contains("Os {"), "Debug text: {stderr}");
+    assert_eq!(stderr.matches("connection refused").count(), 1, "{stderr}");
+
+    redis.cli(&["ACL", "SETUSER", "nobody", "on", ">pw", "~other*", "+@all"]);
+    let port = redis.port;
+    assert_eq!(
+        code(
+            &format!("redis://nobody:wrong@127.0.0.1:{port}"),
+            &["stats", &name]
+        ),
+        Some(4)
+    );
+    assert_eq!(
+        code(
+            &format!("redis://nobody:pw@127.0.0.1:{port}"),
+            &["stats", &name]
+        ),
+        Some(4)
+    );
+    assert_eq!(
+        code(&url, &["--delay", "soon", "offer", &name, "v"]),
+        Some(2)
+    );
+    assert_eq!(
+        code(&url, &["--codec", "long", "offer", &name, "twelve"]),
+        Some(6)
+    );
+    redis.cli(&[
+        "SET",
+        &format!("redisson_delay_queue:{{{name}}}"),
+        "a string",
+    ]);
+    assert_eq!(code(&url, &["offer", &name, "v"]), Some(5));
+
+    let other = unique_name("exit-false");
+    let out = delayq(&url, &["remove", &other, "nothing", "--exit-status"]);
+    assert_eq!(
+        (out.status.code(), text(&out.stdout)),
+        (Some(1), "false\n".to_owned())
+    );
+    assert_eq!(code(&url, &["remove", &other, "nothing"]), Some(0));
+    assert_eq!(
+        code(
+            &url,
+            &[
+                "reschedule",
+                &other,
+                "nothing",
+                "--delay",
+                "1s",
+                "--exit-status"
+            ]
+        ),
+        Some(1)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn durations_are_read_as_people_type_them() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("durations");
+    for delay in ["1h30m", "1.5s", "90sec", "10S", "2 hours 5 min"] {
+        let out = delayq(&redis.url(), &["offer", &name, delay, "--delay", delay]);
+        assert!(out.status.success(), "{delay}: {}", text(&out.stderr));
+    }
+    let queue = manual_queue(&client, &name).await;
+    let mut delays: Vec<i64> = queue
+        .pending(0)
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| (p.due_ms.unwrap() - delayq::time::now_ms() + 500) / 1000)
+        .collect();
+    delays.sort();
+    assert_eq!(delays, [1, 10, 90, 5_400, 7_500]);
+}
+
+#[test]
+fn help_is_grouped_and_only_offers_what_works() {
+    let help = |args: &[&str]| text(&Command::new(BIN).args(args).output().unwrap().stdout);
+    let offer = help(&["offer", "--help"]);
+    let own = offer.find("--unique").unwrap();
+    let global = offer.find("Global options:").unwrap();
+    assert!(
+        own < global && global < offer.find("--url").unwrap(),
+        "{offer}"
+    );
+    assert!(!help(&["quarantine", "--help"]).contains("replay"));
+    let work = help(&["work", "--help"]);
+    let usage = work.lines().find(|l| l.starts_with("Usage:")).unwrap();
+    assert_eq!(
+        usage,
+        "Usage: delayq work [OPTIONS] <QUEUE> -- <COMMAND>..."
+    );
+    assert!(help(&["--help"]).contains("Exit codes: 0 success"));
+    assert!(help(&["completions", "bash"]).contains("_delayq()"));
+    assert!(help(&["man"]).starts_with(".ie \\n(.g"), "not a roff page");
+}
+
+/// 50,000 dead letters: `dead replay` reports progress as log lines into a pipe, as a line
+/// rewritten in place on a terminal (a pseudo-terminal made by `script`).
+#[tokio::test(flavor = "multi_thread")]
+async fn long_work_shows_progress() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("progress");
+    let keys = delayq::QueueKeys::new(name.as_str());
+    for chunk in 0..50 {
+        let mut args = vec![arg(keys.dead())];
+        for i in 0..1_000 {
+            let mut record = b"DQD1".to_vec();
+            record.extend_from_slice(&1u32.to_be_bytes());
+            record.extend_from_slice(&0i64.to_be_bytes());
+            record.extend_from_slice(&0u32.to_be_bytes());
+            record.extend_from_slice(format!("v{chunk}-{i}").as_bytes());
+            args.push(arg(record));
+        }
+        cmd(&client, "RPUSH", args).await;
+    }
+    let out = delayq(&redis.url(), &["dead", "replay", &name, "--limit", "30000"]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(text(&out.stdout), "30000\n");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("delayq: replayed"))
+        .collect();
+    assert!(lines.len() >= 10, "{stderr}");
+    assert!(!stderr.contains('\r'));
+
+    let command = format!(
+        "{BIN} --url {} dead replay {name} --limit 5000",
+        redis.url()
+    );
+    let tty = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("REDIS_URL")
+        .output()
+        .unwrap();
+    let shown = text(&tty.stdout);
+    assert!(
+        shown.contains("\rreplayed 5000 of 5000 (100%)"),
+        "{shown:?}"
+    );
+    assert_eq!(redis.cli(&["LLEN", keys.dead()]), "15000");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_transfer_daemon_sums_up_a_backlog() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("backlog");
+    let queue = manual_queue(&client, &name).await;
+    let values: Vec<(String, Duration)> = (0..5_000)
+        .map(|i| (format!("v{i}"), Duration::ZERO))
+        .collect();
+    queue.offer_all(&values).await.unwrap();
+    let stderr = run_for(&redis.url(), &["transfer", &name], 2.0).await;
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("caught up a backlog"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("moved=5000"), "{line}");
+}

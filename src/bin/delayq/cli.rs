@@ -7,9 +7,18 @@ use std::time::Duration;
 
 /// Operate Redisson-compatible delayed queues (RDelayedQueue) on Redis.
 #[derive(Debug, Parser)]
-#[command(name = "delayq", version, about)]
+#[command(
+    name = "delayq",
+    version,
+    about,
+    after_help = "Exit codes: 0 success; 1 false (remove/reschedule with --exit-status) or \
+                  warnings (check); 2 usage or invalid input; 3 cannot reach Redis; 4 \
+                  authentication or ACL refused; 5 a key of the wrong type; 6 a value the codec \
+                  cannot encode or decode; 7 Redis refused (out of memory, busy, read-only, \
+                  loading); 8 any other error."
+)]
 pub(crate) struct Cli {
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Global options")]
     pub(crate) global: Global,
 
     #[command(subcommand)]
@@ -26,7 +35,8 @@ pub(crate) struct Global {
         global = true,
         env = "REDIS_URL",
         hide_env_values = true,
-        default_value = "redis://127.0.0.1:6379"
+        default_value = "redis://127.0.0.1:6379",
+        value_parser = parse_url
     )]
     pub(crate) url: String,
 
@@ -87,7 +97,7 @@ pub(crate) enum Command {
         queue: String,
         /// The value (hex for --codec bytes, JSON text for the JSON codecs).
         value: String,
-        /// Delay, like 250ms, 10s, 15m, 2h.
+        /// Delay, like 250ms, 10s, 1.5s, 1h30m, 2d.
         #[arg(long, value_parser = parse_duration, default_value = "0s", allow_hyphen_values = true)]
         delay: Duration,
         /// Replace an equal pending value's due time instead of adding a second entry; prints
@@ -105,6 +115,9 @@ pub(crate) enum Command {
         /// The new delay from now.
         #[arg(long, value_parser = parse_duration)]
         delay: Duration,
+        /// Exit with status 1 when no entry was rescheduled (it still prints false).
+        #[arg(long)]
+        exit_status: bool,
     },
     /// Run a reliable worker: each value is handed to COMMAND (in the environment variables
     /// DELAYQ_VALUE, DELAYQ_ATTEMPT and DELAYQ_QUEUE); exit 0 acknowledges it, anything else is
@@ -138,6 +151,9 @@ pub(crate) enum Command {
         queue: String,
         /// The value, as for offer.
         value: String,
+        /// Exit with status 1 when nothing was removed (it still prints false).
+        #[arg(long)]
+        exit_status: bool,
     },
     /// Show pending values in offer order with their due times.
     Peek {
@@ -180,6 +196,14 @@ pub(crate) enum Command {
         #[arg(long)]
         once: bool,
     },
+    /// Print a completion script for SHELL (e.g. `delayq completions bash >
+    /// /etc/bash_completion.d/delayq`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `delayq man > /usr/local/share/man/man1/delayq.1`.
+    Man,
 }
 
 /// `delayq work`'s options.
@@ -258,40 +282,89 @@ pub(crate) enum QuarantineAction {
     },
 }
 
-/// Parses `250ms`, `10s`, `15m`, `2h`, `1d` (and `0`).
+/// Parses durations as people type them, through humantime: `250ms`, `10s`, `1h30m`,
+/// `2 hours 5 min`, `90sec`, `1d`; also in capitals (`10S`) and with decimals (`1.5s`,
+/// `0.25h`), and `0`. Negative durations are refused.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    if text == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if text.starts_with('-') {
+    let trimmed = text.trim();
+    if trimmed.starts_with('-') {
         return Err(format!(
             "{text:?} is negative; a delay must be zero or more"
         ));
     }
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("{text:?} needs a unit: ms, s, m, h or d"))?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a whole number followed by a unit"))?;
-    let unit_ms: u64 = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?} in {text:?}: use ms, s, m, h or d"
-            ))
+    if trimmed.chars().all(|c| c == '0') && !trimmed.is_empty() {
+        return Ok(Duration::ZERO);
+    }
+    // humantime reads `M` as months; people typing `10M` mean minutes as often: take every unit
+    // in lower case. Decimals become whole milliseconds first (humantime takes integers only).
+    let lower = trimmed.to_lowercase();
+    let normalized = decimals_to_ms(&lower).map_err(|e| format!("{text:?}: {e}"))?;
+    humantime::parse_duration(&normalized).map_err(|e| {
+        format!("{text:?} is not a duration ({e}); use e.g. 250ms, 10s, 1.5s, 1h30m, 2d")
+    })
+}
+
+/// Rewrites each `<int>.<fraction><unit>` as the whole milliseconds it is (`1.5s` -> `1500ms`).
+fn decimals_to_ms(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(number_len);
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_len);
+        if number.contains('.') {
+            let value: f64 = number
+                .parse()
+                .map_err(|_| format!("{number:?} is no number"))?;
+            let unit_ms = match unit.trim() {
+                "ms" | "msec" => 1.0,
+                "s" | "sec" | "secs" | "second" | "seconds" => 1_000.0,
+                "m" | "min" | "mins" | "minute" | "minutes" => 60_000.0,
+                "h" | "hr" | "hrs" | "hour" | "hours" => 3_600_000.0,
+                "d" | "day" | "days" => 86_400_000.0,
+                "w" | "week" | "weeks" => 604_800_000.0,
+                other => return Err(format!("no decimals with the unit {other:?}")),
+            };
+            let ms = (value * unit_ms).round();
+            if !ms.is_finite() || ms > 1e17 {
+                return Err("too long".into());
+            }
+            out.push_str(&format!("{ms:.0}ms "));
+        } else {
+            out.push_str(number);
+            out.push_str(unit);
         }
-    };
-    number
-        .checked_mul(unit_ms)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("{text:?} is too long"))
+        rest = tail;
+    }
+    Ok(out.trim().to_owned())
+}
+
+/// The URL forms fred reads; anything else is a usage error (not a DNS failure later).
+fn parse_url(text: &str) -> Result<String, String> {
+    const SCHEMES: [&str; 7] = [
+        "redis",
+        "rediss",
+        "redis-cluster",
+        "rediss-cluster",
+        "redis-sentinel",
+        "rediss-sentinel",
+        "unix",
+    ];
+    match text.split_once("://") {
+        Some((scheme, rest)) if SCHEMES.contains(&scheme) && !rest.is_empty() => {
+            Ok(text.to_owned())
+        }
+        Some((scheme, _)) => Err(format!(
+            "unknown URL scheme {scheme:?}: use {}",
+            SCHEMES.map(|s| format!("{s}://")).join(", ")
+        )),
+        None => Err("a Redis URL looks like redis://host:port".to_owned()),
+    }
 }
 
 #[cfg(test)]
@@ -299,16 +372,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations() {
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("15m").unwrap(), Duration::from_secs(900));
-        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
-        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+    fn durations_as_people_type_them() {
+        let ms = |t: &str| parse_duration(t).unwrap().as_millis();
+        assert_eq!(ms("250ms"), 250);
+        assert_eq!(ms("10s"), 10_000);
+        assert_eq!(ms("15m"), 900_000);
+        assert_eq!(ms("2h"), 7_200_000);
+        assert_eq!(ms("1h30m"), 5_400_000);
+        assert_eq!(ms("1.5s"), 1_500);
+        assert_eq!(ms("90sec"), 90_000);
+        assert_eq!(ms("10S"), 10_000);
+        assert_eq!(ms("2 hours 5 min"), 7_500_000);
+        assert_eq!(ms("0.25h"), 900_000);
+        assert_eq!(ms("0"), 0);
+        assert_eq!(ms("1d"), 86_400_000);
         assert!(parse_duration("-5s").unwrap_err().contains("negative"));
         assert!(parse_duration("5").is_err());
-        assert!(parse_duration("5y").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("99999999999999999999d").is_err());
+    }
+
+    #[test]
+    fn urls_are_checked_as_usage() {
+        assert!(parse_url("redis://127.0.0.1:6380").is_ok());
+        assert!(parse_url("rediss-cluster://h:1?node=h:2").is_ok());
+        assert!(parse_url("http://127.0.0.1")
+            .unwrap_err()
+            .contains("unknown URL scheme"));
+        assert!(parse_url("127.0.0.1:6379").is_err());
     }
 
     #[test]

@@ -7,6 +7,8 @@
 
 mod cli;
 mod commands;
+mod exit;
+mod progress;
 mod show;
 mod text_codec;
 
@@ -15,13 +17,18 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // Daemons say what they do (started, caught up, stopped); one-off commands only warn.
+    let default_filter = match cli.command {
+        cli::Command::Transfer { once: false, .. } | cli::Command::Work(_) => "warn,delayq=info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal, never into a log file or pipe.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .init();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -31,30 +38,15 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("delayq: cannot start the runtime: {err}");
-            return ExitCode::FAILURE;
+            return exit::Status::Other.into();
         }
     };
     match runtime.block_on(commands::run(cli)) {
         Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+        Ok(false) => exit::Status::False.into(),
         Err(err) => {
-            eprintln!("delayq: {}", error_chain(&err));
-            ExitCode::FAILURE
+            eprintln!("delayq: {}", exit::describe(&err));
+            exit::status(&err).into()
         }
     }
-}
-
-/// The error and its causes, leaving out a cause its parent's message already includes.
-fn error_chain(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let message = cause.to_string();
-        if !text.contains(&message) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&message);
-        }
-    }
-    text
 }

@@ -2,7 +2,9 @@
 
 use super::Ctx;
 use crate::cli::{DeadAction, QuarantineAction};
+use crate::progress::Progress;
 use std::io::Write;
+use std::time::Duration;
 
 pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
@@ -17,7 +19,7 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
                     out,
                     "{}\t{}\t{}\t{}",
                     letter.attempts,
-                    letter.dead_at_ms,
+                    crate::show::time(letter.dead_at_ms),
                     letter.error.replace(['\n', '\t'], " "),
                     value
                 )?;
@@ -28,8 +30,7 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
             limit,
             delay,
         } => {
-            let queue = ctx.queue(&queue).await?;
-            let replayed = queue.replay_dead_letters(limit, delay).await?;
+            let replayed = replay(ctx, &queue, limit, delay).await?;
             writeln!(out, "{replayed}")?;
         }
         DeadAction::Purge { queue } => {
@@ -38,6 +39,32 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Dead letters replayed a chunk at a time (one short script each), with progress; stops at a
+/// chunk of records that do not parse.
+async fn replay(ctx: &Ctx, name: &str, limit: usize, delay: Duration) -> anyhow::Result<u64> {
+    const CHUNK: usize = 1_000;
+    let queue = ctx.queue(name).await?;
+    let dead = queue.reliable_stats().await?.dead;
+    let total = if limit == 0 {
+        dead
+    } else {
+        dead.min(limit as u64)
+    };
+    let mut progress = Progress::new("replayed", total);
+    let mut replayed = 0;
+    while replayed < total {
+        let chunk = CHUNK.min((total - replayed) as usize);
+        let n = queue.replay_dead_letters(chunk, delay).await?;
+        if n == 0 {
+            break;
+        }
+        replayed += n;
+        progress.update(replayed);
+    }
+    progress.finish(replayed);
+    Ok(replayed)
 }
 
 pub(crate) async fn quarantine(ctx: &Ctx, action: QuarantineAction) -> anyhow::Result<()> {

@@ -1,6 +1,7 @@
 //! Running a parsed command: connect, then hand over to the command's group.
 
 mod check;
+mod docs;
 mod lists;
 mod queue;
 mod transfer;
@@ -72,8 +73,13 @@ fn password(global: &Global) -> anyhow::Result<Option<String>> {
 }
 
 /// Runs the command; false when it ran but has something to report by its exit status (a
-/// check that warns).
+/// `remove`/`reschedule --exit-status` that found nothing, a check that warns).
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
+    match cli.command {
+        Command::Completions { shell } => return docs::completions(shell).map(|()| true),
+        Command::Man => return docs::man().map(|()| true),
+        _ => {}
+    }
     let global = cli.global;
     let codec =
         TextCodec::new(global.codec, global.java_class.clone()).map_err(anyhow::Error::msg)?;
@@ -83,35 +89,42 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
         codec,
         global,
     };
-    if let Command::Check { queue, json } = &cli.command {
-        return check::check(&ctx, queue, *json).await;
-    }
+    let done = |result: anyhow::Result<()>| result.map(|()| true);
     match cli.command {
         Command::Offer {
             queue,
             value,
             delay,
             unique,
-        } => queue::offer(&ctx, &queue, &value, delay, unique).await,
+        } => done(queue::offer(&ctx, &queue, &value, delay, unique).await),
         Command::Reschedule {
             queue,
             value,
             delay,
-        } => queue::reschedule(&ctx, &queue, &value, delay).await,
+            exit_status,
+        } => queue::reschedule(&ctx, &queue, &value, delay)
+            .await
+            .map(|found| found || !exit_status),
         Command::Take {
             queue,
             count,
             timeout,
-        } => queue::take(&ctx, &queue, count, timeout).await,
-        Command::Remove { queue, value } => queue::remove(&ctx, &queue, &value).await,
-        Command::Peek { queue, limit } => queue::peek(&ctx, &queue, limit).await,
-        Command::Stats { queue, json } => queue::stats(&ctx, &queue, json).await,
-        Command::Clear { queue } => queue::clear(&ctx, &queue).await,
-        Command::Work(args) => work::work(&ctx, args).await,
-        Command::Dead { action } => lists::dead(&ctx, action).await,
-        Command::Quarantine { action } => lists::quarantine(&ctx, action).await,
-        Command::Transfer { queues, once } => transfer::transfer(&ctx, &queues, once).await,
-        Command::Check { .. } => Ok(()),
-    }?;
-    Ok(true)
+        } => done(queue::take(&ctx, &queue, count, timeout).await),
+        Command::Remove {
+            queue,
+            value,
+            exit_status,
+        } => queue::remove(&ctx, &queue, &value)
+            .await
+            .map(|found| found || !exit_status),
+        Command::Peek { queue, limit } => done(queue::peek(&ctx, &queue, limit).await),
+        Command::Stats { queue, json } => done(queue::stats(&ctx, &queue, json).await),
+        Command::Check { queue, json } => check::check(&ctx, &queue, json).await,
+        Command::Clear { queue } => done(queue::clear(&ctx, &queue).await),
+        Command::Work(args) => done(work::work(&ctx, args).await),
+        Command::Dead { action } => done(lists::dead(&ctx, action).await),
+        Command::Quarantine { action } => done(lists::quarantine(&ctx, action).await),
+        Command::Transfer { queues, once } => done(transfer::transfer(&ctx, &queues, once).await),
+        Command::Completions { .. } | Command::Man => Ok(true),
+    }
 }

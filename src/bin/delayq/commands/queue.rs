@@ -24,15 +24,16 @@ pub(crate) async fn offer(
     Ok(())
 }
 
+/// Prints whether an entry was rescheduled, and returns it.
 pub(crate) async fn reschedule(
     ctx: &Ctx,
     queue: &str,
     value: &str,
     delay: Duration,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let moved = ctx.queue(queue).await?.reschedule(value, delay).await?;
     writeln!(std::io::stdout(), "{moved}")?;
-    Ok(())
+    Ok(moved)
 }
 
 pub(crate) async fn take(
@@ -83,10 +84,11 @@ fn not_lost(err: delayq::Error, queue: &str) -> anyhow::Error {
     }
 }
 
-pub(crate) async fn remove(ctx: &Ctx, queue: &str, value: &str) -> anyhow::Result<()> {
+/// Prints whether an entry was removed, and returns it.
+pub(crate) async fn remove(ctx: &Ctx, queue: &str, value: &str) -> anyhow::Result<bool> {
     let removed = ctx.queue(queue).await?.remove(value).await?;
     writeln!(std::io::stdout(), "{removed}")?;
-    Ok(())
+    Ok(removed)
 }
 
 pub(crate) async fn peek(ctx: &Ctx, queue: &str, limit: usize) -> anyhow::Result<()> {

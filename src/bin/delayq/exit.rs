@@ -1,0 +1,150 @@
+//! What an error means to a script (the exit status) and to a person (one line per cause).
+
+use delayq::fred::error::ErrorKind;
+use delayq::{Error, Refusal};
+use std::process::ExitCode;
+
+/// Exit statuses by error class; `delayq --help` lists them, README's CLI section too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// 1: a false answer with `--exit-status`, or `check` warnings.
+    False = 1,
+    /// 2: usage or invalid input (clap uses 2 for usage errors too).
+    Usage = 2,
+    /// 3: Redis cannot be reached (refused, timed out, dropped).
+    Connection = 3,
+    /// 4: authentication or an ACL refused the command.
+    Auth = 4,
+    /// 5: a key holds the wrong type.
+    WrongType = 5,
+    /// 6: the codec cannot encode or decode a value.
+    Codec = 6,
+    /// 7: Redis refused for its state (out of memory, busy, read-only, loading).
+    Refused = 7,
+    /// 8: anything else.
+    Other = 8,
+}
+
+impl From<Status> for ExitCode {
+    fn from(status: Status) -> ExitCode {
+        ExitCode::from(status as u8)
+    }
+}
+
+/// The class of `err`, from the first delayq or fred error in its chain.
+pub(crate) fn status(err: &anyhow::Error) -> Status {
+    for cause in err.chain() {
+        if let Some(err) = cause.downcast_ref::<Error>() {
+            return of_delayq(err);
+        }
+        if let Some(err) = cause.downcast_ref::<delayq::fred::error::Error>() {
+            return of_fred(err);
+        }
+        if cause.downcast_ref::<std::io::Error>().is_some() {
+            return Status::Other;
+        }
+    }
+    Status::Other
+}
+
+fn of_delayq(err: &Error) -> Status {
+    match err {
+        Error::WrongType { .. } => Status::WrongType,
+        Error::Encode { .. } | Error::Decode { .. } => Status::Codec,
+        Error::InvalidDelay(_) | Error::InvalidConfig(_) => Status::Usage,
+        Error::Refused {
+            refusal: Refusal::NoPermission,
+            ..
+        } => Status::Auth,
+        Error::Refused { .. } => Status::Refused,
+        Error::Redis(err) | Error::Script { source: err, .. } => of_fred(err),
+        _ if err.is_connection_error() => Status::Connection,
+        _ => Status::Other,
+    }
+}
+
+fn of_fred(err: &delayq::fred::error::Error) -> Status {
+    match err.kind() {
+        ErrorKind::Auth => Status::Auth,
+        ErrorKind::IO | ErrorKind::Timeout | ErrorKind::Canceled | ErrorKind::Routing => {
+            Status::Connection
+        }
+        ErrorKind::Config | ErrorKind::InvalidArgument => Status::Usage,
+        _ if err.details().starts_with("NOPERM") => Status::Auth,
+        _ => Status::Other,
+    }
+}
+
+/// The error for a person: the message, then each cause on a line of its own, each said once
+/// (a cause whose text its parent already includes is left out), and fred's `Debug`-formatted
+/// IO errors read as their message.
+pub(crate) fn describe(err: &anyhow::Error) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let text = readable(&cause.to_string());
+        if lines.iter().any(|seen| seen.contains(&text)) {
+            continue;
+        }
+        // A parent that ends with this cause's text (thiserror's "{source}") keeps it once.
+        if let Some(last) = lines.last_mut() {
+            if let Some(stripped) = last.strip_suffix(&text) {
+                *last = stripped.trim_end_matches([':', ' ']).to_owned();
+            }
+        }
+        lines.push(text);
+    }
+    let mut out = String::new();
+    for (i, line) in lines.iter().filter(|l| !l.is_empty()).enumerate() {
+        if i > 0 {
+            out.push_str("\n  because: ");
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// `Os { code: 111, kind: ConnectionRefused, message: "Connection refused" }` as
+/// `connection refused`, and fred's `IO Error: ` prefixes dropped.
+fn readable(text: &str) -> String {
+    let text = text
+        .replace("redis error: ", "")
+        .replace("IO Error: ", "")
+        .replace("Unknown Error: ", "");
+    match (text.find("Os {"), text.find("message: \"")) {
+        (Some(start), Some(at)) => {
+            let message_start = at + "message: \"".len();
+            let message_end = text[message_start..]
+                .find('"')
+                .map_or(text.len(), |e| message_start + e);
+            let message = text[message_start..message_end].to_lowercase();
+            let end = text[start..]
+                .find('}')
+                .map_or(text.len(), |e| start + e + 1);
+            format!("{}{}{}", &text[..start], message, &text[end..])
+        }
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_read_as_their_message() {
+        assert_eq!(
+            readable("redis error: IO Error: Os { code: 111, kind: ConnectionRefused, message: \"Connection refused\" }"),
+            "connection refused"
+        );
+    }
+
+    #[test]
+    fn causes_are_said_once() {
+        let inner = anyhow::anyhow!("connection refused");
+        let err = inner.context("cannot connect to redis://h:1");
+        assert_eq!(
+            describe(&err),
+            "cannot connect to redis://h:1\n  because: connection refused"
+        );
+    }
+}
