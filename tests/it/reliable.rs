@@ -194,16 +194,18 @@ async fn heartbeats_keep_a_long_job_and_dropped_deliveries_come_back() {
         ])
         .await
         .unwrap();
-    let consumer = queue.reliable_consumer_with(fast(300)).await.unwrap();
+    // A visibility of 1 s renewed every 250 ms: wide enough margins for a loaded CI machine
+    // (at 300 ms / 100 ms a slow moment let the reaper win).
+    let consumer = queue.reliable_consumer_with(fast(1_000)).await.unwrap();
     let mut long = consumer.take().await.unwrap();
     assert_eq!(long.value().map(String::as_str), Some("long"));
     let dropped = consumer.take().await.unwrap();
     assert_eq!(dropped.value().map(String::as_str), Some("dropped"));
     drop(dropped);
-    // Keep "long" alive for three visibility timeouts.
-    for _ in 0..9 {
-        assert!(long.extend(Duration::from_millis(300)).await.unwrap());
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    // Keep "long" alive for more than two visibility timeouts.
+    for _ in 0..10 {
+        assert!(long.extend(Duration::from_millis(1_000)).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(250)).await;
         consumer.reap().await.unwrap();
     }
     // The dropped one was given back at the consumer's next call, well before its deadline.
