@@ -307,6 +307,63 @@ impl QueueKeys {
     }
 }
 
+impl QueueKeys {
+    /// The queue whose timeout zset or channel is `key` (`redisson_delay_queue_timeout:{orders}`
+    /// or `redisson_delay_queue_channel:{orders}` -> `orders`), undoing Redisson's `prefixName`:
+    /// for a key that also fits a name in braces (`{orders}`), the plain name is taken.
+    ///
+    /// ```
+    /// use delayq::QueueKeys;
+    ///
+    /// let name = |k| QueueKeys::queue_of(k).map(|keys| keys.target().to_owned());
+    /// assert_eq!(name("redisson_delay_queue_timeout:{orders}").as_deref(), Some("orders"));
+    /// assert_eq!(name("redisson_delay_queue_channel:{o}:eu").as_deref(), Some("{o}:eu"));
+    /// assert_eq!(name("redisson_delay_queue:{orders}"), None);
+    /// ```
+    pub fn queue_of(key: &str) -> Option<QueueKeys> {
+        let rest = key
+            .strip_prefix("redisson_delay_queue_timeout:")
+            .or_else(|| key.strip_prefix("redisson_delay_queue_channel:"))?;
+        let name = match rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+            Some(inner) if !inner.is_empty() && !inner.contains(['{', '}']) => inner,
+            _ if rest.contains('{') => rest,
+            _ => return None,
+        };
+        Some(QueueKeys::new(name))
+    }
+}
+
+/// Whether `name` matches the glob `pattern` (`*` any run of characters, `?` one character),
+/// as `delayq transfer --all --match PATTERN` selects queues.
+///
+/// ```
+/// assert!(delayq::glob_match("tenant-*", "tenant-42"));
+/// assert!(delayq::glob_match("orders-?", "orders-a"));
+/// assert!(!delayq::glob_match("tenant-*", "orders"));
+/// ```
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    // The last `*` seen and where the name was then, to backtrack to.
+    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
 /// Redisson's `prefixName` rule.
 fn prefix_name(prefix: &str, name: &str) -> String {
     if name.contains('{') {

@@ -55,7 +55,7 @@ pub use tokio_util::sync::CancellationToken;
 pub use consumer::Consumer;
 pub use entry::EntryFormat;
 pub use error::{BoxError, Error, Refusal, Result};
-pub use keys::QueueKeys;
+pub use keys::{glob_match, QueueKeys};
 pub use queue::{AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, Pending};
 pub use redis::ops::stats::QueueStats;
 pub use redis::ops::transfer::TransferOutcome;
@@ -65,7 +65,8 @@ pub use reliable::{
 };
 pub use retry::{Backoff, RetryPolicy};
 pub use scheduler::{
-    Scheduler, SchedulerBuilder, SchedulerConfig, SchedulerHandle, SchedulerStats,
+    Discovery, Scheduler, SchedulerBuilder, SchedulerConfig, SchedulerGroup, SchedulerHandle,
+    SchedulerStats,
 };
 pub use time::Clock;
 pub use worker::{HandlerError, Job, JobError, WorkerBuilder, WorkerHandle, WorkerStats};

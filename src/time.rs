@@ -133,11 +133,6 @@ pub(crate) fn due_time(now_ms: i64, delay: Duration) -> Result<i64> {
         })
 }
 
-/// Time from `now_ms` until `due_ms` (zero when due).
-pub(crate) fn until(due_ms: i64, now_ms: i64) -> Duration {
-    Duration::from_millis(u64::try_from(due_ms.saturating_sub(now_ms)).unwrap_or(0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,16 +159,6 @@ mod tests {
         assert!(Delay::checked(huge).is_err());
         assert_eq!(Delay::span(huge).unwrap().ms(), MAX_DUE_MS);
         assert!(Delay::span(huge + Duration::from_millis(1)).is_err());
-    }
-
-    #[test]
-    fn until_is_never_negative() {
-        assert_eq!(until(100, 200), Duration::ZERO);
-        assert_eq!(until(250, 200), Duration::from_millis(50));
-        assert_eq!(
-            until(i64::MAX, i64::MIN),
-            Duration::from_millis(i64::MAX as u64)
-        );
     }
 
     #[test]

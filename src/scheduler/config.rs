@@ -32,6 +32,8 @@ pub struct SchedulerConfig {
     index_chunk: usize,
     scan_budget: usize,
     sweep_interval: Option<Duration>,
+    sweep_budget: u32,
+    max_concurrent_transfers: usize,
     max_backoff: Duration,
 }
 
@@ -45,6 +47,8 @@ impl Default for SchedulerConfig {
             index_chunk: 2_000,
             scan_budget: 200_000,
             sweep_interval: Some(Duration::from_secs(1)),
+            sweep_budget: 200,
+            max_concurrent_transfers: 8,
             max_backoff: Duration::from_secs(5),
         }
     }
@@ -94,11 +98,29 @@ impl SchedulerConfig {
         self
     }
 
-    /// Sets (or, with `None`, turns off) the safety sweep: the longest time between two
-    /// transfers, whatever messages say.
+    /// Sets (or, with `None`, turns off) the safety sweep: the shortest time between two looks
+    /// at a queue's head, whatever messages say (a group looks at most
+    /// [`sweep_budget`](Self::with_sweep_budget) queues a second).
     #[must_use]
     pub fn with_sweep_interval(mut self, interval: impl Into<Option<Duration>>) -> Self {
         self.sweep_interval = interval.into();
+        self
+    }
+
+    /// Sets how many queues per second the safety sweep may look at (one `ZRANGE` each) in a
+    /// group: a group of 10,000 queues looks at each every 50 s by default, one of a few every
+    /// [`sweep_interval`](Self::with_sweep_interval). Default: 200.
+    #[must_use]
+    pub fn with_sweep_budget(mut self, queues_per_second: u32) -> Self {
+        self.sweep_budget = queues_per_second;
+        self
+    }
+
+    /// Sets how many queues of a group may transfer at once (each transfer is one script call
+    /// at a time on the shared connection). Default: 8.
+    #[must_use]
+    pub fn with_max_concurrent_transfers(mut self, transfers: usize) -> Self {
+        self.max_concurrent_transfers = transfers;
         self
     }
 
@@ -146,6 +168,16 @@ impl SchedulerConfig {
         self.sweep_interval
     }
 
+    /// How many queues per second the safety sweep may look at.
+    pub fn sweep_budget(&self) -> u32 {
+        self.sweep_budget
+    }
+
+    /// How many queues of a group may transfer at once.
+    pub fn max_concurrent_transfers(&self) -> usize {
+        self.max_concurrent_transfers
+    }
+
     /// The longest wait before retrying after a failed transfer.
     pub fn max_backoff(&self) -> Duration {
         self.max_backoff
@@ -187,6 +219,11 @@ impl SchedulerConfig {
         if self.index_chunk == 0 {
             return Err(Error::InvalidConfig(
                 "index_chunk must be at least 1".into(),
+            ));
+        }
+        if self.max_concurrent_transfers == 0 || self.sweep_budget == 0 {
+            return Err(Error::InvalidConfig(
+                "max_concurrent_transfers and sweep_budget must be at least 1".into(),
             ));
         }
         if self.sweep_interval == Some(Duration::ZERO) {

@@ -1,23 +1,30 @@
 //! The transfer scheduler: moves due entries onto the target list, like Redisson's
 //! `QueueTransferTask`, and coexists with Java schedulers on the same queue.
 //!
-//! One scheduler per queue listens on the queue's channel from its own connection. It transfers
-//! once at start and after every (re)subscribe, because messages published while it was
-//! disconnected are lost; it sleeps until the earliest due time it knows of (from the last
-//! transfer's reply or a channel message); and it sweeps every
-//! [`sweep_interval`](SchedulerConfig::with_sweep_interval) whatever happens, so a lost message,
-//! timer or subscription never strands due entries. Several schedulers (Rust or Java) may run on
-//! one queue: each transfer is one atomic script, so every entry moves exactly once.
+//! A scheduler group transfers any number of queues from one task and one pub/sub connection.
+//! It transfers each queue once when it is added and after every (re)subscribe, because messages
+//! published while it was disconnected are lost; it wakes at the earliest due time it knows of
+//! (from the last transfer's reply, a channel message or the sweep) with a timer precise to well
+//! under a millisecond; and a safety sweep looks at every queue's head in turn, within a budget
+//! of queues per second, so a lost message, timer or subscription never strands due entries.
+//! Several schedulers (Rust or Java) may run on one queue: each transfer is one atomic script,
+//! so every entry moves exactly once. [`Scheduler::spawn`] is a group of one.
 //!
-//! - `config.rs`: [`SchedulerConfig`] (batches, index, sweep, backoff).
-//! - `task.rs`: the task's loop.
-//! - `shared.rs`: one scheduler per (client, queue), shared by the queue handles that want one.
+//! - `config.rs`: [`SchedulerConfig`] (batches, index, sweep, concurrency, backoff).
+//! - `group.rs`: [`SchedulerGroup`], [`Discovery`].
+//! - `task.rs`: the group's loop; `queue_state.rs`: one queue's state and drain; `timer.rs`:
+//!   the precise timer.
+//! - `shared.rs`: one group per client, shared by the queue handles that want a scheduler.
 
 mod config;
+mod group;
+mod queue_state;
 pub(crate) mod shared;
 mod task;
+mod timer;
 
 pub use config::SchedulerConfig;
+pub use group::{Discovery, SchedulerGroup};
 
 use crate::entry::EntryFormat;
 use crate::keys::QueueKeys;
@@ -25,20 +32,27 @@ use crate::redis::script::QueueSpec;
 use crate::time::Clock;
 use crate::Result;
 use fred::clients::Client;
-use fred::interfaces::{ClientLike, EventInterface, PubsubInterface};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use task::TransferTask;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
-/// Counters of a running scheduler.
+/// Counters of one queue's transfers.
 #[derive(Debug, Default)]
-struct Counters {
+pub(crate) struct Counters {
     transfers: AtomicU64,
     moved: AtomicU64,
     quarantined: AtomicU64,
     errors: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> SchedulerStats {
+        SchedulerStats {
+            transfers: self.transfers.load(Ordering::Relaxed),
+            moved: self.moved.load(Ordering::Relaxed),
+            quarantined: self.quarantined.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// A snapshot of a scheduler's counters since it started.
@@ -53,6 +67,17 @@ pub struct SchedulerStats {
     pub quarantined: u64,
     /// Failed transfers or subscriptions.
     pub errors: u64,
+}
+
+impl SchedulerStats {
+    fn plus(self, other: &SchedulerStats) -> SchedulerStats {
+        SchedulerStats {
+            transfers: self.transfers + other.transfers,
+            moved: self.moved + other.moved,
+            quarantined: self.quarantined + other.quarantined,
+            errors: self.errors + other.errors,
+        }
+    }
 }
 
 /// Starts transfer schedulers.
@@ -104,42 +129,25 @@ impl Scheduler {
         }
     }
 
-    /// Starts a scheduler for `queue` (what [`SchedulerBuilder::spawn`] and the queue builder
-    /// both end in).
+    /// Starts a group of one for `queue`.
     pub(crate) async fn spawn_for(
         client: Client,
         queue: QueueSpec,
         config: SchedulerConfig,
     ) -> Result<SchedulerHandle> {
-        config.validate()?;
-        let subscriber = client.clone_new();
-        crate::redis::init_client(&subscriber).await?;
-        // Receivers are taken before subscribing so that no message is missed.
-        let messages = subscriber.message_rx();
-        let reconnects = subscriber.reconnect_rx();
-        if let Err(err) = subscriber.subscribe(queue.keys.channel()).await {
-            let _ = subscriber.quit().await;
-            return Err(err.into());
-        }
-        let token = CancellationToken::new();
-        let counters = Arc::new(Counters::default());
-        let keys = queue.keys.clone();
-        let task = TransferTask::new(
-            client,
-            subscriber,
-            queue,
-            config,
-            token.clone(),
-            counters.clone(),
-        );
-        crate::redis::server::warn_if_evicting(&task.client, "transfer scheduler", keys.target())
-            .await;
-        let join = tokio::spawn(task.run(messages, reconnects));
-        tracing::debug!(queue = keys.target(), "transfer scheduler started");
+        let group = SchedulerGroup::spawn(client, config.clone()).await?;
+        let name = queue.keys.target().to_owned();
+        let counters = match group.add_spec(queue, config).await {
+            Ok(counters) => counters,
+            Err(err) => {
+                group.shutdown().await;
+                return Err(err);
+            }
+        };
+        tracing::debug!(queue = %name, "transfer scheduler started");
         Ok(SchedulerHandle {
-            keys,
-            token,
-            join: Some(join),
+            group,
+            name,
             counters,
         })
     }
@@ -191,35 +199,29 @@ impl SchedulerBuilder {
     }
 }
 
-/// Owns a running scheduler. Dropping it stops the scheduler (without waiting);
+/// Owns a running scheduler of one queue. Dropping it stops the scheduler (without waiting);
 /// [`shutdown`](SchedulerHandle::shutdown) stops it and waits until it has.
 #[derive(Debug)]
 pub struct SchedulerHandle {
-    keys: QueueKeys,
-    token: CancellationToken,
-    join: Option<JoinHandle<()>>,
+    group: SchedulerGroup,
+    name: String,
     counters: Arc<Counters>,
 }
 
 impl SchedulerHandle {
     /// The queue's name (its target list).
     pub fn name(&self) -> &str {
-        self.keys.target()
+        &self.name
     }
 
     /// Counters since the scheduler started.
     pub fn stats(&self) -> SchedulerStats {
-        SchedulerStats {
-            transfers: self.counters.transfers.load(Ordering::Relaxed),
-            moved: self.counters.moved.load(Ordering::Relaxed),
-            quarantined: self.counters.quarantined.load(Ordering::Relaxed),
-            errors: self.counters.errors.load(Ordering::Relaxed),
-        }
+        self.counters.snapshot()
     }
 
     /// True once the scheduler's task has ended.
     pub fn is_finished(&self) -> bool {
-        self.join.as_ref().is_none_or(JoinHandle::is_finished)
+        self.group.is_finished()
     }
 
     /// Stops the scheduler: a transfer in progress completes (scripts are atomic), then it
@@ -229,18 +231,7 @@ impl SchedulerHandle {
     ///
     /// Dropping this future after it started still stops the scheduler (it is cancelled at
     /// once); only the wait for it to finish is cut short.
-    pub async fn shutdown(mut self) {
-        self.token.cancel();
-        if let Some(join) = self.join.take() {
-            if let Err(err) = join.await {
-                tracing::warn!(queue = self.keys.target(), error = %err, "scheduler task failed");
-            }
-        }
-    }
-}
-
-impl Drop for SchedulerHandle {
-    fn drop(&mut self) {
-        self.token.cancel();
+    pub async fn shutdown(self) {
+        self.group.shutdown().await;
     }
 }

@@ -1,207 +1,390 @@
-//! The transfer task: transfer, then sleep until the next due time, a channel message, a
-//! reconnect or the safety sweep, whichever comes first (mini-redis's purge loop, with a
-//! channel).
+//! The group's task: one loop for every queue of a scheduler group. It starts a drain when a
+//! queue's due time comes (by the precise timer), takes in channel messages, resubscribes and
+//! catches up after a reconnect, looks at a slice of the queues' heads every tick (the safety
+//! sweep, within its budget), and runs discovery's rescans.
 
 use super::config::SchedulerConfig;
-use super::Counters;
-use crate::redis::ops::transfer;
+use super::group::{Cmd, Discovery, GroupShared};
+use super::queue_state::{Drained, QueueState};
+use super::timer::{now_us, PreciseTimer};
+use crate::keys::{glob_match, QueueKeys};
+use crate::redis::reply;
 use crate::redis::script::QueueSpec;
-use crate::retry::{Backoff, FailureLog, Retrying};
-use crate::time::{now_ms, until};
-use crate::Result;
+use crate::{Error, Result};
 use fred::clients::Client;
-use fred::interfaces::{ClientLike, EventInterface, PubsubInterface};
+use fred::interfaces::{ClientLike, EventInterface, PubsubInterface, SortedSetsInterface};
+use fred::prelude::Value;
 use fred::types::config::Server;
+use fred::types::scan::ScanType;
 use fred::types::Message;
-use std::sync::atomic::Ordering;
+use futures::StreamExt;
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::broadcast::Receiver;
-use tokio::time::Instant;
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// The first wait after a failed transfer (it doubles up to the config's `max_backoff`).
-const FIRST_RETRY_WAIT: Duration = Duration::from_millis(100);
+/// How often the sweep looks at a slice of the queues.
+const SWEEP_TICK_US: i64 = 100_000;
+/// Channels subscribed per command.
+const SUBSCRIBE_CHUNK: usize = 500;
+/// The channels of every Redisson delayed queue, for discovery.
+const CHANNEL_PATTERN: &str = "redisson_delay_queue_channel:*";
 
-/// One running scheduler's state.
-pub(super) struct TransferTask {
-    pub(super) client: Client,
-    pub(super) subscriber: Client,
-    pub(super) queue: QueueSpec,
-    pub(super) config: SchedulerConfig,
-    pub(super) token: CancellationToken,
-    pub(super) counters: Arc<Counters>,
-    /// Current batch size (adaptive between the config's bounds).
-    batch: usize,
-    /// The earliest due time we know of, from transfers and channel messages.
-    next_due: Option<i64>,
-    /// How far the queue's clock is ahead of this process's, in ms, as the last transfer saw
-    /// it: 0 with the client's clock; with the server's, so that a host whose clock is off
-    /// still sleeps until the due time by the server's clock (instead of spinning, or
-    /// oversleeping until the sweep).
-    clock_ahead_ms: i64,
-    /// Set when something says a transfer is needed now.
-    transfer_now: bool,
-    /// Failed transfers in a row, and the wait before the next try after the last one.
-    retrying: Retrying,
-    retry_wait: Option<Duration>,
-    /// What has been logged about the failures in a row.
-    failures: FailureLog,
-    last_attempt: Instant,
+/// What a background job of the loop returns.
+enum Done {
+    Drained(String, Drained),
+    Probed(Vec<(String, Result<Option<i64>>)>),
+    Scanned(Result<Vec<QueueKeys>>),
 }
 
-impl TransferTask {
+/// The loop's state.
+pub(super) struct GroupTask {
+    client: Client,
+    subscriber: Client,
+    config: SchedulerConfig,
+    /// Weak: the last handle dropped stops the group.
+    shared: std::sync::Weak<GroupShared>,
+    token: CancellationToken,
+    queues: HashMap<String, QueueState>,
+    by_channel: HashMap<String, String>,
+    /// (wake-up time in epoch µs, queue) for every queue with a planned transfer.
+    timer: BTreeSet<(i64, String)>,
+    wake_keys: HashMap<String, i64>,
+    /// Round-robin order of the sweep.
+    rotation: VecDeque<String>,
+    next_sweep_us: i64,
+    jobs: JoinSet<Done>,
+    fired: Arc<Notify>,
+    precise: PreciseTimer,
+    discovery: Option<Discovery>,
+    next_scan: Option<tokio::time::Instant>,
+}
+
+impl GroupTask {
     pub(super) fn new(
         client: Client,
         subscriber: Client,
-        queue: QueueSpec,
         config: SchedulerConfig,
-        token: CancellationToken,
-        counters: Arc<Counters>,
-    ) -> TransferTask {
-        TransferTask {
-            batch: config.batch_size(),
-            retrying: Retrying::new(Backoff::doubling(FIRST_RETRY_WAIT, config.max_backoff())),
+        shared: Arc<GroupShared>,
+    ) -> Result<GroupTask> {
+        let fired = Arc::new(Notify::new());
+        let precise = PreciseTimer::start(fired.clone()).map_err(Error::Signal)?;
+        Ok(GroupTask {
             client,
             subscriber,
-            queue,
             config,
-            token,
-            counters,
-            next_due: None,
-            clock_ahead_ms: 0,
-            // We have just subscribed: catch up at once.
-            transfer_now: true,
-            retry_wait: None,
-            failures: FailureLog::default(),
-            last_attempt: Instant::now(),
-        }
-    }
-
-    fn name(&self) -> &str {
-        self.queue.keys.target()
+            token: shared.token.clone(),
+            shared: Arc::downgrade(&shared),
+            queues: HashMap::new(),
+            by_channel: HashMap::new(),
+            timer: BTreeSet::new(),
+            wake_keys: HashMap::new(),
+            rotation: VecDeque::new(),
+            next_sweep_us: 0,
+            jobs: JoinSet::new(),
+            fired,
+            precise,
+            discovery: None,
+            next_scan: None,
+        })
     }
 
     pub(super) async fn run(
         mut self,
+        mut commands: mpsc::UnboundedReceiver<Cmd>,
         mut messages: Receiver<Message>,
         mut reconnects: Receiver<Server>,
     ) {
         loop {
-            if std::mem::take(&mut self.transfer_now) {
-                self.transfer().await;
-            }
-            let wake = self.wake_at();
-            let sleep = async {
-                match wake {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
+            self.start_due();
+            self.sweep();
+            self.precise.set(self.next_wake_us());
+            let scan_at = self.next_scan;
             tokio::select! {
                 // Shutdown wins over any other wake-up.
                 biased;
                 _ = self.token.cancelled() => break,
-                message = messages.recv() => self.on_message(message, &mut messages),
+                Some(cmd) = commands.recv() => self.on_command(cmd).await,
+                Some(done) = self.jobs.join_next(), if !self.jobs.is_empty() => match done {
+                    Ok(done) => self.on_done(done).await,
+                    Err(err) => tracing::warn!(error = %err, "a scheduler job failed"),
+                },
+                message = messages.recv() => self.on_message(message, &mut messages).await,
                 reconnect = reconnects.recv() => self.on_reconnect(reconnect, &mut reconnects).await,
-                _ = sleep => self.transfer_now = true,
+                _ = self.fired.notified() => {}
+                _ = async { match scan_at { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => self.start_scan(),
             }
         }
-        let _ = self.subscriber.unsubscribe(self.queue.keys.channel()).await;
+        self.stop().await;
+    }
+
+    /// Lets running drains finish (scripts are atomic; drains stop between calls), then
+    /// unsubscribes and closes the pub/sub connection.
+    async fn stop(&mut self) {
+        while self.jobs.join_next().await.is_some() {}
+        let _ = self.subscriber.unsubscribe(Vec::<String>::new()).await;
         let _ = self.subscriber.quit().await;
-        tracing::debug!(queue = %self.name(), "transfer scheduler stopped");
+        if let Some(shared) = self.shared.upgrade() {
+            shared.set_finished();
+        }
+        tracing::debug!(queues = self.queues.len(), "scheduler group stopped");
     }
 
-    /// Transfers what is due; on failure, schedules a retry with backoff: doubling from 100 ms
-    /// while the error may pass by itself (a connection, a busy or loading server), at once the
-    /// longest wait when someone has to act (a key of the wrong type, no permission, out of
-    /// memory). Each kind of error is logged once, then again only when it changes; the recovery
-    /// is logged too.
-    async fn transfer(&mut self) {
-        self.last_attempt = Instant::now();
-        match self.drain().await {
-            Ok(head) => {
-                self.next_due = head;
-                self.retrying.succeeded();
-                self.retry_wait = None;
-                let failed = self.failures.recovered();
-                if failed > 0 {
-                    tracing::info!(queue = %self.name(), failed, "transfers work again");
+    /// Plans (or unplans) `name`'s next transfer in the timer.
+    fn replan(&mut self, name: &str) {
+        if let Some(old) = self.wake_keys.remove(name) {
+            self.timer.remove(&(old, name.to_owned()));
+        }
+        let Some(state) = self.queues.get(name) else {
+            return;
+        };
+        if state.running {
+            return;
+        }
+        if let Some(at) = state.wake_at_us() {
+            self.timer.insert((at, name.to_owned()));
+            self.wake_keys.insert(name.to_owned(), at);
+        }
+    }
+
+    /// Starts a drain for every queue whose time has come, up to the concurrency limit.
+    fn start_due(&mut self) {
+        let now = now_us();
+        while self.jobs.len() < self.config.max_concurrent_transfers() {
+            let Some((at, name)) = self.timer.first().cloned() else {
+                break;
+            };
+            if at > now {
+                break;
+            }
+            self.timer.pop_first();
+            self.wake_keys.remove(&name);
+            if let Some(state) = self.queues.get_mut(&name) {
+                let drain = state.drain(&self.client, &self.token);
+                self.jobs
+                    .spawn(async move { Done::Drained(name, drain.await) });
+            }
+        }
+    }
+
+    /// The next wake-up: the earliest planned transfer (unless every transfer slot is busy: a
+    /// drain's end wakes the loop) or the next sweep tick.
+    fn next_wake_us(&self) -> Option<i64> {
+        let planned = match self.jobs.len() < self.config.max_concurrent_transfers() {
+            true => self.timer.first().map(|(at, _)| *at),
+            false => None,
+        };
+        let sweep = match self.config.sweep_interval().is_some() && !self.queues.is_empty() {
+            true => Some(self.next_sweep_us),
+            false => None,
+        };
+        [planned, sweep].into_iter().flatten().min()
+    }
+
+    /// Every tick, looks at the heads of the queues not looked at for a sweep interval, at most
+    /// the budget's share, round robin: a lost message, timer or subscription never strands due
+    /// entries, and the cost does not grow with the number of queues.
+    fn sweep(&mut self) {
+        let Some(interval) = self.config.sweep_interval() else {
+            return;
+        };
+        let now = now_us();
+        if now < self.next_sweep_us || self.queues.is_empty() {
+            return;
+        }
+        self.next_sweep_us = now + SWEEP_TICK_US;
+        let interval_us = i64::try_from(interval.as_micros()).unwrap_or(i64::MAX);
+        let budget = (self.config.sweep_budget() as usize).div_ceil(10).max(1);
+        let mut picked = Vec::new();
+        for _ in 0..self.rotation.len() {
+            if picked.len() >= budget {
+                break;
+            }
+            let Some(name) = self.rotation.pop_front() else {
+                break;
+            };
+            if let Some(state) = self.queues.get_mut(&name) {
+                if !state.running && now - state.last_check_us >= interval_us {
+                    state.last_check_us = now;
+                    picked.push((name.clone(), state.spec.keys.timeout().to_owned()));
+                }
+                self.rotation.push_back(name);
+            }
+        }
+        if !picked.is_empty() {
+            let client = self.client.clone();
+            self.jobs
+                .spawn(async move { Done::Probed(probe(&client, picked).await) });
+        }
+    }
+
+    async fn on_done(&mut self, done: Done) {
+        match done {
+            Done::Drained(name, drained) => {
+                if let Some(state) = self.queues.get_mut(&name) {
+                    state.drained(drained);
+                    if state.rerun {
+                        state.due_now();
+                    }
+                    self.replan(&name);
                 }
             }
-            Err(err) => {
-                self.counters.errors.fetch_add(1, Ordering::Relaxed);
-                let transient = err.is_transient();
-                let wait = match transient {
-                    true => self.retrying.failed(),
-                    false => self.config.max_backoff(),
+            Done::Probed(heads) => {
+                for (name, head) in heads {
+                    if let Some(state) = self.queues.get_mut(&name) {
+                        match head {
+                            Ok(head) => state.probed(head),
+                            // The transfer will say what is wrong, with its backoff.
+                            Err(_) => state.due_now(),
+                        }
+                        self.replan(&name);
+                    }
+                }
+            }
+            Done::Scanned(found) => self.on_scanned(found).await,
+        }
+    }
+
+    async fn on_command(&mut self, cmd: Cmd) {
+        match cmd {
+            Cmd::Add {
+                spec,
+                config,
+                reply,
+            } => {
+                let result = self.add(*spec, *config, false).await;
+                let _ = reply.send(result);
+            }
+            Cmd::Remove { name, reply } => {
+                let removed = match self.queues.get_mut(&name) {
+                    Some(state) if state.refs > 1 => {
+                        state.refs -= 1;
+                        true
+                    }
+                    Some(_) => {
+                        self.remove(&name).await;
+                        true
+                    }
+                    None => false,
                 };
-                self.retry_wait = Some(wait);
-                let retry_in_ms = wait.as_millis() as u64;
-                if self.failures.first_of_kind(&err.to_string()) {
-                    tracing::warn!(queue = %self.name(), error = %err, transient, retry_in_ms, "transfer failed; retrying (repeats of this error are logged at debug)");
-                } else {
-                    tracing::debug!(queue = %self.name(), error = %err, retry_in_ms, "transfer failed again");
+                let _ = reply.send(removed);
+            }
+            Cmd::Discover { discovery, reply } => {
+                let result = self.subscriber.psubscribe(CHANNEL_PATTERN).await;
+                if result.is_ok() {
+                    self.discovery = Some(discovery);
+                    self.start_scan();
                 }
+                let _ = reply.send(result.map_err(Error::from));
             }
         }
     }
 
-    /// When to wake: after a failure, at the retry time; otherwise at the next due time, and
-    /// never later than the safety sweep.
-    fn wake_at(&self) -> Option<Instant> {
-        if let Some(wait) = self.retry_wait {
-            return Some(self.last_attempt + wait);
-        }
-        let now = Instant::now();
-        let wake = self
-            .next_due
-            .map(|due| now + until(due, now_ms().saturating_add(self.clock_ahead_ms)));
-        match self.config.sweep_interval() {
-            Some(sweep) => {
-                let at = self.last_attempt + sweep;
-                Some(wake.map_or(at, |w| w.min(at)))
+    /// Adds a queue (or another reference to it): subscribes its channel, plans a transfer now.
+    async fn add(
+        &mut self,
+        spec: QueueSpec,
+        config: SchedulerConfig,
+        discovered: bool,
+    ) -> Result<Arc<super::Counters>> {
+        let name = spec.keys.target().to_owned();
+        if let Some(state) = self.queues.get_mut(&name) {
+            if !discovered {
+                state.refs += 1;
+                state.discovered = false;
             }
-            None => wake,
+            return Ok(state.counters.clone());
         }
+        let channel = spec.keys.channel().to_owned();
+        // Discovered queues are heard through the pattern subscription.
+        if !discovered {
+            self.subscriber.subscribe(channel.as_str()).await?;
+        }
+        let mut state = QueueState::new(spec, config, discovered);
+        state.due_now();
+        let counters = state.counters.clone();
+        if let Some(shared) = self.shared.upgrade() {
+            shared.register(&name, counters.clone());
+        }
+        self.queues.insert(name.clone(), state);
+        self.by_channel.insert(channel, name.clone());
+        self.rotation.push_back(name.clone());
+        self.replan(&name);
+        tracing::debug!(queue = %name, discovered, "queue added to the scheduler group");
+        Ok(counters)
     }
 
-    /// A channel message: an earlier due time re-arms the wake-up (a later one is already
-    /// covered by the current wake-up, which re-reads the head); anything unreadable, a lagged
-    /// or closed stream, transfers now.
-    fn on_message(
+    async fn remove(&mut self, name: &str) {
+        let Some(state) = self.queues.remove(name) else {
+            return;
+        };
+        let channel = state.spec.keys.channel().to_owned();
+        self.by_channel.remove(&channel);
+        self.rotation.retain(|n| n != name);
+        if let Some(at) = self.wake_keys.remove(name) {
+            self.timer.remove(&(at, name.to_owned()));
+        }
+        if let Some(shared) = self.shared.upgrade() {
+            shared.unregister(name);
+        }
+        if !state.discovered {
+            let _ = self.subscriber.unsubscribe(channel).await;
+        }
+        tracing::debug!(queue = %name, "queue removed from the scheduler group");
+    }
+
+    /// A channel message: an earlier due time re-plans the queue's transfer; an unreadable one,
+    /// a lagged or closed stream, transfers now. With discovery on, a message on an unknown
+    /// queue's channel adds it.
+    async fn on_message(
         &mut self,
         message: Result<Message, RecvError>,
         messages: &mut Receiver<Message>,
     ) {
-        match message {
-            Ok(message) if message.channel == self.queue.keys.channel() => {
-                match message.value.as_str().and_then(|s| s.parse::<i64>().ok()) {
-                    Some(due) if self.retry_wait.is_none() => {
-                        if self.next_due.is_none_or(|known| due < known) {
-                            self.next_due = Some(due);
-                        }
+        let message = match message {
+            Ok(message) => message,
+            Err(RecvError::Lagged(_)) => return self.all_due_now(),
+            Err(RecvError::Closed) => {
+                tracing::warn!("message stream closed; re-attaching");
+                *messages = self.subscriber.message_rx();
+                return self.all_due_now();
+            }
+        };
+        let channel = message.channel.to_string();
+        let name = match self.by_channel.get(&channel) {
+            Some(name) => name.clone(),
+            None => match self.discovered_queue(&channel) {
+                Some(keys) => {
+                    let name = keys.target().to_owned();
+                    if let Err(err) = self.add_discovered(keys).await {
+                        tracing::warn!(queue = %name, error = %err, "cannot add a discovered queue");
                     }
-                    Some(_) => {}
-                    None => {
-                        tracing::warn!(queue = %self.name(), payload = ?message.value, "unreadable channel message; transferring now");
-                        self.transfer_now = true;
-                    }
+                    return;
+                }
+                None => return,
+            },
+        };
+        let due = message.value.as_str().and_then(|s| s.parse::<i64>().ok());
+        if let Some(state) = self.queues.get_mut(&name) {
+            match due {
+                Some(due) => state.announce(due),
+                None => {
+                    tracing::warn!(queue = %name, payload = ?message.value, "unreadable channel message; transferring now");
+                    state.due_now();
                 }
             }
-            Ok(_) => {}
-            Err(RecvError::Lagged(_)) => self.transfer_now = true,
-            Err(RecvError::Closed) => {
-                tracing::warn!(queue = %self.name(), "message stream closed; re-attaching");
-                *messages = self.subscriber.message_rx();
-                self.transfer_now = true;
+            if state.running {
+                state.rerun = true;
             }
+            self.replan(&name);
         }
     }
 
-    /// The pub/sub connection came back: it has lost its subscription and any message sent
-    /// meanwhile, so subscribe again, then catch up.
+    /// The pub/sub connection came back: it has lost its subscriptions and any message sent
+    /// meanwhile, so subscribe again, then transfer every queue.
     async fn on_reconnect(
         &mut self,
         reconnect: Result<Server, RecvError>,
@@ -210,68 +393,175 @@ impl TransferTask {
         if let Err(RecvError::Closed) = reconnect {
             *reconnects = self.subscriber.reconnect_rx();
         }
-        if let Err(err) = self.subscriber.subscribe(self.queue.keys.channel()).await {
-            self.counters.errors.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(queue = %self.name(), error = %err, "re-subscribe failed; the sweep covers until it works");
-        } else {
-            tracing::debug!(queue = %self.name(), "re-subscribed");
+        let channels: Vec<String> = self
+            .queues
+            .values()
+            .filter(|s| !s.discovered)
+            .map(|s| s.spec.keys.channel().to_owned())
+            .collect();
+        let mut failed = None;
+        for chunk in channels.chunks(SUBSCRIBE_CHUNK) {
+            if let Err(err) = self.subscriber.subscribe(chunk.to_vec()).await {
+                failed = Some(err);
+            }
         }
-        self.transfer_now = true;
+        if self.discovery.is_some() {
+            if let Err(err) = self.subscriber.psubscribe(CHANNEL_PATTERN).await {
+                failed = Some(err);
+            }
+        }
+        match failed {
+            Some(err) => {
+                tracing::warn!(error = %err, "re-subscribe failed; the sweep covers until it works")
+            }
+            None => tracing::debug!(queues = self.queues.len(), "re-subscribed"),
+        }
+        self.all_due_now();
     }
 
-    /// Transfers until nothing due is left; returns the earliest due time still pending. A
-    /// backlog (more than one call) is summed up in one log line.
-    async fn drain(&mut self) -> Result<Option<i64>> {
-        let (started, mut calls, mut moved) = (Instant::now(), 0u64, 0u64);
-        let head = loop {
-            let call = Instant::now();
-            let outcome =
-                transfer::run(&self.client, &self.queue, self.config.limits(self.batch)).await?;
-            self.clock_ahead_ms = outcome.now_ms.saturating_sub(now_ms());
-            let taken = outcome.moved + outcome.quarantined;
-            self.batch = self.config.next_batch(self.batch, taken, call.elapsed());
-            self.count(&outcome);
-            calls += 1;
-            moved += outcome.moved;
-            match outcome.next_due_ms {
-                // A backlog: more is due already. Keep going unless asked to stop.
-                Some(due) if due <= outcome.now_ms && taken > 0 && !self.token.is_cancelled() => {
-                    continue
+    fn all_due_now(&mut self) {
+        let names: Vec<String> = self.queues.keys().cloned().collect();
+        for name in names {
+            if let Some(state) = self.queues.get_mut(&name) {
+                state.due_now();
+                if state.running {
+                    state.rerun = true;
                 }
-                head => break head,
+            }
+            self.replan(&name);
+        }
+    }
+
+    /// The queue of `channel`, if discovery is on and its pattern takes it.
+    fn discovered_queue(&self, channel: &str) -> Option<QueueKeys> {
+        let discovery = self.discovery.as_ref()?;
+        let keys = QueueKeys::queue_of(channel)?;
+        discovery.takes(keys.target()).then_some(keys)
+    }
+
+    async fn add_discovered(&mut self, keys: QueueKeys) -> Result<()> {
+        let Some(discovery) = &self.discovery else {
+            return Ok(());
+        };
+        let spec = QueueSpec {
+            keys,
+            format: discovery.format,
+            clock: discovery.clock,
+        };
+        let config = self.config.clone();
+        self.add(spec, config, true).await.map(drop)
+    }
+
+    fn start_scan(&mut self) {
+        let Some(discovery) = &self.discovery else {
+            return;
+        };
+        self.next_scan = Some(tokio::time::Instant::now() + discovery.rescan);
+        let client = self.client.clone();
+        let discovery = discovery.clone();
+        self.jobs
+            .spawn(async move { Done::Scanned(scan(&client, &discovery).await) });
+    }
+
+    /// Adds the queues a scan found, and drops discovered queues it no longer finds.
+    async fn on_scanned(&mut self, found: Result<Vec<QueueKeys>>) {
+        let found = match found {
+            Ok(found) => found,
+            Err(err) => {
+                tracing::warn!(error = %err, "discovery scan failed; trying again at the next");
+                return;
             }
         };
-        if calls > 1 {
-            let ms = started.elapsed().as_millis() as u64;
-            tracing::info!(queue = %self.name(), moved, calls, ms, "caught up a backlog");
+        let names: HashSet<String> = found.iter().map(|k| k.target().to_owned()).collect();
+        let (mut added, mut dropped) = (0, 0);
+        for keys in found {
+            if !self.queues.contains_key(keys.target()) {
+                let name = keys.target().to_owned();
+                match self.add_discovered(keys).await {
+                    Ok(()) => added += 1,
+                    Err(err) => {
+                        tracing::warn!(queue = %name, error = %err, "cannot add a discovered queue")
+                    }
+                }
+            }
         }
-        Ok(head)
+        let vanished: Vec<String> = self
+            .queues
+            .iter()
+            .filter(|(name, state)| state.discovered && !state.running && !names.contains(*name))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in vanished {
+            self.remove(&name).await;
+            dropped += 1;
+        }
+        if added + dropped > 0 {
+            tracing::info!(added, dropped, queues = self.queues.len(), "discovery");
+        }
     }
+}
 
-    fn count(&self, outcome: &transfer::TransferOutcome) {
-        let counters = &self.counters;
-        counters.transfers.fetch_add(1, Ordering::Relaxed);
-        counters.moved.fetch_add(outcome.moved, Ordering::Relaxed);
-        if outcome.quarantined > 0 {
-            counters
-                .quarantined
-                .fetch_add(outcome.quarantined, Ordering::Relaxed);
-            tracing::error!(
-                queue = self.name(),
-                quarantined = outcome.quarantined,
-                quarantine_key = self.queue.keys.quarantine(),
-                "malformed entries moved to quarantine"
-            );
+/// The head score of each queue's timeout zset, in one pipelined round trip.
+async fn probe(
+    client: &Client,
+    picked: Vec<(String, String)>,
+) -> Vec<(String, Result<Option<i64>>)> {
+    let pipeline = client.pipeline();
+    for (_, timeout) in &picked {
+        let _: std::result::Result<(), _> = pipeline
+            .zrange(timeout.as_str(), 0, 0, None, false, None, true)
+            .await;
+    }
+    let replies = pipeline.try_all::<Value>().await;
+    picked
+        .into_iter()
+        .zip(replies)
+        .map(|((name, key), reply)| {
+            let head = reply
+                .map_err(|e| Error::from_redis("ZRANGE", &key, e))
+                .and_then(|reply| match reply {
+                    Value::Array(items) => match items.get(1) {
+                        Some(score) => reply::score(score, "ZRANGE"),
+                        None => Ok(None),
+                    },
+                    Value::Null => Ok(None),
+                    other => Err(Error::UnexpectedReply {
+                        context: "ZRANGE",
+                        detail: format!("{other:?}"),
+                    }),
+                });
+            (name, head)
+        })
+        .collect()
+}
+
+/// Every Redisson delayed queue the discovery takes: the timeout zsets, on every master.
+async fn scan(client: &Client, discovery: &Discovery) -> Result<Vec<QueueKeys>> {
+    let pattern = "redisson_delay_queue_timeout:*";
+    let mut keys = match client.is_clustered() {
+        true => client
+            .scan_cluster_buffered(pattern, Some(1_000), Some(ScanType::ZSet))
+            .boxed(),
+        false => client
+            .scan_buffered(pattern, Some(1_000), Some(ScanType::ZSet))
+            .boxed(),
+    };
+    let mut found = Vec::new();
+    let mut seen = HashSet::new();
+    while let Some(key) = keys.next().await {
+        let key = key?;
+        let Some(text) = key.as_str() else { continue };
+        if let Some(queue) = QueueKeys::queue_of(text) {
+            if discovery.takes(queue.target()) && seen.insert(queue.target().to_owned()) {
+                found.push(queue);
+            }
         }
-        if outcome.moved > 0 {
-            tracing::debug!(
-                queue = self.name(),
-                moved = outcome.moved,
-                by_index = outcome.found_by_index,
-                at_head = outcome.found_at_head,
-                batch = self.batch,
-                "transferred"
-            );
-        }
+    }
+    Ok(found)
+}
+
+impl Discovery {
+    fn takes(&self, name: &str) -> bool {
+        self.pattern.as_deref().is_none_or(|p| glob_match(p, name))
     }
 }

@@ -1,0 +1,343 @@
+//! [`SchedulerGroup`]: any number of queues transferred by one task, on one pub/sub connection,
+//! with one timer and one budgeted safety sweep; queues added and removed at run time, or found
+//! by discovery.
+
+use super::config::SchedulerConfig;
+use super::task::GroupTask;
+use super::{Counters, SchedulerStats};
+use crate::entry::EntryFormat;
+use crate::keys::QueueKeys;
+use crate::redis::script::QueueSpec;
+use crate::time::Clock;
+use crate::{Error, Result};
+use fred::clients::Client;
+use fred::interfaces::{ClientLike, EventInterface};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// A request to the group's task.
+pub(super) enum Cmd {
+    Add {
+        spec: Box<QueueSpec>,
+        config: Box<SchedulerConfig>,
+        reply: oneshot::Sender<Result<Arc<Counters>>>,
+    },
+    Remove {
+        name: String,
+        reply: oneshot::Sender<bool>,
+    },
+    Discover {
+        discovery: Discovery,
+        reply: oneshot::Sender<Result<()>>,
+    },
+}
+
+/// What the task and every handle of a group share.
+#[derive(Debug)]
+pub(super) struct GroupShared {
+    commands: mpsc::UnboundedSender<Cmd>,
+    pub(super) token: CancellationToken,
+    join: Mutex<Option<JoinHandle<()>>>,
+    finished: AtomicBool,
+    counters: Mutex<HashMap<String, Arc<Counters>>>,
+}
+
+impl GroupShared {
+    pub(super) fn register(&self, name: &str, counters: Arc<Counters>) {
+        self.counters().insert(name.to_owned(), counters);
+    }
+
+    pub(super) fn unregister(&self, name: &str) {
+        self.counters().remove(name);
+    }
+
+    pub(super) fn set_finished(&self) {
+        self.finished.store(true, Ordering::Release);
+    }
+
+    fn counters(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Counters>>> {
+        self.counters.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for GroupShared {
+    fn drop(&mut self) {
+        // The last handle is gone: stop the task (it finishes a transfer in progress).
+        self.token.cancel();
+    }
+}
+
+/// Which queues discovery finds: every Redisson delayed queue whose name matches the glob
+/// `pattern` (all without one), looked for by a pattern subscription on the channels and a scan
+/// of the timeout zsets every `rescan` (on every master of a Cluster).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Discovery {
+    pub(super) pattern: Option<String>,
+    pub(super) rescan: Duration,
+    pub(super) format: EntryFormat,
+    pub(super) clock: Clock,
+}
+
+impl Default for Discovery {
+    fn default() -> Self {
+        Discovery {
+            pattern: None,
+            rescan: Duration::from_secs(30),
+            format: EntryFormat::default(),
+            clock: Clock::default(),
+        }
+    }
+}
+
+impl Discovery {
+    /// Every queue.
+    pub fn all() -> Discovery {
+        Discovery::default()
+    }
+
+    /// Only queues whose name matches the glob `pattern` (`*`, `?`).
+    #[must_use]
+    pub fn matching(mut self, pattern: impl Into<String>) -> Self {
+        self.pattern = Some(pattern.into());
+        self
+    }
+
+    /// How often to scan for queues (new ones are found sooner by their channel's first
+    /// message; vanished ones are dropped at a scan). Default: 30 s.
+    #[must_use]
+    pub fn rescan_every(mut self, interval: Duration) -> Self {
+        self.rescan = interval;
+        self
+    }
+
+    /// The entry format of the queues found. Default: [`EntryFormat::Current`].
+    #[must_use]
+    pub fn entry_format(mut self, format: EntryFormat) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// Whose clock decides what is due in the queues found. Default: this process's.
+    #[must_use]
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+}
+
+/// Transfers any number of queues from one task: one pub/sub connection (classic pub/sub
+/// reaches it from every node of a Cluster), one precise timer, one safety sweep within a
+/// budget of queues per second (see [`SchedulerConfig::with_sweep_budget`]), at most
+/// [`max_concurrent_transfers`](SchedulerConfig::with_max_concurrent_transfers) transfers at
+/// once. Queues are added and removed at run time, or found by [`discover`](Self::discover).
+/// Cheap to clone; the last clone dropped stops it (without waiting);
+/// [`shutdown`](Self::shutdown) stops it and waits.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn ex(client: delayq::fred::clients::Client) -> Result<(), delayq::Error> {
+/// use delayq::{Discovery, SchedulerConfig, SchedulerGroup};
+///
+/// let group = SchedulerGroup::spawn(client, SchedulerConfig::default()).await?;
+/// group.add("orders").await?;
+/// group.add("invoices").await?;
+/// // Or every Redisson delayed queue of the Redis, as they come and go:
+/// group.discover(Discovery::all().matching("tenant-*")).await?;
+/// // ...
+/// group.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SchedulerGroup {
+    shared: Arc<GroupShared>,
+    config: SchedulerConfig,
+}
+
+impl SchedulerGroup {
+    /// Starts an empty group: commands go through `client`, the channel messages of every queue
+    /// come on one more connection (a `clone_new` of `client`).
+    ///
+    /// # Errors
+    ///
+    /// An invalid config, or no pub/sub connection.
+    pub async fn spawn(client: Client, config: SchedulerConfig) -> Result<SchedulerGroup> {
+        config.validate()?;
+        let subscriber = client.clone_new();
+        crate::redis::init_client(&subscriber).await?;
+        // Receivers are taken before any subscription so that no message is missed.
+        let messages = subscriber.message_rx();
+        let reconnects = subscriber.reconnect_rx();
+        let (commands, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(GroupShared {
+            commands,
+            token: CancellationToken::new(),
+            join: Mutex::new(None),
+            finished: AtomicBool::new(false),
+            counters: Mutex::default(),
+        });
+        crate::redis::server::warn_if_evicting(&client, "transfer scheduler", "*").await;
+        let task = match GroupTask::new(client, subscriber.clone(), config.clone(), shared.clone())
+        {
+            Ok(task) => task,
+            Err(err) => {
+                let _ = subscriber.quit().await;
+                return Err(err);
+            }
+        };
+        let join = tokio::spawn(task.run(rx, messages, reconnects));
+        *shared.join.lock().unwrap_or_else(PoisonError::into_inner) = Some(join);
+        Ok(SchedulerGroup { shared, config })
+    }
+
+    /// Adds the queue `name` (current entry format, this process's clock, the group's config);
+    /// its channel is subscribed and a first transfer planned when this returns. Adding a queue
+    /// the group has counts one more reference (see [`remove`](Self::remove)).
+    ///
+    /// # Errors
+    ///
+    /// The subscription failed, or the group has stopped.
+    pub async fn add(&self, name: impl Into<String>) -> Result<()> {
+        let spec = QueueSpec {
+            keys: QueueKeys::new(name),
+            format: EntryFormat::default(),
+            clock: Clock::default(),
+        };
+        self.add_spec(spec, self.config.clone()).await.map(drop)
+    }
+
+    /// Adds the queue `name` with its own entry format, clock and batch settings (the group's
+    /// sweep and concurrency settings stay the group's).
+    ///
+    /// # Errors
+    ///
+    /// As [`add`](Self::add), or an invalid config.
+    pub async fn add_with(
+        &self,
+        name: impl Into<String>,
+        format: EntryFormat,
+        clock: Clock,
+        config: SchedulerConfig,
+    ) -> Result<()> {
+        config.validate()?;
+        let spec = QueueSpec {
+            keys: QueueKeys::new(name),
+            format,
+            clock,
+        };
+        self.add_spec(spec, config).await.map(drop)
+    }
+
+    pub(super) async fn add_spec(
+        &self,
+        spec: QueueSpec,
+        config: SchedulerConfig,
+    ) -> Result<Arc<Counters>> {
+        let (reply, answer) = oneshot::channel();
+        self.shared
+            .commands
+            .send(Cmd::Add {
+                spec: Box::new(spec),
+                config: Box::new(config),
+                reply,
+            })
+            .map_err(|_| Error::Closed)?;
+        answer.await.map_err(|_| Error::Closed)?
+    }
+
+    /// Drops one reference to the queue `name`; the last one stops transferring it and
+    /// unsubscribes its channel. False when the group does not have it.
+    pub async fn remove(&self, name: &str) -> bool {
+        let (reply, answer) = oneshot::channel();
+        let cmd = Cmd::Remove {
+            name: name.to_owned(),
+            reply,
+        };
+        if self.shared.commands.send(cmd).is_err() {
+            return false;
+        }
+        answer.await.unwrap_or(false)
+    }
+
+    /// Finds every Redisson delayed queue of the Redis that `discovery` takes and keeps finding
+    /// new ones (a pattern subscription on their channels, a periodic scan of their timeout
+    /// zsets on every master) and dropping those that vanish, while the group runs.
+    ///
+    /// # Errors
+    ///
+    /// The pattern subscription failed, or the group has stopped.
+    pub async fn discover(&self, discovery: Discovery) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.shared
+            .commands
+            .send(Cmd::Discover { discovery, reply })
+            .map_err(|_| Error::Closed)?;
+        answer.await.map_err(|_| Error::Closed)?
+    }
+
+    /// The names of the queues the group transfers now.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.shared.counters().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Counters of every queue together, since each was added.
+    pub fn stats(&self) -> SchedulerStats {
+        self.shared
+            .counters()
+            .values()
+            .fold(SchedulerStats::default(), |sum, c| sum.plus(&c.snapshot()))
+    }
+
+    /// Counters of the queue `name`.
+    pub fn queue_stats(&self, name: &str) -> Option<SchedulerStats> {
+        self.shared.counters().get(name).map(|c| c.snapshot())
+    }
+
+    /// True once the group's task has ended.
+    pub fn is_finished(&self) -> bool {
+        self.shared.finished.load(Ordering::Acquire)
+    }
+
+    /// Stops the group, for every clone: transfers in progress complete (scripts are atomic),
+    /// then it unsubscribes and closes its pub/sub connection.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping this future after it started still stops the group; only the wait for it to
+    /// finish is cut short.
+    pub async fn shutdown(self) {
+        self.shared.token.cancel();
+        let join = self
+            .shared
+            .join
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(join) = join {
+            if let Err(err) = join.await {
+                tracing::warn!(error = %err, "scheduler group task failed");
+            }
+        }
+    }
+
+    /// Whether `other` is this group's.
+    pub(super) fn same_as_weak(&self, other: &std::sync::Weak<GroupShared>) -> bool {
+        std::sync::Weak::ptr_eq(&Arc::downgrade(&self.shared), other)
+    }
+
+    pub(super) fn shared(&self) -> &Arc<GroupShared> {
+        &self.shared
+    }
+
+    pub(super) fn from_shared(shared: Arc<GroupShared>, config: SchedulerConfig) -> SchedulerGroup {
+        SchedulerGroup { shared, config }
+    }
+}
