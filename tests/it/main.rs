@@ -8,11 +8,13 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod auth;
 mod bad_input;
 #[cfg(feature = "cli")]
 mod clock;
 mod codec_jackson;
 mod codec_kryo;
+mod connect_options;
 mod consumer;
 mod fuzz_decode;
 mod fuzz_live;
@@ -26,6 +28,8 @@ mod reliable;
 mod reschedule;
 mod retried_calls;
 mod scheduler;
+#[cfg(feature = "tls")]
+mod tls;
 mod topologies;
 mod transfer;
 mod transfer_head;
