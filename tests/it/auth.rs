@@ -1,7 +1,7 @@
 //! Authentication on every connection delayq opens: `requirepass`, an ACL user limited to one
 //! queue's keys and channel, Sentinel with passwords on the data nodes and the sentinels.
 
-use crate::common::{unique_name, Setup, TestRedis, TestSentinel};
+use crate::common::{unique_name, Setup, TestCluster, TestRedis, TestSentinel};
 use delayq::codec::StringCodec;
 use delayq::{Clock, DelayedQueue, ReliableConfig, Scheduler};
 use std::time::Duration;
@@ -117,14 +117,18 @@ pub(crate) fn acl_rules(name: &str) -> Vec<String> {
     .collect()
 }
 
+/// `ACL SETUSER app RULES...`.
+fn setuser(rules: &[String]) -> Vec<&str> {
+    let mut args = vec!["ACL", "SETUSER", "app"];
+    args.extend(rules.iter().map(String::as_str));
+    args
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acl_user_limited_to_one_queue() {
     let redis = TestRedis::start_setup(&Setup::password("admin-pass"), &[]);
     let name = unique_name("acl");
-    let mut setuser = vec!["ACL".to_string(), "SETUSER".into(), "app".into()];
-    setuser.extend(acl_rules(&name));
-    let args: Vec<&str> = setuser.iter().map(String::as_str).collect();
-    assert_eq!(redis.cli(&args), "OK");
+    assert_eq!(redis.cli(&setuser(&acl_rules(&name))), "OK");
 
     let url = format!("redis://app:app-pass@127.0.0.1:{}", redis.port);
     let client = delayq::connect(&url).await.unwrap();
@@ -154,5 +158,39 @@ async fn sentinel_with_passwords_follows_a_failover() {
     let sentinel = TestSentinel::start_setup(&setup);
     let client = delayq::connect(&sentinel.url()).await.unwrap();
     use_every_connection(&client, &unique_name("auth-sentinel")).await;
+
+    // An ACL user on the data nodes (ACL users are not replicated: set on both) also needs
+    // ROLE, which fred sends to check that the node Sentinel named is the master.
+    let name = unique_name("acl-sentinel");
+    let mut rules = acl_rules(&name);
+    rules.push("+role".into());
+    for port in [sentinel.master_port(), sentinel.replica_port()] {
+        assert_eq!(sentinel.cli(port, &setuser(&rules)), "OK");
+    }
+    let app_url = sentinel.url().replacen(":data-secret@", "app:app-pass@", 1);
+    assert_ne!(app_url, sentinel.url());
+    let app = delayq::connect(&app_url).await.unwrap();
+    use_every_connection(&app, &name).await;
+
     crate::topologies::follows_failover_within_3s(sentinel, client).await;
+}
+
+/// On a Cluster the same user also needs `CLUSTER SLOTS` and `CLUSTER INFO` (fred reads the slot
+/// map with the one and checks the cluster's health with the other).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_user_on_a_cluster() {
+    let cluster = TestCluster::start_setup(3, &Setup::password("admin-pass"));
+    let name = unique_name("acl-cluster");
+    let mut rules = acl_rules(&name);
+    rules.extend(["+cluster|slots".into(), "+cluster|info".into()]);
+    for node in 0..3 {
+        assert_eq!(cluster.cli(node, &setuser(&rules)), "OK");
+    }
+    let ports = cluster.client_ports();
+    let url = format!(
+        "redis-cluster://app:app-pass@127.0.0.1:{}?node=127.0.0.1:{}",
+        ports[0], ports[1]
+    );
+    let client = delayq::connect(&url).await.unwrap();
+    use_every_connection(&client, &name).await;
 }

@@ -11,6 +11,8 @@ mod common;
 mod auth;
 mod bad_input;
 #[cfg(feature = "cli")]
+mod cli_connect;
+#[cfg(feature = "cli")]
 mod clock;
 mod codec_jackson;
 mod codec_kryo;

@@ -19,15 +19,21 @@ pub(crate) struct Cli {
 /// The options every command takes.
 #[derive(Debug, Args)]
 pub(crate) struct Global {
-    /// Redis URL: redis://, redis-cluster://host:port?node=host:port,
-    /// redis-sentinel://host:port?sentinelServiceName=NAME
+    /// Redis URL: redis://[[user]:password@]host:port[/db], redis-cluster://host:port?node=host:port,
+    /// redis-sentinel://host:port?sentinelServiceName=NAME; TLS: rediss://, rediss-cluster://,
+    /// rediss-sentinel://. Prefer REDIS_URL for a URL with a password (the process list shows
+    /// flags).
     #[arg(
         long,
         global = true,
         env = "REDIS_URL",
+        hide_env_values = true,
         default_value = "redis://127.0.0.1:6379"
     )]
     pub(crate) url: String,
+
+    #[command(flatten)]
+    pub(crate) connection: crate::connection::ConnectionArgs,
 
     /// The Redisson codec of the queue's values.
     #[arg(long, global = true, value_enum, default_value_t = CodecName::String)]

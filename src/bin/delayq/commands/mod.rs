@@ -6,6 +6,7 @@ mod transfer;
 mod work;
 
 use crate::cli::{Cli, Command, Global};
+use crate::connection::redact_url;
 use crate::text_codec::TextCodec;
 use anyhow::Context;
 use delayq::fred::clients::Client;
@@ -37,9 +38,12 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
     let global = cli.global;
     let codec =
         TextCodec::new(global.codec, global.java_class.clone()).map_err(anyhow::Error::msg)?;
-    let client = delayq::connect(&global.url)
+    let client = global
+        .connection
+        .options()
+        .connect(&global.url)
         .await
-        .with_context(|| format!("cannot connect to {}", global.url))?;
+        .with_context(|| format!("cannot connect to {}", redact_url(&global.url)))?;
     let ctx = Ctx {
         client,
         codec,
