@@ -17,6 +17,14 @@ fn trusting(certs: &TestCerts) -> ConnectOptions {
     ConnectOptions::new().tls(TlsOptions::new().ca_file(certs.ca()))
 }
 
+fn named(certs: &TestCerts) -> ConnectOptions {
+    ConnectOptions::new().tls(
+        TlsOptions::new()
+            .ca_file(certs.ca())
+            .server_name(TestCerts::NAMED_HOST),
+    )
+}
+
 /// The local ports of the server's client connections other than `CLIENT LIST`'s own.
 fn client_local_ports(list: &str) -> Vec<u16> {
     list.lines()
@@ -135,12 +143,7 @@ async fn server_name_verifies_a_certificate_for_another_name() {
     let err = trusting(&certs).connect(&redis.url()).await.unwrap_err();
     assert!(err.to_string().contains("NotValidForName"), "{err}");
 
-    let named = ConnectOptions::new().tls(
-        TlsOptions::new()
-            .ca_file(certs.ca())
-            .server_name(TestCerts::NAMED_HOST),
-    );
-    let client = named.connect(&redis.url()).await.unwrap();
+    let client = named(&certs).connect(&redis.url()).await.unwrap();
     round_trip(&client, &unique_name("sni")).await;
 }
 
@@ -171,13 +174,20 @@ async fn missing_files_are_named_in_the_error() {
     );
 }
 
+/// The nodes' certificate names only redis.delayq.test: the server name must reach the nodes
+/// found through `CLUSTER SLOTS` (as 127.0.0.1) too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cluster_over_tls() {
+async fn cluster_over_tls_with_a_server_name() {
     let certs = certs();
-    let cluster = TestCluster::start_setup(3, &Setup::tls(&certs));
+    let setup = Setup {
+        named_cert: true,
+        ..Setup::tls(&certs)
+    };
+    let cluster = TestCluster::start_setup(3, &setup);
     let url = cluster.url();
     assert!(url.starts_with("rediss-cluster://"), "{url}");
-    let client = trusting(&certs).connect(&url).await.unwrap();
+    assert!(trusting(&certs).connect(&url).await.is_err());
+    let client = named(&certs).connect(&url).await.unwrap();
     // Queues on at least two masters, all through TLS connections.
     let first = unique_name("tls-cluster");
     let first_owner = cluster.slot_owner(cluster.key_slot(&first));
@@ -199,20 +209,23 @@ async fn cluster_over_tls() {
     }
 }
 
-/// Sentinels and data nodes on TLS, with passwords on both: the client and the +switch-master
-/// listeners connect with TLS and the right credentials, and a failover is followed in 3 s.
+/// Sentinels and data nodes on TLS, with passwords on both and certificates that name only
+/// redis.delayq.test: the client (sentinels, then the master they name as 127.0.0.1) and the
+/// +switch-master listeners connect with TLS, the server name and the right credentials, and a
+/// failover is followed in 3 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_over_tls_with_passwords_follows_a_failover() {
     let certs = certs();
     let setup = Setup {
         password: Some("data-secret".into()),
         sentinel_password: Some("sentinel-secret".into()),
+        named_cert: true,
         ..Setup::tls(&certs)
     };
     let sentinel = TestSentinel::start_setup(&setup);
     let url = sentinel.url();
     assert!(url.starts_with("rediss-sentinel://"), "{url}");
-    let client = trusting(&certs).connect(&url).await.unwrap();
+    let client = named(&certs).connect(&url).await.unwrap();
     round_trip(&client, &unique_name("tls-sentinel")).await;
     crate::topologies::follows_failover_within_3s(sentinel, client).await;
 }
