@@ -15,6 +15,21 @@ fn silent_port() -> (TcpListener, u16) {
     (listener, port)
 }
 
+/// The seconds an error message says it waited ("... after 10.0 s ...").
+fn said_waited(message: &str) -> Duration {
+    let number = message
+        .split_once("after ")
+        .and_then(|(_, rest)| rest.split_once(" s"))
+        .map(|(number, _)| number)
+        .unwrap_or_else(|| panic!("no \"after N s\" in {message:?}"));
+    Duration::from_secs_f64(number.parse().unwrap())
+}
+
+/// Whether `said` (to 0.1 s) is the time really waited.
+fn close_to(said: Duration, took: Duration) -> bool {
+    said.abs_diff(took) <= Duration::from_millis(150)
+}
+
 /// A loopback port nothing listens on (bound, then closed).
 fn closed_port() -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
@@ -32,12 +47,14 @@ async fn silent_server_fails_after_the_default_connect_timeout() {
         .await
         .unwrap_err();
     let took = started.elapsed();
+    // Under load the timer can fire a little late; the message says what really happened.
     assert!(
-        took >= Duration::from_secs(10) && took < Duration::from_secs(12),
+        took >= Duration::from_secs(10) && took < Duration::from_secs(13),
         "took {took:?}: {err}"
     );
     let text = err.to_string();
-    assert!(text.contains("after 10.0 s"), "{text}");
+    assert!(close_to(said_waited(&text), took), "took {took:?}: {text}");
+    assert!(text.contains("connect timeout 10.0 s"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,7 +124,7 @@ async fn command_timeout_applies_to_a_server_that_stops_answering() {
     signal("CONT", &pid);
     let err = result.unwrap_err();
     assert!(
-        took >= Duration::from_millis(800) && took < Duration::from_millis(2_500),
+        took >= Duration::from_millis(800) && took < Duration::from_secs(4),
         "took {took:?}: {err}"
     );
     assert!(

@@ -95,7 +95,8 @@ async fn untrusted_certificates_are_refused_quickly() {
         let started = Instant::now();
         let err = options.connect(&redis.url()).await.unwrap_err();
         let text = err.to_string();
-        assert!(started.elapsed() < Duration::from_secs(3), "{what}: {text}");
+        // Refused by the handshake, not by the 10 s connect timeout.
+        assert!(started.elapsed() < Duration::from_secs(5), "{what}: {text}");
         assert!(text.contains("UnknownIssuer"), "{what}: {text}");
     }
     // Nothing got through to run a command.
@@ -112,12 +113,10 @@ async fn mutual_tls_needs_the_client_certificate() {
     };
     let redis = TestRedis::start_setup(&setup, &[]);
     let started = Instant::now();
-    let refused = trusting(&certs)
-        .connect_timeout(Duration::from_secs(3))
-        .connect(&redis.url())
-        .await;
+    let refused = trusting(&certs).connect(&redis.url()).await;
     assert!(refused.is_err(), "connected without a client certificate");
-    assert!(started.elapsed() < Duration::from_secs(4));
+    // Refused by the server, not by the 10 s connect timeout.
+    assert!(started.elapsed() < Duration::from_secs(5), "{refused:?}");
 
     let client = ConnectOptions::new()
         .tls(
