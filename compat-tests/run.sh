@@ -4,6 +4,9 @@
 #
 # Exits non-zero when any Maven run fails or any cell of the matrix is FAIL.
 # COMPAT_VERSIONS="4.7.0 3.52.0" limits the run to some of the versions below.
+# COMPAT_SERVER=/path/to/valkey-server runs the suites on that server program instead of
+# redis-server; COMPAT_SCENARIOS="1 2 3 4" runs only those scenarios of the matrix (not the golden
+# fixtures); COMPAT_RESULTS=FILE writes the matrix there instead of compat-tests/RESULTS.md.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -17,8 +20,17 @@ matrix=(
   "3.21.0 2.14.2 0.9.1 legacy"
 )
 wanted="${COMPAT_VERSIONS:-}"
+server="${COMPAT_SERVER:-redis-server}"
+scenarios="${COMPAT_SCENARIOS:-}"
+out="${COMPAT_RESULTS:-$here/RESULTS.md}"
+only=()
+if [[ -n "$scenarios" ]]; then
+  filter=""
+  for s in $scenarios; do filter+="${filter:++}s${s}*"; done
+  only=("-Dtest=CompatMatrixTest#$filter" "-Dsurefire.failIfNoSpecifiedTests=false")
+fi
 
-for tool in cargo mvn java redis-server; do
+for tool in cargo mvn java "$server"; do
   command -v "$tool" >/dev/null || { echo "compat-tests: $tool is not installed" >&2; exit 2; }
 done
 
@@ -27,6 +39,8 @@ echo "== building delayq-compat-peer"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 peer="$target_dir/debug/delayq-compat-peer"
 
+server_banner="$("$server" --version | head -1)"
+echo "== server: $server_banner"
 results="$here/target/compat-results"
 rm -rf "$results"
 mkdir -p "$results"
@@ -44,6 +58,7 @@ for row in "${matrix[@]}"; do
   mvn -B -f "$here/pom.xml" \
       -Dredisson.version="$version" -Djackson.version="$jackson" -Dmsgpack.version="$msgpack" \
       -Dlegacy.format="$legacy" -Dpeer.bin="$peer" -Dresults.dir="$results" \
+      -Dredis.server="$server" "${only[@]}" \
       test >"$results/maven-$version.log" 2>&1
   rc=$?
   # Surefire's summary lines (CI reads "Tests run:") and the failures, without the noise.
@@ -55,6 +70,7 @@ for row in "${matrix[@]}"; do
   ran+=("$version")
 done
 
-java "$here/tools/Aggregate.java" "$results" "$here/RESULTS.md" "${ran[@]}" || status=1
-cat "$here/RESULTS.md"
+java -Dcompat.server="$server_banner" -Dcompat.scenarios="$scenarios" \
+  "$here/tools/Aggregate.java" "$results" "$out" "${ran[@]}" || status=1
+cat "$out"
 exit "$status"

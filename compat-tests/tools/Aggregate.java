@@ -18,7 +18,16 @@ public class Aggregate {
         Path out = Path.of(args[1]);
         StringBuilder md = new StringBuilder();
         md.append("# delayq vs. Redisson: interop matrix\n\n");
-        md.append("Written by `compat-tests/run.sh` (see README.md there). Scenarios:\n\n");
+        md.append("Written by `compat-tests/run.sh` (see README.md there).");
+        String server = System.getProperty("compat.server", "");
+        if (!server.isEmpty()) {
+            md.append(" Server: ").append(server).append('.');
+        }
+        String only = System.getProperty("compat.scenarios", "");
+        if (!only.isEmpty()) {
+            md.append(" Scenarios run: ").append(only).append(" (the others' cells are empty).");
+        }
+        md.append(" Scenarios:\n\n");
         md.append("- **S1** Java offers (mixed delays), only delayq's scheduler runs, a delayq consumer takes every value: right bytes and value, none early.\n");
         md.append("- **S2** delayq offers (single and batched), only Java's `RDelayedQueue` scheduler runs, Java `poll(timeout)` decodes every value, none early.\n");
         md.append("- **S3** two Java clients and two delayq processes, all running schedulers, 4 x 500 random-delay offers: every value lands exactly once.\n");

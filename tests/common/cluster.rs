@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use super::process::{redis_cli, wait_until, Node};
+use super::process::{cli_conn, pick_port, redis_cli, wait_until, Node};
 use super::resp::{self, Reply};
+use super::setup::{server_program, Setup};
 use super::{server_args, temp_dir};
 
 const CLUSTER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -17,6 +18,9 @@ const CLUSTER_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub struct TestCluster {
     nodes: Vec<Node>,
+    /// The nodes' TLS ports (by node index), with a TLS set-up.
+    tls_ports: Vec<u16>,
+    setup: Setup,
     ids: Vec<String>,
     _dir: TempDir,
 }
@@ -26,6 +30,13 @@ impl TestCluster {
     /// servers, joins them with `redis-cli --cluster create ... --cluster-replicas 0`, and waits
     /// until every node reports `cluster_state:ok` and knows all the others.
     pub fn start(masters: usize) -> TestCluster {
+        TestCluster::start_setup(masters, &Setup::default())
+    }
+
+    /// Like [`start`](Self::start), with `setup`. With TLS the nodes also talk TLS among
+    /// themselves (`tls-cluster yes`), and clients that connect over TLS get the TLS ports in
+    /// `CLUSTER SLOTS`; the harness keeps to the plaintext ports.
+    pub fn start_setup(masters: usize, setup: &Setup) -> TestCluster {
         assert!(
             masters >= 3,
             "TestCluster::start({masters}): redis-cli --cluster create needs at least 3 masters"
@@ -39,12 +50,27 @@ impl TestCluster {
             "--cluster-node-timeout",
             "5000",
         ];
+        let mut tls_ports = Vec::new();
         let nodes: Vec<Node> = (0..masters)
             .map(|i| {
                 let node_dir = dir.path().join(format!("node{i}"));
-                Node::start("redis-server", &node_dir, true, |port| {
-                    server_args(port, &node_dir, &cluster_args)
-                })
+                let tls_port = std::cell::Cell::new(0);
+                let node = Node::start(&server_program(), &node_dir, true, |port| {
+                    resp::set_password(port, setup.password.as_deref());
+                    let mut args: Vec<String> =
+                        cluster_args.iter().map(|a| a.to_string()).collect();
+                    args.extend(setup.auth_args());
+                    if setup.tls.is_some() {
+                        tls_port.set(pick_port(false));
+                        args.extend(setup.tls_args(tls_port.get()));
+                        args.extend(["--tls-cluster".into(), "yes".into()]);
+                        args.extend(["--tls-replication".into(), "yes".into()]);
+                    }
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    server_args(port, &node_dir, &args)
+                });
+                tls_ports.push(tls_port.get());
+                node
             })
             .collect();
 
@@ -53,6 +79,9 @@ impl TestCluster {
             .map(|n| format!("127.0.0.1:{}", n.port()))
             .collect();
         let output = Command::new("redis-cli")
+            .args(setup.password.as_ref().map_or(Vec::new(), |p| {
+                vec!["-a".to_string(), p.clone(), "--no-auth-warning".to_string()]
+            }))
             .arg("--cluster")
             .arg("create")
             .args(&addrs)
@@ -78,6 +107,8 @@ impl TestCluster {
             .collect();
         let cluster = TestCluster {
             nodes,
+            tls_ports,
+            setup: setup.clone(),
             ids,
             _dir: dir,
         };
@@ -108,14 +139,30 @@ impl TestCluster {
         });
     }
 
-    /// fred's cluster URL: `redis-cluster://127.0.0.1:P1?node=127.0.0.1:P2&node=...`.
+    /// fred's cluster URL: `redis-cluster://127.0.0.1:P1?node=127.0.0.1:P2&node=...`
+    /// (`rediss-cluster://` and the TLS ports with TLS, the password when there is one).
     pub fn url(&self) -> String {
-        let mut url = format!("redis-cluster://127.0.0.1:{}", self.nodes[0].port());
-        for (i, node) in self.nodes.iter().enumerate().skip(1) {
+        let ports = self.client_ports();
+        let mut url = format!(
+            "{}://{}127.0.0.1:{}",
+            self.setup.scheme("-cluster"),
+            self.setup.userinfo(),
+            ports[0]
+        );
+        for (i, port) in ports.iter().enumerate().skip(1) {
             url.push(if i == 1 { '?' } else { '&' });
-            url.push_str(&format!("node=127.0.0.1:{}", node.port()));
+            url.push_str(&format!("node=127.0.0.1:{port}"));
         }
         url
+    }
+
+    /// The ports clients connect to: the TLS ports with TLS, else the plaintext ones.
+    pub fn client_ports(&self) -> Vec<u16> {
+        if self.setup.tls.is_some() {
+            self.tls_ports.clone()
+        } else {
+            self.ports()
+        }
     }
 
     /// The nodes' client ports, by node index.
@@ -140,7 +187,7 @@ impl TestCluster {
 
     /// Runs `redis-cli -p PORT args...` against node `node` (no `-c`: no redirect following).
     pub fn cli(&self, node: usize, args: &[&str]) -> String {
-        redis_cli(&["-p".into(), self.port(node).to_string()], args)
+        redis_cli(&cli_conn(self.port(node)), args)
     }
 
     /// The hash slot of `key` (`CLUSTER KEYSLOT`).

@@ -34,11 +34,13 @@
 
 #![allow(dead_code, unused_imports)]
 
+mod certs;
 mod cluster;
 mod process;
 pub mod queue;
 mod resp;
 mod sentinel;
+mod setup;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -47,10 +49,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tempfile::TempDir;
 
+pub use certs::TestCerts;
 pub use cluster::TestCluster;
-pub use process::{redis_cli, wait_until};
+pub use process::{cli_conn, redis_cli, wait_until};
 pub use resp::{call as resp_call, Reply};
 pub use sentinel::TestSentinel;
+pub use setup::{is_valkey, server_program, Setup};
 
 use process::Node;
 
@@ -123,8 +127,10 @@ fn server_args(port: u16, dir: &Path, extra: &[&str]) -> Vec<OsString> {
 /// One standalone Redis server (or the external `REDIS_URL` server, see the module docs).
 #[derive(Debug)]
 pub struct TestRedis {
-    /// The port the server listens on.
+    /// The (plaintext) port the server listens on.
     pub port: u16,
+    /// The TLS port, with a TLS [`Setup`].
+    pub tls_port: Option<u16>,
     url: String,
     /// `None` when using the external `REDIS_URL` server.
     node: Option<Node>,
@@ -145,14 +151,38 @@ impl TestRedis {
     /// Starts a fresh server with `extra` arguments after the defaults, which they override,
     /// e.g. `&["--appendonly", "yes", "--appendfsync", "always"]`. Ignores `REDIS_URL`.
     pub fn start_with(extra: &[&str]) -> TestRedis {
+        TestRedis::start_setup(&Setup::default(), extra)
+    }
+
+    /// Starts a fresh server with `setup` (a password, TLS) and `extra` arguments. Its
+    /// [`url`](Self::url) names the TLS port (`rediss://`) and the password when there are.
+    pub fn start_setup(setup: &Setup, extra: &[&str]) -> TestRedis {
         let dir = temp_dir("delayq-redis-");
         let node_dir = dir.path().join("server");
-        let node = Node::start("redis-server", &node_dir, false, |port| {
-            server_args(port, &node_dir, extra)
+        let tls_port = std::cell::Cell::new(None);
+        let node = Node::start(&server_program(), &node_dir, false, |port| {
+            resp::set_password(port, setup.password.as_deref());
+            let mut args = setup.auth_args();
+            if setup.tls.is_some() {
+                let port = process::pick_port(false);
+                tls_port.set(Some(port));
+                args.extend(setup.tls_args(port));
+            }
+            args.extend(extra.iter().map(|a| a.to_string()));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            server_args(port, &node_dir, &args)
         });
+        let tls_port = tls_port.get();
+        let url = format!(
+            "{}://{}127.0.0.1:{}",
+            setup.scheme(""),
+            setup.userinfo(),
+            tls_port.unwrap_or(node.port())
+        );
         TestRedis {
             port: node.port(),
-            url: format!("redis://127.0.0.1:{}", node.port()),
+            tls_port,
+            url,
             node: Some(node),
             _dir: Some(dir),
         }
@@ -163,13 +193,15 @@ impl TestRedis {
             .unwrap_or_else(|| panic!("cannot read a port from REDIS_URL={url:?}"));
         TestRedis {
             port,
+            tls_port: None,
             url,
             node: None,
             _dir: None,
         }
     }
 
-    /// `redis://127.0.0.1:PORT` (or the `REDIS_URL` value), for `fred::prelude::Config::from_url`.
+    /// `redis://127.0.0.1:PORT` (or the `REDIS_URL` value), for `fred::prelude::Config::from_url`;
+    /// `rediss://[:PASSWORD@]127.0.0.1:TLS_PORT` with a TLS set-up.
     pub fn url(&self) -> String {
         self.url.clone()
     }
@@ -182,7 +214,7 @@ impl TestRedis {
     /// Runs `redis-cli -p PORT args...` and returns its output (see [`redis_cli`]).
     pub fn cli(&self, args: &[&str]) -> String {
         match self.node {
-            Some(_) => redis_cli(&["-p".into(), self.port.to_string()], args),
+            Some(_) => redis_cli(&cli_conn(self.port), args),
             None => redis_cli(&["-u".into(), self.url.clone()], args),
         }
     }

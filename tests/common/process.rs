@@ -151,7 +151,7 @@ enum StartError {
 /// Dropping it kills the process (SIGKILL) and reaps it.
 #[derive(Debug)]
 pub struct Node {
-    program: &'static str,
+    program: String,
     /// Arguments after the program; rebuilt per port by the caller's closure.
     args: Vec<OsString>,
     dir: PathBuf,
@@ -164,7 +164,7 @@ impl Node {
     /// it answers PING; on a port race it picks another port and tries again. `dir` is emptied
     /// before each attempt, and `make_args` may write config files into it.
     pub fn start(
-        program: &'static str,
+        program: &str,
         dir: &Path,
         cluster_bus: bool,
         make_args: impl Fn(u16) -> Vec<OsString>,
@@ -177,7 +177,7 @@ impl Node {
                 .unwrap_or_else(|e| panic!("cannot create test dir {}: {e}", dir.display()));
             let port = pick_port(cluster_bus);
             let mut node = Node {
-                program,
+                program: program.to_string(),
                 args: make_args(port),
                 dir: dir.to_path_buf(),
                 port,
@@ -246,7 +246,7 @@ impl Node {
             .try_clone()
             .map_err(|e| StartError::Fatal(format!("cannot clone log handle: {e}")))?;
 
-        let mut command = Command::new(self.program);
+        let mut command = Command::new(&self.program);
         command
             .args(&self.args)
             .current_dir(&self.dir)
@@ -364,6 +364,16 @@ impl Drop for Node {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// `redis-cli`'s connection options for the harness-owned server on `port` (plaintext), with
+/// `-a PASSWORD` when the harness knows that port's password.
+pub fn cli_conn(port: u16) -> Vec<String> {
+    let mut conn = vec!["-p".to_string(), port.to_string()];
+    if let Some(password) = resp::password(port) {
+        conn.extend(["-a".to_string(), password, "--no-auth-warning".to_string()]);
+    }
+    conn
 }
 
 /// Runs `redis-cli` with `conn` (connection options such as `-p PORT`) followed by `args`, and

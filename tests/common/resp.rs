@@ -4,8 +4,10 @@
 //! `CLUSTER` / `SENTINEL` bookkeeping and binary-safe `MIGRATE`. Tests talk to Redis through
 //! fred (the code under test) or `cli()`, not through this module.
 
+use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// One RESP2 reply.
@@ -45,6 +47,38 @@ impl Reply {
 
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Passwords of harness-owned servers by (plaintext) port: calls to those ports send `AUTH`
+/// first. Ports are unique within a test binary (see `process::pick_port`).
+fn passwords() -> &'static Mutex<HashMap<u16, String>> {
+    static PASSWORDS: OnceLock<Mutex<HashMap<u16, String>>> = OnceLock::new();
+    PASSWORDS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Makes [`call`] authenticate to `port` with `password` (or stop doing so, for `None`).
+pub fn set_password(port: u16, password: Option<&str>) {
+    let mut map = passwords().lock().unwrap_or_else(|e| e.into_inner());
+    match password {
+        Some(password) => map.insert(port, password.to_string()),
+        None => map.remove(&port),
+    };
+}
+
+/// The password [`call`] uses for `port`, if any.
+pub fn password(port: u16) -> Option<String> {
+    let map = passwords().lock().unwrap_or_else(|e| e.into_inner());
+    map.get(&port).cloned()
+}
+
+fn encode<A: AsRef<[u8]>>(args: &[A], request: &mut Vec<u8>) {
+    request.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for arg in args {
+        let arg = arg.as_ref();
+        request.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        request.extend_from_slice(arg);
+        request.extend_from_slice(b"\r\n");
+    }
+}
+
 /// Sends one command to `127.0.0.1:port` on a fresh connection and reads one reply.
 /// Redis error replies come back as `Ok(Reply::Error(..))`; `Err` is for I/O and protocol trouble.
 pub fn call<A: AsRef<[u8]>>(port: u16, args: &[A]) -> io::Result<Reply> {
@@ -54,15 +88,20 @@ pub fn call<A: AsRef<[u8]>>(port: u16, args: &[A]) -> io::Result<Reply> {
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     stream.set_nodelay(true)?;
 
-    let mut request = format!("*{}\r\n", args.len()).into_bytes();
-    for arg in args {
-        let arg = arg.as_ref();
-        request.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        request.extend_from_slice(arg);
-        request.extend_from_slice(b"\r\n");
+    let mut request = Vec::new();
+    let password = password(port);
+    if let Some(password) = &password {
+        encode(&["AUTH", password.as_str()], &mut request);
     }
+    encode(args, &mut request);
     (&stream).write_all(&request)?;
-    read_reply(&mut BufReader::new(&stream))
+    let mut reader = BufReader::new(&stream);
+    if password.is_some() {
+        if let reply @ Reply::Error(_) = read_reply(&mut reader)? {
+            return Ok(reply);
+        }
+    }
+    read_reply(&mut reader)
 }
 
 /// Like [`call`], but any failure (I/O or a Redis error reply) becomes a message.

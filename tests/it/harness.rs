@@ -201,9 +201,32 @@ fn unique_names_differ() {
     assert!(!a.contains('{') && !a.contains('}'));
 }
 
+/// The server behind `port` is the program `DELAYQ_TEST_SERVER` asks for: Valkey's when it
+/// names `valkey-server` (its `INFO` says `server_name:valkey`), Redis's otherwise.
+fn assert_server_kind(port: u16) {
+    let conn = common::cli_conn(port);
+    let info = common::redis_cli(&conn, &["INFO", "server"]);
+    let valkey = info.contains("server_name:valkey");
+    assert_eq!(
+        valkey,
+        common::is_valkey(),
+        "port {port} runs the wrong server for DELAYQ_TEST_SERVER={:?}:\n{info}",
+        common::server_program()
+    );
+}
+
+#[test]
+fn servers_are_the_program_asked_for() {
+    let redis = TestRedis::start_with(&[]);
+    assert_server_kind(redis.port);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_of_three_answers_fred_across_slots_and_migrates() -> TestResult {
     let cluster = TestCluster::start(3);
+    for port in cluster.ports() {
+        assert_server_kind(port);
+    }
     let ports = cluster.ports();
     assert_eq!(ports.len(), 3);
     assert!(ports.iter().all(|&p| p < 55535));
@@ -276,6 +299,12 @@ async fn cluster_of_three_answers_fred_across_slots_and_migrates() -> TestResult
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_failover_moves_fred_to_the_new_master() -> TestResult {
     let mut sentinel = TestSentinel::start();
+    for port in [sentinel.master_port(), sentinel.replica_port()]
+        .into_iter()
+        .chain(sentinel.sentinel_ports())
+    {
+        assert_server_kind(port);
+    }
     let ports = sentinel.sentinel_ports();
     assert_eq!(
         sentinel.url(),

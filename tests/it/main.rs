@@ -8,13 +8,16 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod auth;
 mod bad_input;
 #[cfg(feature = "cli")]
 mod cli;
+mod cli_connect;
 #[cfg(feature = "cli")]
 mod clock;
 mod codec_jackson;
 mod codec_kryo;
+mod connect_options;
 mod consumer;
 mod fuzz_decode;
 mod fuzz_live;
@@ -30,6 +33,8 @@ mod reliable;
 mod reschedule;
 mod retried_calls;
 mod scheduler;
+#[cfg(feature = "tls")]
+mod tls;
 mod topologies;
 mod transfer;
 mod transfer_head;

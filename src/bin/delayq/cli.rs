@@ -28,8 +28,10 @@ pub(crate) struct Cli {
 /// The options every command takes.
 #[derive(Debug, Args)]
 pub(crate) struct Global {
-    /// Redis URL: redis://[user[:password]@]host:port/db, redis-cluster://host:port?node=host:port,
-    /// redis-sentinel://host:port?sentinelServiceName=NAME (its password is never printed)
+    /// Redis URL: redis://[[user]:password@]host:port[/db], redis-cluster://host:port?node=host:port,
+    /// redis-sentinel://host:port?sentinelServiceName=NAME; TLS: rediss://, rediss-cluster://,
+    /// rediss-sentinel://. Prefer REDIS_URL for a URL with a password (the process list shows
+    /// flags; its password is never printed).
     #[arg(
         long,
         global = true,
@@ -39,6 +41,9 @@ pub(crate) struct Global {
         value_parser = parse_url
     )]
     pub(crate) url: String,
+
+    #[command(flatten)]
+    pub(crate) connection: crate::connection::ConnectionArgs,
 
     /// Read the Redis password from this file (its first line) instead of the URL.
     #[arg(
@@ -346,13 +351,19 @@ fn decimals_to_ms(text: &str) -> Result<String, String> {
 
 /// The URL forms fred reads; anything else is a usage error (not a DNS failure later).
 fn parse_url(text: &str) -> Result<String, String> {
-    const SCHEMES: [&str; 7] = [
+    const SCHEMES: [&str; 13] = [
         "redis",
         "rediss",
         "redis-cluster",
         "rediss-cluster",
         "redis-sentinel",
         "rediss-sentinel",
+        "valkey",
+        "valkeys",
+        "valkey-cluster",
+        "valkeys-cluster",
+        "valkey-sentinel",
+        "valkeys-sentinel",
         "unix",
     ];
     match text.split_once("://") {

@@ -66,9 +66,11 @@ fn of_delayq(err: &Error) -> Status {
 fn of_fred(err: &delayq::fred::error::Error) -> Status {
     match err.kind() {
         ErrorKind::Auth => Status::Auth,
-        ErrorKind::IO | ErrorKind::Timeout | ErrorKind::Canceled | ErrorKind::Routing => {
-            Status::Connection
-        }
+        ErrorKind::IO
+        | ErrorKind::Timeout
+        | ErrorKind::Canceled
+        | ErrorKind::Routing
+        | ErrorKind::Sentinel => Status::Connection,
         ErrorKind::Config | ErrorKind::InvalidArgument => Status::Usage,
         _ if err.details().starts_with("NOPERM") => Status::Auth,
         _ => Status::Other,

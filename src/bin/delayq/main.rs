@@ -1,12 +1,14 @@
 //! `delayq`: operate Redisson-compatible delayed queues from the shell.
 //!
-//! - `cli.rs`: the options and subcommands.
+//! - `cli.rs`: the options and subcommands; `connection.rs`: the connection options (timeouts,
+//!   TLS) and the URL without its secrets.
 //! - `commands/`: one file per command group (`queue.rs`: offer, reschedule, take, remove,
 //!   peek, stats, clear; `lists.rs`: dead letters and quarantine; `work.rs`; `transfer.rs`).
 //! - `text_codec.rs`: values as command-line text.
 
 mod cli;
 mod commands;
+mod connection;
 mod exit;
 mod progress;
 mod show;

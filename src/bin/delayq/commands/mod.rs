@@ -11,7 +11,6 @@ use crate::cli::{Cli, Command, Global};
 use crate::text_codec::TextCodec;
 use anyhow::{bail, Context};
 use delayq::fred::clients::Client;
-use delayq::fred::prelude::Config;
 use delayq::{redact_url, DelayedQueue};
 
 /// What every command works with: the connection, the codec and the global options.
@@ -38,12 +37,14 @@ impl Ctx {
 /// Connects as the global options say; no message carries the password.
 async fn connect(global: &Global) -> anyhow::Result<Client> {
     let url = redact_url(&global.url);
-    let mut config =
-        Config::from_url(&global.url).with_context(|| format!("bad Redis URL {url}"))?;
+    let options = global.connection.options();
+    let mut config = options
+        .config(&global.url)
+        .with_context(|| format!("bad Redis URL {url}"))?;
     if let Some(password) = password(global)? {
         config.password = Some(password);
     }
-    match delayq::connect_with(&delayq::client_builder(config)).await {
+    match delayq::connect_with(&options.builder_for(config)).await {
         Ok(client) => Ok(client),
         Err(err) if err.is_connection_error() => {
             Err(err).with_context(|| format!("cannot connect to {url}"))

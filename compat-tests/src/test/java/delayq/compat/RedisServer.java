@@ -8,7 +8,10 @@ import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-/** A private redis-server on a free loopback port, for one suite run. */
+/**
+ * A private redis-server on a free loopback port, for one suite run: the program named by the
+ * system property {@code redis.server} (run.sh's COMPAT_SERVER, e.g. Valkey's valkey-server).
+ */
 final class RedisServer implements AutoCloseable {
     final int port;
     private final Process process;
@@ -33,7 +36,8 @@ final class RedisServer implements AutoCloseable {
             int port = freePort();
             Path dir = Files.createTempDirectory("delayq-compat-redis");
             File log = dir.resolve("redis.log").toFile();
-            Process p = new ProcessBuilder("redis-server", "--port", String.valueOf(port),
+            String program = System.getProperty("redis.server", "redis-server");
+            Process p = new ProcessBuilder(program, "--port", String.valueOf(port),
                     "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                     "--dir", dir.toString())
                     .redirectErrorStream(true)
@@ -53,7 +57,7 @@ final class RedisServer implements AutoCloseable {
                 }
             }
             p.destroyForcibly();
-            last = new IllegalStateException("redis-server did not start on port " + port + ": "
+            last = new IllegalStateException(program + " did not start on port " + port + ": "
                     + Files.readString(log.toPath()));
         }
         throw last;
