@@ -14,6 +14,7 @@ mod clock;
 mod codec_jackson;
 mod codec_kryo;
 mod consumer;
+mod exact_numbers;
 mod fuzz_decode;
 mod fuzz_live;
 mod golden_fixtures;

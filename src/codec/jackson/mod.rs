@@ -10,6 +10,7 @@
 mod de;
 mod java_map;
 mod json;
+mod json_parse;
 #[cfg(feature = "msgpack")]
 mod msgpack;
 mod num;
