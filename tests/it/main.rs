@@ -13,6 +13,7 @@ mod bad_input;
 mod clock;
 mod codec_jackson;
 mod codec_kryo;
+mod codec_kryo_java;
 mod consumer;
 mod exact_numbers;
 mod fuzz_decode;

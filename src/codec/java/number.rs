@@ -1,6 +1,8 @@
 //! `java.math.BigInteger` and `java.math.BigDecimal`, held exactly, and the exact conversions
 //! between decimal text, Rust integers and floats that every codec uses for numbers.
 
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
 use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
@@ -476,6 +478,67 @@ impl FromStr for BigDecimal {
 impl From<BigInteger> for BigDecimal {
     fn from(v: BigInteger) -> Self {
         BigDecimal::new(v, 0)
+    }
+}
+
+/// Reads a number's text from whatever the format holds: text, an integer, or (for a
+/// decimal) a float, which becomes the decimal `BigDecimal.valueOf(double)` gives.
+struct NumberText(&'static str);
+
+impl<'de> Visitor<'de> for NumberText {
+    type Value = String;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a {}", self.0)
+    }
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_owned())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
+        BigDecimal::from_f64(v)
+            .map(|d| d.to_string())
+            .ok_or_else(|| E::custom(format!("{v} is not a {}", self.0)))
+    }
+}
+
+impl Serialize for BigInteger {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_newtype_struct(BIG_INTEGER, &self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for BigInteger {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = d.deserialize_newtype_struct(BIG_INTEGER, NumberText(BIG_INTEGER))?;
+        text.parse().map_err(de::Error::custom)
+    }
+}
+
+impl Serialize for BigDecimal {
+    /// The text of `BigDecimal.toString()`, which keeps the scale.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_newtype_struct(BIG_DECIMAL, &self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for BigDecimal {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = d.deserialize_newtype_struct(BIG_DECIMAL, NumberText(BIG_DECIMAL))?;
+        text.parse().map_err(de::Error::custom)
     }
 }
 

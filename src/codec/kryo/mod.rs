@@ -102,6 +102,7 @@
 //!
 //! Decoding never panics on any input.
 
+mod builtin;
 mod de;
 mod read;
 mod schema;
@@ -121,9 +122,10 @@ use super::Codec;
 use schema::Registry;
 
 pub use value::{
-    ClassSchema, JavaField, JavaObject, JavaType, JavaValue, Primitive, ARRAY_LIST, BYTE_ARRAY,
-    HASH_MAP, HASH_SET, LINKED_HASH_MAP, LINKED_HASH_SET, LINKED_LIST, LIST_CLASSES, MAP_CLASSES,
-    SET_CLASSES, UUID,
+    ClassKind, ClassSchema, JavaField, JavaObject, JavaType, JavaValue, Primitive, ARRAY_LIST,
+    BYTE_ARRAY, HASH_MAP, HASH_SET, LINKED_HASH_MAP, LINKED_HASH_SET, LINKED_LIST, LIST12,
+    LIST_CLASSES, LIST_N, MAP1, MAP_CLASSES, MAP_N, SET12, SET_CLASSES, SET_N, TREE_MAP, TREE_SET,
+    UUID,
 };
 
 /// Deepest nesting of collections, maps and objects the codec reads or writes.
@@ -239,6 +241,7 @@ pub struct Kryo5Codec<T> {
     java_hash_order: bool,
     extra: Vec<Tracer>,
     classes: Vec<ClassSchema>,
+    records: Vec<String>,
     registry: OnceLock<Result<Registry, String>>,
     _value: PhantomData<fn() -> T>,
 }
@@ -259,6 +262,7 @@ impl<T> Clone for Kryo5Codec<T> {
             java_hash_order: self.java_hash_order,
             extra: self.extra.clone(),
             classes: self.classes.clone(),
+            records: self.records.clone(),
             registry: self.registry.clone(),
             _value: PhantomData,
         }
@@ -279,6 +283,7 @@ impl<T: DeserializeOwned> Kryo5Codec<T> {
             java_hash_order: false,
             extra: Vec::new(),
             classes: Vec::new(),
+            records: Vec::new(),
             registry: OnceLock::new(),
             _value: PhantomData,
         }
@@ -301,6 +306,16 @@ impl<T: DeserializeOwned> Kryo5Codec<T> {
         self
     }
 
+    /// Treats the struct whose serde name is `class` as a Java record: Kryo writes records with
+    /// its `RecordSerializer` (components sorted by name, no type arguments, and a record is
+    /// final, so a record-typed field carries no class).
+    #[must_use]
+    pub fn record(mut self, class: impl Into<String>) -> Self {
+        self.records.push(class.into());
+        self.registry = OnceLock::new();
+        self
+    }
+
     /// Write `java.util.HashMap` and `java.util.HashSet` entries in the order Java's
     /// `HashMap` iterates them (see the [module docs](self#map-and-set-order)). Off by default.
     #[must_use]
@@ -313,6 +328,9 @@ impl<T: DeserializeOwned> Kryo5Codec<T> {
         self.registry
             .get_or_init(|| {
                 let mut reg = Registry::default();
+                for class in &self.records {
+                    reg.mark_record(class);
+                }
                 schema::trace::<T>(&mut reg).map_err(|e| e.to_string())?;
                 for trace in &self.extra {
                     trace(&mut reg).map_err(|e| e.to_string())?;
