@@ -12,6 +12,7 @@ mod bad_input;
 #[cfg(feature = "cli")]
 mod clock;
 mod codec_jackson;
+mod codec_jackson_java;
 mod codec_kryo;
 mod codec_kryo_java;
 mod consumer;

@@ -6,6 +6,7 @@
 //! objects. This avoids mistaking a genuine two-element array such as `String[]{"a.b", "c"}` for
 //! a wrapper when the Rust side expects a sequence of strings.
 
+use super::java_types;
 use super::tree::{is_java_class_name, Node};
 use super::JacksonError;
 use crate::codec::java::BigDecimal;
@@ -374,9 +375,13 @@ impl<'de> de::Deserializer<'de> for NodeDe {
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,
-        _name: &'static str,
+        name: &'static str,
         visitor: V,
     ) -> Result<V::Value, JacksonError> {
+        if java_types::is_java_type(name) {
+            let parts = java_types::from_jackson(name, self.scalar())?;
+            return visitor.visit_newtype_struct(NodeDe::new(parts, false));
+        }
         visitor.visit_newtype_struct(self)
     }
 

@@ -9,6 +9,7 @@
 
 mod de;
 mod java_map;
+mod java_types;
 mod json;
 mod json_parse;
 #[cfg(feature = "msgpack")]
