@@ -10,6 +10,8 @@ mod common;
 
 mod bad_input;
 #[cfg(feature = "cli")]
+mod cli_values;
+#[cfg(feature = "cli")]
 mod clock;
 mod codec_jackson;
 mod codec_jackson_java;

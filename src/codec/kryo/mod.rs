@@ -104,6 +104,9 @@
 
 mod builtin;
 mod de;
+#[cfg(feature = "json")]
+#[cfg_attr(docsrs, doc(cfg(feature = "json")))]
+pub mod json_form;
 mod read;
 mod schema;
 mod ser;

@@ -9,16 +9,22 @@ use std::time::Duration;
 pub(crate) async fn offer(
     ctx: &Ctx,
     queue: &str,
-    value: &str,
+    values: &[String],
     delay: Duration,
     unique: bool,
 ) -> anyhow::Result<()> {
     let queue = ctx.queue(queue).await?;
     if unique {
-        let replaced = queue.offer_unique(value, delay).await?;
-        writeln!(std::io::stdout(), "{replaced}")?;
+        let mut out = std::io::stdout().lock();
+        for value in values {
+            let replaced = queue.offer_unique(value.as_str(), delay).await?;
+            ctx.print(&mut out, &replaced.to_string(), || replaced.into())?;
+        }
+    } else if let [value] = values {
+        queue.offer(value.as_str(), delay).await?;
     } else {
-        queue.offer(value, delay).await?;
+        let items: Vec<(String, Duration)> = values.iter().map(|v| (v.clone(), delay)).collect();
+        queue.offer_all(&items).await?;
     }
     Ok(())
 }
@@ -26,11 +32,15 @@ pub(crate) async fn offer(
 pub(crate) async fn reschedule(
     ctx: &Ctx,
     queue: &str,
-    value: &str,
+    values: &[String],
     delay: Duration,
 ) -> anyhow::Result<()> {
-    let moved = ctx.queue(queue).await?.reschedule(value, delay).await?;
-    writeln!(std::io::stdout(), "{moved}")?;
+    let queue = ctx.queue(queue).await?;
+    let mut out = std::io::stdout().lock();
+    for value in values {
+        let moved = queue.reschedule(value.as_str(), delay).await?;
+        ctx.print(&mut out, &moved.to_string(), || moved.into())?;
+    }
     Ok(())
 }
 
@@ -57,16 +67,20 @@ pub(crate) async fn take(
                 }
             }
         };
-        writeln!(out, "{value}")?;
+        ctx.print_value(&mut out, &value)?;
         out.flush()?;
     }
     consumer.close().await;
     Ok(())
 }
 
-pub(crate) async fn remove(ctx: &Ctx, queue: &str, value: &str) -> anyhow::Result<()> {
-    let removed = ctx.queue(queue).await?.remove(value).await?;
-    writeln!(std::io::stdout(), "{removed}")?;
+pub(crate) async fn remove(ctx: &Ctx, queue: &str, values: &[String]) -> anyhow::Result<()> {
+    let queue = ctx.queue(queue).await?;
+    let mut out = std::io::stdout().lock();
+    for value in values {
+        let removed = queue.remove(value.as_str()).await?;
+        ctx.print(&mut out, &removed.to_string(), || removed.into())?;
+    }
     Ok(())
 }
 
@@ -81,15 +95,23 @@ pub(crate) async fn peek(ctx: &Ctx, queue: &str, limit: usize) -> anyhow::Result
             Some(due) => format!("{due}\t{:+}ms", due - now),
             None => "-\t(not scheduled)".to_owned(),
         };
-        match pending.value {
-            Ok(value) => writeln!(out, "{due}\t{value}")?,
-            Err(err) => writeln!(out, "{due}\t<{err}>")?,
-        }
+        let (text, value) = match &pending.value {
+            Ok(value) => (format!("{due}\t{value}"), ctx.codec.json_of(value)),
+            Err(err) => (format!("{due}\t<{err}>"), serde_json::Value::Null),
+        };
+        ctx.print(&mut out, &text, || {
+            let mut record = serde_json::json!({ "due_ms": pending.due_ms, "value": value });
+            if let Err(err) = &pending.value {
+                record["error"] = err.to_string().into();
+            }
+            record
+        })?;
     }
     Ok(())
 }
 
-pub(crate) async fn stats(ctx: &Ctx, queue: &str, json: bool) -> anyhow::Result<()> {
+pub(crate) async fn stats(ctx: &Ctx, queue: &str) -> anyhow::Result<()> {
+    let json = ctx.global.json;
     let stats = ctx.queue(queue).await?.stats().await?;
     let overdue_ms = stats.next_due_ms.map_or(0, |due| (now_ms() - due).max(0));
     let mut out = std::io::stdout().lock();
@@ -120,6 +142,8 @@ pub(crate) async fn stats(ctx: &Ctx, queue: &str, json: bool) -> anyhow::Result<
 
 pub(crate) async fn clear(ctx: &Ctx, queue: &str) -> anyhow::Result<()> {
     let cleared = ctx.queue(queue).await?.clear().await?;
-    writeln!(std::io::stdout(), "{cleared}")?;
+    ctx.print(&mut std::io::stdout(), &cleared.to_string(), || {
+        cleared.into()
+    })?;
     Ok(())
 }
