@@ -35,6 +35,7 @@
 #![allow(dead_code, unused_imports)]
 
 mod cluster;
+pub mod java_payloads;
 mod process;
 pub mod queue;
 mod resp;
