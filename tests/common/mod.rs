@@ -35,7 +35,6 @@
 #![allow(dead_code, unused_imports)]
 
 mod cluster;
-pub mod java_payloads;
 mod process;
 pub mod queue;
 mod resp;

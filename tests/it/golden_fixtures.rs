@@ -176,7 +176,7 @@ fn check_one<C: Codec>(codec: C, value: C::Value, bytes: &[u8], what: &str) {
 }
 
 #[cfg(feature = "json")]
-use crate::common::java_payloads::{OrderEvent, Payload, RECORDS};
+use crate::java_payloads::{OrderEvent, Payload, RECORDS};
 #[cfg(feature = "json")]
 use delayq::codec::java::BigDecimal;
 

@@ -7,6 +7,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../common/java_payloads.rs"]
+mod java_payloads;
 
 mod bad_input;
 #[cfg(feature = "cli")]
