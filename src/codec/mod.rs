@@ -17,6 +17,7 @@
 mod bytes;
 #[cfg(feature = "json")]
 mod jackson;
+pub mod java;
 #[cfg(feature = "kryo")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kryo")))]
 pub mod kryo;

@@ -176,6 +176,43 @@ fn check_one<C: Codec>(codec: C, value: C::Value, bytes: &[u8], what: &str) {
 }
 
 #[cfg(feature = "json")]
+use crate::java_payloads::{OrderEvent, Payload, RECORDS};
+#[cfg(feature = "json")]
+use delayq::codec::java::BigDecimal;
+
+/// `com.example.Payload.of(i)` through Kryo5Codec (with its record classes) in every version.
+#[cfg(all(feature = "json", feature = "kryo"))]
+#[test]
+fn kryo5_payloads_match_redisson() {
+    use delayq::codec::Kryo5Codec;
+    let codec = RECORDS
+        .iter()
+        .fold(Kryo5Codec::<Payload>::new(), |c, r| c.record(*r));
+    let mut checked = 0;
+    for dir in version_dirs() {
+        for row in lines(&dir.join("Kryo5Codec.hex")) {
+            let i: i64 = match row[0].strip_prefix("payload:") {
+                Some(i) => i.parse().unwrap(),
+                None => continue,
+            };
+            let bytes = hex(&row[1]);
+            assert_eq!(
+                codec.encode(&Payload::of(i)).unwrap(),
+                bytes,
+                "{dir:?} payload:{i}"
+            );
+            assert_eq!(
+                codec.decode(&bytes).unwrap(),
+                Payload::of(i),
+                "{dir:?} payload:{i}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "no payload fixtures");
+}
+
+#[cfg(feature = "json")]
 #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename = "com.example.Order")]
 struct Order {
@@ -279,6 +316,26 @@ macro_rules! check_serde_file {
                         &bytes,
                         &what,
                     ),
+                    "decimal:3.25" => check_one(
+                        $codec::<BigDecimal>::new(),
+                        "3.25".parse().unwrap(),
+                        &bytes,
+                        &what,
+                    ),
+                    "decimal:big" => check_one(
+                        $codec::<BigDecimal>::new(),
+                        "-123456789012345678901234567890.123456789".parse().unwrap(),
+                        &bytes,
+                        &what,
+                    ),
+                    "event:1" => check_one(
+                        $codec::<OrderEvent>::new(),
+                        OrderEvent::of(1),
+                        &bytes,
+                        &what,
+                    ),
+                    // Kryo only, with its records: kryo5_payloads_match_redisson.
+                    "payload:1" | "payload:2" => continue,
                     other => panic!("unknown fixture id {other}"),
                 }
                 checked += 1;
@@ -374,6 +431,17 @@ fn kryo5_fixtures_decode_to_equal_rust_values() {
                 ),
                 "list:a" => same(vec!["a".to_owned()], &bytes, &what),
                 "list:ab" => same(vec!["a".to_owned(), "b".to_owned()], &bytes, &what),
+                "decimal:3.25" => same(BigDecimal::new(325.into(), 2), &bytes, &what),
+                "decimal:big" => same(
+                    "-123456789012345678901234567890.123456789"
+                        .parse::<BigDecimal>()
+                        .unwrap(),
+                    &bytes,
+                    &what,
+                ),
+                "event:1" => same(OrderEvent::of(1), &bytes, &what),
+                // With its record classes: kryo5_payloads_match_redisson.
+                id if id.starts_with("payload:") => continue,
                 other => panic!("unknown fixture id {other}"),
             }
             checked += 1;

@@ -7,18 +7,26 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../common/java_payloads.rs"]
+mod java_payloads;
 
 mod auth;
 mod bad_input;
 #[cfg(feature = "cli")]
 mod cli;
+#[cfg(feature = "cli")]
 mod cli_connect;
+#[cfg(feature = "cli")]
+mod cli_values;
 #[cfg(feature = "cli")]
 mod clock;
 mod codec_jackson;
+mod codec_jackson_java;
 mod codec_kryo;
+mod codec_kryo_java;
 mod connect_options;
 mod consumer;
+mod exact_numbers;
 mod fuzz_decode;
 mod fuzz_live;
 mod golden_fixtures;

@@ -10,6 +10,9 @@
 //! | map | `{"kind":"map","v":{"a":"x","b":"y"}}` (Java `HashMap<String, String>`) |
 //! | list | `{"kind":"list","v":["a","b"]}` (Java `ArrayList<String>`) |
 //! | order | `{"kind":"order","id":1,"sku":"x"}` (Java `com.example.Order`) |
+//! | decimal | `{"kind":"decimal","v":"3.25"}` (Java `BigDecimal`, its `toString()`) |
+//! | event | `{"kind":"event","i":1}`: `com.example.OrderEvent.of(1)`, built on both sides |
+//! | payload | `{"kind":"payload","i":1}`: `com.example.Payload.of(1)` (kryo5 only) |
 //!
 //! Codec names accepted by `open`: `string`, `long`, `bytes`, `json`, `typed_json`, `msgpack`
 //! (the last three with `kind` = string, long, map, list or order) and `kryo5` (the same kinds
@@ -21,7 +24,9 @@
 //! codec's `java_hash_order` option must write them in Java `HashMap` order, or the bytes on
 //! Redis differ from Java's.
 
+use crate::java_payloads::{OrderEvent, Payload, RECORDS};
 use crate::{open_with, OpenOpts, Ops, Peer};
+use delayq::codec::java::BigDecimal;
 use delayq::codec::kryo::JavaBytes;
 use delayq::codec::{
     ByteArrayCodec, Codec, JavaHashMap, JsonJacksonCodec, Kryo5Codec, LongCodec,
@@ -245,6 +250,54 @@ where
     }
 }
 
+impl Neutral for BigDecimal {
+    fn parse(v: &Value) -> Result<Self, String> {
+        expect_kind(v, "decimal")?;
+        v.get("v")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("bad decimal value {v}"))?
+            .parse()
+            .map_err(|e| format!("{e}"))
+    }
+    fn show(&self) -> Value {
+        json!({ "kind": "decimal", "v": self.to_string() })
+    }
+}
+
+fn index_of(v: &Value, kind: &str) -> Result<i64, String> {
+    expect_kind(v, kind)?;
+    v.get("i")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| format!("bad {kind} value {v}"))
+}
+
+/// `OrderEvent.of(i)` on both sides: the neutral form is `{"kind":"event","i":i}`, and a value
+/// read back shows its `i` only when it equals `of(i)` exactly.
+impl Neutral for OrderEvent {
+    fn parse(v: &Value) -> Result<Self, String> {
+        index_of(v, "event").map(OrderEvent::of)
+    }
+    fn show(&self) -> Value {
+        match self.index() {
+            Some(i) => json!({ "kind": "event", "i": i }),
+            None => json!({ "kind": "event", "mismatch": format!("{self:?}") }),
+        }
+    }
+}
+
+/// `Payload.of(i)` on both sides, as for [`OrderEvent`].
+impl Neutral for Payload {
+    fn parse(v: &Value) -> Result<Self, String> {
+        index_of(v, "payload").map(Payload::of)
+    }
+    fn show(&self) -> Value {
+        match self.index() {
+            Some(i) => json!({ "kind": "payload", "i": i }),
+            None => json!({ "kind": "payload", "mismatch": format!("{self:?}") }),
+        }
+    }
+}
+
 /// A Java `HashMap<String, String>` for `Kryo5Codec`: entries in the order given, serialized as
 /// a map in that order and read back in the order of the bytes (Java's iteration order).
 #[derive(Debug, Clone, PartialEq)]
@@ -321,7 +374,9 @@ where
 {
     type C = Kryo5Codec<T>;
     fn codec(&self) -> Kryo5Codec<T> {
-        Kryo5Codec::new().java_hash_order(true)
+        RECORDS
+            .iter()
+            .fold(Kryo5Codec::new().java_hash_order(true), |c, r| c.record(*r))
     }
     fn parse(&self, v: &Value) -> Result<T, String> {
         T::parse(v)
@@ -354,6 +409,12 @@ macro_rules! open_serde {
                 .await
             }
             "order" => open_with($client, SerdeKind::<$codec<Order>>(PhantomData), $opts).await,
+            "decimal" => {
+                open_with($client, SerdeKind::<$codec<BigDecimal>>(PhantomData), $opts).await
+            }
+            "event" => {
+                open_with($client, SerdeKind::<$codec<OrderEvent>>(PhantomData), $opts).await
+            }
             other => Err(format!(
                 "kind {other:?} is not supported with {}",
                 $opts.codec
@@ -380,6 +441,9 @@ pub(crate) async fn open(peer: &Peer, opts: &OpenOpts<'_>) -> Result<Arc<dyn Ops
             "map" => open_with(c, KryoKind::<KryoMap>(PhantomData), opts).await,
             "list" => open_with(c, KryoKind::<Vec<String>>(PhantomData), opts).await,
             "order" => open_with(c, KryoKind::<Order>(PhantomData), opts).await,
+            "decimal" => open_with(c, KryoKind::<BigDecimal>(PhantomData), opts).await,
+            "event" => open_with(c, KryoKind::<OrderEvent>(PhantomData), opts).await,
+            "payload" => open_with(c, KryoKind::<Payload>(PhantomData), opts).await,
             other => Err(format!("kind {other:?} is not supported with kryo5")),
         },
         other => Err(format!(

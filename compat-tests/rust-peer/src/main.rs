@@ -20,6 +20,8 @@
 //! to the Rust type of the queue's codec; every value read back is reported with the bytes the
 //! codec encodes it to (`raw`, lower-case hex). Times are milliseconds since the Unix epoch.
 
+#[path = "../../../tests/common/java_payloads.rs"]
+mod java_payloads;
 mod kinds;
 
 use delayq::codec::Codec;

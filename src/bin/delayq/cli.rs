@@ -74,6 +74,30 @@ pub(crate) struct Global {
     /// this host's (Java peers keep using their own clocks).
     #[arg(long, global = true)]
     pub(crate) server_clock: bool,
+
+    /// Print one JSON document per line for every value and result (values in their JSON
+    /// form: a string, a number, the JSON value itself, base64 for --codec bytes, the JavaValue
+    /// form for --codec kryo).
+    #[arg(long, global = true, conflicts_with = "null_data")]
+    pub(crate) json: bool,
+
+    /// Scripts: end every printed record with a NUL byte instead of a newline, and read
+    /// NUL-separated values from --value-file / stdin (one command per value).
+    #[arg(long, global = true)]
+    pub(crate) null_data: bool,
+}
+
+/// Where a command's value comes from: the argument, a file, or stdin.
+#[derive(Debug, Args)]
+pub(crate) struct ValueArgs {
+    /// The value (hex for --codec bytes, JSON text for the JSON codecs and kryo); `-` reads
+    /// it from stdin.
+    #[arg(required_unless_present = "value_file", allow_hyphen_values = true)]
+    pub(crate) value: Option<String>,
+    /// Read the value from this file (`-`: stdin), byte for byte (raw bytes for --codec bytes,
+    /// UTF-8 text otherwise). Values of any size; the command line cannot carry large ones.
+    #[arg(long, value_name = "PATH", conflicts_with = "value")]
+    pub(crate) value_file: Option<std::path::PathBuf>,
 }
 
 impl Global {
@@ -100,8 +124,8 @@ pub(crate) enum Command {
     Offer {
         /// The destination queue's name.
         queue: String,
-        /// The value (hex for --codec bytes, JSON text for the JSON codecs).
-        value: String,
+        #[command(flatten)]
+        value: ValueArgs,
         /// Delay, like 250ms, 10s, 1.5s, 1h30m, 2d.
         #[arg(long, value_parser = parse_duration, default_value = "0s", allow_hyphen_values = true)]
         delay: Duration,
@@ -115,8 +139,8 @@ pub(crate) enum Command {
     Reschedule {
         /// The destination queue's name.
         queue: String,
-        /// The value, as for offer.
-        value: String,
+        #[command(flatten)]
+        value: ValueArgs,
         /// The new delay from now.
         #[arg(long, value_parser = parse_duration)]
         delay: Duration,
@@ -139,7 +163,8 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: QuarantineAction,
     },
-    /// Take due values off the target list, one per line.
+    /// Take due values off the target list, one per line (or per NUL with --null-data, one JSON
+    /// document per line with --json).
     Take {
         /// The destination queue's name.
         queue: String,
@@ -154,8 +179,8 @@ pub(crate) enum Command {
     Remove {
         /// The destination queue's name.
         queue: String,
-        /// The value, as for offer.
-        value: String,
+        #[command(flatten)]
+        value: ValueArgs,
         /// Exit with status 1 when nothing was removed (it still prints false).
         #[arg(long)]
         exit_status: bool,
@@ -168,13 +193,10 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 10)]
         limit: usize,
     },
-    /// Counters of a queue.
+    /// Counters of a queue (one JSON object with --json).
     Stats {
         /// The destination queue's name.
         queue: String,
-        /// One JSON object instead of text.
-        #[arg(long)]
-        json: bool,
     },
     /// Check a queue's server and counters: version, maxmemory-policy (warns unless
     /// noeviction), persistence, whether this user's ACL allows every command, key and channel
@@ -182,9 +204,6 @@ pub(crate) enum Command {
     Check {
         /// The destination queue's name.
         queue: String,
-        /// One JSON object instead of text.
-        #[arg(long)]
-        json: bool,
     },
     /// Delete every pending entry (the target list stays); prints true if any was deleted.
     Clear {

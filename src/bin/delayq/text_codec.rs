@@ -1,5 +1,6 @@
 //! Command-line values: text in, bytes on Redis, text out.
 
+use delayq::codec::kryo::{JavaValue, Kryo5Codec};
 use delayq::codec::{Codec, LongCodec};
 use std::fmt;
 
@@ -18,6 +19,10 @@ pub(crate) enum CodecName {
     TypedJson,
     /// MsgPackJacksonCodec: JSON text on the command line, MessagePack on Redis.
     Msgpack,
+    /// Kryo5Codec (Redisson's default codec): the JSON form of a Java value on the command line
+    /// (`"text"` for a String, `42` for a Long, `{"bigDecimal":"12.50"}`, `{"list":[..]}`, …;
+    /// see delayq's `codec::kryo::json_form`). POJOs need their fields' types spelled out.
+    Kryo,
 }
 
 /// A codec whose values are command-line text.
@@ -103,6 +108,7 @@ impl Codec for TextCodec {
             CodecName::Json => "json",
             CodecName::TypedJson => "typed-json",
             CodecName::Msgpack => "msgpack",
+            CodecName::Kryo => "kryo",
         }
     }
 
@@ -124,6 +130,14 @@ impl Codec for TextCodec {
                 let value = self.typed_json(text)?;
                 rmp_serde::to_vec(&value).map_err(|e| fail(e.to_string()))
             }
+            CodecName::Kryo => {
+                let json: serde_json::Value =
+                    serde_json::from_str(text).map_err(|e| fail(format!("not JSON: {e}")))?;
+                let value = JavaValue::from_json(&json).map_err(|e| fail(e.to_string()))?;
+                kryo_codec()
+                    .encode_java(&value)
+                    .map_err(|e| fail(e.to_string()))
+            }
         }
     }
 
@@ -141,6 +155,44 @@ impl Codec for TextCodec {
                 let value: serde_json::Value = rmp_serde::from_slice(bytes)
                     .map_err(|e| fail(format!("not MessagePack: {e}")))?;
                 Ok(value.to_string())
+            }
+            CodecName::Kryo => kryo_codec()
+                .decode_java(bytes)
+                .map(|v| v.to_json().to_string())
+                .map_err(|e| fail(e.to_string())),
+        }
+    }
+}
+
+/// The Kryo codec of the command line: dynamic values, maps and sets in Java's `HashMap`
+/// order (as a `new HashMap<>()` filled in the given order iterates).
+fn kryo_codec() -> Kryo5Codec<JavaValue> {
+    Kryo5Codec::new().java_hash_order(true)
+}
+
+impl TextCodec {
+    /// The command-line text of a value read from a file or stdin: hex for --codec bytes (the
+    /// file holds the raw bytes), the UTF-8 text otherwise.
+    pub(crate) fn text_of_input(&self, bytes: Vec<u8>) -> Result<String, TextCodecError> {
+        if self.name == CodecName::Bytes {
+            return Ok(encode_hex(&bytes));
+        }
+        String::from_utf8(bytes).map_err(|_| fail("the value is not UTF-8 text"))
+    }
+
+    /// A value's text as one JSON document: a JSON string for --codec string, a number for
+    /// long, base64 for bytes, and the JSON itself for the JSON codecs and kryo.
+    pub(crate) fn json_of(&self, text: &str) -> serde_json::Value {
+        use base64::Engine as _;
+        let parsed = || serde_json::from_str(text).unwrap_or_else(|_| text.into());
+        match self.name {
+            CodecName::String => text.into(),
+            CodecName::Long => text.parse::<i64>().map_or_else(|_| text.into(), Into::into),
+            CodecName::Bytes => decode_hex(text)
+                .map(|b| base64::engine::general_purpose::STANDARD.encode(b).into())
+                .unwrap_or_else(|_| text.into()),
+            CodecName::Json | CodecName::TypedJson | CodecName::Msgpack | CodecName::Kryo => {
+                parsed()
             }
         }
     }
@@ -167,6 +219,23 @@ mod tests {
             codec.decode(&bytes).unwrap(),
             r#"{"@class":"java.util.HashMap","k":"v"}"#
         );
+    }
+
+    #[test]
+    fn kryo_values_in_their_json_form() {
+        let codec = TextCodec::new(CodecName::Kryo, None).unwrap();
+        // Redisson's Kryo5Codec bytes for "hello" and 42L (codecs.md §3.1).
+        assert_eq!(
+            codec.encode(r#""hello""#).unwrap(),
+            [0x03, 0x68, 0x65, 0x6c, 0x6c, 0xef]
+        );
+        assert_eq!(codec.encode("42").unwrap(), [0x09, 0x54]);
+        let text = r#"{"bigDecimal":"12.50"}"#;
+        let bytes = codec.encode(text).unwrap();
+        assert_eq!(codec.decode(&bytes).unwrap(), text);
+        assert!(codec.encode("[1]").is_err());
+        let json = codec.json_of(text);
+        assert_eq!(json, serde_json::json!({"bigDecimal": "12.50"}));
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! objects. This avoids mistaking a genuine two-element array such as `String[]{"a.b", "c"}` for
 //! a wrapper when the Rust side expects a sequence of strings.
 
+use super::java_types;
 use super::tree::{is_java_class_name, Node};
 use super::JacksonError;
+use crate::codec::java::BigDecimal;
 use base64::Engine as _;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 use serde::forward_to_deserialize_any;
@@ -74,15 +76,14 @@ impl NodeDe {
     }
 
     fn int<'de, V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JacksonError> {
-        let node = self.scalar();
-        let v = match &node {
-            Node::Int(v) => *v,
-            // Jackson accepts integral floats for integer targets.
-            Node::F64(f) if f.fract() == 0.0 && f.abs() < 1.0e38 => *f as i128,
-            Node::F32(f) if f.fract() == 0.0 && f.abs() < 1.0e38 => *f as i128,
-            _ => return Err(de::Error::invalid_type(node.unexpected(), &visitor)),
-        };
-        visit_int(v, visitor)
+        match self.scalar() {
+            Node::Int(v) => visit_int(v, visitor),
+            Node::Number(text) => visit_int_text(&text, visitor),
+            // Jackson accepts whole floats for integer targets; a float is always exact.
+            Node::F64(f) => visit_whole_float(f, visitor),
+            Node::F32(f) => visit_whole_float(f64::from(f), visitor),
+            other => Err(de::Error::invalid_type(other.unexpected(), &visitor)),
+        }
     }
 
     fn float<'de, V: Visitor<'de>>(
@@ -90,27 +91,128 @@ impl NodeDe {
         visitor: V,
         single: bool,
     ) -> Result<V::Value, JacksonError> {
-        let node = self.scalar();
-        let v = match &node {
-            Node::F64(f) => *f,
-            Node::F32(f) if single => return visitor.visit_f32(*f),
-            Node::F32(f) => f64::from(*f),
-            Node::Int(i) => *i as f64,
+        let v = match self.scalar() {
+            Node::F64(f) => f,
+            Node::F32(f) if single => return visitor.visit_f32(f),
+            Node::F32(f) => f64::from(f),
+            Node::Int(i) => return visit_int_as_float(i, visitor, single),
+            Node::Number(text) => return visit_text_as_float(&text, visitor, single),
             // Jackson writes non-finite numbers as strings.
             Node::Str(s) => match s.as_str() {
                 "NaN" => f64::NAN,
                 "Infinity" => f64::INFINITY,
                 "-Infinity" => f64::NEG_INFINITY,
-                _ => return Err(de::Error::invalid_type(node.unexpected(), &visitor)),
+                _ => return Err(de::Error::invalid_type(Node::Str(s).unexpected(), &visitor)),
             },
-            _ => return Err(de::Error::invalid_type(node.unexpected(), &visitor)),
+            other => return Err(de::Error::invalid_type(other.unexpected(), &visitor)),
         };
-        if single {
-            visitor.visit_f32(v as f32)
+        if !single {
+            return visitor.visit_f64(v);
+        }
+        let narrow = v as f32;
+        if v.is_nan() || f64::from(narrow) == v {
+            visitor.visit_f32(narrow)
         } else {
-            visitor.visit_f64(v)
+            Err(no_exact_float(&super::num::java_double(v), "f32"))
         }
     }
+}
+
+/// Refuses a number the float type cannot hold without rounding.
+fn no_exact_float(text: &str, ty: &str) -> JacksonError {
+    JacksonError::Message(format!(
+        "number {text} has no exact {ty} (it would be rounded); decode it into \
+         delayq::codec::java::BigDecimal"
+    ))
+}
+
+/// A whole number given as text (a big integer, or a decimal such as `1E+3` or `5.0`).
+fn visit_int_text<'de, V: Visitor<'de>>(text: &str, visitor: V) -> Result<V::Value, JacksonError> {
+    let decimal: BigDecimal = text
+        .parse()
+        .map_err(|e: crate::codec::java::NumberFormatError| JacksonError::Message(e.to_string()))?;
+    let Some(whole) = decimal.to_big_integer_exact() else {
+        return Err(JacksonError::Message(format!(
+            "number {text} is not a whole number"
+        )));
+    };
+    if let Some(v) = whole.to_i128() {
+        visit_int(v, visitor)
+    } else if let Some(v) = whole.to_u128() {
+        visitor.visit_u128(v)
+    } else {
+        Err(JacksonError::Message(format!(
+            "integer {text} does not fit a 128-bit integer; decode it into \
+             delayq::codec::java::BigInteger"
+        )))
+    }
+}
+
+/// A float read into an integer type: only whole values (which a float holds exactly).
+fn visit_whole_float<'de, V: Visitor<'de>>(f: f64, visitor: V) -> Result<V::Value, JacksonError> {
+    const TWO_127: f64 = 1.7014118346046923e38;
+    if f.fract() != 0.0 || !f.is_finite() {
+        return Err(JacksonError::Message(format!(
+            "number {} is not a whole number",
+            super::num::java_double(f)
+        )));
+    }
+    if f.abs() < TWO_127 {
+        visit_int(f as i128, visitor)
+    } else if f > 0.0 && f < 2.0 * TWO_127 {
+        visitor.visit_u128(f as u128)
+    } else {
+        Err(JacksonError::Message(format!(
+            "integer {} does not fit a 128-bit integer",
+            super::num::java_double(f)
+        )))
+    }
+}
+
+/// An integer read into a float type: only when the float's shortest decimal is that integer.
+fn visit_int_as_float<'de, V: Visitor<'de>>(
+    i: i128,
+    visitor: V,
+    single: bool,
+) -> Result<V::Value, JacksonError> {
+    visit_text_as_float(&i.to_string(), visitor, single)
+}
+
+/// The exact float of a number's text, if the float's shortest decimal is that number.
+fn exact_float(text: &str, single: bool) -> Option<f64> {
+    let decimal: BigDecimal = text.parse().ok()?;
+    if decimal.unscaled().is_zero() {
+        // Keep Java's -0.0.
+        return text.parse().ok();
+    }
+    if single {
+        decimal.to_f32_exact().map(f64::from)
+    } else {
+        decimal.to_f64_exact()
+    }
+}
+
+fn visit_text_as_float<'de, V: Visitor<'de>>(
+    text: &str,
+    visitor: V,
+    single: bool,
+) -> Result<V::Value, JacksonError> {
+    match exact_float(text, single) {
+        Some(v) if single => visitor.visit_f32(v as f32),
+        Some(v) => visitor.visit_f64(v),
+        None => Err(no_exact_float(text, if single { "f32" } else { "f64" })),
+    }
+}
+
+/// A number node for `deserialize_any`: the Rust primitive that holds it exactly, or an error.
+fn visit_any_number<'de, V: Visitor<'de>>(
+    text: &str,
+    visitor: V,
+) -> Result<V::Value, JacksonError> {
+    if !text.contains(['.', 'e', 'E']) {
+        return visit_int_text(text, visitor);
+    }
+    visit_text_as_float(text, visitor, false)
 }
 
 /// `[class, value]` where `class` looks like a Java class name.
@@ -152,6 +254,7 @@ impl<'de> de::Deserializer<'de> for NodeDe {
             Node::Null => visitor.visit_unit(),
             Node::Bool(b) => visitor.visit_bool(b),
             Node::Int(v) => visit_int(v, visitor),
+            Node::Number(text) => visit_any_number(&text, visitor),
             Node::F64(f) => visitor.visit_f64(f),
             Node::F32(f) => visitor.visit_f32(f),
             Node::Str(s) => visitor.visit_string(s),
@@ -272,9 +375,13 @@ impl<'de> de::Deserializer<'de> for NodeDe {
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,
-        _name: &'static str,
+        name: &'static str,
         visitor: V,
     ) -> Result<V::Value, JacksonError> {
+        if java_types::is_java_type(name) {
+            let parts = java_types::from_jackson(name, self.scalar())?;
+            return visitor.visit_newtype_struct(NodeDe::new(parts, false));
+        }
         visitor.visit_newtype_struct(self)
     }
 
@@ -563,10 +670,10 @@ impl<'de> de::Deserializer<'de> for KeyDe {
         self.parse::<i128, V>(visitor)
     }
     fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JacksonError> {
-        self.parse::<f64, V>(visitor)
+        visit_text_as_float(&self.0, visitor, true)
     }
     fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JacksonError> {
-        self.parse::<f64, V>(visitor)
+        visit_text_as_float(&self.0, visitor, false)
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JacksonError> {

@@ -1,11 +1,8 @@
-//! JSON text the way Jackson's `UTF8JsonGenerator` writes it, and parsing back into a [`Node`].
+//! JSON text the way Jackson's `UTF8JsonGenerator` writes it (parsing is in `json_parse.rs`).
 
 use super::num::{java_double, java_float};
-use super::tree::{lift_class, Node};
-use super::JacksonError;
+use super::tree::Node;
 use base64::Engine as _;
-use serde::de::{self, DeserializeSeed, Visitor};
-use std::fmt;
 
 /// Writes `node` as compact JSON.
 pub(crate) fn write(node: &Node, out: &mut Vec<u8>) {
@@ -14,6 +11,7 @@ pub(crate) fn write(node: &Node, out: &mut Vec<u8>) {
         Node::Bool(true) => out.extend_from_slice(b"true"),
         Node::Bool(false) => out.extend_from_slice(b"false"),
         Node::Int(v) => out.extend_from_slice(v.to_string().as_bytes()),
+        Node::Number(text) => out.extend_from_slice(text.as_bytes()),
         Node::F64(v) => number(out, v.is_finite(), &java_double(*v)),
         Node::F32(v) => number(out, v.is_finite(), &java_float(*v)),
         Node::Str(s) => string(out, s),
@@ -114,95 +112,7 @@ fn string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// Parses one JSON document (surrounding whitespace allowed, nothing else after it). With
-/// `typed`, objects carrying a string `@class` property become [`Node::Typed`].
-pub(crate) fn parse(bytes: &[u8], typed: bool) -> Result<Node, JacksonError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let node = NodeSeed { typed }
-        .deserialize(&mut de)
-        .map_err(JacksonError::Json)?;
-    de.end().map_err(JacksonError::Json)?;
-    Ok(node)
-}
-
-/// Builds a [`Node`] from any self-describing serde input.
-#[derive(Debug, Clone, Copy)]
-struct NodeSeed {
-    typed: bool,
-}
-
-impl<'de> DeserializeSeed<'de> for NodeSeed {
-    type Value = Node;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for NodeSeed {
-    type Value = Node;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Node, E> {
-        Ok(Node::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Node, E> {
-        Ok(Node::Int(v.into()))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Node, E> {
-        Ok(Node::Int(v.into()))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Node, E> {
-        Ok(Node::F64(v))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Node, E> {
-        Ok(Node::Str(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Node, E> {
-        Ok(Node::Str(v))
-    }
-
-    fn visit_bytes<E>(self, v: &[u8]) -> Result<Node, E> {
-        Ok(Node::Bytes(v.to_vec()))
-    }
-
-    fn visit_unit<E>(self) -> Result<Node, E> {
-        Ok(Node::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Node, E> {
-        Ok(Node::Null)
-    }
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(self)? {
-            items.push(item);
-        }
-        Ok(Node::Seq(items))
-    }
-
-    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-        let mut entries = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let value = map.next_value_seed(self)?;
-            entries.push((key, value));
-        }
-        Ok(if self.typed {
-            lift_class(entries)
-        } else {
-            Node::Map(entries)
-        })
-    }
-}
+pub(crate) use super::json_parse::parse;
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,9 @@
 
 mod de;
 mod java_map;
+mod java_types;
 mod json;
+mod json_parse;
 #[cfg(feature = "msgpack")]
 mod msgpack;
 mod num;

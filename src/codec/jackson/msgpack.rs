@@ -8,6 +8,7 @@
 
 use super::tree::{lift_class, Node};
 use super::JacksonError;
+use crate::codec::java::BigDecimal;
 
 /// Nesting deeper than this is rejected when reading (a guard against stack exhaustion).
 const MAX_DEPTH: usize = 128;
@@ -19,6 +20,7 @@ pub(crate) fn write(node: &Node, out: &mut Vec<u8>) -> Result<(), JacksonError> 
         Node::Bool(false) => out.push(0xc2),
         Node::Bool(true) => out.push(0xc3),
         Node::Int(v) => int(out, *v)?,
+        Node::Number(text) => big_number(out, text)?,
         Node::F32(v) => {
             out.push(0xca);
             out.extend_from_slice(&v.to_be_bytes());
@@ -105,6 +107,40 @@ fn header(
         out.extend_from_slice(&len.to_be_bytes());
     }
     Ok(())
+}
+
+/// msgpack-jackson's `BigInteger` and `BigDecimal` rules: a whole number as an integer when it
+/// fits 64 bits, any other decimal as a float64 when that double's shortest form is the same
+/// number (`12.50` becomes `12.5`, as in Java), anything else an error (Java's encoder throws
+/// there too).
+fn big_number(out: &mut Vec<u8>, text: &str) -> Result<(), JacksonError> {
+    let decimal: BigDecimal = text
+        .parse()
+        .map_err(|e: crate::codec::java::NumberFormatError| JacksonError::Message(e.to_string()))?;
+    if let Some(whole) = decimal.to_big_integer_exact() {
+        if let Some(v) = whole
+            .to_i128()
+            .filter(|v| *v >= i128::from(i64::MIN) && *v <= i128::from(u64::MAX))
+        {
+            return int(out, v);
+        }
+        if !text.contains(['.', 'e', 'E']) {
+            return Err(JacksonError::Message(format!(
+                "MessagePack cannot hold the integer {text} (64 bits at most, as in msgpack-jackson)"
+            )));
+        }
+    }
+    match decimal.to_f64_exact() {
+        Some(v) => {
+            out.push(0xcb);
+            out.extend_from_slice(&v.to_be_bytes());
+            Ok(())
+        }
+        None => Err(JacksonError::Message(format!(
+            "MessagePack cannot hold the decimal {text}: it is not whole and no double is that number \
+             (msgpack-jackson refuses it too)"
+        ))),
+    }
 }
 
 /// msgpack-java's `packLong`: negative fixint / int8..int64 for negatives, positive fixint /

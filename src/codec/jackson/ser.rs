@@ -2,6 +2,7 @@
 //!
 //! The rules are written down in `mapping.md`; this file implements them.
 
+use super::java_types::{self, Typing};
 use super::tree::{is_java_class_name, java_string_cmp, Node};
 use super::JacksonError;
 use serde::ser::{self, Serialize};
@@ -119,6 +120,33 @@ impl Ser {
         } else {
             node
         }
+    }
+
+    /// A value of one of `codec::java`'s classes (`BigDecimal`, `Date`, `java.time`, …).
+    fn java_type<T: ?Sized + Serialize>(
+        self,
+        name: &'static str,
+        value: &T,
+    ) -> Result<Node, JacksonError> {
+        let parts = value.serialize(Ser {
+            typed: false,
+            slot: Slot::Field,
+            class: None,
+        })?;
+        let (node, typing) = java_types::to_jackson(name, parts)?;
+        if !self.typed {
+            return Ok(node);
+        }
+        let (class, wrap) = match typing {
+            Typing::NonFinal => (name, true),
+            Typing::Final => (name, self.slot == Slot::Object),
+            Typing::ZoneId => (crate::codec::java::ZONE_ID, self.slot != Slot::Root),
+        };
+        Ok(if wrap {
+            Node::Typed(class.to_owned(), Box::new(node))
+        } else {
+            node
+        })
     }
 
     /// The Java class of a POJO-like value named `name` by serde.
@@ -259,6 +287,9 @@ impl ser::Serializer for Ser {
         name: &'static str,
         value: &T,
     ) -> Result<Node, JacksonError> {
+        if java_types::is_java_type(name) {
+            return self.java_type(name, value);
+        }
         if self.typed && is_java_class_name(name) {
             value.serialize(Ser {
                 class: Some(name),

@@ -13,6 +13,9 @@ pub(crate) enum Node {
     Bool(bool),
     /// Any integer; writers reject what their format cannot hold.
     Int(i128),
+    /// A number no `i128` holds, as its decimal text: a big integer (`123…890`) or a decimal
+    /// (`12.50`, `1E+3`). Kept as text so that nothing is rounded on the way to the Rust value.
+    Number(String),
     /// A Java `double`.
     F64(f64),
     /// A Java `float`.
@@ -44,6 +47,7 @@ impl Node {
                     Err(_) => Unexpected::Other("a big integer"),
                 },
             },
+            Node::Number(_) => Unexpected::Other("a number"),
             Node::F64(f) => Unexpected::Float(*f),
             Node::F32(f) => Unexpected::Float(f64::from(*f)),
             Node::Str(s) => Unexpected::Str(s),

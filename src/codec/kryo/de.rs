@@ -6,6 +6,7 @@ use serde::forward_to_deserialize_any;
 
 use super::value::{handoff_put, JavaValue, JAVA_VALUE_TOKEN, UUID};
 use super::KryoError;
+use crate::codec::java::{JavaTime, BIG_DECIMAL, BIG_INTEGER, OPTIONAL, TIME_CLASSES, ZONE_ID};
 
 /// Deserializes a Rust value from a [`JavaValue`].
 pub(crate) struct FromJava(pub(crate) JavaValue);
@@ -77,6 +78,13 @@ impl<'de> de::Deserializer<'de> for FromJava {
             JavaValue::Object(o) => {
                 visit_map(o.fields.into_iter().map(|f| (f.name, f.value)), visitor)
             }
+            JavaValue::BigInteger(n) => visitor.visit_string(n.to_string()),
+            JavaValue::BigDecimal(d) => visitor.visit_string(d.to_string()),
+            JavaValue::Time(t) => visit_seq(time_parts(&t), visitor),
+            JavaValue::Enum { ordinal, .. } => visitor.visit_u32(ordinal),
+            JavaValue::Array { items, .. } => visit_seq(items, visitor),
+            JavaValue::Optional(None) => visitor.visit_unit(),
+            JavaValue::Optional(Some(v)) => FromJava(*v).deserialize_any(visitor),
         }
     }
 
@@ -101,7 +109,28 @@ impl<'de> de::Deserializer<'de> for FromJava {
                 return visitor.visit_newtype_struct(u.into_deserializer());
             }
         }
-        visitor.visit_newtype_struct(self)
+        match (name, self.0) {
+            (BIG_INTEGER, JavaValue::BigInteger(n)) => {
+                visitor.visit_newtype_struct(n.to_string().into_deserializer())
+            }
+            (BIG_DECIMAL, JavaValue::BigDecimal(d)) => {
+                visitor.visit_newtype_struct(d.to_string().into_deserializer())
+            }
+            (OPTIONAL, JavaValue::Optional(v)) => {
+                visitor.visit_newtype_struct(FromJava(v.map_or(JavaValue::Null, |v| *v)))
+            }
+            (_, JavaValue::Time(t)) if time_class_matches(name, &t) => {
+                visitor.visit_newtype_struct(FromJava(JavaValue::array_list(time_parts(&t))))
+            }
+            (_, JavaValue::Array { class, items }) if class == name => {
+                visitor.visit_newtype_struct(FromJava(JavaValue::array_list(items)))
+            }
+            (BIG_INTEGER | BIG_DECIMAL | OPTIONAL, other) => Err(unexpected(&other, name)),
+            (_, other) if TIME_CLASSES.contains(&name) || name.starts_with('[') => {
+                Err(unexpected(&other, name))
+            }
+            (_, other) => visitor.visit_newtype_struct(FromJava(other)),
+        }
     }
 
     fn deserialize_unit_struct<V: Visitor<'de>>(
@@ -119,15 +148,24 @@ impl<'de> de::Deserializer<'de> for FromJava {
         }
     }
 
+    /// A Java enum constant, by ordinal (the variant index); the Java class must be the enum's
+    /// serde name (or a constant's own class, `Name$1`, inside it).
     fn deserialize_enum<V: Visitor<'de>>(
         self,
         name: &'static str,
-        _variants: &'static [&'static str],
-        _visitor: V,
+        variants: &'static [&'static str],
+        visitor: V,
     ) -> Result<V::Value, KryoError> {
-        Err(KryoError::Mismatch(format!(
-            "Rust enum {name} has no Kryo5Codec mapping"
-        )))
+        match self.0 {
+            JavaValue::Enum { class, ordinal }
+                if (class == name
+                    || class.strip_prefix(name).is_some_and(|r| r.starts_with('$')))
+                    && (ordinal as usize) < variants.len() =>
+            {
+                visitor.visit_enum(ordinal.into_deserializer())
+            }
+            other => Err(unexpected(&other, name)),
+        }
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, KryoError> {
@@ -205,12 +243,54 @@ impl<'de> de::Deserializer<'de> for FromJava {
         deserialize_string: String(v) => visit_string(v), "java.lang.String";
         deserialize_bytes: Bytes(v) => visit_byte_buf(v), "byte[]";
         deserialize_byte_buf: Bytes(v) => visit_byte_buf(v), "byte[]";
-        deserialize_u128: Uuid(v) => visit_u128(v), "java.util.UUID";
+    }
+
+    /// A `java.util.UUID` (inside `JavaUuid`) or a `java.math.BigInteger` that fits.
+    fn deserialize_u128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, KryoError> {
+        match self.0 {
+            JavaValue::Uuid(v) => visitor.visit_u128(v),
+            JavaValue::BigInteger(n) => match n.to_u128() {
+                Some(v) => visitor.visit_u128(v),
+                None => Err(KryoError::Mismatch(format!(
+                    "BigInteger {n} does not fit a u128"
+                ))),
+            },
+            other => Err(unexpected(&other, "java.math.BigInteger")),
+        }
+    }
+
+    /// A `java.math.BigInteger` that fits.
+    fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, KryoError> {
+        match self.0 {
+            JavaValue::BigInteger(n) => match n.to_i128() {
+                Some(v) => visitor.visit_i128(v),
+                None => Err(KryoError::Mismatch(format!(
+                    "BigInteger {n} does not fit an i128"
+                ))),
+            },
+            other => Err(unexpected(&other, "java.math.BigInteger")),
+        }
     }
 
     forward_to_deserialize_any! {
-        i128 u8 u16 u32 u64 identifier
+        u8 u16 u32 u64 identifier
     }
+}
+
+/// A date or time value's serde parts: its numbers as `Long`s, then the zone id.
+fn time_parts(t: &JavaTime) -> Vec<JavaValue> {
+    let (numbers, text) = t.parts();
+    let mut items: Vec<JavaValue> = numbers.into_iter().map(JavaValue::Long).collect();
+    if let Some(text) = text {
+        items.push(JavaValue::String(text.to_owned()));
+    }
+    items
+}
+
+/// Whether a time value may be read as the serde type named `name` (a `ZoneId` is a
+/// `ZoneRegion` or `ZoneOffset` on the wire).
+fn time_class_matches(name: &str, t: &JavaTime) -> bool {
+    name == t.java_class() || (name == ZONE_ID && matches!(t, JavaTime::ZoneId(_)))
 }
 
 fn unexpected(found: &JavaValue, expected: &str) -> KryoError {

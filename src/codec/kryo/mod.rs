@@ -49,6 +49,14 @@
 //! | `HashMap<K, V>`, `BTreeMap`, … | `Map<K', V'>` | class (`java.util.HashMap`) + map |
 //! | a struct with `#[serde(rename = "com.x.Y")]` | a field of the non-final class `com.x.Y` | class + fields |
 //! | [`JavaValue`] | `Object` | class + body |
+//! | `i128`, `u128`, [`java::BigInteger`](crate::codec::java::BigInteger) | `BigInteger` | class + length + two's-complement bytes |
+//! | [`java::BigDecimal`](crate::codec::java::BigDecimal) | `BigDecimal` | class + unscaled value + scale |
+//! | a Rust enum of unit variants renamed to the Java enum class | that enum | its ordinal + 1 (`00` for null) |
+//! | [`java::Date`](crate::codec::java::Date), `Timestamp`, `Instant`, `Duration`, `LocalDate`, `LocalTime`, `LocalDateTime`, `OffsetDateTime`, `ZonedDateTime`, `ZoneId` | the same-named Java class | Kryo's `DateSerializer` / `TimeSerializers` bytes |
+//! | [`java::Optional<T>`](crate::codec::java::Optional) | `Optional<T>` | `01` marker, then the value with its class |
+//! | a newtype renamed to an array class (`"[I"`, `"[Ljava.lang.String;"`, `"[Lcom.x.Item;"`) | that array | length + 1, then the elements (without their class when the element class is final) |
+//! | a newtype renamed to `java.util.TreeMap`/`TreeSet`, `java.util.ImmutableCollections$List12`/`$ListN`/`$Set12`/`$SetN`/`$Map1`/`$MapN`, `java.util.Collections$EmptyList`/`$SingletonList`/…, `java.util.Arrays$ArrayList` | that class | Kryo's serializer for it (a null comparator after the size for the sorted ones; no nulls in the immutable ones) |
+//! | a struct named in [`Kryo5Codec::record`] | a Java record | components sorted by name, without type arguments |
 //!
 //! At the root, and for elements and map entries, `T'` is the wrapper type (`Long` for `i64`).
 //! Type arguments matter as they do in Kryo: a `List<String>` field writes its elements without
@@ -92,17 +100,23 @@
 //! | input | error |
 //! |---|---|
 //! | a POJO class with no schema (decoding `JavaValue`, or a class the Rust type does not reach) | [`KryoError::UnknownClass`]: "its fields cannot be read without a schema"; register it with [`Kryo5Codec::register`] or [`Kryo5Codec::with_class`] |
-//! | classes with their own Kryo serializers: arrays other than `byte[]`, enums, `TreeMap`/`TreeSet`, `BigDecimal`, dates, `Collections.unmodifiable*`, records, … | [`KryoError::UnknownClass`] |
+//! | `Collections.unmodifiable*`/`synchronized*`/`checked*` (Redisson 3.36+ writes them with Java serialization inside Kryo), `EnumMap`, `EnumSet`, `PriorityQueue`, `java.sql.Date`/`Time`, `Calendar`, `Locale`, other classes with their own Kryo serializers | [`KryoError::UnknownClass`] naming the class |
+//! | an enum (decoding into `JavaValue`) whose constants are not registered ([`ClassSchema::enumeration`], or a Rust enum through [`Kryo5Codec::register`]) | [`KryoError::UnknownClass`] |
+//! | a `TreeMap`/`TreeSet` with a comparator | [`KryoError::Unsupported`] naming the comparator's class |
 //! | registered class ids other than Kryo's built-ins (Redisson's `allowedClasses` mode) | [`KryoError::UnregisteredClassId`] |
 //! | references on (`useReferences = true`) | the bytes are misread and end in a [`KryoError::Malformed`] or similar error, never silently |
-//! | Rust enums, unsigned or 128-bit integers | [`KryoError::Schema`] / [`KryoError::Unsupported`] |
+//! | Rust enums with data, or without a Java class name; unsigned integers below 128 bits | [`KryoError::Schema`] / [`KryoError::Unsupported`] |
 //! | a `char` outside the BMP, a Java `char`/`String` with a lone surrogate | [`KryoError::Unsupported`] / [`KryoError::Malformed`] |
 //! | a null in `ArrayDeque`, `ConcurrentLinkedQueue/Deque`, `ConcurrentHashMap`, `Hashtable` (Java cannot read it); a collection class not in the lists above | [`KryoError::Unsupported`] |
 //! | truncated or trailing bytes, bad markers, nesting deeper than 128 | [`KryoError::UnexpectedEnd`], [`KryoError::TrailingBytes`], [`KryoError::Malformed`], [`KryoError::TooDeep`] |
 //!
 //! Decoding never panics on any input.
 
+mod builtin;
 mod de;
+#[cfg(feature = "json")]
+#[cfg_attr(docsrs, doc(cfg(feature = "json")))]
+pub mod json_form;
 mod read;
 mod schema;
 mod ser;
@@ -121,9 +135,10 @@ use super::Codec;
 use schema::Registry;
 
 pub use value::{
-    ClassSchema, JavaField, JavaObject, JavaType, JavaValue, Primitive, ARRAY_LIST, BYTE_ARRAY,
-    HASH_MAP, HASH_SET, LINKED_HASH_MAP, LINKED_HASH_SET, LINKED_LIST, LIST_CLASSES, MAP_CLASSES,
-    SET_CLASSES, UUID,
+    ClassKind, ClassSchema, JavaField, JavaObject, JavaType, JavaValue, Primitive, ARRAY_LIST,
+    BYTE_ARRAY, HASH_MAP, HASH_SET, LINKED_HASH_MAP, LINKED_HASH_SET, LINKED_LIST, LIST12,
+    LIST_CLASSES, LIST_N, MAP1, MAP_CLASSES, MAP_N, SET12, SET_CLASSES, SET_N, TREE_MAP, TREE_SET,
+    UUID,
 };
 
 /// Deepest nesting of collections, maps and objects the codec reads or writes.
@@ -239,6 +254,7 @@ pub struct Kryo5Codec<T> {
     java_hash_order: bool,
     extra: Vec<Tracer>,
     classes: Vec<ClassSchema>,
+    records: Vec<String>,
     registry: OnceLock<Result<Registry, String>>,
     _value: PhantomData<fn() -> T>,
 }
@@ -259,6 +275,7 @@ impl<T> Clone for Kryo5Codec<T> {
             java_hash_order: self.java_hash_order,
             extra: self.extra.clone(),
             classes: self.classes.clone(),
+            records: self.records.clone(),
             registry: self.registry.clone(),
             _value: PhantomData,
         }
@@ -279,6 +296,7 @@ impl<T: DeserializeOwned> Kryo5Codec<T> {
             java_hash_order: false,
             extra: Vec::new(),
             classes: Vec::new(),
+            records: Vec::new(),
             registry: OnceLock::new(),
             _value: PhantomData,
         }
@@ -301,6 +319,16 @@ impl<T: DeserializeOwned> Kryo5Codec<T> {
         self
     }
 
+    /// Treats the struct whose serde name is `class` as a Java record: Kryo writes records with
+    /// its `RecordSerializer` (components sorted by name, no type arguments, and a record is
+    /// final, so a record-typed field carries no class).
+    #[must_use]
+    pub fn record(mut self, class: impl Into<String>) -> Self {
+        self.records.push(class.into());
+        self.registry = OnceLock::new();
+        self
+    }
+
     /// Write `java.util.HashMap` and `java.util.HashSet` entries in the order Java's
     /// `HashMap` iterates them (see the [module docs](self#map-and-set-order)). Off by default.
     #[must_use]
@@ -313,6 +341,9 @@ impl<T: DeserializeOwned> Kryo5Codec<T> {
         self.registry
             .get_or_init(|| {
                 let mut reg = Registry::default();
+                for class in &self.records {
+                    reg.mark_record(class);
+                }
                 schema::trace::<T>(&mut reg).map_err(|e| e.to_string())?;
                 for trace in &self.extra {
                     trace(&mut reg).map_err(|e| e.to_string())?;

@@ -4,11 +4,12 @@ use std::collections::HashMap;
 
 use super::schema::Registry;
 use super::value::{
-    JavaField, JavaObject, JavaType, JavaValue, Primitive, BYTE_ARRAY, LIST_CLASSES, MAP_CLASSES,
-    SET_CLASSES, UUID,
+    layout, ClassKind, ClassSchema, JavaField, JavaObject, JavaType, JavaValue, Layout, Primitive,
+    BYTE_ARRAY, LIST_CLASSES, MAP_CLASSES, SET_CLASSES, UUID,
 };
 use super::wire::Reader;
-use super::{KryoError, MAX_DEPTH};
+use super::{builtin, write, KryoError, MAX_DEPTH};
+use crate::codec::java::{BIG_DECIMAL, BIG_INTEGER, OPTIONAL};
 
 /// How many collection elements and map entries one value may hold beyond its byte length.
 /// Most elements take at least one byte, but some take none (the nulls of an "all null"
@@ -16,27 +17,21 @@ use super::{KryoError, MAX_DEPTH};
 /// allocate gigabytes.
 const MAX_FREE_ELEMENTS: usize = 1 << 18;
 
+/// The declared type of a final class by name.
+fn final_type(name: &str) -> JavaType {
+    match Primitive::from_wrapper_name(name) {
+        Some(p) if name.contains('.') => JavaType::Boxed(p),
+        _ if name == UUID => JavaType::Uuid,
+        _ => JavaType::Final(name.to_owned()),
+    }
+}
+
 /// A class as read from the wire.
 #[derive(Debug, Clone, PartialEq)]
 enum Class {
     Prim(Primitive),
     String,
     Named(String),
-}
-
-impl Class {
-    fn accepts_null(&self) -> bool {
-        match self {
-            Class::Prim(_) => false,
-            Class::String => true,
-            Class::Named(n) => {
-                n == BYTE_ARRAY
-                    || LIST_CLASSES.contains(&n.as_str())
-                    || SET_CLASSES.contains(&n.as_str())
-                    || MAP_CLASSES.contains(&n.as_str())
-            }
-        }
-    }
 }
 
 /// Decodes one whole value; bytes left over are an error.
@@ -184,8 +179,51 @@ impl<'a, 'r> Decoder<'a, 'r> {
                 }
                 self.uuid()
             }
+            JavaType::Final(class) => {
+                let at = self.r.pos();
+                if nullable && !self.accepts_null(class) && !self.marker()? {
+                    return Ok(JavaValue::Null);
+                }
+                self.body(&Class::Named(class.clone()), &[], at)
+            }
             JavaType::NonFinal { type_args } => self.class_and_object(type_args),
         }
+    }
+
+    /// Whether Kryo's serializer for the named class writes null itself.
+    fn accepts_null(&self, name: &str) -> bool {
+        name.starts_with('[')
+            || name == BIG_INTEGER
+            || name == BIG_DECIMAL
+            || LIST_CLASSES.contains(&name)
+            || SET_CLASSES.contains(&name)
+            || MAP_CLASSES.contains(&name)
+            || self.enum_constants(name).is_some()
+    }
+
+    fn class_accepts_null(&self, class: &Class) -> bool {
+        match class {
+            Class::Prim(_) => false,
+            Class::String => true,
+            Class::Named(n) => self.accepts_null(n),
+        }
+    }
+
+    /// The constants of an enum class known to the registry; a constant with a body has a
+    /// class of its own (`Color$1`), which maps to its enum.
+    fn enum_constants(&self, name: &str) -> Option<&'r [String]> {
+        let registry = self.registry;
+        let lookup = |n: &str| match registry.get(n).map(|s| &s.kind) {
+            Some(ClassKind::Enum(constants)) => Some(constants.as_slice()),
+            _ => None,
+        };
+        lookup(name).or_else(|| {
+            let (base, suffix) = name.rsplit_once('$')?;
+            suffix
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| lookup(base))?
+        })
     }
 
     fn prim_body(&mut self, p: Primitive) -> Result<JavaValue, KryoError> {
@@ -245,66 +283,210 @@ impl<'a, 'r> Decoder<'a, 'r> {
             }
             Class::Named(n) => n.as_str(),
         };
-        if name == BYTE_ARRAY {
-            return self.byte_array();
+        match name {
+            BYTE_ARRAY => return self.byte_array(),
+            UUID => return self.uuid(),
+            BIG_INTEGER => {
+                return Ok(builtin::read_big_integer(&mut self.r)?
+                    .map_or(JavaValue::Null, JavaValue::BigInteger))
+            }
+            BIG_DECIMAL => {
+                return Ok(builtin::read_big_decimal(&mut self.r)?
+                    .map_or(JavaValue::Null, JavaValue::BigDecimal))
+            }
+            _ if builtin::is_time_class(name) => {
+                return Ok(JavaValue::Time(builtin::read_time(&mut self.r, name)?))
+            }
+            _ => {}
         }
-        if name == UUID {
-            return self.uuid();
+        if let Some(constants) = self.enum_constants(name) {
+            return self.enum_constant(name, constants.len());
         }
         self.enter()?;
+        let v = self.nested_body(name, args, at)?;
+        self.depth -= 1;
+        Ok(v)
+    }
+
+    fn enum_constant(&mut self, name: &str, count: usize) -> Result<JavaValue, KryoError> {
+        let at = self.r.pos();
+        match self.r.varint("enum ordinal")? {
+            0 => Ok(JavaValue::Null),
+            n if (n as usize) <= count => Ok(JavaValue::Enum {
+                class: name.to_owned(),
+                ordinal: n - 1,
+            }),
+            n => Err(self.malformed(
+                at,
+                format!(
+                    "ordinal {} of enum {name}, which has {count} constants",
+                    n - 1
+                ),
+            )),
+        }
+    }
+
+    /// Bodies that hold other values: optionals, arrays, collections, maps, objects.
+    fn nested_body(
+        &mut self,
+        name: &str,
+        args: &[JavaType],
+        at: usize,
+    ) -> Result<JavaValue, KryoError> {
+        if name == OPTIONAL {
+            return Ok(match self.class_and_object(&[])? {
+                JavaValue::Null => JavaValue::Optional(None),
+                v => JavaValue::Optional(Some(Box::new(v))),
+            });
+        }
+        if name.starts_with('[') {
+            return self.array(name);
+        }
         let v = if LIST_CLASSES.contains(&name) {
-            self.collection(args)?.map(|items| JavaValue::List {
+            self.collection(name, args)?.map(|items| JavaValue::List {
                 class: name.to_owned(),
                 items,
             })
         } else if SET_CLASSES.contains(&name) {
-            self.collection(args)?.map(|items| JavaValue::Set {
+            self.collection(name, args)?.map(|items| JavaValue::Set {
                 class: name.to_owned(),
                 items,
             })
         } else if MAP_CLASSES.contains(&name) {
-            self.map(args)?.map(|entries| JavaValue::Map {
+            self.map(name, args)?.map(|entries| JavaValue::Map {
                 class: name.to_owned(),
                 entries,
             })
         } else if let Some(schema) = self.registry.get(name) {
-            let mut fields = Vec::with_capacity(schema.fields.len());
-            for (field, ty) in &schema.fields {
-                let value = self.declared(ty)?;
-                fields.push(JavaField {
-                    name: field.clone(),
-                    ty: ty.clone(),
-                    value,
-                });
-            }
-            Some(JavaValue::Object(JavaObject {
-                class: name.to_owned(),
-                fields,
-            }))
+            Some(self.object(schema)?)
         } else {
             return Err(KryoError::UnknownClass {
                 class: name.to_owned(),
                 offset: at,
             });
         };
-        self.depth -= 1;
         Ok(v.unwrap_or(JavaValue::Null))
     }
 
-    /// `CollectionSerializer.read`; `None` for a null collection.
-    fn collection(&mut self, args: &[JavaType]) -> Result<Option<Vec<JavaValue>>, KryoError> {
+    fn object(&mut self, schema: &ClassSchema) -> Result<JavaValue, KryoError> {
+        let record = schema.kind == ClassKind::Record;
+        let mut fields = Vec::with_capacity(schema.fields.len());
+        for (field, ty) in &schema.fields {
+            let value = match ty {
+                // A record's components carry no type arguments.
+                JavaType::NonFinal { .. } if record => self.class_and_object(&[])?,
+                _ => self.declared(ty)?,
+            };
+            fields.push(JavaField {
+                name: field.clone(),
+                ty: ty.clone(),
+                value,
+            });
+        }
+        Ok(JavaValue::Object(JavaObject {
+            class: schema.class.clone(),
+            fields,
+            record,
+        }))
+    }
+
+    /// Kryo's array serializers (see `write.rs`).
+    fn array(&mut self, class: &str) -> Result<JavaValue, KryoError> {
+        let at = self.r.pos();
+        let len = self.r.varint("array length")?;
+        if len == 0 {
+            return Ok(JavaValue::Null);
+        }
+        let n = self.element_count(len - 1, at)?;
+        let mut items = Vec::with_capacity(n.min(self.r.remaining()));
+        if let Some(code) = builtin::primitive_array_code(class) {
+            let p = match code {
+                b'Z' => Primitive::Boolean,
+                b'C' => Primitive::Char,
+                b'S' => Primitive::Short,
+                b'I' => Primitive::Int,
+                b'J' => Primitive::Long,
+                b'F' => Primitive::Float,
+                _ => Primitive::Double,
+            };
+            for _ in 0..n {
+                items.push(self.prim_body(p)?);
+            }
+        } else {
+            let element = write::array_element(class)
+                .ok_or_else(|| self.malformed(at, format!("{class} is not an array class")))?
+                .to_owned();
+            let registry_final = matches!(
+                self.registry.get(&element).map(|s| &s.kind),
+                Some(ClassKind::Record | ClassKind::Enum(_))
+            );
+            let is_final = registry_final || write::element_is_final(&element, None);
+            for _ in 0..n {
+                let item = if element == "java.lang.String" {
+                    self.r
+                        .string("string")?
+                        .map_or(JavaValue::Null, JavaValue::String)
+                } else if is_final {
+                    self.final_value(&final_type(&element), true)?
+                } else {
+                    self.class_and_object(&[])?
+                };
+                items.push(item);
+            }
+        }
+        Ok(JavaValue::Array {
+            class: class.to_owned(),
+            items,
+        })
+    }
+
+    /// `writeHeader` of a sorted collection: its comparator, which must be null (natural
+    /// ordering).
+    fn header(&mut self, lay: Layout) -> Result<(), KryoError> {
+        if lay != Layout::Sorted {
+            return Ok(());
+        }
+        let at = self.r.pos();
+        match self.class_and_object(&[])? {
+            JavaValue::Null => Ok(()),
+            other => Err(KryoError::Unsupported(format!(
+                "a sorted collection with a comparator ({}) at byte {at}: only natural ordering \
+                 is supported",
+                other.java_type_name()
+            ))),
+        }
+    }
+
+    /// `CollectionSerializer.read` (and the JDK collections' variants); `None` for null.
+    fn collection(
+        &mut self,
+        class: &str,
+        args: &[JavaType],
+    ) -> Result<Option<Vec<JavaValue>>, KryoError> {
+        let lay = layout(class);
+        match lay {
+            Layout::Empty => return Ok(Some(Vec::new())),
+            Layout::Singleton => return Ok(Some(vec![self.class_and_object(&[])?])),
+            _ => {}
+        }
         let element = match args {
             [e] => Some(e),
             _ => None,
         };
+        let final_element = element.filter(|e| e.is_final());
         let at = self.r.pos();
-        let (flag, len) = self.r.varint_flag("collection size")?;
+        let (flag, len) = if final_element.is_some() && lay == Layout::Immutable {
+            (false, self.r.varint("collection size")?)
+        } else {
+            self.r.varint_flag("collection size")?
+        };
         if len == 0 {
             return Ok(None);
         }
         let n = self.element_count(len - 1, at)?;
+        self.header(lay)?;
         let mut items = Vec::with_capacity(n.min(self.r.remaining()));
-        if let Some(e) = element.filter(|e| e.is_final()) {
+        if let Some(e) = final_element {
             // The element serializer is fixed by the type argument; the flag says "has nulls".
             for _ in 0..n {
                 items.push(self.final_value(e, flag)?);
@@ -329,8 +511,8 @@ impl<'a, 'r> Decoder<'a, 'r> {
             items.resize(n, JavaValue::Null);
             return Ok(Some(items));
         };
-        let can_be_null = self.r.boolean("collection has-null flag")?;
-        let accepts_null = class.accepts_null();
+        let can_be_null = lay != Layout::Immutable && self.r.boolean("collection has-null flag")?;
+        let accepts_null = self.class_accepts_null(&class);
         for _ in 0..n {
             if can_be_null && !accepts_null && !self.marker()? {
                 items.push(JavaValue::Null);
@@ -341,15 +523,30 @@ impl<'a, 'r> Decoder<'a, 'r> {
         Ok(Some(items))
     }
 
-    /// `MapSerializer.read`; `None` for a null map.
+    /// `MapSerializer.read` (and the JDK maps' variants); `None` for a null map.
     #[allow(clippy::type_complexity)]
-    fn map(&mut self, args: &[JavaType]) -> Result<Option<Vec<(JavaValue, JavaValue)>>, KryoError> {
+    fn map(
+        &mut self,
+        class: &str,
+        args: &[JavaType],
+    ) -> Result<Option<Vec<(JavaValue, JavaValue)>>, KryoError> {
+        let lay = layout(class);
+        match lay {
+            Layout::Empty => return Ok(Some(Vec::new())),
+            Layout::Singleton => {
+                let k = self.class_and_object(&[])?;
+                let v = self.class_and_object(&[])?;
+                return Ok(Some(vec![(k, v)]));
+            }
+            _ => {}
+        }
         let at = self.r.pos();
         let len = self.r.varint("map size")?;
         if len == 0 {
             return Ok(None);
         }
         let n = self.element_count(len - 1, at)?;
+        self.header(lay)?;
         let (key_ty, value_ty) = match args {
             [k, v] => (Some(k), Some(v)),
             _ => (None, None),

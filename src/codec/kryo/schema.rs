@@ -12,22 +12,53 @@
 //! the outer trace has already seen those fields' types.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, Visitor};
 
+use super::de::FromJava;
 use super::value::{
-    handoff_put, ClassSchema, JavaType, JavaValue, Primitive, JAVA_VALUE_TOKEN, UUID,
+    handoff_put, ClassKind, ClassSchema, JavaType, JavaValue, Primitive, JAVA_VALUE_TOKEN, UUID,
 };
-use super::KryoError;
+use super::{builtin, write, KryoError};
+use crate::codec::java::{
+    JavaTime, BIG_DECIMAL, BIG_INTEGER, DATE, OPTIONAL, TIMESTAMP, TIME_CLASSES, ZONE_ID,
+    ZONE_OFFSET, ZONE_REGION,
+};
+
+/// A valid value of a date or time class, for tracing its `Deserialize`.
+fn time_sample(class: &str) -> Result<JavaValue, KryoError> {
+    let date_time = [1970, 1, 1, 0, 0, 0, 0];
+    let numbers: &[i64] = match class {
+        "java.time.Instant" | "java.time.Duration" => &[0, 0],
+        "java.time.LocalDate" => &date_time[..3],
+        "java.time.LocalTime" => &date_time[3..],
+        "java.time.LocalDateTime" | "java.time.ZonedDateTime" => &date_time,
+        "java.time.OffsetDateTime" => &[1970, 1, 1, 0, 0, 0, 0, 0],
+        ZONE_ID | ZONE_REGION | ZONE_OFFSET => &[],
+        _ => &[0],
+    };
+    let t = JavaTime::from_parts(class, numbers, Some("Z")).map_err(KryoError::Schema)?;
+    let (numbers, text) = t.parts();
+    let mut items: Vec<JavaValue> = numbers.into_iter().map(JavaValue::Long).collect();
+    items.extend(text.map(|t| JavaValue::String(t.to_owned())));
+    Ok(JavaValue::array_list(items))
+}
 
 /// Class schemas by Java class name.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Registry {
     classes: HashMap<String, ClassSchema>,
+    /// Classes to trace as records (Kryo5Codec::record).
+    records: HashSet<String>,
 }
 
 impl Registry {
+    /// Traces the struct named `class` as a Java record.
+    pub(crate) fn mark_record(&mut self, class: &str) {
+        self.records.insert(class.to_owned());
+    }
+
     pub(crate) fn get(&self, class: &str) -> Option<&ClassSchema> {
         self.classes.get(class)
     }
@@ -180,10 +211,20 @@ impl<'de, 'a> de::Deserializer<'de> for Tracer<'a> {
         deserialize_u8 => "u8",
         deserialize_u16 => "u16",
         deserialize_u32 => "u32",
-        deserialize_u64 => "u64",
-        deserialize_i128 => "i128",
-        deserialize_u128 => "u128"
+        deserialize_u64 => "u64"
     );
+
+    /// An `i128` is a `java.math.BigInteger` (a non-final class).
+    fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, KryoError> {
+        self.out.set(Some(JavaType::object()));
+        visitor.visit_i128(0)
+    }
+
+    /// A `u128` is a `java.math.BigInteger` (a non-final class).
+    fn deserialize_u128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, KryoError> {
+        self.out.set(Some(JavaType::object()));
+        visitor.visit_u128(0)
+    }
 
     fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, KryoError> {
         self.prim(Primitive::Float);
@@ -261,6 +302,45 @@ impl<'de, 'a> de::Deserializer<'de> for Tracer<'a> {
             self.out.set(Some(JavaType::Uuid));
             return visitor.visit_newtype_struct(0u128.into_deserializer());
         }
+        if name == BIG_INTEGER || name == BIG_DECIMAL {
+            // Non-final classes: the class goes on the wire.
+            self.out.set(Some(JavaType::object()));
+            return visitor.visit_newtype_struct("0".into_deserializer());
+        }
+        if TIME_CLASSES.contains(&name) {
+            let sample = time_sample(name)?;
+            let declared = match name {
+                DATE | TIMESTAMP | ZONE_ID | ZONE_REGION | ZONE_OFFSET => JavaType::object(),
+                _ => JavaType::Final(name.to_owned()),
+            };
+            self.out.set(Some(declared));
+            return visitor.visit_newtype_struct(FromJava(sample));
+        }
+        if name == OPTIONAL {
+            self.out.set(Some(JavaType::Final(name.to_owned())));
+            let scratch = Cell::new(None);
+            return visitor.visit_newtype_struct(self.child(&scratch, true));
+        }
+        if name.starts_with('[') {
+            let scratch = Cell::new(None);
+            let value = visitor.visit_newtype_struct(self.child(&scratch, false))?;
+            let element = write::array_element(name).unwrap_or("");
+            let registered_final = self.with(|s| {
+                matches!(
+                    s.registry.get(element).map(|c| &c.kind),
+                    Some(ClassKind::Enum(_) | ClassKind::Record)
+                )
+            })?;
+            let is_final = builtin::primitive_array_code(name).is_some()
+                || registered_final
+                || write::element_is_final(element, None);
+            self.out.set(Some(if is_final {
+                JavaType::Final(name.to_owned())
+            } else {
+                JavaType::object()
+            }));
+            return Ok(value);
+        }
         // Collection class names and plain newtypes are transparent.
         visitor.visit_newtype_struct(self)
     }
@@ -324,10 +404,10 @@ impl<'de, 'a> de::Deserializer<'de> for Tracer<'a> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, KryoError> {
-        let record = self.with(|s| {
+        let (record, is_record) = self.with(|s| {
             let record = !s.recursing() && !s.stack.contains(&name);
             s.stack.push(name);
-            record
+            (record, s.registry.records.contains(name))
         })?;
         let found = RefCell::new(Vec::with_capacity(fields.len()));
         let result = visitor.visit_map(TraceStruct {
@@ -338,23 +418,50 @@ impl<'de, 'a> de::Deserializer<'de> for Tracer<'a> {
         });
         self.with(|s| s.stack.pop())?;
         let value = result?;
-        self.out.set(Some(JavaType::object()));
+        if is_record {
+            // Records are final: no class on the wire, a null marker instead.
+            self.out.set(Some(JavaType::Final(name.to_owned())));
+        } else {
+            self.out.set(Some(JavaType::object()));
+        }
         if record {
-            let schema = ClassSchema::new(name, found.into_inner());
+            let fields = found.into_inner();
+            let schema = if is_record {
+                ClassSchema::record(name, fields)
+            } else {
+                ClassSchema::new(name, fields)
+            };
             self.with(|s| s.registry.add(schema))??;
         }
         Ok(value)
     }
 
+    /// A Java enum: the serde name is the class, the variants are the constants in
+    /// declaration order (only unit variants can be written).
     fn deserialize_enum<V: Visitor<'de>>(
         self,
         name: &'static str,
-        _variants: &'static [&'static str],
-        _visitor: V,
+        variants: &'static [&'static str],
+        visitor: V,
     ) -> Result<V::Value, KryoError> {
-        Err(KryoError::Schema(format!(
-            "Rust enum {name} has no Kryo5Codec mapping (Java enums and sealed types are not supported)"
-        )))
+        if !name.contains('.') {
+            return Err(KryoError::Schema(format!(
+                "Rust enum {name} needs its Java enum's class name: add \
+                 #[serde(rename = \"<fully.qualified.JavaEnum>\")]"
+            )));
+        }
+        self.out.set(Some(JavaType::Final(name.to_owned())));
+        self.with(|s| {
+            s.registry
+                .add(ClassSchema::enumeration(name, variants.iter().copied()))
+        })??;
+        visitor
+            .visit_enum(de::value::U32Deserializer::<KryoError>::new(0))
+            .map_err(|e| {
+                KryoError::Schema(format!(
+                    "Rust enum {name} must have unit variants only (a Java enum's constants): {e}"
+                ))
+            })
     }
 
     fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, KryoError> {

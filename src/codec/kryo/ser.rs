@@ -9,6 +9,9 @@ use super::value::{
     JAVA_VALUE_TOKEN, LIST_CLASSES, MAP_CLASSES, SET_CLASSES, UUID,
 };
 use super::KryoError;
+use crate::codec::java::{
+    JavaTime, NumberFormatError, BIG_DECIMAL, BIG_INTEGER, OPTIONAL, TIME_CLASSES,
+};
 
 /// Serializes into a [`JavaValue`].
 #[derive(Clone, Copy)]
@@ -84,14 +87,16 @@ impl<'a> ser::Serializer for ToJava<'a> {
     fn serialize_u64(self, _: u64) -> Result<JavaValue, KryoError> {
         Err(no_java_type("u64"))
     }
-    fn serialize_i128(self, _: i128) -> Result<JavaValue, KryoError> {
-        Err(no_java_type("i128"))
+    /// An `i128` is a `java.math.BigInteger`.
+    fn serialize_i128(self, v: i128) -> Result<JavaValue, KryoError> {
+        Ok(JavaValue::BigInteger(v.into()))
     }
+    /// A `u128` is a `java.math.BigInteger` (the bits of a UUID inside `JavaUuid`).
     fn serialize_u128(self, v: u128) -> Result<JavaValue, KryoError> {
         if self.uuid {
             Ok(JavaValue::Uuid(v))
         } else {
-            Err(no_java_type("u128"))
+            Ok(JavaValue::BigInteger(v.into()))
         }
     }
     fn serialize_f32(self, v: f32) -> Result<JavaValue, KryoError> {
@@ -122,13 +127,18 @@ impl<'a> ser::Serializer for ToJava<'a> {
         let schema = schema_of(self.registry, name)?;
         StructBuilder::new(self.plain(), schema).finish()
     }
+    /// A Java enum constant: the serde enum name is the Java class, the variant index is the
+    /// ordinal.
     fn serialize_unit_variant(
         self,
         name: &'static str,
-        _: u32,
-        variant: &'static str,
+        index: u32,
+        _variant: &'static str,
     ) -> Result<JavaValue, KryoError> {
-        Err(no_enums(name, variant))
+        Ok(JavaValue::Enum {
+            class: name.to_owned(),
+            ordinal: index,
+        })
     }
 
     fn serialize_newtype_struct<T: ?Sized + Serialize>(
@@ -148,6 +158,9 @@ impl<'a> ser::Serializer for ToJava<'a> {
             });
         }
         let inner = value.serialize(self.plain())?;
+        if let Some(v) = java_class_value(name, &inner)? {
+            return Ok(v);
+        }
         let is_list = LIST_CLASSES.contains(&name);
         let is_set = SET_CLASSES.contains(&name);
         let is_map = MAP_CLASSES.contains(&name);
@@ -245,6 +258,47 @@ impl<'a> ser::Serializer for ToJava<'a> {
     ) -> Result<Self::SerializeStructVariant, KryoError> {
         Err(no_enums(name, variant))
     }
+}
+
+/// The value of a newtype named like one of the Java classes of `codec::java` (or an array
+/// class), built from what it wraps; `None` for other names.
+fn java_class_value(name: &str, inner: &JavaValue) -> Result<Option<JavaValue>, KryoError> {
+    let bad = |e: String| KryoError::Unsupported(format!("{name}: {e}"));
+    Ok(Some(match (name, inner) {
+        (BIG_INTEGER, JavaValue::String(s)) => JavaValue::BigInteger(
+            s.parse()
+                .map_err(|e: NumberFormatError| bad(e.to_string()))?,
+        ),
+        (BIG_DECIMAL, JavaValue::String(s)) => JavaValue::BigDecimal(
+            s.parse()
+                .map_err(|e: NumberFormatError| bad(e.to_string()))?,
+        ),
+        (OPTIONAL, JavaValue::Null) => JavaValue::Optional(None),
+        (OPTIONAL, v) => JavaValue::Optional(Some(Box::new(v.clone()))),
+        (_, JavaValue::List { items, .. }) if TIME_CLASSES.contains(&name) => {
+            let mut numbers = Vec::with_capacity(items.len());
+            let mut text = None;
+            for item in items {
+                match item {
+                    JavaValue::Long(n) => numbers.push(*n),
+                    JavaValue::String(s) => text = Some(s.as_str()),
+                    other => return Err(bad(format!("unexpected {}", other.java_type_name()))),
+                }
+            }
+            JavaValue::Time(JavaTime::from_parts(name, &numbers, text).map_err(bad)?)
+        }
+        (_, JavaValue::List { items, .. }) if name.starts_with('[') => JavaValue::Array {
+            class: name.to_owned(),
+            items: items.clone(),
+        },
+        (BIG_INTEGER | BIG_DECIMAL, _) => {
+            return Err(bad(format!("unexpected {}", inner.java_type_name())))
+        }
+        _ if TIME_CLASSES.contains(&name) => {
+            return Err(bad(format!("unexpected {}", inner.java_type_name())))
+        }
+        _ => return Ok(None),
+    }))
 }
 
 fn schema_of<'a>(registry: &'a Registry, name: &str) -> Result<&'a ClassSchema, KryoError> {
@@ -396,6 +450,7 @@ impl<'a> StructBuilder<'a> {
         Ok(JavaValue::Object(JavaObject {
             class: self.schema.class.clone(),
             fields,
+            record: self.schema.kind == super::value::ClassKind::Record,
         }))
     }
 }

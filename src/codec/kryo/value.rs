@@ -7,6 +7,8 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::ser::{self, Serializer};
 use serde::{Deserialize, Serialize};
 
+use crate::codec::java::{BigDecimal, BigInteger, JavaTime, BIG_DECIMAL, BIG_INTEGER, OPTIONAL};
+
 /// `java.util.ArrayList`.
 pub const ARRAY_LIST: &str = "java.util.ArrayList";
 /// `java.util.LinkedList`.
@@ -24,8 +26,26 @@ pub const UUID: &str = "java.util.UUID";
 /// The Java name of `byte[]`.
 pub const BYTE_ARRAY: &str = "[B";
 
-/// Java lists and queues written by Kryo's `CollectionSerializer` that this codec reads and
-/// writes (besides the sets in [`SET_CLASSES`]).
+/// `java.util.TreeSet` (natural ordering).
+pub const TREE_SET: &str = "java.util.TreeSet";
+/// `java.util.TreeMap` (natural ordering).
+pub const TREE_MAP: &str = "java.util.TreeMap";
+/// `List.of(a, b)` (one or two elements).
+pub const LIST12: &str = "java.util.ImmutableCollections$List12";
+/// `List.of()`, `List.of(a, b, c, …)`, `List.copyOf`.
+pub const LIST_N: &str = "java.util.ImmutableCollections$ListN";
+/// `Set.of(a)`, `Set.of(a, b)`.
+pub const SET12: &str = "java.util.ImmutableCollections$Set12";
+/// `Set.of()`, `Set.of(a, b, c, …)`.
+pub const SET_N: &str = "java.util.ImmutableCollections$SetN";
+/// `Map.of(k, v)`.
+pub const MAP1: &str = "java.util.ImmutableCollections$Map1";
+/// `Map.of()`, `Map.of(k1, v1, k2, v2, …)`.
+pub const MAP_N: &str = "java.util.ImmutableCollections$MapN";
+
+/// Java lists and queues this codec reads and writes (besides the sets in [`SET_CLASSES`]):
+/// Kryo's `CollectionSerializer` classes, `Arrays.asList`, the JDK's immutable lists
+/// (`List.of`; no nulls), and `Collections.emptyList()` / `singletonList(x)`.
 pub const LIST_CLASSES: &[&str] = &[
     ARRAY_LIST,
     LINKED_LIST,
@@ -34,22 +54,67 @@ pub const LIST_CLASSES: &[&str] = &[
     "java.util.concurrent.CopyOnWriteArrayList",
     "java.util.concurrent.ConcurrentLinkedQueue",
     "java.util.concurrent.ConcurrentLinkedDeque",
+    "java.util.Arrays$ArrayList",
+    LIST12,
+    LIST_N,
+    "java.util.Collections$EmptyList",
+    "java.util.Collections$SingletonList",
 ];
 
-/// Java sets written by Kryo's `CollectionSerializer` that this codec reads and writes.
+/// Java sets this codec reads and writes: Kryo's `CollectionSerializer` classes, `TreeSet`
+/// (natural ordering only), `Set.of` (no nulls), `Collections.emptySet()` / `singleton(x)`.
 pub const SET_CLASSES: &[&str] = &[
     HASH_SET,
     LINKED_HASH_SET,
     "java.util.concurrent.CopyOnWriteArraySet",
+    TREE_SET,
+    SET12,
+    SET_N,
+    "java.util.Collections$EmptySet",
+    "java.util.Collections$SingletonSet",
 ];
 
-/// Java maps written by Kryo's `MapSerializer` that this codec reads and writes.
+/// Java maps this codec reads and writes: Kryo's `MapSerializer` classes, `TreeMap` and
+/// `ConcurrentSkipListMap` (natural ordering only), `Map.of` (no nulls),
+/// `Collections.emptyMap()` / `singletonMap(k, v)`.
 pub const MAP_CLASSES: &[&str] = &[
     HASH_MAP,
     LINKED_HASH_MAP,
     "java.util.concurrent.ConcurrentHashMap",
     "java.util.Hashtable",
+    TREE_MAP,
+    "java.util.concurrent.ConcurrentSkipListMap",
+    MAP1,
+    MAP_N,
+    "java.util.Collections$EmptyMap",
+    "java.util.Collections$SingletonMap",
 ];
+
+/// How Kryo's serializer for a collection or map class lays it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// `CollectionSerializer` / `MapSerializer`.
+    Plain,
+    /// `TreeSet`/`TreeMap`: a comparator (here always null, `00`) after the size.
+    Sorted,
+    /// The JDK's immutable collections: no has-null byte, no nulls at all.
+    Immutable,
+    /// `Collections.empty*()`: no body.
+    Empty,
+    /// `Collections.singleton*()`: the element (or key and value) with its class.
+    Singleton,
+}
+
+/// The layout of a collection or map class (one of the class lists).
+pub(crate) fn layout(class: &str) -> Layout {
+    match class {
+        TREE_SET | TREE_MAP | "java.util.concurrent.ConcurrentSkipListMap" => Layout::Sorted,
+        LIST12 | LIST_N | SET12 | SET_N | MAP1 | MAP_N => Layout::Immutable,
+        _ if class.starts_with("java.util.Collections$Empty") => Layout::Empty,
+        _ if class.starts_with("java.util.Collections$Singleton") => Layout::Singleton,
+        _ => Layout::Plain,
+    }
+}
 
 /// The name serde sees for a [`JavaValue`]: the codec's serializer and deserializer treat it as
 /// a slot declared `Object`.
@@ -121,6 +186,20 @@ impl Primitive {
         })
     }
 
+    /// The wrapper class name (`java.lang.Long` for `long`).
+    pub fn wrapper_name(self) -> &'static str {
+        match self {
+            Primitive::Boolean => "java.lang.Boolean",
+            Primitive::Byte => "java.lang.Byte",
+            Primitive::Short => "java.lang.Short",
+            Primitive::Char => "java.lang.Character",
+            Primitive::Int => "java.lang.Integer",
+            Primitive::Long => "java.lang.Long",
+            Primitive::Float => "java.lang.Float",
+            Primitive::Double => "java.lang.Double",
+        }
+    }
+
     /// The Java keyword.
     pub fn java_name(self) -> &'static str {
         match self {
@@ -156,6 +235,11 @@ pub enum JavaType {
     ByteArray,
     /// `java.util.UUID`, final: `00` for null, or `01` and two little-endian longs.
     Uuid,
+    /// Another final class, by name: a final `java.time` type (`Instant`, `LocalDate`, …),
+    /// `java.util.Optional`, an enum, a record, or an array of a final element type (`[I`,
+    /// `[Ljava.lang.String;`). No class is written; enums and arrays write their own null,
+    /// the others a `00`/`01` marker.
+    Final(String),
     /// Any non-final declared type (`Object`, `List<E>`, `Map<K, V>`, a non-final POJO class):
     /// the value's class is written first (`00` for null). `type_args` are the declared type
     /// arguments, which decide how a collection's elements or a map's keys and values are
@@ -202,6 +286,23 @@ pub struct ClassSchema {
     pub class: String,
     /// Field names and declared types, in Kryo's order (sorted by name).
     pub fields: Vec<(String, JavaType)>,
+    /// A POJO, a record or an enum.
+    pub kind: ClassKind,
+}
+
+/// What kind of class a [`ClassSchema`] describes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClassKind {
+    /// A class written by Kryo's `FieldSerializer` (fields sorted by name, declared type
+    /// arguments used).
+    Pojo,
+    /// A Java record, written by Kryo's `RecordSerializer`: components sorted by name, and no
+    /// type arguments (a `List<String>` component writes each element's class).
+    Record,
+    /// An enum, written by Kryo's `EnumSerializer` as its ordinal; the constants in
+    /// declaration order.
+    Enum(Vec<String>),
 }
 
 impl ClassSchema {
@@ -215,6 +316,30 @@ impl ClassSchema {
         ClassSchema {
             class: class.into(),
             fields,
+            kind: ClassKind::Pojo,
+        }
+    }
+
+    /// A record's schema (its components, sorted into Kryo's order).
+    pub fn record(
+        class: impl Into<String>,
+        fields: impl IntoIterator<Item = (String, JavaType)>,
+    ) -> Self {
+        ClassSchema {
+            kind: ClassKind::Record,
+            ..ClassSchema::new(class, fields)
+        }
+    }
+
+    /// An enum's schema: its constants in declaration order (the ordinal is the index).
+    pub fn enumeration(
+        class: impl Into<String>,
+        constants: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        ClassSchema {
+            class: class.into(),
+            fields: Vec::new(),
+            kind: ClassKind::Enum(constants.into_iter().map(Into::into).collect()),
         }
     }
 }
@@ -254,6 +379,8 @@ pub struct JavaObject {
     pub class: String,
     /// Every field, in Kryo's order (sorted by name). [`JavaObject::new`] sorts them.
     pub fields: Vec<JavaField>,
+    /// A record (written by Kryo's `RecordSerializer`) rather than a POJO.
+    pub record: bool,
 }
 
 impl JavaObject {
@@ -264,6 +391,15 @@ impl JavaObject {
         JavaObject {
             class: class.into(),
             fields,
+            record: false,
+        }
+    }
+
+    /// A record instance; the components are sorted into Kryo's order.
+    pub fn record(class: impl Into<String>, fields: impl IntoIterator<Item = JavaField>) -> Self {
+        JavaObject {
+            record: true,
+            ..JavaObject::new(class, fields)
         }
     }
 
@@ -288,7 +424,12 @@ impl JavaObject {
 /// | `List` | `ArrayList`, `LinkedList`, … ([`LIST_CLASSES`]) |
 /// | `Set` | `HashSet`, `LinkedHashSet`, … ([`SET_CLASSES`]) |
 /// | `Map` | `HashMap`, `LinkedHashMap`, … ([`MAP_CLASSES`]) |
-/// | `Object` | a POJO whose [`ClassSchema`] is known |
+/// | `Object` | a POJO or record whose [`ClassSchema`] is known |
+/// | `BigInteger`, `BigDecimal` | `java.math.BigInteger`, `java.math.BigDecimal` |
+/// | `Time` | `java.util.Date`, `java.sql.Timestamp`, `java.time.*` ([`JavaTime`]) |
+/// | `Enum` | an enum constant (by ordinal, as Kryo writes it) |
+/// | `Array` | arrays other than `byte[]` (`int[]`, `String[]`, `Object[]`, …) |
+/// | `Optional` | `java.util.Optional` |
 ///
 /// As a field of a serde struct, a `JavaValue` is a field declared `Object`. Its serde impls
 /// only work with this codec; other serde formats get an error.
@@ -341,8 +482,33 @@ pub enum JavaValue {
         /// The entries in iteration order (which is what Kryo writes).
         entries: Vec<(JavaValue, JavaValue)>,
     },
-    /// A POJO.
+    /// A POJO or a record.
     Object(JavaObject),
+    /// `java.math.BigInteger`.
+    BigInteger(BigInteger),
+    /// `java.math.BigDecimal`.
+    BigDecimal(BigDecimal),
+    /// `java.util.Date`, `java.sql.Timestamp` or a `java.time` value.
+    Time(JavaTime),
+    /// An enum constant: Kryo writes only the ordinal (a [`ClassSchema::enumeration`] names
+    /// it).
+    Enum {
+        /// The enum class (for a constant with a body, Java writes its own class, `Enum$1`).
+        class: String,
+        /// The constant's ordinal.
+        ordinal: u32,
+    },
+    /// An array other than `byte[]` ([`JavaValue::Bytes`]): `class` is its `Class.getName()`
+    /// (`[I`, `[Ljava.lang.String;`, `[Lcom.example.Item;`, `[[I`) and the items are the
+    /// wrapper variants for primitive arrays (`Int` for `int[]`).
+    Array {
+        /// The array class.
+        class: String,
+        /// The elements.
+        items: Vec<JavaValue>,
+    },
+    /// `java.util.Optional`: `None` is `Optional.empty()`.
+    Optional(Option<Box<JavaValue>>),
 }
 
 impl JavaValue {
@@ -380,6 +546,11 @@ impl JavaValue {
             JavaValue::List { class, .. } | JavaValue::Set { class, .. } => class.clone(),
             JavaValue::Map { class, .. } => class.clone(),
             JavaValue::Object(o) => o.class.clone(),
+            JavaValue::BigInteger(_) => BIG_INTEGER.into(),
+            JavaValue::BigDecimal(_) => BIG_DECIMAL.into(),
+            JavaValue::Time(t) => t.java_class().into(),
+            JavaValue::Enum { class, .. } | JavaValue::Array { class, .. } => class.clone(),
+            JavaValue::Optional(_) => OPTIONAL.into(),
         }
     }
 }

@@ -2,9 +2,10 @@
 
 use std::collections::HashMap;
 
+use super::builtin;
 use super::value::{
-    sort_fields, JavaField, JavaObject, JavaType, JavaValue, Primitive, BYTE_ARRAY, HASH_MAP,
-    HASH_SET, LIST_CLASSES, MAP_CLASSES, SET_CLASSES, UUID,
+    layout, sort_fields, JavaField, JavaObject, JavaType, JavaValue, Layout, Primitive, BYTE_ARRAY,
+    HASH_MAP, HASH_SET, LIST_CLASSES, MAP_CLASSES, SET_CLASSES, UUID,
 };
 use super::wire::Writer;
 use super::{KryoError, MAX_DEPTH};
@@ -24,25 +25,43 @@ pub(crate) enum RuntimeClass<'v> {
     Collection(&'v str),
     /// A map class.
     Map(&'v str),
-    /// A POJO class.
+    /// A POJO or record class.
     Pojo(&'v str),
+    /// A class with one of Kryo's own serializers (`BigDecimal`, dates, enums, arrays,
+    /// `Optional`); `nulls` says whether that serializer writes null itself.
+    Builtin { name: &'v str, nulls: bool },
 }
 
-impl RuntimeClass<'_> {
+impl<'v> RuntimeClass<'v> {
     /// Whether Kryo's serializer for the class writes nulls itself (so no `00`/`01` marker goes
     /// before it where the value may be null).
     pub(crate) fn accepts_null(&self) -> bool {
-        matches!(
-            self,
+        match self {
             RuntimeClass::String
-                | RuntimeClass::ByteArray
-                | RuntimeClass::Collection(_)
-                | RuntimeClass::Map(_)
-        )
+            | RuntimeClass::ByteArray
+            | RuntimeClass::Collection(_)
+            | RuntimeClass::Map(_) => true,
+            RuntimeClass::Builtin { nulls, .. } => *nulls,
+            _ => false,
+        }
+    }
+
+    fn name(&self) -> &'v str {
+        match self {
+            RuntimeClass::Prim(p) => p.wrapper_name(),
+            RuntimeClass::String => "java.lang.String",
+            RuntimeClass::ByteArray => BYTE_ARRAY,
+            RuntimeClass::Uuid => UUID,
+            RuntimeClass::Collection(n)
+            | RuntimeClass::Map(n)
+            | RuntimeClass::Pojo(n)
+            | RuntimeClass::Builtin { name: n, .. } => n,
+        }
     }
 }
 
 fn runtime_class(v: &JavaValue) -> Option<RuntimeClass<'_>> {
+    let builtin = |name, nulls| RuntimeClass::Builtin { name, nulls };
     Some(match v {
         JavaValue::Null => return None,
         JavaValue::Bool(_) => RuntimeClass::Prim(Primitive::Boolean),
@@ -61,6 +80,11 @@ fn runtime_class(v: &JavaValue) -> Option<RuntimeClass<'_>> {
         }
         JavaValue::Map { class, .. } => RuntimeClass::Map(class),
         JavaValue::Object(o) => RuntimeClass::Pojo(&o.class),
+        JavaValue::BigInteger(_) => builtin(crate::codec::java::BIG_INTEGER, true),
+        JavaValue::BigDecimal(_) => builtin(crate::codec::java::BIG_DECIMAL, true),
+        JavaValue::Time(t) => builtin(t.java_class(), false),
+        JavaValue::Enum { class, .. } | JavaValue::Array { class, .. } => builtin(class, true),
+        JavaValue::Optional(_) => builtin(crate::codec::java::OPTIONAL, false),
     })
 }
 
@@ -71,11 +95,15 @@ const NO_NULLS: &[&str] = &[
     "java.util.concurrent.ConcurrentLinkedDeque",
     "java.util.concurrent.ConcurrentHashMap",
     "java.util.Hashtable",
+    "java.util.TreeSet",
+    "java.util.TreeMap",
+    "java.util.concurrent.ConcurrentSkipListMap",
 ];
 
 fn check_collection<'x>(
     class: &str,
     allowed: &[&str],
+    len: usize,
     mut values: impl Iterator<Item = &'x JavaValue>,
 ) -> Result<(), KryoError> {
     if !allowed.contains(&class) {
@@ -84,9 +112,21 @@ fn check_collection<'x>(
             allowed.join(", ")
         )));
     }
-    if NO_NULLS.contains(&class) && values.any(|v| matches!(v, JavaValue::Null)) {
+    let lay = layout(class);
+    let no_nulls = NO_NULLS.contains(&class) || lay == Layout::Immutable;
+    if no_nulls && values.any(|v| matches!(v, JavaValue::Null)) {
         return Err(KryoError::Unsupported(format!(
             "{class} cannot hold null (Java would fail to read it)"
+        )));
+    }
+    let fixed = match lay {
+        Layout::Empty => Some(0),
+        Layout::Singleton => Some(1),
+        _ => None,
+    };
+    if let Some(n) = fixed.filter(|n| *n != len) {
+        return Err(KryoError::Unsupported(format!(
+            "{class} holds exactly {n} element(s), not {len}"
         )));
     }
     Ok(())
@@ -127,6 +167,7 @@ fn describe(ty: &JavaType) -> String {
         JavaType::String => "String".to_owned(),
         JavaType::ByteArray => "byte[]".to_owned(),
         JavaType::Uuid => "UUID".to_owned(),
+        JavaType::Final(class) => class.clone(),
         JavaType::NonFinal { type_args } if type_args.is_empty() => "Object".to_owned(),
         JavaType::NonFinal { type_args } => format!(
             "a generic type <{}>",
@@ -137,6 +178,32 @@ fn describe(ty: &JavaType) -> String {
                 .join(", ")
         ),
     }
+}
+
+/// Whether an array's element class is final for Kryo (so elements go without their class).
+/// Classes not known to be final are taken as non-final, like a POJO class.
+pub(crate) fn element_is_final(element: &str, sample: Option<&JavaValue>) -> bool {
+    element.starts_with('[')
+        || element == "java.lang.String"
+        || element == UUID
+        || Primitive::from_wrapper_name(element).is_some()
+        || (builtin::is_time_class(element)
+            && !matches!(
+                element,
+                crate::codec::java::DATE | crate::codec::java::TIMESTAMP
+            ))
+        || element == crate::codec::java::OPTIONAL
+        || matches!(sample, Some(JavaValue::Enum { .. }))
+        || matches!(sample, Some(JavaValue::Object(o)) if o.record)
+}
+
+/// The element class of an object array class: `[Lx.Y;` → `x.Y`, `[[I` → `[I`.
+pub(crate) fn array_element(class: &str) -> Option<&str> {
+    let rest = class.strip_prefix('[')?;
+    if rest.starts_with('[') {
+        return Some(rest);
+    }
+    rest.strip_prefix('L')?.strip_suffix(';')
 }
 
 impl<'v> Emitter<'v> {
@@ -158,13 +225,12 @@ impl<'v> Emitter<'v> {
 
     /// `Kryo.writeClass`.
     fn class(&mut self, class: &RuntimeClass<'v>) {
-        let name = match class {
+        match class {
             RuntimeClass::Prim(p) => return self.w.varint(p.wire_id()),
             RuntimeClass::String => return self.w.varint(3),
-            RuntimeClass::ByteArray => BYTE_ARRAY,
-            RuntimeClass::Uuid => UUID,
-            RuntimeClass::Collection(n) | RuntimeClass::Map(n) | RuntimeClass::Pojo(n) => n,
-        };
+            _ => {}
+        }
+        let name = class.name();
         self.w.byte(1);
         if let Some(&id) = self.names.get(name) {
             self.w.varint(id);
@@ -220,11 +286,10 @@ impl<'v> Emitter<'v> {
             (JavaType::String, JavaValue::String(s)) => self.w.string(Some(s)),
             (JavaType::ByteArray, JavaValue::Null) => self.w.byte(0),
             (JavaType::ByteArray, JavaValue::Bytes(b)) => self.byte_array(b)?,
-            (JavaType::Boxed(_) | JavaType::Primitive(_) | JavaType::Uuid, JavaValue::Null)
-                if nullable =>
-            {
-                self.w.byte(0)
-            }
+            (
+                JavaType::Boxed(_) | JavaType::Primitive(_) | JavaType::Uuid | JavaType::Final(_),
+                JavaValue::Null,
+            ) if nullable => self.w.byte(0),
             (JavaType::Boxed(p) | JavaType::Primitive(p), _) => {
                 if nullable {
                     self.w.byte(1);
@@ -237,9 +302,33 @@ impl<'v> Emitter<'v> {
                 }
                 self.uuid(*u);
             }
+            (JavaType::Final(class), _) => self.final_class(v, class, nullable)?,
             _ => return Err(mismatch(ty, v)),
         }
         Ok(())
+    }
+
+    /// A non-null value of a declared final class other than String, byte[], UUID and the
+    /// wrappers.
+    fn final_class(
+        &mut self,
+        v: &'v JavaValue,
+        class: &str,
+        nullable: bool,
+    ) -> Result<(), KryoError> {
+        let runtime = runtime_class(v).ok_or_else(|| {
+            KryoError::Mismatch(format!("a non-null {class} slot cannot hold null"))
+        })?;
+        if runtime.name() != class {
+            return Err(KryoError::Mismatch(format!(
+                "a slot declared {class} (a final class) cannot hold {}",
+                v.java_type_name()
+            )));
+        }
+        if nullable && !runtime.accepts_null() {
+            self.w.byte(1);
+        }
+        self.body(v, &[])
     }
 
     fn prim_body(&mut self, p: Primitive, v: &JavaValue) -> Result<(), KryoError> {
@@ -297,42 +386,123 @@ impl<'v> Emitter<'v> {
             JavaValue::String(s) => self.w.string(Some(s)),
             JavaValue::Bytes(b) => self.byte_array(b)?,
             JavaValue::Uuid(u) => self.uuid(*u),
-            JavaValue::List { class, items } => {
-                check_collection(class, LIST_CLASSES, items.iter())?;
-                self.enter()?;
-                self.collection(items, false, args)?;
-                self.depth -= 1;
-            }
-            JavaValue::Set { class, items } => {
-                check_collection(class, SET_CLASSES, items.iter())?;
-                self.enter()?;
-                self.collection(items, class == HASH_SET, args)?;
-                self.depth -= 1;
+            JavaValue::BigInteger(n) => builtin::write_big_integer(&mut self.w, n)?,
+            JavaValue::BigDecimal(d) => builtin::write_big_decimal(&mut self.w, d)?,
+            JavaValue::Time(t) => builtin::write_time(&mut self.w, t)?,
+            JavaValue::Enum { ordinal, .. } => self.w.varint(ordinal.saturating_add(1)),
+            JavaValue::Optional(inner) => match inner {
+                Some(inner) => self.nested(|e| e.class_and_object(inner, &[]))?,
+                None => self.w.byte(0),
+            },
+            JavaValue::Array { class, items } => self.nested(|e| e.array(class, items))?,
+            JavaValue::List { class, items } | JavaValue::Set { class, items } => {
+                let allowed = if matches!(v, JavaValue::List { .. }) {
+                    LIST_CLASSES
+                } else {
+                    SET_CLASSES
+                };
+                check_collection(class, allowed, items.len(), items.iter())?;
+                let hashed = class == HASH_SET;
+                self.nested(|e| e.collection(class, items, hashed, args))?;
             }
             JavaValue::Map { class, entries } => {
-                check_collection(class, MAP_CLASSES, entries.iter().flat_map(|(k, v)| [k, v]))?;
-                self.enter()?;
-                self.map(entries, class == HASH_MAP, args)?;
-                self.depth -= 1;
+                let values = entries.iter().flat_map(|(k, v)| [k, v]);
+                check_collection(class, MAP_CLASSES, entries.len(), values)?;
+                let hashed = class == HASH_MAP;
+                self.nested(|e| e.map(class, entries, hashed, args))?;
             }
-            JavaValue::Object(o) => {
-                self.enter()?;
-                self.object(o)?;
-                self.depth -= 1;
+            JavaValue::Object(o) => self.nested(|e| e.object(o))?,
+        }
+        Ok(())
+    }
+
+    fn nested(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<(), KryoError>,
+    ) -> Result<(), KryoError> {
+        self.enter()?;
+        f(self)?;
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// Kryo's array serializers: primitive arrays packed, `String[]` as strings, other arrays
+    /// element by element (without the class when the element class is final).
+    fn array(&mut self, class: &'v str, items: &'v [JavaValue]) -> Result<(), KryoError> {
+        self.w.varint(Self::count(items.len())?);
+        if let Some(code) = builtin::primitive_array_code(class) {
+            let p = match code {
+                b'Z' => Primitive::Boolean,
+                b'C' => Primitive::Char,
+                b'S' => Primitive::Short,
+                b'I' => Primitive::Int,
+                b'J' => Primitive::Long,
+                b'F' => Primitive::Float,
+                _ => Primitive::Double,
+            };
+            for v in items {
+                self.prim_body(p, v)
+                    .map_err(|e| KryoError::Mismatch(format!("{class}: {e}")))?;
+            }
+            return Ok(());
+        }
+        let element = array_element(class).ok_or_else(|| {
+            KryoError::Unsupported(format!("{class} is not a Java array class name"))
+        })?;
+        if element == "java.lang.String" {
+            for v in items {
+                match v {
+                    JavaValue::Null => self.w.string(None),
+                    JavaValue::String(s) => self.w.string(Some(s)),
+                    other => return Err(mismatch(&JavaType::String, other)),
+                }
+            }
+            return Ok(());
+        }
+        let sample = items.iter().find(|v| !matches!(v, JavaValue::Null));
+        if !element_is_final(element, sample) {
+            for v in items {
+                self.class_and_object(v, &[])?;
+            }
+            return Ok(());
+        }
+        for v in items {
+            match runtime_class(v) {
+                None => self.w.byte(0),
+                Some(rc) if rc.name() != element => {
+                    return Err(KryoError::Mismatch(format!(
+                        "{class} cannot hold {}",
+                        v.java_type_name()
+                    )))
+                }
+                Some(rc) => {
+                    if !rc.accepts_null() {
+                        self.w.byte(1);
+                    }
+                    self.body(v, &[])?;
+                }
             }
         }
         Ok(())
     }
 
-    /// `CollectionSerializer.write`.
+    /// `CollectionSerializer.write` (and the JDK collections' variants of it).
     fn collection(
         &mut self,
+        class: &str,
         items: &'v [JavaValue],
         hashed: bool,
         args: &'v [JavaType],
     ) -> Result<(), KryoError> {
+        let lay = layout(class);
+        match lay {
+            Layout::Empty => return Ok(()),
+            Layout::Singleton => return self.class_and_object(&items[0], &[]),
+            _ => {}
+        }
         if items.is_empty() {
             self.w.byte(1);
+            self.header(lay);
             return Ok(());
         }
         let len = Self::count(items.len())?;
@@ -345,7 +515,12 @@ impl<'v> Emitter<'v> {
             _ => None,
         };
         if let Some(e) = element.filter(|e| e.is_final()) {
-            self.w.varint_flag(has_null, len);
+            if lay == Layout::Immutable {
+                self.w.varint(len);
+            } else {
+                self.w.varint_flag(has_null, len);
+            }
+            self.header(lay);
             for v in items {
                 self.final_value(v, e, has_null)?;
             }
@@ -355,6 +530,18 @@ impl<'v> Emitter<'v> {
             Some(JavaType::NonFinal { type_args }) => type_args,
             _ => &[],
         };
+        self.mixed_or_same(lay, len, &items, has_null, element_args)
+    }
+
+    /// The collection body when no type argument fixes the element serializer.
+    fn mixed_or_same(
+        &mut self,
+        lay: Layout,
+        len: u32,
+        items: &[&'v JavaValue],
+        has_null: bool,
+        element_args: &'v [JavaType],
+    ) -> Result<(), KryoError> {
         let mut classes = items.iter().filter_map(|v| runtime_class(v));
         let first = classes.next();
         let same = match &first {
@@ -363,19 +550,23 @@ impl<'v> Emitter<'v> {
         };
         if !same {
             self.w.varint_flag(false, len);
+            self.header(lay);
             for v in items {
                 self.class_and_object(v, element_args)?;
             }
             return Ok(());
         }
         self.w.varint_flag(true, len);
+        self.header(lay);
         let Some(class) = first else {
             // Every element is null.
             self.w.byte(0);
             return Ok(());
         };
         self.class(&class);
-        self.w.byte(u8::from(has_null));
+        if lay != Layout::Immutable {
+            self.w.byte(u8::from(has_null));
+        }
         let accepts_null = class.accepts_null();
         for v in items {
             if matches!(v, JavaValue::Null) {
@@ -397,18 +588,38 @@ impl<'v> Emitter<'v> {
         Ok(())
     }
 
-    /// `MapSerializer.write`.
+    /// `writeHeader`: the comparator of a sorted collection (natural ordering: null).
+    fn header(&mut self, lay: Layout) {
+        if lay == Layout::Sorted {
+            self.w.byte(0);
+        }
+    }
+
+    /// `MapSerializer.write` (and the JDK maps' variants of it).
     fn map(
         &mut self,
+        class: &str,
         entries: &'v [(JavaValue, JavaValue)],
         hashed: bool,
         args: &'v [JavaType],
     ) -> Result<(), KryoError> {
+        let lay = layout(class);
+        match lay {
+            Layout::Empty => return Ok(()),
+            Layout::Singleton => {
+                let (k, v) = &entries[0];
+                self.class_and_object(k, &[])?;
+                return self.class_and_object(v, &[]);
+            }
+            _ => {}
+        }
         if entries.is_empty() {
             self.w.byte(1);
+            self.header(lay);
             return Ok(());
         }
         self.w.varint(Self::count(entries.len())?);
+        self.header(lay);
         let order = self.order(entries.iter().map(|(k, _)| Some(k)), hashed);
         let (key_ty, value_ty) = match args {
             [k, v] => (Some(k), Some(v)),
@@ -432,12 +643,17 @@ impl<'v> Emitter<'v> {
         }
     }
 
-    /// `FieldSerializer.write`: every field in name order.
+    /// `FieldSerializer.write` (every field in name order), or `RecordSerializer.write`
+    /// (every component in name order, without type arguments).
     fn object(&mut self, o: &'v JavaObject) -> Result<(), KryoError> {
         let mut fields: Vec<&'v JavaField> = o.fields.iter().collect();
         sort_fields(&mut fields, |f| &f.name);
         for f in fields {
-            self.declared(&f.value, &f.ty).map_err(|e| match e {
+            let result = match (&f.ty, o.record) {
+                (JavaType::NonFinal { .. }, true) => self.class_and_object(&f.value, &[]),
+                _ => self.declared(&f.value, &f.ty),
+            };
+            result.map_err(|e| match e {
                 KryoError::Mismatch(m) => {
                     KryoError::Mismatch(format!("field {} of {}: {m}", f.name, o.class))
                 }

@@ -6,7 +6,8 @@ use delayq::AccessCheck;
 use std::io::Write;
 
 /// Prints the report; false when it has warnings.
-pub(crate) async fn check(ctx: &Ctx, queue: &str, json: bool) -> anyhow::Result<bool> {
+pub(crate) async fn check(ctx: &Ctx, queue: &str) -> anyhow::Result<bool> {
+    let json = ctx.global.json;
     let report = ctx.queue(queue).await?.check().await?;
     let warnings = report.warnings();
     let mut out = std::io::stdout().lock();

@@ -3,7 +3,6 @@
 use super::Ctx;
 use crate::cli::{DeadAction, QuarantineAction};
 use crate::progress::Progress;
-use std::io::Write;
 use std::time::Duration;
 
 pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
@@ -15,14 +14,21 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
                     Ok(value) => value.clone(),
                     Err(err) => format!("<{err}>"),
                 };
-                writeln!(
-                    out,
+                let text = format!(
                     "{}\t{}\t{}\t{}",
                     letter.attempts,
                     crate::show::time(letter.dead_at_ms),
                     letter.error.replace(['\n', '\t'], " "),
                     value
-                )?;
+                );
+                ctx.print(&mut out, &text, || {
+                    serde_json::json!({
+                        "attempts": letter.attempts,
+                        "dead_at_ms": letter.dead_at_ms,
+                        "error": letter.error,
+                        "value": letter.value.as_ref().ok().map(|v| ctx.codec.json_of(v)),
+                    })
+                })?;
             }
         }
         DeadAction::Replay {
@@ -31,11 +37,11 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
             delay,
         } => {
             let replayed = replay(ctx, &queue, limit, delay).await?;
-            writeln!(out, "{replayed}")?;
+            ctx.print(&mut out, &replayed.to_string(), || replayed.into())?;
         }
         DeadAction::Purge { queue } => {
             let purged = ctx.queue(&queue).await?.purge_dead_letters().await?;
-            writeln!(out, "{purged}")?;
+            ctx.print(&mut out, &purged.to_string(), || purged.into())?;
         }
     }
     Ok(())
@@ -73,12 +79,16 @@ pub(crate) async fn quarantine(ctx: &Ctx, action: QuarantineAction) -> anyhow::R
         QuarantineAction::List { queue, limit } => {
             for entry in ctx.queue(&queue).await?.quarantined(limit).await? {
                 let hex: String = entry.iter().map(|b| format!("{b:02x}")).collect();
-                writeln!(out, "{}\t{hex}", entry.len())?;
+                ctx.print(&mut out, &format!("{}\t{hex}", entry.len()), || {
+                    use base64::Engine as _;
+                    let b64 = base64::engine::general_purpose::STANDARD.encode(&entry);
+                    serde_json::json!({ "len": entry.len(), "base64": b64 })
+                })?;
             }
         }
         QuarantineAction::Purge { queue } => {
             let purged = ctx.queue(&queue).await?.purge_quarantine().await?;
-            writeln!(out, "{purged}")?;
+            ctx.print(&mut out, &purged.to_string(), || purged.into())?;
         }
     }
     Ok(())

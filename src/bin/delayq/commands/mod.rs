@@ -7,11 +7,12 @@ mod queue;
 mod transfer;
 mod work;
 
-use crate::cli::{Cli, Command, Global};
+use crate::cli::{Cli, Command, Global, ValueArgs};
 use crate::text_codec::TextCodec;
 use anyhow::{bail, Context};
 use delayq::fred::clients::Client;
 use delayq::{redact_url, DelayedQueue};
+use std::io::{Read, Write};
 
 /// What every command works with: the connection, the codec and the global options.
 pub(crate) struct Ctx {
@@ -24,6 +25,60 @@ impl Ctx {
     /// The queue `name` with the global options and no scheduler of its own.
     pub(crate) async fn queue(&self, name: &str) -> delayq::Result<DelayedQueue<TextCodec>> {
         self.queue_builder(name).transfer(false).build().await
+    }
+
+    /// The values a command was given: the argument, or the content of --value-file / stdin
+    /// (`-`), split at NUL bytes with --null-data.
+    pub(crate) fn values(&self, args: &ValueArgs) -> anyhow::Result<Vec<String>> {
+        let from_stdin = |()| -> anyhow::Result<Vec<u8>> {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut buf)
+                .context("cannot read the value from stdin")?;
+            Ok(buf)
+        };
+        let raw = match (&args.value, &args.value_file) {
+            (Some(v), None) if v != "-" => return Ok(vec![v.clone()]),
+            (Some(_), None) => from_stdin(())?,
+            (None, Some(path)) if path.as_os_str() == "-" => from_stdin(())?,
+            (None, Some(path)) => std::fs::read(path)
+                .with_context(|| format!("cannot read the value from {}", path.display()))?,
+            _ => anyhow::bail!("give the value as an argument or with --value-file"),
+        };
+        let chunks: Vec<Vec<u8>> = if self.global.null_data {
+            let mut parts: Vec<Vec<u8>> = raw.split(|&b| b == 0).map(<[u8]>::to_vec).collect();
+            if raw.last() == Some(&0) {
+                parts.pop();
+            }
+            parts
+        } else {
+            vec![raw]
+        };
+        chunks
+            .into_iter()
+            .map(|c| self.codec.text_of_input(c).map_err(anyhow::Error::from))
+            .collect()
+    }
+
+    /// Prints one record: `text` and a line break (a NUL with --null-data), or `json` on a line
+    /// of its own with --json.
+    pub(crate) fn print(
+        &self,
+        out: &mut impl Write,
+        text: &str,
+        json: impl FnOnce() -> serde_json::Value,
+    ) -> std::io::Result<()> {
+        if self.global.json {
+            return writeln!(out, "{}", json());
+        }
+        out.write_all(text.as_bytes())?;
+        out.write_all(if self.global.null_data { b"\0" } else { b"\n" })
+    }
+
+    /// Prints a value read from the queue (see [`Ctx::print`]).
+    pub(crate) fn print_value(&self, out: &mut impl Write, value: &str) -> std::io::Result<()> {
+        self.print(out, value, || self.codec.json_of(value))
     }
 
     /// A builder for the queue `name` with the global options (entry format, clock).
@@ -97,15 +152,21 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
             value,
             delay,
             unique,
-        } => done(queue::offer(&ctx, &queue, &value, delay, unique).await),
+        } => {
+            let values = ctx.values(&value)?;
+            done(queue::offer(&ctx, &queue, &values, delay, unique).await)
+        }
         Command::Reschedule {
             queue,
             value,
             delay,
             exit_status,
-        } => queue::reschedule(&ctx, &queue, &value, delay)
-            .await
-            .map(|found| found || !exit_status),
+        } => {
+            let values = ctx.values(&value)?;
+            queue::reschedule(&ctx, &queue, &values, delay)
+                .await
+                .map(|found| found || !exit_status)
+        }
         Command::Take {
             queue,
             count,
@@ -115,12 +176,15 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
             queue,
             value,
             exit_status,
-        } => queue::remove(&ctx, &queue, &value)
-            .await
-            .map(|found| found || !exit_status),
+        } => {
+            let values = ctx.values(&value)?;
+            queue::remove(&ctx, &queue, &values)
+                .await
+                .map(|found| found || !exit_status)
+        }
         Command::Peek { queue, limit } => done(queue::peek(&ctx, &queue, limit).await),
-        Command::Stats { queue, json } => done(queue::stats(&ctx, &queue, json).await),
-        Command::Check { queue, json } => check::check(&ctx, &queue, json).await,
+        Command::Stats { queue } => done(queue::stats(&ctx, &queue).await),
+        Command::Check { queue } => check::check(&ctx, &queue).await,
         Command::Clear { queue } => done(queue::clear(&ctx, &queue).await),
         Command::Work(args) => done(work::work(&ctx, args).await),
         Command::Dead { action } => done(lists::dead(&ctx, action).await),

@@ -10,16 +10,22 @@ use std::time::Duration;
 pub(crate) async fn offer(
     ctx: &Ctx,
     queue: &str,
-    value: &str,
+    values: &[String],
     delay: Duration,
     unique: bool,
 ) -> anyhow::Result<()> {
     let queue = ctx.queue(queue).await?;
     if unique {
-        let replaced = queue.offer_unique(value, delay).await?;
-        writeln!(std::io::stdout(), "{replaced}")?;
+        let mut out = std::io::stdout().lock();
+        for value in values {
+            let replaced = queue.offer_unique(value.as_str(), delay).await?;
+            ctx.print(&mut out, &replaced.to_string(), || replaced.into())?;
+        }
+    } else if let [value] = values {
+        queue.offer(value.as_str(), delay).await?;
     } else {
-        queue.offer(value, delay).await?;
+        let items: Vec<(String, Duration)> = values.iter().map(|v| (v.clone(), delay)).collect();
+        queue.offer_all(&items).await?;
     }
     Ok(())
 }
@@ -28,12 +34,18 @@ pub(crate) async fn offer(
 pub(crate) async fn reschedule(
     ctx: &Ctx,
     queue: &str,
-    value: &str,
+    values: &[String],
     delay: Duration,
 ) -> anyhow::Result<bool> {
-    let moved = ctx.queue(queue).await?.reschedule(value, delay).await?;
-    writeln!(std::io::stdout(), "{moved}")?;
-    Ok(moved)
+    let queue = ctx.queue(queue).await?;
+    let mut out = std::io::stdout().lock();
+    let mut all = true;
+    for value in values {
+        let moved = queue.reschedule(value.as_str(), delay).await?;
+        all &= moved;
+        ctx.print(&mut out, &moved.to_string(), || moved.into())?;
+    }
+    Ok(all)
 }
 
 pub(crate) async fn take(
@@ -61,7 +73,7 @@ pub(crate) async fn take(
             Ok(None) => break,
             Err(err) => return Err(not_lost(err, queue)),
         };
-        writeln!(out, "{value}")?;
+        ctx.print_value(&mut out, &value)?;
         out.flush()?;
     }
     consumer.close().await;
@@ -84,11 +96,17 @@ fn not_lost(err: delayq::Error, queue: &str) -> anyhow::Error {
     }
 }
 
-/// Prints whether an entry was removed, and returns it.
-pub(crate) async fn remove(ctx: &Ctx, queue: &str, value: &str) -> anyhow::Result<bool> {
-    let removed = ctx.queue(queue).await?.remove(value).await?;
-    writeln!(std::io::stdout(), "{removed}")?;
-    Ok(removed)
+/// Prints whether each value was removed; true when every one was.
+pub(crate) async fn remove(ctx: &Ctx, queue: &str, values: &[String]) -> anyhow::Result<bool> {
+    let queue = ctx.queue(queue).await?;
+    let mut out = std::io::stdout().lock();
+    let mut all = true;
+    for value in values {
+        let removed = queue.remove(value.as_str()).await?;
+        all &= removed;
+        ctx.print(&mut out, &removed.to_string(), || removed.into())?;
+    }
+    Ok(all)
 }
 
 pub(crate) async fn peek(ctx: &Ctx, queue: &str, limit: usize) -> anyhow::Result<()> {
@@ -102,15 +120,23 @@ pub(crate) async fn peek(ctx: &Ctx, queue: &str, limit: usize) -> anyhow::Result
             Some(due) => format!("{}\t{}", show::time(due), show::from_now(due, now)),
             None => "-\t(not scheduled)".to_owned(),
         };
-        match pending.value {
-            Ok(value) => writeln!(out, "{due}\t{value}")?,
-            Err(err) => writeln!(out, "{due}\t<{err}>")?,
-        }
+        let (text, value) = match &pending.value {
+            Ok(value) => (format!("{due}\t{value}"), ctx.codec.json_of(value)),
+            Err(err) => (format!("{due}\t<{err}>"), serde_json::Value::Null),
+        };
+        ctx.print(&mut out, &text, || {
+            let mut record = serde_json::json!({ "due_ms": pending.due_ms, "value": value });
+            if let Err(err) = &pending.value {
+                record["error"] = err.to_string().into();
+            }
+            record
+        })?;
     }
     Ok(())
 }
 
-pub(crate) async fn stats(ctx: &Ctx, queue: &str, json: bool) -> anyhow::Result<()> {
+pub(crate) async fn stats(ctx: &Ctx, queue: &str) -> anyhow::Result<()> {
+    let json = ctx.global.json;
     let stats = ctx.queue(queue).await?.stats().await?;
     let now = now_ms();
     let overdue_ms = stats
@@ -149,6 +175,8 @@ pub(crate) async fn stats(ctx: &Ctx, queue: &str, json: bool) -> anyhow::Result<
 
 pub(crate) async fn clear(ctx: &Ctx, queue: &str) -> anyhow::Result<()> {
     let cleared = ctx.queue(queue).await?.clear().await?;
-    writeln!(std::io::stdout(), "{cleared}")?;
+    ctx.print(&mut std::io::stdout(), &cleared.to_string(), || {
+        cleared.into()
+    })?;
     Ok(())
 }

@@ -3,7 +3,6 @@
 use super::Ctx;
 use anyhow::Context;
 use delayq::{Scheduler, SchedulerConfig};
-use std::io::Write;
 
 pub(crate) async fn transfer(ctx: &Ctx, queues: &[String], once: bool) -> anyhow::Result<()> {
     if once {
@@ -52,7 +51,11 @@ async fn transfer_once(ctx: &Ctx, queues: &[String]) -> anyhow::Result<()> {
                 break;
             }
         }
-        writeln!(out, "{name}\t{moved}\t{quarantined}")?;
+        ctx.print(
+            &mut out,
+            &format!("{name}\t{moved}\t{quarantined}"),
+            || serde_json::json!({ "queue": name, "moved": moved, "quarantined": quarantined }),
+        )?;
     }
     Ok(())
 }

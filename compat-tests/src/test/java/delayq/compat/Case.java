@@ -1,6 +1,13 @@
 package delayq.compat;
 
 import com.example.Order;
+import com.example.OrderEvent;
+import com.example.Payload;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
+import java.math.BigDecimal;
+import org.msgpack.jackson.dataformat.MessagePackFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -60,11 +67,11 @@ final class Case {
         out.add(new Case(CodecId.LONG, "long"));
         out.add(new Case(CodecId.BYTES, "bytes"));
         for (CodecId id : List.of(CodecId.JSON, CodecId.TYPED_JSON, CodecId.MSGPACK)) {
-            for (String k : List.of("string", "long", "map", "order", "list")) {
+            for (String k : List.of("string", "long", "map", "order", "list", "decimal", "event")) {
                 out.add(new Case(id, k));
             }
         }
-        for (String k : List.of("string", "long", "bytes", "map", "order", "list")) {
+        for (String k : List.of("string", "long", "bytes", "map", "order", "list", "decimal", "event", "payload")) {
             out.add(new Case(CodecId.KRYO5, k));
         }
         return out;
@@ -81,7 +88,23 @@ final class Case {
         return out;
     }
 
+    /** An ObjectMapper with JavaTimeModule, as a Java service carrying java.time values sets up. */
+    static ObjectMapper timeMapper(JsonFactory factory) {
+        ObjectMapper om = factory == null ? new ObjectMapper() : new ObjectMapper(factory);
+        om.registerModule(new JavaTimeModule());
+        return om;
+    }
+
     private static Codec makeCodec(CodecId id, String kind) {
+        if (kind.equals("event")) {
+            // java.time needs JavaTimeModule, which Redisson's Jackson codecs do not register.
+            switch (id) {
+                case JSON: return new JsonJacksonCodec(timeMapper(null));
+                case MSGPACK: return new JsonJacksonCodec(timeMapper(new MessagePackFactory()));
+                case TYPED_JSON: return new TypedJsonJacksonCodec(OrderEvent.class, timeMapper(null));
+                default: break;
+            }
+        }
         switch (id) {
             case STRING: return StringCodec.INSTANCE;
             case LONG: return LongCodec.INSTANCE;
@@ -102,6 +125,9 @@ final class Case {
             case "map": return HashMap.class;
             case "order": return Order.class;
             case "list": return ArrayList.class;
+            case "decimal": return BigDecimal.class;
+            case "event": return OrderEvent.class;
+            case "payload": return Payload.class;
             default: throw new IllegalArgumentException(kind);
         }
     }
@@ -138,6 +164,11 @@ final class Case {
                 l.add("q" + i);
                 return l;
             }
+            // A double holds i.25 exactly, so MsgPackJacksonCodec (which writes a BigDecimal as a
+            // double) keeps it too.
+            case "decimal": return BigDecimal.valueOf(i * 100L + 25, 2);
+            case "event": return OrderEvent.of(i);
+            case "payload": return Payload.of(i);
             default: throw new IllegalArgumentException(kind);
         }
     }
@@ -157,6 +188,13 @@ final class Case {
             n.put("kind", "list").set("v", Peer.JSON.valueToTree(l));
         } else if (v instanceof Order o) {
             n.put("kind", "order").put("id", o.getId()).put("sku", o.getSku());
+        } else if (v instanceof BigDecimal d) {
+            n.put("kind", "decimal").put("v", d.toString());
+        } else if (v instanceof OrderEvent e) {
+            // The peer builds OrderEvent.of(i) itself, and reports i only for an equal value.
+            n.put("kind", "event").put("i", e.getOrderId() - 1000);
+        } else if (v instanceof Payload p) {
+            n.put("kind", "payload").put("i", p.index());
         } else {
             throw new IllegalArgumentException("no neutral form for " + v);
         }

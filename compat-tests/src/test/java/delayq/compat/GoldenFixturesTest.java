@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.example.Order;
+import com.example.OrderEvent;
+import com.example.Payload;
+import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -66,6 +69,17 @@ class GoldenFixturesTest {
                 abl.add("a");
                 abl.add("b");
                 m.put("list:ab", abl);
+                // Issue 17: the Java types real payloads carry.
+                m.put("decimal:3.25", new BigDecimal("3.25"));
+                if (codec != Case.CodecId.MSGPACK) {
+                    // msgpack-jackson refuses a BigDecimal no double holds.
+                    m.put("decimal:big", new BigDecimal("-123456789012345678901234567890.123456789"));
+                }
+                m.put("event:1", OrderEvent.of(1));
+                if (codec == Case.CodecId.KRYO5) {
+                    m.put("payload:1", Payload.of(1));
+                    m.put("payload:2", Payload.of(2));
+                }
                 return m;
         }
     }
