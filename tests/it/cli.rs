@@ -187,8 +187,9 @@ async fn check_reports_counts_persistence_and_the_users_rights() {
     assert_eq!(report["aof"], true);
     assert_eq!(report["maxmemory_policy"], "noeviction");
     assert_eq!(report["denied"], serde_json::json!([]));
+    let server = report["server"].as_str().unwrap();
     assert!(
-        report["server"].as_str().unwrap().starts_with("redis 7"),
+        server.starts_with("redis 7") || server.starts_with("valkey 8"),
         "{report}"
     );
 
@@ -423,4 +424,55 @@ async fn the_transfer_daemon_sums_up_a_backlog() {
         .find(|l| l.contains("caught up a backlog"))
         .unwrap_or_else(|| panic!("{stderr}"));
     assert!(line.contains("moved=5000"), "{line}");
+}
+
+/// `delayq transfer --all`: the sidecar for every Java service's queues.
+#[tokio::test(flavor = "multi_thread")]
+async fn transfer_all_moves_every_matching_queue() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let prefix = unique_name("sidecar");
+    let (early, late, other) = (
+        format!("{prefix}-a"),
+        format!("{prefix}-b"),
+        unique_name("x"),
+    );
+    manual_queue(&client, &early)
+        .await
+        .offer("v", Duration::from_millis(500))
+        .await
+        .unwrap();
+    manual_queue(&client, &other)
+        .await
+        .offer("v", Duration::ZERO)
+        .await
+        .unwrap();
+    let mut child = Command::new(BIN)
+        .args([
+            "--url",
+            &redis.url(),
+            "transfer",
+            "--all",
+            "--match",
+            &format!("{prefix}-*"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    manual_queue(&client, &late)
+        .await
+        .offer("v", Duration::from_millis(200))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let _ = child.wait();
+    assert_eq!(list_str(&client, &early).await, ["v"]);
+    assert_eq!(list_str(&client, &late).await, ["v"]);
+    assert!(
+        list_str(&client, &other).await.is_empty(),
+        "the pattern leaves it"
+    );
 }

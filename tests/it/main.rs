@@ -30,6 +30,7 @@ mod exact_numbers;
 mod fuzz_decode;
 mod fuzz_live;
 mod golden_fixtures;
+mod groups;
 mod harness;
 mod lifecycle;
 mod long_scripts;

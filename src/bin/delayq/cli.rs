@@ -212,14 +212,7 @@ pub(crate) enum Command {
     },
     /// Run transfer schedulers for the queues until SIGINT or SIGTERM (or, with --once, move
     /// what is due now and exit).
-    Transfer {
-        /// The destination queues' names.
-        #[arg(required = true)]
-        queues: Vec<String>,
-        /// Move every entry due now, print how many per queue, and exit (for cron-style runs).
-        #[arg(long)]
-        once: bool,
-    },
+    Transfer(TransferArgs),
     /// Print a completion script for SHELL (e.g. `delayq completions bash >
     /// /etc/bash_completion.d/delayq`).
     Completions {
@@ -228,6 +221,29 @@ pub(crate) enum Command {
     },
     /// Print the manual page (roff), e.g. `delayq man > /usr/local/share/man/man1/delayq.1`.
     Man,
+}
+
+/// `delayq transfer`'s options.
+#[derive(Debug, Args)]
+pub(crate) struct TransferArgs {
+    /// The destination queues' names (with --all, queues to transfer besides those found).
+    #[arg(required_unless_present = "all")]
+    pub(crate) queues: Vec<String>,
+    /// Move every entry due now, print how many per queue, and exit (for cron-style runs).
+    #[arg(long, conflicts_with = "all")]
+    pub(crate) once: bool,
+    /// Find and transfer every Redisson delayed queue of the Redis (on every master of a
+    /// Cluster), keep finding new ones while running, drop those that vanish: one sidecar for
+    /// every Java service's queues.
+    #[arg(long)]
+    pub(crate) all: bool,
+    /// With --all, only queues whose name matches this glob (`*`, `?`), e.g. 'tenant-*'.
+    #[arg(long = "match", value_name = "PATTERN", requires = "all")]
+    pub(crate) pattern: Option<String>,
+    /// With --all, how often to scan for queues (new ones are also found by their first
+    /// channel message).
+    #[arg(long, value_parser = parse_duration, default_value = "30s", requires = "all")]
+    pub(crate) rescan: Duration,
 }
 
 /// `delayq work`'s options.

@@ -21,7 +21,9 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     // Daemons say what they do (started, caught up, stopped); one-off commands only warn.
     let default_filter = match cli.command {
-        cli::Command::Transfer { once: false, .. } | cli::Command::Work(_) => "warn,delayq=info",
+        cli::Command::Transfer(cli::TransferArgs { once: false, .. }) | cli::Command::Work(_) => {
+            "warn,delayq=info"
+        }
         _ => "warn",
     };
     tracing_subscriber::fmt()

@@ -189,7 +189,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Work(args) => done(work::work(&ctx, args).await),
         Command::Dead { action } => done(lists::dead(&ctx, action).await),
         Command::Quarantine { action } => done(lists::quarantine(&ctx, action).await),
-        Command::Transfer { queues, once } => done(transfer::transfer(&ctx, &queues, once).await),
+        Command::Transfer(args) => done(transfer::transfer(&ctx, &args).await),
         Command::Completions { .. } | Command::Man => Ok(true),
     }
 }

@@ -1,37 +1,63 @@
 //! `delayq transfer`: schedulers for the named queues until a stop signal, or one catch-up.
 
 use super::Ctx;
+use crate::cli::TransferArgs;
 use anyhow::Context;
-use delayq::{Scheduler, SchedulerConfig};
+use delayq::{Discovery, SchedulerConfig, SchedulerGroup, SchedulerStats};
 
-pub(crate) async fn transfer(ctx: &Ctx, queues: &[String], once: bool) -> anyhow::Result<()> {
-    if once {
-        return transfer_once(ctx, queues).await;
+pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<()> {
+    if args.once {
+        return transfer_once(ctx, &args.queues).await;
     }
-    let mut handles = Vec::with_capacity(queues.len());
-    for queue in queues {
-        let handle = Scheduler::builder(ctx.client.clone(), queue.as_str())
-            .entry_format(ctx.global.entry_format())
-            .clock(ctx.global.clock())
-            .config(SchedulerConfig::default())
-            .spawn()
+    // One group for every queue: one pub/sub connection, one timer, one budgeted sweep.
+    let group = SchedulerGroup::spawn(ctx.client.clone(), SchedulerConfig::default()).await?;
+    let (format, clock) = (ctx.global.entry_format(), ctx.global.clock());
+    for queue in &args.queues {
+        group
+            .add_with(queue.as_str(), format, clock, SchedulerConfig::default())
             .await?;
-        handles.push(handle);
     }
-    eprintln!(
-        "delayq: transferring {} (Ctrl-C to stop)",
-        queues.join(", ")
-    );
-    wait_for_stop_signal().await?;
-    for handle in handles {
-        let name = handle.name().to_owned();
-        let stats = handle.stats();
-        handle.shutdown().await;
+    if args.all {
+        let mut discovery = Discovery::all()
+            .rescan_every(args.rescan)
+            .entry_format(format)
+            .clock(clock);
+        if let Some(pattern) = &args.pattern {
+            discovery = discovery.matching(pattern.as_str());
+        }
+        group.discover(discovery).await?;
+        let which = args.pattern.as_deref().unwrap_or("*");
+        eprintln!("delayq: transferring every delayed queue matching {which:?} (Ctrl-C to stop)");
+    } else {
         eprintln!(
-            "delayq: {name}: moved {} in {} transfers, {} quarantined, {} errors",
-            stats.moved, stats.transfers, stats.quarantined, stats.errors
+            "delayq: transferring {} (Ctrl-C to stop)",
+            args.queues.join(", ")
         );
     }
+    wait_for_stop_signal().await?;
+    let names = group.names();
+    let per_queue: Vec<(String, SchedulerStats)> = names
+        .iter()
+        .filter_map(|name| Some((name.clone(), group.queue_stats(name)?)))
+        .collect();
+    let total = group.stats();
+    group.shutdown().await;
+    if per_queue.len() <= 20 {
+        for (name, stats) in per_queue {
+            eprintln!(
+                "delayq: {name}: moved {} in {} transfers, {} quarantined, {} errors",
+                stats.moved, stats.transfers, stats.quarantined, stats.errors
+            );
+        }
+    }
+    eprintln!(
+        "delayq: {} queues: moved {} in {} transfers, {} quarantined, {} errors",
+        names.len(),
+        total.moved,
+        total.transfers,
+        total.quarantined,
+        total.errors
+    );
     Ok(())
 }
 

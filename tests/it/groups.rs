@@ -1,0 +1,164 @@
+//! Many queues in one process: a scheduler group on one pub/sub connection, discovery of every
+//! Redisson delayed queue (on every master of a Cluster), nothing stranded when the shared
+//! subscription is killed, vanished queues dropped.
+
+use crate::common::queue::{connect, manual_queue};
+use crate::common::{unique_name, TestCluster, TestRedis};
+use delayq::fred::clients::Client;
+use delayq::fred::interfaces::ListInterface;
+use delayq::{Discovery, SchedulerConfig, SchedulerGroup};
+use std::time::{Duration, Instant};
+
+/// Offers one value per queue, due after `delay`, from a handle without a scheduler.
+async fn offer_each(client: &Client, names: &[String], delay: Duration) {
+    for name in names {
+        manual_queue(client, name)
+            .await
+            .offer("v", delay)
+            .await
+            .unwrap();
+    }
+}
+
+/// Waits up to `limit` until every queue's target list holds one value.
+async fn all_delivered(client: &Client, names: &[String], limit: Duration) -> Vec<String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let mut missing = Vec::new();
+        for name in names {
+            let len: u64 = client.llen(name.as_str()).await.unwrap();
+            if len != 1 {
+                missing.push(name.clone());
+            }
+        }
+        if missing.is_empty() || Instant::now() > deadline {
+            return missing;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn pubsub_connections(redis: &TestRedis) -> usize {
+    redis
+        .cli(&["CLIENT", "LIST", "TYPE", "pubsub"])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .count()
+}
+
+/// A thousand queues on one subscription: the subscription killed right after their values
+/// were offered (their channel messages are lost), every value still arrives: the group
+/// resubscribes and transfers every queue.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_thousand_queues_share_one_subscription_and_survive_its_loss() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let config = SchedulerConfig::default().with_sweep_interval(None);
+    let group = SchedulerGroup::spawn(client.clone(), config).await.unwrap();
+    let prefix = unique_name("group");
+    let names: Vec<String> = (0..1_000).map(|i| format!("{prefix}:{i}")).collect();
+    for name in &names {
+        group.add(name.as_str()).await.unwrap();
+    }
+    assert_eq!(group.names().len(), 1_000);
+    assert_eq!(pubsub_connections(&redis), 1);
+
+    offer_each(&client, &names, Duration::from_millis(1_500)).await;
+    redis.cli(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    let missing = all_delivered(&client, &names, Duration::from_secs(20)).await;
+    assert!(missing.is_empty(), "{} queues stranded", missing.len());
+    assert_eq!(group.stats().moved, 1_000);
+    assert!(group.remove(&names[0]).await);
+    assert_eq!(group.names().len(), 999);
+    group.shutdown().await;
+    assert_eq!(pubsub_connections(&redis), 0);
+}
+
+/// Discovery finds the queues that exist at start and those created while it runs, leaves out
+/// those its pattern does not take, and drops queues whose keys are gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn discovery_finds_new_queues_and_drops_vanished_ones() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let tenant = unique_name("tenant");
+    let before = format!("{tenant}-a");
+    let other = unique_name("other");
+    offer_each(
+        &client,
+        &[before.clone(), other.clone()],
+        Duration::from_secs(3_600),
+    )
+    .await;
+
+    let group = SchedulerGroup::spawn(client.clone(), SchedulerConfig::default())
+        .await
+        .unwrap();
+    let discovery = Discovery::all()
+        .matching(format!("{tenant}-*"))
+        .rescan_every(Duration::from_millis(300));
+    group.discover(discovery).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while group.names() != [before.clone()] {
+        assert!(Instant::now() < deadline, "found {:?}", group.names());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Created while the group runs: found by its first channel message.
+    let after = format!("{tenant}-b");
+    offer_each(&client, &[after.clone()], Duration::from_millis(300)).await;
+    let missing = all_delivered(&client, &[after.clone()], Duration::from_secs(5)).await;
+    assert!(missing.is_empty());
+    assert_eq!(client.llen::<u64, _>(other.as_str()).await.unwrap(), 0);
+
+    // The first queue's keys are deleted: the next scan drops it.
+    assert!(manual_queue(&client, &before).await.delete().await.unwrap());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while group.names().contains(&before) {
+        assert!(Instant::now() < deadline, "still {:?}", group.names());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    group.shutdown().await;
+}
+
+/// On a Cluster of 3 masters, discovery finds queues on every master (and the group's one
+/// subscription hears the channels of all of them).
+#[tokio::test(flavor = "multi_thread")]
+async fn discovery_covers_every_master_of_a_cluster() {
+    let cluster = TestCluster::start(3);
+    let client = connect(&cluster.url()).await;
+    let prefix = unique_name("cq");
+    // Names until every master owns one.
+    let mut names = Vec::new();
+    let mut owners = std::collections::BTreeSet::new();
+    for i in 0.. {
+        let name = format!("{prefix}-{i}");
+        let keys = delayq::QueueKeys::new(name.as_str());
+        if owners.insert(cluster.slot_owner(cluster.key_slot(keys.timeout()))) {
+            names.push(name);
+        }
+        if owners.len() == 3 {
+            break;
+        }
+    }
+    offer_each(&client, &names, Duration::from_secs(1)).await;
+    let group = SchedulerGroup::spawn(client.clone(), SchedulerConfig::default())
+        .await
+        .unwrap();
+    group
+        .discover(Discovery::all().matching(format!("{prefix}-*")))
+        .await
+        .unwrap();
+    let missing = all_delivered(&client, &names, Duration::from_secs(10)).await;
+    assert!(missing.is_empty(), "{missing:?}");
+    let mut found = group.names();
+    found.sort();
+    names.sort();
+    assert_eq!(found, names);
+
+    // A queue created on any master while it runs is found by its channel message.
+    let later: Vec<String> = (0..6).map(|i| format!("{prefix}-later-{i}")).collect();
+    offer_each(&client, &later, Duration::from_millis(200)).await;
+    let missing = all_delivered(&client, &later, Duration::from_secs(10)).await;
+    assert!(missing.is_empty(), "{missing:?}");
+    group.shutdown().await;
+}
