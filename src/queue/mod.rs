@@ -238,6 +238,17 @@ impl<C: Codec> DelayedQueue<C> {
         Consumer::with_shared_codec(&self.inner.client, self.name(), self.shared_codec()).await
     }
 
+    /// Names of queues as this handle's scheduler group moves values of them; `None` when the
+    /// handle runs no scheduler. The key is the same for every handle of one group.
+    pub(crate) fn moved_rx(&self) -> Option<(usize, tokio::sync::broadcast::Receiver<Arc<str>>)> {
+        let lease = self
+            .inner
+            .lease
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        lease.as_ref().map(SchedulerLease::moved_rx)
+    }
+
     /// Drops this handle's share of the transfer scheduler, stopping it (and waiting for it)
     /// when no other handle of the same client and queue uses it.
     ///

@@ -58,8 +58,9 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug)]
 pub struct ReliableConsumer<C: Codec> {
     codec: Arc<C>,
-    /// The connection the blocking waits run on.
-    waiter: Client,
+    /// The connection the blocking waits run on (none for a consumer that only polls, as a
+    /// worker over several queues uses them).
+    waiter: Option<Client>,
     /// This consumer's claim list, where its blocking wait puts a value.
     claim: String,
     ctx: Arc<SettleCtx>,
@@ -80,8 +81,23 @@ impl<C: Codec> ReliableConsumer<C> {
         config.validate()?;
         let waiter = queue.client().clone_new();
         crate::redis::init_client(&waiter).await?;
+        Ok(Self::with_waiter(queue, config, Some(waiter)))
+    }
+
+    /// A consumer without a connection of its own for blocking waits: it takes what is ready
+    /// ([`try_take`](Self::try_take)) and its [`take`](Self::take) polls.
+    pub(crate) fn polling(queue: &DelayedQueue<C>, config: ReliableConfig) -> Result<Self> {
+        config.validate()?;
+        Ok(Self::with_waiter(queue, config, None))
+    }
+
+    fn with_waiter(
+        queue: &DelayedQueue<C>,
+        config: ReliableConfig,
+        waiter: Option<Client>,
+    ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        Ok(ReliableConsumer {
+        ReliableConsumer {
             codec: queue.shared_codec(),
             waiter,
             claim: queue.keys().claim(&random_id()),
@@ -94,12 +110,17 @@ impl<C: Codec> ReliableConsumer<C> {
             returns: Mutex::new(rx),
             last_reap: Mutex::new(None),
             _queue: queue.clone(),
-        })
+        }
     }
 
     /// The queue's name (its target list).
     pub fn name(&self) -> &str {
         self.ctx.queue.keys.target()
+    }
+
+    /// The client its scripts run on.
+    pub(crate) fn client(&self) -> &Client {
+        &self.ctx.client
     }
 
     /// The consumer's settings.
@@ -214,9 +235,14 @@ impl<C: Codec> ReliableConsumer<C> {
     /// consumer's claim list, for the next take to register in flight.
     async fn wait_ready(&self, slice: Duration) -> Result<()> {
         let target = self.name();
+        let Some(waiter) = &self.waiter else {
+            // A polling consumer waits a slice, then looks again.
+            tokio::time::sleep(slice.min(Duration::from_millis(100))).await;
+            return Ok(());
+        };
         let secs = slice.as_secs_f64().max(0.01);
         let waited: std::result::Result<Value, _> = resend_refused("BLMOVE", || {
-            self.waiter.blmove(
+            waiter.blmove(
                 target,
                 self.claim.as_str(),
                 LMoveDirection::Left,
@@ -235,7 +261,7 @@ impl<C: Codec> ReliableConsumer<C> {
     }
 
     /// Gives back deliveries dropped unsettled, and reaps when it is time.
-    async fn housekeeping(&self) -> Result<()> {
+    pub(crate) async fn housekeeping(&self) -> Result<()> {
         self.flush_returns().await?;
         let Some(interval) = self.config().reap_interval() else {
             return Ok(());
@@ -313,7 +339,9 @@ impl<C: Codec> ReliableConsumer<C> {
         }
         // Close the waiting connection first, so that no BLMOVE still in the server's queue can
         // claim a value after the claim list was emptied.
-        let _ = self.waiter.quit().await;
+        if let Some(waiter) = &self.waiter {
+            let _ = waiter.quit().await;
+        }
         if let Err(err) =
             reaper::unclaim(&self.ctx.client, &self.ctx.queue, &self.claim, true).await
         {

@@ -16,9 +16,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+/// How many "moved" notices a slow listener may fall behind before it is told it lagged.
+const MOVED_BACKLOG: usize = 1024;
 
 /// A request to the group's task.
 pub(super) enum Cmd {
@@ -45,6 +48,8 @@ pub(super) struct GroupShared {
     join: Mutex<Option<JoinHandle<()>>>,
     finished: AtomicBool,
     counters: Mutex<HashMap<String, Arc<Counters>>>,
+    /// The name of each queue a drain moved values of, for workers waiting on several queues.
+    pub(super) moved: broadcast::Sender<Arc<str>>,
 }
 
 impl GroupShared {
@@ -181,6 +186,7 @@ impl SchedulerGroup {
             join: Mutex::new(None),
             finished: AtomicBool::new(false),
             counters: Mutex::default(),
+            moved: broadcast::channel(MOVED_BACKLOG).0,
         });
         crate::redis::server::warn_if_evicting(&client, "transfer scheduler", "*").await;
         let task = match GroupTask::new(client, subscriber.clone(), config.clone(), shared.clone())
@@ -326,6 +332,12 @@ impl SchedulerGroup {
                 tracing::warn!(error = %err, "scheduler group task failed");
             }
         }
+    }
+
+    /// The names of queues as the group moves values onto their target lists (a listener that
+    /// falls behind gets `Lagged` and should look at every queue it waits on).
+    pub(crate) fn moved_rx(&self) -> broadcast::Receiver<Arc<str>> {
+        self.shared.moved.subscribe()
     }
 
     /// Whether `other` is this group's.

@@ -56,6 +56,13 @@ pub(super) struct Drained {
     pub(super) took: Duration,
 }
 
+impl Drained {
+    /// Values moved onto the target list.
+    pub(super) fn moved(&self) -> u64 {
+        self.outcomes.iter().map(|outcome| outcome.moved).sum()
+    }
+}
+
 impl QueueState {
     pub(super) fn new(spec: QueueSpec, config: SchedulerConfig, discovered: bool) -> QueueState {
         QueueState {

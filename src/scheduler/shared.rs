@@ -43,6 +43,13 @@ impl SchedulerLease {
         })
     }
 
+    /// Names of queues as the group moves values of them (see [`SchedulerGroup::moved_rx`]),
+    /// with a key that is the same for every lease of one group.
+    pub(crate) fn moved_rx(&self) -> (usize, tokio::sync::broadcast::Receiver<Arc<str>>) {
+        let key = Arc::as_ptr(self.group.shared()) as usize;
+        (key, self.group.moved_rx())
+    }
+
     /// Gives the lease back: the queue leaves the group when no other handle holds it, and the
     /// last lease of the client stops the group and waits for it.
     pub(crate) async fn release(self) {

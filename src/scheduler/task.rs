@@ -224,6 +224,12 @@ impl GroupTask {
     async fn on_done(&mut self, done: Done) {
         match done {
             Done::Drained(name, drained) => {
+                if drained.moved() > 0 {
+                    if let Some(shared) = self.shared.upgrade() {
+                        // Nobody listening is fine.
+                        let _ = shared.moved.send(Arc::from(name.as_str()));
+                    }
+                }
                 if let Some(state) = self.queues.get_mut(&name) {
                     state.drained(drained);
                     if state.rerun {

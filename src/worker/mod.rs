@@ -28,6 +28,7 @@
 //! ```
 
 mod run;
+mod sources;
 
 use crate::codec::Codec;
 use crate::queue::DelayedQueue;
@@ -50,6 +51,7 @@ pub struct Job<V> {
     attempt: u32,
     id: String,
     raw: Bytes,
+    queue: Arc<str>,
     abort: CancellationToken,
 }
 
@@ -72,6 +74,12 @@ impl<V> Job<V> {
     /// The delivery id (a member of `delayq_inflight:{NAME}`).
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The name of the queue the value came from (one of several, for a worker made with
+    /// [`WorkerBuilder::with_queue`]).
+    pub fn queue(&self) -> &str {
+        &self.queue
     }
 
     /// The value's bytes, as the codec wrote them.
@@ -280,7 +288,8 @@ impl Counters {
 /// Builds and runs a worker; made by [`DelayedQueue::worker`].
 #[must_use]
 pub struct WorkerBuilder<C: Codec, F> {
-    queue: DelayedQueue<C>,
+    /// The queue the worker was made on, then those added with `with_queue`.
+    queues: Vec<DelayedQueue<C>>,
     concurrency: usize,
     handler: F,
     retry: RetryPolicy,
@@ -293,7 +302,14 @@ pub struct WorkerBuilder<C: Codec, F> {
 impl<C: Codec, F> fmt::Debug for WorkerBuilder<C, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WorkerBuilder")
-            .field("queue", &self.queue.name())
+            .field(
+                "queues",
+                &self
+                    .queues
+                    .iter()
+                    .map(DelayedQueue::name)
+                    .collect::<Vec<_>>(),
+            )
             .field("concurrency", &self.concurrency)
             .field("retry", &self.retry)
             .field("config", &self.config)
@@ -324,7 +340,7 @@ impl<C: Codec> DelayedQueue<C> {
         E: HandlerError,
     {
         WorkerBuilder {
-            queue: self.clone(),
+            queues: vec![self.clone()],
             concurrency,
             handler,
             retry: RetryPolicy::default(),
@@ -344,6 +360,39 @@ where
     Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
     E: HandlerError,
 {
+    /// Takes values from `queue` too: one worker, one concurrency limit, one handler for
+    /// several queues of one codec. [`Job::queue`] says where a value came from.
+    ///
+    /// A worker on one queue waits for values on a connection of its own; a worker on several
+    /// opens none: it looks at the lengths of every target list (one round trip) and serves the
+    /// queues that have values in turn, one value each, looking again at least every 100 ms so
+    /// that a flooded queue does not hold up the others. The transfer schedulers of the queues'
+    /// client tell it at once which queue they filled; values moved by another process are
+    /// seen within its idle wait (10 ms per queue, between 100 ms and 2 s). A queue whose calls
+    /// fail (a wrong-type key, a refused command) waits out its own backoff while the others
+    /// are served.
+    ///
+    /// ```no_run
+    /// # async fn ex(
+    /// #     orders: delayq::DelayedQueue<delayq::codec::StringCodec>,
+    /// #     refunds: delayq::DelayedQueue<delayq::codec::StringCodec>,
+    /// # ) -> Result<(), delayq::Error> {
+    /// let stats = orders
+    ///     .worker(4, |job: delayq::Job<String>| async move {
+    ///         println!("{} from {}", job.value(), job.queue());
+    ///         Ok::<(), delayq::JobError>(())
+    ///     })
+    ///     .with_queue(&refunds)
+    ///     .stop_on_signal()
+    ///     .run()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_queue(mut self, queue: &DelayedQueue<C>) -> Self {
+        self.queues.push(queue.clone());
+        self
+    }
+
     /// The retry policy. Default: [`RetryPolicy::default`].
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
@@ -382,6 +431,14 @@ where
             return Err(Error::InvalidConfig(
                 "worker concurrency must be at least 1".into(),
             ));
+        }
+        let mut names: Vec<&str> = self.queues.iter().map(DelayedQueue::name).collect();
+        names.sort_unstable();
+        if let Some(twice) = names.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(Error::InvalidConfig(format!(
+                "the worker is given the queue {} twice",
+                twice[0]
+            )));
         }
         self.retry.validate()?;
         self.config.validate()

@@ -1,10 +1,11 @@
 //! Running a worker: the take loop, and one job's life.
 
+use super::sources::{take_backoff, Sources};
 use super::{Counters, HandlerError, Job, JobError, WorkerBuilder, WorkerStats};
 use crate::codec::Codec;
-use crate::reliable::ReliableConsumer;
+use crate::queue::DelayedQueue;
 use crate::reliable::{Delivery, Receipt};
-use crate::retry::{Backoff, FailureLog, RetryPolicy, Retrying};
+use crate::retry::{FailureLog, RetryPolicy, Retrying};
 use crate::{Error, Result};
 use futures::FutureExt;
 use std::future::Future;
@@ -16,11 +17,6 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-
-/// Waits after a failed take: 100 ms doubling to 5 s.
-fn take_backoff() -> Backoff {
-    Backoff::doubling(Duration::from_millis(100), Duration::from_secs(5))
-}
 
 /// Takes values while there are permits, runs each job on the tracker, and at a stop lets the
 /// running jobs finish within the grace period before giving the rest back.
@@ -35,10 +31,7 @@ where
     Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
     E: HandlerError,
 {
-    let consumer = builder
-        .queue
-        .reliable_consumer_with(builder.config.clone())
-        .await?;
+    let mut sources = Sources::open(&builder.queues, &builder.config).await?;
     let stop = builder.stop.clone();
     let signals = if builder.on_signal {
         Some(stop_on_signal(stop.clone())?)
@@ -54,12 +47,13 @@ where
     };
     let tracker = TaskTracker::new();
     let permits = Arc::new(Semaphore::new(builder.concurrency));
-    let name = builder.queue.name().to_owned();
-    crate::redis::server::warn_if_evicting(builder.queue.client(), "worker", &name).await;
+    let names: Vec<&str> = builder.queues.iter().map(DelayedQueue::name).collect();
+    let name = names.join(",");
+    crate::redis::server::warn_if_evicting(builder.queues[0].client(), "worker", &name).await;
     tracing::info!(queue = %name, concurrency = builder.concurrency, "worker started");
 
     let mut taker = Taker {
-        consumer: &consumer,
+        sources: &mut sources,
         stop: &stop,
         counters: &counters,
         name: &name,
@@ -75,15 +69,15 @@ where
                 Err(_) => break,
             },
         };
-        let Some(delivery) = taker.next().await else {
+        let Some((queue, delivery)) = taker.next().await else {
             break;
         };
         Counters::bump(&counters.taken);
         let job = job.clone();
-        let span = tracing::info_span!("job", queue = %name, id = delivery.id(), attempt = delivery.attempt());
+        let span = tracing::info_span!("job", queue = %queue, id = delivery.id(), attempt = delivery.attempt());
         tracker.spawn(tracing::Instrument::instrument(
             async move {
-                job.run(delivery).await;
+                job.run(queue, delivery).await;
                 drop(permit);
             },
             span,
@@ -91,7 +85,7 @@ where
     }
 
     wind_down(&name, &tracker, builder.grace, &job.abort).await;
-    consumer.close().await;
+    sources.close().await;
     if let Some(signals) = signals {
         signals.abort();
         let _ = signals.await;
@@ -103,7 +97,7 @@ where
 
 /// Takes the worker's values, retrying failed takes with backoff until a stop.
 struct Taker<'a, C: Codec> {
-    consumer: &'a ReliableConsumer<C>,
+    sources: &'a mut Sources<C>,
     stop: &'a CancellationToken,
     counters: &'a Counters,
     name: &'a str,
@@ -114,16 +108,16 @@ struct Taker<'a, C: Codec> {
 impl<C: Codec> Taker<'_, C> {
     /// The next delivery, or `None` once the worker is asked to stop. Each kind of error is
     /// logged once, then again only when it changes; the recovery is logged too.
-    async fn next(&mut self) -> Option<Delivery<C::Value>> {
+    async fn next(&mut self) -> Option<(Arc<str>, Delivery<C::Value>)> {
         let name = self.name;
         loop {
-            match self.consumer.take_or_stop(self.stop).await {
-                Ok(Some(delivery)) => {
+            match self.sources.next(self.stop, self.counters).await {
+                Ok(Some(taken)) => {
                     self.retrying.succeeded();
                     if self.failures.recovered() > 0 {
                         tracing::info!(queue = %name, "takes work again");
                     }
-                    return Some(delivery);
+                    return Some(taken);
                 }
                 Ok(None) => return None,
                 Err(err) => {
@@ -209,14 +203,14 @@ impl<F> Clone for JobCtx<F> {
 
 impl<F> JobCtx<F> {
     /// One job: check it may run, run the handler with heartbeats, settle the outcome.
-    async fn run<V, Fut, E>(&self, delivery: Delivery<V>)
+    async fn run<V, Fut, E>(&self, queue: Arc<str>, delivery: Delivery<V>)
     where
         V: Send + 'static,
         F: Fn(Job<V>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
         E: HandlerError,
     {
-        let (job, mut receipt) = match self.prepare(delivery) {
+        let (job, mut receipt) = match self.prepare(queue, delivery) {
             Ok(ready) => ready,
             Err((receipt, message)) => return self.settle_dead(receipt, &message).await,
         };
@@ -229,6 +223,7 @@ impl<F> JobCtx<F> {
     /// does not decode, or it was delivered more often than the policy allows.
     fn prepare<V>(
         &self,
+        queue: Arc<str>,
         delivery: Delivery<V>,
     ) -> std::result::Result<(Job<V>, Receipt), (Receipt, String)> {
         let (value, receipt) = delivery.into_parts();
@@ -250,6 +245,7 @@ impl<F> JobCtx<F> {
             attempt,
             id: receipt.id().to_owned(),
             raw: receipt.raw().clone(),
+            queue,
             abort: self.abort.clone(),
         };
         Ok((job, receipt))

@@ -353,7 +353,7 @@ fn help_is_grouped_and_only_offers_what_works() {
     let usage = work.lines().find(|l| l.starts_with("Usage:")).unwrap();
     assert_eq!(
         usage,
-        "Usage: delayq work [OPTIONS] <QUEUE> -- <COMMAND>..."
+        "Usage: delayq work [OPTIONS] <QUEUE>... -- <COMMAND>..."
     );
     assert!(help(&["--help"]).contains("Exit codes: 0 success"));
     assert!(help(&["completions", "bash"]).contains("_delayq()"));

@@ -105,8 +105,18 @@ async fn discovery_finds_new_queues_and_drops_vanished_ones() {
 
     // Created while the group runs: found by its first channel message.
     let after = format!("{tenant}-b");
-    offer_each(&client, std::slice::from_ref(&after), Duration::from_millis(300)).await;
-    let missing = all_delivered(&client, std::slice::from_ref(&after), Duration::from_secs(5)).await;
+    offer_each(
+        &client,
+        std::slice::from_ref(&after),
+        Duration::from_millis(300),
+    )
+    .await;
+    let missing = all_delivered(
+        &client,
+        std::slice::from_ref(&after),
+        Duration::from_secs(5),
+    )
+    .await;
     assert!(missing.is_empty());
     assert_eq!(client.llen::<u64, _>(other.as_str()).await.unwrap(), 0);
 

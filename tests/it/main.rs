@@ -51,3 +51,4 @@ mod transfer_index;
 mod worker;
 #[cfg(feature = "cli")]
 mod worker_kill;
+mod worker_queues;

@@ -249,8 +249,10 @@ pub(crate) struct TransferArgs {
 /// `delayq work`'s options.
 #[derive(Debug, Args)]
 pub(crate) struct WorkArgs {
-    /// The destination queue's name.
-    pub(crate) queue: String,
+    /// The destination queues' names: one worker serves them all in turn (DELAYQ_QUEUE tells
+    /// the command which one a value came from).
+    #[arg(required = true, num_args = 1.., value_name = "QUEUE")]
+    pub(crate) queues: Vec<String>,
     /// Commands run at once.
     #[arg(long, default_value_t = 1)]
     pub(crate) concurrency: usize,

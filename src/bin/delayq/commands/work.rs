@@ -5,20 +5,26 @@ use crate::cli::WorkArgs;
 use delayq::{Job, ReliableConfig, RetryPolicy};
 
 pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
-    // This queue runs the transfer scheduler too, so retries come back on their own.
-    let queue = ctx.queue_builder(&args.queue).build().await?;
-    let name = queue.name().to_owned();
+    // These queues run the transfer scheduler too (one group for all), so retries come back
+    // on their own.
+    let mut queues = Vec::with_capacity(args.queues.len());
+    for name in &args.queues {
+        queues.push(ctx.queue_builder(name).build().await?);
+    }
     let command = std::sync::Arc::new(args.command);
     eprintln!(
-        "delayq: working on {name} with {} at a time (Ctrl-C to stop)",
+        "delayq: working on {} with {} at a time (Ctrl-C to stop)",
+        args.queues.join(", "),
         args.concurrency
     );
-    let stats = queue
-        .worker(args.concurrency, move |job: Job<String>| {
-            let command = command.clone();
-            let name = name.clone();
-            async move { run_command(&command, &name, job).await }
-        })
+    let mut worker = queues[0].worker(args.concurrency, move |job: Job<String>| {
+        let command = command.clone();
+        async move { run_command(&command, job).await }
+    });
+    for queue in &queues[1..] {
+        worker = worker.with_queue(queue);
+    }
+    let stats = worker
         .retry(RetryPolicy::exponential(
             args.max_attempts,
             args.retry_delay,
@@ -33,12 +39,14 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         "delayq: {} taken, {} acked, {} retried, {} dead, {} given back, {} errors",
         stats.taken, stats.acked, stats.retried, stats.dead, stats.given_back, stats.errors
     );
-    queue.destroy().await?;
+    for queue in queues {
+        queue.destroy().await?;
+    }
     Ok(())
 }
 
 /// Runs the worker's command for one value: exit 0 acknowledges it.
-async fn run_command(command: &[String], queue: &str, job: Job<String>) -> anyhow::Result<()> {
+async fn run_command(command: &[String], job: Job<String>) -> anyhow::Result<()> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| delayq::JobError::permanent("no command"))?;
@@ -46,7 +54,7 @@ async fn run_command(command: &[String], queue: &str, job: Job<String>) -> anyho
         .args(args)
         .env("DELAYQ_VALUE", job.value())
         .env("DELAYQ_ATTEMPT", job.attempt().to_string())
-        .env("DELAYQ_QUEUE", queue)
+        .env("DELAYQ_QUEUE", job.queue())
         .stdin(std::process::Stdio::null())
         // A job abandoned at shutdown kills its command.
         .kill_on_drop(true)

@@ -1,0 +1,359 @@
+//! Where a worker's values come from: one queue (a blocking wait on its own connection), or
+//! several queues taken in turn, with no blocking connection per queue.
+//!
+//! Several queues are watched by looking at the lengths of their target lists (one round trip
+//! for all of them) and by the "moved" notices of the client's scheduler group, which say at
+//! once which queue a transfer filled. Queues found ready are served in turn, one value each,
+//! and the lengths are looked at again at least every [`PROBE_EVERY`], so that a flooded queue
+//! cannot keep a quiet one waiting. With nothing ready, the worker waits for a notice or a
+//! while, doubling from [`FIRST_IDLE_WAIT`] up to a cap that grows with the number of queues
+//! (values moved by another process, which sends the worker no notice, are seen within it).
+
+use super::Counters;
+use crate::codec::Codec;
+use crate::queue::DelayedQueue;
+use crate::reliable::{Delivery, ReliableConfig, ReliableConsumer};
+use crate::retry::{Backoff, FailureLog, Retrying};
+use crate::Result;
+use fred::interfaces::ListInterface;
+use futures::future::{join_all, select_all, FutureExt};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::broadcast::Receiver;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How often the lengths of every queue are looked at while values keep coming.
+const PROBE_EVERY: Duration = Duration::from_millis(100);
+/// The first wait when no queue has a value.
+const FIRST_IDLE_WAIT: Duration = Duration::from_millis(10);
+
+/// Waits after a failed take: 100 ms doubling to 5 s.
+pub(super) fn take_backoff() -> Backoff {
+    Backoff::doubling(Duration::from_millis(100), Duration::from_secs(5))
+}
+
+/// The longest wait with no queue ready: 10 ms per queue, from 100 ms to 2 s (so that an idle
+/// worker sends at most about 500 length probes a second, however many queues it watches).
+fn max_idle_wait(queues: usize) -> Duration {
+    (Duration::from_millis(10) * queues as u32)
+        .clamp(Duration::from_millis(100), Duration::from_secs(2))
+}
+
+/// A worker's consumers.
+pub(super) enum Sources<C: Codec> {
+    One(ReliableConsumer<C>),
+    Many(Many<C>),
+}
+
+impl<C: Codec> Sources<C> {
+    /// One consumer per queue: a blocking one for a single queue, polling ones for several.
+    pub(super) async fn open(queues: &[DelayedQueue<C>], config: &ReliableConfig) -> Result<Self> {
+        if let [queue] = queues {
+            return Ok(Sources::One(
+                queue.reliable_consumer_with(config.clone()).await?,
+            ));
+        }
+        let consumers = queues
+            .iter()
+            .map(|queue| ReliableConsumer::polling(queue, config.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        let mut notices = HashMap::new();
+        for queue in queues {
+            if let Some((key, rx)) = queue.moved_rx() {
+                notices.entry(key).or_insert(rx);
+            }
+        }
+        Ok(Sources::Many(Many::new(
+            consumers,
+            notices.into_values().collect(),
+        )))
+    }
+
+    /// The next value and the name of its queue, or `None` once `stop` is cancelled.
+    ///
+    /// An error of the single queue is returned (the caller backs off); with several queues, a
+    /// queue that fails is logged and benched for its own backoff while the others go on.
+    pub(super) async fn next(
+        &mut self,
+        stop: &CancellationToken,
+        counters: &Counters,
+    ) -> Result<Option<(Arc<str>, Delivery<C::Value>)>> {
+        match self {
+            Sources::One(consumer) => Ok(consumer
+                .take_or_stop(stop)
+                .await?
+                .map(|delivery| (Arc::from(consumer.name()), delivery))),
+            Sources::Many(many) => Ok(many.next(stop, counters).await),
+        }
+    }
+
+    /// Closes every consumer (gives back what they hold unsettled).
+    pub(super) async fn close(self) {
+        match self {
+            Sources::One(consumer) => consumer.close().await,
+            Sources::Many(many) => {
+                join_all(many.sources.into_iter().map(|s| s.consumer.close())).await;
+            }
+        }
+    }
+}
+
+/// One of several queues.
+struct Source<C: Codec> {
+    consumer: ReliableConsumer<C>,
+    name: Arc<str>,
+    /// In the line of ready queues.
+    queued: bool,
+    /// Its own errors: a queue that fails (a wrong-type key, an ACL refusal) waits out its own
+    /// backoff while the others are served.
+    retrying: Retrying,
+    failures: FailureLog,
+    benched_until: Option<Instant>,
+}
+
+impl<C: Codec> Source<C> {
+    fn benched(&self, now: Instant) -> bool {
+        self.benched_until.is_some_and(|until| until > now)
+    }
+
+    /// Notes how a call on this queue went; an error benches the queue for its backoff.
+    fn record<T>(&mut self, result: Result<T>, counters: &Counters) -> Option<T> {
+        match result {
+            Ok(value) => {
+                self.benched_until = None;
+                self.retrying.succeeded();
+                if self.failures.recovered() > 0 {
+                    tracing::info!(queue = %self.name, "takes work again");
+                }
+                Some(value)
+            }
+            Err(err) => {
+                Counters::bump(&counters.errors);
+                let wait = self.retrying.failed();
+                self.benched_until = Some(Instant::now() + wait);
+                let retry_in_ms = wait.as_millis() as u64;
+                if self.failures.first_of_kind(&err.to_string()) {
+                    tracing::warn!(queue = %self.name, error = %err, retry_in_ms, "take failed; the other queues go on (repeats of this error are logged at debug)");
+                } else {
+                    tracing::debug!(queue = %self.name, error = %err, retry_in_ms, "take failed again");
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Several queues taken in turn.
+pub(super) struct Many<C: Codec> {
+    sources: Vec<Source<C>>,
+    by_name: HashMap<Arc<str>, usize>,
+    /// Queues believed to hold values, in the order they are served.
+    ready: VecDeque<usize>,
+    /// Where the next probe starts listing ready queues (turns, so no queue always comes first).
+    probe_start: usize,
+    last_probe: Option<Instant>,
+    idle_wait: Duration,
+    notices: Vec<Receiver<Arc<str>>>,
+}
+
+impl<C: Codec> Many<C> {
+    fn new(consumers: Vec<ReliableConsumer<C>>, notices: Vec<Receiver<Arc<str>>>) -> Self {
+        let sources: Vec<Source<C>> = consumers
+            .into_iter()
+            .map(|consumer| Source {
+                name: Arc::from(consumer.name()),
+                consumer,
+                queued: false,
+                retrying: Retrying::new(take_backoff()),
+                failures: FailureLog::default(),
+                benched_until: None,
+            })
+            .collect();
+        let by_name = sources.iter().map(|s| s.name.clone()).zip(0..).collect();
+        Many {
+            sources,
+            by_name,
+            ready: VecDeque::new(),
+            probe_start: 0,
+            last_probe: None,
+            idle_wait: FIRST_IDLE_WAIT,
+            notices,
+        }
+    }
+
+    async fn next(
+        &mut self,
+        stop: &CancellationToken,
+        counters: &Counters,
+    ) -> Option<(Arc<str>, Delivery<C::Value>)> {
+        loop {
+            if stop.is_cancelled() {
+                return None;
+            }
+            self.housekeeping(counters).await;
+            self.read_notices();
+            if self.probe_due() {
+                self.probe(counters).await;
+            }
+            while let Some(index) = self.ready.pop_front() {
+                let source = &mut self.sources[index];
+                source.queued = false;
+                if source.benched(Instant::now()) {
+                    continue;
+                }
+                let taken = source.consumer.try_take(1).await;
+                if let Some(delivery) = source.record(taken, counters).and_then(|mut d| d.pop()) {
+                    // It may hold more: back in line, behind the other ready queues.
+                    self.mark_ready(index);
+                    self.idle_wait = FIRST_IDLE_WAIT;
+                    return Some((self.sources[index].name.clone(), delivery));
+                }
+            }
+            self.probe(counters).await;
+            if !self.ready.is_empty() {
+                continue;
+            }
+            if !self.idle(stop).await {
+                return None;
+            }
+        }
+    }
+
+    /// Gives back dropped deliveries and reaps, queue by queue (concurrently).
+    async fn housekeeping(&mut self, counters: &Counters) {
+        let now = Instant::now();
+        let results = join_all(self.sources.iter().map(|source| async move {
+            match source.benched(now) {
+                true => None,
+                false => Some(source.consumer.housekeeping().await),
+            }
+        }))
+        .await;
+        for (source, result) in self.sources.iter_mut().zip(results) {
+            if let Some(Err(err)) = result {
+                source.record::<()>(Err(err), counters);
+            }
+        }
+    }
+
+    /// Whether the lengths are to be looked at before taking: nothing known ready, or the last
+    /// look is older than [`PROBE_EVERY`].
+    fn probe_due(&self) -> bool {
+        self.ready.is_empty() || self.last_probe.is_none_or(|at| at.elapsed() >= PROBE_EVERY)
+    }
+
+    /// Looks at the length of every target list (one round trip: the commands are pipelined)
+    /// and queues up those with values that are not in line yet.
+    async fn probe(&mut self, counters: &Counters) {
+        let now = Instant::now();
+        let lengths = join_all(self.sources.iter().map(|source| async move {
+            match source.benched(now) {
+                true => None,
+                false => Some(
+                    source
+                        .consumer
+                        .client()
+                        .llen::<u64, _>(source.consumer.name())
+                        .await
+                        .map_err(crate::Error::from),
+                ),
+            }
+        }))
+        .await;
+        self.last_probe = Some(Instant::now());
+        let count = lengths.len();
+        let mut found = vec![false; count];
+        for (index, length) in lengths.into_iter().enumerate() {
+            if let Some(length) = length {
+                found[index] = self.sources[index].record(length, counters).unwrap_or(0) > 0;
+            }
+        }
+        for offset in 0..count {
+            let index = (self.probe_start + offset) % count;
+            if found[index] {
+                self.mark_ready(index);
+            }
+        }
+        self.probe_start = (self.probe_start + 1) % count.max(1);
+    }
+
+    fn mark_ready(&mut self, index: usize) {
+        let source = &mut self.sources[index];
+        if !source.queued {
+            source.queued = true;
+            self.ready.push_back(index);
+        }
+    }
+
+    /// Queues up the queues named by notices received so far; after a lag, probes next time.
+    fn read_notices(&mut self) {
+        let mut named = Vec::new();
+        for rx in &mut self.notices {
+            loop {
+                match rx.try_recv() {
+                    Ok(name) => named.push(name),
+                    Err(TryRecvError::Lagged(_)) => self.last_probe = None,
+                    Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+                }
+            }
+        }
+        for name in named {
+            if let Some(&index) = self.by_name.get(&name) {
+                self.mark_ready(index);
+            }
+        }
+    }
+
+    /// Waits for a notice about one of our queues, a stop, or the idle wait; false on a stop.
+    async fn idle(&mut self, stop: &CancellationToken) -> bool {
+        let wait = self.idle_wait;
+        self.idle_wait = (wait * 2).min(max_idle_wait(self.sources.len()));
+        let by_name = &self.by_name;
+        let notices = &mut self.notices;
+        let notice = async {
+            if notices.is_empty() {
+                return std::future::pending().await;
+            }
+            loop {
+                let waits = notices.iter_mut().map(|rx| rx.recv().boxed());
+                let (received, _, _) = select_all(waits).await;
+                match received {
+                    Ok(name) => {
+                        if let Some(&index) = by_name.get(&name) {
+                            return Some(index);
+                        }
+                    }
+                    Err(RecvError::Lagged(_)) => return None,
+                    // The group stopped: nothing more comes from it; the idle wait still ends.
+                    Err(RecvError::Closed) => return std::future::pending().await,
+                }
+            }
+        };
+        let noticed = tokio::select! {
+            biased;
+            _ = stop.cancelled() => return false,
+            noticed = notice => noticed,
+            _ = tokio::time::sleep(wait) => return true,
+        };
+        match noticed {
+            Some(index) => self.mark_ready(index),
+            None => self.last_probe = None,
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_wait_grows_with_the_queues_within_bounds() {
+        assert_eq!(max_idle_wait(2), Duration::from_millis(100));
+        assert_eq!(max_idle_wait(50), Duration::from_millis(500));
+        assert_eq!(max_idle_wait(10_000), Duration::from_secs(2));
+    }
+}
