@@ -86,6 +86,57 @@ def explain(r):
     return notes
 
 
+def many_section(many, w):
+    """Issue 15: one process keeping N queues moving, delayq beside Redisson."""
+    d = many.get("delayq", {})
+    w("## Many queues: one process keeping every queue moving")
+    w("")
+    w(f"Each side on a flushed server with {d.get('queues', 0):,} Redisson delayed queues (one parked value "
+      "each). delayq = the CLI, `delayq transfer --all --match 'mq-*'` (it finds the queues itself); "
+      "Redisson = one JVM holding an `RDelayedQueue` per queue, with the default client config "
+      "(`java-default`) or a subscription pool big enough for every channel (`java-tuned`: 1,000 "
+      "subscriptions per connection). Connections are the server's `connected_clients` with the process "
+      "running minus before it started; idle commands are INFO's `total_commands_processed` over the idle "
+      "window; RSS is the process's VmRSS. Then values are offered at a steady rate to random queues with "
+      "random delays; lateness is from the due time to the moment a reader, woken by the target list's "
+      "keyspace notification, has popped the value (so it includes one notification and one LPOP).")
+    w("")
+    w("| side | queues held | ready in | connections | RSS | idle commands/s | idle CPU | offers/s | "
+      "received | lateness p50 | p99 | p99.9 | max |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for side in ("delayq", "java-default", "java-tuned", "delayq-cluster"):
+        f = many.get(side)
+        if not f:
+            continue
+        load = f.get("load", {})
+        lat = load.get("lateness_ms", {})
+        got = f"{load.get('received', 0):,} of {load.get('offered', 0):,}"
+        w(f"| {side} | {f['held']:,} of {f['queues']:,} | {f.get('ready_secs', 0):.1f} s | "
+          f"{f.get('connections', 0)} | {f.get('rss_mib', 0):.0f} MiB | "
+          f"{f.get('idle_commands_per_sec', 0):,.0f} | {f.get('idle_cpu_pct', 0):.1f}% | "
+          f"{load.get('rate', 0):,.0f} | {got} | {lat.get('p50', 0):.1f} ms | {lat.get('p99', 0):.1f} ms | "
+          f"{lat.get('p999', 0):.1f} ms | {lat.get('max', 0):.1f} ms |")
+    w("")
+    jd = many.get("java-default", {})
+    if jd.get("start", {}).get("error"):
+        w(f"- Redisson with its default config stopped at {jd['held']:,} instances: "
+          f"`{jd['start']['error'].strip()}`; its figures above are for those {jd['held']:,} queues.")
+    for side in ("java-default", "java-tuned"):
+        f = many.get(side, {})
+        load = f.get("load", {})
+        miss = load.get("missing", 0)
+        if miss:
+            w(f"- {side}: {miss} offered value(s) never reached the target list within the "
+              f"wait (delay + 15 s); {load.get('still_delayed', '?')} were still in the delayed queues "
+              "at the end (due, never transferred).")
+    c = many.get("delayq-cluster")
+    if c:
+        w(f"- Cluster: {c['found']:,} of {c['queues']:,} queues found on 3 masters "
+          f"(keys per master: {', '.join(str(k) for k in c.get('keys_per_master', []))}); "
+          "its connections are summed over the 3 masters.")
+    w("")
+
+
 def main(src, dst):
     with open(src) as f:
         r = json.load(f)
@@ -114,7 +165,7 @@ def main(src, dst):
 
     targets = r.get("targets", [])
     if targets:
-        w("## Targets (issue 6), as ratios within this run")
+        w("## Targets (issues 6 and 15), within this run")
         w("")
         w("| target | figure | goal | met | detail |")
         w("|---|---:|---|---|---|")
@@ -241,6 +292,9 @@ def main(src, dst):
         w(f"| Redisson | {j['rss_kib'] / 1024:.1f} MiB | {j['hwm_kib'] / 1024:.1f} MiB | {j['secs']:.1f} s |")
         w(f"\nRedisson's JVM heap in use at the end: {j.get('heap_used_kib', 0) / 1024:.1f} MiB.")
         w("")
+
+    if "many" in r:
+        many_section(r["many"], w)
 
     notes = explain(r)
     if notes:

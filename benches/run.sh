@@ -8,7 +8,7 @@
 #                             the figures; writes into a temporary directory unless --out is given
 #
 # Options: --out DIR (where results go), --no-chart (skip the PNG and its Python venv),
-#          --only offer,transfer,latency,drain,rss (a subset of the phases, for development).
+#          --only offer,transfer,latency,drain,rss,many (a subset of the phases, for development).
 #
 # Exits non-zero when a component fails (build, Redis, Java, a lost or misordered value, the
 # report); never because a performance target was missed: RESULTS.md lists those.
@@ -57,8 +57,9 @@ mvn -B -q -f "$here/java/pom.xml" package >"$work/maven.log" 2>&1 \
   || { cat "$work/maven.log" >&2; echo "run.sh: Maven build failed" >&2; exit 1; }
 classpath="$here/java/target/classes:$(cat "$here/java/target/classpath.txt")"
 
-echo "== building the delayq driver (cargo bench profile)"
-(cd "$root" && cargo bench --quiet --bench delayq_bench --no-run) \
+echo "== building the delayq driver (cargo bench profile) and the delayq CLI (release)"
+(cd "$root" && cargo bench --quiet --bench delayq_bench --no-run \
+  && cargo build --quiet --release --features cli --bin delayq) \
   || { echo "run.sh: cargo build failed" >&2; exit 1; }
 
 echo "== starting redis-server"
@@ -78,7 +79,8 @@ export BENCH_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo
 export BENCH_JAVA_VERSION="$(java -version 2>&1 | head -1)"
 
 echo "== running the $mode benchmark"
-args=(--port "$port" --java-classpath "$classpath" --out "$out/results.json" --work-dir "$work")
+args=(--port "$port" --java-classpath "$classpath" --out "$out/results.json" --work-dir "$work"
+      --delayq-bin "$root/target/release/delayq")
 [[ "$mode" == smoke ]] && args+=(--smoke)
 [[ -n "$only" ]] && args+=(--only "$only")
 (cd "$root" && cargo bench --quiet --bench delayq_bench -- "${args[@]}") \

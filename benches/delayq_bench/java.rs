@@ -19,13 +19,18 @@ pub(crate) struct JavaPeer {
 
 /// `java -cp <classpath> delayq.bench.Bench <args>`.
 pub(crate) fn command(classpath: &str, args: &[String]) -> Command {
+    command_for(classpath, "delayq.bench.Bench", args)
+}
+
+/// `java -cp <classpath> <class> <args>`.
+pub(crate) fn command_for(classpath: &str, class: &str, args: &[String]) -> Command {
     let mut cmd = Command::new("java");
     cmd.arg("-cp")
         .arg(classpath)
         .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
         // Redisson logs that RDelayedQueue is deprecated (for RReliableQueue) on every use.
         .arg("-Dorg.slf4j.simpleLogger.log.org.redisson.Redisson=off")
-        .arg("delayq.bench.Bench")
+        .arg(class)
         .args(args)
         .kill_on_drop(true);
     cmd

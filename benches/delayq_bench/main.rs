@@ -10,6 +10,7 @@
 //! exits non-zero when a component fails; a missed performance target never fails it.
 
 mod java;
+mod many;
 mod phases;
 mod redis;
 
@@ -32,6 +33,15 @@ pub(crate) struct Plan {
     pub(crate) drain_count: u64,
     pub(crate) rss_count: u64,
     pub(crate) rss_concurrency: usize,
+    /// Queues of the many-queues phase (standalone), and on the Cluster.
+    pub(crate) many_queues: usize,
+    pub(crate) many_cluster_queues: usize,
+    /// How long idle commands are counted.
+    pub(crate) many_idle_secs: f64,
+    /// Offers per second over random queues, for how long, with delays drawn from this range.
+    pub(crate) many_rate: u32,
+    pub(crate) many_secs: f64,
+    pub(crate) many_delay_ms: (u64, u64),
 }
 
 impl Plan {
@@ -50,6 +60,12 @@ impl Plan {
             drain_count: 100_000,
             rss_count: 1_000_000,
             rss_concurrency: 16,
+            many_queues: 10_000,
+            many_cluster_queues: 10_000,
+            many_idle_secs: 10.0,
+            many_rate: 1_000,
+            many_secs: 20.0,
+            many_delay_ms: (100, 2_000),
         }
     }
 
@@ -68,6 +84,13 @@ impl Plan {
             drain_count: 2_000,
             rss_count: 5_000,
             rss_concurrency: 16,
+            // Over Redisson's default of 250 subscriptions, so that the smoke run shows it too.
+            many_queues: 300,
+            many_cluster_queues: 100,
+            many_idle_secs: 2.0,
+            many_rate: 500,
+            many_secs: 2.0,
+            many_delay_ms: (50, 300),
         }
     }
 }
@@ -79,6 +102,7 @@ struct Args {
     work_dir: String,
     plan: Plan,
     only: Option<Vec<String>>,
+    delayq_bin: Option<String>,
 }
 
 fn parse_args(mut it: impl Iterator<Item = String>) -> BoxResult<Args> {
@@ -88,6 +112,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> BoxResult<Args> {
     let mut work_dir = std::env::temp_dir().display().to_string();
     let mut smoke = false;
     let mut only = None;
+    let mut delayq_bin = None;
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
         match arg.as_str() {
@@ -97,6 +122,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> BoxResult<Args> {
             "--work-dir" => work_dir = value()?,
             "--only" => only = Some(value()?.split(',').map(str::to_owned).collect()),
             "--smoke" => smoke = true,
+            "--delayq-bin" => delayq_bin = Some(value()?),
             // cargo bench passes this to harness-less benches.
             "--bench" => {}
             other => return Err(format!("unknown argument {other}").into()),
@@ -109,6 +135,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> BoxResult<Args> {
         work_dir,
         plan: if smoke { Plan::smoke() } else { Plan::full() },
         only,
+        delayq_bin,
     })
 }
 
@@ -142,7 +169,9 @@ fn main() {
 
 async fn run(args: Args) -> BoxResult<()> {
     let url = format!("redis://127.0.0.1:{}", args.port);
-    let ctx = phases::Ctx::new(&url, &args.classpath, args.plan.clone(), &args.work_dir).await?;
+    let ctx = phases::Ctx::new(&url, &args.classpath, args.plan.clone(), &args.work_dir)
+        .await?
+        .with_delayq_bin(args.delayq_bin);
     let results = phases::run_all(ctx, args.only.as_deref()).await?;
     let text = serde_json::to_string_pretty(&results)?;
     std::fs::write(&args.out, text + "\n")?;

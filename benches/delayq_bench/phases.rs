@@ -32,6 +32,8 @@ pub(crate) struct Ctx {
     work_dir: String,
     client: Client,
     java: JavaPeer,
+    /// The delayq CLI, for the many-queues phase.
+    delayq_bin: Option<String>,
 }
 
 impl Ctx {
@@ -51,7 +53,13 @@ impl Ctx {
             work_dir: work_dir.to_owned(),
             client,
             java,
+            delayq_bin: None,
         })
+    }
+
+    pub(crate) fn with_delayq_bin(mut self, bin: Option<String>) -> Ctx {
+        self.delayq_bin = bin;
+        self
     }
 }
 
@@ -103,6 +111,15 @@ pub(crate) async fn run_all(mut ctx: Ctx, only: Option<&[String]>) -> BoxResult<
     }
     if wanted("rss") {
         out.insert("rss".into(), rss_phase(&ctx).await?);
+    }
+    if wanted("many") {
+        let bin = ctx
+            .delayq_bin
+            .as_deref()
+            .ok_or("the many phase needs --delayq-bin (the delayq CLI)")?;
+        let figures =
+            crate::many::phase(&ctx.url, &ctx.classpath, bin, &ctx.plan, &ctx.work_dir).await?;
+        out.insert("many".into(), figures);
     }
     ctx.java.stop().await?;
     let _ = ctx.client.quit().await;
@@ -990,5 +1007,71 @@ fn targets(r: &Json) -> Json {
             ),
         );
     }
+    many_targets(r, &mut push);
     Json::Array(out)
+}
+
+/// Issue 15's targets: one delayq process keeping every queue moving.
+fn many_targets(r: &Json, push: &mut impl FnMut(String, f64, &str, bool, String)) {
+    let many = &r["many"];
+    let d = &many["delayq"];
+    if let Some(queues) = d["queues"].as_u64() {
+        let figure = |v: &Json| v.as_f64().unwrap_or(f64::MAX);
+        let java = &many["java-tuned"];
+        let connections = figure(&d["connections"]);
+        push(
+            format!("{queues} queues: delayq connections"),
+            connections,
+            "<= 3",
+            connections <= 3.0,
+            format!("Redisson (tuned pool): {}", java["connections"]),
+        );
+        let rss = figure(&d["rss_mib"]);
+        push(
+            format!("{queues} queues: delayq RSS (MiB)"),
+            rss,
+            "<= 64 MiB",
+            rss <= 64.0,
+            format!("Redisson: {:.0} MiB", figure(&java["rss_mib"])),
+        );
+        let idle = figure(&d["idle_commands_per_sec"]);
+        push(
+            format!("{queues} queues: Redis commands/s while idle, delayq"),
+            idle,
+            "<= 500/s",
+            idle <= 500.0,
+            format!("Redisson: {:.0}/s", figure(&java["idle_commands_per_sec"])),
+        );
+    }
+    for (side, label) in [
+        ("delayq", "standalone"),
+        ("delayq-cluster", "3-master Cluster"),
+    ] {
+        let figures = &many[side];
+        let Some(queues) = figures["queues"].as_u64() else {
+            continue;
+        };
+        let load = &figures["load"];
+        let p99 = load["lateness_ms"]["p99"].as_f64().unwrap_or(f64::MAX);
+        push(
+            format!("{queues} queues, {label}: due-to-target lateness p99 (ms)"),
+            p99,
+            "<= 10 ms",
+            p99 <= 10.0,
+            format!(
+                "{:.0} offers/s, p50 {} ms, max {} ms",
+                load["rate"].as_f64().unwrap_or(0.0),
+                load["lateness_ms"]["p50"],
+                load["lateness_ms"]["max"]
+            ),
+        );
+        let found = figures["found"].as_u64().unwrap_or(0);
+        push(
+            format!("{queues} queues, {label}: found by `transfer --all`"),
+            found as f64,
+            "all",
+            found == queues,
+            format!("in {:.2} s", figures["ready_secs"].as_f64().unwrap_or(0.0)),
+        );
+    }
 }

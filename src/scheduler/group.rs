@@ -273,11 +273,13 @@ impl SchedulerGroup {
 
     /// Finds every Redisson delayed queue of the Redis that `discovery` takes and keeps finding
     /// new ones (a pattern subscription on their channels, a periodic scan of their timeout
-    /// zsets on every master) and dropping those that vanish, while the group runs.
+    /// zsets on every master) and dropping those that vanish, while the group runs. Returns
+    /// once the first scan has added the queues it found ([`names`](Self::names) lists them).
     ///
     /// # Errors
     ///
-    /// The pattern subscription failed, or the group has stopped.
+    /// The pattern subscription or the first scan failed (e.g. an ACL without `SCAN`), or the
+    /// group has stopped. Later scans that fail are logged and tried again.
     pub async fn discover(&self, discovery: Discovery) -> Result<()> {
         let (reply, answer) = oneshot::channel();
         self.shared

@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::broadcast::Receiver;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -61,6 +61,8 @@ pub(super) struct GroupTask {
     precise: PreciseTimer,
     discovery: Option<Discovery>,
     next_scan: Option<tokio::time::Instant>,
+    /// The caller of `discover`, until the first scan is done.
+    discover_reply: Option<oneshot::Sender<Result<()>>>,
 }
 
 impl GroupTask {
@@ -89,6 +91,7 @@ impl GroupTask {
             precise,
             discovery: None,
             next_scan: None,
+            discover_reply: None,
         })
     }
 
@@ -279,12 +282,17 @@ impl GroupTask {
                 let _ = reply.send(removed);
             }
             Cmd::Discover { discovery, reply } => {
-                let result = self.subscriber.psubscribe(CHANNEL_PATTERN).await;
-                if result.is_ok() {
-                    self.discovery = Some(discovery);
-                    self.start_scan();
+                match self.subscriber.psubscribe(CHANNEL_PATTERN).await {
+                    Ok(()) => {
+                        self.discovery = Some(discovery);
+                        // Answered when the first scan has added what it found.
+                        self.discover_reply = Some(reply);
+                        self.start_scan();
+                    }
+                    Err(err) => {
+                        let _ = reply.send(Err(err.into()));
+                    }
                 }
-                let _ = reply.send(result.map_err(Error::from));
             }
         }
     }
@@ -474,7 +482,17 @@ impl GroupTask {
         let found = match found {
             Ok(found) => found,
             Err(err) => {
-                tracing::warn!(error = %err, "discovery scan failed; trying again at the next");
+                match self.discover_reply.take() {
+                    // The first scan: the caller hears why discovery cannot work.
+                    Some(reply) => {
+                        self.discovery = None;
+                        self.next_scan = None;
+                        let _ = reply.send(Err(err));
+                    }
+                    None => {
+                        tracing::warn!(error = %err, "discovery scan failed; trying again at the next")
+                    }
+                }
                 return;
             }
         };
@@ -503,6 +521,9 @@ impl GroupTask {
         }
         if added + dropped > 0 {
             tracing::info!(added, dropped, queues = self.queues.len(), "discovery");
+        }
+        if let Some(reply) = self.discover_reply.take() {
+            let _ = reply.send(Ok(()));
         }
     }
 }

@@ -447,7 +447,7 @@ async fn transfer_all_moves_every_matching_queue() {
         .offer("v", Duration::ZERO)
         .await
         .unwrap();
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args([
             "--url",
             &redis.url(),
@@ -468,7 +468,13 @@ async fn transfer_all_moves_every_matching_queue() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     let _ = Command::new("kill").arg(child.id().to_string()).status();
-    let _ = child.wait();
+    let stderr = text(&child.wait_with_output().unwrap().stderr);
+    assert!(
+        stderr.contains(&format!(
+            "transferring 1 delayed queue matching \"{prefix}-*\""
+        )),
+        "it says how many queues it found: {stderr}"
+    );
     assert_eq!(list_str(&client, &early).await, ["v"]);
     assert_eq!(list_str(&client, &late).await, ["v"]);
     assert!(

@@ -27,7 +27,12 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
         }
         group.discover(discovery).await?;
         let which = args.pattern.as_deref().unwrap_or("*");
-        eprintln!("delayq: transferring every delayed queue matching {which:?} (Ctrl-C to stop)");
+        let found = group.names().len();
+        let queues = if found == 1 { "queue" } else { "queues" };
+        eprintln!(
+            "delayq: transferring {found} delayed {queues} matching {which:?}, and those that \
+             appear (Ctrl-C to stop)"
+        );
     } else {
         eprintln!(
             "delayq: transferring {} (Ctrl-C to stop)",
