@@ -15,6 +15,7 @@
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME} (not published to)
 -- KEYS[5]: quarantine         delayq_quarantine:{NAME} (list of raw malformed entries)
 -- KEYS[6]: position index     delayq_index:{NAME} (zset: first 9 bytes of an entry -> sequence)
+-- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life; see lib/values.lua)
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- ARGV[3]: most entries to move in this call (Redisson uses 100)
@@ -205,6 +206,6 @@ if #due > 0 then
     end)
 end
 
-delayq_tidy_index(KEYS[3], KEYS[6])
+delayq_tidy_index(KEYS[3], KEYS[6], KEYS[7])
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 return { moved, quarantined, head[2] or false, indexed, at_head_count, now }

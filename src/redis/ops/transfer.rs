@@ -9,7 +9,7 @@ use fred::prelude::Value;
 script!(
     TRANSFER,
     "transfer.lua",
-    [Target, Timeout, Order, Channel, Quarantine, Index]
+    [Target, Timeout, Order, Channel, Quarantine, Index, Values]
 );
 
 /// How much one transfer call may do.
