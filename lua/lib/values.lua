@@ -10,7 +10,8 @@
 --   'v' .. DIGEST the IDs (9 bytes each, once per tuple) of the entries whose value's SHA-1 starts
 --                 with DIGEST (16 hex digits), in seq order.
 --   '@seq'        the next seq; '@d' LLEN(order) - ZCARD(timeout) when delayq last saw the queue;
---   '@gc'         the HSCAN cursor of the sweep that drops the tuples of entries gone.
+--   '@gc'         the HSCAN cursor of the sweep that drops the tuples of entries gone;
+--   '@w'          the last entries indexed (struct '>d' seq, then the ID; at most 8).
 --
 -- What keeps it true, checked on every use instead of assumed:
 --   * Seq order is list order. Entries are indexed in list order, from the first one the index
@@ -18,7 +19,12 @@
 --     delayq operation appends with RPUSH; removals anywhere shift nothing out of order). So the
 --     indexed entries still in the list are a prefix of it: the index is complete when the tail
 --     entry has a tuple (one LINDEX), and otherwise the first unindexed position is found by a
---     binary search over positions (about 20 LINDEX at a million entries).
+--     binary search over positions (about 20 LINDEX at a million entries). One thing can pass
+--     for an indexed element: an identical copy of an indexed entry appended since (a retried
+--     Java offer; its change of LLEN - ZCARD below may have been made up for by the removal of a
+--     list-only entry). It carries the seq of the earlier copy, so the element found last must
+--     carry the seq of the last entry indexed that is still pending, and a higher one than the
+--     element before it; otherwise the index is rebuilt.
 --   * A trusted tuple's entry is in the order list exactly when it is a member of the timeout
 --     zset: Redisson and delayq add and remove an entry in both keys in one script. The only
 --     operations that do not (Redisson's retainAll trims the list alone; a Java offer retried after
@@ -47,6 +53,8 @@ local DELAYQ_TUPLE = '>dBI4'
 local DELAYQ_TUPLE_HEAD = 13
 local DELAYQ_ID_LEN = 9
 local DELAYQ_ARGS_CHUNK = 500
+local DELAYQ_WATERMARKS = 8
+local DELAYQ_WATERMARK_LEN = 8 + DELAYQ_ID_LEN
 
 local function delayq_values_digest(value)
     return 'v' .. string.sub(redis.sha1hex(value), 1, 16)
@@ -108,21 +116,69 @@ local function delayq_values_write(vx, field, tuples)
 end
 
 local function delayq_values_open(timeout, order, values, legacy)
-    return { timeout = timeout, order = order, key = values, legacy = legacy, seq = 0, gc = '0' }
+    return { timeout = timeout, order = order, key = values, legacy = legacy, seq = 0, gc = '0', recent = '' }
+end
+
+-- The seqs of the tuples of the order-list element at pos, lowest and highest (nil: it has none).
+local function delayq_values_seqs_at(vx, pos)
+    local entry = redis.call('lindex', vx.order, pos)
+    if not entry then
+        return nil
+    end
+    local low, high
+    for _, t in ipairs(delayq_values_tuples(redis.call('hget', vx.key, delayq_values_field(entry)))) do
+        if t.entry == entry then
+            low = math.min(low or t.seq, t.seq)
+            high = math.max(high or t.seq, t.seq)
+        end
+    end
+    return low, high
 end
 
 -- Whether the order-list element at pos has a tuple.
 local function delayq_values_indexed_at(vx, pos)
-    local entry = redis.call('lindex', vx.order, pos)
-    if not entry then
-        return false
-    end
-    for _, t in ipairs(delayq_values_tuples(redis.call('hget', vx.key, delayq_values_field(entry)))) do
-        if t.entry == entry then
-            return true
+    return delayq_values_seqs_at(vx, pos) ~= nil
+end
+
+-- The seq of the last entry indexed that is still pending, from the watermarks: nil when none of
+-- them is, or when the latest one not gone is untrusted (whether it is listed costs a scan).
+local function delayq_values_last_pending_seq(vx)
+    local marks = vx.recent
+    for pos = #marks - DELAYQ_WATERMARK_LEN + 1, 1, -DELAYQ_WATERMARK_LEN do
+        local seq = struct.unpack('>d', marks, pos)
+        local field = 'i' .. string.sub(marks, pos + 8, pos + DELAYQ_WATERMARK_LEN - 1)
+        for _, t in ipairs(delayq_values_tuples(redis.call('hget', vx.key, field))) do
+            if t.seq == seq then
+                if not t.trusted then
+                    return nil
+                end
+                if redis.call('zscore', vx.timeout, t.entry) then
+                    return seq
+                end
+            end
         end
     end
-    return false
+    return nil
+end
+
+-- Whether the first unindexed position found, from, can be right: the element before it must
+-- carry the seq of the last entry indexed that is still pending (when the watermarks know it),
+-- and a higher one than the element before that. An identical copy of an indexed entry appended
+-- since looks indexed, but carries the seq of the earlier copy.
+local function delayq_values_boundary_holds(vx, from)
+    local expected = delayq_values_last_pending_seq(vx)
+    if from == 0 then
+        return expected == nil
+    end
+    local _, last = delayq_values_seqs_at(vx, from - 1)
+    if last == nil or (expected ~= nil and last ~= expected) then
+        return false
+    end
+    if from == 1 then
+        return true
+    end
+    local before = delayq_values_seqs_at(vx, from - 2)
+    return before ~= nil and last > before
 end
 
 -- Removes one occurrence of entry's id from the list of its value's digest.
@@ -175,6 +231,9 @@ local function delayq_values_index(vx, entries)
             end
         end
         tuples[#tuples + 1] = { seq = vx.seq, trusted = trusted, entry = entry }
+        if i > #entries - DELAYQ_WATERMARKS then
+            vx.recent = vx.recent .. struct.pack('>d', vx.seq) .. string.sub(entry .. string.rep('\0', DELAYQ_ID_LEN), 1, DELAYQ_ID_LEN)
+        end
         vx.seq = vx.seq + 1
         local value = delayq_value(entry, vx.legacy)
         if value and #entry >= DELAYQ_ID_LEN then
@@ -200,6 +259,10 @@ local function delayq_values_index(vx, entries)
         args[#args + 1] = (known[i] or '') .. table.concat(digests[digest])
     end
     delayq_values_hset_all(vx.key, args)
+    local keep = DELAYQ_WATERMARKS * DELAYQ_WATERMARK_LEN
+    if #vx.recent > keep then
+        vx.recent = string.sub(vx.recent, -keep)
+    end
 end
 
 -- Visits about count fields (HSCAN); drops trusted tuples whose entry left the timeout zset.
@@ -232,14 +295,14 @@ local function delayq_values_sync(vx, budget)
     local n = redis.call('llen', vx.order)
     if n == 0 then
         redis.call('unlink', vx.key)
-        vx.seq, vx.gc = 0, '0'
+        vx.seq, vx.gc, vx.recent = 0, '0', ''
         return true
     end
     local d = n - redis.call('zcard', vx.timeout)
-    local state = redis.call('hmget', vx.key, '@seq', '@d', '@gc')
+    local state = redis.call('hmget', vx.key, '@seq', '@d', '@gc', '@w')
     local from
     if state[1] and tonumber(state[2]) == d then
-        vx.seq, vx.gc = tonumber(state[1]), state[3] or '0'
+        vx.seq, vx.gc, vx.recent = tonumber(state[1]), state[3] or '0', state[4] or ''
         if delayq_values_indexed_at(vx, n - 1) then
             from = n
         else
@@ -255,6 +318,10 @@ local function delayq_values_sync(vx, budget)
             end
             from = lo
         end
+        if not delayq_values_boundary_holds(vx, from) then
+            redis.call('unlink', vx.key)
+            vx.seq, vx.gc, vx.recent, from = 0, '0', '', 0
+        end
     else
         -- No index yet, or LLEN - ZCARD changed behind delayq's back: (re)build from the head.
         redis.call('unlink', vx.key)
@@ -267,7 +334,7 @@ local function delayq_values_sync(vx, budget)
         indexed = #entries
     end
     delayq_values_sweep(vx, 16 + 2 * indexed)
-    redis.call('hset', vx.key, '@seq', vx.seq, '@d', d, '@gc', vx.gc)
+    redis.call('hset', vx.key, '@seq', vx.seq, '@d', d, '@gc', vx.gc, '@w', vx.recent)
     return from + indexed >= n
 end
 
@@ -396,6 +463,6 @@ local function delayq_values_commit(vx)
         redis.call('unlink', vx.key)
         return
     end
-    redis.call('hset', vx.key, '@seq', vx.seq, '@d', n - redis.call('zcard', vx.timeout))
+    redis.call('hset', vx.key, '@seq', vx.seq, '@d', n - redis.call('zcard', vx.timeout), '@w', vx.recent)
     delayq_tidy_index(vx.order, vx.key)
 end

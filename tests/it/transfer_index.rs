@@ -175,8 +175,12 @@ async fn index_follows_delayq_removals_and_polls() {
         .collect();
     assert_eq!(left, expected_left);
 
-    // clear() drops the index with the queue.
+    // clear() drops the indexes with the queue.
+    assert!(queue.contains("x00004").await.unwrap());
     assert!(queue.clear().await.unwrap());
-    let exists: u64 = client.exists(keys.index()).await.unwrap();
+    let exists: u64 = client
+        .exists(vec![keys.index(), keys.values()])
+        .await
+        .unwrap();
     assert_eq!(exists, 0);
 }
