@@ -7,10 +7,12 @@
 --                 one tuple per list element: struct '>dBI4' (seq, trusted, entry length), then
 --                 the entry. Two tuples share an ID only when identical entries sit in the list
 --                 twice (a Java offer retried after a lost reply), or ids collide.
---   'v' .. DIGEST the IDs (9 bytes each, once per tuple) of the entries whose value's SHA-1 starts
---                 with DIGEST (16 hex digits), in seq order.
+--   'v' .. DIGEST the IDs (9 bytes each, once per tuple) of the entries whose value has this
+--                 DIGEST (the value itself up to 24 bytes, else the first 16 hex digits of its
+--                 SHA-1), in seq order.
 --   '@seq'        the next seq; '@d' LLEN(order) - ZCARD(timeout) when delayq last saw the queue;
---   '@gc'         the HSCAN cursor of the sweep that drops the tuples of entries gone;
+--   '@n'          the number of tuples; '@gc' the HSCAN cursor of the sweep that drops the tuples of
+--                 entries gone;
 --   '@w'          the last entries indexed (struct '>d' seq, then the ID; at most 8).
 --
 -- What keeps it true, checked on every use instead of assumed:
@@ -33,9 +35,13 @@
 --     behind delayq's back the index is rebuilt from the head. An entry that was irregular when
 --     indexed (no zset member, or identical copies in the list) gets untrusted tuples, checked in
 --     the list itself (LPOS) whenever a lookup reaches them.
---   * Tuples of entries someone else removed (a Java transfer, poll or remove) are dropped when a
---     lookup meets them and by a sweep that visits a few records per call (more when the call
---     indexed more), so the index stays about the size of the queue.
+--   * Tuples of entries someone else removed (a Java transfer, poll or remove, delayq's own
+--     transfer) are dropped when a lookup meets them, and by a sweep (HSCAN, a few hundred fields
+--     a call) that runs while they are more than a quarter of the listed entries indexed: the
+--     index knows both counts (its tuples, and the first unindexed position).
+--   * A call indexes slices of entries until it has spent DELAYQ_VALUES_CALL_US of its own time
+--     (or indexed the budget it was given): a long list is indexed over several calls, none of
+--     which holds Redis long.
 --
 -- delayq_values_open(timeout, order, values, legacy): the handle the functions below take.
 -- delayq_values_sync(vx, budget): indexes at most budget entries; true when the index is complete
@@ -54,9 +60,17 @@ local DELAYQ_TUPLE_HEAD = 13
 local DELAYQ_ID_LEN = 9
 local DELAYQ_ARGS_CHUNK = 500
 local DELAYQ_WATERMARKS = 8
+local DELAYQ_SLICE = 200
+local DELAYQ_VALUES_CALL_US = 3000
+local DELAYQ_SWEEP_FIELDS = 400
 local DELAYQ_WATERMARK_LEN = 8 + DELAYQ_ID_LEN
 
 local function delayq_values_digest(value)
+    if #value <= 24 then
+        -- Short values name themselves (cheaper than hashing; a clash with a digest only
+        -- lengthens a candidate list, the value itself decides).
+        return 'v' .. value
+    end
     return 'v' .. string.sub(redis.sha1hex(value), 1, 16)
 end
 
@@ -116,7 +130,10 @@ local function delayq_values_write(vx, field, tuples)
 end
 
 local function delayq_values_open(timeout, order, values, legacy)
-    return { timeout = timeout, order = order, key = values, legacy = legacy, seq = 0, gc = '0', recent = '' }
+    return {
+        timeout = timeout, order = order, key = values, legacy = legacy,
+        seq = 0, count = 0, gc = '0', recent = '',
+    }
 end
 
 -- The seqs of the tuples of the order-list element at pos, lowest and highest (nil: it has none).
@@ -213,6 +230,13 @@ local function delayq_values_index(vx, entries)
         fields[i] = delayq_values_field(entry)
     end
     local stored = delayq_values_hmget(vx.key, fields)
+    local scores = {}
+    for i = 1, #entries, DELAYQ_ARGS_CHUNK do
+        local part = redis.call('zmscore', vx.timeout, unpack(entries, i, math.min(i + DELAYQ_ARGS_CHUNK - 1, #entries)))
+        for j = 1, #part do
+            scores[i + j - 1] = part[j]
+        end
+    end
     local records, digests, digest_fields = {}, {}, {}
     for i, entry in ipairs(entries) do
         local field = fields[i]
@@ -223,7 +247,7 @@ local function delayq_values_index(vx, entries)
         end
         -- Irregular entries (no zset member, or a second identical copy) are checked in the list
         -- whenever a lookup reaches them.
-        local trusted = redis.call('zscore', vx.timeout, entry) ~= false
+        local trusted = scores[i] ~= false
         for _, t in ipairs(tuples) do
             if t.entry == entry then
                 t.trusted = false
@@ -235,6 +259,7 @@ local function delayq_values_index(vx, entries)
             vx.recent = vx.recent .. struct.pack('>d', vx.seq) .. string.sub(entry .. string.rep('\0', DELAYQ_ID_LEN), 1, DELAYQ_ID_LEN)
         end
         vx.seq = vx.seq + 1
+        vx.count = vx.count + 1
         local value = delayq_value(entry, vx.legacy)
         if value and #entry >= DELAYQ_ID_LEN then
             local digest = delayq_values_digest(value)
@@ -270,72 +295,117 @@ local function delayq_values_sweep(vx, count)
     local reply = redis.call('hscan', vx.key, vx.gc, 'count', count)
     vx.gc = reply[1]
     local found = reply[2]
+    local records, trusted = {}, {}
     for i = 1, #found, 2 do
-        local field = found[i]
-        if string.sub(field, 1, 1) == 'i' then
-            local kept, gone = {}, {}
-            for _, t in ipairs(delayq_values_tuples(found[i + 1])) do
-                if t.trusted and not redis.call('zscore', vx.timeout, t.entry) then
-                    gone[#gone + 1] = t
-                else
-                    kept[#kept + 1] = t
+        if string.sub(found[i], 1, 1) == 'i' then
+            local tuples = delayq_values_tuples(found[i + 1])
+            records[#records + 1] = { field = found[i], tuples = tuples }
+            for _, t in ipairs(tuples) do
+                if t.trusted then
+                    trusted[#trusted + 1] = t.entry
                 end
             end
-            if #gone > 0 then
-                delayq_values_write(vx, field, kept)
-                for _, t in ipairs(gone) do
-                    delayq_values_forget_id(vx, t.entry)
-                end
+        end
+    end
+    local pending = {}
+    for i = 1, #trusted, DELAYQ_ARGS_CHUNK do
+        local part = redis.call('zmscore', vx.timeout, unpack(trusted, i, math.min(i + DELAYQ_ARGS_CHUNK - 1, #trusted)))
+        for j = 1, #part do
+            if part[j] then
+                pending[trusted[i + j - 1]] = true
+            end
+        end
+    end
+    for _, record in ipairs(records) do
+        local kept, gone = {}, {}
+        for _, t in ipairs(record.tuples) do
+            if t.trusted and not pending[t.entry] then
+                gone[#gone + 1] = t
+            else
+                kept[#kept + 1] = t
+            end
+        end
+        if #gone > 0 then
+            delayq_values_write(vx, record.field, kept)
+            vx.count = vx.count - #gone
+            for _, t in ipairs(gone) do
+                delayq_values_forget_id(vx, t.entry)
             end
         end
     end
 end
 
+local function delayq_values_clock()
+    local t = redis.call('time')
+    return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- Where the indexed entries still listed end (the first unindexed position), or nil when the index
+-- cannot be trusted and must be rebuilt.
+local function delayq_values_boundary(vx, n)
+    local from
+    if delayq_values_indexed_at(vx, n - 1) then
+        from = n
+    else
+        -- The indexed entries still listed are a prefix: find where it ends.
+        local lo, hi = 0, n - 1
+        while lo < hi do
+            local mid = math.floor((lo + hi) / 2)
+            if delayq_values_indexed_at(vx, mid) then
+                lo = mid + 1
+            else
+                hi = mid
+            end
+        end
+        from = lo
+    end
+    if delayq_values_boundary_holds(vx, from) then
+        return from
+    end
+    return nil
+end
+
 local function delayq_values_sync(vx, budget)
+    local started = delayq_values_clock()
     local n = redis.call('llen', vx.order)
     if n == 0 then
         redis.call('unlink', vx.key)
-        vx.seq, vx.gc, vx.recent = 0, '0', ''
+        vx.seq, vx.count, vx.gc, vx.recent = 0, 0, '0', ''
         return true
     end
     local d = n - redis.call('zcard', vx.timeout)
-    local state = redis.call('hmget', vx.key, '@seq', '@d', '@gc', '@w')
+    local state = redis.call('hmget', vx.key, '@seq', '@d', '@n', '@gc', '@w')
     local from
-    if state[1] and tonumber(state[2]) == d then
-        vx.seq, vx.gc, vx.recent = tonumber(state[1]), state[3] or '0', state[4] or ''
-        if delayq_values_indexed_at(vx, n - 1) then
-            from = n
-        else
-            -- The indexed entries still listed are a prefix: find where it ends.
-            local lo, hi = 0, n - 1
-            while lo < hi do
-                local mid = math.floor((lo + hi) / 2)
-                if delayq_values_indexed_at(vx, mid) then
-                    lo = mid + 1
-                else
-                    hi = mid
-                end
-            end
-            from = lo
-        end
-        if not delayq_values_boundary_holds(vx, from) then
-            redis.call('unlink', vx.key)
-            vx.seq, vx.gc, vx.recent, from = 0, '0', '', 0
-        end
-    else
-        -- No index yet, or LLEN - ZCARD changed behind delayq's back: (re)build from the head.
+    if state[1] and state[3] and tonumber(state[2]) == d then
+        vx.seq, vx.count = tonumber(state[1]), tonumber(state[3])
+        vx.gc, vx.recent = state[4] or '0', state[5] or ''
+        from = delayq_values_boundary(vx, n)
+    end
+    if not from then
+        -- No index yet, LLEN - ZCARD changed behind delayq's back, or a copy passed for an
+        -- indexed entry: (re)build from the head.
         redis.call('unlink', vx.key)
-        vx.seq, vx.gc, from = 0, '0', 0
+        vx.seq, vx.count, vx.gc, vx.recent, from = 0, 0, '0', '', 0
     end
     local indexed = 0
-    if from < n then
-        local entries = redis.call('lrange', vx.order, from, from + budget - 1)
+    while from + indexed < n and indexed < budget do
+        local first = from + indexed
+        local last = first + math.min(DELAYQ_SLICE, budget - indexed) - 1
+        local entries = redis.call('lrange', vx.order, first, last)
         delayq_values_index(vx, entries)
-        indexed = #entries
+        indexed = indexed + #entries
+        if delayq_values_clock() - started >= DELAYQ_VALUES_CALL_US then
+            break
+        end
     end
-    delayq_values_sweep(vx, 16 + 2 * indexed)
-    redis.call('hset', vx.key, '@seq', vx.seq, '@d', d, '@gc', vx.gc, '@w', vx.recent)
-    return from + indexed >= n
+    -- Tuples of entries gone: the index holds vx.count tuples, of which from + indexed are
+    -- listed.
+    local listed = from + indexed
+    if (vx.count - listed) * 4 > listed + 256 then
+        delayq_values_sweep(vx, DELAYQ_SWEEP_FIELDS)
+    end
+    redis.call('hset', vx.key, '@seq', vx.seq, '@d', d, '@n', vx.count, '@gc', vx.gc, '@w', vx.recent)
+    return listed >= n
 end
 
 local function delayq_values_sorted(tuples)
@@ -411,6 +481,7 @@ local function delayq_values_drop(vx, tuple)
     end
     delayq_values_write(vx, field, kept)
     delayq_values_forget_id(vx, tuple.entry)
+    vx.count = vx.count - 1
 end
 
 -- The seq of the head of the order list (nil when it has no tuple).
@@ -463,6 +534,6 @@ local function delayq_values_commit(vx)
         redis.call('unlink', vx.key)
         return
     end
-    redis.call('hset', vx.key, '@seq', vx.seq, '@d', n - redis.call('zcard', vx.timeout), '@w', vx.recent)
+    redis.call('hset', vx.key, '@seq', vx.seq, '@d', n - redis.call('zcard', vx.timeout), '@n', vx.count, '@w', vx.recent)
     delayq_tidy_index(vx.order, vx.key)
 end

@@ -197,13 +197,17 @@ impl<C: Codec> DelayedQueue<C> {
     }
 
     /// Runs one transfer now, as a scheduler would (by the queue's clock), moving at most
-    /// `batch_size` due entries.
+    /// `batch_size` due entries (fewer when the call's time runs out: see
+    /// [`SchedulerConfig::with_max_call_time`]).
     ///
     /// # Errors
     ///
     /// A Redis error.
     pub async fn transfer_due(&self, batch_size: usize) -> Result<TransferOutcome> {
-        let config = SchedulerConfig::default().with_batch_size(batch_size.max(1));
+        let batch = batch_size.max(1);
+        let config = SchedulerConfig::default()
+            .with_batch_size(batch)
+            .with_adaptive_batch(batch, Duration::from_millis(5));
         self.transfer_due_with(&config).await
     }
 

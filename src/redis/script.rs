@@ -165,6 +165,12 @@ impl<'a> ScriptCall<'a> {
         self
     }
 
+    /// Goes by `now` instead of the time the call was built at (calls that share one instant).
+    pub(crate) fn at(mut self, now: crate::time::Now) -> Self {
+        self.args[0] = now.to_arg();
+        self
+    }
+
     /// The next argument.
     pub(crate) fn arg(mut self, arg: impl Into<Value>) -> Self {
         self.args.push(arg.into());
@@ -279,7 +285,7 @@ impl<'a> ScriptCall<'a> {
 
 /// Most order-list entries a call indexes before it does its own work (see
 /// [`ScriptCall::run_indexed`]).
-pub(crate) const VALUE_INDEX_CHUNK: usize = 1_000;
+pub(crate) const VALUE_INDEX_CHUNK: usize = 5_000;
 
 /// Calls after which an index-backed call gives up.
 const MAX_INDEX_ROUNDS: usize = 100_000;

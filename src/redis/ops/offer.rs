@@ -19,17 +19,20 @@ script!(
 pub(crate) const OFFERS_PER_CALL: usize = 1_000;
 
 /// Offers each codec-encoded value due after its delay, [`OFFERS_PER_CALL`] to a call (atomic
-/// only while they fit in one); returns how many entries were added.
+/// only while they fit in one); returns how many entries were added. With the client's clock,
+/// every call goes by the same instant, so the entries' due times keep the delays' order.
 pub(crate) async fn run(
     client: &Client,
     queue: &QueueSpec,
     entries: impl IntoIterator<Item = (Delay, Vec<u8>)>,
 ) -> Result<u64> {
     let entries: Vec<(Delay, Vec<u8>)> = entries.into_iter().collect();
+    let now = queue.clock.now();
     let mut added = 0;
     for chunk in entries.chunks(OFFERS_PER_CALL) {
         let call = OFFER
             .call(queue)
+            .at(now)
             .args(chunk.iter().flat_map(|(delay, value)| {
                 [
                     delay.ms().into(),
