@@ -159,14 +159,25 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// The first `limit` members (all for 0) of one of the queue's own lists.
     pub(crate) async fn own_list(&self, key: &str, limit: usize) -> Result<Vec<Bytes>> {
+        self.own_list_from(key, 0, limit).await
+    }
+
+    /// `limit` members (all for 0) of one of the queue's own lists, from position `start`.
+    pub(crate) async fn own_list_from(
+        &self,
+        key: &str,
+        start: usize,
+        limit: usize,
+    ) -> Result<Vec<Bytes>> {
+        let first = i64::try_from(start).unwrap_or(i64::MAX);
         let last = if limit == 0 {
             -1
         } else {
-            i64::try_from(limit).unwrap_or(i64::MAX) - 1
+            first.saturating_add(i64::try_from(limit).unwrap_or(i64::MAX) - 1)
         };
         let items: Value = self
             .client()
-            .lrange(key, 0, last)
+            .lrange(key, first, last)
             .await
             .map_err(|e| Error::from_redis("LRANGE", key, e))?;
         reply::bytes_list(items, "LRANGE")
