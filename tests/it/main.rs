@@ -48,6 +48,7 @@ mod topologies;
 mod transfer;
 mod transfer_head;
 mod transfer_index;
+mod value_index;
 mod worker;
 #[cfg(feature = "cli")]
 mod worker_kill;
