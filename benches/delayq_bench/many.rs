@@ -491,19 +491,34 @@ impl Reader {
             .await?;
         let task = tokio::spawn(async move {
             loop {
+                // Only an `rpush` brings values (the pops' own `lpop`/`del` events are skipped),
+                // and each list is popped by a task of its own, so one slow pop never holds up
+                // the events behind it (which would lag the receiver and cost a pop of every
+                // list).
                 let keys: Vec<String> = match events.recv().await {
-                    Ok(event) => match event.key.as_str() {
+                    Ok(event) if event.operation == "rpush" => match event.key.as_str() {
                         Some(key) => vec![key.to_owned()],
                         None => continue,
                     },
+                    Ok(_) => continue,
                     Err(RecvError::Lagged(_)) => names.to_vec(),
                     Err(RecvError::Closed) => return,
                 };
-                for key in keys {
-                    if !pop_all(&node, &key, &tx).await {
-                        return;
-                    }
+                if tx.is_closed() {
+                    return;
                 }
+                let (node, tx) = (node.clone(), tx.clone());
+                tokio::spawn(async move {
+                    use futures::StreamExt;
+                    futures::stream::iter(keys)
+                        .for_each_concurrent(64, |key| {
+                            let (node, tx) = (&node, &tx);
+                            async move {
+                                pop_all(node, &key, tx).await;
+                            }
+                        })
+                        .await;
+                });
             }
         });
         Ok(Reader { subscriber, task })

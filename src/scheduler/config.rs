@@ -278,8 +278,10 @@ mod tests {
     fn batches_adapt_within_bounds() {
         let fixed = SchedulerConfig::default().with_adaptive_batch(100, Duration::from_millis(5));
         assert_eq!(fixed.next_batch(100, 100, Duration::ZERO), 100);
+        // By default a call moves at most 100, as Redisson's scheduler does.
         let default = SchedulerConfig::default();
-        assert_eq!(default.next_batch(100, 100, Duration::from_millis(1)), 200);
+        assert_eq!(default.max_batch_size(), 100);
+        assert_eq!(default.next_batch(100, 100, Duration::from_millis(1)), 100);
         assert_eq!(default.next_batch(100, 100, Duration::from_millis(50)), 100);
         let adaptive =
             SchedulerConfig::default().with_adaptive_batch(1_000, Duration::from_millis(8));
