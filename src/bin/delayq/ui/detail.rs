@@ -70,7 +70,7 @@ async fn chart(ui: &super::Ui, zset: &str, now: i64) -> anyhow::Result<serde_jso
     let client = &ui.ctx.client;
     let overdue: u64 = client.zcount(zset, f64::NEG_INFINITY, now as f64).await?;
     let end = now + BUCKET_MS * BUCKETS as i64;
-    let scored: Vec<(String, f64)> = client
+    let scored: Vec<(bytes::Bytes, f64)> = client
         .zrangebyscore(zset, (now + 1) as f64, end as f64, true, Some((0, 100_000)))
         .await?;
     let mut counts = vec![0u64; BUCKETS];
