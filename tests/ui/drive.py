@@ -79,7 +79,9 @@ def delayq(redis, *args):
 
 
 def fill(redis):
-    """pending: 3 later; ready: 2 on the list; dead: 2 dead letters; bad: 1 quarantined."""
+    """pending: 3 later; ready: 2 on the list; dead: 2 dead letters; bad: 1 quarantined;
+    stuck: due and never transferred."""
+    delayq(redis, "offer", "ui:stuck", "nobody moves me", "--delay", "100ms")
     for delay in ("10m", "20m", "40m"):
         delayq(redis, "offer", "ui:pending", f"due in {delay}", "--delay", delay)
     for value in ("r1", "r2"):
@@ -172,11 +174,11 @@ def main():
     start([DELAYQ, "--url", redis.url, "ui", "--listen", f"127.0.0.1:{port}", "--allow-writes"],
           env={**os.environ, "DELAYQ_UI_TOKEN": TOKEN})
     wait("delayq ui", lambda: http("GET", ui + "/api/queues")[0] == 200)
-    names = ["ui:bad", "ui:dead", "ui:pending", "ui:ready"]
+    names = ["ui:bad", "ui:dead", "ui:pending", "ui:ready", "ui:stuck"]
     browser = Browser()
     try:
         browser.cmd("POST", "/url", {"url": ui + "/"})
-        shown = wait("four queues on the page", lambda: (lambda r: r if len(r) == 4 else None)(
+        shown = wait("five queues on the page", lambda: (lambda r: r if len(r) == 5 else None)(
             browser.js(SHOWN)))
         for name in names:
             want = expected(redis, name)
@@ -185,6 +187,12 @@ def main():
             print(f"{name}: page shows {got} = Redis")
         assert shown["ui:pending"]["pending"] == 3 and shown["ui:ready"]["ready"] == 2
         assert shown["ui:dead"]["dead"] == 2 and shown["ui:bad"]["quarantined"] == 1
+        assert shown["ui:pending"]["state"] == "ok", shown
+        # Overdue for 10 s with no transfer: highlighted as stuck.
+        wait("stuck shown", lambda: browser.js(SHOWN)["ui:stuck"]["state"].startswith("STUCK"),
+             timeout=20)
+        assert browser.js("return document.querySelector('tr[data-queue=\"ui:stuck\"]')"
+                          ".classList.contains('stuck')")
         # The queue's detail: the chart and the dead letters with their errors.
         browser.js("document.querySelector('tr[data-queue=\"ui:dead\"]').click()")
         wait("dead letters listed", lambda: browser.js(
@@ -217,6 +225,16 @@ def main():
         assert want["ready"] == 2, want  # replayed onto the target list
         print(f"after replay: page shows {got} = Redis")
         browser.screenshot("replayed.png")
+
+        # Pause and resume delayq's schedulers for the queue: the flag key, and the page says so.
+        paused_key = "delayq_paused:{ui:dead}"
+        browser.js("document.querySelector('button[data-action=\"pause\"]').click()")
+        wait("pause flag set", lambda: redis.cli("EXISTS", paused_key) == "1")
+        wait("paused shown", lambda: browser.js(SHOWN)["ui:dead"]["state"] == "paused")
+        browser.screenshot("paused.png")
+        browser.js("document.querySelector('button[data-action=\"resume\"]').click()")
+        wait("pause flag cleared", lambda: redis.cli("EXISTS", paused_key) == "0")
+        wait("ok shown", lambda: browser.js(SHOWN)["ui:dead"]["state"] == "ok")
     finally:
         browser.close()
     print("ui browser test passed")
