@@ -235,6 +235,15 @@ def main():
         browser.js("document.querySelector('button[data-action=\"resume\"]').click()")
         wait("pause flag cleared", lambda: redis.cli("EXISTS", paused_key) == "0")
         wait("ok shown", lambda: browser.js(SHOWN)["ui:dead"]["state"] == "ok")
+
+        # The API the page uses, with the token: purge the quarantine of ui:bad.
+        auth = {"Authorization": "Bearer " + TOKEN}
+        status, body = http("POST", ui + "/api/queues/ui:bad/purge-quarantine", headers=auth)
+        assert (status, body) == (200, {"purged": 1}), (status, body)
+        assert redis.cli("LLEN", "delayq_quarantine:{ui:bad}") == "0"
+        wait("quarantine 0 shown", lambda: browser.js(SHOWN)["ui:bad"]["quarantined"] == 0)
+        status, body = http("POST", ui + "/api/queues/ui:bad/frobnicate", headers=auth)
+        assert status == 404, (status, body)
     finally:
         browser.close()
     print("ui browser test passed")
