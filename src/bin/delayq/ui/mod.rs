@@ -28,6 +28,9 @@ const STYLE_CSS: &str = include_str!("style.css");
 /// A queue whose head has been due this long is "stuck": a running scheduler (delayq's or
 /// Redisson's) moves due entries within milliseconds, so no transfer has run for that long.
 pub(crate) const STUCK_MS: i64 = 10_000;
+/// How long a request waits for Redis: the client queues commands while it reconnects, so
+/// without a bound a request would wait out the whole outage.
+const REDIS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How many queues the overview reads (one scan, then two short scripts each).
 const MAX_QUEUES: usize = 500;
 
@@ -75,6 +78,16 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         body,
     )
         .into_response()
+}
+
+/// `work` bounded by [`REDIS_WAIT`]; past it, an error saying Redis did not answer.
+pub(crate) async fn bounded<T>(
+    work: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    match tokio::time::timeout(REDIS_WAIT, work).await {
+        Ok(result) => result,
+        Err(_) => anyhow::bail!("Redis did not answer within {} s", REDIS_WAIT.as_secs()),
+    }
 }
 
 /// An error as `{"error": "..."}` with its status.
@@ -126,7 +139,7 @@ impl Ui {
 }
 
 async fn overview(State(ui): State<Shared>) -> Response {
-    match ui.rows().await {
+    match bounded(ui.rows()).await {
         Ok(rows) => Json(json!({
             "now_ms": delayq::time::now_ms(),
             "writes": ui.token.is_some(),
@@ -179,7 +192,7 @@ async fn write(
     if let Some(refused) = refusal(&ui, &headers) {
         return refused;
     }
-    match run_write(&ui, &name, &action).await {
+    match bounded(run_write(&ui, &name, &action)).await {
         Ok(Some(body)) => {
             tracing::info!(queue = %name, action, "dashboard write");
             Json(body).into_response()
