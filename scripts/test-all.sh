@@ -37,6 +37,9 @@ step "integration tests on Valkey ($("$VALKEY_SERVER" --version | cut -d' ' -f1-
 DELAYQ_TEST_SERVER="$VALKEY_SERVER" cargo test --all-features --test it -- \
     --skip tls:: --skip cli_connect::tls_flags
 
+step "dashboard in headless Chromium (delayq ui against a real Redis; Debian's chromium + chromium-driver)"
+tests/ui/run.sh
+
 step "compat-tests against the real Java Redisson"
 compat-tests/run.sh
 

@@ -34,6 +34,8 @@ mod groups;
 mod harness;
 mod lifecycle;
 mod long_scripts;
+#[cfg(feature = "cli")]
+mod observe;
 mod offer_keys;
 mod operations;
 #[cfg(feature = "cli")]
