@@ -302,3 +302,71 @@ async fn changing_the_number_of_shards_loses_nothing() {
     }
     assert_eq!(expected.len(), 2 * 599);
 }
+
+/// One shard's slot moves to another master (IMPORTING/MIGRATING, MIGRATE of its keys, SETSLOT
+/// NODE) while producers offer and the worker takes: every value is handled once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moving_a_shards_slot_under_load_loses_nothing() {
+    let cluster = Arc::new(TestCluster::start(3));
+    let client: Client = delayq::connect(&cluster.url()).await.unwrap();
+    let queue = ShardedQueue::new(client, unique_name("migrate"), 12, StringCodec)
+        .await
+        .unwrap();
+    let seen: Seen = Arc::default();
+    let worker = recording_worker(&queue, &seen);
+    let offered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let producer = {
+        let queue = queue.clone();
+        let offered = offered.clone();
+        tokio::spawn(async move {
+            let mut values = Vec::new();
+            for i in 0..1_500u64 {
+                let value = format!("m-{i}");
+                // Due over the next 300 ms, so entries are pending, due and taken throughout.
+                let delay = Duration::from_millis(i * 37 % 300);
+                queue.offer(&value, delay).await.unwrap();
+                values.push(value);
+                offered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i % 50 == 0 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            values
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let slot = cluster.key_slot("0");
+    let from = cluster.slot_owner(slot);
+    let to = (from + 1) % 3;
+    let mover = cluster.clone();
+    let count = offered.clone();
+    let (at_start, at_end) = tokio::task::spawn_blocking(move || {
+        let at_start = count.load(std::sync::atomic::Ordering::Relaxed);
+        mover.begin_slot_migration(slot, to);
+        mover.move_slot_keys(slot, to);
+        std::thread::sleep(Duration::from_millis(300));
+        mover.move_slot_keys(slot, to);
+        mover.finish_slot_migration(slot, to);
+        (at_start, count.load(std::sync::atomic::Ordering::Relaxed))
+    })
+    .await
+    .unwrap();
+    // Offers went on while the slot was moving.
+    assert!(at_start < at_end && at_end < 1_500, "{at_start}..{at_end}");
+    assert_eq!(cluster.slot_owner(slot), to);
+    let values = producer.await.unwrap();
+    wait_for(&seen, values.len(), 60).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    worker.shutdown().await.unwrap();
+    assert_exactly_once(&seen, &values, &[12]);
+    let moved_shard = format!("{}:{{0}}", queue.name());
+    let from_moved = seen
+        .lock()
+        .unwrap()
+        .values()
+        .filter(|f| f[0] == moved_shard)
+        .count();
+    assert!(from_moved > 50, "shard 0 handled {from_moved}");
+    assert_eq!(queue.size().await.unwrap(), 0);
+    queue.destroy().await.unwrap();
+}
