@@ -370,3 +370,90 @@ async fn moving_a_shards_slot_under_load_loses_nothing() {
     assert_eq!(queue.size().await.unwrap(), 0);
     queue.destroy().await.unwrap();
 }
+
+/// The CLI with `--shards`: `offer`, `stats`, `remove`, `take`, on a Cluster, with
+/// `delayq transfer --all` finding and transferring every shard on every master.
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_offers_removes_counts_and_takes_across_shards() {
+    use std::process::{Command, Stdio};
+    const BIN: &str = env!("CARGO_BIN_EXE_delayq");
+    let cluster = TestCluster::start(3);
+    let url = cluster.url();
+    let name = unique_name("cli");
+    let delayq = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["--url", &url])
+            .args(args)
+            .env_remove("REDIS_URL")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let values: Vec<String> = (0..30).map(|i| format!("c{i}")).collect();
+    for v in &values {
+        delayq(&["offer", &name, v, "--delay", "300ms", "--shards", "6"]);
+    }
+    assert_eq!(
+        delayq(&["remove", &name, "c7", "--shards", "6"]).trim(),
+        "true"
+    );
+    let stats = delayq(&["--json", "stats", &name, "--shards", "6"]);
+    let stats: serde_json::Value = serde_json::from_str(stats.trim()).unwrap();
+    assert_eq!(stats["pending"], 29, "{stats}");
+
+    // Library view: each value sits in its shard.
+    let client = delayq::connect(&url).await.unwrap();
+    let queue = ShardedQueue::builder(client, &name, 6, StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    let per_shard = queue.shard_stats().await.unwrap();
+    for (i, shard) in queue.shards().iter().enumerate() {
+        let here = values
+            .iter()
+            .filter(|v| *v != "c7" && shard_of(v.as_bytes(), 6) == i)
+            .count() as u64;
+        assert_eq!(per_shard[i].pending, here, "{}", shard.name());
+    }
+
+    let sidecar = Command::new(BIN)
+        .args([
+            "--url",
+            &url,
+            "transfer",
+            "--all",
+            "--match",
+            &format!("{name}:*"),
+        ])
+        .env_remove("REDIS_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let taken = delayq(&[
+        "take",
+        &name,
+        "--shards",
+        "6",
+        "--count",
+        "29",
+        "--timeout",
+        "15s",
+    ]);
+    let _ = Command::new("kill").arg(sidecar.id().to_string()).status();
+    let stderr = String::from_utf8(sidecar.wait_with_output().unwrap().stderr).unwrap();
+    assert!(stderr.contains("transferring 6 delayed queue"), "{stderr}");
+    let mut taken: Vec<&str> = taken.lines().collect();
+    taken.sort();
+    let mut expected: Vec<&str> = values
+        .iter()
+        .map(String::as_str)
+        .filter(|v| *v != "c7")
+        .collect();
+    expected.sort();
+    assert_eq!(taken, expected);
+    assert_eq!(queue.size().await.unwrap(), 0);
+}
