@@ -137,7 +137,11 @@ async fn layouts(
 
 /// The whole phase.
 pub(crate) async fn phase(plan: &Plan, work_dir: &str) -> BoxResult<Json> {
-    let cluster = Cluster::start(&format!("{work_dir}/shard"))?;
+    // A fresh directory: nodes.conf left by an earlier run would keep the nodes out of a new
+    // cluster.
+    let dir = format!("{work_dir}/shard");
+    let _ = std::fs::remove_dir_all(&dir);
+    let cluster = Cluster::start(&dir)?;
     let client = delayq::connect(&cluster.url()).await?;
     let (n, pending) = if plan.smoke {
         (5_000, 24_000)
