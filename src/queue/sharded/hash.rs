@@ -133,6 +133,8 @@ mod tests {
             counts.iter().all(|&c| (800..1200).contains(&c)),
             "{counts:?}"
         );
+        // jshell: CRC32 c = new CRC32(); c.update("order-17".getBytes(UTF_8)); c.getValue() % 12
+        assert_eq!(shard_of(b"order-17", 12), 8);
         assert_eq!(shard_of(b"x", 1), 0);
         assert_eq!(shard_of(b"x", 0), 0);
     }
