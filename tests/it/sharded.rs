@@ -457,3 +457,60 @@ async fn the_cli_offers_removes_counts_and_takes_across_shards() {
     assert_eq!(taken, expected);
     assert_eq!(queue.size().await.unwrap(), 0);
 }
+
+/// `delayq work --shards N`: one worker over every shard, each value handed to the command once.
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_worker_serves_every_shard() {
+    use std::process::{Command, Stdio};
+    const BIN: &str = env!("CARGO_BIN_EXE_delayq");
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let name = unique_name("cliwork");
+    let queue = ShardedQueue::builder(client, &name, 4, StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    let values: Vec<String> = (0..20).map(|i| format!("w{i}")).collect();
+    for v in &values {
+        queue.offer(v, Duration::from_millis(100)).await.unwrap();
+    }
+    let out = redis.dir().join("handled.txt");
+    let script = format!("echo \"$DELAYQ_VALUE $DELAYQ_QUEUE\" >> {}", out.display());
+    let worker = Command::new(BIN)
+        .args(["--url", &redis.url(), "work", &name, "--shards", "4"])
+        .args(["--concurrency", "2", "--", "sh", "-c", &script])
+        .env_remove("REDIS_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let lines = loop {
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        if text.lines().count() >= values.len() || Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let _ = Command::new("kill").arg(worker.id().to_string()).status();
+    let _ = worker.wait_with_output();
+    let mut got: Vec<(String, String)> = lines
+        .lines()
+        .map(|l| {
+            let (v, q) = l.split_once(' ').unwrap();
+            (v.to_owned(), q.to_owned())
+        })
+        .collect();
+    got.sort();
+    let mut expected: Vec<(String, String)> = values
+        .iter()
+        .map(|v| {
+            let shard = ShardedQueue::<StringCodec>::shard_name(&name, shard_of(v.as_bytes(), 4));
+            (v.clone(), shard)
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(got, expected);
+}
