@@ -28,7 +28,6 @@
 //! ```
 
 mod run;
-mod sharded;
 mod sources;
 
 use crate::codec::Codec;
@@ -340,15 +339,8 @@ impl<C: Codec> DelayedQueue<C> {
         Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
         E: HandlerError,
     {
-        WorkerBuilder::over(vec![self.clone()], concurrency, handler)
-    }
-}
-
-impl<C: Codec, F> WorkerBuilder<C, F> {
-    /// A builder over `queues` with the defaults.
-    fn over(queues: Vec<DelayedQueue<C>>, concurrency: usize, handler: F) -> Self {
         WorkerBuilder {
-            queues,
+            queues: vec![self.clone()],
             concurrency,
             handler,
             retry: RetryPolicy::default(),

@@ -44,7 +44,6 @@ mod reliable;
 mod reschedule;
 mod retried_calls;
 mod scheduler;
-mod sharded;
 #[cfg(feature = "tls")]
 mod tls;
 mod topologies;
