@@ -42,9 +42,6 @@ DELAYQ_TEST_SERVER="$VALKEY_SERVER" cargo test --all-features --test it -- \
     --skip transfer_index::a_long_list_grows_the_batch_to_amortise_the_pass \
     --skip long_scripts::index_backed_calls_never_make_redis_busy
 
-step "dashboard in headless Chromium (delayq ui against a real Redis; Debian's chromium + chromium-driver)"
-tests/ui/run.sh
-
 step "compat-tests against the real Java Redisson"
 compat-tests/run.sh
 

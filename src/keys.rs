@@ -8,8 +8,6 @@ const ORDER_PREFIX: &str = "redisson_delay_queue";
 const CHANNEL_PREFIX: &str = "redisson_delay_queue_channel";
 /// Prefix of delayq's own quarantine list for malformed entries (not a Redisson key).
 const QUARANTINE_PREFIX: &str = "delayq_quarantine";
-/// Prefix of delayq's pause flag (not a Redisson key; Java schedulers ignore it).
-const PAUSED_PREFIX: &str = "delayq_paused";
 /// Prefix of delayq's in-flight zset of the reliable consumer (delivery id → deadline ms).
 const INFLIGHT_PREFIX: &str = "delayq_inflight";
 /// Prefix of delayq's in-flight hash (delivery id → value bytes).
@@ -133,19 +131,6 @@ impl QueueKeys {
     /// delayq's list of malformed entries taken out of the queue (`delayq_quarantine:{NAME}`).
     pub fn quarantine(&self) -> &str {
         &self.quarantine
-    }
-
-    /// delayq's pause flag (`delayq_paused:{NAME}`): while the key exists, delayq's schedulers
-    /// leave the queue alone (Redisson's own schedulers do not know it and keep transferring).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let keys = delayq::QueueKeys::new("orders");
-    /// assert_eq!(keys.paused(), "delayq_paused:{orders}");
-    /// ```
-    pub fn paused(&self) -> String {
-        prefix_name(PAUSED_PREFIX, self.target())
     }
 
     /// delayq's zset of values taken by a reliable consumer and not yet acknowledged: delivery

@@ -24,7 +24,6 @@
 //!   `tls.rs`), Sentinel's master switches, `script.rs` (the
 //!   one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
 //!   arguments and reply).
-//! - [`metrics`]: every metric delayq records (feature `metrics`), with its name and labels.
 //! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).
 //! - [`Scheduler`] (`scheduler/`): the transfer task (Redisson's `QueueTransferTask`).
 //! - [`DelayedQueue`] (`queue/`): the producer side (`RDelayedQueue`): `redisson.rs` holds
@@ -40,7 +39,6 @@ mod consumer;
 pub mod entry;
 mod error;
 mod keys;
-pub mod metrics;
 mod queue;
 mod redis;
 pub mod reliable;

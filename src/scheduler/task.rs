@@ -424,14 +424,11 @@ impl GroupTask {
                 failed = Some(err);
             }
         }
-        if let Some(shared) = self.shared.upgrade() {
-            shared.set_subscribed(failed.is_none());
-        }
         match failed {
             Some(err) => {
                 tracing::warn!(error = %err, "re-subscribe failed; the sweep covers until it works")
             }
-            None => crate::metrics::resubscribed(self.queues.len()),
+            None => tracing::debug!(queues = self.queues.len(), "re-subscribed"),
         }
         self.all_due_now();
     }
@@ -566,7 +563,7 @@ async fn probe(
 }
 
 /// Every Redisson delayed queue the discovery takes: the timeout zsets, on every master.
-pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Vec<QueueKeys>> {
+async fn scan(client: &Client, discovery: &Discovery) -> Result<Vec<QueueKeys>> {
     let pattern = "redisson_delay_queue_timeout:*";
     let mut keys = match client.is_clustered() {
         true => client

@@ -34,8 +34,6 @@ mod groups;
 mod harness;
 mod lifecycle;
 mod long_scripts;
-#[cfg(feature = "cli")]
-mod observe;
 mod offer_keys;
 mod operations;
 #[cfg(feature = "cli")]

@@ -9,10 +9,6 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     if args.once {
         return transfer_once(ctx, &args.queues, &args.scheduler_config()).await;
     }
-    if args.listen.is_some() {
-        // Before any queue is added: each makes its metric handles once, from the recorder.
-        crate::serve::recorder()?;
-    }
     // One group for every queue: one pub/sub connection, one timer, one budgeted sweep.
     let config = args.scheduler_config();
     let group = SchedulerGroup::spawn(ctx.client.clone(), config.clone()).await?;
@@ -44,14 +40,7 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
             args.queues.join(", ")
         );
     }
-    let server = match args.listen {
-        Some(listen) => Some(observe(ctx, listen, &group).await?),
-        None => None,
-    };
     wait_for_stop_signal().await?;
-    if let Some(server) = server {
-        server.shutdown().await;
-    }
     let names = group.names();
     let per_queue: Vec<(String, SchedulerStats)> = names
         .iter()
@@ -76,28 +65,6 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
         total.errors
     );
     Ok(())
-}
-
-/// Serves /metrics and /healthz for `group`, reading its queues' gauges.
-async fn observe(
-    ctx: &Ctx,
-    listen: std::net::SocketAddr,
-    group: &SchedulerGroup,
-) -> anyhow::Result<crate::serve::Server> {
-    let observed = crate::serve::Observed {
-        prometheus: crate::serve::recorder()?,
-        client: ctx.client.clone(),
-        group: Some(group.clone()),
-    };
-    let names = group.clone();
-    let gauges = crate::serve::Gauges {
-        ctx_client: ctx.client.clone(),
-        names: Box::new(move || names.names()),
-        codec: ctx.codec.clone(),
-        format: ctx.global.entry_format(),
-    };
-    let router = crate::serve::routes(observed);
-    crate::serve::Server::start(listen, router, &ctx.client, Some(gauges)).await
 }
 
 /// Moves everything due now in each queue; prints `NAME<TAB>moved<TAB>quarantined`.
@@ -128,7 +95,7 @@ async fn transfer_once(
 }
 
 /// Waits for SIGINT (Ctrl-C) or SIGTERM.
-pub(crate) async fn wait_for_stop_signal() -> anyhow::Result<()> {
+async fn wait_for_stop_signal() -> anyhow::Result<()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
