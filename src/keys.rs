@@ -26,8 +26,6 @@ const CLAIMS_PREFIX: &str = "delayq_claims";
 const CLAIM_PREFIX: &str = "delayq_claim";
 /// Prefix of delayq's position index of the order list (not a Redisson key).
 const INDEX_PREFIX: &str = "delayq_index";
-/// Prefix of delayq's value index of the pending entries (not a Redisson key).
-const VALUES_PREFIX: &str = "delayq_values";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
 ///
@@ -65,7 +63,6 @@ pub struct QueueKeys {
     claims: String,
     claim_prefix: String,
     index: String,
-    values: String,
 }
 
 impl QueueKeys {
@@ -86,7 +83,6 @@ impl QueueKeys {
             claims: prefix_name(CLAIMS_PREFIX, &target),
             claim_prefix: prefix_name(CLAIM_PREFIX, &target),
             index: prefix_name(INDEX_PREFIX, &target),
-            values: prefix_name(VALUES_PREFIX, &target),
             target,
         }
     }
@@ -185,13 +181,6 @@ impl QueueKeys {
     pub fn index(&self) -> &str {
         &self.index
     }
-
-    /// delayq's value index of the pending entries (`delayq_values:{NAME}`, a hash), which finds
-    /// the entries carrying a value, or an offer's handle, without reading the order list; built
-    /// and kept up to date by the calls that use it, checked on every use.
-    pub fn values(&self) -> &str {
-        &self.values
-    }
 }
 
 /// A key a Lua script declares, by what it holds. Scripts declare their keys in this order
@@ -211,8 +200,6 @@ pub(crate) enum KeyRole {
     Quarantine,
     /// delayq's position index (zset).
     Index,
-    /// delayq's value index (hash).
-    Values,
     /// delayq's in-flight zset.
     Inflight,
     /// delayq's in-flight hash.
@@ -267,7 +254,7 @@ impl KeyRole {
         match self {
             Target | Order | Quarantine | Dead | Claim | Destination | OwnList => KeyKind::List,
             Timeout | Index | Inflight | AttemptsSeen | Settled | Claims => KeyKind::Zset,
-            InflightData | Attempts | Values => KeyKind::Hash,
+            InflightData | Attempts => KeyKind::Hash,
             Channel => KeyKind::Channel,
         }
     }
@@ -283,7 +270,6 @@ impl KeyRole {
             Channel => "redisson_delay_queue_channel:{NAME}",
             Quarantine => "delayq_quarantine:{NAME}",
             Index => "delayq_index:{NAME}",
-            Values => "delayq_values:{NAME}",
             Inflight => "delayq_inflight:{NAME}",
             InflightData => "delayq_inflight_data:{NAME}",
             Attempts => "delayq_attempts:{NAME}",
@@ -309,7 +295,6 @@ impl QueueKeys {
             Channel => self.channel(),
             Quarantine => self.quarantine(),
             Index => self.index(),
-            Values => self.values(),
             Inflight => self.inflight(),
             InflightData => self.inflight_data(),
             Attempts => self.attempts(),
@@ -412,7 +397,6 @@ mod tests {
             "delayq_claim:{o}:eu:c1"
         );
         assert_eq!(keys.index(), "delayq_index:{q}");
-        assert_eq!(keys.values(), "delayq_values:{q}");
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub use fred;
 pub use tokio_util::sync::CancellationToken;
 
 pub use consumer::Consumer;
-pub use entry::{EntryFormat, OfferHandle};
+pub use entry::EntryFormat;
 pub use error::{BoxError, Error, Refusal, Result};
 pub use keys::{glob_match, QueueKeys};
 pub use queue::{AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, Pending};

@@ -48,7 +48,6 @@ mod topologies;
 mod transfer;
 mod transfer_head;
 mod transfer_index;
-mod value_index;
 mod worker;
 #[cfg(feature = "cli")]
 mod worker_kill;

@@ -244,24 +244,6 @@ pub(crate) struct TransferArgs {
     /// channel message).
     #[arg(long, value_parser = parse_duration, default_value = "30s", requires = "all")]
     pub(crate) rescan: Duration,
-    /// The most entries one script call may move. The default, 100, is Redisson's batch; a
-    /// larger N lets calls grow while they stay near 5 ms (and within 20 ms), which catches up
-    /// a backlog of millions much faster.
-    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub(crate) max_batch: u32,
-}
-
-impl TransferArgs {
-    /// The scheduler configuration these options ask for.
-    pub(crate) fn scheduler_config(&self) -> delayq::SchedulerConfig {
-        let config = delayq::SchedulerConfig::default();
-        let max = self.max_batch as usize;
-        if max <= config.batch_size() {
-            config.with_batch_size(max)
-        } else {
-            config.with_adaptive_batch(max, Duration::from_millis(5))
-        }
-    }
 }
 
 /// `delayq work`'s options.

@@ -16,7 +16,6 @@ script!(
         Channel,
         Quarantine,
         Index,
-        Values,
         Inflight,
         InflightData,
         Attempts,

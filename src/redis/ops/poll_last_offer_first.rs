@@ -18,7 +18,6 @@ script!(
         Channel,
         Quarantine,
         Index,
-        Values,
         Destination
     ],
     untouched[Target]

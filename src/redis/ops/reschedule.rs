@@ -1,9 +1,6 @@
-//! `reschedule.lua`: a new due time for the pending entries carrying a value, or for the entry
-//! with an id, found through the value index.
+//! `reschedule.lua`: a new due time for every pending entry equal to a value.
 
-use crate::entry::OfferHandle;
-use crate::redis::reply;
-use crate::redis::script::{script, QueueSpec, VALUE_INDEX_CHUNK};
+use crate::redis::script::{script, QueueSpec};
 use crate::time::Delay;
 use crate::Result;
 use fred::clients::Client;
@@ -12,38 +9,22 @@ use fred::prelude::Value;
 script!(
     RESCHEDULE,
     "reschedule.lua",
-    [Target, Timeout, Order, Channel, Values],
+    [Target, Timeout, Order, Channel],
     untouched[Target]
 );
 
-/// Which entries to reschedule.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Which {
-    /// Every entry carrying this codec-encoded value.
-    Value(Vec<u8>),
-    /// The entry an offer returned this handle for.
-    Id(OfferHandle),
-}
-
-/// Gives the entries `which` names the due time `delay` from now; returns how many.
+/// Gives every pending entry whose value is `value` (codec-encoded) the due time `delay` from
+/// now; returns how many.
 pub(crate) async fn run(
     client: &Client,
     queue: &QueueSpec,
     delay: Delay,
-    which: Which,
+    value: Vec<u8>,
 ) -> Result<u64> {
-    let (kind, key) = match which {
-        Which::Value(value) => ("value", value),
-        Which::Id(handle) => ("id", handle.as_bytes().to_vec()),
-    };
-    let reply = RESCHEDULE
+    RESCHEDULE
         .call(queue)
         .arg(delay.ms())
-        .arg(kind)
-        .arg(Value::Bytes(key.into()))
-        .arg(VALUE_INDEX_CHUNK as i64)
-        .run_indexed(client)
-        .await?;
-    let [changed] = reply::fixed(Value::Array(reply), RESCHEDULE.name())?;
-    reply::count(changed, RESCHEDULE.name())
+        .arg(Value::Bytes(value.into()))
+        .run(client)
+        .await
 }

@@ -7,15 +7,14 @@ use delayq::{Discovery, SchedulerConfig, SchedulerGroup, SchedulerStats};
 
 pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<()> {
     if args.once {
-        return transfer_once(ctx, &args.queues, &args.scheduler_config()).await;
+        return transfer_once(ctx, &args.queues).await;
     }
     // One group for every queue: one pub/sub connection, one timer, one budgeted sweep.
-    let config = args.scheduler_config();
-    let group = SchedulerGroup::spawn(ctx.client.clone(), config.clone()).await?;
+    let group = SchedulerGroup::spawn(ctx.client.clone(), SchedulerConfig::default()).await?;
     let (format, clock) = (ctx.global.entry_format(), ctx.global.clock());
     for queue in &args.queues {
         group
-            .add_with(queue.as_str(), format, clock, config.clone())
+            .add_with(queue.as_str(), format, clock, SchedulerConfig::default())
             .await?;
     }
     if args.all {
@@ -68,17 +67,15 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
 }
 
 /// Moves everything due now in each queue; prints `NAME<TAB>moved<TAB>quarantined`.
-async fn transfer_once(
-    ctx: &Ctx,
-    queues: &[String],
-    config: &SchedulerConfig,
-) -> anyhow::Result<()> {
+async fn transfer_once(ctx: &Ctx, queues: &[String]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     for name in queues {
         let queue = ctx.queue(name).await?;
         let (mut moved, mut quarantined) = (0, 0);
         loop {
-            let outcome = queue.transfer_due_with(config).await?;
+            let outcome = queue
+                .transfer_due(SchedulerConfig::default().batch_size())
+                .await?;
             moved += outcome.moved;
             quarantined += outcome.quarantined;
             if outcome.moved + outcome.quarantined == 0 {
