@@ -16,6 +16,33 @@ pub(crate) struct JavaPeer {
     /// Redisson's version, as the JVM reports it.
     pub(crate) redisson_version: String,
 }
+/// A started JVM: the process, its stdin, its stdout's lines, and the rest of its `READY` line.
+pub(crate) type Ready = (Child, ChildStdin, Lines<BufReader<ChildStdout>>, String);
+
+/// Starts `command` with piped stdin and stdout and waits (at most `secs`) for its `READY` line.
+pub(crate) async fn spawn_until_ready(mut command: Command, secs: u64) -> BoxResult<Ready> {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start java: {e}"))?;
+    let stdin = child.stdin.take().ok_or("java: no stdin")?;
+    let stdout = child.stdout.take().ok_or("java: no stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(secs), async {
+        while let Some(line) = lines.next_line().await? {
+            if let Some(rest) = line.strip_prefix("READY") {
+                return Ok::<_, std::io::Error>(Some(rest.trim().to_owned()));
+            }
+        }
+        Ok(None)
+    })
+    .await
+    .map_err(|_| format!("java: no READY within {secs} s"))??
+    .ok_or("java exited before READY")?;
+    Ok((child, stdin, lines, ready))
+}
 
 /// `java -cp <classpath> delayq.bench.Bench <args>`.
 pub(crate) fn command(classpath: &str, args: &[String]) -> Command {
@@ -38,26 +65,8 @@ pub(crate) fn command_for(classpath: &str, class: &str, args: &[String]) -> Comm
 
 impl JavaPeer {
     pub(crate) async fn start(classpath: &str, url: &str) -> BoxResult<JavaPeer> {
-        let mut child = command(classpath, &["serve".into(), url.into()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start java: {e}"))?;
-        let stdin = child.stdin.take().ok_or("java: no stdin")?;
-        let stdout = child.stdout.take().ok_or("java: no stdout")?;
-        let mut lines = BufReader::new(stdout).lines();
-        let ready = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await? {
-                if let Some(version) = line.strip_prefix("READY") {
-                    return Ok::<_, std::io::Error>(Some(version.trim().to_owned()));
-                }
-            }
-            Ok(None)
-        })
-        .await
-        .map_err(|_| "java: no READY within 60 s")??
-        .ok_or("java exited before READY")?;
+        let command = command(classpath, &["serve".into(), url.into()]);
+        let (child, stdin, lines, ready) = spawn_until_ready(command, 60).await?;
         Ok(JavaPeer {
             child,
             stdin,

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
@@ -184,27 +184,9 @@ impl Side<'_> {
                 if *tuned {
                     args.push("tuned".into());
                 }
-                let mut child =
-                    crate::java::command_for(classpath, "delayq.bench.ManyQueues", &args)
-                        .stdin(Stdio::piped())
-                        .stdout(Stdio::piped())
-                        .stderr(Stdio::inherit())
-                        .spawn()
-                        .map_err(|e| format!("cannot start java: {e}"))?;
-                let stdin = child.stdin.take().ok_or("java: no stdin")?;
-                let stdout = child.stdout.take().ok_or("java: no stdout")?;
-                let mut lines = BufReader::new(stdout).lines();
-                let ready = tokio::time::timeout(Duration::from_secs(300), async {
-                    while let Some(line) = lines.next_line().await? {
-                        if let Some(json) = line.strip_prefix("READY ") {
-                            return Ok::<_, std::io::Error>(Some(json.to_owned()));
-                        }
-                    }
-                    Ok(None)
-                })
-                .await
-                .map_err(|_| "java: no READY within 300 s")??
-                .ok_or("java exited before READY")?;
+                let command = crate::java::command_for(classpath, "delayq.bench.ManyQueues", &args);
+                let (child, stdin, lines, ready) =
+                    crate::java::spawn_until_ready(command, 300).await?;
                 let created: Json = serde_json::from_str(&ready)?;
                 let jvm = Some((stdin, lines));
                 Ok((UnderTest { child, jvm }, created))
