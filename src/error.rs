@@ -206,13 +206,17 @@ impl Error {
         matches!(self, Error::Encode { .. } | Error::Decode { .. })
     }
 
-    /// True when trying again later may work without anyone acting: a connection error, or a
-    /// refusal that ends by itself ([`Refusal::is_transient`]). False for a key of the wrong
-    /// type, no permission, out of memory, a bad value or configuration.
+    /// True when trying again later may work without anyone acting: a connection error, a
+    /// Cluster slot still moving (`TRYAGAIN`, too many redirections), or a refusal that ends by
+    /// itself ([`Refusal::is_transient`]). False for a key of the wrong type, no permission, out
+    /// of memory, a bad value or configuration.
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Refused { refusal, .. } => refusal.is_transient(),
-            _ => self.is_connection_error(),
+            Error::Redis(e) | Error::Script { source: e, .. } => {
+                matches!(classify(e), ReplyKind::Connection | ReplyKind::Migrating)
+            }
+            _ => false,
         }
     }
 
@@ -359,6 +363,18 @@ mod tests {
             kind(ErrorKind::Unknown, "ERR unknown command"),
             ReplyKind::Other
         );
+    }
+
+    #[test]
+    fn a_slot_still_moving_is_transient() {
+        // The scheduler retries a transient error within 100 ms (doubling); any other waits its
+        // longest backoff. A slot migration that outlasts the resends is still passing by itself.
+        let redis = |k, text: &str| Error::Redis(FredError::new(k, text.to_owned()));
+        assert!(redis(ErrorKind::Routing, "Too many redirections.").is_transient());
+        assert!(redis(ErrorKind::Unknown, "TRYAGAIN Multiple keys").is_transient());
+        assert!(redis(ErrorKind::IO, "reset").is_transient());
+        assert!(!redis(ErrorKind::Unknown, "ERR unknown command").is_transient());
+        assert!(!redis(ErrorKind::Unknown, "WRONGTYPE Operation").is_transient());
     }
 
     #[test]

@@ -36,7 +36,10 @@ pub(super) struct QueueState {
     /// How far the queue's clock is ahead of this process's, in ms (0 with the client's).
     clock_ahead_ms: i64,
     retrying: Retrying,
-    retry_wait: Option<Duration>,
+    /// After a failed transfer: when to retry (epoch µs by this process's clock). Its own
+    /// field, not counted from `last_check_us`: the sweep's probes move that one, and a retry
+    /// counted from it never came while the sweep kept looking at the queue.
+    retry_at_us: Option<i64>,
     failures: FailureLog,
     /// When a transfer or probe last ran (epoch µs).
     pub(super) last_check_us: i64,
@@ -75,7 +78,7 @@ impl QueueState {
             discovered,
             next_due: None,
             clock_ahead_ms: 0,
-            retry_wait: None,
+            retry_at_us: None,
             failures: FailureLog::default(),
             last_check_us: 0,
             running: false,
@@ -90,9 +93,8 @@ impl QueueState {
     /// When this queue next needs a transfer, epoch µs by this process's clock: after a failure
     /// at the retry time; otherwise at the due time by the queue's clock.
     pub(super) fn wake_at_us(&self) -> Option<i64> {
-        if let Some(wait) = self.retry_wait {
-            let wait = i64::try_from(wait.as_micros()).unwrap_or(i64::MAX);
-            return Some(self.last_check_us.saturating_add(wait));
+        if let Some(at) = self.retry_at_us {
+            return Some(at);
         }
         self.next_due.map(|due| {
             due.saturating_sub(self.clock_ahead_ms)
@@ -103,21 +105,21 @@ impl QueueState {
     /// A due time announced on the channel: only an earlier one changes the plan (a later one
     /// is covered by the planned transfer, which re-reads the head). Ignored while retrying.
     pub(super) fn announce(&mut self, due: i64) {
-        if self.retry_wait.is_none() && self.next_due.is_none_or(|known| due < known) {
+        if self.retry_at_us.is_none() && self.next_due.is_none_or(|known| due < known) {
             self.next_due = Some(due);
         }
     }
 
     /// Transfer as soon as possible (a resubscribe, an unreadable message, a new queue).
     pub(super) fn due_now(&mut self) {
-        self.retry_wait = None;
+        self.retry_at_us = None;
         self.next_due = Some(i64::MIN);
     }
 
     /// The head a probe read (`None`: nothing pending).
     pub(super) fn probed(&mut self, head: Option<i64>) {
         self.last_check_us = now_us();
-        if self.retry_wait.is_none() {
+        if self.retry_at_us.is_none() {
             self.next_due = head;
         }
     }
@@ -155,7 +157,7 @@ impl QueueState {
             Ok(head) => {
                 self.next_due = head;
                 self.retrying.succeeded();
-                self.retry_wait = None;
+                self.retry_at_us = None;
                 let failed = self.failures.recovered();
                 if failed > 0 {
                     tracing::info!(queue = %self.name(), failed, "transfers work again");
@@ -168,7 +170,8 @@ impl QueueState {
                     true => self.retrying.failed(),
                     false => self.config.max_backoff(),
                 };
-                self.retry_wait = Some(wait);
+                let wait_us = i64::try_from(wait.as_micros()).unwrap_or(i64::MAX);
+                self.retry_at_us = Some(self.last_check_us.saturating_add(wait_us));
                 let retry_in_ms = wait.as_millis() as u64;
                 if self.failures.first_of_kind(&err.to_string()) {
                     tracing::warn!(queue = %self.name(), error = %err, transient, retry_in_ms, "transfer failed; retrying (repeats of this error are logged at debug)");

@@ -206,3 +206,45 @@ async fn shared_scheduler_is_reference_counted() {
         "the last destroy stops the scheduler"
     );
 }
+
+/// A transfer that failed is retried after its backoff even while the safety sweep keeps
+/// looking at the queue's head: the sweep used to reset the retry's start, so any backoff longer
+/// than the sweep interval (every non-transient error waits the longest) postponed the retry for
+/// ever and the queue never moved again, as the fault suite's Cluster slot migration showed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_transfer_is_retried_while_the_sweep_runs() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("retry-sweep");
+    let queue = manual_queue(&client, &name).await;
+    let keys = queue.keys().clone();
+    // The target list is a string: every transfer fails (WRONGTYPE, not transient).
+    cmd(&client, "SET", vec![arg(keys.target()), arg("in the way")]).await;
+    queue.offer("v", Duration::ZERO).await.unwrap();
+    let config = SchedulerConfig::default()
+        .with_sweep_interval(Duration::from_millis(200))
+        .with_max_backoff(Duration::from_secs(1));
+    let handle = Scheduler::spawn(client.clone(), name.as_str(), config)
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            handle.stats().errors >= 1
+        })
+        .await,
+        "the transfer fails while the target is in the way: {:?}",
+        handle.stats()
+    );
+    cmd(&client, "DEL", vec![arg(keys.target())]).await;
+    // The next retry (at most 1 s later) moves the value.
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            int(&client, "LLEN", keys.target()).await == 1
+        })
+        .await,
+        "the value stayed pending after the target was fixed: {:?}",
+        handle.stats()
+    );
+    assert_eq!(handle.stats().moved, 1);
+    handle.shutdown().await;
+}
