@@ -46,7 +46,7 @@ def explain(r):
                 f"delayq used {d['script_calls']:,} calls averaging {d['mean_call_us'] / 1000:.2f} ms of "
                 f"server time, which kept Redis busy {d['script_calls'] * d['mean_call_us'] / 1e6 / d['secs']:.0%} "
                 "of the elapsed time: the transfer is bound by Redis's CPU. Besides moving entries, each call "
-                "extends the position index (ZADD of up to 2,000 members) and keeps it in step (ZRANK, "
+                "extends the position index (ZADD, for up to half the call's time) and keeps it in step (ZRANK, "
                 "LSET and ZREM per entry, one LREM pass over the order list per batch); delayq's own due-ordered rate at "
                 f"this size was {by.get((n, 'due-ordered', imp), {}).get('rate', 0):,.0f}/s. Redisson's rate here is "
                 f"over its first {j['secs']:.0f} s{' (capped)' if j['capped'] else ''}, while the most entries are pending.")
@@ -67,8 +67,36 @@ def explain(r):
                     f"{x['calls_over_10ms']} calls over 10 ms, {x['rate']:,.0f}/s"
                     f"{' (capped)' if x['capped'] else ''}. Due entries sit anywhere in a list this long, so "
                     "removing a batch in one LREM pass scans most of the list (about 1 ms per 100,000 "
-                    "entries), and until the index covers the list (2,000 entries per call) the entries "
+                    "entries), and until the index covers the list (indexed for up to half of each call) the entries "
                     "beyond it are found by LREM scans.")
+    for row in r.get("lookup", []):
+        n = row["pending"]
+        rm = row["delayq"].get("remove")
+        if rm and (rm["max_us"] > 10_000 or rm["median_us"] > 3_000):
+            notes.append(
+                f"remove at {n:,} pending: median {rm['median_us'] / 1000:.1f} ms, longest "
+                f"{rm['max_us'] / 1000:.1f} ms. The value index finds the entry without reading the list, "
+                "but a Redis list has no delete-by-position: the entry leaves by an LREM from the end "
+                f"nearer to it, which compares about N/4 = {n // 4:,} elements on average and up to N/2 = "
+                f"{n // 2:,}; the other operations ({', '.join(op for op in row['delayq'] if op != 'remove')}) "
+                "do not touch the list.")
+        b = row["index_build"]["calls"]
+        if b["max_us"] > 10_000:
+            notes.append(
+                f"Index build at {n:,} pending: longest call {b['max_us'] / 1000:.1f} ms (each call "
+                "indexes for about 3 ms, in slices of 200 entries, plus a sweep).")
+    for t in r.get("transfer", []):
+        if t["impl"] == "java" or t["pattern"] != "random-delay" or t["pending"] < 1_000_000:
+            continue
+        if t.get("calls_over_25ms", 0) > 0 or t["rate"] < 100_000:
+            notes.append(
+                f"Random-delay transfer at {t['pending']:,} pending, {t['impl']}: {t['rate']:,.0f}/s, "
+                f"mean call {t['mean_call_us'] / 1000:.1f} ms, longest {t['max_call_us'] / 1000:.1f} ms, "
+                f"{t.get('calls_over_25ms', 0)} calls over 25 ms. Each batch leaves the order list in one "
+                "LREM pass up to its last marker, which at this length is most of the list whatever the "
+                "batch's size, and each entry's marker is set by an LSET that walks the list's nodes from "
+                "the nearer end; when the pass alone takes more than half the 20 ms budget, the call "
+                "stretches to about twice the pass to amortise it.")
     lat = {row["impl"]: row for row in r.get("latency", [])}
     for imp in ("delayq-default", "delayq-adaptive"):
         row = lat.get(imp)
@@ -157,9 +185,10 @@ def main(src, dst):
     w(f"- Redis {m['redis_version']} (`--save \"\" --appendonly no`, loopback); "
       f"Redisson {m['redisson_version'] or '?'} on {m['java_version']}, default client config, "
       "StringCodec; delayq with StringCodec on one fred client.")
-    w("- delayq schedulers: `default` = `SchedulerConfig::default()` (batch 100 like Redisson, "
-      "position index from 1,000 pending, 2,000 index entries per call); `adaptive` = "
-      "`with_adaptive_batch(5000, 5 ms)`. Java = Redisson's own transfer task "
+    w("- delayq schedulers: `default` = `SchedulerConfig::default()` (batches from 100, like "
+      "Redisson, growing to 5,000 when calls are fast or the list pass needs amortising; 20 ms "
+      "call budget; position index from 1,000 pending); `adaptive` = "
+      "`with_adaptive_batch(5000, 5 ms)` (the same since issue 14). Java = Redisson's own transfer task "
       "(`getDelayedQueue(getBlockingQueue(name))`). Only one scheduler runs at a time.")
     w("")
 
@@ -211,13 +240,18 @@ def main(src, dst):
           "Script times are the server's: count and mean from `INFO commandstats` (EVAL + EVALSHA), "
           "longest from `SLOWLOG` (threshold 100 µs).")
         w("")
-        w("| pending | pattern | scheduler | moved | time | rate | script calls | mean call | longest call | calls > 10 ms |")
-        w("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        w("| pending | pattern | scheduler | moved | time | rate | script calls | mean call | longest call | calls > 10 ms | calls > 25 ms | PING p99 / max |")
+        w("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for t in r["transfer"]:
             capped = " (**capped**)" if t["capped"] else ""
+            ping = t.get("ping")
+            ping_cell = f"{ping['p99_ms']:.1f} / {ping['max_ms']:.1f} ms" if ping else "-"
             w(f"| {t['pending']:,} | {t['pattern']} | {t['impl']} | {t['moved']:,} | "
               f"{t['secs']:.2f} s{capped} | {fmt_rate(t['rate'])} | {t['script_calls']:,} | "
-              f"{t['mean_call_us'] / 1000:.2f} ms | {fmt_ms(t['max_call_us'])} | {t['calls_over_10ms']} |")
+              f"{t['mean_call_us'] / 1000:.2f} ms | {fmt_ms(t['max_call_us'])} | {t['calls_over_10ms']} | "
+              f"{t.get('calls_over_25ms', '-')} | {ping_cell} |")
+        w("")
+        w("*PING*: another client sends PING every 2 ms while the case runs; p99 and longest wait.")
         w("")
         w("Speed-up over Redisson's scheduler (rate ratio):")
         w("")
@@ -232,6 +266,38 @@ def main(src, dst):
             da = keyed.get((n, pat, "delayq-adaptive"))
             cells = [f"{x['rate'] / jr:,.1f}x" if x and jr else "-" for x in (dd, da)]
             w(f"| {n:,} | {pat} | {cells[0]} | {cells[1]} |")
+        w("")
+
+    if "lookup" in r:
+        w("## Finding values on big queues (issue 14)")
+        w("")
+        w("Each case fills a queue with N random-delay entries (delays 1 min to 1 h): half offered by "
+          "Redisson (8 threads calling `offer`), half by delayq (`offer_all`), at the same time. "
+          "delayq's first lookup builds its value index (`delayq_values:{NAME}`) in bounded calls; "
+          "then each operation runs on random values, one call after the other. Times are the "
+          "server's, per script call, from `SLOWLOG` (threshold 0). Redisson's `contains` and "
+          "`remove` walk the order list (LINDEX by LINDEX): a few calls each.")
+        w("")
+        w("| pending | index build | calls | longest | server time | index memory |")
+        w("|---:|---:|---:|---:|---:|---:|")
+        for row in r["lookup"]:
+            b = row["index_build"]
+            c = b["calls"]
+            w(f"| {row['pending']:,} | {b['secs']:.1f} s | {c['calls']:,} | {fmt_ms(c['max_us'])} | "
+              f"{c['total_us'] / 1e6:.1f} s | {b['bytes'] / 1048576:.1f} MiB |")
+        w("")
+        w("| pending | operation | by | ops | script calls | median call | p99 call | longest call | wall time per op |")
+        w("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+        for row in r["lookup"]:
+            for who in ("delayq", "java"):
+                for op, d in row[who].items():
+                    per_op = d["secs"] / d["ops"] * 1000 if d.get("ops") else 0
+                    # Redisson's client also runs its transfer task's calls: only its longest
+                    # call and its wall time per operation are its lookups'.
+                    median = fmt_ms(d["median_us"]) if who == "delayq" else "-"
+                    p99 = fmt_ms(d["p99_us"]) if who == "delayq" else "-"
+                    w(f"| {row['pending']:,} | {op} | {'delayq' if who == 'delayq' else 'Redisson'} | "
+                      f"{d['ops']} | {d['calls']:,} | {median} | {p99} | {fmt_ms(d['max_us'])} | {per_op:.1f} ms |")
         w("")
 
     if "latency" in r:

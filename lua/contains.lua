@@ -1,33 +1,34 @@
 -- delayq: which of the given values are pending.
--- Mirrors: Redisson RedissonDelayedQueue#contains / containsAll (3.x/4.x).
+-- Mirrors: Redisson RedissonDelayedQueue#contains / containsAll (3.x/4.x): a value is pending when
+-- an order-list entry carries it. Instead of walking the order list, the entries carrying a value
+-- are looked up in the value index (lib/values.lua), which the call first brings up to date.
 --
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
+-- KEYS[5]: value index        delayq_values:{NAME}
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
--- ARGV[3..]: codec-encoded values (distinct)
--- Returns: how many of ARGV[3..] were found (stops walking when all were).
-local legacy = ARGV[2] == '1'
-local wanted, missing = {}, 0
-for i = 3, #ARGV do
-    if not wanted[ARGV[i]] then
-        wanted[ARGV[i]] = true
-        missing = missing + 1
+-- ARGV[3]: most order-list entries to add to the value index in this call
+-- ARGV[4..]: codec-encoded values (distinct)
+-- Returns: { 0 } when the value index is not complete yet (nothing was looked up: call again), or
+--          { 1, how many of ARGV[4..] are pending }.
+local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[5], ARGV[2] == '1')
+if not delayq_values_sync(vx, tonumber(ARGV[3])) then
+    return { 0 }
+end
+local found = 0
+for i = 4, #ARGV do
+    local candidates = delayq_values_by_value(vx, ARGV[i])
+    if #candidates > 0 then
+        for _, alive in ipairs(delayq_values_alive(vx, candidates)) do
+            if alive then
+                found = found + 1
+                break
+            end
+        end
     end
 end
-local total = missing
-
-local entries = redis.call('lrange', KEYS[3], 0, -1)
-for _, entry in ipairs(entries) do
-    if missing == 0 then
-        break
-    end
-    local value = delayq_value(entry, legacy)
-    if value ~= nil and wanted[value] then
-        wanted[value] = false
-        missing = missing - 1
-    end
-end
-return total - missing
+delayq_values_commit(vx)
+return { 1, found }

@@ -12,54 +12,63 @@
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- ARGV[3]: delay, ms (0: straight onto the target list)
--- ARGV[4 + 3k]: a dead-letter record, exactly as stored
--- ARGV[5 + 3k]: its value bytes (parsed by the client)
--- ARGV[6 + 3k]: a random entry id for it
+-- ARGV[4]: a marker string that is no record (random per call)
+-- ARGV[5]: how many records at the head of the list to look through
+-- ARGV[6 + 3k]: a dead-letter record, exactly as stored, read from the head of the list
+-- ARGV[7 + 3k]: its value bytes (parsed by the client)
+-- ARGV[8 + 3k]: a random entry id for it
 -- Returns: the number of records replayed.
 --
--- The dead-letter list is read whole before the first write (so a long call can still be
--- stopped with SCRIPT KILL, having changed nothing), then rewritten once without the replayed
--- records, in their order: one pass, instead of one LREM scan per record.
+-- The records were read from the head of the dead-letter list, which only grows at its tail (and
+-- loses its oldest records when it is full): they are still within the first records of the list,
+-- or gone (replayed by someone else, purged, trimmed). The call reads that window only (where the
+-- client read them, plus as many again for records that came in between): a batch
+-- that is exactly the head leaves with one LTRIM, otherwise each record found is marked and one
+-- LREM pass over the window removes them; so a call costs the size of its batch, not of the list.
 local now = delayq_now(ARGV[1])
 local legacy = ARGV[2] == '1'
 local delay = tonumber(ARGV[3])
-local CHUNK = 500 -- arguments per variadic call, well under Lua's stack limit
+local marker = ARGV[4]
 
--- Read: which of the given records are still there (each record once per copy given).
-local wanted = {}
-for i = 4, #ARGV, 3 do
-    wanted[ARGV[i]] = (wanted[ARGV[i]] or 0) + 1
-end
-local kept, replay = {}, {}
-for _, record in ipairs(redis.call('lrange', KEYS[7], 0, -1)) do
-    if (wanted[record] or 0) > 0 then
-        wanted[record] = wanted[record] - 1
-        replay[record] = (replay[record] or 0) + 1
+-- Read: where the given records are in the window at the head (each record once per copy given).
+local window = redis.call('lrange', KEYS[7], 0, tonumber(ARGV[5]) - 1)
+local positions = {} -- record -> its positions in the window, first occurrence last
+for i = #window, 1, -1 do
+    local list = positions[window[i]]
+    if list then
+        list[#list + 1] = i - 1
     else
-        kept[#kept + 1] = record
+        positions[window[i]] = { i - 1 }
+    end
+end
+local found, last = {}, -1
+for i = 6, #ARGV, 3 do
+    local list = positions[ARGV[i]]
+    if list and #list > 0 then
+        local pos = table.remove(list)
+        found[#found + 1] = { pos = pos, value = ARGV[i + 1], id = ARGV[i + 2] }
+        last = math.max(last, pos)
     end
 end
 
--- Write: the list without the replayed records, then the values back into the queue.
-local replayed = 0
-for i = 4, #ARGV, 3 do
-    local record, value, id = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-    if (replay[record] or 0) > 0 then
-        replay[record] = replay[record] - 1
-        if replayed == 0 then
-            redis.call('unlink', KEYS[7])
-            for j = 1, #kept, CHUNK do
-                redis.call('rpush', KEYS[7], unpack(kept, j, math.min(j + CHUNK - 1, #kept)))
-            end
+-- Write: the records out of the list, then the values back into the queue.
+if #found > 0 then
+    if last == #found - 1 then
+        redis.call('ltrim', KEYS[7], #found, -1)
+    else
+        for _, record in ipairs(found) do
+            redis.call('lset', KEYS[7], record.pos, marker)
         end
-        redis.call('hdel', KEYS[5], value)
-        redis.call('zrem', KEYS[6], value)
-        if delay <= 0 then
-            redis.call('rpush', KEYS[1], value)
-        else
-            delayq_schedule(KEYS[2], KEYS[3], KEYS[4], delayq_ms(now + delay), delayq_pack(legacy, id, value))
-        end
-        replayed = replayed + 1
+        redis.call('lrem', KEYS[7], #found, marker)
     end
 end
-return replayed
+for _, record in ipairs(found) do
+    redis.call('hdel', KEYS[5], record.value)
+    redis.call('zrem', KEYS[6], record.value)
+    if delay <= 0 then
+        redis.call('rpush', KEYS[1], record.value)
+    else
+        delayq_schedule(KEYS[2], KEYS[3], KEYS[4], delayq_ms(now + delay), delayq_pack(legacy, record.id, record.value))
+    end
+end
+return #found

@@ -9,12 +9,13 @@
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
 -- KEYS[5]: quarantine         delayq_quarantine:{NAME}
 -- KEYS[6]: position index     delayq_index:{NAME}
--- KEYS[7]: in-flight zset     delayq_inflight:{NAME}
--- KEYS[8]: in-flight data     delayq_inflight_data:{NAME}
--- KEYS[9]: attempt counters   delayq_attempts:{NAME}
--- KEYS[10]: counters touched  delayq_attempts_seen:{NAME}
--- KEYS[11]: dead letters      delayq_dead:{NAME}
--- KEYS[12]: claim leases      delayq_claims:{NAME}
+-- KEYS[7]: value index        delayq_values:{NAME}
+-- KEYS[8]: in-flight zset     delayq_inflight:{NAME}
+-- KEYS[9]: in-flight data     delayq_inflight_data:{NAME}
+-- KEYS[10]: attempt counters  delayq_attempts:{NAME}
+-- KEYS[11]: counters touched  delayq_attempts_seen:{NAME}
+-- KEYS[12]: dead letters      delayq_dead:{NAME}
+-- KEYS[13]: claim leases      delayq_claims:{NAME}
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format (not used)
 -- ARGV[3]: time to live in milliseconds, or 'persist' to remove it
@@ -26,7 +27,7 @@ local function apply(key)
     return redis.call('pexpire', key, ARGV[3])
 end
 local changed = apply(KEYS[2]) + apply(KEYS[3])
-for i = 5, 12 do
+for i = 5, 13 do
     apply(KEYS[i])
 end
 return changed

@@ -1,42 +1,56 @@
 -- delayq: offer a value unless an equal one is pending, in which case that entry gets the new
 -- due time instead (and any further equal entries are removed), atomically. Not in Redisson.
+-- The equal entries are found in the value index (lib/values.lua), not by walking the order
+-- list; a further equal entry leaves the list by an LREM from the end nearer to it.
 --
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
 -- KEYS[5]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
+-- KEYS[6]: value index        delayq_values:{NAME}
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- ARGV[3]: delay from now, ms
 -- ARGV[4]: random entry id
 -- ARGV[5]: the codec-encoded value
--- Returns: the number of pending entries that were equal (0: a new entry was offered).
---
--- Every entry is read before the first write, so a call that runs long on a big list can still
--- be stopped with SCRIPT KILL, having changed nothing.
+-- ARGV[6]: most order-list entries to add to the value index in this call
+-- Returns: { 0 } when the value index is not complete yet (nothing was offered: call again), or
+--          { 1, the number of pending entries that were equal (0: a new entry was offered) }.
 local due = delayq_ms(delayq_now(ARGV[1]) + tonumber(ARGV[3]))
 local legacy = ARGV[2] == '1'
--- Read: the pending entries equal to the value.
-local equal = {}
-for _, entry in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
-    if delayq_value(entry, legacy) == ARGV[5] then
-        equal[#equal + 1] = entry
+local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[6], legacy)
+if not delayq_values_sync(vx, tonumber(ARGV[6])) then
+    return { 0 }
+end
+local candidates = delayq_values_by_value(vx, ARGV[5])
+local alive = delayq_values_alive(vx, candidates)
+-- The first equal entry keeps its place with the new due time, the others leave.
+local kept, found = nil, 0
+for i, tuple in ipairs(candidates) do
+    if alive[i] and not kept then
+        kept = tuple
+        found = 1
+    else
+        if alive[i] then
+            local count = delayq_values_unlist(vx, tuple)
+            if count > 0 then
+                redis.call('zrem', KEYS[2], tuple.entry)
+                redis.call('zrem', KEYS[5], delayq_index_member(tuple.entry))
+                found = found + 1
+            end
+        end
+        delayq_values_drop(vx, tuple)
     end
 end
--- Write: the first keeps its place with the new due time, the others leave.
-local found = #equal
-local kept = equal[1]
-for i = 2, found do
-    local entry = equal[i]
-    redis.call('lrem', KEYS[3], 1, entry)
-    redis.call('zrem', KEYS[2], entry)
-    redis.call('zrem', KEYS[5], delayq_index_member(entry))
-end
 if kept then
-    redis.call('zadd', KEYS[2], due, kept)
-    delayq_publish_if_head(KEYS[2], KEYS[4], kept, due)
+    redis.call('zadd', KEYS[2], due, kept.entry)
+    delayq_publish_if_head(KEYS[2], KEYS[4], kept.entry, due)
 else
-    delayq_schedule(KEYS[2], KEYS[3], KEYS[4], due, delayq_pack(legacy, ARGV[4], ARGV[5]))
+    local entry = delayq_pack(legacy, ARGV[4], ARGV[5])
+    delayq_schedule(KEYS[2], KEYS[3], KEYS[4], due, entry)
+    delayq_values_add(vx, entry)
 end
-return found
+delayq_values_commit(vx)
+delayq_tidy_index(KEYS[3], KEYS[5])
+return { 1, found }

@@ -8,6 +8,7 @@
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
 -- KEYS[5]: quarantine         delayq_quarantine:{NAME}
 -- KEYS[6]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
+-- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life; see lib/values.lua)
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- ARGV[3]: most entries to take
@@ -30,5 +31,5 @@ while #values < wanted do
         redis.call('rpush', KEYS[5], entry)
     end
 end
-delayq_tidy_index(KEYS[3], KEYS[6])
+delayq_tidy_index(KEYS[3], KEYS[6], KEYS[7])
 return values

@@ -7,7 +7,8 @@
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
 -- KEYS[5]: quarantine         delayq_quarantine:{NAME}
 -- KEYS[6]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
--- KEYS[7]: destination list   DESTINATION (must share the queue's cluster slot)
+-- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life; see lib/values.lua)
+-- KEYS[8]: destination list   DESTINATION (must share the queue's cluster slot)
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- Returns: the value moved, or false when nothing is pending. A malformed last entry is
@@ -16,15 +17,15 @@ local legacy = ARGV[2] == '1'
 while true do
     local entry = redis.call('rpop', KEYS[3])
     if not entry then
-        delayq_tidy_index(KEYS[3], KEYS[6])
+        delayq_tidy_index(KEYS[3], KEYS[6], KEYS[7])
         return false
     end
     redis.call('zrem', KEYS[2], entry)
     redis.call('zrem', KEYS[6], delayq_index_member(entry))
     local value = delayq_value(entry, legacy)
     if value then
-        redis.call('lpush', KEYS[7], value)
-        delayq_tidy_index(KEYS[3], KEYS[6])
+        redis.call('lpush', KEYS[8], value)
+        delayq_tidy_index(KEYS[3], KEYS[6], KEYS[7])
         return value
     end
     redis.call('rpush', KEYS[5], entry)

@@ -1,48 +1,93 @@
 -- delayq: remove pending entries by value.
--- Mirrors: Redisson RedissonDelayedQueue#remove / removeAll / retainAll (3.x/4.x): walk the order
--- list, unpack each entry, compare the value bytes. Unlike Java's retainAll, removed entries also
--- leave the timeout zset.
+-- Mirrors: Redisson RedissonDelayedQueue#remove / removeAll / retainAll (3.x/4.x): remove takes the
+-- first order-list entry carrying the value (from the list and the timeout zset), removeAll every
+-- entry carrying one of the values. Instead of walking the order list, the entries are found in
+-- the value index (lib/values.lua) and each leaves the list by an LREM from the end nearer to it.
+-- Unlike Java's retainAll, entries retained away also leave the timeout zset; retain still walks
+-- the whole list (it concerns every entry) and drops the value index, rebuilt on its next use.
 --
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
 -- KEYS[5]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
+-- KEYS[6]: value index        delayq_values:{NAME}
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
--- ARGV[3]: mode: 'first' (the first entry equal to ARGV[4]), 'all' (every entry whose value is
---          one of ARGV[4..]), 'retain' (every entry whose value is none of ARGV[4..])
--- ARGV[4..]: codec-encoded values
--- Returns: the number of entries removed. Malformed entries are never removed here.
---
--- The whole list is read before the first write, so a call that runs long on a big list can
--- still be stopped with SCRIPT KILL, having changed nothing.
+-- ARGV[3]: mode: 'first' (the first entry carrying ARGV[6]), 'all' (every entry carrying one of
+--          ARGV[6..]), 'retain' (every entry carrying none of ARGV[6..])
+-- ARGV[4]: most order-list entries to add to the value index in this call
+-- ARGV[5]: 'all': most order-list elements the removals may scan in this call (the call stops
+--          after the value whose removals ran past it; at least one entry leaves per call)
+-- ARGV[6..]: codec-encoded values
+-- Returns: { 0 } when the value index is not complete yet (nothing was removed: call again), or
+--          { 1, entries removed, how many of ARGV[6..] were dealt with completely }.
+-- Malformed entries are never removed here.
 local legacy = ARGV[2] == '1'
 local mode = ARGV[3]
-local wanted = {}
-for i = 4, #ARGV do
-    wanted[ARGV[i]] = true
-end
 
--- Read: the entries to remove.
-local hits = {}
-for _, entry in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
-    local value = delayq_value(entry, legacy)
-    if value ~= nil then
-        local hit = wanted[value] == true
-        if (mode == 'retain' and not hit) or (mode ~= 'retain' and hit) then
+if mode == 'retain' then
+    local wanted = {}
+    for i = 6, #ARGV do
+        wanted[ARGV[i]] = true
+    end
+    local hits = {}
+    for _, entry in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do
+        local value = delayq_value(entry, legacy)
+        if value ~= nil and not wanted[value] then
             hits[#hits + 1] = entry
-            if mode == 'first' then
-                break
-            end
         end
     end
+    for _, entry in ipairs(hits) do
+        redis.call('lrem', KEYS[3], 1, entry)
+        redis.call('zrem', KEYS[2], entry)
+        redis.call('zrem', KEYS[5], delayq_index_member(entry))
+    end
+    if #hits > 0 then
+        redis.call('unlink', KEYS[6])
+    end
+    delayq_tidy_index(KEYS[3], KEYS[5], KEYS[6])
+    return { 1, #hits, #ARGV - 5 }
 end
--- Write.
-for _, entry in ipairs(hits) do
-    redis.call('lrem', KEYS[3], 1, entry)
-    redis.call('zrem', KEYS[2], entry)
-    redis.call('zrem', KEYS[5], delayq_index_member(entry))
+
+local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[6], legacy)
+if not delayq_values_sync(vx, tonumber(ARGV[4])) then
+    return { 0 }
 end
+local budget = tonumber(ARGV[5])
+local removed, scanned, done = 0, 0, 0
+for i = 6, #ARGV do
+    local candidates = delayq_values_by_value(vx, ARGV[i])
+    local alive = delayq_values_alive(vx, candidates)
+    local stopped = false
+    for j, tuple in ipairs(candidates) do
+        if alive[j] then
+            if mode == 'all' and removed > 0 and scanned >= budget then
+                stopped = true
+                break
+            end
+            local count, passed = delayq_values_unlist(vx, tuple)
+            scanned = scanned + passed
+            if count > 0 then
+                redis.call('zrem', KEYS[2], tuple.entry)
+                redis.call('zrem', KEYS[5], delayq_index_member(tuple.entry))
+                removed = removed + 1
+            end
+        end
+        -- Gone, or just removed: either way the tuple goes.
+        delayq_values_drop(vx, tuple)
+        if mode == 'first' and removed > 0 then
+            break
+        end
+    end
+    if stopped then
+        break
+    end
+    done = done + 1
+    if mode == 'first' then
+        break
+    end
+end
+delayq_values_commit(vx)
 delayq_tidy_index(KEYS[3], KEYS[5])
-return #hits
+return { 1, removed, done }

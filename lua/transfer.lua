@@ -7,7 +7,10 @@
 --   * due entries are first looked up in a window at the head of the order list (a batch that is
 --     exactly the head leaves with one LTRIM); on long order lists, the others are found through
 --     a position index instead of one LREM scan each, and the whole batch leaves the order list
---     in one LREM pass over a marker.
+--     in one LREM pass over a marker. That pass reads the list up to the last marker whatever
+--     the batch's size, so on a long list the batch grows (up to ARGV[8]) until moving its
+--     entries costs about as much as the pass, and the call stops taking entries when its time
+--     is spent (ARGV[9]; the pass's cost per element is measured on the list itself).
 --
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
@@ -15,14 +18,22 @@
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME} (not published to)
 -- KEYS[5]: quarantine         delayq_quarantine:{NAME} (list of raw malformed entries)
 -- KEYS[6]: position index     delayq_index:{NAME} (zset: first 9 bytes of an entry -> sequence)
+-- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life; see lib/values.lua)
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
--- ARGV[3]: most entries to move in this call (Redisson uses 100)
+-- ARGV[3]: entries to move in this call (Redisson uses 100), unless the call runs out of time
 -- ARGV[4]: order-list length from which the position index is used (0: never)
--- ARGV[5]: most order-list entries to add to the index in this call
+-- ARGV[5]: most order-list entries to add to the index in this call (it also stops after half
+--          the call's time)
 -- ARGV[6]: a marker string that is no entry (random per call)
 -- ARGV[7]: while the index is in use, most list elements to scan for entries it cannot place
---          (their count per call is this over the list's length, at least one)
+--          (those are in the unindexed tail: their count per call is this over the tail's length;
+--          at least one while the call has moved nothing)
+-- ARGV[8]: most entries to move when the batch grows to amortise the list pass
+-- ARGV[9]: the call's time budget, microseconds of its own time: no entry is started once the
+--          time spent plus the expected list pass reaches it (but every call moves at least one
+--          due entry, and a pass that alone takes longer than half the budget stretches the
+--          budget to twice the pass)
 -- Returns: { moved, quarantined, head score as a string or false, entries found by the index,
 --            entries found in the window at the head of the order list, now (epoch ms, the
 --            time this call went by) }
@@ -36,11 +47,25 @@
 -- the list; only when identical entries were indexed in this call is each position checked
 -- with LINDEX. Entries the index cannot place are removed with a plain LREM, as Redisson does.
 local legacy = ARGV[2] == '1'
+local batch = tonumber(ARGV[3])
 local index_from = tonumber(ARGV[4])
 local index_chunk = tonumber(ARGV[5])
 local marker = ARGV[6]
 local scan_budget = tonumber(ARGV[7])
+local max_batch = math.max(batch, tonumber(ARGV[8]))
+local budget_us = tonumber(ARGV[9])
 local CHUNK = 500 -- arguments per variadic call, well under Lua's stack limit
+local INDEX_SLICE = 1000 -- entries indexed between two looks at the clock
+local GROW_SLICE = 200 -- due entries fetched at a time when the batch grows
+local CHECK_EVERY = 16 -- entries moved between two looks at the clock
+local CALIBRATE_FROM = 50000 -- list length from which the pass's cost is measured
+local CALIBRATE_ELEMENTS = 8192
+
+local function clock()
+    local t = redis.call('time')
+    return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local started = clock()
 
 local function each_chunk(list, step, fn)
     for i = 1, #list, step do
@@ -48,14 +73,26 @@ local function each_chunk(list, step, fn)
     end
 end
 
--- Brings the index up to date (or drops it). Returns whether it may be used, the list's
--- length, and whether its positions can be trusted without reading the list: true unless a
--- member was added twice in this call (identical entries), which shifts later ranks.
-local function sync_index()
-    local length = redis.call('llen', KEYS[3])
+-- Microseconds one LREM pass spends per list element: measured with an LPOS over a stretch of
+-- the list (the marker is in no list) when the list is long, else a typical figure; counted
+-- half again, as the rest of a long list is colder in the caches than its head.
+local function pass_cost_per_element(length)
+    if length < CALIBRATE_FROM then
+        return 0.02
+    end
+    local t0 = clock()
+    redis.call('lpos', KEYS[3], marker, 'maxlen', CALIBRATE_ELEMENTS)
+    return 1.5 * math.max(0.001, (clock() - t0) / CALIBRATE_ELEMENTS)
+end
+
+-- Brings the index up to date (or drops it), spending at most index_chunk entries and until
+-- index_until (clock). Returns whether it may be used, the list's length, whether its positions
+-- can be trusted without reading the list (true unless a member was added twice in this call:
+-- identical entries, which shift later ranks), and how many entries it covers.
+local function sync_index(length, index_until)
     if index_from <= 0 or length < index_from then
         redis.call('unlink', KEYS[6])
-        return false, length, false
+        return false, false, 0
     end
     local covered = redis.call('zcard', KEYS[6])
     local next_seq = 0
@@ -71,9 +108,10 @@ local function sync_index()
             next_seq = tonumber(last[2]) + 1
         end
     end
-    local exact = true
-    if covered < length then
-        local fresh = redis.call('lrange', KEYS[3], covered, covered + index_chunk - 1)
+    local exact, added_here = true, 0
+    while covered < length and added_here < index_chunk do
+        local take = math.min(INDEX_SLICE, index_chunk - added_here)
+        local fresh = redis.call('lrange', KEYS[3], covered, covered + take - 1)
         local pairs_ = {}
         for i, entry in ipairs(fresh) do
             pairs_[#pairs_ + 1] = next_seq + i - 1
@@ -83,13 +121,23 @@ local function sync_index()
         each_chunk(pairs_, CHUNK * 2, function(...)
             added = added + redis.call('zadd', KEYS[6], ...)
         end)
-        exact = added == #fresh
+        if added ~= #fresh then
+            -- Identical entries: ranks past the first copy are off by the copies; the index no
+            -- longer tells positions without a look, and stops growing until rebuilt.
+            exact = false
+            covered = redis.call('zcard', KEYS[6])
+            break
+        end
+        covered, next_seq, added_here = covered + #fresh, next_seq + #fresh, added_here + #fresh
+        if clock() >= index_until then
+            break
+        end
     end
-    return true, length, exact
+    return true, exact, covered
 end
 
 local now = delayq_ms(delayq_now(ARGV[1]))
-local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, tonumber(ARGV[3]))
+local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, batch)
 local moved, quarantined, indexed, at_head_count = 0, 0, 0, 0
 if #due > 0 then
     -- Head fast path: entries that are due are usually near the head of the order list (offered
@@ -117,23 +165,64 @@ if #due > 0 then
             end
         end
     end
-    local use_index, length, exact = false, #window, false
+    local use_index, exact, covered = false, false, 0
+    local length, per_element, budget = #window, 0, budget_us
     local index_kept
     if all_at_head then
         -- The index is not needed, but if one exists its members must leave with the batch.
         index_kept = redis.call('exists', KEYS[6]) == 1
     else
-        use_index, length, exact = sync_index()
+        length = redis.call('llen', KEYS[3])
+        per_element = pass_cost_per_element(length)
+        -- A pass that alone takes most of the budget would leave no time to move entries:
+        -- amortise it instead (the call then takes about twice the pass).
+        budget = math.max(budget_us, 2 * length * per_element)
+        use_index, exact, covered = sync_index(length, started + budget / 2)
         index_kept = use_index
     end
 
-    -- Entries the index cannot place cost a scan of the list each: allow as many as keep the
-    -- scanned elements within the budget (at least one, so every call makes progress), and end
-    -- the batch early, still in due order, when they run out.
-    local scans_left = math.max(1, math.floor(scan_budget / math.max(length, 1)))
+    -- With the index in use, an entry it cannot place is in the unindexed tail and costs a scan
+    -- of it (from its end): allow as many as keep the scanned elements within the budget, and
+    -- end the batch early, still in due order, when they run out; one while nothing has moved,
+    -- so that every call makes progress. (Without the index, each costs a scan from the head,
+    -- as in Redisson.)
+    local scans_left = math.huge
+    if use_index then
+        scans_left = math.floor(scan_budget / math.max(length - covered, 1))
+    end
     local values, members, taken, marked = {}, {}, {}, 0
     local head_positions, last_head_position = {}, -1
-    for _, entry in ipairs(due) do
+    local last_marked = -1 -- the pass reads the list up to the last marker
+    local moving_since = clock()
+    local exhausted = #due < batch
+    local i = 1
+    while true do
+        if i > #due then
+            -- The batch may grow while moving its entries has cost less than the pass will
+            -- (and the time allows).
+            if all_at_head or exhausted or #due >= max_batch then
+                break
+            end
+            local spent = clock() - moving_since
+            local pass = (last_marked + 1) * per_element
+            if spent >= pass or clock() - started + pass >= budget then
+                break
+            end
+            local ask = math.min(GROW_SLICE, max_batch - #due)
+            local more = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', #due, ask)
+            exhausted = #more < ask
+            if #more == 0 then
+                break
+            end
+            for _, entry in ipairs(more) do
+                due[#due + 1] = entry
+            end
+        end
+        if i > 1 and i % CHECK_EVERY == 0
+            and clock() - started + (last_marked + 1) * per_element >= budget then
+            break
+        end
+        local entry = due[i]
         local placed = false
         local list = at_head[entry]
         if list and #list > 0 then
@@ -145,6 +234,7 @@ if #due > 0 then
             else
                 redis.call('lset', KEYS[3], pos, marker)
                 marked = marked + 1
+                last_marked = math.max(last_marked, pos)
             end
             placed = true
             at_head_count = at_head_count + 1
@@ -153,12 +243,13 @@ if #due > 0 then
             if pos and (exact or redis.call('lindex', KEYS[3], pos) == entry) then
                 redis.call('lset', KEYS[3], pos, marker)
                 marked = marked + 1
+                last_marked = math.max(last_marked, pos)
                 indexed = indexed + 1
                 placed = true
             end
         end
         if not placed then
-            if use_index and scans_left == 0 then
+            if scans_left <= 0 and #taken > 0 then
                 break
             end
             scans_left = scans_left - 1
@@ -178,6 +269,7 @@ if #due > 0 then
             redis.call('rpush', KEYS[5], entry)
             quarantined = quarantined + 1
         end
+        i = i + 1
     end
     if #head_positions > 0 then
         if last_head_position == #head_positions - 1 then
@@ -205,6 +297,6 @@ if #due > 0 then
     end)
 end
 
-delayq_tidy_index(KEYS[3], KEYS[6])
+delayq_tidy_index(KEYS[3], KEYS[6], KEYS[7])
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 return { moved, quarantined, head[2] or false, indexed, at_head_count, now }

@@ -51,6 +51,108 @@ impl EntryFormat {
             EntryFormat::Legacy => rand::random::<i64>().to_string().into(),
         }
     }
+
+    /// A fresh random id for a new entry of a `value_len`-byte value, and the handle of the
+    /// entry it makes (see [`OfferHandle`]).
+    pub(crate) fn new_id(self, value_len: usize) -> (fred::types::Value, OfferHandle) {
+        match self {
+            EntryFormat::Current => {
+                let id = rand::random::<[u8; 8]>();
+                let mut handle = [0u8; HANDLE_LEN];
+                handle[0] = 8;
+                handle[1..].copy_from_slice(&id);
+                (
+                    fred::types::Value::Bytes(bytes::Bytes::copy_from_slice(&id)),
+                    OfferHandle(handle),
+                )
+            }
+            EntryFormat::Legacy => {
+                let id = rand::random::<i64>();
+                // Lua turns the decimal text into the nearest double, as `as f64` does.
+                let mut handle = [0u8; HANDLE_LEN];
+                handle[..8].copy_from_slice(&(id as f64).to_le_bytes());
+                handle[8] = (value_len as u64).to_le_bytes()[0];
+                (id.to_string().into(), OfferHandle(handle))
+            }
+        }
+    }
+}
+
+/// Bytes of an [`OfferHandle`].
+const HANDLE_LEN: usize = 9;
+
+/// The handle of one offered entry: the entry's id, which no other pending entry shares, so that
+/// [`DelayedQueue::cancel`](crate::DelayedQueue::cancel) and
+/// [`DelayedQueue::reschedule_by_id`](crate::DelayedQueue::reschedule_by_id) act on exactly that
+/// entry, whatever its value.
+///
+/// It is the entry's first 9 bytes: the id-length byte and the 8 random bytes of a current entry,
+/// or the random double and the first byte of the value length of a legacy one. It prints as 18
+/// hex digits and parses back from them, to be stored with whatever the entry is about (an
+/// order, a session); it stays valid while the entry is pending, on any client of the queue.
+///
+/// ```
+/// use delayq::entry::{pack, OfferHandle};
+///
+/// let entry = pack(&[1, 2, 3, 4, 5, 6, 7, 8], b"order-42");
+/// let handle = OfferHandle::of_entry(&entry).unwrap();
+/// assert_eq!(handle.to_string(), "080102030405060708");
+/// assert_eq!("080102030405060708".parse::<OfferHandle>().unwrap(), handle);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OfferHandle([u8; HANDLE_LEN]);
+
+impl OfferHandle {
+    /// The handle of a raw pending entry (as [`DelayedQueue::pending`](crate::DelayedQueue)
+    /// tools or a Java peer see it); `None` when it is too short to be an entry.
+    pub fn of_entry(entry: &[u8]) -> Option<OfferHandle> {
+        if entry.len() < 16 {
+            return None;
+        }
+        let mut bytes = [0u8; HANDLE_LEN];
+        bytes.copy_from_slice(&entry[..HANDLE_LEN]);
+        Some(OfferHandle(bytes))
+    }
+
+    /// The handle from its 9 bytes.
+    pub fn from_bytes(bytes: [u8; HANDLE_LEN]) -> OfferHandle {
+        OfferHandle(bytes)
+    }
+
+    /// Its 9 bytes.
+    pub fn as_bytes(&self) -> &[u8; HANDLE_LEN] {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for OfferHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for byte in self.0 {
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Text that is not an [`OfferHandle`] (18 hex digits).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an offer handle is 18 hex digits")]
+pub struct ParseHandleError;
+
+impl std::str::FromStr for OfferHandle {
+    type Err = ParseHandleError;
+
+    fn from_str(text: &str) -> Result<OfferHandle, ParseHandleError> {
+        if text.len() != HANDLE_LEN * 2 || !text.is_ascii() {
+            return Err(ParseHandleError);
+        }
+        let mut bytes = [0u8; HANDLE_LEN];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte =
+                u8::from_str_radix(&text[i * 2..i * 2 + 2], 16).map_err(|_| ParseHandleError)?;
+        }
+        Ok(OfferHandle(bytes))
+    }
 }
 
 /// One pending entry, read from its raw bytes.

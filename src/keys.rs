@@ -8,6 +8,8 @@ const ORDER_PREFIX: &str = "redisson_delay_queue";
 const CHANNEL_PREFIX: &str = "redisson_delay_queue_channel";
 /// Prefix of delayq's own quarantine list for malformed entries (not a Redisson key).
 const QUARANTINE_PREFIX: &str = "delayq_quarantine";
+/// Prefix of delayq's pause flag (not a Redisson key; Java schedulers ignore it).
+const PAUSED_PREFIX: &str = "delayq_paused";
 /// Prefix of delayq's in-flight zset of the reliable consumer (delivery id → deadline ms).
 const INFLIGHT_PREFIX: &str = "delayq_inflight";
 /// Prefix of delayq's in-flight hash (delivery id → value bytes).
@@ -26,6 +28,8 @@ const CLAIMS_PREFIX: &str = "delayq_claims";
 const CLAIM_PREFIX: &str = "delayq_claim";
 /// Prefix of delayq's position index of the order list (not a Redisson key).
 const INDEX_PREFIX: &str = "delayq_index";
+/// Prefix of delayq's value index of the pending entries (not a Redisson key).
+const VALUES_PREFIX: &str = "delayq_values";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
 ///
@@ -63,6 +67,7 @@ pub struct QueueKeys {
     claims: String,
     claim_prefix: String,
     index: String,
+    values: String,
 }
 
 impl QueueKeys {
@@ -83,6 +88,7 @@ impl QueueKeys {
             claims: prefix_name(CLAIMS_PREFIX, &target),
             claim_prefix: prefix_name(CLAIM_PREFIX, &target),
             index: prefix_name(INDEX_PREFIX, &target),
+            values: prefix_name(VALUES_PREFIX, &target),
             target,
         }
     }
@@ -127,6 +133,19 @@ impl QueueKeys {
     /// delayq's list of malformed entries taken out of the queue (`delayq_quarantine:{NAME}`).
     pub fn quarantine(&self) -> &str {
         &self.quarantine
+    }
+
+    /// delayq's pause flag (`delayq_paused:{NAME}`): while the key exists, delayq's schedulers
+    /// leave the queue alone (Redisson's own schedulers do not know it and keep transferring).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let keys = delayq::QueueKeys::new("orders");
+    /// assert_eq!(keys.paused(), "delayq_paused:{orders}");
+    /// ```
+    pub fn paused(&self) -> String {
+        prefix_name(PAUSED_PREFIX, self.target())
     }
 
     /// delayq's zset of values taken by a reliable consumer and not yet acknowledged: delivery
@@ -181,6 +200,13 @@ impl QueueKeys {
     pub fn index(&self) -> &str {
         &self.index
     }
+
+    /// delayq's value index of the pending entries (`delayq_values:{NAME}`, a hash), which finds
+    /// the entries carrying a value, or an offer's handle, without reading the order list; built
+    /// and kept up to date by the calls that use it, checked on every use.
+    pub fn values(&self) -> &str {
+        &self.values
+    }
 }
 
 /// A key a Lua script declares, by what it holds. Scripts declare their keys in this order
@@ -200,6 +226,8 @@ pub(crate) enum KeyRole {
     Quarantine,
     /// delayq's position index (zset).
     Index,
+    /// delayq's value index (hash).
+    Values,
     /// delayq's in-flight zset.
     Inflight,
     /// delayq's in-flight hash.
@@ -254,7 +282,7 @@ impl KeyRole {
         match self {
             Target | Order | Quarantine | Dead | Claim | Destination | OwnList => KeyKind::List,
             Timeout | Index | Inflight | AttemptsSeen | Settled | Claims => KeyKind::Zset,
-            InflightData | Attempts => KeyKind::Hash,
+            InflightData | Attempts | Values => KeyKind::Hash,
             Channel => KeyKind::Channel,
         }
     }
@@ -270,6 +298,7 @@ impl KeyRole {
             Channel => "redisson_delay_queue_channel:{NAME}",
             Quarantine => "delayq_quarantine:{NAME}",
             Index => "delayq_index:{NAME}",
+            Values => "delayq_values:{NAME}",
             Inflight => "delayq_inflight:{NAME}",
             InflightData => "delayq_inflight_data:{NAME}",
             Attempts => "delayq_attempts:{NAME}",
@@ -295,6 +324,7 @@ impl QueueKeys {
             Channel => self.channel(),
             Quarantine => self.quarantine(),
             Index => self.index(),
+            Values => self.values(),
             Inflight => self.inflight(),
             InflightData => self.inflight_data(),
             Attempts => self.attempts(),
@@ -397,6 +427,7 @@ mod tests {
             "delayq_claim:{o}:eu:c1"
         );
         assert_eq!(keys.index(), "delayq_index:{q}");
+        assert_eq!(keys.values(), "delayq_values:{q}");
     }
 
     #[test]

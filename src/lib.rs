@@ -24,6 +24,7 @@
 //!   `tls.rs`), Sentinel's master switches, `script.rs` (the
 //!   one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
 //!   arguments and reply).
+//! - [`metrics`]: every metric delayq records (feature `metrics`), with its name and labels.
 //! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).
 //! - [`Scheduler`] (`scheduler/`): the transfer task (Redisson's `QueueTransferTask`).
 //! - [`DelayedQueue`] (`queue/`): the producer side (`RDelayedQueue`): `redisson.rs` holds
@@ -39,6 +40,7 @@ mod consumer;
 pub mod entry;
 mod error;
 mod keys;
+pub mod metrics;
 mod queue;
 mod redis;
 pub mod reliable;
@@ -54,7 +56,7 @@ pub use fred;
 pub use tokio_util::sync::CancellationToken;
 
 pub use consumer::Consumer;
-pub use entry::EntryFormat;
+pub use entry::{EntryFormat, OfferHandle};
 pub use error::{BoxError, Error, Refusal, Result};
 pub use keys::{glob_match, QueueKeys};
 pub use queue::{AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, Pending};

@@ -1,6 +1,8 @@
 //! The benchmark phases. Each returns JSON figures and fails on anything that is not a timing:
 //! a value lost or duplicated, a list left non-empty, due order broken, a process that died.
 
+mod lookup;
+
 use crate::java::{self, JavaPeer};
 use crate::redis::{self, cmd, fill, int, unlink_queue, value, BoxResult, Pattern};
 use crate::Plan;
@@ -103,6 +105,9 @@ pub(crate) async fn run_all(mut ctx: Ctx, only: Option<&[String]>) -> BoxResult<
     if wanted("transfer") {
         out.insert("transfer".into(), transfer_phase(&mut ctx).await?);
     }
+    if wanted("lookup") {
+        out.insert("lookup".into(), lookup::lookup_phase(&mut ctx).await?);
+    }
     if wanted("latency") {
         out.insert("latency".into(), latency_phase(&mut ctx).await?);
     }
@@ -170,6 +175,7 @@ async fn meta(ctx: &Ctx) -> BoxResult<Json> {
             "redis_benchmark_requests": p.bench_requests,
             "transfer_sizes": p.transfer_sizes,
             "transfer_cap_secs": p.transfer_cap.as_secs_f64(),
+            "lookup_sizes": p.lookup_sizes,
             "latency_rate_per_sec": p.latency_rate,
             "latency_secs": p.latency_secs,
             "latency_delay_ms": [p.latency_delay_ms.0, p.latency_delay_ms.1],
@@ -417,6 +423,7 @@ async fn transfer_case(
     // Log every script call over 100 µs; fast calls do not matter for the longest one.
     redis::reset_server_stats(&ctx.client, 100).await?;
 
+    let ping = redis::PingLoop::start(&ctx.url).await?;
     let start = Instant::now();
     let running = match &config {
         Some(config) => {
@@ -462,10 +469,12 @@ async fn transfer_case(
                 .await?;
         }
     }
+    let ping = ping.stop().await?;
     let calls = redis::script_calls(&ctx.client).await?;
     let slow = redis::slow_script_calls(&ctx.client).await?;
     let max_call_us = slow.iter().copied().max().unwrap_or(0);
     let over_10ms = slow.iter().filter(|&&d| d > LONG_CALL_US).count();
+    let over_25ms = slow.iter().filter(|&&d| d > 25_000).count();
 
     check_transfer(&ctx.client, &keys, &scores, capped).await?;
     unlink_queue(&ctx.client, &keys).await?;
@@ -482,6 +491,8 @@ async fn transfer_case(
         "mean_call_us": if calls.calls > 0 { calls.usec as f64 / calls.calls as f64 } else { 0.0 },
         "max_call_us": max_call_us,
         "calls_over_10ms": over_10ms,
+        "calls_over_25ms": over_25ms,
+        "ping": ping,
     }))
 }
 
@@ -989,6 +1000,8 @@ fn targets(r: &Json) -> Json {
             );
         }
     }
+    transfer_at_largest(&transfers, &mut push);
+    lookup_targets(r, &mut push);
     for row in r["latency"].as_array().into_iter().flatten() {
         let imp = row["impl"].as_str().unwrap_or_default();
         if imp == "java" {
@@ -1072,6 +1085,107 @@ fn many_targets(r: &Json, push: &mut impl FnMut(String, f64, &str, bool, String)
             "all",
             found == queues,
             format!("in {:.2} s", figures["ready_secs"].as_f64().unwrap_or(0.0)),
+        );
+    }
+}
+
+/// Issue 14: random-delay transfer at the largest size (1M in a full run): rate, calls over
+/// 25 ms, and a PING loop's p99 while it runs.
+fn transfer_at_largest(
+    transfers: &[&Json],
+    push: &mut impl FnMut(String, f64, &str, bool, String),
+) {
+    let Some(size) = transfers
+        .iter()
+        .filter(|t| t["pattern"] == "random-delay")
+        .filter_map(|t| t["pending"].as_u64())
+        .max()
+    else {
+        return;
+    };
+    for (imp, _) in rust_configs() {
+        let Some(t) = transfers
+            .iter()
+            .find(|t| t["impl"] == imp && t["pattern"] == "random-delay" && t["pending"] == size)
+        else {
+            continue;
+        };
+        let rate = t["rate"].as_f64().unwrap_or(0.0);
+        let over = t["calls_over_25ms"].as_u64().unwrap_or(0);
+        let ping = t["ping"]["p99_ms"].as_f64().unwrap_or(f64::MAX);
+        let capped = if t["capped"] == true { " (capped)" } else { "" };
+        push(
+            format!("random-delay transfer, {size} pending: {imp} rate"),
+            rate,
+            ">= 100,000/s",
+            rate >= 100_000.0,
+            format!(
+                "{} moved in {:.1} s{capped}",
+                t["moved"],
+                t["secs"].as_f64().unwrap_or(0.0)
+            ),
+        );
+        push(
+            format!("random-delay transfer, {size} pending: {imp} calls over 25 ms"),
+            over as f64,
+            "0",
+            over == 0,
+            format!(
+                "longest {:.1} ms",
+                t["max_call_us"].as_f64().unwrap_or(0.0) / 1_000.0
+            ),
+        );
+        push(
+            format!("random-delay transfer, {size} pending: {imp} PING p99 (ms)"),
+            ping,
+            "<= 30 ms",
+            ping <= 30.0,
+            format!("max {:.1} ms", t["ping"]["max_ms"].as_f64().unwrap_or(0.0)),
+        );
+    }
+}
+
+/// Issue 14: delayq's index-backed lookups at the largest size: longest call <= 10 ms, median
+/// <= 3 ms, with Redisson's remove/contains beside them.
+fn lookup_targets(r: &Json, push: &mut impl FnMut(String, f64, &str, bool, String)) {
+    let rows: Vec<&Json> = r["lookup"].as_array().into_iter().flatten().collect();
+    let Some(row) = rows
+        .iter()
+        .max_by_key(|row| row["pending"].as_u64().unwrap_or(0))
+    else {
+        return;
+    };
+    let n = row["pending"].as_u64().unwrap_or(0);
+    let ms = |v: &Json| v.as_f64().unwrap_or(0.0) / 1_000.0;
+    let java = |op: &str| {
+        let j = &row["java"][op];
+        let per_op = j["secs"].as_f64().unwrap_or(0.0) / j["ops"].as_f64().unwrap_or(1.0);
+        format!(
+            "Redisson {op}: {:.1} ms per op (wall), longest call {:.1} ms",
+            per_op * 1_000.0,
+            ms(&j["max_us"])
+        )
+    };
+    for op in ["remove", "contains", "reschedule", "offer_unique"] {
+        let d = &row["delayq"][op];
+        let (max, median) = (ms(&d["max_us"]), ms(&d["median_us"]));
+        let beside = match op {
+            "remove" | "contains" => java(op),
+            _ => String::from("not in Redisson"),
+        };
+        push(
+            format!("{op} at {n} pending: delayq longest call (ms)"),
+            max,
+            "<= 10 ms",
+            max <= 10.0,
+            beside.clone(),
+        );
+        push(
+            format!("{op} at {n} pending: delayq median call (ms)"),
+            median,
+            "<= 3 ms",
+            median <= 3.0,
+            beside,
         );
     }
 }

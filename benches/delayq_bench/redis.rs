@@ -29,13 +29,14 @@ pub(crate) async fn int(client: &Client, name: &'static str, key: &str) -> BoxRe
         .ok_or_else(|| format!("{name} {key}: not an integer").into())
 }
 
-/// Deletes every key of a queue (target, timeout set, order list, index, quarantine).
+/// Deletes every key of a queue (target, timeout set, order list, indexes, quarantine).
 pub(crate) async fn unlink_queue(client: &Client, keys: &QueueKeys) -> BoxResult<()> {
     let args = [
         keys.target(),
         keys.timeout(),
         keys.order(),
         keys.index(),
+        keys.values(),
         keys.quarantine(),
     ]
     .iter()
@@ -180,6 +181,8 @@ pub(crate) async fn script_calls(client: &Client) -> BoxResult<ScriptCalls> {
         let Some(rest) = line
             .strip_prefix("cmdstat_evalsha:")
             .or_else(|| line.strip_prefix("cmdstat_eval:"))
+            .or_else(|| line.strip_prefix("cmdstat_evalsha_ro:"))
+            .or_else(|| line.strip_prefix("cmdstat_eval_ro:"))
         else {
             continue;
         };
@@ -217,7 +220,8 @@ pub(crate) async fn slow_script_calls(client: &Client) -> BoxResult<Vec<u64>> {
                 .to_ascii_lowercase(),
             _ => String::new(),
         };
-        if command == "eval" || command == "evalsha" {
+        // Redisson sends read-only scripts (contains) as EVAL_RO / EVALSHA_RO on Redis 7.
+        if ["eval", "evalsha", "eval_ro", "evalsha_ro"].contains(&command.as_str()) {
             out.push(duration);
         }
     }
@@ -247,4 +251,50 @@ pub(crate) async fn redis_version(client: &Client) -> BoxResult<String> {
         .unwrap_or("unknown")
         .trim()
         .to_owned())
+}
+
+/// A client of its own sending PING every 2 ms until stopped: how long other clients wait for
+/// Redis while a case runs.
+pub(crate) struct PingLoop {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<BoxResult<Vec<u64>>>,
+}
+
+impl PingLoop {
+    pub(crate) async fn start(url: &str) -> BoxResult<PingLoop> {
+        let client = delayq::connect(url).await?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut us = Vec::new();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let sent = std::time::Instant::now();
+                let _: Value = cmd(&client, "PING", Vec::new()).await?;
+                us.push(sent.elapsed().as_micros() as u64);
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+            let _ = fred::interfaces::ClientLike::quit(&client).await;
+            Ok(us)
+        });
+        Ok(PingLoop { stop, task })
+    }
+
+    /// Stops the loop; returns (samples, p50, p99, max) in ms.
+    pub(crate) async fn stop(self) -> BoxResult<serde_json::Value> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut us = self.task.await.map_err(|e| e.to_string())??;
+        us.sort_unstable();
+        let q = |p: f64| {
+            us.get(((us.len().max(1) - 1) as f64 * p).round() as usize)
+                .copied()
+                .unwrap_or(0) as f64
+                / 1_000.0
+        };
+        Ok(serde_json::json!({
+            "samples": us.len(),
+            "p50_ms": q(0.5),
+            "p99_ms": q(0.99),
+            "max_ms": q(1.0),
+        }))
+    }
 }

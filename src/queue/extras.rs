@@ -3,9 +3,10 @@
 
 use super::DelayedQueue;
 use crate::codec::{encode_value, Codec};
-use crate::entry::unpack;
+use crate::entry::{unpack, OfferHandle};
+use crate::redis::ops::reschedule::Which;
 use crate::redis::ops::transfer::{self, TransferOutcome};
-use crate::redis::ops::{offer_unique, pending, purge_list, reschedule, stats};
+use crate::redis::ops::{cancel, offer, offer_unique, pending, purge_list, reschedule, stats};
 use crate::redis::reply;
 use crate::scheduler::SchedulerConfig;
 use crate::time::Delay;
@@ -36,7 +37,8 @@ impl<C: Codec> DelayedQueue<C> {
     /// Returns false when no equal entry is pending: it was never offered, was removed, or is
     /// already due and transferred (the scheduler won the race; the value is on the target list
     /// or taken). The entries keep their bytes and place in offer order; a Java peer sees the
-    /// same entries with a new score.
+    /// same entries with a new score. They are found in the value index (see
+    /// [`remove`](Self::remove)), not by reading the order list.
     ///
     /// # Errors
     ///
@@ -45,12 +47,60 @@ impl<C: Codec> DelayedQueue<C> {
     pub async fn reschedule(&self, value: &C::Borrowed, delay: Duration) -> Result<bool> {
         let delay = Delay::checked(delay)?;
         let value = encode_value(self.codec(), value)?;
-        Ok(reschedule::run(self.client(), self.spec(), delay, value).await? > 0)
+        Ok(reschedule::run(self.client(), self.spec(), delay, Which::Value(value)).await? > 0)
+    }
+
+    /// Offers `value`, due after `delay`, like [`offer`](Self::offer), and returns the new
+    /// entry's [`OfferHandle`], for [`cancel`](Self::cancel) and
+    /// [`reschedule_by_id`](Self::reschedule_by_id) to act on exactly this entry later (however
+    /// many entries carry an equal value).
+    ///
+    /// # Errors
+    ///
+    /// As [`offer`](Self::offer).
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.as_millis() as u64))]
+    pub async fn offer_with_handle(
+        &self,
+        value: &C::Borrowed,
+        delay: Duration,
+    ) -> Result<OfferHandle> {
+        let delay = Delay::checked(delay)?;
+        let value = encode_value(self.codec(), value)?;
+        offer::run_with_handle(self.client(), self.spec(), delay, value).await
+    }
+
+    /// Removes the pending entry of `handle`, without looking at its value; true when it was
+    /// pending (false: it was transferred, polled, removed or cancelled already).
+    ///
+    /// Found through the value index, like [`remove`](Self::remove): the entry leaves the order
+    /// list by a scan from the end nearer to it, and the timeout zset.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), handle = %handle))]
+    pub async fn cancel(&self, handle: &OfferHandle) -> Result<bool> {
+        cancel::run(self.client(), self.spec(), handle).await
+    }
+
+    /// Gives the pending entry of `handle` the due time `delay` from now, without looking at
+    /// its value; false when it is no longer pending. Like [`reschedule`](Self::reschedule), the
+    /// entry keeps its bytes and its place in offer order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidDelay`] or a Redis error.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), handle = %handle, delay_ms = delay.as_millis() as u64))]
+    pub async fn reschedule_by_id(&self, handle: &OfferHandle, delay: Duration) -> Result<bool> {
+        let delay = Delay::checked(delay)?;
+        let which = Which::Id(*handle);
+        Ok(reschedule::run(self.client(), self.spec(), delay, which).await? > 0)
     }
 
     /// Offers `value` due after `delay`, unless an equal value is pending: then that entry gets
     /// the new due time instead (and any further equal entries are removed), so there is never
-    /// a second one. One script call. Returns true when an entry was replaced.
+    /// a second one. One script call (after the value index is brought up to date, see
+    /// [`remove`](Self::remove)). Returns true when an entry was replaced.
     ///
     /// # Errors
     ///
@@ -109,14 +159,25 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// The first `limit` members (all for 0) of one of the queue's own lists.
     pub(crate) async fn own_list(&self, key: &str, limit: usize) -> Result<Vec<Bytes>> {
+        self.own_list_from(key, 0, limit).await
+    }
+
+    /// `limit` members (all for 0) of one of the queue's own lists, from position `start`.
+    pub(crate) async fn own_list_from(
+        &self,
+        key: &str,
+        start: usize,
+        limit: usize,
+    ) -> Result<Vec<Bytes>> {
+        let first = i64::try_from(start).unwrap_or(i64::MAX);
         let last = if limit == 0 {
             -1
         } else {
-            i64::try_from(limit).unwrap_or(i64::MAX) - 1
+            first.saturating_add(i64::try_from(limit).unwrap_or(i64::MAX) - 1)
         };
         let items: Value = self
             .client()
-            .lrange(key, 0, last)
+            .lrange(key, first, last)
             .await
             .map_err(|e| Error::from_redis("LRANGE", key, e))?;
         reply::bytes_list(items, "LRANGE")
@@ -147,13 +208,17 @@ impl<C: Codec> DelayedQueue<C> {
     }
 
     /// Runs one transfer now, as a scheduler would (by the queue's clock), moving at most
-    /// `batch_size` due entries.
+    /// `batch_size` due entries (fewer when the call's time runs out: see
+    /// [`SchedulerConfig::with_max_call_time`]).
     ///
     /// # Errors
     ///
     /// A Redis error.
     pub async fn transfer_due(&self, batch_size: usize) -> Result<TransferOutcome> {
-        let config = SchedulerConfig::default().with_batch_size(batch_size.max(1));
+        let batch = batch_size.max(1);
+        let config = SchedulerConfig::default()
+            .with_batch_size(batch)
+            .with_adaptive_batch(batch, Duration::from_millis(5));
         self.transfer_due_with(&config).await
     }
 

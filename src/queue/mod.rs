@@ -238,6 +238,30 @@ impl<C: Codec> DelayedQueue<C> {
         Consumer::with_shared_codec(&self.inner.client, self.name(), self.shared_codec()).await
     }
 
+    /// The scheduler group this handle's transfers run in (`None` with `transfer(false)`), to
+    /// read its health ([`SchedulerGroup::is_subscribed`](crate::SchedulerGroup::is_subscribed))
+    /// and counters. A clone held keeps the group running after [`destroy`](Self::destroy):
+    /// drop it first.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn ex(client: fred::clients::Client) -> Result<(), delayq::Error> {
+    /// let queue = delayq::DelayedQueue::new(client, "orders", delayq::codec::StringCodec).await?;
+    /// if let Some(group) = queue.scheduler_group() {
+    ///     println!("subscribed: {}", group.is_subscribed());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn scheduler_group(&self) -> Option<crate::SchedulerGroup> {
+        let lease = self
+            .inner
+            .lease
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        lease.as_ref().map(|lease| lease.group().clone())
+    }
+
     /// Names of queues as this handle's scheduler group moves values of them; `None` when the
     /// handle runs no scheduler. The key is the same for every handle of one group.
     pub(crate) fn moved_rx(&self) -> Option<(usize, tokio::sync::broadcast::Receiver<Arc<str>>)> {

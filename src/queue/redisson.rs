@@ -31,7 +31,9 @@ impl<C: Codec> DelayedQueue<C> {
         Ok(())
     }
 
-    /// Offers several values in one script call (one round trip, atomic).
+    /// Offers several values: in one script call (one round trip, atomic) up to 1,000 values;
+    /// more go in calls of 1,000, so that no one call holds Redis long (a failure part-way leaves
+    /// the calls before it done).
     ///
     /// # Errors
     ///
@@ -66,8 +68,11 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// Removes the first pending entry equal to `value` (comparing encoded bytes).
     ///
-    /// Java: `RDelayedQueue#remove(o)`. Finds values offered by Java when the codec's bytes are
-    /// canonical.
+    /// Java: `RDelayedQueue#remove(o)`, with the same result. Finds values offered by Java when
+    /// the codec's bytes are canonical. Instead of reading the order list, the entry is found in
+    /// delayq's value index (`delayq_values:{NAME}`) and leaves the list by a scan from the end
+    /// nearer to it; the first call on a long queue nobody indexed yet indexes it first, in calls
+    /// of 1,000 entries.
     ///
     /// # Errors
     ///
@@ -80,7 +85,9 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// Removes every pending entry equal to one of `values`; true if any was removed.
     ///
-    /// Java: `RDelayedQueue#removeAll(c)`.
+    /// Java: `RDelayedQueue#removeAll(c)`, through the value index like
+    /// [`remove`](Self::remove). Atomic while it fits in one bounded call (up to 1,000 values
+    /// whose removals scan up to about 300,000 list elements); more goes in further calls.
     ///
     /// # Errors
     ///
@@ -120,7 +127,8 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// True if a pending entry equals `value`.
     ///
-    /// Java: `RDelayedQueue#contains(o)`.
+    /// Java: `RDelayedQueue#contains(o)`, looked up in the value index (see
+    /// [`remove`](Self::remove)).
     ///
     /// # Errors
     ///
@@ -133,7 +141,8 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// True if every one of `values` is pending (true for none).
     ///
-    /// Java: `RDelayedQueue#containsAll(c)`.
+    /// Java: `RDelayedQueue#containsAll(c)`, looked up in the value index, 1,000 values to a
+    /// call.
     ///
     /// # Errors
     ///
@@ -293,15 +302,20 @@ impl<C: Codec> DelayedQueue<C> {
         let keys = self.keys();
         let deleted: u64 = self
             .client()
-            .del(vec![keys.timeout(), keys.order(), keys.index()])
+            .del(vec![
+                keys.timeout(),
+                keys.order(),
+                keys.index(),
+                keys.values(),
+            ])
             .await
             .map_err(|e| Error::from_redis("DEL", self.name(), e))?;
         Ok(deleted > 0)
     }
 
     /// Deletes the queue: its pending entries and every key of delayq's own for it (values in
-    /// flight and on claim lists, dead letters, quarantine, attempt counters, the position
-    /// index); the target list stays, as in Java. True if anything was deleted.
+    /// flight and on claim lists, dead letters, quarantine, attempt counters, the position and
+    /// value indexes); the target list stays, as in Java. True if anything was deleted.
     ///
     /// Java: `RDelayedQueue#delete()` (which knows only the zset and the order list).
     ///
@@ -320,6 +334,7 @@ impl<C: Codec> DelayedQueue<C> {
             keys.timeout(),
             keys.order(),
             keys.index(),
+            keys.values(),
             keys.quarantine(),
             keys.inflight(),
             keys.inflight_data(),

@@ -21,11 +21,12 @@ use fred::prelude::{Error as FredError, FromValue, Key, Value};
 use tracing::Instrument;
 
 /// The helpers every script starts with, in order.
-const PRELUDE: [&str; 5] = [
+const PRELUDE: [&str; 6] = [
     include_str!("../../lua/lib/time.lua"),
     include_str!("../../lua/lib/guard.lua"),
     include_str!("../../lua/lib/entry.lua"),
     include_str!("../../lua/lib/queue.lua"),
+    include_str!("../../lua/lib/values.lua"),
     include_str!("../../lua/lib/settle.lua"),
 ];
 
@@ -164,6 +165,12 @@ impl<'a> ScriptCall<'a> {
         self
     }
 
+    /// Goes by `now` instead of the time the call was built at (calls that share one instant).
+    pub(crate) fn at(mut self, now: crate::time::Now) -> Self {
+        self.args[0] = now.to_arg();
+        self
+    }
+
     /// The next argument.
     pub(crate) fn arg(mut self, arg: impl Into<Value>) -> Self {
         self.args.push(arg.into());
@@ -174,11 +181,6 @@ impl<'a> ScriptCall<'a> {
     pub(crate) fn args(mut self, args: impl IntoIterator<Item = Value>) -> Self {
         self.args.extend(args);
         self
-    }
-
-    /// How many arguments the call has so far (the two fixed ones included).
-    pub(crate) fn arg_count(&self) -> usize {
-        self.args.len()
     }
 
     /// The KEYS list, built from the script's roles.
@@ -219,13 +221,74 @@ impl<'a> ScriptCall<'a> {
         R: FromValue,
         C: LuaInterface + Sync,
     {
+        self.send(client).await
+    }
+
+    async fn send<R, C>(&self, client: &C) -> Result<R>
+    where
+        R: FromValue,
+        C: LuaInterface + Sync,
+    {
         let keys = self.keys()?;
         let script = self.script;
         super::resend_refused(script.name, || script.evalsha(client, &keys, &self.args))
             .await
             .map_err(|e| Error::from_script(script.name, self.queue.keys.target(), e))
     }
+
+    /// Sends a call of a script that uses the value index (`lua/lib/values.lua`) until the
+    /// index was complete, and returns the script's result. Such a script first indexes at most
+    /// [`VALUE_INDEX_CHUNK`] order-list entries (its argument after the two fixed ones and its
+    /// own); when entries remain unindexed it answers `{ 0 }` having done nothing else, and is
+    /// sent again (with a fresh `now`); otherwise it answers `{ 1, result... }`. Each call holds
+    /// Redis for a bounded time, however long the list; only the first lookup on a long queue
+    /// nobody indexed yet (or one whose index was rebuilt) takes many calls.
+    pub(crate) async fn run_indexed<C>(mut self, client: &C) -> Result<Vec<Value>>
+    where
+        C: LuaInterface + Sync,
+    {
+        for round in 1..=MAX_INDEX_ROUNDS {
+            if round > 1 {
+                self.args[0] = self.queue.clock.now().to_arg();
+            }
+            let reply: Value = self.send(client).await?;
+            let mut items = match reply {
+                Value::Array(items) if !items.is_empty() => items,
+                other => {
+                    return Err(Error::UnexpectedReply {
+                        context: self.script.name,
+                        detail: format!("{other:?}"),
+                    })
+                }
+            };
+            if items[0].as_i64() == Some(1) {
+                items.remove(0);
+                if round > 1 {
+                    tracing::debug!(
+                        script = self.script.name,
+                        calls = round,
+                        "value index brought up to date"
+                    );
+                }
+                return Ok(items);
+            }
+        }
+        Err(Error::UnexpectedReply {
+            context: self.script.name,
+            detail: format!(
+                "the value index of {} was still incomplete after {MAX_INDEX_ROUNDS} calls (the order list grows faster than it is indexed, or keeps changing irregularly)",
+                self.queue.keys.target()
+            ),
+        })
+    }
 }
+
+/// Most order-list entries a call indexes before it does its own work (see
+/// [`ScriptCall::run_indexed`]).
+pub(crate) const VALUE_INDEX_CHUNK: usize = 5_000;
+
+/// Calls after which an index-backed call gives up.
+const MAX_INDEX_ROUNDS: usize = 100_000;
 
 /// Declares a script: `script!(NAME, "file.lua", [Role, ...])` makes a static [`LuaScript`]
 /// for `lua/file.lua` whose KEYS are the given [`KeyRole`]s, in that order;

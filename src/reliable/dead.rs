@@ -154,18 +154,38 @@ impl<C: Codec> DelayedQueue<C> {
     /// (straight onto the target list for zero), with fresh attempt counts. Records that do not
     /// parse stay. Returns how many were replayed; concurrent replays never replay one twice.
     ///
+    /// Goes 500 records to a call (each call reads only the head of the dead-letter list), so a
+    /// long replay never holds Redis long; a failure part-way leaves the calls before it done.
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidDelay`] or a Redis error.
     pub async fn replay_dead_letters(&self, limit: usize, delay: Duration) -> Result<u64> {
         let delay = Delay::checked(delay)?;
-        let records = self
-            .own_list(self.keys().dead(), limit)
-            .await?
-            .into_iter()
-            .filter_map(|record| parse(&record).ok().map(|parts| (record, parts.value)))
-            .collect();
-        dead_replay::run(self.client(), self.spec(), delay, records).await
+        let mut left = if limit == 0 { usize::MAX } else { limit };
+        // Records that do not parse stay at the head, ahead of the next page.
+        let (mut kept_ahead, mut replayed) = (0, 0);
+        while left > 0 {
+            let page = left.min(dead_replay::RECORDS_PER_CALL);
+            let raw = self
+                .own_list_from(self.keys().dead(), kept_ahead, page)
+                .await?;
+            let read = raw.len();
+            let records: Vec<(Bytes, Bytes)> = raw
+                .into_iter()
+                .filter_map(|record| parse(&record).ok().map(|parts| (record, parts.value)))
+                .collect();
+            kept_ahead += read - records.len();
+            // Where they were, plus as many again for records that came in between.
+            let window = kept_ahead + 2 * records.len();
+            replayed +=
+                dead_replay::run(self.client(), self.spec(), delay, window, records).await?;
+            left = left.saturating_sub(read);
+            if read < page {
+                break;
+            }
+        }
+        Ok(replayed)
     }
 
     /// Deletes every dead letter; returns how many there were.

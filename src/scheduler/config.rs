@@ -18,16 +18,18 @@ use std::time::Duration;
 /// use std::time::Duration;
 ///
 /// let config = SchedulerConfig::default()
-///     .with_adaptive_batch(5_000, Duration::from_millis(5))
+///     .with_adaptive_batch(10_000, Duration::from_millis(5))
+///     .with_max_call_time(Duration::from_millis(15))
 ///     .with_sweep_interval(Duration::from_millis(500));
 /// assert_eq!(config.batch_size(), 100);
-/// assert_eq!(config.max_batch_size(), 5_000);
+/// assert_eq!(config.max_batch_size(), 10_000);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchedulerConfig {
     batch_size: usize,
     max_batch_size: usize,
     target_call_time: Duration,
+    max_call_time: Duration,
     index_threshold: usize,
     index_chunk: usize,
     scan_budget: usize,
@@ -43,8 +45,9 @@ impl Default for SchedulerConfig {
             batch_size: 100,
             max_batch_size: 100,
             target_call_time: Duration::from_millis(5),
+            max_call_time: Duration::from_millis(20),
             index_threshold: 1_000,
-            index_chunk: 2_000,
+            index_chunk: 50_000,
             scan_budget: 200_000,
             sweep_interval: Some(Duration::from_secs(1)),
             sweep_budget: 200,
@@ -55,8 +58,9 @@ impl Default for SchedulerConfig {
 }
 
 impl SchedulerConfig {
-    /// Sets the entries moved per script call (Redisson: 100), and the largest batch unless that
-    /// is larger.
+    /// Sets the entries a script call moves (Redisson: 100; the default), and the largest batch
+    /// unless that is larger. By default a call moves at most this many, exactly as Redisson's
+    /// scheduler does; [`with_adaptive_batch`](Self::with_adaptive_batch) lets calls grow.
     #[must_use]
     pub fn with_batch_size(mut self, batch_size: usize) -> Self {
         self.batch_size = batch_size;
@@ -64,9 +68,15 @@ impl SchedulerConfig {
         self
     }
 
-    /// Lets batches grow up to `max` while calls stay near `target_call_time`: after each call
-    /// the batch is scaled by the target over the call's time (by at most 2x either way; a call
-    /// that found fewer entries due than its batch never grows it).
+    /// Lets batches grow up to `max` (by default they do not: at most 100 entries a call, as in
+    /// Redisson) while calls stay near `target_call_time` (default 5 ms): after each call the batch is scaled by the target over the call's time (by
+    /// at most 2x either way, never below [`batch_size`](Self::batch_size); a call that found
+    /// fewer entries due than its batch never grows it).
+    ///
+    /// On a long order list with due entries all over it, a call also grows its own batch, up to
+    /// `max`, until moving them costs about as much as the one pass over the list that removes
+    /// them, which costs the same for one entry as for thousands (see
+    /// [`with_max_call_time`](Self::with_max_call_time)).
     #[must_use]
     pub fn with_adaptive_batch(mut self, max: usize, target_call_time: Duration) -> Self {
         self.max_batch_size = max;
@@ -82,7 +92,9 @@ impl SchedulerConfig {
         self
     }
 
-    /// Sets the most order-list entries added to the position index by one call.
+    /// Sets the most order-list entries added to the position index by one call (default
+    /// 50,000; a call also stops indexing after half its time, see
+    /// [`with_max_call_time`](Self::with_max_call_time)).
     #[must_use]
     pub fn with_index_chunk(mut self, chunk: usize) -> Self {
         self.index_chunk = chunk;
@@ -95,6 +107,17 @@ impl SchedulerConfig {
     #[must_use]
     pub fn with_scan_budget(mut self, elements: usize) -> Self {
         self.scan_budget = elements;
+        self
+    }
+
+    /// Sets the time budget of one transfer call (default 20 ms): a call takes no further entry
+    /// once the time it has spent plus the expected pass over the order list reaches it, so Redis
+    /// keeps answering other clients. A call always moves at least one due entry, and when the
+    /// pass alone takes more than half the budget (about 10 ns an element: a list of millions on
+    /// a slow machine) the call takes about twice the pass instead.
+    #[must_use]
+    pub fn with_max_call_time(mut self, budget: Duration) -> Self {
+        self.max_call_time = budget;
         self
     }
 
@@ -146,6 +169,11 @@ impl SchedulerConfig {
     /// How long one transfer call should hold Redis at most, for adaptive batches.
     pub fn target_call_time(&self) -> Duration {
         self.target_call_time
+    }
+
+    /// The time budget of one transfer call.
+    pub fn max_call_time(&self) -> Duration {
+        self.max_call_time
     }
 
     /// Order-list length from which the position index is used (0: never).
@@ -207,6 +235,8 @@ impl SchedulerConfig {
             index_threshold: self.index_threshold,
             index_chunk: self.index_chunk,
             scan_budget: self.scan_budget,
+            max_batch: self.max_batch_size.max(batch),
+            budget: self.max_call_time,
         }
     }
 
@@ -226,6 +256,11 @@ impl SchedulerConfig {
                 "max_concurrent_transfers and sweep_budget must be at least 1".into(),
             ));
         }
+        if self.max_call_time.is_zero() {
+            return Err(Error::InvalidConfig(
+                "max_call_time must be positive".into(),
+            ));
+        }
         if self.sweep_interval == Some(Duration::ZERO) {
             return Err(Error::InvalidConfig(
                 "sweep_interval must be positive (or None)".into(),
@@ -241,8 +276,13 @@ mod tests {
 
     #[test]
     fn batches_adapt_within_bounds() {
-        let fixed = SchedulerConfig::default();
+        let fixed = SchedulerConfig::default().with_adaptive_batch(100, Duration::from_millis(5));
         assert_eq!(fixed.next_batch(100, 100, Duration::ZERO), 100);
+        // By default a call moves at most 100, as Redisson's scheduler does.
+        let default = SchedulerConfig::default();
+        assert_eq!(default.max_batch_size(), 100);
+        assert_eq!(default.next_batch(100, 100, Duration::from_millis(1)), 100);
+        assert_eq!(default.next_batch(100, 100, Duration::from_millis(50)), 100);
         let adaptive =
             SchedulerConfig::default().with_adaptive_batch(1_000, Duration::from_millis(8));
         let next = |batch, taken, ms| adaptive.next_batch(batch, taken, Duration::from_millis(ms));
@@ -270,6 +310,10 @@ mod tests {
             .is_err());
         assert!(SchedulerConfig::default()
             .with_sweep_interval(Duration::ZERO)
+            .validate()
+            .is_err());
+        assert!(SchedulerConfig::default()
+            .with_max_call_time(Duration::ZERO)
             .validate()
             .is_err());
         assert!(SchedulerConfig::default()

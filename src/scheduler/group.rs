@@ -50,6 +50,10 @@ pub(super) struct GroupShared {
     counters: Mutex<HashMap<String, Arc<Counters>>>,
     /// The name of each queue a drain moved values of, for workers waiting on several queues.
     pub(super) moved: broadcast::Sender<Arc<str>>,
+    /// The pub/sub connection, for [`SchedulerGroup::is_subscribed`].
+    subscriber: Client,
+    /// The last re-subscribe failed.
+    resubscribe_failed: AtomicBool,
 }
 
 impl GroupShared {
@@ -59,6 +63,11 @@ impl GroupShared {
 
     pub(super) fn unregister(&self, name: &str) {
         self.counters().remove(name);
+    }
+
+    pub(super) fn set_subscribed(&self, subscribed: bool) {
+        self.resubscribe_failed
+            .store(!subscribed, Ordering::Release);
     }
 
     pub(super) fn set_finished(&self) {
@@ -111,6 +120,28 @@ impl Discovery {
     pub fn matching(mut self, pattern: impl Into<String>) -> Self {
         self.pattern = Some(pattern.into());
         self
+    }
+
+    /// The names of the queues a scan finds now (on every master of a Cluster), sorted: one
+    /// `SCAN` of the timeout zsets, the same as the group's rescans.
+    ///
+    /// # Errors
+    ///
+    /// The scan failed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn ex(client: fred::clients::Client) -> Result<(), delayq::Error> {
+    /// let names = delayq::Discovery::all().matching("orders:*").scan(&client).await?;
+    /// println!("{names:?}");
+    /// # Ok(()) }
+    /// ```
+    pub async fn scan(&self, client: &Client) -> Result<Vec<String>> {
+        let found = super::task::scan(client, self).await?;
+        let mut names: Vec<String> = found.iter().map(|k| k.target().to_owned()).collect();
+        names.sort();
+        Ok(names)
     }
 
     /// How often to scan for queues (new ones are found sooner by their channel's first
@@ -187,6 +218,8 @@ impl SchedulerGroup {
             finished: AtomicBool::new(false),
             counters: Mutex::default(),
             moved: broadcast::channel(MOVED_BACKLOG).0,
+            subscriber: subscriber.clone(),
+            resubscribe_failed: AtomicBool::new(false),
         });
         crate::redis::server::warn_if_evicting(&client, "transfer scheduler", "*").await;
         let task = match GroupTask::new(client, subscriber.clone(), config.clone(), shared.clone())
@@ -307,6 +340,15 @@ impl SchedulerGroup {
     /// Counters of the queue `name`.
     pub fn queue_stats(&self, name: &str) -> Option<SchedulerStats> {
         self.shared.counters().get(name).map(|c| c.snapshot())
+    }
+
+    /// True while the group's pub/sub connection is up and its channels are subscribed (after a
+    /// reconnect, once they are subscribed again). While false, due times are found only by
+    /// the safety sweep.
+    pub fn is_subscribed(&self) -> bool {
+        self.shared.subscriber.is_connected()
+            && !self.shared.resubscribe_failed.load(Ordering::Acquire)
+            && !self.is_finished()
     }
 
     /// True once the group's task has ended.

@@ -32,7 +32,7 @@ use crate::redis::script::QueueSpec;
 use crate::time::Clock;
 use crate::Result;
 use fred::clients::Client;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Counters of one queue's transfers.
@@ -42,6 +42,8 @@ pub(crate) struct Counters {
     moved: AtomicU64,
     quarantined: AtomicU64,
     errors: AtomicU64,
+    /// When a drain last succeeded (epoch ms; 0: never).
+    last_ok_ms: AtomicI64,
 }
 
 impl Counters {
@@ -51,6 +53,7 @@ impl Counters {
             moved: self.moved.load(Ordering::Relaxed),
             quarantined: self.quarantined.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
+            last_transfer_ms: Some(self.last_ok_ms.load(Ordering::Relaxed)).filter(|&ms| ms > 0),
         }
     }
 }
@@ -67,6 +70,9 @@ pub struct SchedulerStats {
     pub quarantined: u64,
     /// Failed transfers or subscriptions.
     pub errors: u64,
+    /// When a transfer last succeeded (epoch ms, this process's clock), moving values or not;
+    /// for several queues the latest.
+    pub last_transfer_ms: Option<i64>,
 }
 
 impl SchedulerStats {
@@ -76,6 +82,7 @@ impl SchedulerStats {
             moved: self.moved + other.moved,
             quarantined: self.quarantined + other.quarantined,
             errors: self.errors + other.errors,
+            last_transfer_ms: self.last_transfer_ms.max(other.last_transfer_ms),
         }
     }
 }

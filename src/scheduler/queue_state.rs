@@ -4,12 +4,14 @@
 use super::config::SchedulerConfig;
 use super::timer::now_us;
 use super::Counters;
+use crate::metrics::SchedulerMetrics;
 use crate::redis::ops::transfer::{self, TransferOutcome};
 use crate::redis::script::QueueSpec;
 use crate::retry::{Backoff, FailureLog, Retrying};
 use crate::time::now_ms;
 use crate::Result;
 use fred::clients::Client;
+use fred::interfaces::KeysInterface;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,12 +21,16 @@ use tokio_util::sync::CancellationToken;
 /// The first wait after a failed transfer (it doubles up to the config's `max_backoff`).
 const FIRST_RETRY_WAIT: Duration = Duration::from_millis(100);
 
+/// How often a paused queue's flag is read again.
+const PAUSED_RECHECK_MS: i64 = 1_000;
+
 /// The state of one queue.
 #[derive(Debug)]
 pub(super) struct QueueState {
     pub(super) spec: QueueSpec,
     pub(super) config: SchedulerConfig,
     pub(super) counters: Arc<Counters>,
+    metrics: SchedulerMetrics,
     /// Handles that asked for this queue (a group may be shared).
     pub(super) refs: usize,
     /// Found by discovery (and dropped by it when the queue vanishes), not added by hand.
@@ -71,6 +77,7 @@ impl QueueState {
         QueueState {
             batch: config.batch_size(),
             retrying: Retrying::new(Backoff::doubling(FIRST_RETRY_WAIT, config.max_backoff())),
+            metrics: SchedulerMetrics::new(spec.keys.target()),
             spec,
             config,
             counters: Arc::default(),
@@ -133,12 +140,15 @@ impl QueueState {
         self.running = true;
         self.rerun = false;
         self.last_check_us = now_us();
+        // The due time this drain was planned for, by the queue's clock (for the lateness).
+        let planned = self.next_due.filter(|&due| due > 0);
         drain(
             client.clone(),
             self.spec.clone(),
             self.config.clone(),
             self.batch,
             token.clone(),
+            (self.metrics.clone(), planned),
         )
     }
 
@@ -155,6 +165,7 @@ impl QueueState {
         self.count(&drained);
         match drained.result {
             Ok(head) => {
+                self.counters.last_ok_ms.store(now_ms(), Ordering::Relaxed);
                 self.next_due = head;
                 self.retrying.succeeded();
                 self.retry_at_us = None;
@@ -165,6 +176,7 @@ impl QueueState {
             }
             Err(err) => {
                 self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                self.metrics.error(&err);
                 let transient = err.is_transient();
                 let wait = match transient {
                     true => self.retrying.failed(),
@@ -226,25 +238,41 @@ async fn drain(
     config: SchedulerConfig,
     mut batch: usize,
     token: CancellationToken,
+    (metrics, mut planned): (SchedulerMetrics, Option<i64>),
 ) -> Drained {
     let started = Instant::now();
     let mut outcomes = Vec::new();
     let mut clock_ahead_ms = None;
-    let result = loop {
-        let call = Instant::now();
-        let outcome = match transfer::run(&client, &spec, config.limits(batch)).await {
-            Ok(outcome) => outcome,
-            Err(err) => break Err(err),
-        };
-        clock_ahead_ms = Some(outcome.now_ms.saturating_sub(now_ms()));
-        let taken = outcome.moved + outcome.quarantined;
-        batch = config.next_batch(batch, taken, call.elapsed());
-        outcomes.push(outcome);
-        match outcome.next_due_ms {
-            // A backlog: more is due already. Keep going unless asked to stop.
-            Some(due) if due <= outcome.now_ms && taken > 0 && !token.is_cancelled() => continue,
-            head => break Ok(head),
-        }
+    let result = match paused(&client, &spec, &metrics).await {
+        Ok(false) => loop {
+            let call = Instant::now();
+            let outcome = match transfer::run(&client, &spec, config.limits(batch)).await {
+                Ok(outcome) => outcome,
+                Err(err) => break Err(err),
+            };
+            metrics.transfer(
+                outcome.moved,
+                outcome.quarantined,
+                call.elapsed().as_secs_f64(),
+            );
+            if let Some(due) = planned.take().filter(|_| outcome.moved > 0) {
+                metrics.lateness(outcome.now_ms.saturating_sub(due).max(0) as f64 / 1000.0);
+            }
+            clock_ahead_ms = Some(outcome.now_ms.saturating_sub(now_ms()));
+            let taken = outcome.moved + outcome.quarantined;
+            batch = config.next_batch(batch, taken, call.elapsed());
+            outcomes.push(outcome);
+            match outcome.next_due_ms {
+                // A backlog: more is due already. Keep going unless asked to stop.
+                Some(due) if due <= outcome.now_ms && taken > 0 && !token.is_cancelled() => {
+                    continue
+                }
+                head => break Ok(head),
+            }
+        },
+        // Paused: look again in a second (one EXISTS a second while the flag is set).
+        Ok(true) => Ok(Some(now_ms() + PAUSED_RECHECK_MS)),
+        Err(err) => Err(err),
     };
     Drained {
         result,
@@ -253,4 +281,17 @@ async fn drain(
         outcomes,
         took: started.elapsed(),
     }
+}
+
+/// Whether the queue's pause flag (`delayq_paused:{NAME}`, set by `delayq ui`) is up.
+async fn paused(client: &Client, spec: &QueueSpec, metrics: &SchedulerMetrics) -> Result<bool> {
+    let key = spec.keys.paused();
+    let found: i64 = client
+        .exists(key.as_str())
+        .await
+        .map_err(|err| crate::Error::from_redis("EXISTS", &key, err))?;
+    if found > 0 {
+        metrics.paused();
+    }
+    Ok(found > 0)
 }

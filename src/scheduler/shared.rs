@@ -28,6 +28,11 @@ pub(crate) struct SchedulerLease {
 }
 
 impl SchedulerLease {
+    /// The group the queue is in.
+    pub(crate) fn group(&self) -> &SchedulerGroup {
+        &self.group
+    }
+
     /// Adds `queue` to `client`'s group, starting the group (with `config`'s sweep and
     /// concurrency settings) if none runs; the queue keeps its own `config`.
     pub(crate) async fn acquire(

@@ -424,11 +424,14 @@ impl GroupTask {
                 failed = Some(err);
             }
         }
+        if let Some(shared) = self.shared.upgrade() {
+            shared.set_subscribed(failed.is_none());
+        }
         match failed {
             Some(err) => {
                 tracing::warn!(error = %err, "re-subscribe failed; the sweep covers until it works")
             }
-            None => tracing::debug!(queues = self.queues.len(), "re-subscribed"),
+            None => crate::metrics::resubscribed(self.queues.len()),
         }
         self.all_due_now();
     }
@@ -563,7 +566,7 @@ async fn probe(
 }
 
 /// Every Redisson delayed queue the discovery takes: the timeout zsets, on every master.
-async fn scan(client: &Client, discovery: &Discovery) -> Result<Vec<QueueKeys>> {
+pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Vec<QueueKeys>> {
     let pattern = "redisson_delay_queue_timeout:*";
     let mut keys = match client.is_clustered() {
         true => client

@@ -3,11 +3,13 @@
 use super::sources::{take_backoff, Sources};
 use super::{Counters, HandlerError, Job, JobError, WorkerBuilder, WorkerStats};
 use crate::codec::Codec;
+use crate::metrics::{Settled, WorkerMetrics};
 use crate::queue::DelayedQueue;
 use crate::reliable::{Delivery, Receipt};
 use crate::retry::{FailureLog, RetryPolicy, Retrying};
 use crate::{Error, Result};
 use futures::FutureExt;
+use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicU64;
@@ -48,6 +50,9 @@ where
     let tracker = TaskTracker::new();
     let permits = Arc::new(Semaphore::new(builder.concurrency));
     let names: Vec<&str> = builder.queues.iter().map(DelayedQueue::name).collect();
+    // Each queue's metric handles, made once.
+    let metrics: HashMap<&str, WorkerMetrics> =
+        names.iter().map(|&n| (n, WorkerMetrics::new(n))).collect();
     let name = names.join(",");
     crate::redis::server::warn_if_evicting(builder.queues[0].client(), "worker", &name).await;
     tracing::info!(queue = %name, concurrency = builder.concurrency, "worker started");
@@ -74,10 +79,11 @@ where
         };
         Counters::bump(&counters.taken);
         let job = job.clone();
+        let metrics = metrics.get(&*queue).cloned().unwrap_or_default();
         let span = tracing::info_span!("job", queue = %queue, id = delivery.id(), attempt = delivery.attempt());
         tracker.spawn(tracing::Instrument::instrument(
             async move {
-                job.run(queue, delivery).await;
+                job.run(queue, delivery, metrics).await;
                 drop(permit);
             },
             span,
@@ -203,20 +209,30 @@ impl<F> Clone for JobCtx<F> {
 
 impl<F> JobCtx<F> {
     /// One job: check it may run, run the handler with heartbeats, settle the outcome.
-    async fn run<V, Fut, E>(&self, queue: Arc<str>, delivery: Delivery<V>)
+    async fn run<V, Fut, E>(&self, queue: Arc<str>, delivery: Delivery<V>, m: WorkerMetrics)
     where
         V: Send + 'static,
         F: Fn(Job<V>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
         E: HandlerError,
     {
+        m.started(delivery.attempt());
         let (job, mut receipt) = match self.prepare(queue, delivery) {
             Ok(ready) => ready,
-            Err((receipt, message)) => return self.settle_dead(receipt, &message).await,
+            Err((receipt, message)) => {
+                self.settle_dead(receipt, &message, &m).await;
+                return m.finished();
+            }
         };
         let attempt = receipt.attempt();
+        let started = std::time::Instant::now();
         let outcome = self.run_with_heartbeat(job, &mut receipt).await;
-        self.settle(receipt, attempt, outcome).await;
+        if !matches!(outcome, Outcome::Abandoned) {
+            let failed = matches!(outcome, Outcome::Failed(_));
+            m.handled(started.elapsed().as_secs_f64(), failed);
+        }
+        self.settle(receipt, attempt, outcome, &m).await;
+        m.finished();
     }
 
     /// The job for a delivery, or why its value goes to the dead letters without running: it
@@ -295,16 +311,18 @@ impl<F> JobCtx<F> {
     }
 
     /// Acks, retries, dead-letters or gives back, as the outcome says.
-    async fn settle(&self, receipt: Receipt, attempt: u32, outcome: Outcome) {
+    async fn settle(&self, receipt: Receipt, attempt: u32, outcome: Outcome, m: &WorkerMetrics) {
         let counters = &self.counters;
         match outcome {
             Outcome::Done => {
                 let acked = receipt.ack().await;
-                record(counters, &counters.acked, acked, "ack");
+                if record(counters, &counters.acked, acked, "ack") {
+                    m.settled(Settled::Acked);
+                }
             }
             Outcome::Failed(err) if err.permanent || self.retry.is_exhausted(attempt) => {
                 tracing::warn!(error = %err, "job failed for good; dead-lettering the value");
-                self.settle_dead(receipt, err.message()).await;
+                self.settle_dead(receipt, err.message(), m).await;
             }
             Outcome::Failed(err) => {
                 let delay = err
@@ -312,7 +330,9 @@ impl<F> JobCtx<F> {
                     .unwrap_or_else(|| self.retry.delay_for(attempt));
                 tracing::info!(error = %err, retry_in_ms = delay.as_millis() as u64, "job failed; retrying");
                 let retried = receipt.nack(delay).await;
-                record(counters, &counters.retried, retried, "retry");
+                if record(counters, &counters.retried, retried, "retry") {
+                    m.settled(Settled::Retried);
+                }
             }
             Outcome::Abandoned => {
                 let given = receipt.give_back().await;
@@ -321,17 +341,22 @@ impl<F> JobCtx<F> {
         }
     }
 
-    async fn settle_dead(&self, receipt: Receipt, message: &str) {
+    async fn settle_dead(&self, receipt: Receipt, message: &str, m: &WorkerMetrics) {
         let dead = receipt.dead_letter(message).await;
-        record(&self.counters, &self.counters.dead, dead, "dead-letter");
+        if record(&self.counters, &self.counters.dead, dead, "dead-letter") {
+            m.settled(Settled::Dead);
+        }
     }
 }
 
-/// Counts a settlement's result. A failed one leaves the value in flight: the reaper gives it
-/// back after its deadline, so nothing is lost.
-fn record(counters: &Counters, counter: &AtomicU64, result: Result<bool>, what: &str) {
+/// Counts a settlement's result; true when Redis took it. A failed one leaves the value in
+/// flight: the reaper gives it back after its deadline, so nothing is lost.
+fn record(counters: &Counters, counter: &AtomicU64, result: Result<bool>, what: &str) -> bool {
     match result {
-        Ok(true) => Counters::bump(counter),
+        Ok(true) => {
+            Counters::bump(counter);
+            return true;
+        }
         Ok(false) => {
             Counters::bump(&counters.lost);
             tracing::warn!(
@@ -344,6 +369,7 @@ fn record(counters: &Counters, counter: &AtomicU64, result: Result<bool>, what: 
             tracing::warn!(what, error = %err, "settling failed; the value returns after its visibility deadline");
         }
     }
+    false
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

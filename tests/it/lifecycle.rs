@@ -7,8 +7,8 @@ use delayq::codec::StringCodec;
 use delayq::{DelayedQueue, QueueKeys, SchedulerConfig};
 use std::time::Duration;
 
-/// A queue whose order list has a position index (any length uses it with threshold 1), a
-/// value in flight and a dead letter.
+/// A queue whose order list has a position index (any length uses it with threshold 1) and a
+/// value index, a value in flight and a dead letter.
 async fn busy_queue(client: &delayq::fred::clients::Client) -> DelayedQueue<StringCodec> {
     let queue = manual_queue(client, &unique_name("life")).await;
     // The due entry sits past the head window of a one-entry batch: the index gets built.
@@ -26,6 +26,7 @@ async fn busy_queue(client: &delayq::fred::clients::Client) -> DelayedQueue<Stri
         .with_batch_size(1)
         .with_index_threshold(1);
     assert_eq!(queue.transfer_due_with(&indexed).await.unwrap().moved, 1);
+    assert!(queue.contains("b").await.unwrap(), "builds the value index");
     let consumer = queue.reliable_consumer().await.unwrap();
     let delivery = consumer.try_take(1).await.unwrap().pop().unwrap();
     std::mem::forget(delivery);
@@ -52,6 +53,7 @@ fn ttl(redis: &TestRedis, key: &str) -> i64 {
 fn own_keys(keys: &QueueKeys) -> Vec<String> {
     [
         keys.index(),
+        keys.values(),
         keys.quarantine(),
         keys.inflight(),
         keys.inflight_data(),
@@ -73,6 +75,7 @@ async fn expire_covers_delayqs_own_keys() {
     let keys = queue.keys().clone();
     for key in [
         keys.index(),
+        keys.values(),
         keys.inflight(),
         keys.inflight_data(),
         keys.dead(),
@@ -93,7 +96,7 @@ async fn expire_covers_delayqs_own_keys() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_java_expire_reaches_the_index_and_an_emptied_queue_drops_it() {
+async fn a_java_expire_reaches_the_indexes_and_an_emptied_queue_drops_them() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
     let queue = busy_queue(&client).await;
@@ -102,8 +105,10 @@ async fn a_java_expire_reaches_the_index_and_an_emptied_queue_drops_it() {
     redis.cli(&["PEXPIRE", keys.timeout(), "100000"]);
     redis.cli(&["PEXPIRE", keys.order(), "100000"]);
     queue.transfer_due(10).await.unwrap();
-    let left = ttl(&redis, keys.index());
-    assert!(left > 90_000 && left <= 100_000, "index ttl {left}");
+    for key in [keys.index(), keys.values()] {
+        let left = ttl(&redis, key);
+        assert!(left > 90_000 && left <= 100_000, "{key}: ttl {left}");
+    }
 
     // A Java peer polls every pending entry (LPOP + ZREM): the index is stale, then gone at
     // delayq's next call.
@@ -118,8 +123,10 @@ async fn a_java_expire_reaches_the_index_and_an_emptied_queue_drops_it() {
     .await
     .unwrap();
     assert!(exists(&redis, keys.index()));
+    assert!(exists(&redis, keys.values()));
     queue.transfer_due(10).await.unwrap();
     assert!(!exists(&redis, keys.index()));
+    assert!(!exists(&redis, keys.values()));
 }
 
 #[tokio::test(flavor = "multi_thread")]

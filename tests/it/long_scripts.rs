@@ -1,6 +1,9 @@
-//! A script that runs long on a big queue reads everything it needs before its first write, so
-//! Redis can still stop it with `SCRIPT KILL` (a script that has written can only be stopped by
-//! `SHUTDOWN NOSAVE`; until it ends every other client, Java peers included, gets BUSY).
+//! On a big queue, delayq's calls stay short: the value-index operations (`remove`, `contains`,
+//! `reschedule`, `offer_unique`, `remove_all`, `cancel`) never make Redis answer BUSY, the first
+//! one included (which indexes the queue, a chunk a call). The one call that still reads the
+//! whole order list, `retain_all`, reads everything before its first write, so Redis can still
+//! stop it with `SCRIPT KILL` (a script that has written can only be stopped by `SHUTDOWN
+//! NOSAVE`; until it ends every other client, Java peers included, gets BUSY).
 
 use crate::common::queue::{connect, manual_queue};
 use crate::common::{unique_name, TestRedis};
@@ -51,57 +54,96 @@ fn kill_when_busy(redis: &TestRedis) -> String {
     redis.cli(&["SCRIPT", "KILL"])
 }
 
+/// The slow log's longest script call, in microseconds.
+fn longest_script_call_us(redis: &TestRedis) -> u64 {
+    let log = redis.cli(&["SLOWLOG", "GET", "100000"]);
+    // redis-cli prints each entry's fields one a line: id, time, duration, the command...
+    let lines: Vec<&str> = log.lines().collect();
+    let mut longest = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if line.eq_ignore_ascii_case("evalsha") || line.eq_ignore_ascii_case("eval") {
+            if let Some(us) = lines
+                .get(i.wrapping_sub(1))
+                .and_then(|l| l.parse::<u64>().ok())
+            {
+                longest = longest.max(us);
+            }
+        }
+    }
+    longest
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn long_scans_are_killable_and_change_nothing() {
+async fn index_backed_calls_never_make_redis_busy() {
+    let redis = TestRedis::start_with(&["--busy-reply-threshold", "100"]);
+    let client = connect(&redis.url()).await;
+    let name = unique_name("big");
+    let queue = manual_queue(&client, &name).await;
+    let keys = queue.keys().clone();
+    fill(&client, &keys, "target").await;
+    redis.cli(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    redis.cli(&["CONFIG", "SET", "slowlog-max-len", "100000"]);
+    redis.cli(&["SLOWLOG", "RESET"]);
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (stop, url) = (stop.clone(), redis.url());
+        let port = url
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .trim_end_matches('/')
+            .to_owned();
+        std::thread::spawn(move || {
+            let mut busy = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let out = crate::common::redis_cli(&["-p".to_owned(), port.clone()], &["PING"]);
+                if out.contains("BUSY") {
+                    busy += 1;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            busy
+        })
+    };
+    let minute = Duration::from_secs(60);
+    assert!(queue.contains("target").await.unwrap());
+    assert!(queue.reschedule("target", minute).await.unwrap());
+    assert!(queue.offer_unique("target", minute).await.unwrap());
+    assert!(!queue.offer_unique("fresh", minute).await.unwrap());
+    assert!(queue.remove("filler-100000").await.unwrap());
+    assert!(queue
+        .remove_all(&["filler-7".to_owned(), "filler-199999".to_owned()])
+        .await
+        .unwrap());
+    let handle = queue.offer_with_handle("handled", minute).await.unwrap();
+    assert!(queue.cancel(&handle).await.unwrap());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let busy = watcher.join().unwrap();
+    assert_eq!(busy, 0, "PING got BUSY {busy} times");
+    let longest = longest_script_call_us(&redis);
+    assert!(longest > 0, "the slow log holds no script call");
+    assert!(longest < 100_000, "a call held Redis {longest} us");
+    // offer_unique kept the first "target" and removed the second; 3 fillers left, "fresh" came.
+    assert_eq!(queue.size().await.unwrap(), ENTRIES as u64 - 1 - 3 + 1);
+    let card: u64 = client.zcard(keys.timeout()).await.unwrap();
+    assert_eq!(card, ENTRIES as u64 - 1 - 3 + 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_retain_all_is_killable_and_changes_nothing() {
     let redis = TestRedis::start_with(&["--busy-reply-threshold", "100"]);
     let client = connect(&redis.url()).await;
     let name = unique_name("long");
     let queue = manual_queue(&client, &name).await;
     let keys = queue.keys().clone();
     fill(&client, &keys, "target").await;
-    let first_entry = {
-        let v = "target";
-        let mut entry = vec![8u8];
-        entry.extend_from_slice(b"00000001");
-        entry.extend_from_slice(&(v.len() as u64).to_le_bytes());
-        entry.extend_from_slice(v.as_bytes());
-        entry
-    };
-    let score: Option<f64> = client
-        .zscore(keys.timeout(), first_entry.as_slice())
-        .await
-        .unwrap();
-
-    for op in ["reschedule", "remove_all", "offer_unique"] {
-        let q = queue.clone();
-        let call = tokio::spawn(async move {
-            let target = [String::from("target")];
-            match op {
-                "reschedule" => q
-                    .reschedule("target", Duration::from_secs(60))
-                    .await
-                    .map(drop),
-                "remove_all" => q.remove_all(&target).await.map(drop),
-                _ => q
-                    .offer_unique("target", Duration::from_secs(60))
-                    .await
-                    .map(drop),
-            }
-        });
-        let killed = tokio::task::block_in_place(|| kill_when_busy(&redis));
-        assert_eq!(
-            killed, "OK",
-            "{op}: the script had written before it was killed"
-        );
-        let result = call.await.unwrap();
-        assert!(result.is_err(), "{op}: a killed call must fail");
-        assert_eq!(queue.size().await.unwrap(), ENTRIES as u64, "{op}");
-        let card: u64 = client.zcard(keys.timeout()).await.unwrap();
-        assert_eq!(card, ENTRIES as u64, "{op}");
-        let now: Option<f64> = client
-            .zscore(keys.timeout(), first_entry.as_slice())
-            .await
-            .unwrap();
-        assert_eq!(now, score, "{op}: the first equal entry's due time changed");
-    }
+    let q = queue.clone();
+    let call = tokio::spawn(async move { q.retain_all(&["target".to_owned()]).await });
+    let killed = tokio::task::block_in_place(|| kill_when_busy(&redis));
+    assert_eq!(killed, "OK", "the script had written before it was killed");
+    assert!(call.await.unwrap().is_err(), "a killed call must fail");
+    assert_eq!(queue.size().await.unwrap(), ENTRIES as u64);
+    let card: u64 = client.zcard(keys.timeout()).await.unwrap();
+    assert_eq!(card, ENTRIES as u64);
 }

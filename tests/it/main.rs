@@ -34,6 +34,8 @@ mod groups;
 mod harness;
 mod lifecycle;
 mod long_scripts;
+#[cfg(feature = "cli")]
+mod observe;
 mod offer_keys;
 mod operations;
 #[cfg(feature = "cli")]
@@ -48,6 +50,7 @@ mod topologies;
 mod transfer;
 mod transfer_head;
 mod transfer_index;
+mod value_index;
 mod worker;
 #[cfg(feature = "cli")]
 mod worker_kill;

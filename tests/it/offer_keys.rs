@@ -126,7 +126,7 @@ async fn legacy_format_writes_dlc0_entries() {
 }
 
 #[tokio::test]
-async fn offer_all_writes_in_order_in_one_call() {
+async fn offer_all_writes_in_order_and_long_ones_in_bounded_calls() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
     let name = unique_name("offer-all");
@@ -155,6 +155,43 @@ async fn offer_all_writes_in_order_in_one_call() {
     // An empty batch is a no-op.
     queue.offer_all(&[]).await.unwrap();
     assert_eq!(queue.size().await.unwrap(), 3);
+
+    // A long one goes in calls of 1,000, by one "now": the due times keep the delays' order.
+    redis.cli(&["CONFIG", "RESETSTAT"]);
+    let many: Vec<(String, Duration)> = (0..2_500u64)
+        .map(|i| {
+            (
+                format!("m{i:04}"),
+                Duration::from_millis(10_000 + (i * 7) % 2_500),
+            )
+        })
+        .collect();
+    queue.offer_all(&many).await.unwrap();
+    assert_eq!(queue.size().await.unwrap(), 2_503);
+    let stats = redis.cli(&["INFO", "commandstats"]);
+    let line = stats
+        .lines()
+        .find(|l| l.starts_with("cmdstat_evalsha:"))
+        .unwrap_or_default();
+    assert!(line.starts_with("cmdstat_evalsha:calls=3,"), "{line}");
+    let all = crate::common::queue::zset(&client, queue.keys().timeout()).await;
+    let by_due: Vec<&[u8]> = all
+        .iter()
+        .skip(3)
+        .map(|(e, _)| split_current(e).1)
+        .collect();
+    let mut expected: Vec<(u64, String)> = (0..2_500u64)
+        .map(|i| ((i * 7) % 2_500, format!("m{i:04}")))
+        .collect();
+    expected.sort();
+    let expected: Vec<&[u8]> = expected.iter().map(|(_, v)| v.as_bytes()).collect();
+    assert_eq!(by_due, expected);
+    assert!(
+        all[3].1 >= all[2].1 + 7_000,
+        "the long batch comes after the short one"
+    );
+    let spread = all.last().unwrap().1 - all[3].1;
+    assert_eq!(spread, 2_499, "one now for every call");
 }
 
 #[tokio::test]

@@ -755,3 +755,64 @@ async fn trimmed_dead_letters_are_logged() {
     );
     consumer.close().await;
 }
+
+/// A dead-letter record as delayq writes it (`DQD1`, attempts, time, error length, error, value).
+fn record(value: &str) -> Vec<u8> {
+    let mut out = b"DQD1".to_vec();
+    out.extend_from_slice(&3u32.to_be_bytes());
+    out.extend_from_slice(&1_767_225_600_000i64.to_be_bytes());
+    out.extend_from_slice(&4u32.to_be_bytes());
+    out.extend_from_slice(b"boom");
+    out.extend_from_slice(value.as_bytes());
+    out
+}
+
+/// A replay of thousands of dead letters goes in calls of 500, each reading only the head of the
+/// list; records that do not parse stay, in place, and every other one is replayed once, in
+/// order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_replay_goes_in_bounded_calls() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = crate::common::queue::manual_queue(&client, &unique_name("replay")).await;
+    let dead = queue.keys().dead().to_owned();
+    for i in 0..1_234 {
+        let item: Vec<u8> = if i % 100 == 7 {
+            format!("garbage-{i}").into_bytes()
+        } else {
+            record(&format!("r{i:04}"))
+        };
+        client
+            .rpush::<i64, _, _>(dead.as_str(), item)
+            .await
+            .unwrap();
+    }
+    redis.cli(&["CONFIG", "RESETSTAT"]);
+    let replayed = queue.replay_dead_letters(0, Duration::ZERO).await.unwrap();
+    assert_eq!(replayed, 1_234 - 13);
+    let expected: Vec<String> = (0..1_234)
+        .filter(|i| i % 100 != 7)
+        .map(|i| format!("r{i:04}"))
+        .collect();
+    assert_eq!(target(&client, &queue).await, expected);
+    let left: Vec<String> = client.lrange(dead.as_str(), 0, -1).await.unwrap();
+    let garbage: Vec<String> = (0..1_234)
+        .filter(|i| i % 100 == 7)
+        .map(|i| format!("garbage-{i}"))
+        .collect();
+    assert_eq!(left, garbage);
+    // Three calls of the replay script (495, 495 and 231 records).
+    let stats = redis.cli(&["INFO", "commandstats"]);
+    let line = stats
+        .lines()
+        .find(|l| l.starts_with("cmdstat_evalsha:"))
+        .unwrap_or_default();
+    let field = |name: &str| -> u64 {
+        line.split([':', ','])
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    // The first call is refused once (NOSCRIPT: a fresh server), then sent again.
+    assert_eq!(field("calls") - field("failed_calls"), 3, "{line}");
+}

@@ -21,7 +21,9 @@ async fn a_backlog_of_more_than_100_is_drained_in_due_order() {
         let entry = pack(&rand::random::<[u8; 8]>(), format!("b{i:04}").as_bytes());
         push_raw_entry(&client, keys.timeout(), keys.order(), &entry, base - i).await;
     }
-    let handle = Scheduler::spawn(client.clone(), name.as_str(), SchedulerConfig::default())
+    // Batches of exactly 100, as Redisson's (the default grows them when calls are fast).
+    let fixed = SchedulerConfig::default().with_adaptive_batch(100, Duration::from_millis(5));
+    let handle = Scheduler::spawn(client.clone(), name.as_str(), fixed)
         .await
         .unwrap();
     assert!(

@@ -107,7 +107,9 @@ async fn scheduler_drains_a_backlog_of_1050_in_due_order() {
     let handle = Scheduler::spawn(
         client.clone(),
         name.as_str(),
-        SchedulerConfig::default().with_sweep_interval(None),
+        SchedulerConfig::default()
+            .with_adaptive_batch(100, Duration::from_millis(5))
+            .with_sweep_interval(None),
     )
     .await
     .unwrap();

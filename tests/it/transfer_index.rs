@@ -175,8 +175,79 @@ async fn index_follows_delayq_removals_and_polls() {
         .collect();
     assert_eq!(left, expected_left);
 
-    // clear() drops the index with the queue.
+    // clear() drops the indexes with the queue.
+    assert!(queue.contains("x00004").await.unwrap());
     assert!(queue.clear().await.unwrap());
-    let exists: u64 = client.exists(keys.index()).await.unwrap();
+    let exists: u64 = client
+        .exists(vec![keys.index(), keys.values()])
+        .await
+        .unwrap();
     assert_eq!(exists, 0);
+}
+
+/// On a long order list with due entries all over it, one call's single pass over the list
+/// removes its whole batch: the call grows its batch past the one asked for (up to the largest
+/// allowed) to amortise the pass, and the values still leave in due order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_list_grows_the_batch_to_amortise_the_pass() {
+    use delayq::SchedulerConfig;
+    let redis = common::TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let name = common::unique_name("grow");
+    let queue = crate::common::queue::manual_queue(&client, &name).await;
+    let keys = queue.keys().clone();
+    // 60,000 entries, all due, in random due order along the list.
+    let fill = r#"
+        local batch, scores = {}, {}
+        for i = 1, 60000 do
+            local v = string.format('g%05d', i)
+            local e = struct.pack('Bc0Lc0', 8, struct.pack('>I8', i), #v, v)
+            batch[#batch + 1] = e
+            scores[#scores + 1] = 1000000 + ((i * 7919) % 60000)
+            scores[#scores + 1] = e
+            if #batch == 500 then
+                redis.call('rpush', KEYS[2], unpack(batch))
+                redis.call('zadd', KEYS[1], unpack(scores))
+                batch, scores = {}, {}
+            end
+        end
+        return 1
+    "#;
+    let _: i64 = client
+        .eval(
+            fill,
+            vec![keys.timeout(), keys.order()],
+            Vec::<String>::new(),
+        )
+        .await
+        .unwrap();
+    let base = SchedulerConfig::default()
+        .with_batch_size(10)
+        .with_index_threshold(1_000);
+    let roomy = base
+        .clone()
+        .with_adaptive_batch(5_000, Duration::from_millis(5))
+        .with_max_call_time(Duration::from_millis(200));
+    let mut grown = 0;
+    for _ in 0..20 {
+        let outcome = queue.transfer_due_with(&roomy).await.unwrap();
+        assert!(outcome.moved <= 5_000);
+        grown = grown.max(outcome.moved);
+    }
+    assert!(grown > 10, "no call grew its batch of 10: at most {grown}");
+    // The largest batch caps the growth.
+    let capped = base.with_adaptive_batch(20, Duration::from_millis(5));
+    let outcome = queue.transfer_due_with(&capped).await.unwrap();
+    assert!((1..=20).contains(&outcome.moved), "moved {}", outcome.moved);
+    // Due order, and the keys in step.
+    let target: Vec<String> = client.lrange(keys.target(), 0, -1).await.unwrap();
+    let rank = |v: &String| (v[1..].parse::<u64>().unwrap() * 7919) % 60_000;
+    assert!(
+        target.windows(2).all(|w| rank(&w[0]) < rank(&w[1])),
+        "due order"
+    );
+    let left: u64 = client.llen(keys.order()).await.unwrap();
+    let card: u64 = client.zcard(keys.timeout()).await.unwrap();
+    assert_eq!(left, 60_000 - target.len() as u64);
+    assert_eq!(card, left);
 }

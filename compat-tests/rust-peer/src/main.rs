@@ -173,6 +173,37 @@ impl<K: Kind> Handle<K> {
                 q.offer_all(&items).await.map_err(err)?;
                 reply(vec![("count", json!(items.len()))])
             }
+            "offer_with_handle" => {
+                let v = self.value(args)?;
+                let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
+                let handle = q.offer_with_handle(v.borrow(), delay).await.map_err(err)?;
+                reply(vec![("handle", json!(handle.to_string()))])
+            }
+            "offer_unique" => {
+                let v = self.value(args)?;
+                let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
+                let replaced = q.offer_unique(v.borrow(), delay).await.map_err(err)?;
+                reply(vec![("result", json!(replaced))])
+            }
+            "reschedule" => {
+                let v = self.value(args)?;
+                let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
+                let found = q.reschedule(v.borrow(), delay).await.map_err(err)?;
+                reply(vec![("result", json!(found))])
+            }
+            "cancel" | "reschedule_by_id" => {
+                let text = field(args, "handle")?
+                    .as_str()
+                    .ok_or("field \"handle\" is not a string")?;
+                let handle: delayq::OfferHandle = text.parse().map_err(err)?;
+                let found = if op == "cancel" {
+                    q.cancel(&handle).await.map_err(err)?
+                } else {
+                    let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
+                    q.reschedule_by_id(&handle, delay).await.map_err(err)?
+                };
+                reply(vec![("result", json!(found))])
+            }
             "remove" => {
                 let found = q.remove(self.value(args)?.borrow()).await.map_err(err)?;
                 reply(vec![("result", json!(found))])

@@ -213,6 +213,10 @@ pub(crate) enum Command {
     /// Run transfer schedulers for the queues until SIGINT or SIGTERM (or, with --once, move
     /// what is due now and exit).
     Transfer(TransferArgs),
+    /// Serve a web dashboard of every delayed queue in the Redis (counts, due times, dead
+    /// letters, quarantine; replay, purge, pause with --allow-writes), with its JSON API under
+    /// /api and /metrics, /healthz beside it.
+    Ui(UiArgs),
     /// Print a completion script for SHELL (e.g. `delayq completions bash >
     /// /etc/bash_completion.d/delayq`).
     Completions {
@@ -244,6 +248,48 @@ pub(crate) struct TransferArgs {
     /// channel message).
     #[arg(long, value_parser = parse_duration, default_value = "30s", requires = "all")]
     pub(crate) rescan: Duration,
+    /// The most entries one script call may move. The default, 100, is Redisson's batch; a
+    /// larger N lets calls grow while they stay near 5 ms (and within 20 ms), which catches up
+    /// a backlog of millions much faster.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub(crate) max_batch: u32,
+    /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<std::net::SocketAddr>,
+}
+
+/// `delayq ui`'s options.
+#[derive(Debug, Args)]
+pub(crate) struct UiArgs {
+    /// Where to serve the page; a loopback address unless --allow-remote.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// Allow an address other than loopback (anyone who reaches it sees the queues' values).
+    #[arg(long)]
+    pub(crate) allow_remote: bool,
+    /// Allow replay, purge, pause and resume (each needs the token).
+    #[arg(long)]
+    pub(crate) allow_writes: bool,
+    /// A file whose first line is the token writes need; else DELAYQ_UI_TOKEN; else one is
+    /// made up and printed once to stderr.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) token_file: Option<std::path::PathBuf>,
+    /// Only queues whose name matches this glob (`*`, `?`).
+    #[arg(long = "match", value_name = "PATTERN")]
+    pub(crate) pattern: Option<String>,
+}
+
+impl TransferArgs {
+    /// The scheduler configuration these options ask for.
+    pub(crate) fn scheduler_config(&self) -> delayq::SchedulerConfig {
+        let config = delayq::SchedulerConfig::default();
+        let max = self.max_batch as usize;
+        if max <= config.batch_size() {
+            config.with_batch_size(max)
+        } else {
+            config.with_adaptive_batch(max, Duration::from_millis(5))
+        }
+    }
 }
 
 /// `delayq work`'s options.
@@ -272,6 +318,9 @@ pub(crate) struct WorkArgs {
     /// values given back.
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub(crate) grace: Duration,
+    /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<std::net::SocketAddr>,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     pub(crate) command: Vec<String>,

@@ -5,14 +5,19 @@
 //! - `commands/`: one file per command group (`queue.rs`: offer, reschedule, take, remove,
 //!   peek, stats, clear; `lists.rs`: dead letters and quarantine; `work.rs`; `transfer.rs`).
 //! - `text_codec.rs`: values as command-line text.
+//! - `serve.rs`: `/metrics` and `/healthz` for `transfer`, `work` and `ui` (`--listen`).
+//! - `ui/`: the dashboard's page (`index.html`, `app.js`, `style.css`, built in) and its JSON
+//!   API; `commands/ui.rs` starts it.
 
 mod cli;
 mod commands;
 mod connection;
 mod exit;
 mod progress;
+mod serve;
 mod show;
 mod text_codec;
+mod ui;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -21,9 +26,9 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     // Daemons say what they do (started, caught up, stopped); one-off commands only warn.
     let default_filter = match cli.command {
-        cli::Command::Transfer(cli::TransferArgs { once: false, .. }) | cli::Command::Work(_) => {
-            "warn,delayq=info"
-        }
+        cli::Command::Transfer(cli::TransferArgs { once: false, .. })
+        | cli::Command::Work(_)
+        | cli::Command::Ui(_) => "warn,delayq=info",
         _ => "warn",
     };
     tracing_subscriber::fmt()

@@ -16,6 +16,7 @@ script!(
         Channel,
         Quarantine,
         Index,
+        Values,
         Inflight,
         InflightData,
         Attempts,

@@ -4,6 +4,7 @@
 //! the same name under `lua/` is the other half; nothing else calls a script.
 
 pub(crate) mod ack;
+pub(crate) mod cancel;
 pub(crate) mod contains;
 pub(crate) mod dead;
 pub(crate) mod dead_replay;
@@ -32,6 +33,7 @@ use crate::redis::script::LuaScript;
 pub(crate) fn all() -> Vec<&'static LuaScript> {
     vec![
         &ack::ACK,
+        &cancel::CANCEL,
         &contains::CONTAINS,
         &dead::DEAD,
         &dead_replay::DEAD_REPLAY,

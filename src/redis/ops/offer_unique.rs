@@ -1,6 +1,8 @@
-//! `offer_unique.lua`: an offer that never adds a second equal entry.
+//! `offer_unique.lua`: an offer that never adds a second equal entry, found through the value
+//! index.
 
-use crate::redis::script::{script, QueueSpec};
+use crate::redis::reply;
+use crate::redis::script::{script, QueueSpec, VALUE_INDEX_CHUNK};
 use crate::time::Delay;
 use crate::Result;
 use fred::clients::Client;
@@ -9,7 +11,7 @@ use fred::prelude::Value;
 script!(
     OFFER_UNIQUE,
     "offer_unique.lua",
-    [Target, Timeout, Order, Channel, Index],
+    [Target, Timeout, Order, Channel, Index, Values],
     untouched[Target]
 );
 
@@ -21,11 +23,14 @@ pub(crate) async fn run(
     delay: Delay,
     value: Vec<u8>,
 ) -> Result<u64> {
-    OFFER_UNIQUE
+    let reply = OFFER_UNIQUE
         .call(queue)
         .arg(delay.ms())
         .arg(queue.format.random_id())
         .arg(Value::Bytes(value.into()))
-        .run(client)
-        .await
+        .arg(VALUE_INDEX_CHUNK as i64)
+        .run_indexed(client)
+        .await?;
+    let [found] = reply::fixed(Value::Array(reply), OFFER_UNIQUE.name())?;
+    reply::count(found, OFFER_UNIQUE.name())
 }

@@ -10,7 +10,7 @@ use fred::prelude::Value;
 script!(
     POLL,
     "poll.lua",
-    [Target, Timeout, Order, Channel, Quarantine, Index],
+    [Target, Timeout, Order, Channel, Quarantine, Index, Values],
     untouched[Target]
 );
 

@@ -18,6 +18,7 @@ script!(
         Channel,
         Quarantine,
         Index,
+        Values,
         Destination
     ],
     untouched[Target]

@@ -13,7 +13,7 @@ script!(
 );
 
 /// A snapshot of a queue's counters (one atomic script).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct QueueStats {
     /// Entries in the order list (Java `size()`).

@@ -9,7 +9,7 @@ use fred::prelude::Value;
 script!(
     TRANSFER,
     "transfer.lua",
-    [Target, Timeout, Order, Channel, Quarantine, Index]
+    [Target, Timeout, Order, Channel, Quarantine, Index, Values]
 );
 
 /// How much one transfer call may do.
@@ -23,6 +23,10 @@ pub(crate) struct TransferLimits {
     pub(crate) index_chunk: usize,
     /// Most list elements scanned for entries the index cannot place.
     pub(crate) scan_budget: usize,
+    /// Most entries moved when the batch grows to amortise the order-list pass.
+    pub(crate) max_batch: usize,
+    /// The call's time budget (see `lua/transfer.lua`, ARGV[9]).
+    pub(crate) budget: std::time::Duration,
 }
 
 /// What one transfer script call did.
@@ -65,6 +69,12 @@ pub(crate) async fn run(
         .arg(usize_arg(limits.index_chunk))
         .arg(marker)
         .arg(usize_arg(limits.scan_budget))
+        .arg(usize_arg(limits.max_batch.max(limits.batch)))
+        .arg(
+            i64::try_from(limits.budget.as_micros())
+                .unwrap_or(i64::MAX)
+                .max(1),
+        )
         .run(client)
         .await?;
     parse(reply)

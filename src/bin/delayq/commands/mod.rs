@@ -5,6 +5,7 @@ mod docs;
 mod lists;
 mod queue;
 mod transfer;
+mod ui;
 mod work;
 
 use crate::cli::{Cli, Command, Global, ValueArgs};
@@ -190,6 +191,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Dead { action } => done(lists::dead(&ctx, action).await),
         Command::Quarantine { action } => done(lists::quarantine(&ctx, action).await),
         Command::Transfer(args) => done(transfer::transfer(&ctx, &args).await),
+        Command::Ui(args) => done(ui::ui(ctx, args).await),
         Command::Completions { .. } | Command::Man => Ok(true),
     }
 }

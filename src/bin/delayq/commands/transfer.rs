@@ -7,14 +7,19 @@ use delayq::{Discovery, SchedulerConfig, SchedulerGroup, SchedulerStats};
 
 pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<()> {
     if args.once {
-        return transfer_once(ctx, &args.queues).await;
+        return transfer_once(ctx, &args.queues, &args.scheduler_config()).await;
+    }
+    if args.listen.is_some() {
+        // Before any queue is added: each makes its metric handles once, from the recorder.
+        crate::serve::recorder()?;
     }
     // One group for every queue: one pub/sub connection, one timer, one budgeted sweep.
-    let group = SchedulerGroup::spawn(ctx.client.clone(), SchedulerConfig::default()).await?;
+    let config = args.scheduler_config();
+    let group = SchedulerGroup::spawn(ctx.client.clone(), config.clone()).await?;
     let (format, clock) = (ctx.global.entry_format(), ctx.global.clock());
     for queue in &args.queues {
         group
-            .add_with(queue.as_str(), format, clock, SchedulerConfig::default())
+            .add_with(queue.as_str(), format, clock, config.clone())
             .await?;
     }
     if args.all {
@@ -39,7 +44,14 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
             args.queues.join(", ")
         );
     }
+    let server = match args.listen {
+        Some(listen) => Some(observe(ctx, listen, &group).await?),
+        None => None,
+    };
     wait_for_stop_signal().await?;
+    if let Some(server) = server {
+        server.shutdown().await;
+    }
     let names = group.names();
     let per_queue: Vec<(String, SchedulerStats)> = names
         .iter()
@@ -66,16 +78,40 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     Ok(())
 }
 
+/// Serves /metrics and /healthz for `group`, reading its queues' gauges.
+async fn observe(
+    ctx: &Ctx,
+    listen: std::net::SocketAddr,
+    group: &SchedulerGroup,
+) -> anyhow::Result<crate::serve::Server> {
+    let observed = crate::serve::Observed {
+        prometheus: crate::serve::recorder()?,
+        client: ctx.client.clone(),
+        group: Some(group.clone()),
+    };
+    let names = group.clone();
+    let gauges = crate::serve::Gauges {
+        ctx_client: ctx.client.clone(),
+        names: Box::new(move || names.names()),
+        codec: ctx.codec.clone(),
+        format: ctx.global.entry_format(),
+    };
+    let router = crate::serve::routes(observed);
+    crate::serve::Server::start(listen, router, &ctx.client, Some(gauges)).await
+}
+
 /// Moves everything due now in each queue; prints `NAME<TAB>moved<TAB>quarantined`.
-async fn transfer_once(ctx: &Ctx, queues: &[String]) -> anyhow::Result<()> {
+async fn transfer_once(
+    ctx: &Ctx,
+    queues: &[String],
+    config: &SchedulerConfig,
+) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     for name in queues {
         let queue = ctx.queue(name).await?;
         let (mut moved, mut quarantined) = (0, 0);
         loop {
-            let outcome = queue
-                .transfer_due(SchedulerConfig::default().batch_size())
-                .await?;
+            let outcome = queue.transfer_due_with(config).await?;
             moved += outcome.moved;
             quarantined += outcome.quarantined;
             if outcome.moved + outcome.quarantined == 0 {
@@ -92,7 +128,7 @@ async fn transfer_once(ctx: &Ctx, queues: &[String]) -> anyhow::Result<()> {
 }
 
 /// Waits for SIGINT (Ctrl-C) or SIGTERM.
-async fn wait_for_stop_signal() -> anyhow::Result<()> {
+pub(crate) async fn wait_for_stop_signal() -> anyhow::Result<()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

@@ -7,10 +7,18 @@ use delayq::{Job, ReliableConfig, RetryPolicy};
 pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
     // These queues run the transfer scheduler too (one group for all), so retries come back
     // on their own.
+    if args.listen.is_some() {
+        // Before any queue or worker starts: each makes its metric handles once.
+        crate::serve::recorder()?;
+    }
     let mut queues = Vec::with_capacity(args.queues.len());
     for name in &args.queues {
         queues.push(ctx.queue_builder(name).build().await?);
     }
+    let server = match args.listen {
+        Some(listen) => Some(observe(ctx, listen, &queues).await?),
+        None => None,
+    };
     let command = std::sync::Arc::new(args.command);
     eprintln!(
         "delayq: working on {} with {} at a time (Ctrl-C to stop)",
@@ -39,10 +47,36 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         "delayq: {} taken, {} acked, {} retried, {} dead, {} given back, {} errors",
         stats.taken, stats.acked, stats.retried, stats.dead, stats.given_back, stats.errors
     );
+    // The server holds the scheduler group: stop it first, so that destroy stops the group.
+    if let Some(server) = server {
+        server.shutdown().await;
+    }
     for queue in queues {
         queue.destroy().await?;
     }
     Ok(())
+}
+
+/// Serves /metrics and /healthz for the worker's queues and their scheduler group.
+async fn observe(
+    ctx: &Ctx,
+    listen: std::net::SocketAddr,
+    queues: &[delayq::DelayedQueue<crate::text_codec::TextCodec>],
+) -> anyhow::Result<crate::serve::Server> {
+    let observed = crate::serve::Observed {
+        prometheus: crate::serve::recorder()?,
+        client: ctx.client.clone(),
+        group: queues.first().and_then(|q| q.scheduler_group()),
+    };
+    let names: Vec<String> = queues.iter().map(|q| q.name().to_owned()).collect();
+    let gauges = crate::serve::Gauges {
+        ctx_client: ctx.client.clone(),
+        names: Box::new(move || names.clone()),
+        codec: ctx.codec.clone(),
+        format: ctx.global.entry_format(),
+    };
+    let router = crate::serve::routes(observed);
+    crate::serve::Server::start(listen, router, &ctx.client, Some(gauges)).await
 }
 
 /// Runs the worker's command for one value: exit 0 acknowledges it.

@@ -530,6 +530,12 @@ class CompatMatrixTest {
     // 7. delayq's reliable consumer on a queue Java peers use: a failed value goes back as a
     //    normal pending entry that Java sees, moves and takes; an acknowledged one leaves nothing.
 
+    @ParameterizedTest(name = "S8 value index under Java writers: {0}")
+    @MethodSource("codecs")
+    void s8ValueIndexUnderJavaWriters(Case c) throws Exception {
+        cell(c, 8, ValueIndexScenario::run);
+    }
+
     @ParameterizedTest(name = "S7 delayq reliable consumer with Java peers: {0}")
     @MethodSource("cases")
     void s7ReliableConsumerWithJavaPeers(Case c) throws Exception {

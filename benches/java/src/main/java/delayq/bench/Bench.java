@@ -40,7 +40,9 @@ public final class Bench {
     private Bench(String url) {
         Config config = new Config();
         config.setCodec(StringCodec.INSTANCE);
-        config.useSingleServer().setAddress(url);
+        // A long timeout: Redisson's remove/contains on a queue of a million entries holds Redis
+        // for seconds (the lookup phase measures exactly that), and a timed-out write is retried.
+        config.useSingleServer().setAddress(url).setTimeout(300_000);
         redisson = Redisson.create(config);
     }
 
@@ -105,6 +107,11 @@ public final class Bench {
                         Long.parseLong(a[4]), Long.parseLong(a[5]), Path.of(a[6]));
             case "drain":
                 return drain(a[1], Long.parseLong(a[2]), Integer.parseInt(a[3]));
+            case "offer_n":
+                return offerN(a[1], Long.parseLong(a[2]), Long.parseLong(a[3]), Integer.parseInt(a[4]),
+                        Long.parseLong(a[5]), Long.parseLong(a[6]));
+            case "lookup":
+                return lookup(a[1], a[2], Integer.parseInt(a[3]), Long.parseLong(a[4]), Long.parseLong(a[5]));
             default:
                 throw new IllegalArgumentException("unknown command " + a[0]);
         }
@@ -146,6 +153,76 @@ public final class Bench {
             throw new IllegalStateException("offer failed: " + failures.get(0), failures.get(0));
         }
         return "{\"ops\":" + seq.get() + ",\"secs\":" + secs + "}";
+    }
+
+    /**
+     * {@code concurrency} threads offer the values {@code from .. from + count - 1}, each with a
+     * random delay in [minMs, maxMs).
+     */
+    private String offerN(String name, long from, long count, int concurrency, long minMs, long maxMs)
+            throws Exception {
+        RDelayedQueue<String> dq = delayed(name);
+        AtomicLong next = new AtomicLong(from);
+        long start = System.nanoTime();
+        List<Thread> threads = new ArrayList<>();
+        List<Throwable> failures = new ArrayList<>();
+        for (int t = 0; t < concurrency; t++) {
+            Thread th = new Thread(() -> {
+                try {
+                    long i;
+                    while ((i = next.getAndIncrement()) < from + count) {
+                        long delay = ThreadLocalRandom.current().nextLong(minMs, maxMs);
+                        dq.offer(value(i), delay, TimeUnit.MILLISECONDS);
+                    }
+                } catch (Throwable e) {
+                    synchronized (failures) {
+                        failures.add(e);
+                    }
+                }
+            });
+            th.start();
+            threads.add(th);
+        }
+        for (Thread th : threads) {
+            th.join();
+        }
+        double secs = (System.nanoTime() - start) / 1e9;
+        dq.destroy();
+        if (!failures.isEmpty()) {
+            throw new IllegalStateException("offer failed: " + failures.get(0), failures.get(0));
+        }
+        return "{\"ops\":" + count + ",\"secs\":" + secs + "}";
+    }
+
+    /**
+     * {@code count} calls of Redisson's {@code contains(v)} or {@code remove(v)} on values drawn at
+     * random (seeded) from {@code 0 .. n - 1}, one after the other.
+     */
+    private String lookup(String name, String op, int count, long n, long seed) {
+        RDelayedQueue<String> dq = delayed(name);
+        java.util.Random random = new java.util.Random(seed);
+        long found = 0;
+        long start = System.nanoTime();
+        for (int k = 0; k < count; k++) {
+            String v = value(Math.floorMod(random.nextLong(), n));
+            boolean hit;
+            switch (op) {
+                case "contains":
+                    hit = dq.contains(v);
+                    break;
+                case "remove":
+                    hit = dq.remove(v);
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown lookup " + op);
+            }
+            if (hit) {
+                found++;
+            }
+        }
+        double secs = (System.nanoTime() - start) / 1e9;
+        dq.destroy();
+        return "{\"ops\":" + count + ",\"found\":" + found + ",\"secs\":" + secs + "}";
     }
 
     /**

@@ -1,0 +1,236 @@
+//! The dashboard: its page (built into the binary, nothing fetched from elsewhere) and the JSON
+//! API under `/api` that the page uses (documented in README, "Metrics, health and the
+//! dashboard").
+//!
+//! Reads: `GET /api/queues` (every queue's counters), `GET /api/queues/{name}` (one queue: the
+//! due times of the next hour, the head of the pending entries, dead letters, quarantine).
+//! Writes, only with `--allow-writes` and the token as `Authorization: Bearer TOKEN`:
+//! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}`.
+
+mod detail;
+
+use crate::commands::Ctx;
+use crate::text_codec::TextCodec;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use delayq::fred::interfaces::KeysInterface;
+use delayq::{DelayedQueue, Discovery, QueueKeys};
+use serde_json::json;
+use std::sync::Arc;
+
+const INDEX_HTML: &str = include_str!("index.html");
+const APP_JS: &str = include_str!("app.js");
+const STYLE_CSS: &str = include_str!("style.css");
+
+/// A queue whose head has been due this long is "stuck": a running scheduler (delayq's or
+/// Redisson's) moves due entries within milliseconds, so no transfer has run for that long.
+pub(crate) const STUCK_MS: i64 = 10_000;
+/// How long a request waits for Redis: the client queues commands while it reconnects, so
+/// without a bound a request would wait out the whole outage.
+const REDIS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How many queues the overview reads (one scan, then two short scripts each).
+const MAX_QUEUES: usize = 500;
+
+/// What every request of the dashboard shares.
+pub(crate) struct Ui {
+    pub(crate) ctx: Ctx,
+    /// The token writes need; `None`: read-only.
+    pub(crate) token: Option<String>,
+    pub(crate) pattern: Option<String>,
+}
+
+type Shared = Arc<Ui>;
+
+/// The page, its assets and the API.
+pub(crate) fn routes(ui: Ui) -> Router {
+    Router::new()
+        .route(
+            "/",
+            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
+        )
+        .route(
+            "/app.js",
+            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/style.css",
+            get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
+        )
+        .route("/api/queues", get(overview))
+        .route("/api/queues/{name}", get(detail::queue))
+        .route("/api/queues/{name}/{action}", post(write))
+        .with_state(Arc::new(ui))
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            // Nothing from elsewhere: scripts, styles and images come from this server only.
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'self'; img-src 'self' data:",
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// `work` bounded by [`REDIS_WAIT`]; past it, an error saying Redis did not answer.
+pub(crate) async fn bounded<T>(
+    work: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    match tokio::time::timeout(REDIS_WAIT, work).await {
+        Ok(result) => result,
+        Err(_) => anyhow::bail!("Redis did not answer within {} s", REDIS_WAIT.as_secs()),
+    }
+}
+
+/// An error as `{"error": "..."}` with its status.
+pub(crate) fn failure(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+impl Ui {
+    /// The queue `name`, read through the global options; no scheduler.
+    pub(crate) async fn queue(&self, name: &str) -> delayq::Result<DelayedQueue<TextCodec>> {
+        self.ctx.queue(name).await
+    }
+
+    /// Every queue's row of the overview.
+    async fn rows(&self) -> anyhow::Result<Vec<serde_json::Value>> {
+        let mut discovery = Discovery::all();
+        if let Some(pattern) = &self.pattern {
+            discovery = discovery.matching(pattern.as_str());
+        }
+        let names = discovery.scan(&self.ctx.client).await?;
+        let mut rows = Vec::with_capacity(names.len().min(MAX_QUEUES));
+        for name in names.iter().take(MAX_QUEUES) {
+            rows.push(self.row(name).await?);
+        }
+        Ok(rows)
+    }
+
+    /// One queue's counters, next due time, most overdue entry, pause flag and stuck state.
+    pub(crate) async fn row(&self, name: &str) -> anyhow::Result<serde_json::Value> {
+        let queue = self.queue(name).await?;
+        let stats = queue.stats().await?;
+        let reliable = queue.reliable_stats().await?;
+        let paused: i64 = self.ctx.client.exists(queue.keys().paused()).await?;
+        let now = delayq::time::now_ms();
+        let overdue_ms = stats.next_due_ms.map_or(0, |due| (now - due).max(0));
+        Ok(json!({
+            "name": name,
+            "pending": stats.pending,
+            "ready": stats.ready,
+            "in_flight": reliable.in_flight,
+            "dead": reliable.dead,
+            "quarantined": stats.quarantined,
+            "next_due_ms": stats.next_due_ms,
+            "overdue_ms": overdue_ms,
+            "paused": paused > 0,
+            "stuck": overdue_ms >= STUCK_MS,
+        }))
+    }
+}
+
+async fn overview(State(ui): State<Shared>) -> Response {
+    match bounded(ui.rows()).await {
+        Ok(rows) => Json(json!({
+            "now_ms": delayq::time::now_ms(),
+            "writes": ui.token.is_some(),
+            "codec": codec_name(&ui.ctx),
+            "stuck_after_ms": STUCK_MS,
+            "queues": rows,
+        }))
+        .into_response(),
+        Err(err) => failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),
+    }
+}
+
+fn codec_name(ctx: &Ctx) -> String {
+    clap::ValueEnum::to_possible_value(&ctx.global.codec)
+        .map_or_else(String::new, |v| v.get_name().to_owned())
+}
+
+/// Why a write is refused: read-only, or `headers` lack the token (compared in constant time).
+fn refusal(ui: &Ui, headers: &HeaderMap) -> Option<Response> {
+    let Some(token) = &ui.token else {
+        return Some(failure(
+            StatusCode::FORBIDDEN,
+            "read-only: start delayq ui with --allow-writes to change queues",
+        ));
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    let same = given.len() == token.len()
+        && given
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    match same {
+        true => None,
+        false => Some(failure(StatusCode::UNAUTHORIZED, "a valid token is needed")),
+    }
+}
+
+/// `POST /api/queues/{name}/{action}`: replay or purge dead letters, purge the quarantine,
+/// pause or resume delayq's schedulers for the queue.
+async fn write(
+    State(ui): State<Shared>,
+    Path((name, action)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(refused) = refusal(&ui, &headers) {
+        return refused;
+    }
+    match bounded(run_write(&ui, &name, &action)).await {
+        Ok(Some(body)) => {
+            tracing::info!(queue = %name, action, "dashboard write");
+            Json(body).into_response()
+        }
+        Ok(None) => failure(StatusCode::NOT_FOUND, format!("no action {action:?}")),
+        Err(err) => failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),
+    }
+}
+
+async fn run_write(ui: &Ui, name: &str, action: &str) -> anyhow::Result<Option<serde_json::Value>> {
+    let queue = ui.queue(name).await?;
+    let paused_key = QueueKeys::new(name).paused();
+    let client = &ui.ctx.client;
+    Ok(Some(match action {
+        "replay" => {
+            let mut replayed = 0;
+            loop {
+                let n = queue
+                    .replay_dead_letters(1_000, std::time::Duration::ZERO)
+                    .await?;
+                if n == 0 {
+                    break;
+                }
+                replayed += n;
+            }
+            json!({ "replayed": replayed })
+        }
+        "purge-dead" => json!({ "purged": queue.purge_dead_letters().await? }),
+        "purge-quarantine" => json!({ "purged": queue.purge_quarantine().await? }),
+        "pause" => {
+            let since = delayq::time::now_ms().to_string();
+            let () = client.set(paused_key, since, None, None, false).await?;
+            json!({ "paused": true })
+        }
+        "resume" => {
+            let _: i64 = client.del(paused_key).await?;
+            json!({ "paused": false })
+        }
+        _ => return Ok(None),
+    }))
+}

@@ -1,0 +1,331 @@
+//! `/metrics` and `/healthz` of `delayq transfer --listen` against a real redis-server: values
+//! moved are counted, the health goes 503 while Redis is down and 200 once it is back (with the
+//! reconnect and resubscribe counted), and the pause flag stops delayq's transfers.
+
+use crate::common::{unique_name, wait_until, TestCluster, TestRedis};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_delayq");
+
+/// A `delayq` child process, killed when dropped.
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on 127.0.0.1:`port`: (status, body).
+fn get(port: u16, path: &str) -> Result<(u16, String), String> {
+    request(port, "GET", path, "")
+}
+
+/// `method path` on 127.0.0.1:`port` with `headers` (each ending in CRLF): (status, body).
+fn request(port: u16, method: &str, path: &str, headers: &str) -> Result<(u16, String), String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n{headers}Connection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    stream
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    let status = text
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("no status in {text:?}"))?;
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    Ok((status, body.to_owned()))
+}
+
+/// The value of the sample `name` (with its labels, as rendered) in Prometheus text.
+fn sample(metrics: &str, name: &str) -> Option<f64> {
+    metrics.lines().find_map(|line| {
+        let (key, value) = line.rsplit_once(' ')?;
+        (key == name).then(|| value.parse().ok())?
+    })
+}
+
+fn delayq(url: &str, args: &[&str]) {
+    let out = Command::new(BIN)
+        .arg("--url")
+        .arg(url)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {out:?}");
+}
+
+fn metric_at_least(port: u16, name: &str, min: f64) -> f64 {
+    wait_until(&format!("{name} >= {min}"), Duration::from_secs(20), || {
+        let (_, body) = get(port, "/metrics")?;
+        match sample(&body, name) {
+            Some(v) if v >= min => Ok(v),
+            other => Err(format!("{other:?}")),
+        }
+    })
+}
+
+fn health_is(port: u16, want: u16, timeout: Duration) -> String {
+    wait_until(&format!("/healthz {want}"), timeout, || {
+        match get(port, "/healthz") {
+            Ok((status, body)) if status == want => Ok(body),
+            other => Err(format!("{other:?}")),
+        }
+    })
+}
+
+#[test]
+fn metrics_and_health_through_a_redis_restart() {
+    let mut redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let queue = unique_name("observe");
+    for value in ["a", "b", "c"] {
+        delayq(&url, &["offer", &queue, value, "--delay", "200ms"]);
+    }
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let _daemon = Daemon(
+        Command::new(BIN)
+            .args(["--url", &url, "transfer", &queue, "--listen", &listen])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let moved = format!("delayq_moved_total{{queue=\"{queue}\"}}");
+    assert_eq!(metric_at_least(port, &moved, 3.0), 3.0);
+    let body = health_is(port, 200, Duration::from_secs(10));
+    assert!(
+        body.contains("\"connected\":true") && body.contains("\"subscribed\":true"),
+        "{body}"
+    );
+    let ready = format!("delayq_ready{{queue=\"{queue}\"}}");
+    metric_at_least(port, &ready, 3.0);
+    let (_, text) = get(port, "/metrics").unwrap();
+    let lateness = format!("delayq_transfer_lateness_seconds_count{{queue=\"{queue}\"}}");
+    assert!(sample(&text, &lateness).unwrap() >= 1.0, "{text}");
+
+    // Redis goes away: the health says so within seconds; errors are counted.
+    redis.kill();
+    // The pub/sub connection may notice first (subscribed false); both follow within seconds.
+    wait_until("503, disconnected", Duration::from_secs(10), || {
+        match get(port, "/healthz") {
+            Ok((503, body)) if body.contains("\"connected\":false") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    metric_at_least(port, "delayq_connection_errors_total", 1.0);
+
+    // Back: connected and subscribed again, the reconnects counted, transfers work.
+    redis.restart();
+    let body = health_is(port, 200, Duration::from_secs(20));
+    assert!(body.contains("\"subscribed\":true"), "{body}");
+    metric_at_least(port, "delayq_reconnects_total", 1.0);
+    metric_at_least(port, "delayq_resubscribes_total", 1.0);
+    delayq(&url, &["offer", &queue, "d", "--delay", "100ms"]);
+    metric_at_least(port, &moved, 4.0);
+}
+
+#[test]
+fn a_paused_queue_is_left_alone_until_resumed() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let queue = unique_name("paused");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    redis.cli(&["SET", &format!("delayq_paused:{{{queue}}}"), "1"]);
+    delayq(&url, &["offer", &queue, "x", "--delay", "100ms"]);
+    let _daemon = Daemon(
+        Command::new(BIN)
+            .args(["--url", &url, "transfer", &queue, "--listen", &listen])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let skips = format!("delayq_paused_skips_total{{queue=\"{queue}\"}}");
+    metric_at_least(port, &skips, 2.0);
+    assert_eq!(redis.cli(&["LLEN", &queue]), "0", "moved while paused");
+    redis.cli(&["DEL", &format!("delayq_paused:{{{queue}}}")]);
+    wait_until("moved after resume", Duration::from_secs(5), || match redis
+        .cli(&["LLEN", &queue])
+        .as_str()
+    {
+        "1" => Ok(()),
+        other => Err(other.to_owned()),
+    });
+}
+
+#[test]
+fn worker_settlements_are_counted() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let (good, bad) = (unique_name("w-good"), unique_name("w-bad"));
+    delayq(&url, &["offer", &good, "ok", "--delay", "50ms"]);
+    delayq(&url, &["offer", &bad, "fails", "--delay", "50ms"]);
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let spawn = |queue: &str, port: Option<&str>, command: &str| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["--url", &url, "work", queue, "--max-attempts", "2"])
+            .args(["--retry-delay", "100ms"]);
+        if let Some(listen) = port {
+            cmd.args(["--listen", listen]);
+        }
+        let child = cmd
+            .args(["--", command])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Daemon(child)
+    };
+    let _bad = spawn(&bad, Some(&listen), "false");
+    let label = |name: &str| format!("{name}{{queue=\"{bad}\"}}");
+    // Two attempts, both failing: the second is a redelivery, then a dead letter.
+    assert_eq!(
+        metric_at_least(port, &label("delayq_taken_total"), 2.0),
+        2.0
+    );
+    assert_eq!(
+        metric_at_least(port, &label("delayq_dead_lettered_total"), 1.0),
+        1.0
+    );
+    let (_, text) = get(port, "/metrics").unwrap();
+    assert_eq!(
+        sample(&text, &label("delayq_nacked_total")),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, &label("delayq_retried_total")),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, &label("delayq_redelivered_total")),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, &label("delayq_acked_total")),
+        Some(0.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, &label("delayq_worker_in_flight")),
+        Some(0.0),
+        "{text}"
+    );
+    let handled = label("delayq_handler_duration_seconds_count");
+    assert_eq!(sample(&text, &handled), Some(2.0), "{text}");
+    metric_at_least(port, &label("delayq_dead"), 1.0);
+    health_is(port, 200, Duration::from_secs(5));
+
+    let good_port = free_port();
+    let good_listen = format!("127.0.0.1:{good_port}");
+    let _good = spawn(&good, Some(&good_listen), "true");
+    let acked = format!("delayq_acked_total{{queue=\"{good}\"}}");
+    assert_eq!(metric_at_least(good_port, &acked, 1.0), 1.0);
+}
+
+#[test]
+fn the_dashboard_refuses_writes_and_remote_binds() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    // Anything but loopback needs --allow-remote; nothing is bound.
+    let out = Command::new(BIN)
+        .args(["--url", &url, "ui", "--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--allow-remote"),
+        "{out:?}"
+    );
+
+    let queue = unique_name("ui");
+    delayq(&url, &["offer", &queue, "x", "--delay", "1h"]);
+    let port = free_port();
+    let _ui = Daemon(
+        Command::new(BIN)
+            .args([
+                "--url",
+                &url,
+                "ui",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let body = wait_until("the overview", Duration::from_secs(10), || {
+        match get(port, "/api/queues") {
+            Ok((200, body)) => Ok(body),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    assert!(
+        body.contains(&format!("\"name\":\"{queue}\",\"pending\":1")),
+        "{body}"
+    );
+    let pause = format!("/api/queues/{queue}/pause");
+    let (status, body) = request(port, "POST", &pause, "Authorization: Bearer x\r\n").unwrap();
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(
+        redis.cli(&["EXISTS", &format!("delayq_paused:{{{queue}}}")]),
+        "0"
+    );
+    let (status, _) = get(port, "/healthz").unwrap();
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn health_and_discovery_on_a_cluster() {
+    let cluster = TestCluster::start(3);
+    let url = cluster.url();
+    let names: Vec<String> = (0..6).map(|i| unique_name(&format!("c{i}"))).collect();
+    for name in &names {
+        delayq(&url, &["offer", name, "v", "--delay", "300ms"]);
+    }
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let _daemon = Daemon(
+        Command::new(BIN)
+            .args(["--url", &url, "transfer", "--all", "--listen", &listen])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    for name in &names {
+        metric_at_least(
+            port,
+            &format!("delayq_moved_total{{queue=\"{name}\"}}"),
+            1.0,
+        );
+    }
+    let body = health_is(port, 200, Duration::from_secs(10));
+    assert!(body.contains("\"subscribed\":true"), "{body}");
+}

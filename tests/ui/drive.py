@@ -1,0 +1,261 @@
+"""Drives `delayq ui` in headless Chromium through chromedriver's WebDriver HTTP API.
+
+Starts redis-server and chromedriver on free loopback ports, fills queues in known states,
+checks that the page shows Redis's numbers, that a write without the token is refused (401),
+and that replaying dead letters through the page changes the counts. Standard library only.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+DELAYQ = os.path.abspath(sys.argv[1])
+OUT = os.path.abspath(os.environ.get("UI_TEST_OUT", "target/ui-test"))
+TOKEN = "ui-test-token-0123456789abcdef"
+PROCS = []
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(args, **kw):
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+    PROCS.append(proc)
+    return proc
+
+
+def wait(what, check, timeout=15.0):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = check()
+            if last:
+                return last
+        except Exception as err:  # not up yet
+            last = err
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+
+
+def http(method, url, body=None, headers=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as res:
+            return res.status, json.loads(res.read() or b"null")
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"null")
+
+
+class Redis:
+    def __init__(self):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="delayq-ui-redis-")
+        start(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--dir", self.dir])
+        self.url = f"redis://127.0.0.1:{self.port}"
+        wait("redis", lambda: self.cli("PING") == "PONG")
+
+    def cli(self, *args):
+        out = subprocess.run(["redis-cli", "-p", str(self.port), *args],
+                             capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+
+def delayq(redis, *args):
+    subprocess.run([DELAYQ, "--url", redis.url, *args], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def fill(redis):
+    """pending: 3 later; ready: 2 on the list; dead: 2 dead letters; bad: 1 quarantined;
+    stuck: due and never transferred."""
+    delayq(redis, "offer", "ui:stuck", "nobody moves me", "--delay", "100ms")
+    for delay in ("10m", "20m", "40m"):
+        delayq(redis, "offer", "ui:pending", f"due in {delay}", "--delay", delay)
+    for value in ("r1", "r2"):
+        delayq(redis, "offer", "ui:ready", value, "--delay", "100ms")
+    delayq(redis, "offer", "ui:ready", "still pending", "--delay", "50m")
+    for value in ("d1", "d2"):
+        delayq(redis, "offer", "ui:dead", value, "--delay", "100ms")
+    delayq(redis, "offer", "ui:dead", "d-later", "--delay", "30m")
+    # A malformed entry (not Redisson's packing) beside a good one.
+    delayq(redis, "offer", "ui:bad", "good", "--delay", "45m")
+    redis.cli("ZADD", "redisson_delay_queue_timeout:{ui:bad}", "1", "\x01")
+    redis.cli("RPUSH", "redisson_delay_queue:{ui:bad}", "\x01")
+    time.sleep(0.3)
+    delayq(redis, "transfer", "--once", "ui:ready", "ui:bad")
+    # A worker whose command always fails, one attempt each: two dead letters.
+    worker = subprocess.Popen([DELAYQ, "--url", redis.url, "work", "ui:dead", "--max-attempts",
+                               "1", "--", "false"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait("2 dead letters", lambda: redis.cli("LLEN", "delayq_dead:{ui:dead}") == "2")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+
+
+def expected(redis, name):
+    q = "{" + name + "}"
+    return {
+        "pending": int(redis.cli("LLEN", f"redisson_delay_queue:{q}")),
+        "ready": int(redis.cli("LLEN", name)),
+        "in_flight": int(redis.cli("ZCARD", f"delayq_inflight:{q}")),
+        "dead": int(redis.cli("LLEN", f"delayq_dead:{q}")),
+        "quarantined": int(redis.cli("LLEN", f"delayq_quarantine:{q}")),
+    }
+
+
+class Browser:
+    def __init__(self):
+        port = free_port()
+        start(["chromedriver", f"--port={port}"])
+        self.base = f"http://127.0.0.1:{port}"
+        wait("chromedriver", lambda: http("GET", self.base + "/status")[1]["value"]["ready"])
+        caps = {"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1280,1000"],
+            }}}}
+        status, body = http("POST", self.base + "/session", caps)
+        assert status == 200, body
+        self.session = f"{self.base}/session/{body['value']['sessionId']}"
+
+    def cmd(self, method, path, body=None):
+        status, reply = http(method, self.session + path, body)
+        assert status == 200, (path, reply)
+        return reply["value"]
+
+    def js(self, script, *args):
+        return self.cmd("POST", "/execute/sync", {"script": script, "args": list(args)})
+
+    def screenshot(self, name):
+        import base64
+        path = os.path.join(OUT, name)
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(self.cmd("GET", "/screenshot")))
+        print(f"screenshot: {path}")
+
+    def close(self):
+        http("DELETE", self.session)
+
+
+SHOWN = """
+const rows = {};
+for (const tr of document.querySelectorAll('#queues tbody tr')) {
+  const n = (k) => Number(tr.querySelector('td.' + k).textContent);
+  rows[tr.dataset.queue] = {pending: n('pending'), ready: n('ready'), in_flight: n('in_flight'),
+    dead: n('dead'), quarantined: n('quarantined'), state: tr.querySelector('td.state').textContent};
+}
+return rows;
+"""
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    redis = Redis()
+    fill(redis)
+    port = free_port()
+    ui = f"http://127.0.0.1:{port}"
+    start([DELAYQ, "--url", redis.url, "ui", "--listen", f"127.0.0.1:{port}", "--allow-writes"],
+          env={**os.environ, "DELAYQ_UI_TOKEN": TOKEN})
+    wait("delayq ui", lambda: http("GET", ui + "/api/queues")[0] == 200)
+    names = ["ui:bad", "ui:dead", "ui:pending", "ui:ready", "ui:stuck"]
+    browser = Browser()
+    try:
+        browser.cmd("POST", "/url", {"url": ui + "/"})
+        shown = wait("five queues on the page", lambda: (lambda r: r if len(r) == 5 else None)(
+            browser.js(SHOWN)))
+        for name in names:
+            want = expected(redis, name)
+            got = {k: shown[name][k] for k in want}
+            assert got == want, f"{name}: page {got} != Redis {want}"
+            print(f"{name}: page shows {got} = Redis")
+        assert shown["ui:pending"]["pending"] == 3 and shown["ui:ready"]["ready"] == 2
+        assert shown["ui:dead"]["dead"] == 2 and shown["ui:bad"]["quarantined"] == 1
+        assert shown["ui:pending"]["state"] == "ok", shown
+        # Overdue for 10 s with no transfer: highlighted as stuck.
+        wait("stuck shown", lambda: browser.js(SHOWN)["ui:stuck"]["state"].startswith("STUCK"),
+             timeout=20)
+        assert browser.js("return document.querySelector('tr[data-queue=\"ui:stuck\"]')"
+                          ".classList.contains('stuck')")
+        # The queue's detail: the chart and the dead letters with their errors.
+        browser.js("document.querySelector('tr[data-queue=\"ui:dead\"]').click()")
+        wait("dead letters listed", lambda: browser.js(
+            "return document.querySelectorAll('#dead tbody tr').length") == 2)
+        errors = browser.js("return [...document.querySelectorAll('#dead tbody tr')]"
+                            ".map(r => r.cells[1].textContent)")
+        assert all("exited" in e for e in errors), errors
+        bars = browser.js("return document.querySelectorAll('#chart rect').length")
+        assert bars == 60, bars
+        browser.screenshot("dashboard.png")
+
+        # A write without the token: refused by the API and shown as refused on the page.
+        status, body = http("POST", ui + "/api/queues/ui:dead/replay")
+        assert status == 401, (status, body)
+        browser.js("document.querySelector('button[data-action=\"replay\"]').click()")
+        wait("refusal shown", lambda: "401" in browser.js(
+            "return document.querySelector('#status').textContent"))
+        assert redis.cli("LLEN", "delayq_dead:{ui:dead}") == "2"
+        browser.screenshot("refused.png")
+
+        # With the token: replay through the page; the counts change on the page and in Redis.
+        browser.js("document.querySelector('#token').value = arguments[0]", TOKEN)
+        browser.js("document.querySelector('button[data-action=\"replay\"]').click()")
+        wait("dead letters replayed", lambda: redis.cli("LLEN", "delayq_dead:{ui:dead}") == "0")
+        after = wait("page updated", lambda: (lambda r: r if r["ui:dead"]["dead"] == 0 else None)(
+            browser.js(SHOWN)))
+        want = expected(redis, "ui:dead")
+        got = {k: after["ui:dead"][k] for k in want}
+        assert got == want, f"after replay: page {got} != Redis {want}"
+        assert want["ready"] == 2, want  # replayed onto the target list
+        print(f"after replay: page shows {got} = Redis")
+        browser.screenshot("replayed.png")
+
+        # Pause and resume delayq's schedulers for the queue: the flag key, and the page says so.
+        paused_key = "delayq_paused:{ui:dead}"
+        browser.js("document.querySelector('button[data-action=\"pause\"]').click()")
+        wait("pause flag set", lambda: redis.cli("EXISTS", paused_key) == "1")
+        wait("paused shown", lambda: browser.js(SHOWN)["ui:dead"]["state"] == "paused")
+        browser.screenshot("paused.png")
+        browser.js("document.querySelector('button[data-action=\"resume\"]').click()")
+        wait("pause flag cleared", lambda: redis.cli("EXISTS", paused_key) == "0")
+        wait("ok shown", lambda: browser.js(SHOWN)["ui:dead"]["state"] == "ok")
+
+        # The API the page uses, with the token: purge the quarantine of ui:bad.
+        auth = {"Authorization": "Bearer " + TOKEN}
+        status, body = http("POST", ui + "/api/queues/ui:bad/purge-quarantine", headers=auth)
+        assert (status, body) == (200, {"purged": 1}), (status, body)
+        assert redis.cli("LLEN", "delayq_quarantine:{ui:bad}") == "0"
+        wait("quarantine 0 shown", lambda: browser.js(SHOWN)["ui:bad"]["quarantined"] == 0)
+        status, body = http("POST", ui + "/api/queues/ui:bad/frobnicate", headers=auth)
+        assert status == 404, (status, body)
+    finally:
+        browser.close()
+    print("ui browser test passed")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        for proc in reversed(PROCS):
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
