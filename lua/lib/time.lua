@@ -5,6 +5,10 @@
 -- delayq_now(arg): that time in epoch ms, as a number.
 -- delayq_ms(n): a whole number of ms as decimal ASCII, never in exponent notation (a score, a
 -- channel message).
+-- delayq_clock_us(): a clock in microseconds for a call's time budget (only differences mean
+-- anything): os.clock, the server's CPU time, where the scripting engine has it (Valkey, where
+-- TIME returns the same value for a script's whole run, so a budget read from it never ends);
+-- else TIME (Redis, which has no os library and whose TIME moves during a script).
 local function delayq_now(arg)
     if arg == 'server' then
         local t = redis.call('time')
@@ -15,4 +19,15 @@ end
 
 local function delayq_ms(n)
     return string.format('%.0f', n)
+end
+
+local delayq_os = rawget(_G, 'os')
+local delayq_cpu_clock = delayq_os and rawget(delayq_os, 'clock')
+
+local function delayq_clock_us()
+    if delayq_cpu_clock then
+        return delayq_cpu_clock() * 1000000
+    end
+    local t = redis.call('time')
+    return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end

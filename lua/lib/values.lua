@@ -335,11 +335,6 @@ local function delayq_values_sweep(vx, count)
     end
 end
 
-local function delayq_values_clock()
-    local t = redis.call('time')
-    return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
 -- Where the indexed entries still listed end (the first unindexed position), or nil when the index
 -- cannot be trusted and must be rebuilt.
 local function delayq_values_boundary(vx, n)
@@ -366,7 +361,7 @@ local function delayq_values_boundary(vx, n)
 end
 
 local function delayq_values_sync(vx, budget)
-    local started = delayq_values_clock()
+    local started = delayq_clock_us()
     local n = redis.call('llen', vx.order)
     if n == 0 then
         redis.call('unlink', vx.key)
@@ -394,7 +389,7 @@ local function delayq_values_sync(vx, budget)
         local entries = redis.call('lrange', vx.order, first, last)
         delayq_values_index(vx, entries)
         indexed = indexed + #entries
-        if delayq_values_clock() - started >= DELAYQ_VALUES_CALL_US then
+        if delayq_clock_us() - started >= DELAYQ_VALUES_CALL_US then
             break
         end
     end

@@ -73,6 +73,41 @@ fn longest_script_call_us(redis: &TestRedis) -> u64 {
     longest
 }
 
+/// The script calls (EVALSHA/EVAL) in the slow log.
+fn script_calls(redis: &TestRedis) -> usize {
+    let log = redis.cli(&["SLOWLOG", "GET", "100000"]);
+    log.lines()
+        .filter(|l| l.eq_ignore_ascii_case("evalsha") || l.eq_ignore_ascii_case("eval"))
+        .count()
+}
+
+/// Building the value index of a long queue is cut into calls by their time budget (3 ms of
+/// the server's time each), not only by the entries a call may index (5,000): on Valkey, whose
+/// `TIME` stands still for a script's whole run, the budget read from `TIME` never ended, and
+/// every call indexed its 5,000 entries (80 to 116 ms a call, BUSY for a PING beside it).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_time_budget_ends_index_building_calls() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("budget");
+    let queue = manual_queue(&client, &name).await;
+    let keys = queue.keys().clone();
+    fill(&client, &keys, "target").await;
+    redis.cli(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    redis.cli(&["CONFIG", "SET", "slowlog-max-len", "100000"]);
+    redis.cli(&["SLOWLOG", "RESET"]);
+    assert!(queue.contains("target").await.unwrap());
+    let calls = script_calls(&redis);
+    // By the entry cap alone: 200,000 / 5,000 = 40 calls. Indexing 5,000 entries takes far
+    // longer than 3 ms on any server this runs on, so the budget makes many more.
+    assert!(
+        calls > 2 * ENTRIES as usize / 5_000,
+        "{calls} calls indexed {ENTRIES} entries: the time budget did not end them"
+    );
+    let longest = longest_script_call_us(&redis);
+    assert!(longest < 100_000, "a call held Redis {longest} us");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn index_backed_calls_never_make_redis_busy() {
     let redis = TestRedis::start_with(&["--busy-reply-threshold", "100"]);
