@@ -482,3 +482,40 @@ async fn transfer_all_moves_every_matching_queue() {
         "the pattern leaves it"
     );
 }
+
+/// `delayq transfer --once` moves at most 100 entries a call by default, as Redisson's
+/// scheduler does; `--max-batch N` lets calls grow up to N while they stay short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfer_moves_100_a_call_unless_max_batch_says_more() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let url = redis.url();
+    let mut calls_for = Vec::new();
+    for extra in [&[][..], &["--max-batch", "5000"][..]] {
+        let name = unique_name("max-batch");
+        let queue = manual_queue(&client, &name).await;
+        let items: Vec<(String, Duration)> = (0..2_000)
+            .map(|i| (format!("v{i:04}"), Duration::ZERO))
+            .collect();
+        queue.offer_all(&items).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let before = evalsha_calls(&redis);
+        let mut args = vec!["transfer", "--once", name.as_str()];
+        args.extend_from_slice(extra);
+        let out = delayq(&url, &args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout).trim(), format!("{name}\t2000\t0"));
+        calls_for.push(evalsha_calls(&redis) - before);
+        assert_eq!(list_str(&client, &name).await.len(), 2_000);
+    }
+    let (default_calls, roomy_calls) = (calls_for[0], calls_for[1]);
+    // 2,000 due: 20 calls of 100 and the empty one that ends --once.
+    assert!(
+        default_calls >= 21,
+        "default: {default_calls} calls for 2,000"
+    );
+    assert!(
+        roomy_calls < default_calls,
+        "--max-batch 5000: {roomy_calls} calls, default {default_calls}"
+    );
+}
