@@ -134,11 +134,14 @@ async fn offer_unique_replaces_instead_of_adding() {
 async fn reschedule_racing_the_scheduler_loses_and_duplicates_nothing() {
     let (_redis, client, queue) = setup("race", true).await;
     let n = 300;
-    // Due 1 ms apart over the next ~320 ms while the scheduler runs; each is pushed back by an
+    // Due 3 ms apart over the next ~1 s while the scheduler runs; each is pushed back by an
     // hour a few ms before or after it falls due, so both sides win some. Every value must end
     // up in exactly one place: pending (reschedule won) or on the target list (the scheduler
-    // won), matching what reschedule answered.
-    let items: Vec<(String, u64)> = (0..n).map(|i| (format!("o{i}"), 20 + i as u64)).collect();
+    // won), matching what reschedule answered. (1 ms apart, one reschedule a ms, the loop fell
+    // behind on a loaded machine and the scheduler won every race.)
+    let items: Vec<(String, u64)> = (0..n)
+        .map(|i| (format!("o{i}"), 100 + 3 * i as u64))
+        .collect();
     let offers: Vec<(String, Duration)> = items
         .iter()
         .map(|(v, ms)| (v.clone(), Duration::from_millis(*ms)))
@@ -157,7 +160,7 @@ async fn reschedule_racing_the_scheduler_loses_and_duplicates_nothing() {
             .unwrap();
         answers.insert(value.clone(), won);
     }
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let ready: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
     let pending = due_times(&queue).await;
     let mut on_target: HashMap<&str, usize> = HashMap::new();
