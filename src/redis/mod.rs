@@ -63,7 +63,7 @@ pub async fn connect(url: &str) -> Result<Client> {
 ///   after a command was sent and before its reply came, the call fails (the command may or may
 ///   not have run) rather than being sent again, which for an offer could deliver the value
 ///   twice. Retrying such an offer is the caller's choice (at least once); acks, nacks and dead
-///   letters may be retried safely.
+///   letters are safe to send twice, and delayq sends them again itself.
 /// - With a Cluster, the client does not follow `MOVED`/`ASK` redirections itself
 ///   (`max_redirections = 0`; fred 10.1's `ASK` handling could wedge a busy client during a slot
 ///   migration); it refreshes its slot map on `MOVED`, and delayq's own calls are sent again after

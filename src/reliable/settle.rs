@@ -24,21 +24,27 @@ pub(super) struct SettleCtx {
 impl SettleCtx {
     /// The work on delivery `id` is done.
     pub(super) async fn ack(&self, id: &str) -> Result<bool> {
-        ack::run(&self.client, &self.queue, id).await
+        resend_on_drop("ack", || ack::run(&self.client, &self.queue, id)).await
     }
 
     /// Gives delivery `id` back: after `delay`, or at once; `unprocessed` uncounts the attempt
     /// and puts the value at the head of the target list.
     pub(super) async fn nack(&self, id: &str, delay: Duration, unprocessed: bool) -> Result<bool> {
         let delay = Delay::checked(delay)?;
-        nack::run(&self.client, &self.queue, id, delay, unprocessed).await
+        resend_on_drop("nack", || {
+            nack::run(&self.client, &self.queue, id, delay, unprocessed)
+        })
+        .await
     }
 
     /// Dead-letters delivery `id` after `attempts` with `error`.
     pub(super) async fn dead(&self, id: &str, attempts: u32, error: &str) -> Result<bool> {
         let header = dead::header(attempts, now_ms(), error);
         let limit = self.config.dead_letter_limit();
-        let (done, trimmed) = dead_op::run(&self.client, &self.queue, id, header, limit).await?;
+        let (done, trimmed) = resend_on_drop("dead letter", || {
+            dead_op::run(&self.client, &self.queue, id, header.clone(), limit)
+        })
+        .await?;
         if trimmed > 0 {
             tracing::warn!(
                 queue = self.queue.keys.target(),
@@ -54,5 +60,33 @@ impl SettleCtx {
     /// Pushes delivery `id`'s deadline to `visibility` from now.
     pub(super) async fn extend(&self, id: &str, visibility: Duration) -> Result<Option<i64>> {
         extend::run(&self.client, &self.queue, id, Delay::span(visibility)?).await
+    }
+}
+
+/// How often a settle call is sent again after its connection dropped, and the first wait.
+const RESENDS: u32 = 4;
+const FIRST_RESEND_WAIT: Duration = Duration::from_millis(100);
+
+/// Runs a settle call, sending it again (after 100, 200, 400, 800 ms) while it fails because
+/// the connection dropped: the call may or may not have run, and settling twice is safe (the
+/// second run finds the first one in `delayq_settled:{NAME}` and reports its success), so the
+/// caller gets the real outcome instead of an error that leaves it unknown.
+async fn resend_on_drop<T, F, Fut>(what: &'static str, mut call: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut wait = FIRST_RESEND_WAIT;
+    let mut resends = 0;
+    loop {
+        match call().await {
+            Err(err) if err.is_connection_error() && resends < RESENDS => {
+                resends += 1;
+                tracing::debug!(call = what, error = %err, retry_in_ms = wait.as_millis() as u64, "connection dropped while settling; sending again");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+            }
+            other => return other,
+        }
     }
 }

@@ -816,3 +816,42 @@ async fn a_long_replay_goes_in_bounded_calls() {
     // The first call is refused once (NOSCRIPT: a fresh server), then sent again.
     assert_eq!(field("calls") - field("failed_calls"), 3, "{line}");
 }
+
+/// An ack whose connection drops before its reply comes is sent again once the client has
+/// reconnected (settling twice is safe: the second call finds the first one's record), so the
+/// caller learns the ack's real outcome instead of an error that leaves it unknown, and the
+/// value is not handed out again. Here the ack waits behind a `CLIENT PAUSE` when its
+/// connection is killed, so the first send never ran.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ack_cut_off_by_a_dropped_connection_is_sent_again() {
+    let (redis, client, queue) = setup("rel-resend").await;
+    queue.offer("v", Duration::ZERO).await.unwrap();
+    let consumer = queue.reliable_consumer_with(fast(5_000)).await.unwrap();
+    let delivery = consumer
+        .take_timeout(Duration::from_secs(3))
+        .await
+        .unwrap()
+        .unwrap();
+    let id = delivery.id().to_owned();
+    redis.cli(&["CLIENT", "PAUSE", "800", "WRITE"]);
+    let ack = tokio::spawn(delivery.ack());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    redis.cli(&["CLIENT", "KILL", "TYPE", "normal"]);
+    let acked = tokio::time::timeout(Duration::from_secs(10), ack)
+        .await
+        .expect("the ack returns")
+        .unwrap();
+    assert!(matches!(acked, Ok(true)), "ack: {acked:?}");
+    let keys = queue.keys();
+    let in_flight: Option<f64> = client.zscore(keys.inflight(), id.as_str()).await.unwrap();
+    assert_eq!(in_flight, None, "acked, so no longer in flight");
+    assert!(target(&client, &queue).await.is_empty());
+    assert!(
+        consumer
+            .take_timeout(Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none(),
+        "the acked value came back"
+    );
+}
