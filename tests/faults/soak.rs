@@ -23,6 +23,7 @@ use delayq::codec::StringCodec;
 use delayq::time::now_ms;
 use delayq::{DelayedQueue, ReliableConfig};
 use fred::clients::Client;
+use fred::interfaces::ClientLike as _;
 use fred::interfaces::{ListInterface, LuaInterface, SortedSetsInterface};
 use fred::types::lists::LMoveDirection;
 use rand::Rng;
@@ -223,7 +224,10 @@ async fn work_main(opts: Opts) -> AnyResult<bool> {
                     .value()
                     .cloned()
                     .unwrap_or_else(|| format!("<undecodable:{}>", delivery.raw().len()));
-                write(&log, format!("T {value} {}\n", delivery.attempt()));
+                write(
+                    &log,
+                    format!("T {value} {} {}\n", delivery.attempt(), delivery.id()),
+                );
                 tokio::time::sleep(job).await;
                 match delivery.ack().await {
                     Ok(true) => write(&log, format!("A {value}\n")),
@@ -1001,6 +1005,7 @@ async fn part_soak(env: &Env, long: bool, report: &mut String) -> AnyResult<bool
     // time, so that every "CLIENT KILL blocked" finds one; at least once, so checked apart.
     let side = "soak-side";
     let (mut side_worker, side_log) = env.worker(&url, side, "side", 20)?;
+    let side_settles = SettledWatch::start(&url, side).await?;
     let (side_offerer, side_file) =
         env.offerer(&url, side, "side", plan.values / 50, plan.offer_time, 1_000)?;
     offerers.push(side_offerer);
@@ -1083,7 +1088,11 @@ async fn part_soak(env: &Env, long: bool, report: &mut String) -> AnyResult<bool
     let drained = wait_drained(&url, queue, Duration::from_secs(120)).await?;
     let side_settled = wait_settled(&url, side, Duration::from_secs(60)).await?;
     side_worker.kill9();
-    let side_report = side_check(&read_offers(&[side_file])?, &side_log);
+    let side_report = side_check(
+        &read_offers(&[side_file])?,
+        &side_log,
+        &side_settles.stop().await,
+    );
     let record_key = checker.record_key.clone();
     let arrivals = checker.finish().await;
     for s in &mut schedulers {
@@ -1122,11 +1131,13 @@ async fn part_soak(env: &Env, long: bool, report: &mut String) -> AnyResult<bool
         report,
         "Side queue `{side}` (at least once, through delayq's reliable consumer, one process \
          blocked in `BLMOVE` between values): {} values offered, {} with success, {} of those \
-         acknowledged, **{} never acknowledged**, {} delivered more than once (redeliveries \
-         after killed connections and restarts are allowed here).\n",
+         acknowledged ({} of them by an ack whose reply was lost, found in Redis's settled \
+         record), **{} never acknowledged**, {} delivered more than once (redeliveries after \
+         killed connections and restarts are allowed here).\n",
         side_report.offered,
         side_report.ok,
-        side_report.ok_acked,
+        side_report.ok_acked + side_report.acked_unlogged,
+        side_report.acked_unlogged,
         side_report.never_acked,
         side_report.redelivered
     );
@@ -1166,18 +1177,25 @@ struct SideReport {
     offered: usize,
     ok: usize,
     ok_acked: usize,
+    /// Not acked in the log, but a delivery of theirs is in Redis's settled record: the ack ran
+    /// and its reply was lost (a crash, a dropped connection).
+    acked_unlogged: usize,
     never_acked: usize,
     redelivered: usize,
 }
 
-fn side_check(offers: &HashMap<String, Offer>, log: &Path) -> SideReport {
+fn side_check(
+    offers: &HashMap<String, Offer>,
+    log: &Path,
+    settled: &HashSet<String>,
+) -> SideReport {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut taken: HashMap<&str, usize> = HashMap::new();
+    let mut taken: HashMap<&str, Vec<&str>> = HashMap::new();
     let mut acked: HashSet<&str> = HashSet::new();
     for line in text.lines() {
         let mut parts = line.split(' ');
         match (parts.next(), parts.next()) {
-            (Some("T"), Some(v)) => *taken.entry(v).or_default() += 1,
+            (Some("T"), Some(v)) => taken.entry(v).or_default().extend(parts.nth(1)),
             (Some("A"), Some(v)) => {
                 acked.insert(v);
             }
@@ -1190,12 +1208,63 @@ fn side_check(offers: &HashMap<String, Offer>, log: &Path) -> SideReport {
         .map(|(v, _)| v)
         .collect();
     let ok_acked = ok.iter().filter(|v| acked.contains(v.as_str())).count();
+    let acked_unlogged = ok
+        .iter()
+        .filter(|v| !acked.contains(v.as_str()))
+        .filter(|v| {
+            taken
+                .get(v.as_str())
+                .is_some_and(|ids| ids.iter().any(|id| settled.contains(*id)))
+        })
+        .count();
     SideReport {
         offered: offers.len(),
         ok: ok.len(),
         ok_acked,
-        never_acked: ok.len() - ok_acked,
-        redelivered: taken.values().filter(|n| **n > 1).count(),
+        acked_unlogged,
+        never_acked: ok.len() - ok_acked - acked_unlogged,
+        redelivered: taken.values().filter(|ids| ids.len() > 1).count(),
+    }
+}
+
+/// Collects every delivery id that passes through a queue's settled record
+/// (`delayq_settled:{NAME}`, which keeps an id for a minute after its ack, nack or dead letter),
+/// polled every 300 ms for the whole run: an id found there was settled in Redis even when the
+/// consumer never logged it (killed, or the reply lost).
+struct SettledWatch {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<HashSet<String>>,
+}
+
+impl SettledWatch {
+    async fn start(url: &str, queue: &str) -> AnyResult<SettledWatch> {
+        let client = delayq::connect(url).await?;
+        let key = delayq::QueueKeys::new(queue).settled().to_owned();
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let mut seen = HashSet::new();
+            loop {
+                let ids: Result<Vec<String>, _> =
+                    client.zrange(&key, 0, -1, None, false, None, false).await;
+                // Errors (Redis restarting) only skip a poll.
+                seen.extend(ids.unwrap_or_default());
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    _ = tokio::time::sleep(Duration::from_millis(300)) => {}
+                }
+            }
+            let last: Result<Vec<String>, _> =
+                client.zrange(&key, 0, -1, None, false, None, false).await;
+            seen.extend(last.unwrap_or_default());
+            let _ = client.quit().await;
+            seen
+        });
+        Ok(SettledWatch { stop, task })
+    }
+
+    async fn stop(self) -> HashSet<String> {
+        let _ = self.stop.send(());
+        self.task.await.unwrap_or_default()
     }
 }
 
@@ -1548,6 +1617,7 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
         incarnations.push(Incarnation { log, killed: false });
         workers.push((p, incarnations.len() - 1));
     }
+    let settles = SettledWatch::start(&url, queue).await?;
     let started = Instant::now();
     let (mut offerer, file) = env.offerer(&url, queue, "r0", values, offer_time, 3_000)?;
     let mut kills = 0usize;
@@ -1580,6 +1650,7 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
         .build()
         .await?;
     let settled = wait_settled(&url, queue, Duration::from_secs(120)).await?;
+    let settled_ids = settles.stop().await;
     let rel = q.reliable_stats().await?;
     for (p, _) in &mut workers {
         p.kill9();
@@ -1587,6 +1658,7 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
 
     // Read the logs.
     let mut taken: HashMap<String, usize> = HashMap::new();
+    let mut delivery_ids: HashMap<String, Vec<String>> = HashMap::new();
     let mut acked: HashMap<String, usize> = HashMap::new();
     let mut in_flight_at_kill: HashSet<String> = HashSet::new();
     let mut lease_lost = 0u64;
@@ -1602,6 +1674,13 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
             match tag {
                 "T" => {
                     *taken.entry(value.to_string()).or_default() += 1;
+                    // "T VALUE ATTEMPT ID"
+                    if let Some(id) = parts.next().and_then(|rest| rest.split(' ').nth(1)) {
+                        delivery_ids
+                            .entry(value.to_string())
+                            .or_default()
+                            .push(id.to_string());
+                    }
                     open.insert(value.to_string());
                 }
                 "A" => {
@@ -1625,8 +1704,15 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
     }
     let mut never_acked = Vec::new();
     let mut unknown_unacked = 0u64;
+    // Killed after its ack ran and before it logged it: the settled record has the delivery.
+    let mut acked_unlogged = 0u64;
     for (value, offer) in &offers {
-        if !acked.contains_key(value) {
+        let settled_in_redis = delivery_ids
+            .get(value)
+            .is_some_and(|ids| ids.iter().any(|id| settled_ids.contains(id)));
+        if !acked.contains_key(value) && settled_in_redis {
+            acked_unlogged += 1;
+        } else if !acked.contains_key(value) {
             match offer.status {
                 Status::Ok => never_acked.push(value.clone()),
                 Status::Unknown => unknown_unacked += 1,
@@ -1659,6 +1745,10 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
         ("values offered", offers.len() as u64),
         ("offer returned success", ok as u64),
         ("distinct values acknowledged", acked.len() as u64),
+        (
+            "acknowledged in Redis, not in the log (killed after the ack ran)",
+            acked_unlogged,
+        ),
         (
             "**success offers never acknowledged**",
             never_acked.len() as u64,
