@@ -29,12 +29,31 @@ final class Ctx {
         this.name = "cq:" + env.version + ":s" + scenario + ":" + c.slug() + ":" + SEQ.incrementAndGet();
     }
 
+    private Ctx(Case c, String name) {
+        this.c = c;
+        this.name = name;
+    }
+
+    /**
+     * Shard {@code i} of the sharded queue named like this one, as a queue of its own: the
+     * Redisson queue {@code NAME:{i}} (the name that delayq's ShardedQueue and the README's Java
+     * recipe both use).
+     */
+    Ctx shard(int i) {
+        return new Ctx(c, name + ":{" + i + "}");
+    }
+
+    /** Redisson's prefixName: a name holding braces is not wrapped in braces again. */
+    private String prefixed(String prefix) {
+        return name.contains("{") ? prefix + ":" + name : prefix + ":{" + name + "}";
+    }
+
     String timeoutKey() {
-        return "redisson_delay_queue_timeout:{" + name + "}";
+        return prefixed("redisson_delay_queue_timeout");
     }
 
     String orderKey() {
-        return "redisson_delay_queue:{" + name + "}";
+        return prefixed("redisson_delay_queue");
     }
 
     // ---- peer side ----
@@ -65,6 +84,13 @@ final class Ctx {
             }
         }
         p.call(cmd);
+    }
+
+    /** Opens the sharded queue {@code name} ({@code shards} shards) in a peer, under handle {@code name}. */
+    void openSharded(Peer p, int shards, boolean transfer) {
+        p.call(Peer.cmd("open", "h", name, "name", name,
+                "codec", c.codecId.peerName, "kind", c.kind,
+                "legacy", env.legacy, "transfer", transfer, "shards", shards));
     }
 
     void peerOffer(Peer p, Object v, long delayMs) {
