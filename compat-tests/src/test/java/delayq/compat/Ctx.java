@@ -18,18 +18,23 @@ import org.redisson.client.protocol.ScoredEntry;
 final class Ctx {
     private static final AtomicInteger SEQ = new AtomicInteger();
 
-    final Env env = Env.get();
+    final Env env;
     final Case c;
     final String name;
     final Matrix.Lateness javaLate = new Matrix.Lateness();
     final Matrix.Lateness rustLate = new Matrix.Lateness();
 
     Ctx(Case c, int scenario) {
-        this.c = c;
-        this.name = "cq:" + env.version + ":s" + scenario + ":" + c.slug() + ":" + SEQ.incrementAndGet();
+        this(c, scenario, Env.get());
     }
 
-    private Ctx(Case c, String name) {
+    /** A scenario run on the servers and clients of {@code env} (the Cluster's, for instance). */
+    Ctx(Case c, int scenario, Env env) {
+        this(c, "cq:" + env.version + ":s" + scenario + ":" + c.slug() + ":" + SEQ.incrementAndGet(), env);
+    }
+
+    private Ctx(Case c, String name, Env env) {
+        this.env = env;
         this.c = c;
         this.name = name;
     }
@@ -40,7 +45,7 @@ final class Ctx {
      * recipe both use).
      */
     Ctx shard(int i) {
-        return new Ctx(c, name + ":{" + i + "}");
+        return new Ctx(c, name + ":{" + i + "}", env);
     }
 
     /** Redisson's prefixName: a name holding braces is not wrapped in braces again. */

@@ -43,6 +43,10 @@ import org.redisson.client.codec.Codec;
  *       {@code size} and per-shard {@code readAll} agree, and the handle of delayq's
  *       {@code offer_with_handle} names the recipe's shard and an entry of it.</li>
  * </ol>
+ *
+ * <p>All three run on a Redis Cluster of three masters ({@link Env#cluster()}), where the six
+ * shards' hash tags put the queue on every master (checked), so both sides also route each
+ * shard's commands and scripts to its own master.
  */
 final class ShardedScenario {
     private ShardedScenario() {}
@@ -73,15 +77,26 @@ final class ShardedScenario {
         return r.getDelayedQueue(r.getBlockingQueue(name + ":{" + shard + "}", codec));
     }
 
+    /**
+     * Runs the three parts on the suite's Redis Cluster of three masters, each on a queue of its
+     * own; the cell {@code x} (on the standalone server, unused) records the lateness.
+     */
     static void run(Ctx x) throws Exception {
-        javaOffersDelayqWorks(x);
-        Ctx y = new Ctx(x.c, 9);
+        Env cluster = Env.cluster();
+        Ctx a = new Ctx(x.c, 9, cluster);
         try {
-            delayqOffersJavaTakes(x, y);
+            onEveryMaster(a);
+            javaOffersDelayqWorks(x, a);
         } finally {
-            deleteShards(y);
+            deleteShards(a);
         }
-        Ctx z = new Ctx(x.c, 9);
+        Ctx b = new Ctx(x.c, 9, cluster);
+        try {
+            delayqOffersJavaTakes(x, b);
+        } finally {
+            deleteShards(b);
+        }
+        Ctx z = new Ctx(x.c, 9, cluster);
         try {
             removeAcrossLanguages(z);
         } finally {
@@ -89,9 +104,27 @@ final class ShardedScenario {
         }
     }
 
-    /** Every key of the sharded queue {@code x.name}: Redisson's and delayq's, of every shard. */
+    /** The shards' hash tags spread the queue over every master of the Cluster. */
+    static void onEveryMaster(Ctx x) throws Exception {
+        RedisCluster cluster = x.env.cluster;
+        int[] perMaster = new int[cluster.nodes.size()];
+        for (int s = 0; s < SHARDS; s++) {
+            perMaster[cluster.masterOf(x.shard(s).name)]++;
+        }
+        for (int m = 0; m < perMaster.length; m++) {
+            CompatMatrixTest.check(perMaster[m] > 0, "no shard of " + SHARDS + " on master " + m
+                    + " (shards per master: " + java.util.Arrays.toString(perMaster) + ")");
+        }
+    }
+
+    /**
+     * Every key of the sharded queue {@code x.name}: Redisson's and delayq's, of every shard (one
+     * DEL a key: on a Cluster the shards' keys are in different slots).
+     */
     static void deleteShards(Ctx x) {
-        x.env.javaA.getKeys().deleteByPattern("*" + x.name + ":{*");
+        for (String key : x.env.javaA.getKeys().getKeysByPattern("*" + x.name + ":{*")) {
+            x.env.javaA.getKeys().delete(key);
+        }
     }
 
     static List<Ctx> shards(Ctx x) {
@@ -178,7 +211,7 @@ final class ShardedScenario {
     // ---------------------------------------------------------------------------------------
     // (a) Java producers through the recipe; delayq's scheduler moves, its sharded worker takes.
 
-    static void javaOffersDelayqWorks(Ctx x) throws Exception {
+    static void javaOffersDelayqWorks(Ctx cell, Ctx x) throws Exception {
         Case c = x.c;
         Peer p = x.env.peerA;
         x.openSharded(p, SHARDS, true);
@@ -215,7 +248,7 @@ final class ShardedScenario {
                 CompatMatrixTest.eq(1, it.path("attempt").asInt(), "attempt of value " + i);
                 long at = it.path("at_ms").asLong();
                 CompatMatrixTest.check(at >= due[i], "value " + i + " handled " + (due[i] - at) + " ms before due");
-                x.rustLate.add(at - due[i]);
+                cell.rustLate.add(at - due[i]);
             }
             CompatMatrixTest.eq(VALUES, items.size(), "values handled by delayq's sharded worker");
             JsonNode stats = reply.path("stats");
