@@ -8,7 +8,8 @@
 #                             the figures; writes into a temporary directory unless --out is given
 #
 # Options: --out DIR (where results go), --no-chart (skip the PNG and its Python venv),
-#          --only offer,transfer,lookup,latency,drain,rss,many (a subset of the phases, for development).
+#          --only offer,transfer,lookup,latency,drain,rss,many,shard (a subset of the phases, for development;
+#          shard alone needs no Java).
 #
 # Exits non-zero when a component fails (build, Redis, Java, a lost or misordered value, the
 # report); never because a performance target was missed: RESULTS.md lists those.

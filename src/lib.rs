@@ -28,9 +28,11 @@
 //! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).
 //! - [`Scheduler`] (`scheduler/`): the transfer task (Redisson's `QueueTransferTask`).
 //! - [`DelayedQueue`] (`queue/`): the producer side (`RDelayedQueue`): `redisson.rs` holds
-//!   Redisson's operations, `extras.rs` delayq's own.
+//!   Redisson's operations, `extras.rs` delayq's own; `sharded/`: [`ShardedQueue`], one
+//!   logical queue over N shards `NAME:{i}` (the JDK's CRC32 of a value's bytes picks its shard).
 //! - [`reliable`]: beyond Redisson: [`ReliableConsumer`] (acknowledged takes), dead letters.
-//! - [`worker`]: `queue.worker(n, handler)` ([`WorkerBuilder`]).
+//! - [`worker`]: `queue.worker(n, handler)` ([`WorkerBuilder`]), also over every shard of a
+//!   [`ShardedQueue`] (`sharded.rs`).
 //!
 //! The `delayq` binary (feature `cli`) is in `src/bin/delayq/`, one file per command group; the
 //! scripts' conventions are in `lua/README.md`.
@@ -59,7 +61,10 @@ pub use consumer::Consumer;
 pub use entry::{EntryFormat, OfferHandle};
 pub use error::{BoxError, Error, Refusal, Result};
 pub use keys::{glob_match, QueueKeys};
-pub use queue::{AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, Pending};
+pub use queue::{
+    shard_of, AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError,
+    Pending, ShardedConsumer, ShardedHandle, ShardedQueue, ShardedQueueBuilder,
+};
 pub use redis::ops::stats::QueueStats;
 pub use redis::ops::transfer::TransferOutcome;
 pub use redis::{client_builder, connect, connect_with, redact_url, ConnectOptions, TlsOptions};

@@ -13,6 +13,7 @@ mod java;
 mod many;
 mod phases;
 mod redis;
+mod shard;
 
 use redis::BoxResult;
 use std::time::Duration;
@@ -171,6 +172,14 @@ fn main() {
 }
 
 async fn run(args: Args) -> BoxResult<()> {
+    // The shard phase needs only its own Cluster, no Java: alone, it runs without the rest.
+    if args.only.as_deref() == Some(&["shard".to_owned()][..]) {
+        let figures = shard::phase(&args.plan, &args.work_dir).await?;
+        let text = serde_json::to_string_pretty(&serde_json::json!({ "shard": figures }))?;
+        std::fs::write(&args.out, text + "\n")?;
+        eprintln!("bench: wrote {}", args.out);
+        return Ok(());
+    }
     let url = format!("redis://127.0.0.1:{}", args.port);
     let ctx = phases::Ctx::new(&url, &args.classpath, args.plan.clone(), &args.work_dir)
         .await?

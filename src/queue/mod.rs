@@ -6,6 +6,7 @@
 //! - `extras.rs`: delayq's own producer operations (`reschedule`, `offer_unique`, `pending`,
 //!   `stats`, quarantine, one-off transfers).
 //! - `check.rs`: [`check`](DelayedQueue::check), what an operator should know about the server.
+//! - `sharded/`: [`ShardedQueue`], one logical queue over N ordinary queues (shards).
 //!
 //! Two more `impl DelayedQueue` blocks live with what they build on: reliable consumption and
 //! dead letters in [`reliable`](crate::reliable), and [`worker`](DelayedQueue::worker) in
@@ -14,9 +15,14 @@
 mod check;
 mod extras;
 mod redisson;
+mod sharded;
 
 pub use check::{AccessCheck, CheckReport};
 pub use extras::Pending;
+pub use sharded::{
+    shard_of, ParseShardedHandleError, ShardedConsumer, ShardedHandle, ShardedQueue,
+    ShardedQueueBuilder,
+};
 
 use crate::codec::{decode_value, Codec};
 use crate::consumer::Consumer;
@@ -37,7 +43,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub struct DelayedQueueBuilder<C: Codec> {
     client: Client,
     name: String,
-    codec: C,
+    codec: Arc<C>,
     format: EntryFormat,
     clock: Clock,
     transfer: bool,
@@ -108,7 +114,7 @@ impl<C: Codec> DelayedQueueBuilder<C> {
             inner: Arc::new(Inner {
                 client: self.client,
                 spec,
-                codec: Arc::new(self.codec),
+                codec: self.codec,
                 lease: Mutex::new(lease),
             }),
         })
@@ -160,9 +166,19 @@ struct Inner<C> {
 impl<C: Codec> DelayedQueue<C> {
     /// Starts building a queue on `client` for the destination list `name`.
     pub fn builder(client: Client, name: impl Into<String>, codec: C) -> DelayedQueueBuilder<C> {
+        Self::builder_shared(client, name.into(), Arc::new(codec))
+    }
+
+    /// A builder whose queue shares `codec` with other queues (the shards of a
+    /// [`ShardedQueue`](crate::ShardedQueue)).
+    pub(crate) fn builder_shared(
+        client: Client,
+        name: String,
+        codec: Arc<C>,
+    ) -> DelayedQueueBuilder<C> {
         DelayedQueueBuilder {
             client,
-            name: name.into(),
+            name,
             codec,
             format: EntryFormat::default(),
             clock: Clock::default(),

@@ -28,6 +28,7 @@
 //! ```
 
 mod run;
+mod sharded;
 mod sources;
 
 use crate::codec::Codec;
@@ -339,8 +340,15 @@ impl<C: Codec> DelayedQueue<C> {
         Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
         E: HandlerError,
     {
+        WorkerBuilder::over(vec![self.clone()], concurrency, handler)
+    }
+}
+
+impl<C: Codec, F> WorkerBuilder<C, F> {
+    /// A builder over `queues` with the defaults.
+    fn over(queues: Vec<DelayedQueue<C>>, concurrency: usize, handler: F) -> Self {
         WorkerBuilder {
-            queues: vec![self.clone()],
+            queues,
             concurrency,
             handler,
             retry: RetryPolicy::default(),

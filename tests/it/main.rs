@@ -44,6 +44,7 @@ mod reliable;
 mod reschedule;
 mod retried_calls;
 mod scheduler;
+mod sharded;
 #[cfg(feature = "tls")]
 mod tls;
 mod topologies;

@@ -19,10 +19,14 @@
 //! Values are described neutrally (`kind` = `string`, `long`, `bytes` with `hex`, ...) and mapped
 //! to the Rust type of the queue's codec; every value read back is reported with the bytes the
 //! codec encodes it to (`raw`, lower-case hex). Times are milliseconds since the Unix epoch.
+//!
+//! `open` with `shards` N opens a sharded queue (`ShardedQueue`, shards `NAME:{i}`) instead;
+//! its ops are listed in `sharded.rs`.
 
 #[path = "../../../tests/common/java_payloads.rs"]
 mod java_payloads;
 mod kinds;
+mod sharded;
 
 use delayq::codec::Codec;
 use delayq::{
@@ -105,10 +109,15 @@ struct Handle<K: Kind> {
     reliable: OnceCell<ReliableConsumer<K::C>>,
 }
 
+/// A value read back: its neutral form and the bytes `codec` encodes it to.
+fn item<K: Kind>(kind: &K, codec: &K::C, v: &<K::C as Codec>::Value) -> Result<Value, String> {
+    let raw = codec.encode(v.borrow()).map_err(err)?;
+    Ok(json!({ "value": kind.show(v)?, "raw": hex::encode(&raw) }))
+}
+
 impl<K: Kind> Handle<K> {
     fn item(&self, v: &<K::C as Codec>::Value) -> Result<Value, String> {
-        let raw = self.codec.encode(v.borrow()).map_err(err)?;
-        Ok(json!({ "value": self.kind.show(v)?, "raw": hex::encode(&raw) }))
+        item(&self.kind, &self.codec, v)
     }
 
     fn items(&self, vs: &[<K::C as Codec>::Value]) -> Result<Value, String> {
@@ -312,12 +321,19 @@ impl<K: Kind> Ops for Handle<K> {
     }
 }
 
-/// Builds a delayq queue for `kind` and wraps it as [`Ops`].
+/// Builds a delayq queue for `kind` (a sharded one when `opts` has `shards`) and wraps it as
+/// [`Ops`].
 async fn open_with<K: Kind>(
     client: &fred::clients::Client,
     kind: K,
     opts: &OpenOpts<'_>,
-) -> Result<Arc<dyn Ops>, String> {
+) -> Result<Arc<dyn Ops>, String>
+where
+    <K::C as Codec>::Value: Clone + 'static,
+{
+    if let Some(shards) = opts.shards {
+        return sharded::open(client, kind, opts, shards).await;
+    }
     let queue = DelayedQueue::builder(client.clone(), opts.name, kind.codec())
         .entry_format(opts.format())
         .transfer(opts.transfer)
@@ -349,6 +365,8 @@ struct OpenOpts<'a> {
     transfer: bool,
     /// The scheduler's safety sweep; `None` leaves only channel messages and its own timer.
     sweep: Option<Duration>,
+    /// A sharded queue of this many shards (`ShardedQueue`) instead of one queue.
+    shards: Option<usize>,
 }
 
 impl OpenOpts<'_> {
@@ -365,6 +383,10 @@ impl OpenOpts<'_> {
             legacy: bool_field(args, "legacy", false)?,
             transfer: bool_field(args, "transfer", true)?,
             sweep,
+            shards: match args.get("shards") {
+                None | Some(Value::Null) => None,
+                Some(_) => Some(u64_field(args, "shards")? as usize),
+            },
         })
     }
 

@@ -133,6 +133,9 @@ pub(crate) enum Command {
         /// true when one was replaced.
         #[arg(long)]
         unique: bool,
+        /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
     },
     /// Give every pending entry equal to VALUE a new due time; prints true or false (not
     /// pending: already due, removed, or never offered).
@@ -174,6 +177,9 @@ pub(crate) enum Command {
         /// Give up when nothing arrives for this long (default: wait forever).
         #[arg(long, value_parser = parse_duration)]
         timeout: Option<Duration>,
+        /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
     },
     /// Remove the first pending entry equal to VALUE; prints true or false.
     Remove {
@@ -184,6 +190,9 @@ pub(crate) enum Command {
         /// Exit with status 1 when nothing was removed (it still prints false).
         #[arg(long)]
         exit_status: bool,
+        /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
     },
     /// Show pending values in offer order with their due times.
     Peek {
@@ -197,6 +206,9 @@ pub(crate) enum Command {
     Stats {
         /// The destination queue's name.
         queue: String,
+        /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
     },
     /// Check a queue's server and counters: version, maxmemory-policy (warns unless
     /// noeviction), persistence, whether this user's ACL allows every command, key and channel
@@ -299,6 +311,9 @@ pub(crate) struct WorkArgs {
     /// the command which one a value came from).
     #[arg(required = true, num_args = 1.., value_name = "QUEUE")]
     pub(crate) queues: Vec<String>,
+    /// The queue is sharded over N shards: the worker serves every shard of the one QUEUE.
+    #[arg(long, value_name = "N")]
+    pub(crate) shards: Option<usize>,
     /// Commands run at once.
     #[arg(long, default_value_t = 1)]
     pub(crate) concurrency: usize,

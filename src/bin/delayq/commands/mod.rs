@@ -4,6 +4,7 @@ mod check;
 mod docs;
 mod lists;
 mod queue;
+mod sharded;
 mod transfer;
 mod ui;
 mod work;
@@ -12,7 +13,7 @@ use crate::cli::{Cli, Command, Global, ValueArgs};
 use crate::text_codec::TextCodec;
 use anyhow::{bail, Context};
 use delayq::fred::clients::Client;
-use delayq::{redact_url, DelayedQueue};
+use delayq::{redact_url, DelayedQueue, ShardedQueue};
 use std::io::{Read, Write};
 
 /// What every command works with: the connection, the codec and the global options.
@@ -83,6 +84,20 @@ impl Ctx {
     }
 
     /// A builder for the queue `name` with the global options (entry format, clock).
+    /// The sharded queue `name` of `shards` shards with the global options and no scheduler.
+    pub(crate) async fn sharded(
+        &self,
+        name: &str,
+        shards: usize,
+    ) -> delayq::Result<ShardedQueue<TextCodec>> {
+        ShardedQueue::builder(self.client.clone(), name, shards, self.codec.clone())
+            .entry_format(self.global.entry_format())
+            .clock(self.global.clock())
+            .transfer(false)
+            .build()
+            .await
+    }
+
     pub(crate) fn queue_builder(&self, name: &str) -> delayq::DelayedQueueBuilder<TextCodec> {
         DelayedQueue::builder(self.client.clone(), name, self.codec.clone())
             .entry_format(self.global.entry_format())
@@ -153,9 +168,13 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
             value,
             delay,
             unique,
+            shards,
         } => {
             let values = ctx.values(&value)?;
-            done(queue::offer(&ctx, &queue, &values, delay, unique).await)
+            match shards {
+                Some(n) => done(sharded::offer(&ctx, &queue, n, &values, delay, unique).await),
+                None => done(queue::offer(&ctx, &queue, &values, delay, unique).await),
+            }
         }
         Command::Reschedule {
             queue,
@@ -172,19 +191,36 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
             queue,
             count,
             timeout,
+            shards: Some(n),
+        } => done(sharded::take(&ctx, &queue, n, count, timeout).await),
+        Command::Take {
+            queue,
+            count,
+            timeout,
+            shards: None,
         } => done(queue::take(&ctx, &queue, count, timeout).await),
         Command::Remove {
             queue,
             value,
             exit_status,
+            shards,
         } => {
             let values = ctx.values(&value)?;
-            queue::remove(&ctx, &queue, &values)
-                .await
-                .map(|found| found || !exit_status)
+            match shards {
+                Some(n) => sharded::remove(&ctx, &queue, n, &values).await,
+                None => queue::remove(&ctx, &queue, &values).await,
+            }
+            .map(|found| found || !exit_status)
         }
         Command::Peek { queue, limit } => done(queue::peek(&ctx, &queue, limit).await),
-        Command::Stats { queue } => done(queue::stats(&ctx, &queue).await),
+        Command::Stats {
+            queue,
+            shards: Some(n),
+        } => done(sharded::stats(&ctx, &queue, n).await),
+        Command::Stats {
+            queue,
+            shards: None,
+        } => done(queue::stats(&ctx, &queue).await),
         Command::Check { queue } => check::check(&ctx, &queue).await,
         Command::Clear { queue } => done(queue::clear(&ctx, &queue).await),
         Command::Work(args) => done(work::work(&ctx, args).await),

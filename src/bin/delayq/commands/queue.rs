@@ -4,6 +4,7 @@ use super::Ctx;
 use crate::show;
 use anyhow::bail;
 use delayq::time::now_ms;
+use delayq::QueueStats;
 use std::io::Write;
 use std::time::Duration;
 
@@ -82,7 +83,7 @@ pub(crate) async fn take(
 
 /// A value taken off the list that does not decode has left Redis: the error carries its bytes,
 /// so the operator can keep it.
-fn not_lost(err: delayq::Error, queue: &str) -> anyhow::Error {
+pub(crate) fn not_lost(err: delayq::Error, queue: &str) -> anyhow::Error {
     match err {
         delayq::Error::Decode { codec, raw, source } => {
             let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
@@ -136,8 +137,13 @@ pub(crate) async fn peek(ctx: &Ctx, queue: &str, limit: usize) -> anyhow::Result
 }
 
 pub(crate) async fn stats(ctx: &Ctx, queue: &str) -> anyhow::Result<()> {
-    let json = ctx.global.json;
     let stats = ctx.queue(queue).await?.stats().await?;
+    print_stats(ctx, queue, &stats)
+}
+
+/// Prints a queue's counters (of all its shards, for a sharded one).
+pub(crate) fn print_stats(ctx: &Ctx, queue: &str, stats: &QueueStats) -> anyhow::Result<()> {
+    let json = ctx.global.json;
     let now = now_ms();
     let overdue_ms = stats
         .next_due_ms

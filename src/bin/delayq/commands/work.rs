@@ -12,8 +12,22 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         crate::serve::recorder()?;
     }
     let mut queues = Vec::with_capacity(args.queues.len());
-    for name in &args.queues {
-        queues.push(ctx.queue_builder(name).build().await?);
+    match (args.shards, args.queues.as_slice()) {
+        (Some(n), [name]) => {
+            let sharded =
+                delayq::ShardedQueue::builder(ctx.client.clone(), name, n, ctx.codec.clone())
+                    .entry_format(ctx.global.entry_format())
+                    .clock(ctx.global.clock())
+                    .build()
+                    .await?;
+            queues.extend(sharded.shards().iter().cloned());
+        }
+        (Some(_), _) => anyhow::bail!("--shards takes one sharded QUEUE"),
+        (None, names) => {
+            for name in names {
+                queues.push(ctx.queue_builder(name).build().await?);
+            }
+        }
     }
     let server = match args.listen {
         Some(listen) => Some(observe(ctx, listen, &queues).await?),

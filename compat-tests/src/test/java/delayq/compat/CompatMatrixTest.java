@@ -536,6 +536,12 @@ class CompatMatrixTest {
         cell(c, 8, ValueIndexScenario::run);
     }
 
+    @ParameterizedTest(name = "S9 sharded queues with Java's CRC32 recipe, both ways: {0}")
+    @MethodSource("codecs")
+    void s9ShardedQueuesWithJavaRecipe(Case c) throws Exception {
+        cell(c, 9, ShardedScenario::run);
+    }
+
     @ParameterizedTest(name = "S7 delayq reliable consumer with Java peers: {0}")
     @MethodSource("cases")
     void s7ReliableConsumerWithJavaPeers(Case c) throws Exception {

@@ -18,23 +18,47 @@ import org.redisson.client.protocol.ScoredEntry;
 final class Ctx {
     private static final AtomicInteger SEQ = new AtomicInteger();
 
-    final Env env = Env.get();
+    final Env env;
     final Case c;
     final String name;
     final Matrix.Lateness javaLate = new Matrix.Lateness();
     final Matrix.Lateness rustLate = new Matrix.Lateness();
 
     Ctx(Case c, int scenario) {
+        this(c, scenario, Env.get());
+    }
+
+    /** A scenario run on the servers and clients of {@code env} (the Cluster's, for instance). */
+    Ctx(Case c, int scenario, Env env) {
+        this(c, "cq:" + env.version + ":s" + scenario + ":" + c.slug() + ":" + SEQ.incrementAndGet(), env);
+    }
+
+    private Ctx(Case c, String name, Env env) {
+        this.env = env;
         this.c = c;
-        this.name = "cq:" + env.version + ":s" + scenario + ":" + c.slug() + ":" + SEQ.incrementAndGet();
+        this.name = name;
+    }
+
+    /**
+     * Shard {@code i} of the sharded queue named like this one, as a queue of its own: the
+     * Redisson queue {@code NAME:{i}} (the name that delayq's ShardedQueue and the README's Java
+     * recipe both use).
+     */
+    Ctx shard(int i) {
+        return new Ctx(c, name + ":{" + i + "}", env);
+    }
+
+    /** Redisson's prefixName: a name holding braces is not wrapped in braces again. */
+    private String prefixed(String prefix) {
+        return name.contains("{") ? prefix + ":" + name : prefix + ":{" + name + "}";
     }
 
     String timeoutKey() {
-        return "redisson_delay_queue_timeout:{" + name + "}";
+        return prefixed("redisson_delay_queue_timeout");
     }
 
     String orderKey() {
-        return "redisson_delay_queue:{" + name + "}";
+        return prefixed("redisson_delay_queue");
     }
 
     // ---- peer side ----
@@ -65,6 +89,13 @@ final class Ctx {
             }
         }
         p.call(cmd);
+    }
+
+    /** Opens the sharded queue {@code name} ({@code shards} shards) in a peer, under handle {@code name}. */
+    void openSharded(Peer p, int shards, boolean transfer) {
+        p.call(Peer.cmd("open", "h", name, "name", name,
+                "codec", c.codecId.peerName, "kind", c.kind,
+                "legacy", env.legacy, "transfer", transfer, "shards", shards));
     }
 
     void peerOffer(Peer p, Object v, long delayMs) {

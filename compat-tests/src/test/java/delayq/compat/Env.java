@@ -6,15 +6,20 @@ import java.util.Set;
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
+import org.redisson.config.ReadMode;
 
 /**
  * What one suite run shares: a private redis-server, two Redisson clients (two "Java services")
- * and two delayq peer processes. Started once, stopped when the JVM exits.
+ * and two delayq peer processes. Started once, stopped when the JVM exits. The sharded scenario
+ * has a second one ({@link #cluster()}) on a Redis Cluster of three masters.
  */
 final class Env {
     final String version = System.getProperty("redisson.version", "unknown");
     final boolean legacy = Boolean.getBoolean("legacy.format");
+    /** The standalone server, or null on a Cluster. */
     final RedisServer redis;
+    /** The Cluster, or null on a standalone server. */
+    final RedisCluster cluster;
     final RedissonClient javaA;
     final RedissonClient javaB;
     final Peer peerA;
@@ -22,11 +27,12 @@ final class Env {
     final Set<String> peerCodecs = new HashSet<>();
 
     private static Env instance;
+    private static Env clusterInstance;
 
     static synchronized Env get() {
         if (instance == null) {
             try {
-                instance = new Env();
+                instance = new Env(false);
             } catch (Exception e) {
                 throw new IllegalStateException("cannot set up the compat environment: " + e, e);
             }
@@ -35,8 +41,22 @@ final class Env {
         return instance;
     }
 
-    private Env() throws Exception {
-        redis = RedisServer.start();
+    /** The same on a Redis Cluster of three masters (started on first use). */
+    static synchronized Env cluster() {
+        if (clusterInstance == null) {
+            try {
+                clusterInstance = new Env(true);
+            } catch (Exception e) {
+                throw new IllegalStateException("cannot set up the compat Cluster environment: " + e, e);
+            }
+            Runtime.getRuntime().addShutdownHook(new Thread(clusterInstance::close));
+        }
+        return clusterInstance;
+    }
+
+    private Env(boolean onCluster) throws Exception {
+        redis = onCluster ? null : RedisServer.start();
+        cluster = onCluster ? RedisCluster.start(3) : null;
         javaA = client();
         javaB = client();
         String bin = System.getProperty("peer.bin");
@@ -45,8 +65,10 @@ final class Env {
         }
         File logDir = new File(System.getProperty("results.dir", "target"));
         logDir.mkdirs();
-        peerA = new Peer("A", bin, redis.url(), new File(logDir, "peer-A-" + version + ".log"));
-        peerB = new Peer("B", bin, redis.url(), new File(logDir, "peer-B-" + version + ".log"));
+        String url = onCluster ? cluster.peerUrl() : redis.url();
+        String log = (onCluster ? "-cluster-" : "-") + version + ".log";
+        peerA = new Peer("A", bin, url, new File(logDir, "peer-A" + log));
+        peerB = new Peer("B", bin, url, new File(logDir, "peer-B" + log));
         peerA.call("caps").path("codecs").forEach(n -> peerCodecs.add(n.asText()));
     }
 
@@ -57,6 +79,16 @@ final class Env {
 
     private RedissonClient client() {
         Config config = new Config();
+        if (cluster != null) {
+            config.useClusterServers()
+                    .addNodeAddress(cluster.addresses().toArray(new String[0]))
+                    .setReadMode(ReadMode.MASTER)
+                    .setMasterConnectionMinimumIdleSize(4)
+                    .setMasterConnectionPoolSize(64)
+                    .setSubscriptionConnectionPoolSize(64)
+                    .setTimeout(10_000);
+            return Redisson.create(config);
+        }
         config.useSingleServer()
                 .setAddress(redis.url())
                 .setConnectionMinimumIdleSize(4)
@@ -90,6 +122,11 @@ final class Env {
         } catch (Exception ignored) {
             // best effort at exit
         }
-        redis.close();
+        if (redis != null) {
+            redis.close();
+        }
+        if (cluster != null) {
+            cluster.close();
+        }
     }
 }

@@ -7,6 +7,8 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * A private redis-server on a free loopback port, for one suite run: the program named by the
@@ -30,16 +32,24 @@ final class RedisServer implements AutoCloseable {
         }
     }
 
-    static RedisServer start() throws Exception {
+    /** The server program: run.sh's COMPAT_SERVER. */
+    static String program() {
+        return System.getProperty("redis.server", "redis-server");
+    }
+
+    /** Starts a server; {@code extra} are more command-line arguments (a Cluster node's). */
+    static RedisServer start(String... extra) throws Exception {
         Exception last = null;
         for (int attempt = 0; attempt < 5; attempt++) {
             int port = freePort();
             Path dir = Files.createTempDirectory("delayq-compat-redis");
             File log = dir.resolve("redis.log").toFile();
-            String program = System.getProperty("redis.server", "redis-server");
-            Process p = new ProcessBuilder(program, "--port", String.valueOf(port),
+            String program = program();
+            List<String> args = new ArrayList<>(List.of(program, "--port", String.valueOf(port),
                     "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                    "--dir", dir.toString())
+                    "--dir", dir.toString()));
+            args.addAll(List.of(extra));
+            Process p = new ProcessBuilder(args)
                     .redirectErrorStream(true)
                     .redirectOutput(log)
                     .start();

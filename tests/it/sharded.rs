@@ -1,0 +1,516 @@
+//! Sharded queues (`ShardedQueue`) on a standalone server and a real 3-master Cluster: shards
+//! spread over masters with every key of a shard in one slot, operations by value and by handle
+//! hit the value's shard, one worker takes every value of every shard once, changing the number
+//! of shards loses nothing, and neither does moving a shard's slot to another master under load.
+
+use crate::common::{unique_name, TestCluster, TestRedis};
+use delayq::codec::StringCodec;
+use delayq::{shard_of, Job, JobError, ReliableConfig, ShardedQueue, WorkerHandle};
+use fred::clients::Client;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+type Seen = Arc<Mutex<HashMap<String, Vec<String>>>>;
+
+/// A worker over every shard of `queue` recording value -> shards it was handled from.
+fn recording_worker(queue: &ShardedQueue<StringCodec>, seen: &Seen) -> WorkerHandle {
+    let seen = seen.clone();
+    queue
+        .worker(8, move |job: Job<String>| {
+            seen.lock()
+                .unwrap()
+                .entry(job.value().clone())
+                .or_default()
+                .push(job.queue().to_owned());
+            std::future::ready(Ok::<(), JobError>(()))
+        })
+        .reliable_config(
+            ReliableConfig::default()
+                .with_wait_slice(Duration::from_millis(100))
+                .with_reap_interval(Duration::from_millis(200)),
+        )
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (at most `secs`) until `seen` holds `count` values.
+async fn wait_for(seen: &Seen, count: usize, secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while seen.lock().unwrap().len() < count && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every value of `expected` handled exactly once, from the shard its value maps to in one of
+/// `layouts`; nothing else handled.
+fn assert_exactly_once(seen: &Seen, expected: &[String], layouts: &[usize]) {
+    let seen = seen.lock().unwrap();
+    for value in expected {
+        let from = seen
+            .get(value)
+            .unwrap_or_else(|| panic!("{value} never handled"));
+        assert_eq!(from.len(), 1, "{value} handled {} times", from.len());
+        let shard: usize = from[0]
+            .rsplit_once(":{")
+            .and_then(|(_, s)| s.strip_suffix('}'))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            layouts
+                .iter()
+                .any(|&n| shard_of(value.as_bytes(), n) == shard),
+            "{value} came from shard {shard}"
+        );
+    }
+    assert_eq!(
+        seen.len(),
+        expected.len(),
+        "values handled that were not offered"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_spread_over_masters_with_each_shard_in_one_slot() {
+    let cluster = TestCluster::start(3);
+    let client = delayq::connect(&cluster.url()).await.unwrap();
+    let name = unique_name("spread");
+    let queue = ShardedQueue::new(client, &name, 12, StringCodec)
+        .await
+        .unwrap();
+    let mut owners = Vec::new();
+    for (i, shard) in queue.shards().iter().enumerate() {
+        let keys = shard.keys();
+        assert_eq!(keys.target(), format!("{name}:{{{i}}}"));
+        assert_eq!(
+            keys.timeout(),
+            format!("redisson_delay_queue_timeout:{name}:{{{i}}}")
+        );
+        let slot = cluster.key_slot(&i.to_string());
+        for key in [
+            keys.target(),
+            keys.timeout(),
+            keys.order(),
+            keys.channel(),
+            keys.index(),
+            keys.values(),
+            keys.inflight(),
+            keys.dead(),
+        ] {
+            assert_eq!(cluster.key_slot(key), slot, "{key}");
+        }
+        owners.push(cluster.slot_owner(slot));
+    }
+    let mut masters = owners.clone();
+    masters.sort();
+    masters.dedup();
+    assert_eq!(masters, [0, 1, 2], "shards on masters {owners:?}");
+
+    // Every shard works where it lives.
+    for i in 0..24 {
+        queue
+            .offer(&format!("v{i}"), Duration::from_secs(60))
+            .await
+            .unwrap();
+    }
+    let stats = queue.shard_stats().await.unwrap();
+    assert_eq!(stats.iter().map(|s| s.pending).sum::<u64>(), 24);
+    assert!(
+        stats.iter().filter(|s| s.pending > 0).count() >= 6,
+        "{stats:?}"
+    );
+    assert!(queue.clear().await.unwrap());
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_by_value_and_by_handle_hit_the_values_shard() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = ShardedQueue::new(client, unique_name("byvalue"), 5, StringCodec)
+        .await
+        .unwrap();
+    let values: Vec<String> = (0..40).map(|i| format!("order-{i}")).collect();
+    for v in &values {
+        queue.offer(v, Duration::from_secs(60)).await.unwrap();
+    }
+    for v in &values {
+        let mine = shard_of(v.as_bytes(), 5);
+        assert_eq!(queue.shard_for(v).unwrap(), mine);
+        for (i, shard) in queue.shards().iter().enumerate() {
+            assert_eq!(shard.contains(v).await.unwrap(), i == mine, "{v} in {i}");
+        }
+        assert!(queue.contains(v).await.unwrap());
+    }
+    assert_eq!(queue.size().await.unwrap(), 40);
+    let stats = queue.stats().await.unwrap();
+    assert_eq!((stats.pending, stats.scheduled), (40, 40));
+    let mut all = queue.read_all().await.unwrap();
+    all.sort();
+    let mut sorted = values.clone();
+    sorted.sort();
+    assert_eq!(all, sorted);
+
+    assert!(queue.remove("order-7").await.unwrap());
+    assert!(!queue.remove("order-7").await.unwrap());
+    assert!(!queue.contains("order-7").await.unwrap());
+    assert_eq!(queue.size().await.unwrap(), 39);
+    assert!(queue.reschedule("order-8", Duration::ZERO).await.unwrap());
+    // An equal value is pending in its shard: replaced, not offered again.
+    assert!(queue.offer_unique("order-9", Duration::ZERO).await.unwrap());
+
+    // A handle carries its shard, prints and parses, and cancels exactly its entry.
+    let handle = queue
+        .offer_with_handle("order-7", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(handle.shard(), shard_of(b"order-7", 5));
+    let parsed: delayq::ShardedHandle = handle.to_string().parse().unwrap();
+    assert!(queue
+        .reschedule_by_id(&parsed, Duration::from_secs(120))
+        .await
+        .unwrap());
+    assert!(queue.cancel(&parsed).await.unwrap());
+    assert!(!queue.cancel(&parsed).await.unwrap());
+    let elsewhere = delayq::ShardedHandle::new(9, *handle.handle());
+    assert!(queue.cancel(&elsewhere).await.is_err(), "no shard 9");
+
+    // The two rescheduled values come due; the sharded consumer takes them from their shards.
+    let consumer = queue.consumer();
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        let v = consumer.poll(Duration::from_secs(5)).await.unwrap();
+        got.push(v.unwrap());
+    }
+    got.sort();
+    assert_eq!(got, ["order-8", "order-9"]);
+    assert_eq!(
+        consumer.poll(Duration::from_millis(200)).await.unwrap(),
+        None
+    );
+    assert!(queue.clear().await.unwrap());
+    assert!(queue.is_empty().await.unwrap());
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_with_braces_and_no_shards_are_refused() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    for (name, shards) in [("{orders}", 4), ("orders}", 4), ("", 4), ("orders", 0)] {
+        let built = ShardedQueue::new(client.clone(), name, shards, StringCodec).await;
+        assert!(
+            matches!(built, Err(delayq::Error::InvalidConfig(_))),
+            "{name:?} x {shards}"
+        );
+    }
+}
+
+async fn offer_spread(queue: &ShardedQueue<StringCodec>, prefix: &str, n: usize) -> Vec<String> {
+    let values: Vec<String> = (0..n).map(|i| format!("{prefix}-{i}")).collect();
+    let items: Vec<(String, Duration)> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.clone(), Duration::from_millis(100 + (i as u64 * 7) % 900)))
+        .collect();
+    queue.offer_all(&items).await.unwrap();
+    values
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_worker_takes_every_value_of_twelve_shards_once_on_a_cluster() {
+    let cluster = TestCluster::start(3);
+    let client: Client = delayq::connect(&cluster.url()).await.unwrap();
+    let queue = ShardedQueue::new(client, unique_name("work"), 12, StringCodec)
+        .await
+        .unwrap();
+    let seen: Seen = Arc::default();
+    let worker = recording_worker(&queue, &seen);
+    let values = offer_spread(&queue, "job", 600).await;
+    wait_for(&seen, values.len(), 30).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stats = worker.shutdown().await.unwrap();
+    assert_exactly_once(&seen, &values, &[12]);
+    let shards_used: std::collections::HashSet<String> = seen
+        .lock()
+        .unwrap()
+        .values()
+        .map(|f| f[0].clone())
+        .collect();
+    assert_eq!(shards_used.len(), 12);
+    assert_eq!(stats.acked, 600);
+    assert_eq!(queue.size().await.unwrap(), 0);
+    queue.destroy().await.unwrap();
+}
+
+/// The documented procedure, growing 4 -> 6 and shrinking 6 -> 3: build the queue with the new
+/// count and `previous_shards(old)`; new offers go to the new layout, lookups by value find
+/// values in their old shard, the worker covers both layouts; once `drained()`, the old
+/// layout is gone and nothing was lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_the_number_of_shards_loses_nothing() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let name = unique_name("reshard");
+    let mut expected = Vec::new();
+    let mut old = 4;
+    for new in [6, 3] {
+        let before = ShardedQueue::new(client.clone(), &name, old, StringCodec)
+            .await
+            .unwrap();
+        let tag = format!("n{old}");
+        let mut early = offer_spread(&before, &tag, 300).await;
+        // A value whose shard differs between the layouts, removed after the switch.
+        let moved = early
+            .iter()
+            .position(|v| shard_of(v.as_bytes(), old) != shard_of(v.as_bytes(), new))
+            .unwrap();
+        let gone = early.remove(moved);
+        before.destroy().await.unwrap();
+
+        let during = ShardedQueue::builder(client.clone(), &name, new, StringCodec)
+            .previous_shards(old)
+            .build()
+            .await
+            .unwrap();
+        assert_eq!(during.shards().len(), old.max(new));
+        assert!(during.misplaced().await.unwrap() > 0);
+        assert!(!during.drained().await.unwrap());
+        assert!(
+            during.contains(&gone).await.unwrap(),
+            "found in its old shard"
+        );
+        assert!(during.remove(&gone).await.unwrap());
+        let seen: Seen = Arc::default();
+        let worker = recording_worker(&during, &seen);
+        let late = offer_spread(&during, &format!("{tag}-late"), 300).await;
+        let wanted: Vec<String> = early.iter().chain(&late).cloned().collect();
+        wait_for(&seen, wanted.len(), 30).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        worker.shutdown().await.unwrap();
+        assert_exactly_once(&seen, &wanted, &[old, new]);
+        for v in &late {
+            let from = &seen.lock().unwrap()[v][0];
+            assert!(from.ends_with(&format!("{{{}}}", shard_of(v.as_bytes(), new))));
+        }
+        assert!(during.drained().await.unwrap());
+        assert_eq!(during.size().await.unwrap(), 0);
+        during.destroy().await.unwrap();
+        expected.extend(wanted);
+        old = new;
+    }
+    assert_eq!(expected.len(), 2 * 599);
+}
+
+/// One shard's slot moves to another master (IMPORTING/MIGRATING, MIGRATE of its keys, SETSLOT
+/// NODE) while producers offer and the worker takes: every value is handled once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moving_a_shards_slot_under_load_loses_nothing() {
+    let cluster = Arc::new(TestCluster::start(3));
+    let client: Client = delayq::connect(&cluster.url()).await.unwrap();
+    let queue = ShardedQueue::new(client, unique_name("migrate"), 12, StringCodec)
+        .await
+        .unwrap();
+    let seen: Seen = Arc::default();
+    let worker = recording_worker(&queue, &seen);
+    let offered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let producer = {
+        let queue = queue.clone();
+        let offered = offered.clone();
+        tokio::spawn(async move {
+            let mut values = Vec::new();
+            for i in 0..1_500u64 {
+                let value = format!("m-{i}");
+                // Due over the next 300 ms, so entries are pending, due and taken throughout.
+                let delay = Duration::from_millis(i * 37 % 300);
+                queue.offer(&value, delay).await.unwrap();
+                values.push(value);
+                offered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i % 50 == 0 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            values
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let slot = cluster.key_slot("0");
+    let from = cluster.slot_owner(slot);
+    let to = (from + 1) % 3;
+    let mover = cluster.clone();
+    let count = offered.clone();
+    let (at_start, at_end) = tokio::task::spawn_blocking(move || {
+        let at_start = count.load(std::sync::atomic::Ordering::Relaxed);
+        mover.begin_slot_migration(slot, to);
+        mover.move_slot_keys(slot, to);
+        std::thread::sleep(Duration::from_millis(300));
+        mover.move_slot_keys(slot, to);
+        mover.finish_slot_migration(slot, to);
+        (at_start, count.load(std::sync::atomic::Ordering::Relaxed))
+    })
+    .await
+    .unwrap();
+    // Offers went on while the slot was moving.
+    assert!(at_start < at_end && at_end < 1_500, "{at_start}..{at_end}");
+    assert_eq!(cluster.slot_owner(slot), to);
+    let values = producer.await.unwrap();
+    wait_for(&seen, values.len(), 60).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    worker.shutdown().await.unwrap();
+    assert_exactly_once(&seen, &values, &[12]);
+    let moved_shard = format!("{}:{{0}}", queue.name());
+    let from_moved = seen
+        .lock()
+        .unwrap()
+        .values()
+        .filter(|f| f[0] == moved_shard)
+        .count();
+    assert!(from_moved > 50, "shard 0 handled {from_moved}");
+    assert_eq!(queue.size().await.unwrap(), 0);
+    queue.destroy().await.unwrap();
+}
+
+/// The CLI with `--shards`: `offer`, `stats`, `remove`, `take`, on a Cluster, with
+/// `delayq transfer --all` finding and transferring every shard on every master.
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_offers_removes_counts_and_takes_across_shards() {
+    use std::process::{Command, Stdio};
+    const BIN: &str = env!("CARGO_BIN_EXE_delayq");
+    let cluster = TestCluster::start(3);
+    let url = cluster.url();
+    let name = unique_name("cli");
+    let delayq = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["--url", &url])
+            .args(args)
+            .env_remove("REDIS_URL")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let values: Vec<String> = (0..30).map(|i| format!("c{i}")).collect();
+    for v in &values {
+        delayq(&["offer", &name, v, "--delay", "300ms", "--shards", "6"]);
+    }
+    assert_eq!(
+        delayq(&["remove", &name, "c7", "--shards", "6"]).trim(),
+        "true"
+    );
+    let stats = delayq(&["--json", "stats", &name, "--shards", "6"]);
+    let stats: serde_json::Value = serde_json::from_str(stats.trim()).unwrap();
+    assert_eq!(stats["pending"], 29, "{stats}");
+
+    // Library view: each value sits in its shard.
+    let client = delayq::connect(&url).await.unwrap();
+    let queue = ShardedQueue::builder(client, &name, 6, StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    let per_shard = queue.shard_stats().await.unwrap();
+    for (i, shard) in queue.shards().iter().enumerate() {
+        let here = values
+            .iter()
+            .filter(|v| *v != "c7" && shard_of(v.as_bytes(), 6) == i)
+            .count() as u64;
+        assert_eq!(per_shard[i].pending, here, "{}", shard.name());
+    }
+
+    let sidecar = Command::new(BIN)
+        .args([
+            "--url",
+            &url,
+            "transfer",
+            "--all",
+            "--match",
+            &format!("{name}:*"),
+        ])
+        .env_remove("REDIS_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let taken = delayq(&[
+        "take",
+        &name,
+        "--shards",
+        "6",
+        "--count",
+        "29",
+        "--timeout",
+        "15s",
+    ]);
+    let _ = Command::new("kill").arg(sidecar.id().to_string()).status();
+    let stderr = String::from_utf8(sidecar.wait_with_output().unwrap().stderr).unwrap();
+    assert!(stderr.contains("transferring 6 delayed queue"), "{stderr}");
+    let mut taken: Vec<&str> = taken.lines().collect();
+    taken.sort();
+    let mut expected: Vec<&str> = values
+        .iter()
+        .map(String::as_str)
+        .filter(|v| *v != "c7")
+        .collect();
+    expected.sort();
+    assert_eq!(taken, expected);
+    assert_eq!(queue.size().await.unwrap(), 0);
+}
+
+/// `delayq work --shards N`: one worker over every shard, each value handed to the command once.
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_worker_serves_every_shard() {
+    use std::process::{Command, Stdio};
+    const BIN: &str = env!("CARGO_BIN_EXE_delayq");
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let name = unique_name("cliwork");
+    let queue = ShardedQueue::builder(client, &name, 4, StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    let values: Vec<String> = (0..20).map(|i| format!("w{i}")).collect();
+    for v in &values {
+        queue.offer(v, Duration::from_millis(100)).await.unwrap();
+    }
+    let out = redis.dir().join("handled.txt");
+    let script = format!("echo \"$DELAYQ_VALUE $DELAYQ_QUEUE\" >> {}", out.display());
+    let worker = Command::new(BIN)
+        .args(["--url", &redis.url(), "work", &name, "--shards", "4"])
+        .args(["--concurrency", "2", "--", "sh", "-c", &script])
+        .env_remove("REDIS_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let lines = loop {
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        if text.lines().count() >= values.len() || Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let _ = Command::new("kill").arg(worker.id().to_string()).status();
+    let _ = worker.wait_with_output();
+    let mut got: Vec<(String, String)> = lines
+        .lines()
+        .map(|l| {
+            let (v, q) = l.split_once(' ').unwrap();
+            (v.to_owned(), q.to_owned())
+        })
+        .collect();
+    got.sort();
+    let mut expected: Vec<(String, String)> = values
+        .iter()
+        .map(|v| {
+            let shard = ShardedQueue::<StringCodec>::shard_name(&name, shard_of(v.as_bytes(), 4));
+            (v.clone(), shard)
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(got, expected);
+}
