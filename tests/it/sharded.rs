@@ -324,7 +324,17 @@ async fn moving_a_shards_slot_under_load_loses_nothing() {
                 let value = format!("m-{i}");
                 // Due over the next 300 ms, so entries are pending, due and taken throughout.
                 let delay = Duration::from_millis(i * 37 % 300);
-                queue.offer(&value, delay).await.unwrap();
+                // A refusal while the slot moves (TRYAGAIN, ASK) did not run: a careful producer
+                // sends it again. Anything else fails the test, saying what it was.
+                let mut tries = 0;
+                while let Err(err) = queue.offer(&value, delay).await {
+                    tries += 1;
+                    assert!(
+                        err.is_transient() && !err.is_connection_error() && tries < 20,
+                        "offer of {value} failed (try {tries}): {err}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
                 values.push(value);
                 offered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if i % 50 == 0 {
