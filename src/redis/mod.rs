@@ -141,6 +141,29 @@ pub async fn connect_with(builder: &Builder) -> Result<Client> {
     Ok(client)
 }
 
+/// Channel messages a pub/sub client keeps for a listener that has not read them yet (fred's
+/// default is 32; at 1,000 offers/s a scheduler group fell behind that on a loaded machine, and
+/// a group that falls behind must transfer every queue, not knowing which messages it missed).
+const SUBSCRIBER_BACKLOG: usize = 16_384;
+
+/// A new client like `client` (its config, connection settings and reconnect policy), for
+/// pub/sub: its own connections, and room for a burst of messages. Initialise it with
+/// [`init_client`].
+pub(crate) fn subscriber_of(client: &Client) -> Client {
+    let mut performance = client.perf_config();
+    performance.broadcast_channel_capacity = performance
+        .broadcast_channel_capacity
+        .max(SUBSCRIBER_BACKLOG);
+    // clone_new starts the reconnect policy's attempts from zero (a method fred keeps private).
+    let policy = client.clone_new().client_reconnect_policy();
+    Client::new(
+        client.client_config(),
+        Some(performance),
+        Some(client.connection_config().clone()),
+        policy,
+    )
+}
+
 /// Initialises a client (one made by `clone_new` too), with the connect timeout as the bound on
 /// the first connection.
 pub(crate) async fn init_client(client: &Client) -> Result<()> {

@@ -198,14 +198,14 @@ pub struct SchedulerGroup {
 
 impl SchedulerGroup {
     /// Starts an empty group: commands go through `client`, the channel messages of every queue
-    /// come on one more connection (a `clone_new` of `client`).
+    /// come on one more connection (a client like `client`, with room for a burst of messages).
     ///
     /// # Errors
     ///
     /// An invalid config, or no pub/sub connection.
     pub async fn spawn(client: Client, config: SchedulerConfig) -> Result<SchedulerGroup> {
         config.validate()?;
-        let subscriber = client.clone_new();
+        let subscriber = crate::redis::subscriber_of(&client);
         crate::redis::init_client(&subscriber).await?;
         // Receivers are taken before any subscription so that no message is missed.
         let messages = subscriber.message_rx();

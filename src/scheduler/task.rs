@@ -360,7 +360,14 @@ impl GroupTask {
     ) {
         let message = match message {
             Ok(message) => message,
-            Err(RecvError::Lagged(_)) => return self.all_due_now(),
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(
+                    missed,
+                    queues = self.queues.len(),
+                    "fell behind the channel messages; transferring every queue"
+                );
+                return self.all_due_now();
+            }
             Err(RecvError::Closed) => {
                 tracing::warn!("message stream closed; re-attaching");
                 *messages = self.subscriber.message_rx();

@@ -5,7 +5,7 @@
 use crate::common::queue::{connect, manual_queue};
 use crate::common::{unique_name, TestCluster, TestRedis};
 use delayq::fred::clients::Client;
-use delayq::fred::interfaces::ListInterface;
+use delayq::fred::interfaces::{ClientLike, ListInterface, PubsubInterface};
 use delayq::{Discovery, SchedulerConfig, SchedulerGroup};
 use std::time::{Duration, Instant};
 
@@ -168,5 +168,54 @@ async fn discovery_covers_every_master_of_a_cluster() {
     offer_each(&client, &later, Duration::from_millis(200)).await;
     let missing = all_delivered(&client, &later, Duration::from_secs(10)).await;
     assert!(missing.is_empty(), "{missing:?}");
+    group.shutdown().await;
+}
+
+/// A burst of channel messages (1,000 offers/s to 10,000 queues makes one per offer) does not
+/// make the group fall behind its subscription: with fred's default backlog of 32 messages it
+/// did, and a group that falls behind transfers every one of its queues at once (it cannot know
+/// which messages it missed), which on a loaded 3-master Cluster held due values up to 1.8 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_channel_messages_does_not_make_the_group_transfer_every_queue() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let group = SchedulerGroup::spawn(client.clone(), SchedulerConfig::default())
+        .await
+        .unwrap();
+    let prefix = unique_name("burst");
+    let names: Vec<String> = (0..300).map(|i| format!("{prefix}:{i}")).collect();
+    offer_each(&client, &names, Duration::from_secs(3_600)).await;
+    for name in &names {
+        group.add(name.as_str()).await.unwrap();
+    }
+    // Each queue's first transfer (planned when added) has run.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while group.stats().transfers < names.len() as u64 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = group.stats().transfers;
+    // 20,000 messages announcing heads later than the ones the group knows: none needs a
+    // transfer. Sent pipelined, so they arrive faster than one at a time.
+    let later = (delayq::time::now_ms() + 7_200_000).to_string();
+    let publisher = client.clone_new();
+    publisher.init().await.unwrap();
+    let pipeline = publisher.pipeline();
+    for i in 0..20_000 {
+        let channel = format!(
+            "redisson_delay_queue_channel:{{{}}}",
+            names[i % names.len()]
+        );
+        let _: () = pipeline.publish(channel, later.as_str()).await.unwrap();
+    }
+    let _: Vec<delayq::fred::prelude::Value> = pipeline.all().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let during = group.stats().transfers - before;
+    assert!(
+        during < names.len() as u64 / 2,
+        "{during} transfers after a burst of messages that needed none: the group fell behind \
+         its subscription and transferred every queue"
+    );
+    publisher.quit().await.unwrap();
     group.shutdown().await;
 }
