@@ -185,11 +185,11 @@ def main(src, dst):
     w(f"- Redis {m['redis_version']} (`--save \"\" --appendonly no`, loopback); "
       f"Redisson {m['redisson_version'] or '?'} on {m['java_version']}, default client config, "
       "StringCodec; delayq with StringCodec on one fred client.")
-    w("- delayq schedulers: `default` = `SchedulerConfig::default()` (batches from 100, like "
-      "Redisson, growing to 5,000 when calls are fast or the list pass needs amortising; 20 ms "
-      "call budget; position index from 1,000 pending); `adaptive` = "
-      "`with_adaptive_batch(5000, 5 ms)` (the same since issue 14). Java = Redisson's own transfer task "
-      "(`getDelayedQueue(getBlockingQueue(name))`). Only one scheduler runs at a time.")
+    w("- delayq schedulers: `default` = `SchedulerConfig::default()` (at most 100 entries a call, "
+      "like Redisson; 20 ms call budget; position index from 1,000 pending); `adaptive` = "
+      "`with_adaptive_batch(5000, 5 ms)` (batches grow to 5,000 while calls are fast or the list "
+      "pass needs amortising; `delayq transfer --max-batch 5000`). Java = Redisson's own transfer "
+      "task (`getDelayedQueue(getBlockingQueue(name))`). Only one scheduler runs at a time.")
     w("")
 
     targets = r.get("targets", [])
