@@ -20,8 +20,7 @@ use fred::types::Message;
 use futures::StreamExt;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::broadcast::Receiver;
+use tokio::sync::broadcast::{error::RecvError, Receiver};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -361,11 +360,7 @@ impl GroupTask {
         let message = match message {
             Ok(message) => message,
             Err(RecvError::Lagged(missed)) => {
-                tracing::warn!(
-                    missed,
-                    queues = self.queues.len(),
-                    "fell behind the channel messages; transferring every queue"
-                );
+                tracing::warn!(missed, "fell behind its messages; transferring every queue");
                 return self.all_due_now();
             }
             Err(RecvError::Closed) => {
