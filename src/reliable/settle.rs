@@ -5,6 +5,7 @@ use super::config::ReliableConfig;
 use super::dead;
 use crate::redis::ops::{ack, dead as dead_op, extend, nack};
 use crate::redis::script::QueueSpec;
+use crate::retry::{Backoff, Retrying};
 use crate::time::{now_ms, Delay};
 use crate::Result;
 use fred::clients::Client;
@@ -66,6 +67,7 @@ impl SettleCtx {
 /// How often a settle call is sent again after its connection dropped, and the first wait.
 const RESENDS: u32 = 4;
 const FIRST_RESEND_WAIT: Duration = Duration::from_millis(100);
+const LAST_RESEND_WAIT: Duration = Duration::from_millis(800);
 
 /// Runs a settle call, sending it again (after 100, 200, 400, 800 ms) while it fails because
 /// the connection dropped: the call may or may not have run, and settling twice is safe (the
@@ -76,15 +78,13 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
 {
-    let mut wait = FIRST_RESEND_WAIT;
-    let mut resends = 0;
+    let mut retrying = Retrying::new(Backoff::doubling(FIRST_RESEND_WAIT, LAST_RESEND_WAIT));
     loop {
         match call().await {
-            Err(err) if err.is_connection_error() && resends < RESENDS => {
-                resends += 1;
+            Err(err) if err.is_connection_error() && retrying.failures() < RESENDS => {
+                let wait = retrying.failed();
                 tracing::debug!(call = what, error = %err, retry_in_ms = wait.as_millis() as u64, "connection dropped while settling; sending again");
                 tokio::time::sleep(wait).await;
-                wait *= 2;
             }
             other => return other,
         }

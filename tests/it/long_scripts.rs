@@ -56,29 +56,36 @@ fn kill_when_busy(redis: &TestRedis) -> String {
 
 /// The slow log's longest script call, in microseconds.
 fn longest_script_call_us(redis: &TestRedis) -> u64 {
+    script_call_durations_us(redis)
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+}
+
+/// The server time of each script call (EVALSHA/EVAL) in the slow log, in µs.
+fn script_call_durations_us(redis: &TestRedis) -> Vec<u64> {
     let log = redis.cli(&["SLOWLOG", "GET", "100000"]);
     // redis-cli prints each entry's fields one a line: id, time, duration, the command...
     let lines: Vec<&str> = log.lines().collect();
-    let mut longest = 0;
+    let mut durations = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if line.eq_ignore_ascii_case("evalsha") || line.eq_ignore_ascii_case("eval") {
             if let Some(us) = lines
                 .get(i.wrapping_sub(1))
                 .and_then(|l| l.parse::<u64>().ok())
             {
-                longest = longest.max(us);
+                durations.push(us);
             }
         }
     }
-    longest
+    durations
 }
 
-/// The script calls (EVALSHA/EVAL) in the slow log.
-fn script_calls(redis: &TestRedis) -> usize {
-    let log = redis.cli(&["SLOWLOG", "GET", "100000"]);
-    log.lines()
-        .filter(|l| l.eq_ignore_ascii_case("evalsha") || l.eq_ignore_ascii_case("eval"))
-        .count()
+/// Starts a slow log that keeps every command.
+fn log_every_call(redis: &TestRedis) {
+    redis.cli(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    redis.cli(&["CONFIG", "SET", "slowlog-max-len", "100000"]);
+    redis.cli(&["SLOWLOG", "RESET"]);
 }
 
 /// Building the value index of a long queue is cut into calls by their time budget (3 ms of
@@ -93,11 +100,9 @@ async fn the_time_budget_ends_index_building_calls() {
     let queue = manual_queue(&client, &name).await;
     let keys = queue.keys().clone();
     fill(&client, &keys, "target").await;
-    redis.cli(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
-    redis.cli(&["CONFIG", "SET", "slowlog-max-len", "100000"]);
-    redis.cli(&["SLOWLOG", "RESET"]);
+    log_every_call(&redis);
     assert!(queue.contains("target").await.unwrap());
-    let calls = script_calls(&redis);
+    let calls = script_call_durations_us(&redis).len();
     // By the entry cap alone: 200,000 / 5,000 = 40 calls. Indexing 5,000 entries takes far
     // longer than 3 ms on any server this runs on, so the budget makes many more.
     assert!(
@@ -116,9 +121,7 @@ async fn index_backed_calls_never_make_redis_busy() {
     let queue = manual_queue(&client, &name).await;
     let keys = queue.keys().clone();
     fill(&client, &keys, "target").await;
-    redis.cli(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
-    redis.cli(&["CONFIG", "SET", "slowlog-max-len", "100000"]);
-    redis.cli(&["SLOWLOG", "RESET"]);
+    log_every_call(&redis);
 
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = {
