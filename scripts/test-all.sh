@@ -7,6 +7,8 @@
 # virtualenv under target/); Redisson comes from Maven Central.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One build from scratch: incremental caches would only double what target/ holds on disk.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 . scripts/lib.sh
 ensure_redis
 ensure_valkey
