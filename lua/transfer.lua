@@ -19,6 +19,7 @@
 -- KEYS[5]: quarantine         delayq_quarantine:{NAME} (list of raw malformed entries)
 -- KEYS[6]: position index     delayq_index:{NAME} (zset: first 9 bytes of an entry -> sequence)
 -- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life; see lib/values.lua)
+-- KEYS[8]: pause flag         delayq_paused:{NAME} (any type; read only when ARGV[10] is '1')
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- ARGV[3]: entries to move in this call (Redisson uses 100), unless the call runs out of time
@@ -34,9 +35,12 @@
 --          time spent plus the expected list pass reaches it (but every call moves at least one
 --          due entry, and a pass that alone takes longer than half the budget stretches the
 --          budget to twice the pass)
+-- ARGV[10]: '1' when a scheduler calls: while the pause flag exists, nothing moves (one round
+--          trip instead of a separate EXISTS before every transfer); '0' moves regardless
 -- Returns: { moved, quarantined, head score as a string or false, entries found by the index,
 --            entries found in the window at the head of the order list, now (epoch ms, the
---            time this call went by) }
+--            time this call went by), the server's TIME in epoch µs as a string when now came
+--            from it (ARGV[1] 'server') else false, 1 when paused else 0 }
 --
 -- The index covers a prefix of the order list: member i (by score) is the entry at position i.
 -- delayq's scripts keep it so; a Java peer's poll/remove/transfer does not, but neither Redisson
@@ -133,7 +137,20 @@ local function sync_index(length, index_until)
     return true, exact, covered
 end
 
-local now = delayq_ms(delayq_now(ARGV[1]))
+local server_us = false
+local now_number
+if ARGV[1] == 'server' then
+    local us = delayq_server_us()
+    server_us = delayq_ms(us)
+    now_number = math.floor(us / 1000)
+else
+    now_number = delayq_now(ARGV[1])
+end
+local now = delayq_ms(now_number)
+if ARGV[10] == '1' and redis.call('exists', KEYS[8]) == 1 then
+    local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+    return { 0, 0, head[2] or false, 0, 0, now, server_us, 1 }
+end
 local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, batch)
 local moved, quarantined, indexed, at_head_count = 0, 0, 0, 0
 if #due > 0 then
@@ -296,4 +313,4 @@ end
 
 delayq_tidy_index(KEYS[3], KEYS[6], KEYS[7])
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
-return { moved, quarantined, head[2] or false, indexed, at_head_count, now }
+return { moved, quarantined, head[2] or false, indexed, at_head_count, now, server_us, 0 }

@@ -68,6 +68,7 @@ pub struct QueueKeys {
     claim_prefix: String,
     index: String,
     values: String,
+    paused: String,
 }
 
 impl QueueKeys {
@@ -89,6 +90,7 @@ impl QueueKeys {
             claim_prefix: prefix_name(CLAIM_PREFIX, &target),
             index: prefix_name(INDEX_PREFIX, &target),
             values: prefix_name(VALUES_PREFIX, &target),
+            paused: prefix_name(PAUSED_PREFIX, &target),
             target,
         }
     }
@@ -144,8 +146,8 @@ impl QueueKeys {
     /// let keys = delayq::QueueKeys::new("orders");
     /// assert_eq!(keys.paused(), "delayq_paused:{orders}");
     /// ```
-    pub fn paused(&self) -> String {
-        prefix_name(PAUSED_PREFIX, self.target())
+    pub fn paused(&self) -> &str {
+        &self.paused
     }
 
     /// delayq's zset of values taken by a reliable consumer and not yet acknowledged: delivery
@@ -228,6 +230,8 @@ pub(crate) enum KeyRole {
     Index,
     /// delayq's value index (hash).
     Values,
+    /// delayq's pause flag (any type: only whether it exists counts).
+    Paused,
     /// delayq's in-flight zset.
     Inflight,
     /// delayq's in-flight hash.
@@ -261,6 +265,8 @@ pub(crate) enum KeyKind {
     Hash,
     /// A pub/sub channel (not a key in the keyspace; never type-checked).
     Channel,
+    /// A key whose existence is all that counts (never type-checked).
+    Flag,
 }
 
 impl KeyKind {
@@ -271,6 +277,7 @@ impl KeyKind {
             KeyKind::Zset => "zset",
             KeyKind::Hash => "hash",
             KeyKind::Channel => "channel",
+            KeyKind::Flag => "any",
         }
     }
 }
@@ -284,6 +291,7 @@ impl KeyRole {
             Timeout | Index | Inflight | AttemptsSeen | Settled | Claims => KeyKind::Zset,
             InflightData | Attempts | Values => KeyKind::Hash,
             Channel => KeyKind::Channel,
+            Paused => KeyKind::Flag,
         }
     }
 
@@ -299,6 +307,7 @@ impl KeyRole {
             Quarantine => "delayq_quarantine:{NAME}",
             Index => "delayq_index:{NAME}",
             Values => "delayq_values:{NAME}",
+            Paused => "delayq_paused:{NAME}",
             Inflight => "delayq_inflight:{NAME}",
             InflightData => "delayq_inflight_data:{NAME}",
             Attempts => "delayq_attempts:{NAME}",
@@ -325,6 +334,7 @@ impl QueueKeys {
             Quarantine => self.quarantine(),
             Index => self.index(),
             Values => self.values(),
+            Paused => self.paused(),
             Inflight => self.inflight(),
             InflightData => self.inflight_data(),
             Attempts => self.attempts(),

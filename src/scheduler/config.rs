@@ -237,6 +237,7 @@ impl SchedulerConfig {
             scan_budget: self.scan_budget,
             max_batch: self.max_batch_size.max(batch),
             budget: self.max_call_time,
+            heed_pause: false,
         }
     }
 

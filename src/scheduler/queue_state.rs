@@ -5,13 +5,12 @@ use super::config::SchedulerConfig;
 use super::timer::now_us;
 use super::Counters;
 use crate::metrics::SchedulerMetrics;
-use crate::redis::ops::transfer::{self, TransferOutcome};
+use crate::redis::ops::transfer::{self, TransferLimits, TransferOutcome};
 use crate::redis::script::QueueSpec;
 use crate::retry::{Backoff, FailureLog, Retrying};
 use crate::time::now_ms;
 use crate::Result;
 use fred::clients::Client;
-use fred::interfaces::KeysInterface;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,8 +38,9 @@ pub(super) struct QueueState {
     batch: usize,
     /// The earliest due time known (by the queue's clock), from transfers, probes, messages.
     next_due: Option<i64>,
-    /// How far the queue's clock is ahead of this process's, in ms (0 with the client's).
-    clock_ahead_ms: i64,
+    /// How far the queue's clock is ahead of this process's, in µs (0 with the client's): see
+    /// [`ClockBounds`].
+    clock_ahead_us: i64,
     retrying: Retrying,
     /// After a failed transfer: when to retry (epoch µs by this process's clock). Its own
     /// field, not counted from `last_check_us`: the sweep's probes move that one, and a retry
@@ -59,7 +59,7 @@ pub(super) struct QueueState {
 #[derive(Debug)]
 pub(super) struct Drained {
     pub(super) result: Result<Option<i64>>,
-    pub(super) clock_ahead_ms: Option<i64>,
+    pub(super) clock_bounds: Option<ClockBounds>,
     pub(super) batch: usize,
     pub(super) outcomes: Vec<TransferOutcome>,
     pub(super) took: Duration,
@@ -84,7 +84,7 @@ impl QueueState {
             refs: 1,
             discovered,
             next_due: None,
-            clock_ahead_ms: 0,
+            clock_ahead_us: 0,
             retry_at_us: None,
             failures: FailureLog::default(),
             last_check_us: 0,
@@ -104,8 +104,8 @@ impl QueueState {
             return Some(at);
         }
         self.next_due.map(|due| {
-            due.saturating_sub(self.clock_ahead_ms)
-                .saturating_mul(1_000)
+            due.saturating_mul(1_000)
+                .saturating_sub(self.clock_ahead_us)
         })
     }
 
@@ -159,8 +159,8 @@ impl QueueState {
         self.running = false;
         self.last_check_us = now_us();
         self.batch = drained.batch;
-        if let Some(ahead) = drained.clock_ahead_ms {
-            self.clock_ahead_ms = ahead;
+        if let Some(bounds) = drained.clock_bounds {
+            self.clock_ahead_us = bounds.narrow(self.clock_ahead_us);
         }
         self.count(&drained);
         match drained.result {
@@ -231,7 +231,41 @@ impl QueueState {
     }
 }
 
-/// Transfers until nothing due is left; the earliest due time still pending.
+/// What one call tells of the server's clock against this process's: the server read its time
+/// between the call's start and its reply, so its lead is at least `server - end` and at most
+/// `server - start` (µs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ClockBounds {
+    least_us: i64,
+    most_us: i64,
+}
+
+impl ClockBounds {
+    fn of_call(server_us: i64, start_us: i64, end_us: i64) -> ClockBounds {
+        ClockBounds {
+            least_us: server_us.saturating_sub(end_us),
+            most_us: server_us.saturating_sub(start_us),
+        }
+    }
+
+    /// The lead estimate kept after this call: the last one, moved just inside these bounds
+    /// when outside them. Keeps the highest lower bound seen while the clocks hold still (a wake-up
+    /// then never comes before the server's due time by more than a call's round trip), and
+    /// follows a clock that steps.
+    pub(super) fn narrow(self, last_us: i64) -> i64 {
+        last_us.min(self.most_us).max(self.least_us)
+    }
+
+    fn tighter(self, other: Option<ClockBounds>) -> ClockBounds {
+        match other {
+            Some(o) if o.most_us - o.least_us < self.most_us - self.least_us => o,
+            _ => self,
+        }
+    }
+}
+
+/// Transfers until nothing due is left; the earliest due time still pending. A paused queue
+/// (its flag read by the transfer script itself) is looked at again in a second.
 async fn drain(
     client: Client,
     spec: QueueSpec,
@@ -242,56 +276,84 @@ async fn drain(
 ) -> Drained {
     let started = Instant::now();
     let mut outcomes = Vec::new();
-    let mut clock_ahead_ms = None;
-    let result = match paused(&client, &spec, &metrics).await {
-        Ok(false) => loop {
-            let call = Instant::now();
-            let outcome = match transfer::run(&client, &spec, config.limits(batch)).await {
-                Ok(outcome) => outcome,
-                Err(err) => break Err(err),
-            };
-            metrics.transfer(
-                outcome.moved,
-                outcome.quarantined,
-                call.elapsed().as_secs_f64(),
-            );
-            if let Some(due) = planned.take().filter(|_| outcome.moved > 0) {
-                metrics.lateness(outcome.now_ms.saturating_sub(due).max(0) as f64 / 1000.0);
-            }
-            clock_ahead_ms = Some(outcome.now_ms.saturating_sub(now_ms()));
-            let taken = outcome.moved + outcome.quarantined;
-            batch = config.next_batch(batch, taken, call.elapsed());
-            outcomes.push(outcome);
-            match outcome.next_due_ms {
-                // A backlog: more is due already. Keep going unless asked to stop.
-                Some(due) if due <= outcome.now_ms && taken > 0 && !token.is_cancelled() => {
-                    continue
-                }
-                head => break Ok(head),
-            }
-        },
-        // Paused: look again in a second (one EXISTS a second while the flag is set).
-        Ok(true) => Ok(Some(now_ms() + PAUSED_RECHECK_MS)),
-        Err(err) => Err(err),
+    let mut clock_bounds = None;
+    let result = loop {
+        let call = Instant::now();
+        let start_us = now_us();
+        let limits = TransferLimits {
+            heed_pause: true,
+            ..config.limits(batch)
+        };
+        let outcome = match transfer::run(&client, &spec, limits).await {
+            Ok(outcome) => outcome,
+            Err(err) => break Err(err),
+        };
+        if let Some(server_us) = outcome.server_time_us {
+            clock_bounds =
+                Some(ClockBounds::of_call(server_us, start_us, now_us()).tighter(clock_bounds));
+        }
+        if outcome.paused {
+            metrics.paused();
+            break Ok(Some(outcome.now_ms + PAUSED_RECHECK_MS));
+        }
+        metrics.transfer(
+            outcome.moved,
+            outcome.quarantined,
+            call.elapsed().as_secs_f64(),
+        );
+        if let Some(due) = planned.take().filter(|_| outcome.moved > 0) {
+            metrics.lateness(outcome.now_ms.saturating_sub(due).max(0) as f64 / 1000.0);
+        }
+        let taken = outcome.moved + outcome.quarantined;
+        batch = config.next_batch(batch, taken, call.elapsed());
+        outcomes.push(outcome);
+        match outcome.next_due_ms {
+            // A backlog: more is due already. Keep going unless asked to stop.
+            Some(due) if due <= outcome.now_ms && taken > 0 && !token.is_cancelled() => continue,
+            head => break Ok(head),
+        }
     };
     Drained {
         result,
-        clock_ahead_ms,
+        clock_bounds,
         batch,
         outcomes,
         took: started.elapsed(),
     }
 }
 
-/// Whether the queue's pause flag (`delayq_paused:{NAME}`, set by `delayq ui`) is up.
-async fn paused(client: &Client, spec: &QueueSpec, metrics: &SchedulerMetrics) -> Result<bool> {
-    let key = spec.keys.paused();
-    let found: i64 = client
-        .exists(key.as_str())
-        .await
-        .map_err(|err| crate::Error::from_redis("EXISTS", &key, err))?;
-    if found > 0 {
-        metrics.paused();
+#[cfg(test)]
+mod tests {
+    use super::ClockBounds;
+
+    #[test]
+    fn the_clock_lead_keeps_the_highest_lower_bound_and_follows_a_step() {
+        // Same clocks: the server read its time 40 µs into a 100 µs call.
+        let call = ClockBounds::of_call(1_040, 1_000, 1_100);
+        assert_eq!((call.least_us, call.most_us), (-60, 40));
+        // 0 lies inside: kept (a wake-up at the due µs is neither early nor late).
+        assert_eq!(call.narrow(0), 0);
+        // A server 5 ms ahead: the estimate moves up to the lower bound, so a wake-up is never
+        // early by more than the call's round trip.
+        let ahead = ClockBounds::of_call(6_040, 1_000, 1_100);
+        assert_eq!(ahead.narrow(0), 4_940);
+        // A later, faster call raises the lower bound; a slower one does not lower it.
+        assert_eq!(
+            ClockBounds::of_call(6_050, 1_000, 1_020).narrow(4_940),
+            5_030
+        );
+        assert_eq!(
+            ClockBounds::of_call(6_050, 1_000, 3_000).narrow(5_030),
+            5_030
+        );
+        // The server's clock steps back 10 ms: the estimate follows it.
+        assert_eq!(
+            ClockBounds::of_call(-3_960, 1_000, 1_100).narrow(5_030),
+            -4_960
+        );
+        // Of two calls, the one with the narrower bounds is kept.
+        let slow = ClockBounds::of_call(2_000, 1_000, 3_000);
+        assert_eq!(slow.tighter(Some(call)), call);
+        assert_eq!(call.tighter(Some(slow)), call);
     }
-    Ok(found > 0)
 }

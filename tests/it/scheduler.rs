@@ -250,3 +250,91 @@ async fn a_failed_transfer_is_retried_while_the_sweep_runs() {
     assert_eq!(handle.stats().moved, 1);
     handle.shutdown().await;
 }
+
+/// Every command a server receives from its clients (scripts' own calls say `[0 lua]` and
+/// are left out), as `redis-cli monitor` prints them, until dropped.
+struct Monitor {
+    child: std::process::Child,
+    file: std::path::PathBuf,
+}
+
+impl Monitor {
+    fn start(port: u16) -> Monitor {
+        let file = std::env::temp_dir().join(format!("{}.monitor", unique_name("m")));
+        let out = std::fs::File::create(&file).unwrap();
+        let child = std::process::Command::new("redis-cli")
+            .args(["-p", &port.to_string(), "monitor"])
+            .stdout(out)
+            .spawn()
+            .unwrap();
+        Monitor { child, file }
+    }
+
+    /// How many times clients sent `command` (lower case) so far.
+    fn count(&self, command: &str) -> usize {
+        let text = std::fs::read_to_string(&self.file).unwrap();
+        let quoted = format!("\"{command}\"");
+        text.lines()
+            .map(str::to_ascii_lowercase)
+            .filter(|l| !l.contains(" lua] ") && l.contains(&quoted))
+            .count()
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// The pause flag is read inside the scheduler's transfer call (no EXISTS round trip before
+/// every transfer, which delayed each due value by one more round trip); a transfer asked for
+/// by hand still moves a paused queue, as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scheduler_reads_the_pause_flag_in_its_transfer_call() {
+    let redis = TestRedis::start_with(&[]);
+    let client = connect(&redis.url()).await;
+    let name = unique_name("pause-flag");
+    let queue = manual_queue(&client, &name).await;
+    let keys = queue.keys().clone();
+    cmd(&client, "SET", vec![arg(keys.paused()), arg("1")]).await;
+    queue
+        .offer(&"by-hand".to_owned(), Duration::ZERO)
+        .await
+        .unwrap();
+    let outcome = queue.transfer_due(100).await.unwrap();
+    assert_eq!((outcome.moved, outcome.paused), (1, false));
+    assert!(
+        outcome.server_time_us.is_none(),
+        "the client's clock was used"
+    );
+
+    let monitor = Monitor::start(redis.port);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    queue
+        .offer(&"scheduled".to_owned(), Duration::from_millis(50))
+        .await
+        .unwrap();
+    let handle = Scheduler::spawn(client.clone(), name.as_str(), SchedulerConfig::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(
+        int(&client, "LLEN", keys.target()).await,
+        1,
+        "moved while paused"
+    );
+    assert!(monitor.count("evalsha") >= 2, "the scheduler never looked");
+    cmd(&client, "DEL", vec![arg(keys.paused())]).await;
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            int(&client, "LLEN", keys.target()).await == 2
+        })
+        .await,
+        "not moved after the flag went"
+    );
+    assert_eq!(monitor.count("exists"), 0, "EXISTS sent by a client");
+    handle.shutdown().await;
+}

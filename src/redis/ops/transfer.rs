@@ -9,7 +9,7 @@ use fred::prelude::Value;
 script!(
     TRANSFER,
     "transfer.lua",
-    [Target, Timeout, Order, Channel, Quarantine, Index, Values]
+    [Target, Timeout, Order, Channel, Quarantine, Index, Values, Paused]
 );
 
 /// How much one transfer call may do.
@@ -27,6 +27,8 @@ pub(crate) struct TransferLimits {
     pub(crate) max_batch: usize,
     /// The call's time budget (see `lua/transfer.lua`, ARGV[9]).
     pub(crate) budget: std::time::Duration,
+    /// Whether the queue's pause flag stops this call (schedulers) or not (a manual transfer).
+    pub(crate) heed_pause: bool,
 }
 
 /// What one transfer script call did.
@@ -47,6 +49,11 @@ pub struct TransferOutcome {
     /// The time (epoch ms) the call decided what was due by: this process's clock, or the
     /// Redis server's with [`Clock::Server`](crate::Clock::Server).
     pub now_ms: i64,
+    /// The Redis server's time (epoch µs) when the call began, with
+    /// [`Clock::Server`](crate::Clock::Server): a scheduler times its wake-ups by it.
+    pub server_time_us: Option<i64>,
+    /// The call was a scheduler's and found the queue paused: nothing moved.
+    pub paused: bool,
 }
 
 fn usize_arg(n: usize) -> Value {
@@ -75,6 +82,7 @@ pub(crate) async fn run(
                 .unwrap_or(i64::MAX)
                 .max(1),
         )
+        .arg(if limits.heed_pause { "1" } else { "0" })
         .run(client)
         .await?;
     parse(reply)
@@ -82,7 +90,8 @@ pub(crate) async fn run(
 
 fn parse(reply: Value) -> Result<TransferOutcome> {
     let name = TRANSFER.name();
-    let [moved, quarantined, head, found_by_index, found_at_head, now] = reply::fixed(reply, name)?;
+    let [moved, quarantined, head, found_by_index, found_at_head, now, server_us, paused] =
+        reply::fixed(reply, name)?;
     Ok(TransferOutcome {
         moved: reply::count(moved, name)?,
         quarantined: reply::count(quarantined, name)?,
@@ -90,6 +99,8 @@ fn parse(reply: Value) -> Result<TransferOutcome> {
         found_by_index: reply::count(found_by_index, name)?,
         found_at_head: reply::count(found_at_head, name)?,
         now_ms: reply::score(&now, name)?.unwrap_or_default(),
+        server_time_us: reply::score(&server_us, name)?,
+        paused: reply::count(paused, name)? > 0,
     })
 }
 
@@ -106,6 +117,8 @@ mod tests {
             Value::Integer(2),
             Value::Integer(1),
             Value::String("1767225600000".into()),
+            Value::String("1767225600000250".into()),
+            Value::Integer(0),
         ]);
         assert_eq!(
             parse(reply).unwrap(),
@@ -116,6 +129,8 @@ mod tests {
                 found_by_index: 2,
                 found_at_head: 1,
                 now_ms: 1767225600000,
+                server_time_us: Some(1767225600000250),
+                paused: false,
             }
         );
         let empty = Value::Array(vec![
@@ -125,8 +140,13 @@ mod tests {
             Value::Integer(0),
             Value::Integer(0),
             Value::String("1".into()),
+            Value::Null,
+            Value::Integer(1),
         ]);
-        assert_eq!(parse(empty).unwrap().next_due_ms, None);
+        let empty = parse(empty).unwrap();
+        assert_eq!(empty.next_due_ms, None);
+        assert_eq!(empty.server_time_us, None);
+        assert!(empty.paused);
         assert!(parse(Value::Integer(1)).is_err());
     }
 }

@@ -204,7 +204,7 @@ async fn write(
 
 async fn run_write(ui: &Ui, name: &str, action: &str) -> anyhow::Result<Option<serde_json::Value>> {
     let queue = ui.queue(name).await?;
-    let paused_key = QueueKeys::new(name).paused();
+    let paused_key = QueueKeys::new(name).paused().to_owned();
     let client = &ui.ctx.client;
     Ok(Some(match action {
         "replay" => {
