@@ -300,10 +300,7 @@ async fn the_scheduler_reads_the_pause_flag_in_its_transfer_call() {
     let queue = manual_queue(&client, &name).await;
     let keys = queue.keys().clone();
     cmd(&client, "SET", vec![arg(keys.paused()), arg("1")]).await;
-    queue
-        .offer(&"by-hand".to_owned(), Duration::ZERO)
-        .await
-        .unwrap();
+    queue.offer("by-hand", Duration::ZERO).await.unwrap();
     let outcome = queue.transfer_due(100).await.unwrap();
     assert_eq!((outcome.moved, outcome.paused), (1, false));
     assert!(
@@ -314,7 +311,7 @@ async fn the_scheduler_reads_the_pause_flag_in_its_transfer_call() {
     let monitor = Monitor::start(redis.port);
     tokio::time::sleep(Duration::from_millis(200)).await;
     queue
-        .offer(&"scheduled".to_owned(), Duration::from_millis(50))
+        .offer("scheduled", Duration::from_millis(50))
         .await
         .unwrap();
     let handle = Scheduler::spawn(client.clone(), name.as_str(), SchedulerConfig::default())
