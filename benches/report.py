@@ -85,6 +85,26 @@ def explain(r):
             notes.append(
                 f"Index build at {n:,} pending: longest call {b['max_us'] / 1000:.1f} ms (each call "
                 "indexes for about 3 ms, in slices of 200 entries, plus a sweep).")
+    floor = next((t["list_floor"] for t in r.get("transfer", []) if t.get("list_floor")), None)
+    if floor:
+        pass_us, walk_us, length = floor["pass_us"], floor["walk_us"], floor["length"]
+        fits = max(0.0, (25_000 - pass_us) / walk_us) if walk_us else 0
+        notes.append(
+            f"What Redisson's layout allows at {length:,} pending, measured on this run's own list with no "
+            f"script involved: one pass over the order list (LPOS of an absent value, what LREM does) took "
+            f"{pass_us / 1000:.1f} ms, and reaching one random position (LINDEX, the walk LSET makes) "
+            f"{walk_us:.1f} µs. Entries due at random sit anywhere in the list, and a list has no delete by "
+            "position: a batch leaves either by one pass reaching its last entry (about the whole list) or "
+            "by one nearer-end LREM each. "
+            + (f"So a call that must stay under 25 ms cannot remove even one batch spread over the list "
+               f"(the pass alone is {pass_us / 1000:.1f} ms), "
+               if pass_us >= 25_000 else
+               f"So a call under 25 ms can remove at most about {fits:,.0f} entries "
+               f"((25 ms - pass) / walk), {fits / 0.025:,.0f}/s with Redis doing nothing else, ")
+            + f"and even with calls of any length the walks alone cap the rate at {1e6 / walk_us:,.0f}/s "
+            f"of Redis's one core. A remove by value reads N/4 = {length // 4:,} elements on average "
+            f"(about {pass_us / 4000:.1f} ms) and up to N/2 (about {pass_us / 2000:.1f} ms). These "
+            "targets need a shorter list per queue: the sharded queue (issue 18) divides it.")
     for t in r.get("transfer", []):
         if t["impl"] == "java" or t["pattern"] != "random-delay" or t["pending"] < 1_000_000:
             continue
@@ -96,7 +116,7 @@ def explain(r):
                 "LREM pass up to its last marker, which at this length is most of the list whatever the "
                 "batch's size, and each entry's marker is set by an LSET that walks the list's nodes from "
                 "the nearer end; when the pass alone takes more than half the 20 ms budget, the call "
-                "stretches to about twice the pass to amortise it.")
+                "stretches to about twice the pass to amortise it (see the list's own costs above).")
     lat = {row["impl"]: row for row in r.get("latency", [])}
     for imp in ("delayq-default", "delayq-adaptive"):
         row = lat.get(imp)
@@ -110,7 +130,8 @@ def explain(r):
             f"delayq's {d['server']['transfer_calls_per_sec']:,.0f}/s (Redis CPU {j['server']['redis_cpu_percent']:.0f}% vs "
             f"{d['server']['redis_cpu_percent']:.0f}%): with a value due every 0.5 ms, its scheduler sees the next "
             "due time within its 10 ms window and transfers again at once instead of arming a timer. "
-            "delayq sleeps until the next due time (tokio timers have 1 ms resolution, hence its ~1 ms p50).")
+            "delayq sleeps until the next due time on a timer thread of its own (tokio's timers round up "
+            "to the next millisecond) and times it by the server's clock.")
     return notes
 
 
@@ -165,13 +186,79 @@ def many_section(many, w):
     w("")
 
 
+def shard_section(sh, w):
+    """Issue 18: one logical queue over Cluster masters, against one unsharded queue."""
+    f, t = sh["flow"], sh["transfer"]
+    w("## Sharded queues (issue 18)")
+    w("")
+    w(f"A local Redis Cluster of {sh['masters']} masters on loopback (no replicas), on the same 2 cores "
+      f"as the driver. *1 queue*: one ordinary delayed queue (one hash slot, so one master); "
+      f"*{sh['shards']} shards*: a `ShardedQueue` of {sh['shards']} Redisson-compatible queues, a value's "
+      "shard by the CRC32 of its encoded bytes. Script times and CPU are the masters' own (INFO "
+      "commandstats, SLOWLOG over 100 µs, INFO cpu, summed over the masters); *driver CPU* is this "
+      "benchmark process (producers, schedulers, consumers); *machine busy* is Redis + driver CPU over "
+      "both cores' time. The backlog case moves with one task per queue, adaptive batches up to 5,000"
+      + (f" and a call budget of {t['call_budget_ms']} ms" if t.get("call_budget_ms") else "") + ".")
+    w("")
+    w("| case | layout | rate | ratio | script calls | mean call | longest call (server) | longest call (client) | Redis CPU | driver CPU | machine busy |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = [
+        (f"offer + transfer + take, {f['values']:,} values", "1 queue", f["one_queue_per_s"], None,
+         f.get("one_queue_server")),
+        ("", f"{sh['shards']} shards", f["sharded_per_s"], f["ratio"], f.get("sharded_server")),
+        (f"random-delay transfer, {t['pending']:,} pending", "1 queue", t["one_queue_per_s"], None,
+         t.get("one_queue_server"), t["one_queue_longest_call_ms"]),
+        ("", f"{sh['shards']} shards", t["sharded_per_s"], t["ratio"], t.get("sharded_server"),
+         t["sharded_longest_call_ms"]),
+    ]
+    for row in rows:
+        case, layout, rate, ratio, srv = row[:5]
+        client = f"{row[5]:.1f} ms" if len(row) > 5 else "-"
+        ratio_cell = f"{ratio:.2f}x" if ratio else "-"
+        if srv:
+            w(f"| {case} | {layout} | {fmt_rate(rate)} | {ratio_cell} | {srv['script_calls']:,} | "
+              f"{srv['mean_call_us'] / 1000:.2f} ms | {fmt_ms(srv['max_call_us'])} | {client} | "
+              f"{srv['redis_cpu_secs']:.1f} s | {srv['driver_cpu_secs']:.1f} s | {srv['machine_busy_percent']:.0f}% |")
+        else:
+            w(f"| {case} | {layout} | {fmt_rate(rate)} | {ratio_cell} | - | - | - | {client} | - | - | - |")
+    w("")
+    srv = f.get("sharded_server")
+    if srv:
+        w(f"- Offer + transfer + take, {sh['shards']} shards: the masters used "
+          f"{srv['redis_cpu_secs']:.1f} s of CPU and the driver {srv['driver_cpu_secs']:.1f} s in "
+          f"{srv['secs']:.1f} s, {srv['machine_busy_percent']:.0f}% of the 2 cores: "
+          + ("the cores, not Redis, are the limit (more masters on the same cores add only their "
+             "overhead)." if srv["machine_busy_percent"] >= 85 else
+             "the cores were not saturated."))
+    srv = t.get("sharded_server")
+    if srv:
+        per = ", ".join(f"{c:.1f}" for c in srv["redis_cpu_secs_per_master"])
+        w(f"- Random-delay transfer, {sh['shards']} shards: CPU seconds per master {per}; "
+          f"{srv['machine_busy_percent']:.0f}% of the 2 cores busy. Each shard's list is "
+          f"{t['pending'] // sh['shards']:,} long, so a batch's list pass reads about "
+          f"1/{sh['shards']} of what one queue's does.")
+    w("")
+
+
 def main(src, dst):
     with open(src) as f:
         r = json.load(f)
     m = r["meta"]
-    p = m["plan"]
     out = []
     w = out.append
+    if m["mode"] == "shard":
+        w("# delayq benchmark results: sharded queues")
+        w("")
+        w(f"Generated by `benches/run.sh --only shard` on {m['date']} at commit `{m['commit']}`, in "
+          f"{r.get('total_secs', 0) / 60:.1f} min, on {m['cpus']} CPUs (load average "
+          f"{m.get('loadavg_start', '?')} at the start, {m.get('loadavg_end', '?')} at the end). "
+          "Every figure below comes from that one run.")
+        w("")
+        shard_section(r["shard"], w)
+        with open(dst, "w") as f:
+            f.write("\n".join(out).rstrip() + "\n")
+        return
+    p = m["plan"]
     w("# delayq benchmark results")
     w("")
     w(f"Generated by `benches/run.sh{' --smoke' if m['mode'] == 'smoke' else ''}` "
@@ -361,6 +448,9 @@ def main(src, dst):
 
     if "many" in r:
         many_section(r["many"], w)
+
+    if "shard" in r:
+        shard_section(r["shard"], w)
 
     notes = explain(r)
     if notes:

@@ -174,8 +174,23 @@ fn main() {
 async fn run(args: Args) -> BoxResult<()> {
     // The shard phase needs only its own Cluster, no Java: alone, it runs without the rest.
     if args.only.as_deref() == Some(&["shard".to_owned()][..]) {
+        let started = std::time::Instant::now();
+        let meta = serde_json::json!({
+            "mode": "shard",
+            "date": std::env::var("BENCH_DATE").unwrap_or_default(),
+            "commit": std::env::var("BENCH_COMMIT").unwrap_or_default(),
+            "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            "loadavg_start": phases::loadavg(),
+        });
         let figures = shard::phase(&args.plan, &args.work_dir).await?;
-        let text = serde_json::to_string_pretty(&serde_json::json!({ "shard": figures }))?;
+        let mut meta = meta;
+        meta["loadavg_end"] = serde_json::json!(phases::loadavg());
+        let results = serde_json::json!({
+            "meta": meta,
+            "shard": figures,
+            "total_secs": started.elapsed().as_secs_f64(),
+        });
+        let text = serde_json::to_string_pretty(&results)?;
         std::fs::write(&args.out, text + "\n")?;
         eprintln!("bench: wrote {}", args.out);
         return Ok(());

@@ -126,6 +126,10 @@ pub(crate) async fn run_all(mut ctx: Ctx, only: Option<&[String]>) -> BoxResult<
             crate::many::phase(&ctx.url, &ctx.classpath, bin, &ctx.plan, &ctx.work_dir).await?;
         out.insert("many".into(), figures);
     }
+    if wanted("shard") {
+        let figures = crate::shard::phase(&ctx.plan, &ctx.work_dir).await?;
+        out.insert("shard".into(), figures);
+    }
     ctx.java.stop().await?;
     let _ = ctx.client.quit().await;
     let results = Json::Object(out);
@@ -142,7 +146,7 @@ pub(crate) async fn run_all(mut ctx: Ctx, only: Option<&[String]>) -> BoxResult<
 }
 
 /// The 1, 5 and 15 minute load averages (the machine may be shared).
-fn loadavg() -> String {
+pub(crate) fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()
@@ -420,6 +424,15 @@ async fn transfer_case(
     let keys = QueueKeys::new(format!("bench:transfer:{imp}:{}:{n}", pattern.name()));
     unlink_queue(&ctx.client, &keys).await?;
     let scores = fill(&ctx.client, &keys, n, pattern).await?;
+    // Once, on the longest random-order list: what removing from its middle costs at all.
+    let largest = ctx.plan.transfer_sizes.iter().copied().max() == Some(n);
+    let floor = if largest && matches!(pattern, Pattern::Random) && imp == "delayq-default" {
+        let floor = redis::list_floor(&ctx.client, keys.order()).await?;
+        log(format!("list floor at {n}: {floor}"));
+        Some(floor)
+    } else {
+        None
+    };
     // Log every script call over 100 µs; fast calls do not matter for the longest one.
     redis::reset_server_stats(&ctx.client, 100).await?;
 
@@ -493,6 +506,7 @@ async fn transfer_case(
         "calls_over_10ms": over_10ms,
         "calls_over_25ms": over_25ms,
         "ping": ping,
+        "list_floor": floor,
     }))
 }
 

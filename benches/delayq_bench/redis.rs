@@ -228,6 +228,43 @@ pub(crate) async fn slow_script_calls(client: &Client) -> BoxResult<Vec<u64>> {
     Ok(out)
 }
 
+/// What any removal from the middle of a Redis list costs on `list` (no script involved): one
+/// LREM-like pass over the whole list (LPOS of a value it does not hold), and reaching one random
+/// position (LINDEX, which walks the list's nodes from the nearer end, as LSET does). Server
+/// times from INFO commandstats; clears the command statistics.
+pub(crate) async fn list_floor(client: &Client, list: &str) -> BoxResult<serde_json::Value> {
+    let length = int(client, "LLEN", list).await?;
+    cmd(client, "CONFIG", vec![s("RESETSTAT")]).await?;
+    for _ in 0..3 {
+        let absent = Value::from("delayq-bench:no-such-element");
+        cmd(client, "LPOS", vec![s(list), absent]).await?;
+    }
+    let walks = 2_000;
+    for _ in 0..walks {
+        let at = rand::random_range(0..length.max(1));
+        cmd(client, "LINDEX", vec![s(list), Value::from(at)]).await?;
+    }
+    let info = cmd(client, "INFO", vec![s("commandstats")]).await?;
+    let text = info.as_string().ok_or("INFO: not text")?;
+    let per_call = |command: &str| -> BoxResult<f64> {
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:")))
+            .ok_or_else(|| format!("INFO commandstats: no {command}"))?;
+        let fields: HashMap<&str, &str> =
+            line.split(',').filter_map(|f| f.split_once('=')).collect();
+        Ok(fields
+            .get("usec_per_call")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0))
+    };
+    Ok(serde_json::json!({
+        "length": length,
+        "pass_us": per_call("lpos")?,
+        "walk_us": per_call("lindex")?,
+    }))
+}
+
 /// Redis's CPU time so far (user + system, seconds), from INFO cpu.
 pub(crate) async fn server_cpu_secs(client: &Client) -> BoxResult<f64> {
     let info = cmd(client, "INFO", vec![s("cpu")]).await?;
