@@ -40,7 +40,8 @@
 -- Returns: { moved, quarantined, head score as a string or false, entries found by the index,
 --            entries found in the window at the head of the order list, now (epoch ms, the
 --            time this call went by), the server's TIME in epoch µs as a string when now came
---            from it (ARGV[1] 'server') else false, 1 when paused else 0 }
+--            from it (ARGV[1] 'server') else false, 1 when paused (the head is then not
+--            read: false) else 0 }
 --
 -- The index covers a prefix of the order list: member i (by score) is the entry at position i.
 -- delayq's scripts keep it so; a Java peer's poll/remove/transfer does not, but neither Redisson
@@ -137,19 +138,13 @@ local function sync_index(length, index_until)
     return true, exact, covered
 end
 
-local server_us = false
-local now_number
-if ARGV[1] == 'server' then
-    local us = delayq_server_us()
-    server_us = delayq_ms(us)
-    now_number = math.floor(us / 1000)
-else
-    now_number = delayq_now(ARGV[1])
-end
-local now = delayq_ms(now_number)
+-- One TIME read gives both: now in ms and, for the scheduler's clock, the µs it came from.
+local us = ARGV[1] == 'server' and delayq_server_us()
+local now = delayq_ms(us and math.floor(us / 1000) or delayq_now(ARGV[1]))
+local server_us = us and delayq_ms(us)
 if ARGV[10] == '1' and redis.call('exists', KEYS[8]) == 1 then
-    local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
-    return { 0, 0, head[2] or false, 0, 0, now, server_us, 1 }
+    -- Paused: the scheduler looks again later whatever the head is.
+    return { 0, 0, false, 0, 0, now, server_us, 1 }
 end
 local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, batch)
 local moved, quarantined, indexed, at_head_count = 0, 0, 0, 0

@@ -248,7 +248,7 @@ async fn prepare(target: &Target, queues: usize) -> BoxResult<Vec<DelayedQueue<S
 }
 
 /// Resident memory (KiB) and CPU time (seconds) of a process, from /proc.
-fn proc_figures(pid: u32) -> BoxResult<(u64, f64)> {
+pub(crate) fn proc_figures(pid: u32) -> BoxResult<(u64, f64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let rss = status
         .lines()

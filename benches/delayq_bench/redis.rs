@@ -174,27 +174,35 @@ pub(crate) struct ScriptCalls {
 }
 
 pub(crate) async fn script_calls(client: &Client) -> BoxResult<ScriptCalls> {
-    let info = cmd(client, "INFO", vec![s("commandstats")]).await?;
-    let text = info.as_string().ok_or("INFO: not text")?;
+    let stats = command_stats(client).await?;
     let mut out = ScriptCalls::default();
-    for line in text.lines() {
-        let Some(rest) = line
-            .strip_prefix("cmdstat_evalsha:")
-            .or_else(|| line.strip_prefix("cmdstat_eval:"))
-            .or_else(|| line.strip_prefix("cmdstat_evalsha_ro:"))
-            .or_else(|| line.strip_prefix("cmdstat_eval_ro:"))
-        else {
+    for command in ["evalsha", "eval", "evalsha_ro", "eval_ro"] {
+        let Some(fields) = stats.get(command) else {
             continue;
         };
-        let fields: HashMap<&str, &str> =
-            rest.split(',').filter_map(|f| f.split_once('=')).collect();
-        out.calls += fields
-            .get("calls")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        out.usec += fields.get("usec").and_then(|v| v.parse().ok()).unwrap_or(0);
+        out.calls += fields.get("calls").copied().unwrap_or(0.0) as u64;
+        out.usec += fields.get("usec").copied().unwrap_or(0.0) as u64;
     }
     Ok(out)
+}
+
+/// INFO commandstats: command (lower case) -> its numeric fields (`calls`, `usec`,
+/// `usec_per_call`, ...).
+async fn command_stats(client: &Client) -> BoxResult<HashMap<String, HashMap<String, f64>>> {
+    let info = cmd(client, "INFO", vec![s("commandstats")]).await?;
+    let text = info.as_string().ok_or("INFO: not text")?;
+    Ok(text
+        .lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_")?.split_once(':'))
+        .map(|(command, rest)| {
+            let fields = rest
+                .split(',')
+                .filter_map(|f| f.split_once('='))
+                .filter_map(|(k, v)| Some((k.to_owned(), v.parse().ok()?)))
+                .collect();
+            (command.to_owned(), fields)
+        })
+        .collect())
 }
 
 /// Durations (µs) of the script calls in the slow log, newest first.
@@ -244,19 +252,12 @@ pub(crate) async fn list_floor(client: &Client, list: &str) -> BoxResult<serde_j
         let at = rand::random_range(0..length.max(1));
         cmd(client, "LINDEX", vec![s(list), Value::from(at)]).await?;
     }
-    let info = cmd(client, "INFO", vec![s("commandstats")]).await?;
-    let text = info.as_string().ok_or("INFO: not text")?;
+    let stats = command_stats(client).await?;
     let per_call = |command: &str| -> BoxResult<f64> {
-        let line = text
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:")))
+        let fields = stats
+            .get(command)
             .ok_or_else(|| format!("INFO commandstats: no {command}"))?;
-        let fields: HashMap<&str, &str> =
-            line.split(',').filter_map(|f| f.split_once('=')).collect();
-        Ok(fields
-            .get("usec_per_call")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0))
+        Ok(fields.get("usec_per_call").copied().unwrap_or(0.0))
     };
     Ok(serde_json::json!({
         "length": length,

@@ -2,7 +2,7 @@
 //! of 3 masters: offer + transfer + take throughput, and random-delay transfer with a backlog
 //! pending. Needs no Java; `--only shard` runs it alone.
 
-use crate::many::Cluster;
+use crate::many::{proc_figures, Cluster};
 use crate::redis::{self, fill, BoxResult, Pattern};
 use crate::Plan;
 use delayq::codec::StringCodec;
@@ -22,23 +22,6 @@ const CALL_BUDGET: Duration = Duration::from_millis(8);
 
 fn log(text: impl AsRef<str>) {
     eprintln!("bench: shard: {}", text.as_ref());
-}
-
-/// This process's CPU time so far (user + system, every thread), seconds: fields 14 and 15 of
-/// `/proc/self/stat`, in USER_HZ ticks (100 a second on Linux).
-fn own_cpu_secs() -> BoxResult<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat")?;
-    // The command name (field 2) is in parentheses and may hold spaces: count after it.
-    let rest = stat.rsplit_once(')').ok_or("/proc/self/stat")?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| -> BoxResult<f64> {
-        Ok(fields
-            .get(i)
-            .ok_or("/proc/self/stat: short")?
-            .parse::<f64>()?)
-    };
-    // After the name: state is field 3, so utime (14) and stime (15) are at 11 and 12.
-    Ok((ticks(11)? + ticks(12)?) / 100.0)
 }
 
 /// The cluster's masters, each through a plain connection of its own: server-side script times
@@ -70,14 +53,14 @@ impl Masters {
             redis::reset_server_stats(client, 100).await?;
             self.cpu_before.push(redis::server_cpu_secs(client).await?);
         }
-        self.own_cpu_before = own_cpu_secs()?;
+        self.own_cpu_before = proc_figures(std::process::id())?.1;
         self.started = Instant::now();
         Ok(())
     }
 
     async fn end_case(&self) -> BoxResult<Json> {
         let secs = self.started.elapsed().as_secs_f64();
-        let own_cpu = own_cpu_secs()? - self.own_cpu_before;
+        let own_cpu = proc_figures(std::process::id())?.1 - self.own_cpu_before;
         let (mut calls, mut usec, mut slow, mut cpu) = (0, 0, Vec::new(), Vec::new());
         for (client, before) in self.clients.iter().zip(&self.cpu_before) {
             let c = redis::script_calls(client).await?;
