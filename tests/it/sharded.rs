@@ -320,25 +320,58 @@ async fn moving_a_shards_slot_under_load_loses_nothing() {
         let offered = offered.clone();
         tokio::spawn(async move {
             let mut values = Vec::new();
+            // A refusal while the slot moves (TRYAGAIN, ASK) did not run: a careful producer
+            // sets that value aside, goes on with the others (whose shards are not moving) and
+            // sends it again later. Anything else fails the test, saying what it was.
+            let mut set_aside: std::collections::VecDeque<(String, Duration, u32)> =
+                Default::default();
+            let attempt = |value: String, delay: Duration, tries: u32| {
+                let queue = queue.clone();
+                async move {
+                    match queue.offer(&value, delay).await {
+                        Ok(()) => None,
+                        Err(err) => {
+                            assert!(
+                                err.is_transient() && !err.is_connection_error() && tries < 40,
+                                "offer of {value} failed (try {}): {err}",
+                                tries + 1
+                            );
+                            Some((value, delay, tries + 1))
+                        }
+                    }
+                }
+            };
             for i in 0..1_500u64 {
                 let value = format!("m-{i}");
                 // Due over the next 300 ms, so entries are pending, due and taken throughout.
                 let delay = Duration::from_millis(i * 37 % 300);
-                // A refusal while the slot moves (TRYAGAIN, ASK) did not run: a careful producer
-                // sends it again. Anything else fails the test, saying what it was.
-                let mut tries = 0;
-                while let Err(err) = queue.offer(&value, delay).await {
-                    tries += 1;
-                    assert!(
-                        err.is_transient() && !err.is_connection_error() && tries < 20,
-                        "offer of {value} failed (try {tries}): {err}"
-                    );
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                match attempt(value.clone(), delay, 0).await {
+                    None => {
+                        values.push(value);
+                        offered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Some(refused) => set_aside.push_back(refused),
                 }
-                values.push(value);
-                offered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if i % 50 == 0 {
+                    if let Some((value, delay, tries)) = set_aside.pop_front() {
+                        match attempt(value.clone(), delay, tries).await {
+                            None => {
+                                values.push(value);
+                                offered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            Some(refused) => set_aside.push_back(refused),
+                        }
+                    }
                     tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            while let Some((value, delay, tries)) = set_aside.pop_front() {
+                match attempt(value.clone(), delay, tries).await {
+                    None => values.push(value),
+                    Some(refused) => {
+                        set_aside.push_back(refused);
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
                 }
             }
             values
@@ -365,6 +398,7 @@ async fn moving_a_shards_slot_under_load_loses_nothing() {
     assert!(at_start < at_end && at_end < 1_500, "{at_start}..{at_end}");
     assert_eq!(cluster.slot_owner(slot), to);
     let values = producer.await.unwrap();
+    assert_eq!(values.len(), 1_500, "every value was offered in the end");
     wait_for(&seen, values.len(), 60).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     worker.shutdown().await.unwrap();
