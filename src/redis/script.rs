@@ -1,8 +1,11 @@
 //! The Lua scripts under `lua/`: how a script is assembled, and the one way to call it.
 //!
-//! Every script is sent as one source: the shared helpers of `lua/lib/` (time, key-type guard,
-//! entry packing, adding entries, settling), then a guard call that checks the type of every key
-//! the script declares before anything runs, then the script's own file. Its keys are declared
+//! Every script is sent as one source: the shared helpers of `lua/lib/` that it uses (time,
+//! key-type guard, entry packing, adding entries, the value index, settling), then a guard call
+//! that checks the type of every key the script declares before anything runs, then the script's
+//! own file. A helper file is left out when neither the script nor another helper it includes
+//! calls anything the file defines: Redis runs a script's whole source on every call, and the
+//! unused helpers cost an offer about a quarter of its server time. Its keys are declared
 //! once, in Rust, as [`KeyRole`]s next to the call that uses it (`src/redis/ops/<script>.rs`);
 //! the guard's expected types and the KEYS list of every call are built from those roles, and a
 //! unit test checks them against the `-- KEYS[i]` lines of the script's header.
@@ -20,7 +23,7 @@ use fred::interfaces::LuaInterface;
 use fred::prelude::{Error as FredError, FromValue, Key, Value};
 use tracing::Instrument;
 
-/// The helpers every script starts with, in order.
+/// The helpers a script may start with, in order: a file only calls helpers defined above it.
 const PRELUDE: [&str; 6] = [
     include_str!("../../lua/lib/time.lua"),
     include_str!("../../lua/lib/guard.lua"),
@@ -37,6 +40,84 @@ pub(crate) struct QueueSpec {
     pub(crate) keys: QueueKeys,
     pub(crate) format: EntryFormat,
     pub(crate) clock: Clock,
+}
+
+/// The names a Lua text uses that start with `delayq_`, outside `--` comments and quoted
+/// strings.
+pub(crate) fn delayq_names(lua: &str) -> std::collections::BTreeSet<&str> {
+    let mut names = std::collections::BTreeSet::new();
+    let bytes = lua.as_bytes();
+    let (mut i, mut word_start) = (0, None);
+    while i <= bytes.len() {
+        let c = bytes.get(i).copied().unwrap_or(b' ');
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            word_start.get_or_insert(i);
+            i += 1;
+            continue;
+        }
+        if let Some(start) = word_start.take() {
+            if lua[start..i].starts_with("delayq_") {
+                names.insert(&lua[start..i]);
+            }
+        }
+        match c {
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'\'' | b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != c {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    names
+}
+
+/// The names a helper file defines (`local function delayq_x`, `local delayq_x =`).
+pub(crate) fn delayq_definitions(lua: &str) -> Vec<&str> {
+    lua.lines()
+        .filter_map(|line| {
+            let rest = line
+                .strip_prefix("local function ")
+                .or_else(|| line.strip_prefix("local "))?;
+            let name = rest
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .next()?;
+            name.starts_with("delayq_").then_some(name)
+        })
+        .collect()
+}
+
+/// The helper files (in [`PRELUDE`] order) that `body` needs: the guard, every file defining a
+/// name the body uses, and, in turn, every file defining a name those use.
+fn helpers_used_by(body: &str) -> Vec<&'static str> {
+    let mut wanted = delayq_names(body);
+    wanted.insert("delayq_check_keys");
+    let mut included = [false; PRELUDE.len()];
+    loop {
+        let mut grew = false;
+        for (i, file) in PRELUDE.iter().enumerate() {
+            if !included[i] && delayq_definitions(file).iter().any(|d| wanted.contains(d)) {
+                included[i] = true;
+                wanted.extend(delayq_names(file));
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    PRELUDE
+        .iter()
+        .zip(included)
+        .filter_map(|(file, yes)| yes.then_some(*file))
+        .collect()
 }
 
 /// One script: its file name, the keys it declares (and which of them it leaves untouched,
@@ -66,7 +147,7 @@ impl LuaScript {
                 false => format!("'{}'", role.kind().redis_type()),
             })
             .collect();
-        let mut source = PRELUDE.concat();
+        let mut source = helpers_used_by(body).concat();
         source.push_str(&format!(
             "do local refused = delayq_check_keys({{ {} }}) if refused then return refused end end\n",
             kinds.join(", ")

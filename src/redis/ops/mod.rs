@@ -135,9 +135,36 @@ mod tests {
         for script in all() {
             assert_eq!(script.sha1().len(), 40, "{}", script.name());
             assert_eq!(script.sha1(), fred::util::sha1_hash(script.source()));
-            assert!(script.source().starts_with("-- delayq lib/time.lua"));
+            assert!(script.source().starts_with("-- delayq lib/"));
             assert!(script.source().ends_with(&body(script.name())));
             assert!(script.source().contains("delayq_check_keys({ '"));
+        }
+    }
+
+    /// A script's source defines every `delayq_` helper it uses, and leaves out the helper
+    /// files it does not use (the offer has no value-index or settling code).
+    #[test]
+    fn every_script_carries_the_helpers_it_uses_and_no_others() {
+        use crate::redis::script::{delayq_definitions, delayq_names};
+        for script in all() {
+            let defined: BTreeSet<&str> = delayq_definitions(script.source()).into_iter().collect();
+            let used = delayq_names(script.source());
+            let missing: Vec<&&str> = used.difference(&defined).collect();
+            assert!(
+                missing.is_empty(),
+                "{}: {missing:?} undefined",
+                script.name()
+            );
+        }
+        let offer = all().into_iter().find(|s| s.name() == "offer.lua").unwrap();
+        assert!(!offer.source().contains("lib/values.lua"));
+        assert!(!offer.source().contains("lib/settle.lua"));
+        for lib in ["time", "guard", "entry", "queue", "values", "settle"] {
+            let header = format!("-- delayq lib/{lib}.lua");
+            assert!(
+                all().iter().any(|s| s.source().contains(&header)),
+                "no script includes lib/{lib}.lua"
+            );
         }
     }
 
