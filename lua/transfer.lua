@@ -8,9 +8,10 @@
 --     exactly the head leaves with one LTRIM); on long order lists, the others are found through
 --     a position index instead of one LREM scan each, and the whole batch leaves the order list
 --     in one LREM pass over a marker. That pass reads the list up to the last marker whatever
---     the batch's size, so on a long list the batch grows (up to ARGV[8]) until moving its
---     entries costs about as much as the pass, and the call stops taking entries when its time
---     is spent (ARGV[9]; the pass's cost per element is measured on the list itself).
+--     the batch's size, so on a long list the batch grows (up to ARGV[8]) while the call's time
+--     allows, and the call stops taking entries when its time is spent (ARGV[9]: the pass and
+--     the writes still to come are counted; the pass's cost per element is measured on the list
+--     itself).
 --
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
@@ -37,11 +38,17 @@
 --          budget to twice the pass)
 -- ARGV[10]: '1' when a scheduler calls: while the pause flag exists, nothing moves (one round
 --          trip instead of a separate EXISTS before every transfer); '0' moves regardless
+-- ARGV[11]: the lowest list-pass cost per element this caller measured lately, picoseconds
+--          ('0': none). The call's own measurement is a few hundred µs of wall-clock time: when
+--          Redis loses its core during it (more busy processes than cores), it comes out tens
+--          of times too high, stretches the budget and grows the batch to match, and the call
+--          runs for 100 ms. The lower of the two is used.
 -- Returns: { moved, quarantined, head score as a string or false, entries found by the index,
 --            entries found in the window at the head of the order list, now (epoch ms, the
 --            time this call went by), the server's TIME in epoch µs as a string when now came
 --            from it (ARGV[1] 'server') else false, 1 when paused (the head is then not
---            read: false) else 0 }
+--            read: false) else 0, the list-pass cost per element this call measured in
+--            picoseconds (whatever ARGV[11] was), or false when it measured none }
 --
 -- The index covers a prefix of the order list: member i (by score) is the entry at position i.
 -- delayq's scripts keep it so; a Java peer's poll/remove/transfer does not, but neither Redisson
@@ -59,12 +66,16 @@ local marker = ARGV[6]
 local scan_budget = tonumber(ARGV[7])
 local max_batch = math.max(batch, tonumber(ARGV[8]))
 local budget_us = tonumber(ARGV[9])
+local pass_hint_ps = tonumber(ARGV[11])
 local CHUNK = 500 -- arguments per variadic call, well under Lua's stack limit
 local INDEX_SLICE = 1000 -- entries indexed between two looks at the clock
 local GROW_SLICE = 200 -- due entries fetched at a time when the batch grows
 local CHECK_EVERY = 16 -- entries moved between two looks at the clock
 local CALIBRATE_FROM = 50000 -- list length from which the pass's cost is measured
 local CALIBRATE_ELEMENTS = 8192
+-- Microseconds per moved entry of the writes after the loop (index and timeout ZREMs, RPUSH),
+-- counted in the budget while the batch grows.
+local FINISH_US = 2
 
 local clock = delayq_clock_us
 local started = clock()
@@ -77,14 +88,21 @@ end
 
 -- Microseconds one LREM pass spends per list element: measured with an LPOS over a stretch of
 -- the list (the marker is in no list) when the list is long, else a typical figure; counted
--- half again, as the rest of a long list is colder in the caches than its head.
+-- half again, as the rest of a long list is colder in the caches than its head; never more
+-- than the caller's lowest recent measurement (ARGV[11]). Also returns what was measured, in
+-- picoseconds per element, or false.
 local function pass_cost_per_element(length)
     if length < CALIBRATE_FROM then
-        return 0.02
+        return 0.02, false
     end
     local t0 = clock()
     redis.call('lpos', KEYS[3], marker, 'maxlen', CALIBRATE_ELEMENTS)
-    return 1.5 * math.max(0.001, (clock() - t0) / CALIBRATE_ELEMENTS)
+    local measured = math.max(0.001, (clock() - t0) / CALIBRATE_ELEMENTS)
+    local used = measured
+    if pass_hint_ps > 0 then
+        used = math.min(measured, pass_hint_ps / 1000000)
+    end
+    return 1.5 * used, math.floor(measured * 1000000)
 end
 
 -- Brings the index up to date (or drops it), spending at most index_chunk entries and until
@@ -144,10 +162,11 @@ local now = delayq_ms(us and math.floor(us / 1000) or delayq_now(ARGV[1]))
 local server_us = us and delayq_ms(us)
 if ARGV[10] == '1' and redis.call('exists', KEYS[8]) == 1 then
     -- Paused: the scheduler looks again later whatever the head is.
-    return { 0, 0, false, 0, 0, now, server_us, 1 }
+    return { 0, 0, false, 0, 0, now, server_us, 1, false }
 end
 local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, batch)
 local moved, quarantined, indexed, at_head_count = 0, 0, 0, 0
+local measured_ps = false
 if #due > 0 then
     -- Head fast path: entries that are due are usually near the head of the order list (offered
     -- in due order, or mostly so). Look them up in a window at the head first; only when some
@@ -182,7 +201,7 @@ if #due > 0 then
         index_kept = redis.call('exists', KEYS[6]) == 1
     else
         length = redis.call('llen', KEYS[3])
-        per_element = pass_cost_per_element(length)
+        per_element, measured_ps = pass_cost_per_element(length)
         -- A pass that alone takes most of the budget would leave no time to move entries:
         -- amortise it instead (the call then takes about twice the pass).
         budget = math.max(budget_us, 2 * length * per_element)
@@ -202,19 +221,19 @@ if #due > 0 then
     local values, members, taken, marked = {}, {}, {}, 0
     local head_positions, last_head_position = {}, -1
     local last_marked = -1 -- the pass reads the list up to the last marker
-    local moving_since = clock()
     local exhausted = #due < batch
     local i = 1
     while true do
         if i > #due then
-            -- The batch may grow while moving its entries has cost less than the pass will
-            -- (and the time allows).
+            -- The batch grows while the time allows: the pass costs the same for one entry as
+            -- for thousands, so the more the call moves, the less each entry pays for it (on an
+            -- 83,333-entry list, growing only until moving had cost as much as the pass moved
+            -- 31,000/s; growing to the budget, 85,000/s).
             if all_at_head or exhausted or #due >= max_batch then
                 break
             end
-            local spent = clock() - moving_since
             local pass = (last_marked + 1) * per_element
-            if spent >= pass or clock() - started + pass >= budget then
+            if clock() - started + pass + #taken * FINISH_US >= budget then
                 break
             end
             local ask = math.min(GROW_SLICE, max_batch - #due)
@@ -228,7 +247,8 @@ if #due > 0 then
             end
         end
         if i > 1 and i % CHECK_EVERY == 0
-            and clock() - started + (last_marked + 1) * per_element >= budget then
+            and clock() - started + (last_marked + 1) * per_element + #taken * FINISH_US
+                >= budget then
             break
         end
         local entry = due[i]
@@ -308,4 +328,5 @@ end
 
 delayq_tidy_index(KEYS[3], KEYS[6], KEYS[7])
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
-return { moved, quarantined, head[2] or false, indexed, at_head_count, now, server_us, 0 }
+return { moved, quarantined, head[2] or false, indexed, at_head_count, now, server_us, 0,
+    measured_ps }

@@ -230,6 +230,6 @@ impl<C: Codec> DelayedQueue<C> {
     /// A Redis error.
     pub async fn transfer_due_with(&self, config: &SchedulerConfig) -> Result<TransferOutcome> {
         let limits = config.limits(config.batch_size().max(1));
-        transfer::run(self.client(), self.spec(), limits).await
+        transfer::run(self.client(), self.spec(), limits, self.pass_cost()).await
     }
 }

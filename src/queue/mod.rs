@@ -28,6 +28,7 @@ use crate::codec::{decode_value, Codec};
 use crate::consumer::Consumer;
 use crate::entry::EntryFormat;
 use crate::keys::QueueKeys;
+use crate::redis::ops::transfer::PassCost;
 use crate::redis::script::QueueSpec;
 use crate::scheduler::shared::SchedulerLease;
 use crate::scheduler::SchedulerConfig;
@@ -116,6 +117,7 @@ impl<C: Codec> DelayedQueueBuilder<C> {
                 spec,
                 codec: self.codec,
                 lease: Mutex::new(lease),
+                pass_cost: PassCost::default(),
             }),
         })
     }
@@ -161,6 +163,8 @@ struct Inner<C> {
     spec: QueueSpec,
     codec: Arc<C>,
     lease: Mutex<Option<SchedulerLease>>,
+    /// What the order-list pass costs, as this handle's transfers measured it.
+    pass_cost: PassCost,
 }
 
 impl<C: Codec> DelayedQueue<C> {
@@ -230,6 +234,11 @@ impl<C: Codec> DelayedQueue<C> {
     /// Keys, format and clock, as every script call takes them.
     pub(crate) fn spec(&self) -> &QueueSpec {
         &self.inner.spec
+    }
+
+    /// The order-list pass cost this handle's transfers measured (for the next transfer).
+    pub(crate) fn pass_cost(&self) -> &PassCost {
+        &self.inner.pass_cost
     }
 
     /// The codec, shared (for consumers).

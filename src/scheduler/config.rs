@@ -74,8 +74,8 @@ impl SchedulerConfig {
     /// fewer entries due than its batch never grows it).
     ///
     /// On a long order list with due entries all over it, a call also grows its own batch, up to
-    /// `max`, until moving them costs about as much as the one pass over the list that removes
-    /// them, which costs the same for one entry as for thousands (see
+    /// `max`, while its time budget allows: the one pass over the list that removes the batch
+    /// costs the same for one entry as for thousands (see
     /// [`with_max_call_time`](Self::with_max_call_time)).
     #[must_use]
     pub fn with_adaptive_batch(mut self, max: usize, target_call_time: Duration) -> Self {
@@ -111,10 +111,12 @@ impl SchedulerConfig {
     }
 
     /// Sets the time budget of one transfer call (default 20 ms): a call takes no further entry
-    /// once the time it has spent plus the expected pass over the order list reaches it, so Redis
-    /// keeps answering other clients. A call always moves at least one due entry, and when the
-    /// pass alone takes more than half the budget (about 10 ns an element: a list of millions on
-    /// a slow machine) the call takes about twice the pass instead.
+    /// once the time it has spent plus the expected pass over the order list (and the writes
+    /// still to come) reaches it, so Redis keeps answering other clients. A call always moves at
+    /// least one due entry, and when the pass alone takes more than half the budget (about 10 ns
+    /// an element: a list of millions on a slow machine) the call takes about twice the pass
+    /// instead. With [`with_adaptive_batch`](Self::with_adaptive_batch), a call catching up on
+    /// a long list with due entries all over it runs for about the whole budget.
     #[must_use]
     pub fn with_max_call_time(mut self, budget: Duration) -> Self {
         self.max_call_time = budget;

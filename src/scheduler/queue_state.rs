@@ -5,7 +5,7 @@ use super::config::SchedulerConfig;
 use super::timer::now_us;
 use super::Counters;
 use crate::metrics::SchedulerMetrics;
-use crate::redis::ops::transfer::{self, TransferLimits, TransferOutcome};
+use crate::redis::ops::transfer::{self, PassCost, TransferLimits, TransferOutcome};
 use crate::redis::script::QueueSpec;
 use crate::retry::{Backoff, FailureLog, Retrying};
 use crate::time::now_ms;
@@ -36,6 +36,8 @@ pub(super) struct QueueState {
     pub(super) discovered: bool,
     /// Current batch size (adaptive between the config's bounds).
     batch: usize,
+    /// What the order-list pass costs, as this queue's transfers measured it.
+    pass_cost: Arc<PassCost>,
     /// The earliest due time known (by the queue's clock), from transfers, probes, messages.
     next_due: Option<i64>,
     /// How far the queue's clock is ahead of this process's, in µs (0 with the client's): see
@@ -76,6 +78,7 @@ impl QueueState {
     pub(super) fn new(spec: QueueSpec, config: SchedulerConfig, discovered: bool) -> QueueState {
         QueueState {
             batch: config.batch_size(),
+            pass_cost: Arc::default(),
             retrying: Retrying::new(Backoff::doubling(FIRST_RETRY_WAIT, config.max_backoff())),
             metrics: SchedulerMetrics::new(spec.keys.target()),
             spec,
@@ -146,7 +149,7 @@ impl QueueState {
             client.clone(),
             self.spec.clone(),
             self.config.clone(),
-            self.batch,
+            (self.batch, self.pass_cost.clone()),
             token.clone(),
             (self.metrics.clone(), planned),
         )
@@ -270,7 +273,7 @@ async fn drain(
     client: Client,
     spec: QueueSpec,
     config: SchedulerConfig,
-    mut batch: usize,
+    (mut batch, pass_cost): (usize, Arc<PassCost>),
     token: CancellationToken,
     (metrics, mut planned): (SchedulerMetrics, Option<i64>),
 ) -> Drained {
@@ -284,7 +287,7 @@ async fn drain(
             heed_pause: true,
             ..config.limits(batch)
         };
-        let outcome = match transfer::run(&client, &spec, limits).await {
+        let outcome = match transfer::run(&client, &spec, limits, &pass_cost).await {
             Ok(outcome) => outcome,
             Err(err) => break Err(err),
         };

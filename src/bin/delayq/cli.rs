@@ -261,8 +261,9 @@ pub(crate) struct TransferArgs {
     #[arg(long, value_parser = parse_duration, default_value = "30s", requires = "all")]
     pub(crate) rescan: Duration,
     /// The most entries one script call may move. The default, 100, is Redisson's batch; a
-    /// larger N lets calls grow while they stay near 5 ms (and within 20 ms), which catches up
-    /// a backlog of millions much faster.
+    /// larger N lets calls grow while they stay near 5 ms (on a long list with due entries all
+    /// over it, up to the 20 ms call budget), which catches up a backlog of millions much
+    /// faster.
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub(crate) max_batch: u32,
     /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464.

@@ -5,6 +5,7 @@ use crate::redis::script::{script, QueueSpec};
 use crate::Result;
 use fred::clients::Client;
 use fred::prelude::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 script!(
     TRANSFER,
@@ -54,17 +55,52 @@ pub struct TransferOutcome {
     pub server_time_us: Option<i64>,
     /// The call was a scheduler's and found the queue paused: nothing moved.
     pub paused: bool,
+    /// What one pass over the order list cost per element, in picoseconds, as this call
+    /// measured it (long lists only): for the caller's [`PassCost`].
+    pub(crate) pass_ps_per_element: Option<u64>,
+}
+
+/// The lowest list-pass cost per element (ps) a caller's transfers measured lately, given to
+/// each call (`lua/transfer.lua`, ARGV[11]). A call measures the cost with a few hundred µs of
+/// wall-clock time; when Redis is not running for part of it (more busy processes than
+/// cores), the figure comes out tens of times too high and the call, which sizes its batch and
+/// time to the pass, runs for 100 ms. Too high is the only way it goes wrong, so the lowest
+/// recent figure is the best: each new one replaces it when lower, and it rises by a tenth per
+/// call otherwise, so that a list that really became slower to read is followed within calls.
+#[derive(Debug, Default)]
+pub(crate) struct PassCost(AtomicU64);
+
+impl PassCost {
+    fn hint(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn observe(&self, measured: Option<u64>) {
+        let Some(measured) = measured.filter(|&m| m > 0) else {
+            return;
+        };
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |lowest| {
+                Some(match lowest {
+                    0 => measured,
+                    lowest => measured.min(lowest.saturating_add(lowest / 10 + 1)),
+                })
+            });
+    }
 }
 
 fn usize_arg(n: usize) -> Value {
     i64::try_from(n).unwrap_or(i64::MAX).into()
 }
 
-/// Moves at most `limits.batch` entries that are due by the queue's clock.
+/// Moves at most `limits.batch` entries that are due by the queue's clock; `pass_cost` is the
+/// caller's record of what the order-list pass costs (one per queue and caller).
 pub(crate) async fn run(
     client: &Client,
     queue: &QueueSpec,
     limits: TransferLimits,
+    pass_cost: &PassCost,
 ) -> Result<TransferOutcome> {
     // A marker that is no entry, random per call: the batch's list positions are set to it, then
     // removed with one LREM pass.
@@ -83,14 +119,17 @@ pub(crate) async fn run(
                 .max(1),
         )
         .arg(if limits.heed_pause { "1" } else { "0" })
+        .arg(i64::try_from(pass_cost.hint()).unwrap_or(i64::MAX))
         .run(client)
         .await?;
-    parse(reply)
+    let outcome = parse(reply)?;
+    pass_cost.observe(outcome.pass_ps_per_element);
+    Ok(outcome)
 }
 
 fn parse(reply: Value) -> Result<TransferOutcome> {
     let name = TRANSFER.name();
-    let [moved, quarantined, head, found_by_index, found_at_head, now, server_us, paused] =
+    let [moved, quarantined, head, found_by_index, found_at_head, now, server_us, paused, pass_ps] =
         reply::fixed(reply, name)?;
     Ok(TransferOutcome {
         moved: reply::count(moved, name)?,
@@ -101,6 +140,10 @@ fn parse(reply: Value) -> Result<TransferOutcome> {
         now_ms: reply::score(&now, name)?.unwrap_or_default(),
         server_time_us: reply::score(&server_us, name)?,
         paused: reply::count(paused, name)? > 0,
+        pass_ps_per_element: match pass_ps {
+            Value::Null => None,
+            measured => Some(reply::count(measured, name)?),
+        },
     })
 }
 
@@ -119,6 +162,7 @@ mod tests {
             Value::String("1767225600000".into()),
             Value::String("1767225600000250".into()),
             Value::Integer(0),
+            Value::Integer(25_000),
         ]);
         assert_eq!(
             parse(reply).unwrap(),
@@ -131,6 +175,7 @@ mod tests {
                 now_ms: 1767225600000,
                 server_time_us: Some(1767225600000250),
                 paused: false,
+                pass_ps_per_element: Some(25_000),
             }
         );
         let empty = Value::Array(vec![
@@ -142,11 +187,33 @@ mod tests {
             Value::String("1".into()),
             Value::Null,
             Value::Integer(1),
+            Value::Null,
         ]);
         let empty = parse(empty).unwrap();
         assert_eq!(empty.next_due_ms, None);
         assert_eq!(empty.server_time_us, None);
         assert!(empty.paused);
+        assert_eq!(empty.pass_ps_per_element, None);
         assert!(parse(Value::Integer(1)).is_err());
+    }
+
+    /// A figure inflated by a preempted measurement never replaces a lower one; the lowest
+    /// rises by a tenth per call, so a list that really became slower is followed.
+    #[test]
+    fn the_pass_cost_keeps_the_lowest_recent_figure() {
+        let cost = PassCost::default();
+        assert_eq!(cost.hint(), 0);
+        cost.observe(None);
+        assert_eq!(cost.hint(), 0);
+        cost.observe(Some(25_000));
+        assert_eq!(cost.hint(), 25_000);
+        cost.observe(Some(900_000));
+        assert_eq!(cost.hint(), 27_501);
+        cost.observe(Some(20_000));
+        assert_eq!(cost.hint(), 20_000);
+        for _ in 0..20 {
+            cost.observe(Some(60_000));
+        }
+        assert_eq!(cost.hint(), 60_000);
     }
 }
