@@ -254,6 +254,16 @@ pub(crate) async fn phase(plan: &Plan, work_dir: &str) -> BoxResult<Json> {
         "random transfer, {pending} pending, {SHARDS} shards: {sh_rate:.0}/s ({:.1}x), longest call {sh_call:.1} ms; {sh_server}",
         sh_rate / one_rate
     ));
+    // The same shard's work with a core to itself: one shard's share of the backlog, its master
+    // the only busy Redis. What a call costs when Redis is not waiting for a core (3 masters
+    // and the driver share 2 cores above, and a script's time is wall-clock time).
+    let alone = &sharded.shards()[..1];
+    let (alone_rate, alone_call, alone_server) =
+        transfer(&client, alone, pending / SHARDS, &mut masters).await?;
+    log(format!(
+        "random transfer, {} pending, 1 shard alone: {alone_rate:.0}/s, longest call {alone_call:.1} ms; {alone_server}",
+        pending / SHARDS
+    ));
     masters.quit().await;
     let _ = fred::interfaces::ClientLike::quit(&client).await;
     drop(cluster);
@@ -271,6 +281,10 @@ pub(crate) async fn phase(plan: &Plan, work_dir: &str) -> BoxResult<Json> {
             "sharded_per_s": sh_rate, "sharded_longest_call_ms": sh_call,
             "ratio": sh_rate / one_rate,
             "one_queue_server": one_server, "sharded_server": sh_server,
+            "alone": {
+                "pending": pending / SHARDS, "per_s": alone_rate,
+                "longest_call_ms": alone_call, "server": alone_server,
+            },
         },
     }))
 }
