@@ -52,6 +52,12 @@ if [[ -z "$out" ]]; then
   if [[ "$mode" == smoke ]]; then out="$work/results"; else out="$here"; fi
 fi
 mkdir -p "$out"
+# A run of some phases only writes files of its own (RESULTS-shard.md, results-shard.json for
+# --only shard), so that it never replaces a full run's RESULTS.md.
+suffix=""
+[[ -n "$only" ]] && suffix="-${only//,/-}"
+results_json="$out/results$suffix.json"
+results_md="$out/RESULTS$suffix.md"
 
 echo "== building the Java side (Redisson from Maven Central)"
 mvn -B -q -f "$here/java/pom.xml" package >"$work/maven.log" 2>&1 \
@@ -80,27 +86,31 @@ export BENCH_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo
 export BENCH_JAVA_VERSION="$(java -version 2>&1 | head -1)"
 
 echo "== running the $mode benchmark"
-args=(--port "$port" --java-classpath "$classpath" --out "$out/results.json" --work-dir "$work"
+args=(--port "$port" --java-classpath "$classpath" --out "$results_json" --work-dir "$work"
       --delayq-bin "$root/target/release/delayq")
 [[ "$mode" == smoke ]] && args+=(--smoke)
 [[ -n "$only" ]] && args+=(--only "$only")
 (cd "$root" && cargo bench --quiet --bench delayq_bench -- "${args[@]}") \
   || { echo "run.sh: the benchmark failed" >&2; exit 1; }
 
-echo "== writing $out/RESULTS.md"
-python3 "$here/report.py" "$out/results.json" "$out/RESULTS.md" \
+echo "== writing $results_md"
+python3 "$here/report.py" "$results_json" "$results_md" \
   || { echo "run.sh: report failed" >&2; exit 1; }
 
+# The chart draws the latency and transfer phases: only when they ran.
+if [[ -n "$only" && ",$only," != *,latency,* && ",$only," != *,transfer,* ]]; then
+  chart=0
+fi
 if [[ "$chart" == 1 ]]; then
-  echo "== drawing $out/latency.png"
+  echo "== drawing $out/latency$suffix.png"
   venv="$here/.venv"
   if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
     python3 -m venv "$venv" && "$venv/bin/pip" install -q matplotlib \
       || { echo "run.sh: cannot install matplotlib into $venv" >&2; exit 1; }
   fi
-  MPLBACKEND=Agg "$venv/bin/python" "$here/chart.py" "$out/results.json" "$out/latency.png" \
+  MPLBACKEND=Agg "$venv/bin/python" "$here/chart.py" "$results_json" "$out/latency$suffix.png" \
     || { echo "run.sh: chart failed" >&2; exit 1; }
 fi
 
 echo
-cat "$out/RESULTS.md"
+cat "$results_md"
