@@ -221,6 +221,10 @@ if #due > 0 then
     local values, members, taken, marked = {}, {}, {}, 0
     local head_positions, last_head_position = {}, -1
     local last_marked = -1 -- the pass reads the list up to the last marker
+    -- Whether the time spent, plus the pass and the writes still to come, has reached the budget.
+    local function out_of_time()
+        return clock() - started + (last_marked + 1) * per_element + #taken * FINISH_US >= budget
+    end
     local exhausted = #due < batch
     local i = 1
     while true do
@@ -232,8 +236,7 @@ if #due > 0 then
             if all_at_head or exhausted or #due >= max_batch then
                 break
             end
-            local pass = (last_marked + 1) * per_element
-            if clock() - started + pass + #taken * FINISH_US >= budget then
+            if out_of_time() then
                 break
             end
             local ask = math.min(GROW_SLICE, max_batch - #due)
@@ -246,9 +249,7 @@ if #due > 0 then
                 due[#due + 1] = entry
             end
         end
-        if i > 1 and i % CHECK_EVERY == 0
-            and clock() - started + (last_marked + 1) * per_element + #taken * FINISH_US
-                >= budget then
+        if i > 1 and i % CHECK_EVERY == 0 and out_of_time() then
             break
         end
         local entry = due[i]
