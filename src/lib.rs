@@ -34,8 +34,9 @@
 //! - [`worker`]: `queue.worker(n, handler)` ([`WorkerBuilder`]), also over every shard of a
 //!   [`ShardedQueue`] (`sharded.rs`).
 //!
-//! The `delayq` binary (feature `cli`) is in `src/bin/delayq/`, one file per command group; the
-//! scripts' conventions are in `lua/README.md`.
+//! The `delayq` command is a crate of its own (`crates/delayq-cli`), and so are the codecs
+//! (`crates/delayq-codec`, re-exported as [`codec`]); the scripts' conventions are in
+//! `lua/README.md`.
 
 pub mod codec;
 mod consumer;

@@ -38,7 +38,7 @@ mkdir -p "$workdir"
 echo "== faults: $mode run, work files in $workdir"
 
 echo "== building delayq (cli) and the soak driver"
-cargo build -q "${profile_flag[@]}" --features cli --bin delayq
+cargo build -q "${profile_flag[@]}" -p delayq-cli --bin delayq
 cargo build -q "${profile_flag[@]}" -p delayq-faults
 
 echo "== resolving Redisson for the Java scheduler"

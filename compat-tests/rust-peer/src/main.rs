@@ -23,7 +23,7 @@
 //! `open` with `shards` N opens a sharded queue (`ShardedQueue`, shards `NAME:{i}`) instead;
 //! its ops are listed in `sharded.rs`.
 
-#[path = "../../../tests/common/java_payloads.rs"]
+#[path = "../../../crates/delayq-codec/tests/it/java_payloads.rs"]
 mod java_payloads;
 mod kinds;
 mod sharded;

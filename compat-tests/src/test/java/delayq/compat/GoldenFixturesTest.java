@@ -23,7 +23,7 @@ import org.redisson.client.codec.ByteArrayCodec;
 
 /**
  * Captures the exact bytes real Redisson writes, as hex fixtures under
- * {@code tests/fixtures/redisson/<version>/} for delayq's Rust tests (tests/golden_fixtures.rs).
+ * {@code crates/delayq-codec/tests/fixtures/redisson/<version>/} for the Rust tests (the codec crate's golden_fixtures.rs, delayq's entry_fixtures.rs).
  *
  * <p>Codec files ({@code <Codec>.hex}) are rewritten when the bytes change, so a diff shows a
  * Redisson change. The entry file holds real offer-script output; it contains random ids, so it

@@ -1,0 +1,17 @@
+//! Tests of the `delayq` command: each drives the real binary (`CARGO_BIN_EXE_delayq`) against
+//! real `redis-server` processes started by the workspace's one harness (`tests/common`).
+//!
+//! Run them with `cargo test -p delayq-cli`, one module with
+//! `cargo test -p delayq-cli --test it -- observe::`.
+
+#[path = "../../../../tests/common/mod.rs"]
+mod common;
+
+mod cli;
+mod cli_connect;
+mod cli_values;
+mod clock;
+mod observe;
+mod processes;
+mod work;
+mod worker_kill;

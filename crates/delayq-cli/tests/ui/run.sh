@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Browser test of `delayq ui`: a real redis-server on a free loopback port with queues in known
+# states, the dashboard with --allow-writes, and Debian's headless Chromium driven through
+# chromedriver's WebDriver HTTP API by drive.py (Python standard library only; nothing is
+# downloaded at run time). Screenshots go to $UI_TEST_OUT (default target/ui-test/).
+set -euo pipefail
+cd "$(dirname "$0")/../../../.."
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    echo "installing Debian's chromium and chromium-driver"
+    apt-get install -y chromium chromium-driver >/dev/null
+fi
+command -v redis-server >/dev/null || apt-get install -y redis-server >/dev/null
+cargo build --quiet -p delayq-cli --bin delayq
+export UI_TEST_OUT="${UI_TEST_OUT:-target/ui-test}"
+mkdir -p "$UI_TEST_OUT"
+exec python3 crates/delayq-cli/tests/ui/drive.py target/debug/delayq
