@@ -22,6 +22,9 @@ cargo fmt --all -- --check
 step "layout of every crate: no import cycles, no file over its crate's limit, no function over 80 lines"
 python3 scripts/check_layout.py
 
+step "packaging: what each crate would publish, and a rust-version the lockfile allows"
+python3 scripts/check_packaging.py
+
 step "cargo clippy (all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 

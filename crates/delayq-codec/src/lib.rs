@@ -85,3 +85,8 @@ pub trait Codec: Send + Sync + 'static {
     /// Decodes one value.
     fn decode(&self, bytes: &[u8]) -> Result<Self::Value, Self::Error>;
 }
+
+/// The README's sample, compiled and run as a doc-test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
