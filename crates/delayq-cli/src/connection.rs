@@ -1,7 +1,7 @@
 //! The connection options every command takes (timeouts, reconnects, TLS, the sentinels'
 //! credentials).
 
-use crate::cli::parse_duration;
+use crate::duration::parse_duration;
 use clap::Args;
 use delayq::fred::prelude::ReconnectPolicy;
 use delayq::{ConnectOptions, TlsOptions};

@@ -12,6 +12,7 @@
 mod cli;
 mod commands;
 mod connection;
+mod duration;
 mod exit;
 mod progress;
 mod serve;
