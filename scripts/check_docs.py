@@ -11,6 +11,10 @@
 - README.md is at most 200 lines.
 - The metrics table in docs/operations.md names exactly the metrics of `NAMES` in
   src/metrics.rs, once each.
+- The key table in docs/compatibility.md names exactly the key prefixes src/keys.rs declares.
+- Every code block of README.md and docs/*.md names its language (rustdoc compiles a bare one as
+  Rust), and every docs page with a Rust block is compiled as a doc-test: src/lib.rs includes it
+  (`#[doc = include_str!("../docs/PAGE.md")]`).
 
 Prints one line per check and `N passed, N failed`; exits 1 when a check fails. Standard library
 only.
@@ -219,6 +223,95 @@ def markdown_files():
     return files
 
 
+def fences(text):
+    """(line number, info string) of every fenced code block's opening line."""
+    fence = None
+    for number, line in enumerate(text.splitlines(), 1):
+        opening = FENCE.match(line)
+        if fence:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opening:
+            fence = opening.group(1)
+            yield number, line.strip()[len(fence):].strip()
+
+
+def first_column(page, header):
+    """The first cells of the first table of `page` whose first header cell is `header`, with
+    inline code marked by NULs (None when there is no such table)."""
+    rows, in_table = [], False
+    for _, line in prose_lines(page.replace("`", "\x00")):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if "|" in line else []
+        if not in_table:
+            in_table = bool(cells) and cells[0].lower() == header.lower()
+            continue
+        if not cells:
+            break
+        if not set(cells[0]) <= set("-: "):
+            rows.append(cells[0])
+    return rows if in_table else None
+
+
+def check_keys(checks):
+    try:
+        with open(os.path.join(ROOT, "src", "keys.rs"), encoding="utf-8") as f:
+            source = f.read()
+        with open(os.path.join(ROOT, "docs", "compatibility.md"), encoding="utf-8") as f:
+            page = f.read()
+    except OSError as err:
+        checks.report(False, f"key table: cannot read {err.filename}")
+        return
+    declared = set(re.findall(r'const \w+_PREFIX: &str = "([^"]+)";', source))
+    rows = first_column(page, "Key")
+    problems = []
+    if not declared:
+        problems.append("no `const ..._PREFIX: &str` in src/keys.rs")
+    if rows is None:
+        problems.append("docs/compatibility.md has no table whose first column is `Key`")
+        rows = []
+    documented = set()
+    for cell in rows:
+        for key in re.findall(r"\x00([^\x00]+)\x00", cell):
+            if ":" in key:
+                documented.add(key.split(":", 1)[0])
+    missing = sorted(declared - documented)
+    extra = sorted(documented - declared)
+    if missing:
+        problems.append("declared in src/keys.rs, not in the table: " + ", ".join(missing))
+    if extra:
+        problems.append("in the table, not declared in src/keys.rs: " + ", ".join(extra))
+    checks.report(not problems, f"key table in docs/compatibility.md: the {len(declared)} key "
+                  "prefixes of src/keys.rs", problems)
+
+
+def check_code_blocks(checks):
+    try:
+        with open(os.path.join(ROOT, "src", "lib.rs"), encoding="utf-8") as f:
+            lib = f.read()
+    except OSError:
+        lib = ""
+    included = set(re.findall(r'include_str!\(\s*"\.\./(docs/[^"]+\.md)"\s*\)', lib))
+    pages = ["README.md"] + sorted(rel(p) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    bare, untested, count = [], [], 0
+    for page in pages:
+        path = os.path.join(ROOT, page)
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            blocks = list(fences(f.read()))
+        count += len(blocks)
+        bare += [f"{page} line {number}: a code block without a language" for number, info in blocks
+                 if not info]
+        rust = [n for n, info in blocks if info.split(",")[0].strip() == "rust"]
+        if rust and page.startswith("docs/") and page not in included:
+            untested.append(f"{page}: Rust blocks (line {rust[0]}, ...) but src/lib.rs does not "
+                            f'include it (#[cfg(doctest)] #[doc = include_str!("../{page}")])')
+    checks.report(not bare and not untested,
+                  f"code blocks: {count} in README.md and docs/, each names its language, "
+                  "Rust ones compile as doc-tests", bare + untested)
+
+
 def check_metrics(checks):
     try:
         with open(os.path.join(ROOT, "src", "metrics.rs"), encoding="utf-8") as f:
@@ -234,18 +327,10 @@ def check_metrics(checks):
         return
     code = "\n".join(re.sub(r"//.*$", "", line) for line in const.group(1).splitlines())
     names = re.findall(r'"([^"]+)"', code)
-    table = []
-    in_table = False
-    for _, line in prose_lines(page.replace("`", "\x00")):
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if "|" in line else []
-        if not in_table:
-            in_table = bool(cells) and cells[0].lower() in ("metric", "name")
-            continue
-        if not cells:
-            break
-        table += re.findall(r"\x00(delayq_\w+)\x00", cells[0])
+    rows = first_column(page, "Metric")
+    table = [n for cell in (rows or []) for n in re.findall(r"\x00(delayq_\w+)\x00", cell)]
     problems = []
-    if not in_table:
+    if rows is None:
         problems.append("docs/operations.md has no table whose first column is `Metric`")
     duplicated = sorted({n for n in table if table.count(n) > 1})
     missing = [n for n in names if n not in table]
@@ -258,8 +343,8 @@ def check_metrics(checks):
         problems.append("in the table, not in NAMES: " + ", ".join(extra))
     checks.report(
         not problems,
-        f"metrics table in docs/operations.md: {len(table)} names, NAMES in src/metrics.rs: "
-        f"{len(names)}, the same",
+        f"metrics table in docs/operations.md: its {len(table)} names are the {len(names)} of "
+        "NAMES in src/metrics.rs",
         problems,
     )
 
@@ -297,6 +382,8 @@ def main():
     checks.report(not problems, f"Rust sources: {count} links to {repository} resolve", problems)
 
     check_metrics(checks)
+    check_keys(checks)
+    check_code_blocks(checks)
 
     print(f"{checks.passed} passed, {checks.failed} failed")
     return 1 if checks.failed else 0
