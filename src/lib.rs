@@ -111,3 +111,6 @@ struct ShardingDocs;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/production.md")]
 struct ProductionDocs;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/operations.md")]
+struct OperationsDocs;
