@@ -95,3 +95,23 @@ pub mod prelude {
         RetryPolicy, Scheduler, SchedulerConfig,
     };
 }
+
+// The code samples of docs/*.md compile as doc-tests (`cargo test --doc`), like README's above.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/compatibility.md")]
+struct CompatibilityDocs;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/reliable.md")]
+struct ReliableDocs;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/many-queues.md")]
+struct ManyQueuesDocs;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/sharding.md")]
+struct ShardingDocs;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/production.md")]
+struct ProductionDocs;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/operations.md")]
+struct OperationsDocs;

@@ -1,32 +1,14 @@
 //! What delayq records through the [`metrics`](https://docs.rs/metrics) facade (feature
-//! `metrics`): every name, label and unit in one place. Without the feature each function is a
-//! no-op and the handles are empty.
+//! `metrics`): every metric is recorded from this module. Without the feature each function is
+//! a no-op and the handles are empty.
 //!
 //! A program installs a recorder (the `delayq` binary renders Prometheus text). Handles carry
 //! their `queue` label from the moment they are made, once per queue, so recording is an atomic
 //! add and formats nothing.
 //!
-//! | Name | Type | Labels | Meaning |
-//! |---|---|---|---|
-//! | `delayq_moved_total` | counter | `queue` | values the scheduler moved to the target list |
-//! | `delayq_transfers_total` | counter | `queue` | transfer script calls that succeeded |
-//! | `delayq_transfer_duration_seconds` | histogram | `queue` | time of one transfer call |
-//! | `delayq_transfer_lateness_seconds` | histogram | `queue` | due time of the head to its transfer |
-//! | `delayq_quarantined_total` | counter | `queue` | malformed entries set aside |
-//! | `delayq_errors_total` | counter | `queue`, `kind` | failed transfers (`connection`, `refused`, `script`, `other`) |
-//! | `delayq_paused_skips_total` | counter | `queue` | drains skipped because the queue is paused |
-//! | `delayq_resubscribes_total` | counter | | pub/sub connection back, channels subscribed again |
-//! | `delayq_reconnects_total` | counter | | command connection back (recorded by the program) |
-//! | `delayq_connection_errors_total` | counter | | command connection errors (recorded by the program) |
-//! | `delayq_taken_total` | counter | `queue` | values a worker took |
-//! | `delayq_redelivered_total` | counter | `queue` | of those, taken again (attempt > 1) |
-//! | `delayq_acked_total` | counter | `queue` | values handled and acknowledged |
-//! | `delayq_nacked_total` | counter | `queue` | handler failures (retried or dead) |
-//! | `delayq_retried_total` | counter | `queue` | failures given back for a retry |
-//! | `delayq_dead_lettered_total` | counter | `queue` | values moved to the dead letters |
-//! | `delayq_worker_in_flight` | gauge | `queue` | jobs this process is running |
-//! | `delayq_handler_duration_seconds` | histogram | `queue` | time in the handler |
-//! | `delayq_pending` … `delayq_oldest_overdue_seconds` | gauge | `queue` | [`record_queue_gauges`] |
+//! Every metric, with its type, labels and meaning, is in the one table of the
+//! [operations guide](https://github.com/delayq/delayq/blob/main/docs/operations.md#metrics);
+//! [`NAMES`] lists the names, and `scripts/check_docs.py` checks that the two agree.
 //!
 //! # Examples
 //!
