@@ -22,6 +22,9 @@ cargo fmt --all -- --check
 step "layout of every crate: no import cycles, no file over its crate's limit, no function over 80 lines"
 python3 scripts/check_layout.py
 
+step "docs: README at most 200 lines, every link resolves, one metrics and one key table"
+python3 scripts/check_docs.py
+
 step "packaging: what each crate would publish, and a rust-version the lockfile allows"
 python3 scripts/check_packaging.py
 

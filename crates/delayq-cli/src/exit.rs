@@ -4,7 +4,7 @@ use delayq::fred::error::ErrorKind;
 use delayq::{Error, Refusal};
 use std::process::ExitCode;
 
-/// Exit statuses by error class; `delayq --help` lists them, README's CLI section too.
+/// Exit statuses by error class; `delayq --help` lists them, docs/cli.md too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
     /// 1: a false answer with `--exit-status`, or `check` warnings.

@@ -1,6 +1,5 @@
 //! The dashboard: its page (built into the binary, nothing fetched from elsewhere) and the JSON
-//! API under `/api` that the page uses (documented in README, "Metrics, health and the
-//! dashboard").
+//! API under `/api` that the page uses (documented in docs/operations.md).
 //!
 //! Reads: `GET /api/queues` (every queue's counters), `GET /api/queues/{name}` (one queue: the
 //! due times of the next hour, the head of the pending entries, dead letters, quarantine).
