@@ -2,11 +2,11 @@
 //! values with due times, counters, the quarantine, and one-off transfers.
 
 use super::DelayedQueue;
-use crate::codec::{encode_value, Codec};
+use crate::codec::Codec;
 use crate::entry::{unpack, OfferHandle};
 use crate::redis::ops::reschedule::Which;
 use crate::redis::ops::transfer::{self, TransferOutcome};
-use crate::redis::ops::{cancel, offer, offer_unique, pending, purge_list, reschedule, stats};
+use crate::redis::ops::{cancel, pending, purge_list, stats};
 use crate::redis::reply;
 use crate::scheduler::SchedulerConfig;
 use crate::time::Delay;
@@ -43,11 +43,10 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// [`Error::InvalidDelay`], [`Error::Encode`] or a Redis error.
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.as_millis() as u64))]
     pub async fn reschedule(&self, value: &C::Borrowed, delay: Duration) -> Result<bool> {
         let delay = Delay::checked(delay)?;
-        let value = encode_value(self.codec(), value)?;
-        Ok(reschedule::run(self.client(), self.spec(), delay, Which::Value(value)).await? > 0)
+        let value = self.encode(value)?;
+        self.reschedule_encoded(delay, Which::Value(value)).await
     }
 
     /// Offers `value`, due after `delay`, like [`offer`](Self::offer), and returns the new
@@ -58,15 +57,14 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// As [`offer`](Self::offer).
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.as_millis() as u64))]
     pub async fn offer_with_handle(
         &self,
         value: &C::Borrowed,
         delay: Duration,
     ) -> Result<OfferHandle> {
         let delay = Delay::checked(delay)?;
-        let value = encode_value(self.codec(), value)?;
-        offer::run_with_handle(self.client(), self.spec(), delay, value).await
+        let value = self.encode(value)?;
+        self.offer_with_handle_encoded(delay, value).await
     }
 
     /// Removes the pending entry of `handle`, without looking at its value; true when it was
@@ -90,11 +88,9 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// [`Error::InvalidDelay`] or a Redis error.
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), handle = %handle, delay_ms = delay.as_millis() as u64))]
     pub async fn reschedule_by_id(&self, handle: &OfferHandle, delay: Duration) -> Result<bool> {
         let delay = Delay::checked(delay)?;
-        let which = Which::Id(*handle);
-        Ok(reschedule::run(self.client(), self.spec(), delay, which).await? > 0)
+        self.reschedule_encoded(delay, Which::Id(*handle)).await
     }
 
     /// Offers `value` due after `delay`, unless an equal value is pending: then that entry gets
@@ -105,11 +101,10 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// [`Error::InvalidDelay`], [`Error::Encode`] or a Redis error.
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.as_millis() as u64))]
     pub async fn offer_unique(&self, value: &C::Borrowed, delay: Duration) -> Result<bool> {
         let delay = Delay::checked(delay)?;
-        let value = encode_value(self.codec(), value)?;
-        Ok(offer_unique::run(self.client(), self.spec(), delay, value).await? > 0)
+        let value = self.encode(value)?;
+        self.offer_unique_encoded(delay, value).await
     }
 
     /// The first `limit` pending values in offer order with their due times (all with

@@ -6,6 +6,8 @@
 //! - `extras.rs`: delayq's own producer operations (`reschedule`, `offer_unique`, `pending`,
 //!   `stats`, quarantine, one-off transfers).
 //! - `check.rs`: [`check`](DelayedQueue::check), what an operator should know about the server.
+//! - `encoded.rs`: the operations on values already encoded, which the public ones above and
+//!   the sharded queue's call, so that each is written once and a value encoded once.
 //! - `sharded/`: [`ShardedQueue`], one logical queue over N ordinary queues (shards).
 //!
 //! Two more `impl DelayedQueue` blocks live with what they build on: reliable consumption and
@@ -13,6 +15,7 @@
 //! [`worker`](crate::worker).
 
 mod check;
+mod encoded;
 mod extras;
 mod redisson;
 mod sharded;

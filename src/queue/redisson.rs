@@ -1,10 +1,10 @@
 //! The `RDelayedQueue` operations, each with Redisson's name and meaning.
 
 use super::DelayedQueue;
-use crate::codec::{encode_value, Codec};
+use crate::codec::Codec;
 use crate::entry::unpack;
 use crate::redis::ops::remove::RemoveMode;
-use crate::redis::ops::{contains, expire, offer, poll, poll_last_offer_first, remove};
+use crate::redis::ops::{expire, poll, poll_last_offer_first};
 use crate::time::Delay;
 use crate::{Error, Result};
 use bytes::Bytes;
@@ -24,11 +24,9 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// [`Error::InvalidDelay`] when the due time overflows (checked before any Redis call),
     /// [`Error::Encode`], or a Redis error (`WRONGTYPE` as [`Error::WrongType`]).
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.as_millis() as u64))]
     pub async fn offer(&self, value: &C::Borrowed, delay: Duration) -> Result<()> {
-        let entry = (Delay::checked(delay)?, encode_value(self.codec(), value)?);
-        offer::run(self.client(), self.spec(), [entry]).await?;
-        Ok(())
+        let entry = (Delay::checked(delay)?, self.encode(value)?);
+        self.offer_encoded(vec![entry]).await
     }
 
     /// Offers several values: in one script call (one round trip, atomic) up to 1,000 values;
@@ -38,19 +36,12 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// As [`offer`](Self::offer); nothing is written when any delay or value is refused.
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), count = items.len()))]
     pub async fn offer_all(&self, items: &[(C::Value, Duration)]) -> Result<()> {
         let entries = items
             .iter()
-            .map(|(value, delay)| {
-                Ok((
-                    Delay::checked(*delay)?,
-                    encode_value(self.codec(), value.borrow())?,
-                ))
-            })
+            .map(|(value, delay)| Ok((Delay::checked(*delay)?, self.encode(value.borrow())?)))
             .collect::<Result<Vec<_>>>()?;
-        offer::run(self.client(), self.spec(), entries).await?;
-        Ok(())
+        self.offer_encoded(entries).await
     }
 
     fn encode_all<'a>(
@@ -60,10 +51,7 @@ impl<C: Codec> DelayedQueue<C> {
     where
         C::Borrowed: 'a,
     {
-        values
-            .into_iter()
-            .map(|v| encode_value(self.codec(), v))
-            .collect()
+        values.into_iter().map(|v| self.encode(v)).collect()
     }
 
     /// Removes the first pending entry equal to `value` (comparing encoded bytes).
@@ -77,10 +65,9 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// [`Error::Encode`] or a Redis error.
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name()))]
     pub async fn remove(&self, value: &C::Borrowed) -> Result<bool> {
-        let values = self.encode_all([value])?;
-        Ok(remove::run(self.client(), self.spec(), RemoveMode::First, values).await? > 0)
+        let value = self.encode(value)?;
+        self.remove_encoded(RemoveMode::First, vec![value]).await
     }
 
     /// Removes every pending entry equal to one of `values`; true if any was removed.
@@ -92,13 +79,12 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// [`Error::Encode`] or a Redis error.
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name()))]
     pub async fn remove_all(&self, values: &[C::Value]) -> Result<bool> {
         if values.is_empty() {
             return Ok(false);
         }
         let values = self.encode_all(values.iter().map(Borrow::borrow))?;
-        Ok(remove::run(self.client(), self.spec(), RemoveMode::All, values).await? > 0)
+        self.remove_encoded(RemoveMode::All, values).await
     }
 
     /// Removes every pending entry not equal to one of `values`; true if any was removed.
@@ -109,20 +95,9 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// [`Error::Encode`] or a Redis error.
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name()))]
     pub async fn retain_all(&self, values: &[C::Value]) -> Result<bool> {
         let values = self.encode_all(values.iter().map(Borrow::borrow))?;
-        Ok(remove::run(self.client(), self.spec(), RemoveMode::Retain, values).await? > 0)
-    }
-
-    /// How many of the distinct `values` are pending, and how many distinct values there are.
-    async fn count_contained(&self, values: Vec<Vec<u8>>) -> Result<(u64, u64)> {
-        let mut values = values;
-        values.sort();
-        values.dedup();
-        let distinct = values.len() as u64;
-        let found = contains::run(self.client(), self.spec(), values).await?;
-        Ok((found, distinct))
+        self.remove_encoded(RemoveMode::Retain, values).await
     }
 
     /// True if a pending entry equals `value`.
@@ -133,10 +108,9 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// [`Error::Encode`] or a Redis error.
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name()))]
     pub async fn contains(&self, value: &C::Borrowed) -> Result<bool> {
-        let values = self.encode_all([value])?;
-        Ok(self.count_contained(values).await?.0 == 1)
+        let value = self.encode(value)?;
+        Ok(self.contains_encoded(vec![value]).await?.0 == 1)
     }
 
     /// True if every one of `values` is pending (true for none).
@@ -147,13 +121,12 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// [`Error::Encode`] or a Redis error.
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name()))]
     pub async fn contains_all(&self, values: &[C::Value]) -> Result<bool> {
         if values.is_empty() {
             return Ok(true);
         }
         let values = self.encode_all(values.iter().map(Borrow::borrow))?;
-        let (found, distinct) = self.count_contained(values).await?;
+        let (found, distinct) = self.contains_encoded(values).await?;
         Ok(found == distinct)
     }
 

@@ -4,10 +4,11 @@
 //! of shards loses nothing, and neither does moving a shard's slot to another master under load.
 
 use crate::common::{unique_name, TestCluster, TestRedis};
-use delayq::codec::StringCodec;
+use delayq::codec::{Codec, StringCodec};
 use delayq::{shard_of, Job, JobError, ReliableConfig, ShardedQueue, WorkerHandle};
 use fred::clients::Client;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -192,6 +193,72 @@ async fn operations_by_value_and_by_handle_hit_the_values_shard() {
     assert!(queue.clear().await.unwrap());
     assert!(queue.is_empty().await.unwrap());
     queue.destroy().await.unwrap();
+}
+
+/// [`StringCodec`], counting the values it encodes.
+struct CountingCodec(Arc<AtomicUsize>);
+
+impl Codec for CountingCodec {
+    type Value = String;
+    type Borrowed = str;
+    type Error = <StringCodec as Codec>::Error;
+    fn name(&self) -> &'static str {
+        "counting-string"
+    }
+    fn encode(&self, value: &str) -> Result<Vec<u8>, Self::Error> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        StringCodec.encode(value)
+    }
+    fn decode(&self, bytes: &[u8]) -> Result<String, Self::Error> {
+        StringCodec.decode(bytes)
+    }
+}
+
+/// An operation by value puts each value through the codec once, to pick its shard and to send
+/// it; also while the number of shards changes, when a value is looked for in two shards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_operation_encodes_a_value_once() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let delay = Duration::from_secs(60);
+    // A value whose shard differs between 5 and 3 shards, so lookups visit two shards.
+    let v = (0..)
+        .map(|i| format!("v{i}"))
+        .find(|v| shard_of(v.as_bytes(), 5) != shard_of(v.as_bytes(), 3))
+        .unwrap();
+    for previous in [None, Some(3)] {
+        let encodes = Arc::new(AtomicUsize::new(0));
+        let codec = CountingCodec(encodes.clone());
+        let mut builder = ShardedQueue::builder(client.clone(), unique_name("once"), 5, codec);
+        if let Some(previous) = previous {
+            builder = builder.previous_shards(previous);
+        }
+        let queue = builder.transfer(false).build().await.unwrap();
+        let once = |op: &str, values: usize| {
+            let n = encodes.swap(0, Ordering::SeqCst);
+            assert_eq!(n, values, "{op} with previous {previous:?}: {n} encodes");
+        };
+        queue.offer(&v, delay).await.unwrap();
+        once("offer", 1);
+        let items: Vec<(String, Duration)> = (0..4).map(|i| (format!("w{i}"), delay)).collect();
+        queue.offer_all(&items).await.unwrap();
+        once("offer_all", 4);
+        queue.offer_with_handle(&v, delay).await.unwrap();
+        once("offer_with_handle", 1);
+        assert!(queue.contains(&v).await.unwrap());
+        once("contains", 1);
+        assert!(!queue.contains("absent").await.unwrap());
+        once("contains of a value not pending", 1);
+        assert!(queue.reschedule(&v, delay).await.unwrap());
+        once("reschedule", 1);
+        assert!(queue.offer_unique(&v, delay).await.unwrap());
+        once("offer_unique", 1);
+        assert!(queue.remove(&v).await.unwrap());
+        once("remove", 1);
+        assert!(!queue.remove("absent").await.unwrap());
+        once("remove of a value not pending", 1);
+        assert_eq!(queue.size().await.unwrap(), 4, "the four of offer_all");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,7 +25,8 @@
 //! Redis differ from Java's.
 
 use crate::java_payloads::{OrderEvent, Payload, RECORDS};
-use crate::{open_with, OpenOpts, Ops, Peer};
+use crate::queue::open_with;
+use crate::{OpenOpts, Ops, Peer};
 use delayq::codec::java::BigDecimal;
 use delayq::codec::kryo::JavaBytes;
 use delayq::codec::{

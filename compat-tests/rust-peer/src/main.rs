@@ -21,28 +21,22 @@
 //! codec encodes it to (`raw`, lower-case hex). Times are milliseconds since the Unix epoch.
 //!
 //! `open` with `shards` N opens a sharded queue (`ShardedQueue`, shards `NAME:{i}`) instead;
-//! its ops are listed in `sharded.rs`.
+//! `queue.rs` serves both kinds and says which ops a sharded queue lacks.
 
 #[path = "../../../crates/delayq-codec/tests/it/java_payloads.rs"]
 mod java_payloads;
 mod kinds;
-mod sharded;
+mod queue;
 
-use delayq::codec::Codec;
-use delayq::{
-    Consumer, DelayedQueue, EntryFormat, ReliableConsumer, Scheduler, SchedulerConfig,
-    SchedulerHandle,
-};
-use kinds::{hex, Kind};
+use delayq::{EntryFormat, Scheduler, SchedulerConfig, SchedulerHandle};
 use serde_json::{json, Map, Value};
-use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, Mutex, OnceCell};
+use tokio::sync::{mpsc, Mutex};
 
 /// A command's result: the reply's fields, or an error message.
 type Reply = Result<Map<String, Value>, String>;
@@ -97,258 +91,6 @@ fn reply(pairs: Vec<(&str, Value)>) -> Reply {
 /// The operations on one opened queue, whatever its codec.
 trait Ops: Send + Sync {
     fn call<'a>(&'a self, op: &'a str, args: &'a Value) -> BoxFut<'a>;
-}
-
-/// One opened queue: a delayq queue plus the neutral-value mapping for its codec.
-struct Handle<K: Kind> {
-    kind: K,
-    /// A second codec instance, to report the bytes of values read back.
-    codec: K::C,
-    queue: DelayedQueue<K::C>,
-    consumer: OnceCell<Consumer<K::C>>,
-    reliable: OnceCell<ReliableConsumer<K::C>>,
-}
-
-/// A value read back: its neutral form and the bytes `codec` encodes it to.
-fn item<K: Kind>(kind: &K, codec: &K::C, v: &<K::C as Codec>::Value) -> Result<Value, String> {
-    let raw = codec.encode(v.borrow()).map_err(err)?;
-    Ok(json!({ "value": kind.show(v)?, "raw": hex::encode(&raw) }))
-}
-
-impl<K: Kind> Handle<K> {
-    fn item(&self, v: &<K::C as Codec>::Value) -> Result<Value, String> {
-        item(&self.kind, &self.codec, v)
-    }
-
-    fn items(&self, vs: &[<K::C as Codec>::Value]) -> Result<Value, String> {
-        vs.iter()
-            .map(|v| self.item(v))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Value::Array)
-    }
-
-    fn opt_item(&self, v: Option<&<K::C as Codec>::Value>) -> Result<Value, String> {
-        match v {
-            Some(v) => self.item(v),
-            None => Ok(Value::Null),
-        }
-    }
-
-    fn value(&self, args: &Value) -> Result<<K::C as Codec>::Value, String> {
-        self.kind.parse(field(args, "value")?)
-    }
-
-    fn values(&self, args: &Value) -> Result<Vec<<K::C as Codec>::Value>, String> {
-        field(args, "values")?
-            .as_array()
-            .ok_or("field \"values\" is not an array")?
-            .iter()
-            .map(|v| self.kind.parse(v))
-            .collect()
-    }
-
-    async fn consumer(&self) -> Result<&Consumer<K::C>, String> {
-        self.consumer
-            .get_or_try_init(|| async { self.queue.consumer().await })
-            .await
-            .map_err(err)
-    }
-
-    async fn reliable(&self) -> Result<&ReliableConsumer<K::C>, String> {
-        self.reliable
-            .get_or_try_init(|| async { self.queue.reliable_consumer().await })
-            .await
-            .map_err(err)
-    }
-
-    async fn run(&self, op: &str, args: &Value) -> Reply {
-        let q = &self.queue;
-        match op {
-            "offer" => {
-                let v = self.value(args)?;
-                let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
-                q.offer(v.borrow(), delay).await.map_err(err)?;
-                reply(vec![])
-            }
-            "offer_all" => {
-                let raw = field(args, "items")?
-                    .as_array()
-                    .ok_or("field \"items\" is not an array")?;
-                let mut items = Vec::with_capacity(raw.len());
-                for it in raw {
-                    let v = self.value(it)?;
-                    items.push((v, Duration::from_millis(u64_field(it, "delay_ms")?)));
-                }
-                q.offer_all(&items).await.map_err(err)?;
-                reply(vec![("count", json!(items.len()))])
-            }
-            "offer_with_handle" => {
-                let v = self.value(args)?;
-                let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
-                let handle = q.offer_with_handle(v.borrow(), delay).await.map_err(err)?;
-                reply(vec![("handle", json!(handle.to_string()))])
-            }
-            "offer_unique" => {
-                let v = self.value(args)?;
-                let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
-                let replaced = q.offer_unique(v.borrow(), delay).await.map_err(err)?;
-                reply(vec![("result", json!(replaced))])
-            }
-            "reschedule" => {
-                let v = self.value(args)?;
-                let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
-                let found = q.reschedule(v.borrow(), delay).await.map_err(err)?;
-                reply(vec![("result", json!(found))])
-            }
-            "cancel" | "reschedule_by_id" => {
-                let text = field(args, "handle")?
-                    .as_str()
-                    .ok_or("field \"handle\" is not a string")?;
-                let handle: delayq::OfferHandle = text.parse().map_err(err)?;
-                let found = if op == "cancel" {
-                    q.cancel(&handle).await.map_err(err)?
-                } else {
-                    let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
-                    q.reschedule_by_id(&handle, delay).await.map_err(err)?
-                };
-                reply(vec![("result", json!(found))])
-            }
-            "remove" => {
-                let found = q.remove(self.value(args)?.borrow()).await.map_err(err)?;
-                reply(vec![("result", json!(found))])
-            }
-            "remove_all" => {
-                let changed = q.remove_all(&self.values(args)?).await.map_err(err)?;
-                reply(vec![("result", json!(changed))])
-            }
-            "contains" => {
-                let found = q.contains(self.value(args)?.borrow()).await.map_err(err)?;
-                reply(vec![("result", json!(found))])
-            }
-            "contains_all" => {
-                let found = q.contains_all(&self.values(args)?).await.map_err(err)?;
-                reply(vec![("result", json!(found))])
-            }
-            "size" => reply(vec![("result", json!(q.size().await.map_err(err)?))]),
-            "is_empty" => reply(vec![("result", json!(q.is_empty().await.map_err(err)?))]),
-            "peek" => {
-                let v = q.peek().await.map_err(err)?;
-                reply(vec![("item", self.opt_item(v.as_ref())?)])
-            }
-            "poll" => {
-                let v = q.poll().await.map_err(err)?;
-                reply(vec![("item", self.opt_item(v.as_ref())?)])
-            }
-            "poll_many" => {
-                let n = u64_field(args, "n")? as usize;
-                let vs = q.poll_many(n).await.map_err(err)?;
-                reply(vec![("items", self.items(&vs)?)])
-            }
-            "read_all" => {
-                let vs = q.read_all().await.map_err(err)?;
-                reply(vec![("items", self.items(&vs)?)])
-            }
-            "clear" => reply(vec![("result", json!(q.clear().await.map_err(err)?))]),
-            "destroy" => {
-                q.destroy().await.map_err(err)?;
-                reply(vec![])
-            }
-            "take" => {
-                let timeout = Duration::from_millis(u64_field(args, "timeout_ms")?);
-                let consumer = self.consumer().await?;
-                let v = consumer.poll(timeout).await.map_err(err)?;
-                let at = now_ms();
-                reply(vec![
-                    ("item", self.opt_item(v.as_ref())?),
-                    ("at_ms", json!(at)),
-                ])
-            }
-            "take_many" => {
-                // Takes up to `count` values from the target list before the deadline, each
-                // stamped with the time it arrived.
-                let count = u64_field(args, "count")? as usize;
-                let deadline =
-                    Instant::now() + Duration::from_millis(u64_field(args, "timeout_ms")?);
-                let consumer = self.consumer().await?;
-                let mut got = Vec::new();
-                while got.len() < count {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        break;
-                    }
-                    if let Some(v) = consumer.poll(left.min(POLL_SLICE)).await.map_err(err)? {
-                        let at = now_ms();
-                        let mut item = self.item(&v)?;
-                        item["at_ms"] = json!(at);
-                        got.push(item);
-                    }
-                }
-                reply(vec![("items", Value::Array(got))])
-            }
-            "reliable_take" => {
-                // Takes one value with delayq's reliable consumer and settles it at once:
-                // `outcome` "ack", or "nack" with `delay_ms` (a retry through the delayed queue).
-                let timeout = Duration::from_millis(u64_field(args, "timeout_ms")?);
-                let consumer = self.reliable().await?;
-                let Some(delivery) = consumer.take_timeout(timeout).await.map_err(err)? else {
-                    return reply(vec![("item", Value::Null)]);
-                };
-                let item = self.opt_item(delivery.value())?;
-                let attempt = delivery.attempt();
-                let settled = match field(args, "outcome")?.as_str() {
-                    Some("ack") => delivery.ack().await.map_err(err)?,
-                    Some("nack") => {
-                        let delay = Duration::from_millis(u64_field(args, "delay_ms")?);
-                        delivery.nack(delay).await.map_err(err)?
-                    }
-                    other => return Err(format!("unknown outcome {other:?}")),
-                };
-                reply(vec![
-                    ("item", item),
-                    ("attempt", json!(attempt)),
-                    ("settled", json!(settled)),
-                    ("at_ms", json!(now_ms())),
-                ])
-            }
-            other => Err(format!("unknown op {other:?}")),
-        }
-    }
-}
-
-impl<K: Kind> Ops for Handle<K> {
-    fn call<'a>(&'a self, op: &'a str, args: &'a Value) -> BoxFut<'a> {
-        Box::pin(self.run(op, args))
-    }
-}
-
-/// Builds a delayq queue for `kind` (a sharded one when `opts` has `shards`) and wraps it as
-/// [`Ops`].
-async fn open_with<K: Kind>(
-    client: &fred::clients::Client,
-    kind: K,
-    opts: &OpenOpts<'_>,
-) -> Result<Arc<dyn Ops>, String>
-where
-    <K::C as Codec>::Value: Clone + 'static,
-{
-    if let Some(shards) = opts.shards {
-        return sharded::open(client, kind, opts, shards).await;
-    }
-    let queue = DelayedQueue::builder(client.clone(), opts.name, kind.codec())
-        .entry_format(opts.format())
-        .transfer(opts.transfer)
-        .scheduler_config(opts.scheduler_config())
-        .build()
-        .await
-        .map_err(err)?;
-    let codec = kind.codec();
-    Ok(Arc::new(Handle {
-        kind,
-        codec,
-        queue,
-        consumer: OnceCell::new(),
-        reliable: OnceCell::new(),
-    }))
 }
 
 /// The options of `open` (and, minus the codec, of `scheduler_start`).

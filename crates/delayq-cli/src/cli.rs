@@ -101,6 +101,16 @@ pub(crate) struct ValueArgs {
     pub(crate) value_file: Option<std::path::PathBuf>,
 }
 
+/// The queue a command acts on.
+#[derive(Debug, Args)]
+pub(crate) struct QueueArg {
+    /// The destination queue's name.
+    pub(crate) queue: String,
+    /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
+    #[arg(long, value_name = "N")]
+    pub(crate) shards: Option<usize>,
+}
+
 impl Global {
     pub(crate) fn entry_format(&self) -> EntryFormat {
         if self.legacy {
@@ -123,8 +133,8 @@ impl Global {
 pub(crate) enum Command {
     /// Offer a value, due after --delay.
     Offer {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
         #[command(flatten)]
         value: ValueArgs,
         /// Delay, like 250ms, 10s, 1.5s, 1h30m, 2d.
@@ -134,15 +144,12 @@ pub(crate) enum Command {
         /// true when one was replaced.
         #[arg(long)]
         unique: bool,
-        /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
-        #[arg(long, value_name = "N")]
-        shards: Option<usize>,
     },
     /// Give every pending entry equal to VALUE a new due time; prints true or false (not
     /// pending: already due, removed, or never offered).
     Reschedule {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
         #[command(flatten)]
         value: ValueArgs,
         /// The new delay from now.
@@ -170,58 +177,49 @@ pub(crate) enum Command {
     /// Take due values off the target list, one per line (or per NUL with --null-data, one JSON
     /// document per line with --json).
     Take {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
         /// How many values to take.
         #[arg(long, default_value_t = 1)]
         count: usize,
         /// Give up when nothing arrives for this long (default: wait forever).
         #[arg(long, value_parser = parse_duration)]
         timeout: Option<Duration>,
-        /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
-        #[arg(long, value_name = "N")]
-        shards: Option<usize>,
     },
     /// Remove the first pending entry equal to VALUE; prints true or false.
     Remove {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
         #[command(flatten)]
         value: ValueArgs,
         /// Exit with status 1 when nothing was removed (it still prints false).
         #[arg(long)]
         exit_status: bool,
-        /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
-        #[arg(long, value_name = "N")]
-        shards: Option<usize>,
     },
     /// Show pending values in offer order with their due times.
     Peek {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
         /// How many to show.
         #[arg(long, default_value_t = 10)]
         limit: usize,
     },
     /// Counters of a queue (one JSON object with --json).
     Stats {
-        /// The destination queue's name.
-        queue: String,
-        /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
-        #[arg(long, value_name = "N")]
-        shards: Option<usize>,
+        #[command(flatten)]
+        target: QueueArg,
     },
     /// Check a queue's server and counters: version, maxmemory-policy (warns unless
     /// noeviction), persistence, whether this user's ACL allows every command, key and channel
     /// the queue needs, pending/ready/in-flight/dead counts. Exits 1 when it warns.
     Check {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
     },
     /// Delete every pending entry (the target list stays); prints true if any was deleted.
     Clear {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
     },
     /// Run transfer schedulers for the queues until SIGINT or SIGTERM (or, with --once, move
     /// what is due now and exit).
@@ -348,16 +346,16 @@ pub(crate) struct WorkArgs {
 pub(crate) enum DeadAction {
     /// Print them, oldest first: attempts, time, error, value.
     List {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
         /// How many to show (0: all).
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
     /// Put dead letters back into the queue with fresh attempt counts; prints how many.
     Replay {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
         /// How many, oldest first (0: all).
         #[arg(long, default_value_t = 0)]
         limit: usize,
@@ -367,8 +365,8 @@ pub(crate) enum DeadAction {
     },
     /// Delete them all; prints how many there were.
     Purge {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
     },
 }
 
@@ -377,16 +375,16 @@ pub(crate) enum DeadAction {
 pub(crate) enum QuarantineAction {
     /// Print them, oldest first: length and hex.
     List {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
         /// How many to show (0: all).
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
     /// Delete them all; prints how many there were.
     Purge {
-        /// The destination queue's name.
-        queue: String,
+        #[command(flatten)]
+        target: QueueArg,
     },
 }
 

@@ -3,7 +3,8 @@
 //! - `cli.rs`: the options and subcommands; `connection.rs`: the connection options (timeouts,
 //!   TLS) and the URL without its secrets.
 //! - `commands/`: one file per command group (`queue.rs`: offer, reschedule, take, remove,
-//!   peek, stats, clear; `lists.rs`: dead letters and quarantine; `work.rs`; `transfer.rs`).
+//!   peek, stats, clear; `lists.rs`: dead letters and quarantine; `work.rs`; `transfer.rs`);
+//!   `target.rs`: the queue a command acts on, one or sharded (`--shards N`).
 //! - `text_codec.rs`: values as command-line text.
 //! - `serve.rs`: `/metrics` and `/healthz` for `transfer`, `work` and `ui` (`--listen`).
 //! - `ui/`: the dashboard's page (`index.html`, `app.js`, `style.css`, built in) and its JSON

@@ -6,15 +6,21 @@
 //! `redisson_delay_queue_timeout:NAME:{i}`, `redisson_delay_queue:NAME:{i}` and so on, all
 //! hashed on the tag `i`, so every key of a shard is in one slot and the shards spread over the
 //! masters. A value's shard is the JDK's `CRC32` of its encoded bytes modulo N ([`shard_of`]).
+//!
+//! - `mod.rs`: the builder, the queue, and what visits every shard (`size` … `destroy`).
+//! - `values.rs`: the operations on one value or entry, each sent to one shard.
+//! - `hash.rs`: [`shard_of`] and [`ShardedHandle`].
+//! - `consumer.rs`: [`ShardedConsumer`].
 
 mod consumer;
 mod hash;
+mod values;
 
 pub use consumer::ShardedConsumer;
 pub use hash::{shard_of, ParseShardedHandleError, ShardedHandle};
 
 use super::DelayedQueue;
-use crate::codec::{encode_value, Codec};
+use crate::codec::Codec;
 use crate::entry::EntryFormat;
 use crate::redis::ops::stats::QueueStats;
 use crate::scheduler::{SchedulerConfig, SchedulerGroup};
@@ -22,10 +28,8 @@ use crate::time::Clock;
 use crate::{Error, Result};
 use fred::clients::Client;
 use futures::future::try_join_all;
-use std::borrow::Borrow;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Builds a [`ShardedQueue`]; made by [`ShardedQueue::builder`].
 #[derive(Debug)]
@@ -130,12 +134,33 @@ impl<C: Codec> ShardedQueueBuilder<C> {
 /// over a Cluster's masters. Each shard is an ordinary [`DelayedQueue`], which Java reaches as
 /// `redisson.getDelayedQueue(redisson.getBlockingQueue(NAME + ":{" + i + "}"))`.
 ///
-/// A value goes to shard [`shard_of`]`(encoded bytes, N)`, so operations by value (`remove`,
-/// `contains`, `reschedule`, `offer_unique`) touch one shard; a [`ShardedHandle`] carries its
-/// shard; `size`, `read_all`, `clear` and `stats` visit every shard. All shards of one client
-/// share its scheduler group (one pub/sub connection); [`worker`](Self::worker) serves them
-/// all, in turn. Order across shards is by due time only as far as each shard's transfer is.
-/// Cheap to clone.
+/// A value goes to shard [`shard_of`]`(encoded bytes, N)`. All shards of one client share its
+/// scheduler group (one pub/sub connection). Order across shards is by due time only as far as
+/// each shard's transfer is. Cheap to clone.
+///
+/// # Which of [`DelayedQueue`]'s operations it has
+///
+/// | operations | act on |
+/// |---|---|
+/// | [`offer`](Self::offer), [`offer_all`](Self::offer_all), [`offer_with_handle`](Self::offer_with_handle), [`offer_unique`](Self::offer_unique), [`remove`](Self::remove), [`contains`](Self::contains), [`reschedule`](Self::reschedule) | the value's shard (and, while the number of shards changes, its shard in the layout before); the value is encoded once and the shard runs the queue's own code on the bytes |
+/// | [`cancel`](Self::cancel), [`reschedule_by_id`](Self::reschedule_by_id) | the shard a [`ShardedHandle`] names |
+/// | [`size`](Self::size), [`is_empty`](Self::is_empty), [`read_all`](Self::read_all), [`clear`](Self::clear), [`stats`](Self::stats) | every shard, added up |
+/// | [`consumer`](Self::consumer), [`worker`](Self::worker) | every shard's target list, in turn |
+/// | [`destroy`](Self::destroy) | every shard's scheduler share |
+///
+/// It has none of the others, for these reasons:
+/// - `peek`, `poll`, `poll_many`, `poll_many_raw`, `poll_last_and_offer_first_to` and
+///   `pending` go by offer order, and each shard has its own order list: there is no offer
+///   order across shards to follow.
+/// - `remove_all`, `retain_all` and `contains_all` answer for a set of values at once, in one
+///   atomic call while the set is small; over shards on different masters that would be one
+///   call per shard, none atomic with the others. Group the values by
+///   [`shard_for`](Self::shard_for) and call each shard's method through
+///   [`shards`](Self::shards).
+/// - `reliable_consumer`, the dead letters, the quarantine, `check`, `expire`, `clear_expire`,
+///   `delete`, `size_in_memory` and `transfer_due` concern one queue's own keys: call them on
+///   each shard, through [`shards`](Self::shards) (the [`worker`](Self::worker) does so for
+///   reliable delivery).
 ///
 /// # Examples
 ///
@@ -244,178 +269,6 @@ impl<C: Codec> ShardedQueue<C> {
     /// The codec values go through.
     pub fn codec(&self) -> &C {
         &self.inner.codec
-    }
-
-    fn encode(&self, value: &C::Borrowed) -> Result<Vec<u8>> {
-        encode_value(&*self.inner.codec, value)
-    }
-
-    fn shard(&self, index: usize) -> Result<&DelayedQueue<C>> {
-        self.inner.shards.get(index).ok_or_else(|| {
-            Error::InvalidConfig(format!(
-                "queue {} has no shard {index} (it has {})",
-                self.name(),
-                self.inner.shards.len()
-            ))
-        })
-    }
-
-    /// The shard `value` goes to (the current layout's).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Encode`].
-    pub fn shard_for(&self, value: &C::Borrowed) -> Result<usize> {
-        Ok(shard_of(&self.encode(value)?, self.inner.layout))
-    }
-
-    /// The shards to look for `value` in: its shard, then its shard in the layout before when
-    /// that is another one.
-    fn lookup_shards(&self, value: &C::Borrowed) -> Result<Vec<&DelayedQueue<C>>> {
-        let encoded = self.encode(value)?;
-        let mut shards = vec![&self.inner.shards[shard_of(&encoded, self.inner.layout)]];
-        if let Some(previous) = self.inner.previous {
-            let old = &self.inner.shards[shard_of(&encoded, previous)];
-            if old.name() != shards[0].name() {
-                shards.push(old);
-            }
-        }
-        Ok(shards)
-    }
-
-    /// Offers `value`, due after `delay`, to its shard.
-    ///
-    /// Java: `RDelayedQueue#offer(e, delay, unit)` on the shard of the value.
-    ///
-    /// # Errors
-    ///
-    /// As [`DelayedQueue::offer`].
-    pub async fn offer(&self, value: &C::Borrowed, delay: Duration) -> Result<()> {
-        self.shard(self.shard_for(value)?)?
-            .offer(value, delay)
-            .await
-    }
-
-    /// Offers several values, grouped by shard, the shards' calls at once.
-    ///
-    /// # Errors
-    ///
-    /// As [`DelayedQueue::offer_all`]; shards whose call went through keep their values.
-    pub async fn offer_all(&self, items: &[(C::Value, Duration)]) -> Result<()>
-    where
-        C::Value: Clone,
-    {
-        let mut groups: Vec<Vec<(C::Value, Duration)>> = vec![Vec::new(); self.inner.layout];
-        for (value, delay) in items {
-            groups[self.shard_for(value.borrow())?].push((value.clone(), *delay));
-        }
-        try_join_all(
-            groups
-                .iter()
-                .enumerate()
-                .filter(|(_, g)| !g.is_empty())
-                .map(|(i, group)| self.inner.shards[i].offer_all(group)),
-        )
-        .await
-        .map(drop)
-    }
-
-    /// Offers `value` to its shard and returns the entry's handle with the shard.
-    ///
-    /// # Errors
-    ///
-    /// As [`DelayedQueue::offer_with_handle`].
-    pub async fn offer_with_handle(
-        &self,
-        value: &C::Borrowed,
-        delay: Duration,
-    ) -> Result<ShardedHandle> {
-        let shard = self.shard_for(value)?;
-        let handle = self.shard(shard)?.offer_with_handle(value, delay).await?;
-        Ok(ShardedHandle::new(shard, handle))
-    }
-
-    /// Removes the pending entry of `handle` from its shard; see [`DelayedQueue::cancel`].
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidConfig`] for a shard this queue does not have, or a Redis error.
-    pub async fn cancel(&self, handle: &ShardedHandle) -> Result<bool> {
-        self.shard(handle.shard())?.cancel(handle.handle()).await
-    }
-
-    /// Gives the entry of `handle` the due time `delay` from now; see
-    /// [`DelayedQueue::reschedule_by_id`].
-    ///
-    /// # Errors
-    ///
-    /// As [`cancel`](Self::cancel), or [`Error::InvalidDelay`].
-    pub async fn reschedule_by_id(&self, handle: &ShardedHandle, delay: Duration) -> Result<bool> {
-        let shard = self.shard(handle.shard())?;
-        shard.reschedule_by_id(handle.handle(), delay).await
-    }
-
-    /// Removes the first pending entry equal to `value` from its shard.
-    ///
-    /// Java: `RDelayedQueue#remove(o)` on the value's shard.
-    ///
-    /// # Errors
-    ///
-    /// As [`DelayedQueue::remove`].
-    pub async fn remove(&self, value: &C::Borrowed) -> Result<bool> {
-        for shard in self.lookup_shards(value)? {
-            if shard.remove(value).await? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    /// Whether a value equal to `value` is pending, in its shard.
-    ///
-    /// Java: `RDelayedQueue#contains(o)` on the value's shard.
-    ///
-    /// # Errors
-    ///
-    /// As [`DelayedQueue::contains`].
-    pub async fn contains(&self, value: &C::Borrowed) -> Result<bool> {
-        for shard in self.lookup_shards(value)? {
-            if shard.contains(value).await? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    /// Gives every pending entry equal to `value` the due time `delay` from now; see
-    /// [`DelayedQueue::reschedule`].
-    ///
-    /// # Errors
-    ///
-    /// As [`DelayedQueue::reschedule`].
-    pub async fn reschedule(&self, value: &C::Borrowed, delay: Duration) -> Result<bool> {
-        let mut any = false;
-        for shard in self.lookup_shards(value)? {
-            any |= shard.reschedule(value, delay).await?;
-        }
-        Ok(any)
-    }
-
-    /// Offers `value` unless an equal value is pending (then that entry gets the new due
-    /// time); see [`DelayedQueue::offer_unique`]. While the number of shards changes, an equal
-    /// value pending in its old shard is rescheduled there instead.
-    ///
-    /// # Errors
-    ///
-    /// As [`DelayedQueue::offer_unique`].
-    pub async fn offer_unique(&self, value: &C::Borrowed, delay: Duration) -> Result<bool> {
-        let shards = self.lookup_shards(value)?;
-        if let Some(old) = shards.get(1) {
-            if old.reschedule(value, delay).await? {
-                return Ok(true);
-            }
-        }
-        shards[0].offer_unique(value, delay).await
     }
 
     /// The number of pending entries over all shards.

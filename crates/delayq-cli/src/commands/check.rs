@@ -1,14 +1,16 @@
 //! `delayq check`: the server and counters of a queue, with what to fix.
 
 use super::Ctx;
+use crate::cli::QueueArg;
 use delayq::time::now_ms;
 use delayq::AccessCheck;
 use std::io::Write;
 
 /// Prints the report; false when it has warnings.
-pub(crate) async fn check(ctx: &Ctx, queue: &str) -> anyhow::Result<bool> {
+pub(crate) async fn check(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<bool> {
     let json = ctx.global.json;
-    let report = ctx.queue(queue).await?.check().await?;
+    let queue = target.queue.as_str();
+    let report = ctx.one(target, "check").await?.check().await?;
     let warnings = report.warnings();
     let mut out = std::io::stdout().lock();
     let access = match report.access {

@@ -1,15 +1,16 @@
 //! delayq's own lists: dead letters (list, replay, purge) and the quarantine (list, purge).
 
 use super::Ctx;
-use crate::cli::{DeadAction, QuarantineAction};
+use crate::cli::{DeadAction, QuarantineAction, QueueArg};
 use crate::progress::Progress;
 use std::time::Duration;
 
 pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match action {
-        DeadAction::List { queue, limit } => {
-            for letter in ctx.queue(&queue).await?.dead_letters(limit).await? {
+        DeadAction::List { target, limit } => {
+            let queue = ctx.one(&target, "dead list").await?;
+            for letter in queue.dead_letters(limit).await? {
                 let value = match &letter.value {
                     Ok(value) => value.clone(),
                     Err(err) => format!("<{err}>"),
@@ -32,15 +33,16 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
             }
         }
         DeadAction::Replay {
-            queue,
+            target,
             limit,
             delay,
         } => {
-            let replayed = replay(ctx, &queue, limit, delay).await?;
+            let replayed = replay(ctx, &target, limit, delay).await?;
             ctx.print(&mut out, &replayed.to_string(), || replayed.into())?;
         }
-        DeadAction::Purge { queue } => {
-            let purged = ctx.queue(&queue).await?.purge_dead_letters().await?;
+        DeadAction::Purge { target } => {
+            let queue = ctx.one(&target, "dead purge").await?;
+            let purged = queue.purge_dead_letters().await?;
             ctx.print(&mut out, &purged.to_string(), || purged.into())?;
         }
     }
@@ -49,9 +51,14 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
 
 /// Dead letters replayed a chunk at a time (one short script each), with progress; stops at a
 /// chunk of records that do not parse.
-async fn replay(ctx: &Ctx, name: &str, limit: usize, delay: Duration) -> anyhow::Result<u64> {
+async fn replay(
+    ctx: &Ctx,
+    target: &QueueArg,
+    limit: usize,
+    delay: Duration,
+) -> anyhow::Result<u64> {
     const CHUNK: usize = 1_000;
-    let queue = ctx.queue(name).await?;
+    let queue = ctx.one(target, "dead replay").await?;
     let dead = queue.reliable_stats().await?.dead;
     let total = if limit == 0 {
         dead
@@ -76,8 +83,9 @@ async fn replay(ctx: &Ctx, name: &str, limit: usize, delay: Duration) -> anyhow:
 pub(crate) async fn quarantine(ctx: &Ctx, action: QuarantineAction) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match action {
-        QuarantineAction::List { queue, limit } => {
-            for entry in ctx.queue(&queue).await?.quarantined(limit).await? {
+        QuarantineAction::List { target, limit } => {
+            let queue = ctx.one(&target, "quarantine list").await?;
+            for entry in queue.quarantined(limit).await? {
                 let hex: String = entry.iter().map(|b| format!("{b:02x}")).collect();
                 ctx.print(&mut out, &format!("{}\t{hex}", entry.len()), || {
                     use base64::Engine as _;
@@ -86,8 +94,9 @@ pub(crate) async fn quarantine(ctx: &Ctx, action: QuarantineAction) -> anyhow::R
                 })?;
             }
         }
-        QuarantineAction::Purge { queue } => {
-            let purged = ctx.queue(&queue).await?.purge_quarantine().await?;
+        QuarantineAction::Purge { target } => {
+            let queue = ctx.one(&target, "quarantine purge").await?;
+            let purged = queue.purge_quarantine().await?;
             ctx.print(&mut out, &purged.to_string(), || purged.into())?;
         }
     }

@@ -4,7 +4,7 @@ mod check;
 mod docs;
 mod lists;
 mod queue;
-mod sharded;
+mod target;
 mod transfer;
 mod ui;
 mod work;
@@ -164,65 +164,44 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
     let done = |result: anyhow::Result<()>| result.map(|()| true);
     match cli.command {
         Command::Offer {
-            queue,
+            target,
             value,
             delay,
             unique,
-            shards,
         } => {
             let values = ctx.values(&value)?;
-            match shards {
-                Some(n) => done(sharded::offer(&ctx, &queue, n, &values, delay, unique).await),
-                None => done(queue::offer(&ctx, &queue, &values, delay, unique).await),
-            }
+            done(queue::offer(&ctx, &target, &values, delay, unique).await)
         }
         Command::Reschedule {
-            queue,
+            target,
             value,
             delay,
             exit_status,
         } => {
             let values = ctx.values(&value)?;
-            queue::reschedule(&ctx, &queue, &values, delay)
+            queue::reschedule(&ctx, &target, &values, delay)
                 .await
                 .map(|found| found || !exit_status)
         }
         Command::Take {
-            queue,
+            target,
             count,
             timeout,
-            shards: Some(n),
-        } => done(sharded::take(&ctx, &queue, n, count, timeout).await),
-        Command::Take {
-            queue,
-            count,
-            timeout,
-            shards: None,
-        } => done(queue::take(&ctx, &queue, count, timeout).await),
+        } => done(queue::take(&ctx, &target, count, timeout).await),
         Command::Remove {
-            queue,
+            target,
             value,
             exit_status,
-            shards,
         } => {
             let values = ctx.values(&value)?;
-            match shards {
-                Some(n) => sharded::remove(&ctx, &queue, n, &values).await,
-                None => queue::remove(&ctx, &queue, &values).await,
-            }
-            .map(|found| found || !exit_status)
+            queue::remove(&ctx, &target, &values)
+                .await
+                .map(|found| found || !exit_status)
         }
-        Command::Peek { queue, limit } => done(queue::peek(&ctx, &queue, limit).await),
-        Command::Stats {
-            queue,
-            shards: Some(n),
-        } => done(sharded::stats(&ctx, &queue, n).await),
-        Command::Stats {
-            queue,
-            shards: None,
-        } => done(queue::stats(&ctx, &queue).await),
-        Command::Check { queue } => check::check(&ctx, &queue).await,
-        Command::Clear { queue } => done(queue::clear(&ctx, &queue).await),
+        Command::Peek { target, limit } => done(queue::peek(&ctx, &target, limit).await),
+        Command::Stats { target } => done(queue::stats(&ctx, &target).await),
+        Command::Check { target } => check::check(&ctx, &target).await,
+        Command::Clear { target } => done(queue::clear(&ctx, &target).await),
         Command::Work(args) => done(work::work(&ctx, args).await),
         Command::Dead { action } => done(lists::dead(&ctx, action).await),
         Command::Quarantine { action } => done(lists::quarantine(&ctx, action).await),

@@ -1,6 +1,9 @@
-//! The queue commands: offer, reschedule, take, remove, peek, stats, clear.
+//! The queue commands: offer, reschedule, take, remove, peek, stats, clear; each on one queue
+//! or a sharded one (`--shards N`, through [`Target`]).
 
+use super::target::{each, Target};
 use super::Ctx;
+use crate::cli::QueueArg;
 use crate::show;
 use anyhow::bail;
 use delayq::time::now_ms;
@@ -10,23 +13,23 @@ use std::time::Duration;
 
 pub(crate) async fn offer(
     ctx: &Ctx,
-    queue: &str,
+    target: &QueueArg,
     values: &[String],
     delay: Duration,
     unique: bool,
 ) -> anyhow::Result<()> {
-    let queue = ctx.queue(queue).await?;
+    let queue = ctx.target(target).await?;
     if unique {
         let mut out = std::io::stdout().lock();
         for value in values {
-            let replaced = queue.offer_unique(value.as_str(), delay).await?;
+            let replaced = each!(&queue, q => q.offer_unique(value.as_str(), delay).await)?;
             ctx.print(&mut out, &replaced.to_string(), || replaced.into())?;
         }
     } else if let [value] = values {
-        queue.offer(value.as_str(), delay).await?;
+        each!(&queue, q => q.offer(value.as_str(), delay).await)?;
     } else {
         let items: Vec<(String, Duration)> = values.iter().map(|v| (v.clone(), delay)).collect();
-        queue.offer_all(&items).await?;
+        each!(&queue, q => q.offer_all(&items).await)?;
     }
     Ok(())
 }
@@ -34,15 +37,15 @@ pub(crate) async fn offer(
 /// Prints whether an entry was rescheduled, and returns it.
 pub(crate) async fn reschedule(
     ctx: &Ctx,
-    queue: &str,
+    target: &QueueArg,
     values: &[String],
     delay: Duration,
 ) -> anyhow::Result<bool> {
-    let queue = ctx.queue(queue).await?;
+    let queue = ctx.target(target).await?;
     let mut out = std::io::stdout().lock();
     let mut all = true;
     for value in values {
-        let moved = queue.reschedule(value.as_str(), delay).await?;
+        let moved = each!(&queue, q => q.reschedule(value.as_str(), delay).await)?;
         all &= moved;
         ctx.print(&mut out, &moved.to_string(), || moved.into())?;
     }
@@ -51,39 +54,45 @@ pub(crate) async fn reschedule(
 
 pub(crate) async fn take(
     ctx: &Ctx,
-    queue: &str,
+    target: &QueueArg,
     count: usize,
     timeout: Option<Duration>,
 ) -> anyhow::Result<()> {
-    let consumer = ctx.queue(queue).await?.consumer().await?;
+    let consumer = match ctx.target(target).await? {
+        Target::One(queue) => Target::One(queue.consumer().await?),
+        Target::Sharded(queue) => Target::Sharded(queue.consumer()),
+    };
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let mut out = std::io::stdout().lock();
     for _ in 0..count {
         let taken = match deadline {
-            None => consumer.take().await.map(Some),
+            None => each!(&consumer, c => c.take().await).map(Some),
             Some(deadline) => {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 if left.is_zero() {
                     break;
                 }
-                consumer.poll(left).await
+                each!(&consumer, c => c.poll(left).await)
             }
         };
         let value = match taken {
             Ok(Some(value)) => value,
             Ok(None) => break,
-            Err(err) => return Err(not_lost(err, queue)),
+            Err(err) => return Err(not_lost(err, &target.queue)),
         };
         ctx.print_value(&mut out, &value)?;
         out.flush()?;
     }
-    consumer.close().await;
+    // A sharded consumer has no connection of its own to close.
+    if let Target::One(consumer) = consumer {
+        consumer.close().await;
+    }
     Ok(())
 }
 
 /// A value taken off the list that does not decode has left Redis: the error carries its bytes,
 /// so the operator can keep it.
-pub(crate) fn not_lost(err: delayq::Error, queue: &str) -> anyhow::Error {
+fn not_lost(err: delayq::Error, queue: &str) -> anyhow::Error {
     match err {
         delayq::Error::Decode { codec, raw, source } => {
             let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
@@ -98,25 +107,30 @@ pub(crate) fn not_lost(err: delayq::Error, queue: &str) -> anyhow::Error {
 }
 
 /// Prints whether each value was removed; true when every one was.
-pub(crate) async fn remove(ctx: &Ctx, queue: &str, values: &[String]) -> anyhow::Result<bool> {
-    let queue = ctx.queue(queue).await?;
+pub(crate) async fn remove(
+    ctx: &Ctx,
+    target: &QueueArg,
+    values: &[String],
+) -> anyhow::Result<bool> {
+    let queue = ctx.target(target).await?;
     let mut out = std::io::stdout().lock();
     let mut all = true;
     for value in values {
-        let removed = queue.remove(value.as_str()).await?;
+        let removed = each!(&queue, q => q.remove(value.as_str()).await)?;
         all &= removed;
         ctx.print(&mut out, &removed.to_string(), || removed.into())?;
     }
     Ok(all)
 }
 
-pub(crate) async fn peek(ctx: &Ctx, queue: &str, limit: usize) -> anyhow::Result<()> {
+pub(crate) async fn peek(ctx: &Ctx, target: &QueueArg, limit: usize) -> anyhow::Result<()> {
     if limit == 0 {
         bail!("--limit must be at least 1");
     }
+    let queue = ctx.one(target, "peek").await?;
     let now = now_ms();
     let mut out = std::io::stdout().lock();
-    for pending in ctx.queue(queue).await?.pending(limit).await? {
+    for pending in queue.pending(limit).await? {
         let due = match pending.due_ms {
             Some(due) => format!("{}\t{}", show::time(due), show::from_now(due, now)),
             None => "-\t(not scheduled)".to_owned(),
@@ -136,13 +150,14 @@ pub(crate) async fn peek(ctx: &Ctx, queue: &str, limit: usize) -> anyhow::Result
     Ok(())
 }
 
-pub(crate) async fn stats(ctx: &Ctx, queue: &str) -> anyhow::Result<()> {
-    let stats = ctx.queue(queue).await?.stats().await?;
-    print_stats(ctx, queue, &stats)
+/// Prints a queue's counters (of all its shards, for a sharded one).
+pub(crate) async fn stats(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<()> {
+    let queue = ctx.target(target).await?;
+    let stats = each!(&queue, q => q.stats().await)?;
+    print_stats(ctx, &target.queue, &stats)
 }
 
-/// Prints a queue's counters (of all its shards, for a sharded one).
-pub(crate) fn print_stats(ctx: &Ctx, queue: &str, stats: &QueueStats) -> anyhow::Result<()> {
+fn print_stats(ctx: &Ctx, queue: &str, stats: &QueueStats) -> anyhow::Result<()> {
     let json = ctx.global.json;
     let now = now_ms();
     let overdue_ms = stats
@@ -179,8 +194,9 @@ pub(crate) fn print_stats(ctx: &Ctx, queue: &str, stats: &QueueStats) -> anyhow:
     Ok(())
 }
 
-pub(crate) async fn clear(ctx: &Ctx, queue: &str) -> anyhow::Result<()> {
-    let cleared = ctx.queue(queue).await?.clear().await?;
+pub(crate) async fn clear(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<()> {
+    let queue = ctx.target(target).await?;
+    let cleared = each!(&queue, q => q.clear().await)?;
     ctx.print(&mut std::io::stdout(), &cleared.to_string(), || {
         cleared.into()
     })?;

@@ -9,6 +9,16 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_delayq");
 
+/// A handle on the sharded queue `name` that runs no scheduler, to look at what the CLI did.
+async fn without_scheduler(url: &str, name: &str, shards: usize) -> ShardedQueue<StringCodec> {
+    let client = delayq::connect(url).await.unwrap();
+    ShardedQueue::builder(client, name, shards, StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap()
+}
+
 /// The CLI with `--shards`: `offer`, `stats`, `remove`, `take`, on a Cluster, with
 /// `delayq transfer --all` finding and transferring every shard on every master.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -39,12 +49,7 @@ async fn the_cli_offers_removes_counts_and_takes_across_shards() {
     assert_eq!(stats["pending"], 29, "{stats}");
 
     // Library view: each value sits in its shard.
-    let client = delayq::connect(&url).await.unwrap();
-    let queue = ShardedQueue::builder(client, &name, 6, StringCodec)
-        .transfer(false)
-        .build()
-        .await
-        .unwrap();
+    let queue = without_scheduler(&url, &name, 6).await;
     let per_shard = queue.shard_stats().await.unwrap();
     for (i, shard) in queue.shards().iter().enumerate() {
         let here = values
@@ -97,13 +102,8 @@ async fn the_cli_offers_removes_counts_and_takes_across_shards() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_worker_serves_every_shard() {
     let redis = TestRedis::start();
-    let client = delayq::connect(&redis.url()).await.unwrap();
     let name = unique_name("cliwork");
-    let queue = ShardedQueue::builder(client, &name, 4, StringCodec)
-        .transfer(false)
-        .build()
-        .await
-        .unwrap();
+    let queue = without_scheduler(&redis.url(), &name, 4).await;
     let values: Vec<String> = (0..20).map(|i| format!("w{i}")).collect();
     for v in &values {
         queue.offer(v, Duration::from_millis(100)).await.unwrap();
@@ -145,6 +145,81 @@ async fn the_cli_worker_serves_every_shard() {
         .collect();
     expected.sort();
     assert_eq!(got, expected);
+}
+
+/// `reschedule` and `clear` with `--shards` act on every shard of the sharded queue; `peek`,
+/// `check`, `dead` and `quarantine`, which read one queue's own keys, refuse `--shards` as a
+/// usage error that names the shards to run them on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_reschedules_and_clears_across_shards_and_refuses_what_it_cannot() {
+    use std::process::Output;
+    let redis = TestRedis::start();
+    let url = redis.url();
+    let name = unique_name("clishards");
+    let delayq = |args: &[&str]| -> Output {
+        Command::new(BIN)
+            .args(["--url", &url])
+            .args(args)
+            .env_remove("REDIS_URL")
+            .output()
+            .unwrap()
+    };
+    let stdout = |out: Output| {
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    for i in 0..8 {
+        let v = format!("r{i}");
+        stdout(delayq(&[
+            "offer", &name, &v, "--delay", "1h", "--shards", "4",
+        ]));
+    }
+    let queue = without_scheduler(&url, &name, 4).await;
+    assert_eq!(queue.size().await.unwrap(), 8);
+
+    let args = ["reschedule", &name, "r3", "--delay", "0s", "--shards", "4"];
+    assert_eq!(stdout(delayq(&args)), "true");
+    let shard = &queue.shards()[shard_of(b"r3", 4)];
+    let pending = shard.pending(0).await.unwrap();
+    let r3 = pending.iter().find(|p| p.raw.as_ref() == b"r3").unwrap();
+    assert!(r3.due_ms.unwrap() <= delayq::time::now_ms(), "r3 due now");
+    let args = [
+        "reschedule",
+        &name,
+        "absent",
+        "--delay",
+        "0s",
+        "--shards",
+        "4",
+    ];
+    assert_eq!(stdout(delayq(&args)), "false");
+
+    for args in [
+        vec!["peek"],
+        vec!["check"],
+        vec!["dead", "list"],
+        vec!["dead", "replay"],
+        vec!["dead", "purge"],
+        vec!["quarantine", "list"],
+        vec!["quarantine", "purge"],
+    ] {
+        let out = delayq(&[&args[..], &[name.as_str(), "--shards", "4"]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("has no --shards")
+                && stderr.contains(&format!("{name}:{{0}} .. {name}:{{3}}")),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert_eq!(
+        queue.size().await.unwrap(),
+        8,
+        "nothing was refused part-way"
+    );
+
+    assert_eq!(stdout(delayq(&["clear", &name, "--shards", "4"])), "true");
+    assert_eq!(queue.size().await.unwrap(), 0);
 }
 
 /// `delayq work A B -- command`: one process serves both queues, the command learns which.

@@ -1,0 +1,73 @@
+//! The queue's operations on values already encoded, with delays already checked: the one body
+//! of each, which [`DelayedQueue`]'s public methods call after encoding, and
+//! [`ShardedQueue`](crate::ShardedQueue)'s after encoding a value once and picking its shard.
+
+use super::DelayedQueue;
+use crate::codec::{encode_value, Codec};
+use crate::entry::OfferHandle;
+use crate::redis::ops::remove::RemoveMode;
+use crate::redis::ops::reschedule::Which;
+use crate::redis::ops::{contains, offer, offer_unique, remove, reschedule};
+use crate::time::Delay;
+use crate::Result;
+
+impl<C: Codec> DelayedQueue<C> {
+    /// `value` as the queue's codec writes it.
+    pub(crate) fn encode(&self, value: &C::Borrowed) -> Result<Vec<u8>> {
+        encode_value(self.codec(), value)
+    }
+
+    /// Offers each encoded value due after its delay (see [`offer_all`](Self::offer_all)).
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), count = entries.len()))]
+    pub(crate) async fn offer_encoded(&self, entries: Vec<(Delay, Vec<u8>)>) -> Result<()> {
+        offer::run(self.client(), self.spec(), entries).await?;
+        Ok(())
+    }
+
+    /// Offers an encoded value and returns its entry's handle (see
+    /// [`offer_with_handle`](Self::offer_with_handle)).
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.ms()))]
+    pub(crate) async fn offer_with_handle_encoded(
+        &self,
+        delay: Delay,
+        value: Vec<u8>,
+    ) -> Result<OfferHandle> {
+        offer::run_with_handle(self.client(), self.spec(), delay, value).await
+    }
+
+    /// Offers an encoded value unless an equal one is pending; true when one was (see
+    /// [`offer_unique`](Self::offer_unique)).
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.ms()))]
+    pub(crate) async fn offer_unique_encoded(&self, delay: Delay, value: Vec<u8>) -> Result<bool> {
+        Ok(offer_unique::run(self.client(), self.spec(), delay, value).await? > 0)
+    }
+
+    /// Removes the entries `mode` names by encoded values; true if any was removed (see
+    /// [`remove`](Self::remove)).
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), mode = ?mode, count = values.len()))]
+    pub(crate) async fn remove_encoded(
+        &self,
+        mode: RemoveMode,
+        values: Vec<Vec<u8>>,
+    ) -> Result<bool> {
+        Ok(remove::run(self.client(), self.spec(), mode, values).await? > 0)
+    }
+
+    /// How many of the distinct encoded `values` are pending, and how many distinct values there
+    /// are (see [`contains`](Self::contains)).
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), count = values.len()))]
+    pub(crate) async fn contains_encoded(&self, mut values: Vec<Vec<u8>>) -> Result<(u64, u64)> {
+        values.sort();
+        values.dedup();
+        let distinct = values.len() as u64;
+        let found = contains::run(self.client(), self.spec(), values).await?;
+        Ok((found, distinct))
+    }
+
+    /// Gives the entries `which` names the due time `delay` from now; true if any was pending
+    /// (see [`reschedule`](Self::reschedule)).
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.ms()))]
+    pub(crate) async fn reschedule_encoded(&self, delay: Delay, which: Which) -> Result<bool> {
+        Ok(reschedule::run(self.client(), self.spec(), delay, which).await? > 0)
+    }
+}
