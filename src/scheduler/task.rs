@@ -7,7 +7,7 @@ use super::config::SchedulerConfig;
 use super::group::{Cmd, Discovery, GroupShared};
 use super::queue_state::{Drained, QueueState};
 use super::timer::{now_us, PreciseTimer};
-use crate::keys::{glob_match, QueueKeys};
+use crate::keys::{every_channel, every_timeout, glob_match, QueueKeys};
 use crate::redis::reply;
 use crate::redis::script::QueueSpec;
 use crate::{Error, Result};
@@ -29,8 +29,6 @@ use tokio_util::sync::CancellationToken;
 const SWEEP_TICK_US: i64 = 100_000;
 /// Channels subscribed per command.
 const SUBSCRIBE_CHUNK: usize = 500;
-/// The channels of every Redisson delayed queue, for discovery.
-const CHANNEL_PATTERN: &str = "redisson_delay_queue_channel:*";
 
 /// What a background job of the loop returns.
 enum Done {
@@ -281,7 +279,7 @@ impl GroupTask {
                 let _ = reply.send(removed);
             }
             Cmd::Discover { discovery, reply } => {
-                match self.subscriber.psubscribe(CHANNEL_PATTERN).await {
+                match self.subscriber.psubscribe(every_channel()).await {
                     Ok(()) => {
                         self.discovery = Some(discovery);
                         // Answered when the first scan has added what it found.
@@ -422,7 +420,7 @@ impl GroupTask {
             }
         }
         if self.discovery.is_some() {
-            if let Err(err) = self.subscriber.psubscribe(CHANNEL_PATTERN).await {
+            if let Err(err) = self.subscriber.psubscribe(every_channel()).await {
                 failed = Some(err);
             }
         }
@@ -569,13 +567,13 @@ async fn probe(
 
 /// Every Redisson delayed queue the discovery takes: the timeout zsets, on every master.
 pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Vec<QueueKeys>> {
-    let pattern = "redisson_delay_queue_timeout:*";
+    let pattern = every_timeout();
     let mut keys = match client.is_clustered() {
         true => client
-            .scan_cluster_buffered(pattern, Some(1_000), Some(ScanType::ZSet))
+            .scan_cluster_buffered(pattern.as_str(), Some(1_000), Some(ScanType::ZSet))
             .boxed(),
         false => client
-            .scan_buffered(pattern, Some(1_000), Some(ScanType::ZSet))
+            .scan_buffered(pattern.as_str(), Some(1_000), Some(ScanType::ZSet))
             .boxed(),
     };
     let mut found = Vec::new();
