@@ -6,6 +6,8 @@
 //! - `extras.rs`: delayq's own producer operations (`reschedule`, `offer_unique`, `pending`,
 //!   `stats`, quarantine, one-off transfers).
 //! - `check.rs`: [`check`](DelayedQueue::check), what an operator should know about the server.
+//! - `pause.rs`: [`pause`](DelayedQueue::pause), [`resume`](DelayedQueue::resume) and
+//!   [`is_paused`](DelayedQueue::is_paused): delayq's pause flag.
 //! - `sharded/`: [`ShardedQueue`], one logical queue over N ordinary queues (shards).
 //!
 //! Two more `impl DelayedQueue` blocks live with what they build on: reliable consumption and
@@ -14,6 +16,7 @@
 
 mod check;
 mod extras;
+mod pause;
 mod redisson;
 mod sharded;
 

@@ -53,7 +53,7 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
     let claim = keys.claim("gone");
     redis.cli(&["RPUSH", &claim, "claimed"]);
     redis.cli(&["ZADD", keys.claims(), "1", &claim]);
-    redis.cli(&["SET", keys.paused(), "1"]);
+    assert!(queue.pause().await.unwrap());
     queue
 }
 

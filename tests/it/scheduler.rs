@@ -335,3 +335,78 @@ async fn the_scheduler_reads_the_pause_flag_in_its_transfer_call() {
     assert_eq!(monitor.count("exists"), 0, "EXISTS sent by a client");
     handle.shutdown().await;
 }
+
+/// The last transfer of `name` by `group` that ended after `after` (epoch ms), waited for.
+async fn transfer_ended_after(group: &delayq::SchedulerGroup, name: &str, after: i64) -> i64 {
+    let mut ended = None;
+    let found = eventually(Duration::from_secs(30), || {
+        let last = group.queue_stats(name).and_then(|s| s.last_transfer_ms);
+        ended = last.filter(|&ms| ms > after);
+        async move { ended.is_some() }
+    })
+    .await;
+    assert!(found, "no transfer of {name} ended after {after}");
+    ended.unwrap()
+}
+
+/// While a queue is paused its scheduler looks at it and moves nothing, however long; after
+/// `resume` the due value moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_queue_keeps_its_due_values_until_resumed() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("paused");
+    let queue = DelayedQueue::new(client.clone(), name.as_str(), StringCodec)
+        .await
+        .unwrap();
+    assert!(!queue.is_paused().await.unwrap());
+    assert!(queue.pause().await.unwrap());
+    assert!(!queue.pause().await.unwrap(), "already paused");
+    assert!(queue.is_paused().await.unwrap());
+    queue.offer("x", Duration::ZERO).await.unwrap();
+    let offered = now_ms();
+    let group = queue.scheduler_group().unwrap();
+    // Two looks that ended after the offer: the second began after it, with the value due.
+    let first = transfer_ended_after(&group, &name, offered).await;
+    transfer_ended_after(&group, &name, first).await;
+    assert_eq!(queue.size().await.unwrap(), 1, "moved while paused");
+    assert_eq!(group.queue_stats(&name).unwrap().moved, 0);
+    assert!(list_str(&client, &name).await.is_empty());
+
+    assert!(queue.resume().await.unwrap());
+    assert!(!queue.resume().await.unwrap(), "not paused any more");
+    assert!(!queue.is_paused().await.unwrap());
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            list_str(&client, &name).await == ["x"]
+        })
+        .await,
+        "not moved after resume"
+    );
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_queue_pauses_every_shard() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("paused-shards");
+    let queue = delayq::ShardedQueue::builder(client.clone(), name.as_str(), 3, StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    assert!(queue.shards()[1].pause().await.unwrap());
+    assert!(queue.is_paused().await.unwrap(), "one shard is paused");
+    assert!(queue.pause().await.unwrap(), "two were not");
+    for shard in queue.shards() {
+        assert!(shard.is_paused().await.unwrap(), "{}", shard.name());
+    }
+    assert!(!queue.pause().await.unwrap());
+    assert!(queue.resume().await.unwrap());
+    for shard in queue.shards() {
+        assert!(!shard.is_paused().await.unwrap(), "{}", shard.name());
+    }
+    assert!(!queue.is_paused().await.unwrap());
+    assert!(!queue.resume().await.unwrap());
+}

@@ -222,6 +222,23 @@ pub(crate) enum Command {
         /// The destination queue's name.
         queue: String,
     },
+    /// Pause delayq's schedulers for a queue: due values stay pending until `delayq resume`
+    /// (Java's schedulers do not know the flag); prints true if it was not paused.
+    Pause {
+        /// The destination queue's name.
+        queue: String,
+        /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
+    },
+    /// Let delayq's schedulers transfer a paused queue again; prints true if it was paused.
+    Resume {
+        /// The destination queue's name.
+        queue: String,
+        /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
+    },
     /// Run transfer schedulers for the queues until SIGINT or SIGTERM (or, with --once, move
     /// what is due now and exit).
     Transfer(TransferArgs),

@@ -3,6 +3,7 @@
 mod check;
 mod docs;
 mod lists;
+mod pause;
 mod queue;
 mod sharded;
 mod transfer;
@@ -223,6 +224,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
         } => done(queue::stats(&ctx, &queue).await),
         Command::Check { queue } => check::check(&ctx, &queue).await,
         Command::Clear { queue } => done(queue::clear(&ctx, &queue).await),
+        Command::Pause { queue, shards } => done(pause::pause(&ctx, &queue, shards, true).await),
+        Command::Resume { queue, shards } => done(pause::pause(&ctx, &queue, shards, false).await),
         Command::Work(args) => done(work::work(&ctx, args).await),
         Command::Dead { action } => done(lists::dead(&ctx, action).await),
         Command::Quarantine { action } => done(lists::quarantine(&ctx, action).await),
