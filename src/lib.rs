@@ -18,6 +18,7 @@
 //! - [`error`](Error): the error type, and the one place Redis's replies are classified.
 //! - [`keys`](QueueKeys): Redisson's key and channel names, and delayq's own.
 //! - [`time`]: the current epoch ms, [`Clock`], due-time ranges.
+//! - [`QueueOptions`] (`options.rs`): a queue's entry format and clock, shared by every handle.
 //! - [`retry`]: [`RetryPolicy`] and [`Backoff`] (also behind delayq's own retry loops).
 //! - [`codec`]: Redisson's codecs, byte for byte.
 //! - `redis/`: [`connect`], [`client_builder`] and [`ConnectOptions`] (`options.rs`; TLS in
@@ -43,6 +44,7 @@ pub mod entry;
 mod error;
 mod keys;
 pub mod metrics;
+mod options;
 mod queue;
 mod redis;
 pub mod reliable;
@@ -61,6 +63,7 @@ pub use consumer::Consumer;
 pub use entry::{EntryFormat, OfferHandle};
 pub use error::{BoxError, Error, Refusal, Result};
 pub use keys::{glob_match, QueueKeys};
+pub use options::QueueOptions;
 pub use queue::{
     shard_of, AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError,
     Pending, ShardedConsumer, ShardedHandle, ShardedQueue, ShardedQueueBuilder,
@@ -90,7 +93,7 @@ pub mod __internal {
 pub mod prelude {
     pub use crate::codec::Codec;
     pub use crate::{
-        Clock, Consumer, DelayedQueue, EntryFormat, Error, Job, JobError, ReliableConsumer, Result,
-        RetryPolicy, Scheduler, SchedulerConfig,
+        Clock, Consumer, DelayedQueue, EntryFormat, Error, Job, JobError, QueueOptions,
+        ReliableConsumer, Result, RetryPolicy, Scheduler, SchedulerConfig,
     };
 }

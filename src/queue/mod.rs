@@ -31,6 +31,7 @@ use crate::codec::{decode_value, Codec};
 use crate::consumer::Consumer;
 use crate::entry::EntryFormat;
 use crate::keys::QueueKeys;
+use crate::options::QueueOptions;
 use crate::redis::ops::transfer::PassCost;
 use crate::redis::script::QueueSpec;
 use crate::scheduler::shared::SchedulerLease;
@@ -48,27 +49,17 @@ pub struct DelayedQueueBuilder<C: Codec> {
     client: Client,
     name: String,
     codec: Arc<C>,
-    format: EntryFormat,
-    clock: Clock,
+    options: QueueOptions,
     transfer: bool,
     scheduler: SchedulerConfig,
 }
 
 impl<C: Codec> DelayedQueueBuilder<C> {
-    /// The entry packing to write: [`EntryFormat::Current`] (default) for Redisson 3.21.1 and
-    /// later, [`EntryFormat::Legacy`] when older Java peers share the queue. Also the reading
-    /// preferred for an entry that fits both, by this queue and the scheduler it starts.
-    pub fn entry_format(mut self, format: EntryFormat) -> Self {
-        self.format = format;
-        self
-    }
-
-    /// Whose clock stamps due times and decides what is due: [`Clock::Client`] (default, as
-    /// Redisson) or [`Clock::Server`] (the Redis server's `TIME`; see [`Clock`] for the
-    /// trade-off with Java peers). Used by every call of this queue, the scheduler it starts and
-    /// its reliable consumers.
-    pub fn clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
+    /// The entry format and clock (see [`QueueOptions`]), used by every call of this queue, the
+    /// scheduler it starts and its reliable consumers. Default: current entries, this process's
+    /// clock.
+    pub fn options(mut self, options: QueueOptions) -> Self {
+        self.options = options;
         self
     }
 
@@ -95,11 +86,7 @@ impl<C: Codec> DelayedQueueBuilder<C> {
         if self.name.is_empty() {
             return Err(Error::InvalidConfig("queue name is empty".into()));
         }
-        let spec = QueueSpec {
-            keys: QueueKeys::new(self.name),
-            format: self.format,
-            clock: self.clock,
-        };
+        let spec = QueueSpec::new(self.name, self.options);
         if let Some(alias) = spec.keys.alias() {
             tracing::warn!(
                 queue = spec.keys.target(),
@@ -187,8 +174,7 @@ impl<C: Codec> DelayedQueue<C> {
             client,
             name,
             codec,
-            format: EntryFormat::default(),
-            clock: Clock::default(),
+            options: QueueOptions::default(),
             transfer: true,
             scheduler: SchedulerConfig::default(),
         }
@@ -219,14 +205,19 @@ impl<C: Codec> DelayedQueue<C> {
         &self.inner.codec
     }
 
+    /// The entry format and clock this queue goes by.
+    pub fn options(&self) -> QueueOptions {
+        self.inner.spec.options
+    }
+
     /// The entry packing this queue writes.
     pub fn entry_format(&self) -> EntryFormat {
-        self.inner.spec.format
+        self.inner.spec.options.format
     }
 
     /// Whose clock stamps due times (see [`Clock`]).
     pub fn clock(&self) -> Clock {
-        self.inner.spec.clock
+        self.inner.spec.options.clock
     }
 
     /// The fred client commands go through.

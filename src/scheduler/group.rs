@@ -5,10 +5,8 @@
 use super::config::SchedulerConfig;
 use super::task::GroupTask;
 use super::{Counters, SchedulerStats};
-use crate::entry::EntryFormat;
-use crate::keys::QueueKeys;
+use crate::options::QueueOptions;
 use crate::redis::script::QueueSpec;
-use crate::time::Clock;
 use crate::{Error, Result};
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, EventInterface};
@@ -94,8 +92,7 @@ impl Drop for GroupShared {
 pub struct Discovery {
     pub(super) pattern: Option<String>,
     pub(super) rescan: Duration,
-    pub(super) format: EntryFormat,
-    pub(super) clock: Clock,
+    pub(super) options: QueueOptions,
 }
 
 impl Default for Discovery {
@@ -103,8 +100,7 @@ impl Default for Discovery {
         Discovery {
             pattern: None,
             rescan: Duration::from_secs(30),
-            format: EntryFormat::default(),
-            clock: Clock::default(),
+            options: QueueOptions::default(),
         }
     }
 }
@@ -152,17 +148,11 @@ impl Discovery {
         self
     }
 
-    /// The entry format of the queues found. Default: [`EntryFormat::Current`].
+    /// The entry format and clock of the queues found (see [`QueueOptions`]). Default: current
+    /// entries, this process's clock.
     #[must_use]
-    pub fn entry_format(mut self, format: EntryFormat) -> Self {
-        self.format = format;
-        self
-    }
-
-    /// Whose clock decides what is due in the queues found. Default: this process's.
-    #[must_use]
-    pub fn clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
+    pub fn options(mut self, options: QueueOptions) -> Self {
+        self.options = options;
         self
     }
 }
@@ -243,16 +233,12 @@ impl SchedulerGroup {
     ///
     /// The subscription failed, or the group has stopped.
     pub async fn add(&self, name: impl Into<String>) -> Result<()> {
-        let spec = QueueSpec {
-            keys: QueueKeys::new(name),
-            format: EntryFormat::default(),
-            clock: Clock::default(),
-        };
+        let spec = QueueSpec::new(name, QueueOptions::default());
         self.add_spec(spec, self.config.clone()).await.map(drop)
     }
 
-    /// Adds the queue `name` with its own entry format, clock and batch settings (the group's
-    /// sweep and concurrency settings stay the group's).
+    /// Adds the queue `name` with its own entry format and clock, and batch settings (the
+    /// group's sweep and concurrency settings stay the group's).
     ///
     /// # Errors
     ///
@@ -260,16 +246,11 @@ impl SchedulerGroup {
     pub async fn add_with(
         &self,
         name: impl Into<String>,
-        format: EntryFormat,
-        clock: Clock,
+        options: QueueOptions,
         config: SchedulerConfig,
     ) -> Result<()> {
         config.validate()?;
-        let spec = QueueSpec {
-            keys: QueueKeys::new(name),
-            format,
-            clock,
-        };
+        let spec = QueueSpec::new(name, options);
         self.add_spec(spec, config).await.map(drop)
     }
 

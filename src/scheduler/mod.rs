@@ -26,10 +26,8 @@ mod timer;
 pub use config::SchedulerConfig;
 pub use group::{Discovery, SchedulerGroup};
 
-use crate::entry::EntryFormat;
-use crate::keys::QueueKeys;
+use crate::options::QueueOptions;
 use crate::redis::script::QueueSpec;
-use crate::time::Clock;
 use crate::Result;
 use fred::clients::Client;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -125,13 +123,12 @@ impl Scheduler {
             .await
     }
 
-    /// A scheduler with more settings: the queue's entry format and clock.
+    /// A scheduler with more settings: the queue's [`QueueOptions`].
     pub fn builder(client: Client, name: impl Into<String>) -> SchedulerBuilder {
         SchedulerBuilder {
             client,
             name: name.into(),
-            format: EntryFormat::default(),
-            clock: Clock::default(),
+            options: QueueOptions::default(),
             config: SchedulerConfig::default(),
         }
     }
@@ -166,22 +163,16 @@ impl Scheduler {
 pub struct SchedulerBuilder {
     client: Client,
     name: String,
-    format: EntryFormat,
-    clock: Clock,
+    options: QueueOptions,
     config: SchedulerConfig,
 }
 
 impl SchedulerBuilder {
-    /// How to read an entry that fits both packings (see [`crate::entry`]): the queue's
-    /// format. Default: [`EntryFormat::Current`].
-    pub fn entry_format(mut self, format: EntryFormat) -> Self {
-        self.format = format;
-        self
-    }
-
-    /// Whose clock decides what is due (see [`Clock`]). Default: this process's.
-    pub fn clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
+    /// The queue's entry format (how to read an entry that fits both packings) and whose clock
+    /// decides what is due (see [`QueueOptions`]). Default: current entries, this process's
+    /// clock.
+    pub fn options(mut self, options: QueueOptions) -> Self {
+        self.options = options;
         self
     }
 
@@ -197,11 +188,7 @@ impl SchedulerBuilder {
     ///
     /// An invalid config, or no pub/sub connection.
     pub async fn spawn(self) -> Result<SchedulerHandle> {
-        let queue = QueueSpec {
-            keys: QueueKeys::new(self.name),
-            format: self.format,
-            clock: self.clock,
-        };
+        let queue = QueueSpec::new(self.name, self.options);
         Scheduler::spawn_for(self.client, queue, self.config).await
     }
 }

@@ -462,8 +462,7 @@ impl GroupTask {
         };
         let spec = QueueSpec {
             keys,
-            format: discovery.format,
-            clock: discovery.clock,
+            options: discovery.options,
         };
         let config = self.config.clone();
         self.add(spec, config, true).await.map(drop)

@@ -469,7 +469,7 @@ async fn server_clock_stamps_with_redis_time() {
     let client = delayq::connect(&redis.url()).await.unwrap();
     let name = unique_name("rel-clock");
     let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .clock(Clock::Server)
+        .options(delayq::QueueOptions::default().clock(Clock::Server))
         .build()
         .await
         .unwrap();

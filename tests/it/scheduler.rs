@@ -49,7 +49,7 @@ async fn legacy_entries_written_by_old_java_are_moved() {
     let client = connect(&redis.url()).await;
     let name = unique_name("legacy");
     let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .entry_format(EntryFormat::Legacy)
+        .options(delayq::QueueOptions::default().format(EntryFormat::Legacy))
         .build()
         .await
         .unwrap();

@@ -335,7 +335,7 @@ where
         return sharded::open(client, kind, opts, shards).await;
     }
     let queue = DelayedQueue::builder(client.clone(), opts.name, kind.codec())
-        .entry_format(opts.format())
+        .options(delayq::QueueOptions::default().format(opts.format()))
         .transfer(opts.transfer)
         .scheduler_config(opts.scheduler_config())
         .build()
@@ -423,7 +423,7 @@ impl Peer {
         let opts = OpenOpts::parse(args)?;
         let name = opts.name;
         let handle = Scheduler::builder(self.client.clone(), name)
-            .entry_format(opts.format())
+            .options(delayq::QueueOptions::default().format(opts.format()))
             .config(opts.scheduler_config())
             .spawn()
             .await

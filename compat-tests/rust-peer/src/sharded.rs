@@ -223,7 +223,7 @@ where
     <K::C as Codec>::Value: Clone + 'static,
 {
     let queue = ShardedQueue::builder(client.clone(), opts.name, shards, kind.codec())
-        .entry_format(opts.format())
+        .options(delayq::QueueOptions::default().format(opts.format()))
         .transfer(opts.transfer)
         .scheduler_config(opts.scheduler_config())
         .build()

@@ -2,7 +2,7 @@
 
 use crate::text_codec::CodecName;
 use clap::{Args, Parser, Subcommand};
-use delayq::{Clock, EntryFormat};
+use delayq::{Clock, EntryFormat, QueueOptions};
 use std::time::Duration;
 
 /// Operate Redisson-compatible delayed queues (RDelayedQueue) on Redis.
@@ -101,20 +101,18 @@ pub(crate) struct ValueArgs {
 }
 
 impl Global {
-    pub(crate) fn entry_format(&self) -> EntryFormat {
-        if self.legacy {
-            EntryFormat::Legacy
-        } else {
-            EntryFormat::Current
-        }
-    }
-
-    pub(crate) fn clock(&self) -> Clock {
-        if self.server_clock {
-            Clock::Server
-        } else {
-            Clock::Client
-        }
+    /// The entry format (`--legacy`) and clock (`--server-clock`) every queue of the command
+    /// goes by.
+    pub(crate) fn options(&self) -> QueueOptions {
+        let format = match self.legacy {
+            true => EntryFormat::Legacy,
+            false => EntryFormat::Current,
+        };
+        let clock = match self.server_clock {
+            true => Clock::Server,
+            false => Clock::Client,
+        };
+        QueueOptions::default().format(format).clock(clock)
     }
 }
 

@@ -15,10 +15,9 @@ pub use hash::{shard_of, ParseShardedHandleError, ShardedHandle};
 
 use super::DelayedQueue;
 use crate::codec::{encode_value, Codec};
-use crate::entry::EntryFormat;
+use crate::options::QueueOptions;
 use crate::redis::ops::stats::QueueStats;
 use crate::scheduler::{SchedulerConfig, SchedulerGroup};
-use crate::time::Clock;
 use crate::{Error, Result};
 use fred::clients::Client;
 use futures::future::try_join_all;
@@ -36,23 +35,15 @@ pub struct ShardedQueueBuilder<C: Codec> {
     shards: usize,
     previous: Option<usize>,
     codec: Arc<C>,
-    format: EntryFormat,
-    clock: Clock,
+    options: QueueOptions,
     transfer: bool,
     scheduler: SchedulerConfig,
 }
 
 impl<C: Codec> ShardedQueueBuilder<C> {
-    /// The entry packing of every shard (see [`DelayedQueueBuilder::entry_format`](
-    /// super::DelayedQueueBuilder::entry_format)).
-    pub fn entry_format(mut self, format: EntryFormat) -> Self {
-        self.format = format;
-        self
-    }
-
-    /// Whose clock stamps due times, for every shard (see [`Clock`]).
-    pub fn clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
+    /// The entry format and clock of every shard (see [`QueueOptions`]).
+    pub fn options(mut self, options: QueueOptions) -> Self {
+        self.options = options;
         self
     }
 
@@ -105,8 +96,7 @@ impl<C: Codec> ShardedQueueBuilder<C> {
         for i in 0..live {
             let name = ShardedQueue::<C>::shard_name(&self.name, i);
             let shard = DelayedQueue::builder_shared(self.client.clone(), name, self.codec.clone())
-                .entry_format(self.format)
-                .clock(self.clock)
+                .options(self.options)
                 .transfer(self.transfer)
                 .scheduler_config(self.scheduler.clone())
                 .build()
@@ -192,8 +182,7 @@ impl<C: Codec> ShardedQueue<C> {
             shards,
             previous: None,
             codec: Arc::new(codec),
-            format: EntryFormat::default(),
-            clock: Clock::default(),
+            options: QueueOptions::default(),
             transfer: true,
             scheduler: SchedulerConfig::default(),
         }
@@ -543,12 +532,7 @@ impl<C: Codec> ShardedQueue<C> {
     pub async fn add_to(&self, group: &SchedulerGroup, config: SchedulerConfig) -> Result<()> {
         for shard in &self.inner.shards {
             group
-                .add_with(
-                    shard.name(),
-                    shard.entry_format(),
-                    shard.clock(),
-                    config.clone(),
-                )
+                .add_with(shard.name(), shard.options(), config.clone())
                 .await?;
         }
         Ok(())

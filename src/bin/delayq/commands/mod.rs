@@ -84,7 +84,6 @@ impl Ctx {
         self.print(out, value, || self.codec.json_of(value))
     }
 
-    /// A builder for the queue `name` with the global options (entry format, clock).
     /// The sharded queue `name` of `shards` shards with the global options and no scheduler.
     pub(crate) async fn sharded(
         &self,
@@ -92,17 +91,16 @@ impl Ctx {
         shards: usize,
     ) -> delayq::Result<ShardedQueue<TextCodec>> {
         ShardedQueue::builder(self.client.clone(), name, shards, self.codec.clone())
-            .entry_format(self.global.entry_format())
-            .clock(self.global.clock())
+            .options(self.global.options())
             .transfer(false)
             .build()
             .await
     }
 
+    /// A builder for the queue `name` with the global options (entry format, clock).
     pub(crate) fn queue_builder(&self, name: &str) -> delayq::DelayedQueueBuilder<TextCodec> {
         DelayedQueue::builder(self.client.clone(), name, self.codec.clone())
-            .entry_format(self.global.entry_format())
-            .clock(self.global.clock())
+            .options(self.global.options())
     }
 }
 

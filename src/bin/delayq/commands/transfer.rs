@@ -16,17 +16,14 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     // One group for every queue: one pub/sub connection, one timer, one budgeted sweep.
     let config = args.scheduler_config();
     let group = SchedulerGroup::spawn(ctx.client.clone(), config.clone()).await?;
-    let (format, clock) = (ctx.global.entry_format(), ctx.global.clock());
+    let options = ctx.global.options();
     for queue in &args.queues {
         group
-            .add_with(queue.as_str(), format, clock, config.clone())
+            .add_with(queue.as_str(), options, config.clone())
             .await?;
     }
     if args.all {
-        let mut discovery = Discovery::all()
-            .rescan_every(args.rescan)
-            .entry_format(format)
-            .clock(clock);
+        let mut discovery = Discovery::all().rescan_every(args.rescan).options(options);
         if let Some(pattern) = &args.pattern {
             discovery = discovery.matching(pattern.as_str());
         }
@@ -94,7 +91,7 @@ async fn observe(
         ctx_client: ctx.client.clone(),
         names: Box::new(move || names.names()),
         codec: ctx.codec.clone(),
-        format: ctx.global.entry_format(),
+        options: ctx.global.options(),
     };
     let router = crate::serve::routes(observed);
     crate::serve::Server::start(listen, router, &ctx.client, Some(gauges)).await
