@@ -76,8 +76,8 @@ pub use reliable::{
 };
 pub use retry::{Backoff, RetryPolicy};
 pub use scheduler::{
-    Discovery, Scheduler, SchedulerBuilder, SchedulerConfig, SchedulerGroup, SchedulerHandle,
-    SchedulerStats,
+    Discovery, GroupConfig, Scheduler, SchedulerBuilder, SchedulerGroup, SchedulerHandle,
+    SchedulerStats, TransferConfig,
 };
 pub use time::Clock;
 pub use worker::{HandlerError, Job, JobError, WorkerBuilder, WorkerHandle, WorkerStats};
@@ -94,6 +94,6 @@ pub mod prelude {
     pub use crate::codec::Codec;
     pub use crate::{
         Clock, Consumer, DelayedQueue, EntryFormat, Error, Job, JobError, QueueOptions,
-        ReliableConsumer, Result, RetryPolicy, Scheduler, SchedulerConfig,
+        ReliableConsumer, Result, RetryPolicy, Scheduler, TransferConfig,
     };
 }

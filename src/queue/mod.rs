@@ -35,7 +35,7 @@ use crate::options::QueueOptions;
 use crate::redis::ops::transfer::PassCost;
 use crate::redis::script::QueueSpec;
 use crate::scheduler::shared::SchedulerLease;
-use crate::scheduler::SchedulerConfig;
+use crate::scheduler::{GroupConfig, TransferConfig};
 use crate::time::Clock;
 use crate::{Error, Result};
 use bytes::Bytes;
@@ -51,7 +51,8 @@ pub struct DelayedQueueBuilder<C: Codec> {
     codec: Arc<C>,
     options: QueueOptions,
     transfer: bool,
-    scheduler: SchedulerConfig,
+    transfer_config: TransferConfig,
+    group_config: Option<GroupConfig>,
 }
 
 impl<C: Codec> DelayedQueueBuilder<C> {
@@ -70,10 +71,19 @@ impl<C: Codec> DelayedQueueBuilder<C> {
         self
     }
 
-    /// Batches, index, sweep and backoff of the scheduler, used when this handle is the one
-    /// that starts it.
-    pub fn scheduler_config(mut self, config: SchedulerConfig) -> Self {
-        self.scheduler = config;
+    /// Batches, index, call time and backoff of this queue's transfers. Used when this handle
+    /// adds the queue to its client's scheduler group; a queue the group has already keeps its
+    /// settings, and other ones asked for are logged as a warning.
+    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
+        self.transfer_config = config;
+        self
+    }
+
+    /// Sweep and concurrency of the client's scheduler group, if this handle starts it
+    /// (default: [`GroupConfig::default`]); a group that runs already keeps its own, and other
+    /// ones asked for here are logged as a warning.
+    pub fn group_config(mut self, config: GroupConfig) -> Self {
+        self.group_config = Some(config);
         self
     }
 
@@ -97,7 +107,8 @@ impl<C: Codec> DelayedQueueBuilder<C> {
             );
         }
         let lease = if self.transfer {
-            Some(SchedulerLease::acquire(&self.client, &spec, self.scheduler).await?)
+            let (group, transfer) = (self.group_config, self.transfer_config);
+            Some(SchedulerLease::acquire(&self.client, &spec, group, transfer).await?)
         } else {
             None
         };
@@ -176,7 +187,8 @@ impl<C: Codec> DelayedQueue<C> {
             codec,
             options: QueueOptions::default(),
             transfer: true,
-            scheduler: SchedulerConfig::default(),
+            transfer_config: TransferConfig::default(),
+            group_config: None,
         }
     }
 

@@ -10,7 +10,8 @@
 //! Several schedulers (Rust or Java) may run on one queue: each transfer is one atomic script,
 //! so every entry moves exactly once. [`Scheduler::spawn`] is a group of one.
 //!
-//! - `config.rs`: [`SchedulerConfig`] (batches, index, sweep, concurrency, backoff).
+//! - `config.rs`: [`GroupConfig`] (sweep, concurrency) and [`TransferConfig`] (each queue's
+//!   batches, index, call time, backoff).
 //! - `group.rs`: [`SchedulerGroup`], [`Discovery`].
 //! - `task.rs`: the group's loop; `queue_state.rs`: one queue's state and drain; `timer.rs`:
 //!   the precise timer.
@@ -23,7 +24,7 @@ pub(crate) mod shared;
 mod task;
 mod timer;
 
-pub use config::SchedulerConfig;
+pub use config::{GroupConfig, TransferConfig};
 pub use group::{Discovery, SchedulerGroup};
 
 use crate::options::QueueOptions;
@@ -105,9 +106,9 @@ impl Scheduler {
     ///
     /// ```no_run
     /// # async fn ex(client: delayq::fred::clients::Client) -> Result<(), delayq::Error> {
-    /// use delayq::{Scheduler, SchedulerConfig};
+    /// use delayq::{Scheduler, TransferConfig};
     ///
-    /// let handle = Scheduler::spawn(client, "orders", SchedulerConfig::default()).await?;
+    /// let handle = Scheduler::spawn(client, "orders", TransferConfig::default()).await?;
     /// // ... until the service stops:
     /// handle.shutdown().await;
     /// # Ok(()) }
@@ -115,21 +116,23 @@ impl Scheduler {
     pub async fn spawn(
         client: Client,
         name: impl Into<String>,
-        config: SchedulerConfig,
+        config: TransferConfig,
     ) -> Result<SchedulerHandle> {
         Scheduler::builder(client, name)
-            .config(config)
+            .transfer_config(config)
             .spawn()
             .await
     }
 
-    /// A scheduler with more settings: the queue's [`QueueOptions`].
+    /// A scheduler with more settings: the queue's [`QueueOptions`], the group's
+    /// [`GroupConfig`].
     pub fn builder(client: Client, name: impl Into<String>) -> SchedulerBuilder {
         SchedulerBuilder {
             client,
             name: name.into(),
             options: QueueOptions::default(),
-            config: SchedulerConfig::default(),
+            group: GroupConfig::default(),
+            transfer: TransferConfig::default(),
         }
     }
 
@@ -137,11 +140,13 @@ impl Scheduler {
     pub(crate) async fn spawn_for(
         client: Client,
         queue: QueueSpec,
-        config: SchedulerConfig,
+        group: GroupConfig,
+        transfer: TransferConfig,
     ) -> Result<SchedulerHandle> {
-        let group = SchedulerGroup::spawn(client, config.clone()).await?;
+        transfer.validate()?;
+        let group = SchedulerGroup::spawn(client, group).await?;
         let name = queue.keys.target().to_owned();
-        let counters = match group.add_spec(queue, config).await {
+        let counters = match group.add_spec(queue, transfer).await {
             Ok(counters) => counters,
             Err(err) => {
                 group.shutdown().await;
@@ -164,7 +169,8 @@ pub struct SchedulerBuilder {
     client: Client,
     name: String,
     options: QueueOptions,
-    config: SchedulerConfig,
+    group: GroupConfig,
+    transfer: TransferConfig,
 }
 
 impl SchedulerBuilder {
@@ -176,9 +182,15 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Batches, index, sweep and backoff.
-    pub fn config(mut self, config: SchedulerConfig) -> Self {
-        self.config = config;
+    /// The queue's batches, index, call time and backoff.
+    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
+        self.transfer = config;
+        self
+    }
+
+    /// The sweep and concurrency of the scheduler's group (a group of one).
+    pub fn group_config(mut self, config: GroupConfig) -> Self {
+        self.group = config;
         self
     }
 
@@ -189,7 +201,7 @@ impl SchedulerBuilder {
     /// An invalid config, or no pub/sub connection.
     pub async fn spawn(self) -> Result<SchedulerHandle> {
         let queue = QueueSpec::new(self.name, self.options);
-        Scheduler::spawn_for(self.client, queue, self.config).await
+        Scheduler::spawn_for(self.client, queue, self.group, self.transfer).await
     }
 }
 

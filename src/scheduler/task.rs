@@ -3,11 +3,11 @@
 //! catches up after a reconnect, looks at a slice of the queues' heads every tick (the safety
 //! sweep, within its budget), and runs discovery's rescans.
 
-use super::config::SchedulerConfig;
-use super::group::{Cmd, Discovery, GroupShared};
+use super::config::{GroupConfig, TransferConfig};
+use super::group::{scan, Cmd, Discovery, GroupShared};
 use super::queue_state::{Drained, QueueState};
 use super::timer::{now_us, PreciseTimer};
-use crate::keys::{every_channel, every_timeout, glob_match, QueueKeys};
+use crate::keys::{every_channel, QueueKeys};
 use crate::redis::reply;
 use crate::redis::script::QueueSpec;
 use crate::{Error, Result};
@@ -15,9 +15,7 @@ use fred::clients::Client;
 use fred::interfaces::{ClientLike, EventInterface, PubsubInterface, SortedSetsInterface};
 use fred::prelude::Value;
 use fred::types::config::Server;
-use fred::types::scan::ScanType;
 use fred::types::Message;
-use futures::StreamExt;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use tokio::sync::broadcast::{error::RecvError, Receiver};
@@ -41,7 +39,7 @@ enum Done {
 pub(super) struct GroupTask {
     client: Client,
     subscriber: Client,
-    config: SchedulerConfig,
+    config: GroupConfig,
     /// Weak: the last handle dropped stops the group.
     shared: std::sync::Weak<GroupShared>,
     token: CancellationToken,
@@ -66,7 +64,7 @@ impl GroupTask {
     pub(super) fn new(
         client: Client,
         subscriber: Client,
-        config: SchedulerConfig,
+        config: GroupConfig,
         shared: Arc<GroupShared>,
     ) -> Result<GroupTask> {
         let fired = Arc::new(Notify::new());
@@ -298,12 +296,13 @@ impl GroupTask {
     async fn add(
         &mut self,
         spec: QueueSpec,
-        config: SchedulerConfig,
+        config: TransferConfig,
         discovered: bool,
     ) -> Result<Arc<super::Counters>> {
         let name = spec.keys.target().to_owned();
         if let Some(state) = self.queues.get_mut(&name) {
             if !discovered {
+                state.warn_if_other(&spec, &config);
                 state.refs += 1;
                 state.discovered = false;
             }
@@ -464,7 +463,7 @@ impl GroupTask {
             keys,
             options: discovery.options,
         };
-        let config = self.config.clone();
+        let config = discovery.transfer;
         self.add(spec, config, true).await.map(drop)
     }
 
@@ -562,35 +561,4 @@ async fn probe(
             (name, head)
         })
         .collect()
-}
-
-/// Every Redisson delayed queue the discovery takes: the timeout zsets, on every master.
-pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Vec<QueueKeys>> {
-    let pattern = every_timeout();
-    let mut keys = match client.is_clustered() {
-        true => client
-            .scan_cluster_buffered(pattern.as_str(), Some(1_000), Some(ScanType::ZSet))
-            .boxed(),
-        false => client
-            .scan_buffered(pattern.as_str(), Some(1_000), Some(ScanType::ZSet))
-            .boxed(),
-    };
-    let mut found = Vec::new();
-    let mut seen = HashSet::new();
-    while let Some(key) = keys.next().await {
-        let key = key?;
-        let Some(text) = key.as_str() else { continue };
-        if let Some(queue) = QueueKeys::queue_of(text) {
-            if discovery.takes(queue.target()) && seen.insert(queue.target().to_owned()) {
-                found.push(queue);
-            }
-        }
-    }
-    Ok(found)
-}
-
-impl Discovery {
-    fn takes(&self, name: &str) -> bool {
-        self.pattern.as_deref().is_none_or(|p| glob_match(p, name))
-    }
 }

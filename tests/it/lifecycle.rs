@@ -5,7 +5,7 @@ use crate::common::queue::{connect, manual_queue, push_raw_entry};
 use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::fred::clients::Client;
-use delayq::{AccessCheck, DelayedQueue, QueueKeys, SchedulerConfig};
+use delayq::{AccessCheck, DelayedQueue, QueueKeys, TransferConfig};
 use std::time::Duration;
 
 /// A queue that has used every feature: a position index (any length uses it with threshold 1),
@@ -24,7 +24,7 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
         ])
         .await
         .unwrap();
-    let indexed = SchedulerConfig::default()
+    let indexed = TransferConfig::default()
         .with_batch_size(1)
         .with_index_threshold(1);
     assert_eq!(queue.transfer_due_with(&indexed).await.unwrap().moved, 1);

@@ -33,6 +33,7 @@ mod golden_fixtures;
 mod groups;
 mod harness;
 mod lifecycle;
+mod logs;
 mod long_scripts;
 #[cfg(feature = "cli")]
 mod observe;

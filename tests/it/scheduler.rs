@@ -5,7 +5,7 @@ use crate::common::queue::*;
 use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::entry::{pack, pack_legacy};
-use delayq::{DelayedQueue, EntryFormat, Scheduler, SchedulerConfig};
+use delayq::{DelayedQueue, EntryFormat, GroupConfig, Scheduler, TransferConfig};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -22,7 +22,7 @@ async fn a_backlog_of_more_than_100_is_drained_in_due_order() {
         push_raw_entry(&client, keys.timeout(), keys.order(), &entry, base - i).await;
     }
     // Batches of exactly 100, as Redisson's (the default grows them when calls are fast).
-    let fixed = SchedulerConfig::default().with_adaptive_batch(100, Duration::from_millis(5));
+    let fixed = TransferConfig::default().with_adaptive_batch(100, Duration::from_millis(5));
     let handle = Scheduler::spawn(client.clone(), name.as_str(), fixed)
         .await
         .unwrap();
@@ -95,7 +95,7 @@ async fn scheduler_survives_client_kill_of_its_connections() {
     let name = unique_name("kill");
     // No safety sweep: delivery after the kill must come from the re-subscription.
     let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .scheduler_config(SchedulerConfig::default().with_sweep_interval(None))
+        .group_config(GroupConfig::default().with_sweep_interval(None))
         .build()
         .await
         .unwrap();
@@ -132,7 +132,7 @@ async fn entries_due_while_disconnected_are_caught_up_on_resubscribe() {
     let client = connect(&redis.url()).await;
     let name = unique_name("catchup");
     let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .scheduler_config(SchedulerConfig::default().with_sweep_interval(None))
+        .group_config(GroupConfig::default().with_sweep_interval(None))
         .build()
         .await
         .unwrap();
@@ -223,10 +223,10 @@ async fn a_failed_transfer_is_retried_while_the_sweep_runs() {
     // The target list is a string: every transfer fails (WRONGTYPE, not transient).
     cmd(&client, "SET", vec![arg(keys.target()), arg("in the way")]).await;
     queue.offer("v", Duration::ZERO).await.unwrap();
-    let config = SchedulerConfig::default()
-        .with_sweep_interval(Duration::from_millis(200))
-        .with_max_backoff(Duration::from_secs(1));
-    let handle = Scheduler::spawn(client.clone(), name.as_str(), config)
+    let handle = Scheduler::builder(client.clone(), name.as_str())
+        .transfer_config(TransferConfig::default().with_max_backoff(Duration::from_secs(1)))
+        .group_config(GroupConfig::default().with_sweep_interval(Duration::from_millis(200)))
+        .spawn()
         .await
         .unwrap();
     assert!(
@@ -314,7 +314,7 @@ async fn the_scheduler_reads_the_pause_flag_in_its_transfer_call() {
         .offer("scheduled", Duration::from_millis(50))
         .await
         .unwrap();
-    let handle = Scheduler::spawn(client.clone(), name.as_str(), SchedulerConfig::default())
+    let handle = Scheduler::spawn(client.clone(), name.as_str(), TransferConfig::default())
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1_500)).await;

@@ -30,8 +30,7 @@ mod sharded;
 
 use delayq::codec::Codec;
 use delayq::{
-    Consumer, DelayedQueue, EntryFormat, ReliableConsumer, Scheduler, SchedulerConfig,
-    SchedulerHandle,
+    Consumer, DelayedQueue, EntryFormat, GroupConfig, ReliableConsumer, Scheduler, SchedulerHandle,
 };
 use kinds::{hex, Kind};
 use serde_json::{json, Map, Value};
@@ -337,7 +336,7 @@ where
     let queue = DelayedQueue::builder(client.clone(), opts.name, kind.codec())
         .options(delayq::QueueOptions::default().format(opts.format()))
         .transfer(opts.transfer)
-        .scheduler_config(opts.scheduler_config())
+        .group_config(opts.group_config())
         .build()
         .await
         .map_err(err)?;
@@ -372,7 +371,7 @@ struct OpenOpts<'a> {
 impl OpenOpts<'_> {
     fn parse(args: &Value) -> Result<OpenOpts<'_>, String> {
         let sweep = match args.get("sweep_ms") {
-            None => SchedulerConfig::default().sweep_interval(),
+            None => GroupConfig::default().sweep_interval(),
             Some(Value::Null) => None,
             Some(_) => Some(Duration::from_millis(u64_field(args, "sweep_ms")?)),
         };
@@ -398,8 +397,8 @@ impl OpenOpts<'_> {
         }
     }
 
-    fn scheduler_config(&self) -> SchedulerConfig {
-        SchedulerConfig::default().with_sweep_interval(self.sweep)
+    fn group_config(&self) -> GroupConfig {
+        GroupConfig::default().with_sweep_interval(self.sweep)
     }
 }
 
@@ -424,7 +423,7 @@ impl Peer {
         let name = opts.name;
         let handle = Scheduler::builder(self.client.clone(), name)
             .options(delayq::QueueOptions::default().format(opts.format()))
-            .config(opts.scheduler_config())
+            .group_config(opts.group_config())
             .spawn()
             .await
             .map_err(err)?;

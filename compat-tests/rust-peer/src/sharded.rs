@@ -225,7 +225,7 @@ where
     let queue = ShardedQueue::builder(client.clone(), opts.name, shards, kind.codec())
         .options(delayq::QueueOptions::default().format(opts.format()))
         .transfer(opts.transfer)
-        .scheduler_config(opts.scheduler_config())
+        .group_config(opts.group_config())
         .build()
         .await
         .map_err(err)?;

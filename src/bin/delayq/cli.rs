@@ -308,9 +308,9 @@ pub(crate) struct UiArgs {
 }
 
 impl TransferArgs {
-    /// The scheduler configuration these options ask for.
-    pub(crate) fn scheduler_config(&self) -> delayq::SchedulerConfig {
-        let config = delayq::SchedulerConfig::default();
+    /// The transfer settings these options ask for.
+    pub(crate) fn transfer_config(&self) -> delayq::TransferConfig {
+        let config = delayq::TransferConfig::default();
         let max = self.max_batch as usize;
         if max <= config.batch_size() {
             config.with_batch_size(max)

@@ -17,7 +17,7 @@ use super::DelayedQueue;
 use crate::codec::{encode_value, Codec};
 use crate::options::QueueOptions;
 use crate::redis::ops::stats::QueueStats;
-use crate::scheduler::{SchedulerConfig, SchedulerGroup};
+use crate::scheduler::{GroupConfig, SchedulerGroup, TransferConfig};
 use crate::{Error, Result};
 use fred::clients::Client;
 use futures::future::try_join_all;
@@ -37,7 +37,8 @@ pub struct ShardedQueueBuilder<C: Codec> {
     codec: Arc<C>,
     options: QueueOptions,
     transfer: bool,
-    scheduler: SchedulerConfig,
+    transfer_config: TransferConfig,
+    group_config: Option<GroupConfig>,
 }
 
 impl<C: Codec> ShardedQueueBuilder<C> {
@@ -54,9 +55,17 @@ impl<C: Codec> ShardedQueueBuilder<C> {
         self
     }
 
-    /// The schedulers' settings, used when this queue starts the client's group.
-    pub fn scheduler_config(mut self, config: SchedulerConfig) -> Self {
-        self.scheduler = config;
+    /// Every shard's transfer settings (see
+    /// [`DelayedQueueBuilder::transfer_config`](super::DelayedQueueBuilder::transfer_config)).
+    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
+        self.transfer_config = config;
+        self
+    }
+
+    /// The client's scheduler group's settings, if this queue starts it (see
+    /// [`DelayedQueueBuilder::group_config`](super::DelayedQueueBuilder::group_config)).
+    pub fn group_config(mut self, config: GroupConfig) -> Self {
+        self.group_config = Some(config);
         self
     }
 
@@ -95,12 +104,13 @@ impl<C: Codec> ShardedQueueBuilder<C> {
         let mut shards = Vec::with_capacity(live);
         for i in 0..live {
             let name = ShardedQueue::<C>::shard_name(&self.name, i);
-            let shard = DelayedQueue::builder_shared(self.client.clone(), name, self.codec.clone())
-                .options(self.options)
-                .transfer(self.transfer)
-                .scheduler_config(self.scheduler.clone())
-                .build()
-                .await?;
+            let mut shard =
+                DelayedQueue::builder_shared(self.client.clone(), name, self.codec.clone())
+                    .options(self.options)
+                    .transfer(self.transfer)
+                    .transfer_config(self.transfer_config);
+            shard.group_config = self.group_config;
+            let shard = shard.build().await?;
             shards.push(shard);
         }
         Ok(ShardedQueue {
@@ -184,7 +194,8 @@ impl<C: Codec> ShardedQueue<C> {
             codec: Arc::new(codec),
             options: QueueOptions::default(),
             transfer: true,
-            scheduler: SchedulerConfig::default(),
+            transfer_config: TransferConfig::default(),
+            group_config: None,
         }
     }
 
@@ -529,10 +540,10 @@ impl<C: Codec> ShardedQueue<C> {
     /// # Errors
     ///
     /// As [`SchedulerGroup::add_with`].
-    pub async fn add_to(&self, group: &SchedulerGroup, config: SchedulerConfig) -> Result<()> {
+    pub async fn add_to(&self, group: &SchedulerGroup, config: TransferConfig) -> Result<()> {
         for shard in &self.inner.shards {
             group
-                .add_with(shard.name(), shard.options(), config.clone())
+                .add_with(shard.name(), shard.options(), config)
                 .await?;
         }
         Ok(())
