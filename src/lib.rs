@@ -21,9 +21,9 @@
 //! - [`QueueOptions`] (`options.rs`): a queue's entry format and clock, shared by every handle.
 //! - [`retry`]: [`RetryPolicy`] and [`Backoff`] (also behind delayq's own retry loops).
 //! - [`codec`]: Redisson's codecs, byte for byte.
-//! - `redis/`: [`connect`], [`client_builder`] and [`ConnectOptions`] (`options.rs`; TLS in
-//!   `tls.rs`), Sentinel's master switches, `script.rs` (the
-//!   one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
+//! - `redis/`: [`connect`], [`client_builder`] and [`ConnectOptions`] (`options.rs`;
+//!   [`TlsOptions`] and the rustls connector in `tls/`), Sentinel's master switches, `script.rs`
+//!   (the one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
 //!   arguments and reply).
 //! - [`metrics`]: every metric delayq records (feature `metrics`), with its name and labels.
 //! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).

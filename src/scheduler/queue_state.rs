@@ -2,13 +2,13 @@
 //! failures, and the drain (transfers until nothing due is left) that runs for it.
 
 use super::config::TransferConfig;
-use super::timer::now_us;
 use super::Counters;
 use crate::metrics::SchedulerMetrics;
 use crate::redis::ops::transfer::{self, PassCost, TransferLimits, TransferOutcome};
 use crate::redis::script::QueueSpec;
 use crate::retry::{Backoff, FailureLog, Retrying};
 use crate::time::now_ms;
+use crate::time::now_us;
 use crate::Result;
 use fred::clients::Client;
 use std::sync::atomic::Ordering;

@@ -6,10 +6,11 @@
 use super::config::{GroupConfig, TransferConfig};
 use super::group::{scan, Cmd, Discovery, GroupShared};
 use super::queue_state::{Drained, QueueState};
-use super::timer::{now_us, PreciseTimer};
+use super::timer::PreciseTimer;
 use crate::keys::{every_channel, QueueKeys};
 use crate::redis::reply;
 use crate::redis::script::QueueSpec;
+use crate::time::now_us;
 use crate::{Error, Result};
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, EventInterface, PubsubInterface, SortedSetsInterface};
