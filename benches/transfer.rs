@@ -9,14 +9,14 @@
 //! or `REDIS_URL=... cargo bench --bench transfer -- [...]`.
 
 use delayq::codec::StringCodec;
-use delayq::{DelayedQueue, SchedulerConfig};
+use delayq::{DelayedQueue, TransferConfig};
 use std::time::{Duration, Instant};
 
 struct Case {
     pending: usize,
     delays: &'static str,
     algorithm: &'static str,
-    config: SchedulerConfig,
+    config: TransferConfig,
 }
 
 struct Outcome {
@@ -59,7 +59,7 @@ async fn run_case(client: &fred::clients::Client, case: &Case, round: usize) -> 
     queue.offer_all(&batch).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1_100)).await;
 
-    let mut config = case.config.clone();
+    let mut config = case.config;
     let started = Instant::now();
     let (mut moved, mut calls, mut by_index, mut longest) = (0, 0, 0, Duration::ZERO);
     loop {
@@ -128,19 +128,19 @@ async fn main() {
                     pending,
                     delays,
                     algorithm: "index off (LREM per entry)",
-                    config: SchedulerConfig::default().with_index_threshold(0),
+                    config: TransferConfig::default().with_index_threshold(0),
                 },
                 Case {
                     pending,
                     delays,
                     algorithm: "delayq default (100/call)",
-                    config: SchedulerConfig::default(),
+                    config: TransferConfig::default(),
                 },
                 Case {
                     pending,
                     delays,
                     algorithm: "delayq adaptive (<=5000)",
-                    config: SchedulerConfig::default()
+                    config: TransferConfig::default()
                         .with_adaptive_batch(5_000, Duration::from_millis(5)),
                 },
             ];

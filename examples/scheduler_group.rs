@@ -5,7 +5,7 @@
 //! `REDIS_URL=redis://127.0.0.1:6379 cargo run --example scheduler_group`
 
 use delayq::codec::StringCodec;
-use delayq::{DelayedQueue, Discovery, SchedulerConfig, SchedulerGroup};
+use delayq::{DelayedQueue, Discovery, GroupConfig, SchedulerGroup};
 use std::time::Duration;
 
 #[tokio::main]
@@ -30,7 +30,7 @@ async fn main() -> Result<(), delayq::Error> {
     }
 
     // One group for every queue whose name matches: one pub/sub connection, one timer.
-    let group = SchedulerGroup::spawn(client.clone(), SchedulerConfig::default()).await?;
+    let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default()).await?;
     group
         .discover(Discovery::all().matching(format!("{prefix}*")))
         .await?;

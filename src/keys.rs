@@ -283,6 +283,45 @@ impl KeyKind {
 }
 
 impl KeyRole {
+    /// Every key and channel of one queue, one name each, in the order scripts declare them:
+    /// the one list [`DelayedQueue::delete`](crate::DelayedQueue::delete),
+    /// [`expire`](crate::DelayedQueue::expire), [`check`](crate::DelayedQueue::check) and
+    /// [`QueueKeys::acl_selectors`] take theirs from. Not in it: the claim lists, one per
+    /// reliable consumer, named in the claim leases ([`KeyRole::Claims`]), and the keys given per
+    /// call.
+    pub(crate) const QUEUE: [KeyRole; 15] = {
+        use KeyRole::*;
+        [
+            Target,
+            Timeout,
+            Order,
+            Channel,
+            Quarantine,
+            Index,
+            Values,
+            Paused,
+            Inflight,
+            InflightData,
+            Attempts,
+            AttemptsSeen,
+            Settled,
+            Dead,
+            Claims,
+        ]
+    };
+
+    /// Whether the key belongs to the delayed queue, so that it is deleted with it and given
+    /// its time to live. Not the target list (the consumers' list, which Java's `delete` and
+    /// `expire` leave alone too), the channel (not a key) or a key given per call.
+    pub(crate) fn owned(self) -> bool {
+        use KeyRole::*;
+        match self {
+            Target | Channel | Destination | OwnList => false,
+            Timeout | Order | Quarantine | Index | Values | Paused | Inflight | InflightData
+            | Attempts | AttemptsSeen | Settled | Dead | Claims | Claim => true,
+        }
+    }
+
     /// What the key holds.
     pub(crate) fn kind(self) -> KeyKind {
         use KeyRole::*;
@@ -348,6 +387,62 @@ impl QueueKeys {
 }
 
 impl QueueKeys {
+    /// The keys of [`KeyRole::QUEUE`] that the queue owns ([`KeyRole::owned`]), in that order;
+    /// the claim lists are found through [`claims`](Self::claims).
+    pub(crate) fn owned(&self) -> impl Iterator<Item = &str> {
+        KeyRole::QUEUE
+            .into_iter()
+            .filter(|role| role.owned())
+            .filter_map(|role| self.of(role))
+    }
+
+    /// Whether `key` is named like one of this queue's claim lists (a member of the claim
+    /// leases that is not, never names a key delayq touches).
+    pub(crate) fn is_claim(&self, key: &str) -> bool {
+        key.strip_prefix(self.claim_prefix.as_str())
+            .and_then(|rest| rest.strip_prefix(':'))
+            .is_some_and(|consumer| !consumer.is_empty())
+    }
+
+    /// The `ACL SETUSER` selectors of everything the queue uses: `~KEY` for each of its keys
+    /// (the channel too, which scripts declare as a key to be routed to the queue's slot), a
+    /// `~` pattern for its claim lists, and `&CHANNEL` for its channel. Glob characters of the
+    /// name are escaped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rules = delayq::QueueKeys::new("orders").acl_selectors();
+    /// assert_eq!(rules[0], "~orders");
+    /// assert!(rules.contains(&"~delayq_paused:{orders}".to_owned()));
+    /// assert!(rules.contains(&"~delayq_claim:{orders}:*".to_owned()));
+    /// assert_eq!(rules.last().unwrap(), "&redisson_delay_queue_channel:{orders}");
+    /// ```
+    pub fn acl_selectors(&self) -> Vec<String> {
+        let mut rules: Vec<String> = KeyRole::QUEUE
+            .into_iter()
+            .filter_map(|role| self.of(role))
+            .map(|key| format!("~{}", glob_escape(key)))
+            .collect();
+        rules.push(format!("~{}:*", glob_escape(&self.claim_prefix)));
+        rules.push(format!("&{}", glob_escape(self.channel())));
+        rules
+    }
+}
+
+/// `text` as a glob that matches only itself.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl QueueKeys {
     /// The queue whose timeout zset or channel is `key` (`redisson_delay_queue_timeout:{orders}`
     /// or `redisson_delay_queue_channel:{orders}` -> `orders`), undoing Redisson's `prefixName`:
     /// for a key that also fits a name in braces (`{orders}`), the plain name is taken.
@@ -361,9 +456,9 @@ impl QueueKeys {
     /// assert_eq!(name("redisson_delay_queue:{orders}"), None);
     /// ```
     pub fn queue_of(key: &str) -> Option<QueueKeys> {
-        let rest = key
-            .strip_prefix("redisson_delay_queue_timeout:")
-            .or_else(|| key.strip_prefix("redisson_delay_queue_channel:"))?;
+        let rest = [TIMEOUT_PREFIX, CHANNEL_PREFIX]
+            .into_iter()
+            .find_map(|prefix| key.strip_prefix(prefix)?.strip_prefix(':'))?;
         let name = match rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
             Some(inner) if !inner.is_empty() && !inner.contains(['{', '}']) => inner,
             _ if rest.contains('{') => rest,
@@ -371,6 +466,16 @@ impl QueueKeys {
         };
         Some(QueueKeys::new(name))
     }
+}
+
+/// A glob matching the timeout zset of every delayed queue (discovery's scans).
+pub(crate) fn every_timeout() -> String {
+    format!("{TIMEOUT_PREFIX}:*")
+}
+
+/// A glob matching the channel of every delayed queue (discovery's pattern subscription).
+pub(crate) fn every_channel() -> String {
+    format!("{CHANNEL_PREFIX}:*")
 }
 
 /// Whether `name` matches the glob `pattern` (`*` any run of characters, `?` one character),
@@ -438,6 +543,44 @@ mod tests {
         );
         assert_eq!(keys.index(), "delayq_index:{q}");
         assert_eq!(keys.values(), "delayq_values:{q}");
+    }
+
+    /// The one list is in KEYS order, names each key once, and its patterns are the names
+    /// `QueueKeys` derives.
+    #[test]
+    fn the_queue_list_is_ordered_and_names_what_queue_keys_derives() {
+        let mut sorted = KeyRole::QUEUE.to_vec();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted, KeyRole::QUEUE);
+        let keys = QueueKeys::new("NAME");
+        for role in KeyRole::QUEUE {
+            let key = keys.of(role).unwrap();
+            assert_eq!(key, role.pattern());
+        }
+        let owned: Vec<&str> = keys.owned().collect();
+        assert!(!owned.contains(&"NAME"));
+        assert!(!owned.contains(&keys.channel()));
+        assert!(owned.contains(&keys.paused()) && owned.contains(&keys.settled()));
+        assert_eq!(owned.len(), KeyRole::QUEUE.len() - 2);
+    }
+
+    #[test]
+    fn claim_lists_are_told_apart_from_other_keys() {
+        let keys = QueueKeys::new("q");
+        assert!(keys.is_claim("delayq_claim:{q}:c1"));
+        assert!(!keys.is_claim("delayq_claim:{q}:"));
+        assert!(!keys.is_claim("delayq_claim:{q}"));
+        assert!(!keys.is_claim("delayq_claim:{qq}:c1"));
+        assert!(!keys.is_claim("another-app"));
+    }
+
+    #[test]
+    fn acl_selectors_escape_glob_characters() {
+        let rules = QueueKeys::new("a*b").acl_selectors();
+        assert_eq!(rules[0], "~a\\*b");
+        assert!(rules.contains(&"~delayq_claim:{a\\*b}:*".to_owned()));
+        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 2);
     }
 
     #[test]

@@ -18,11 +18,12 @@
 //! - [`error`](Error): the error type, and the one place Redis's replies are classified.
 //! - [`keys`](QueueKeys): Redisson's key and channel names, and delayq's own.
 //! - [`time`]: the current epoch ms, [`Clock`], due-time ranges.
+//! - [`QueueOptions`] (`options.rs`): a queue's entry format and clock, shared by every handle.
 //! - [`retry`]: [`RetryPolicy`] and [`Backoff`] (also behind delayq's own retry loops).
 //! - [`codec`]: Redisson's codecs, byte for byte.
-//! - `redis/`: [`connect`], [`client_builder`] and [`ConnectOptions`] (`options.rs`; TLS in
-//!   `tls.rs`), Sentinel's master switches, `script.rs` (the
-//!   one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
+//! - `redis/`: [`connect`], [`client_builder`] and [`ConnectOptions`] (`options.rs`;
+//!   [`TlsOptions`] and the rustls connector in `tls/`), Sentinel's master switches, `script.rs`
+//!   (the one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
 //!   arguments and reply).
 //! - [`metrics`]: every metric delayq records (feature `metrics`), with its name and labels.
 //! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).
@@ -44,6 +45,7 @@ pub mod entry;
 mod error;
 mod keys;
 pub mod metrics;
+mod options;
 mod queue;
 mod redis;
 pub mod reliable;
@@ -62,6 +64,7 @@ pub use consumer::Consumer;
 pub use entry::{EntryFormat, OfferHandle};
 pub use error::{BoxError, Error, Refusal, Result};
 pub use keys::{glob_match, QueueKeys};
+pub use options::QueueOptions;
 pub use queue::{
     shard_of, AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError,
     Pending, ShardedConsumer, ShardedHandle, ShardedQueue, ShardedQueueBuilder,
@@ -74,8 +77,8 @@ pub use reliable::{
 };
 pub use retry::{Backoff, RetryPolicy};
 pub use scheduler::{
-    Discovery, Scheduler, SchedulerBuilder, SchedulerConfig, SchedulerGroup, SchedulerHandle,
-    SchedulerStats,
+    Discovery, GroupConfig, Scheduler, SchedulerBuilder, SchedulerGroup, SchedulerHandle,
+    SchedulerStats, TransferConfig,
 };
 pub use time::Clock;
 pub use worker::{HandlerError, Job, JobError, WorkerBuilder, WorkerHandle, WorkerStats};
@@ -91,8 +94,8 @@ pub mod __internal {
 pub mod prelude {
     pub use crate::codec::Codec;
     pub use crate::{
-        Clock, Consumer, DelayedQueue, EntryFormat, Error, Job, JobError, ReliableConsumer, Result,
-        RetryPolicy, Scheduler, SchedulerConfig,
+        Clock, Consumer, DelayedQueue, EntryFormat, Error, Job, JobError, QueueOptions,
+        ReliableConsumer, Result, RetryPolicy, Scheduler, TransferConfig,
     };
 }
 

@@ -31,6 +31,15 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// The current time in epoch microseconds (the scheduler's timer wakes to well under a
+/// millisecond).
+pub(crate) fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 /// Which clock stamps due times (offer, retry, reschedule) and decides what is due (transfer,
 /// visibility deadlines of the reliable consumer).
 ///

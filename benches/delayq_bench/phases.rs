@@ -7,7 +7,7 @@ use crate::java::{self, JavaPeer};
 use crate::redis::{self, cmd, fill, int, unlink_queue, value, BoxResult, Pattern};
 use crate::Plan;
 use delayq::codec::StringCodec;
-use delayq::{Consumer, DelayedQueue, QueueKeys, Scheduler, SchedulerConfig};
+use delayq::{Consumer, DelayedQueue, QueueKeys, Scheduler, TransferConfig};
 use fred::clients::Client;
 use fred::interfaces::ClientLike;
 use fred::prelude::Value;
@@ -84,12 +84,12 @@ fn f64_of(json: &Json, key: &str) -> BoxResult<f64> {
 }
 
 /// The two delayq scheduler configurations under test.
-fn rust_configs() -> Vec<(&'static str, SchedulerConfig)> {
+fn rust_configs() -> Vec<(&'static str, TransferConfig)> {
     vec![
-        ("delayq-default", SchedulerConfig::default()),
+        ("delayq-default", TransferConfig::default()),
         (
             "delayq-adaptive",
-            SchedulerConfig::default().with_adaptive_batch(5_000, Duration::from_millis(5)),
+            TransferConfig::default().with_adaptive_batch(5_000, Duration::from_millis(5)),
         ),
     ]
 }
@@ -389,7 +389,7 @@ async fn transfer_phase(ctx: &mut Ctx) -> BoxResult<Json> {
     let mut rows = Vec::new();
     for &n in &ctx.plan.transfer_sizes.clone() {
         for pattern in [Pattern::Due, Pattern::Random] {
-            let mut impls: Vec<(&str, Option<SchedulerConfig>)> = rust_configs()
+            let mut impls: Vec<(&str, Option<TransferConfig>)> = rust_configs()
                 .into_iter()
                 .map(|(n, c)| (n, Some(c)))
                 .collect();
@@ -419,7 +419,7 @@ async fn transfer_case(
     n: usize,
     pattern: Pattern,
     imp: &str,
-    config: Option<SchedulerConfig>,
+    config: Option<TransferConfig>,
 ) -> BoxResult<Json> {
     let keys = QueueKeys::new(format!("bench:transfer:{imp}:{}:{n}", pattern.name()));
     unlink_queue(&ctx.client, &keys).await?;
@@ -441,7 +441,7 @@ async fn transfer_case(
     let running = match &config {
         Some(config) => {
             let client = delayq::connect(&ctx.url).await?;
-            let handle = Scheduler::spawn(client.clone(), keys.target(), config.clone()).await?;
+            let handle = Scheduler::spawn(client.clone(), keys.target(), *config).await?;
             Some((handle, client))
         }
         None => {
@@ -647,14 +647,14 @@ fn latency_row(imp: &str, mut us: Vec<i64>, load: Json) -> BoxResult<Json> {
     }))
 }
 
-async fn rust_latency(ctx: &Ctx, imp: &str, config: SchedulerConfig) -> BoxResult<Vec<i64>> {
+async fn rust_latency(ctx: &Ctx, imp: &str, config: TransferConfig) -> BoxResult<Vec<i64>> {
     let name = format!("bench:latency:{imp}");
     let keys = QueueKeys::new(name.clone());
     unlink_queue(&ctx.client, &keys).await?;
     let p = &ctx.plan;
     let total = (f64::from(p.latency_rate) * p.latency_secs) as usize;
     let queue = DelayedQueue::builder(ctx.client.clone(), name, StringCodec)
-        .scheduler_config(config)
+        .transfer_config(config)
         .build()
         .await?;
     let consumer = queue.consumer().await?;

@@ -6,7 +6,7 @@ use crate::many::{proc_figures, Cluster};
 use crate::redis::{self, fill, BoxResult, Pattern};
 use crate::Plan;
 use delayq::codec::StringCodec;
-use delayq::{Consumer, DelayedQueue, SchedulerConfig, ShardedQueue};
+use delayq::{Consumer, DelayedQueue, ShardedQueue, TransferConfig};
 use fred::clients::Client;
 use serde_json::{json, Value as Json};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -157,13 +157,13 @@ async fn transfer(
     }
     masters.start_case().await?;
     // Calls of at most 8 ms (the default budget is 20 ms): the target is no call over 10 ms.
-    let config = SchedulerConfig::default()
+    let config = TransferConfig::default()
         .with_adaptive_batch(5_000, Duration::from_millis(5))
         .with_max_call_time(CALL_BUDGET);
     let started = Instant::now();
     let mut tasks = JoinSet::new();
     for queue in queues {
-        let (queue, config) = (queue.clone(), config.clone());
+        let (queue, config) = (queue.clone(), config);
         let want = (n / queues.len()) as u64;
         tasks.spawn(async move {
             let (mut moved, mut longest) = (0u64, Duration::ZERO);

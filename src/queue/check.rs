@@ -3,6 +3,7 @@
 
 use super::DelayedQueue;
 use crate::codec::Codec;
+use crate::keys::KeyRole;
 use crate::redis::ops::reliable_stats::{self, ReliableStats};
 use crate::redis::ops::stats::{self, QueueStats};
 use crate::redis::server;
@@ -152,21 +153,10 @@ impl<C: Codec> DelayedQueue<C> {
             command,
             args: args.iter().map(|a| (*a).to_owned()).collect(),
         };
-        let mut all_keys: Vec<&str> = vec![
-            keys.target(),
-            keys.timeout(),
-            keys.order(),
-            keys.channel(),
-            keys.quarantine(),
-            keys.index(),
-            keys.inflight(),
-            keys.inflight_data(),
-            keys.attempts(),
-            keys.attempts_seen(),
-            keys.settled(),
-            keys.dead(),
-            keys.claims(),
-        ];
+        let mut all_keys: Vec<&str> = KeyRole::QUEUE
+            .into_iter()
+            .filter_map(|role| keys.of(role))
+            .collect();
         all_keys.push(&claim);
         let mut evalsha = vec!["0".repeat(40), all_keys.len().to_string()];
         evalsha.extend(all_keys.iter().map(|k| (*k).to_owned()));
@@ -192,6 +182,9 @@ impl<C: Codec> DelayedQueue<C> {
             need("PUBLISH", &[keys.channel(), "0"]),
             need("SUBSCRIBE", &[keys.channel()]),
             need("ZADD", &[keys.index(), "0", "m"]),
+            need("HSET", &[keys.values(), "v", "e"]),
+            need("SET", &[keys.paused(), "1"]),
+            need("DEL", &[keys.paused()]),
             need("UNLINK", &[keys.index()]),
             need("RPUSH", &[keys.quarantine(), "e"]),
             need("HSET", &[keys.inflight_data(), "id", "v"]),

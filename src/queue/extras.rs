@@ -8,7 +8,7 @@ use crate::redis::ops::reschedule::Which;
 use crate::redis::ops::transfer::{self, TransferOutcome};
 use crate::redis::ops::{cancel, pending, purge_list, stats};
 use crate::redis::reply;
-use crate::scheduler::SchedulerConfig;
+use crate::scheduler::TransferConfig;
 use crate::time::Delay;
 use crate::{Error, QueueStats, Result};
 use bytes::Bytes;
@@ -204,14 +204,14 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// Runs one transfer now, as a scheduler would (by the queue's clock), moving at most
     /// `batch_size` due entries (fewer when the call's time runs out: see
-    /// [`SchedulerConfig::with_max_call_time`]).
+    /// [`TransferConfig::with_max_call_time`](crate::TransferConfig::with_max_call_time)).
     ///
     /// # Errors
     ///
     /// A Redis error.
     pub async fn transfer_due(&self, batch_size: usize) -> Result<TransferOutcome> {
         let batch = batch_size.max(1);
-        let config = SchedulerConfig::default()
+        let config = TransferConfig::default()
             .with_batch_size(batch)
             .with_adaptive_batch(batch, Duration::from_millis(5));
         self.transfer_due_with(&config).await
@@ -223,7 +223,7 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// A Redis error.
-    pub async fn transfer_due_with(&self, config: &SchedulerConfig) -> Result<TransferOutcome> {
+    pub async fn transfer_due_with(&self, config: &TransferConfig) -> Result<TransferOutcome> {
         let limits = config.limits(config.batch_size().max(1));
         transfer::run(self.client(), self.spec(), limits, self.pass_cost()).await
     }

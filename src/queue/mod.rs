@@ -8,6 +8,8 @@
 //! - `check.rs`: [`check`](DelayedQueue::check), what an operator should know about the server.
 //! - `encoded.rs`: the operations on values already encoded, which the public ones above and
 //!   the sharded queue's call, so that each is written once and a value encoded once.
+//! - `pause.rs`: [`pause`](DelayedQueue::pause), [`resume`](DelayedQueue::resume) and
+//!   [`is_paused`](DelayedQueue::is_paused): delayq's pause flag.
 //! - `sharded/`: [`ShardedQueue`], one logical queue over N ordinary queues (shards).
 //!
 //! Two more `impl DelayedQueue` blocks live with what they build on: reliable consumption and
@@ -17,6 +19,7 @@
 mod check;
 mod encoded;
 mod extras;
+mod pause;
 mod redisson;
 mod sharded;
 
@@ -31,10 +34,11 @@ use crate::codec::{decode_value, Codec};
 use crate::consumer::Consumer;
 use crate::entry::EntryFormat;
 use crate::keys::QueueKeys;
+use crate::options::QueueOptions;
 use crate::redis::ops::transfer::PassCost;
 use crate::redis::script::QueueSpec;
 use crate::scheduler::shared::SchedulerLease;
-use crate::scheduler::SchedulerConfig;
+use crate::scheduler::{GroupConfig, TransferConfig};
 use crate::time::Clock;
 use crate::{Error, Result};
 use bytes::Bytes;
@@ -48,27 +52,18 @@ pub struct DelayedQueueBuilder<C: Codec> {
     client: Client,
     name: String,
     codec: Arc<C>,
-    format: EntryFormat,
-    clock: Clock,
+    options: QueueOptions,
     transfer: bool,
-    scheduler: SchedulerConfig,
+    transfer_config: TransferConfig,
+    group_config: Option<GroupConfig>,
 }
 
 impl<C: Codec> DelayedQueueBuilder<C> {
-    /// The entry packing to write: [`EntryFormat::Current`] (default) for Redisson 3.21.1 and
-    /// later, [`EntryFormat::Legacy`] when older Java peers share the queue. Also the reading
-    /// preferred for an entry that fits both, by this queue and the scheduler it starts.
-    pub fn entry_format(mut self, format: EntryFormat) -> Self {
-        self.format = format;
-        self
-    }
-
-    /// Whose clock stamps due times and decides what is due: [`Clock::Client`] (default, as
-    /// Redisson) or [`Clock::Server`] (the Redis server's `TIME`; see [`Clock`] for the
-    /// trade-off with Java peers). Used by every call of this queue, the scheduler it starts and
-    /// its reliable consumers.
-    pub fn clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
+    /// The entry format and clock (see [`QueueOptions`]), used by every call of this queue, the
+    /// scheduler it starts and its reliable consumers. Default: current entries, this process's
+    /// clock.
+    pub fn options(mut self, options: QueueOptions) -> Self {
+        self.options = options;
         self
     }
 
@@ -79,10 +74,19 @@ impl<C: Codec> DelayedQueueBuilder<C> {
         self
     }
 
-    /// Batches, index, sweep and backoff of the scheduler, used when this handle is the one
-    /// that starts it.
-    pub fn scheduler_config(mut self, config: SchedulerConfig) -> Self {
-        self.scheduler = config;
+    /// Batches, index, call time and backoff of this queue's transfers. Used when this handle
+    /// adds the queue to its client's scheduler group; a queue the group has already keeps its
+    /// settings, and other ones asked for are logged as a warning.
+    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
+        self.transfer_config = config;
+        self
+    }
+
+    /// Sweep and concurrency of the client's scheduler group, if this handle starts it
+    /// (default: [`GroupConfig::default`]); a group that runs already keeps its own, and other
+    /// ones asked for here are logged as a warning.
+    pub fn group_config(mut self, config: GroupConfig) -> Self {
+        self.group_config = Some(config);
         self
     }
 
@@ -95,11 +99,7 @@ impl<C: Codec> DelayedQueueBuilder<C> {
         if self.name.is_empty() {
             return Err(Error::InvalidConfig("queue name is empty".into()));
         }
-        let spec = QueueSpec {
-            keys: QueueKeys::new(self.name),
-            format: self.format,
-            clock: self.clock,
-        };
+        let spec = QueueSpec::new(self.name, self.options);
         if let Some(alias) = spec.keys.alias() {
             tracing::warn!(
                 queue = spec.keys.target(),
@@ -110,7 +110,8 @@ impl<C: Codec> DelayedQueueBuilder<C> {
             );
         }
         let lease = if self.transfer {
-            Some(SchedulerLease::acquire(&self.client, &spec, self.scheduler).await?)
+            let (group, transfer) = (self.group_config, self.transfer_config);
+            Some(SchedulerLease::acquire(&self.client, &spec, group, transfer).await?)
         } else {
             None
         };
@@ -187,10 +188,10 @@ impl<C: Codec> DelayedQueue<C> {
             client,
             name,
             codec,
-            format: EntryFormat::default(),
-            clock: Clock::default(),
+            options: QueueOptions::default(),
             transfer: true,
-            scheduler: SchedulerConfig::default(),
+            transfer_config: TransferConfig::default(),
+            group_config: None,
         }
     }
 
@@ -219,14 +220,19 @@ impl<C: Codec> DelayedQueue<C> {
         &self.inner.codec
     }
 
+    /// The entry format and clock this queue goes by.
+    pub fn options(&self) -> QueueOptions {
+        self.inner.spec.options
+    }
+
     /// The entry packing this queue writes.
     pub fn entry_format(&self) -> EntryFormat {
-        self.inner.spec.format
+        self.inner.spec.options.format
     }
 
     /// Whose clock stamps due times (see [`Clock`]).
     pub fn clock(&self) -> Clock {
-        self.inner.spec.clock
+        self.inner.spec.options.clock
     }
 
     /// The fred client commands go through.

@@ -288,7 +288,8 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// Deletes the queue: its pending entries and every key of delayq's own for it (values in
     /// flight and on claim lists, dead letters, quarantine, attempt counters, the position and
-    /// value indexes); the target list stays, as in Java. True if anything was deleted.
+    /// value indexes, the record of settled deliveries, the pause flag); the target list stays,
+    /// as in Java. True if anything was deleted.
     ///
     /// Java: `RDelayedQueue#delete()` (which knows only the zset and the order list).
     ///
@@ -296,32 +297,8 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// A Redis error.
     pub async fn delete(&self) -> Result<bool> {
-        let keys = self.keys();
-        let claims: Vec<String> = self
-            .client()
-            .zrange(keys.claims(), 0, -1, None, false, None, false)
-            .await
-            .map_err(|e| Error::from_redis("ZRANGE", keys.claims(), e))?;
-        let prefix = keys.claim("");
-        let mut all: Vec<String> = [
-            keys.timeout(),
-            keys.order(),
-            keys.index(),
-            keys.values(),
-            keys.quarantine(),
-            keys.inflight(),
-            keys.inflight_data(),
-            keys.attempts(),
-            keys.attempts_seen(),
-            keys.settled(),
-            keys.dead(),
-            keys.claims(),
-        ]
-        .iter()
-        .map(|k| (*k).to_owned())
-        .collect();
-        // Only this queue's claim lists: a foreign member never names a key to delete.
-        all.extend(claims.into_iter().filter(|c| c.starts_with(&prefix)));
+        let mut all: Vec<String> = self.keys().owned().map(str::to_owned).collect();
+        all.extend(self.claim_lists().await?);
         let deleted: u64 = self
             .client()
             .del(all)
@@ -330,9 +307,22 @@ impl<C: Codec> DelayedQueue<C> {
         Ok(deleted > 0)
     }
 
-    /// Sets a time to live on the queue's keys (the pending entries' and delayq's own; the
-    /// target list stays without one, as in Java). True if any of the pending entries' keys
-    /// exists.
+    /// The claim lists the claim leases name; only this queue's: a foreign member never names a
+    /// key delayq touches.
+    async fn claim_lists(&self) -> Result<Vec<String>> {
+        let keys = self.keys();
+        let claims: Vec<String> = self
+            .client()
+            .zrange(keys.claims(), 0, -1, None, false, None, false)
+            .await
+            .map_err(|e| Error::from_redis("ZRANGE", keys.claims(), e))?;
+        Ok(claims.into_iter().filter(|c| keys.is_claim(c)).collect())
+    }
+
+    /// Sets a time to live on the queue's keys (the pending entries' and every key of delayq's
+    /// own, claim lists included; the target list stays without one, as in Java, and the record
+    /// of settled deliveries keeps its own life of a minute when that is shorter). True if any
+    /// of the pending entries' keys exists.
     ///
     /// Java: `RDelayedQueue#expire(duration)`.
     ///
@@ -346,11 +336,28 @@ impl<C: Codec> DelayedQueue<C> {
             .ok_or_else(|| {
                 Error::InvalidConfig(format!("expire needs a positive TTL, not {ttl:?}"))
             })?;
-        Ok(expire::run(self.client(), self.spec(), expire::Ttl::Millis(ms)).await? > 0)
+        self.expire_with(expire::Ttl::Millis(ms)).await
     }
 
-    /// Removes the time to live from the queue's keys. True if one was removed from the
-    /// pending entries' keys.
+    /// Sets or clears the time to live of the keys `expire.lua` declares, then of the claim
+    /// lists (which a script cannot declare without knowing their names).
+    async fn expire_with(&self, ttl: expire::Ttl) -> Result<bool> {
+        let claims = self.claim_lists().await?;
+        let changed = expire::run(self.client(), self.spec(), ttl).await? > 0;
+        for claim in claims {
+            let (command, reply): (_, std::result::Result<i64, _>) = match ttl {
+                expire::Ttl::Millis(ms) => {
+                    ("PEXPIRE", self.client().pexpire(&claim, ms, None).await)
+                }
+                expire::Ttl::Persist => ("PERSIST", self.client().persist(&claim).await),
+            };
+            reply.map_err(|e| Error::from_redis(command, &claim, e))?;
+        }
+        Ok(changed)
+    }
+
+    /// Removes the time to live from the queue's keys (the record of settled deliveries keeps
+    /// its own). True if one was removed from the pending entries' keys.
     ///
     /// Java: `RDelayedQueue#clearExpire()`.
     ///
@@ -358,7 +365,7 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// A Redis error.
     pub async fn clear_expire(&self) -> Result<bool> {
-        Ok(expire::run(self.client(), self.spec(), expire::Ttl::Persist).await? > 0)
+        self.expire_with(expire::Ttl::Persist).await
     }
 
     /// Bytes Redis uses for the pending entries' keys (`MEMORY USAGE` of both, with Redis's

@@ -7,10 +7,10 @@ pub(crate) mod reply;
 pub(crate) mod script;
 mod sentinel;
 pub(crate) mod server;
-#[cfg(feature = "tls")]
 mod tls;
 
-pub use options::{ConnectOptions, TlsOptions};
+pub use options::ConnectOptions;
+pub use tls::TlsOptions;
 
 use crate::error::{classify, ReplyKind};
 use crate::retry::{Backoff, Retrying};
@@ -94,7 +94,7 @@ pub fn client_builder(config: Config) -> Builder {
 /// The builder behind [`client_builder`] and [`ConnectOptions::builder_for`].
 fn safe_builder(config: Config, options: &ConnectOptions) -> Builder {
     let mut builder = Builder::from_config(config);
-    let connect_timeout = options.get_connect_timeout();
+    let connect_timeout = options.connect_timeout;
     builder
         .with_connection_config(|c| {
             c.connection_timeout = connect_timeout;
@@ -112,7 +112,7 @@ fn safe_builder(config: Config, options: &ConnectOptions) -> Builder {
             // and delayq's scripts send a refused call again (resend_refused).
             c.max_redirections = 0;
         })
-        .with_performance_config(|p| p.default_command_timeout = options.get_command_timeout())
+        .with_performance_config(|p| p.default_command_timeout = options.command_timeout)
         .set_policy(options.reconnect_policy());
     builder
 }

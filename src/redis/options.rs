@@ -1,10 +1,10 @@
 //! Connection settings in one place ([`ConnectOptions`]): timeouts, the reconnect policy, TLS
 //! ([`TlsOptions`]) and Sentinel's own credentials.
 
+use super::tls::TlsOptions;
 use crate::{Error, Result};
 use fred::prelude::{Builder, Config, ReconnectPolicy, ServerConfig};
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How delayq connects to Redis: the settings every connection it opens shares (the client from
@@ -46,8 +46,8 @@ use std::time::Duration;
 /// ```
 #[derive(Clone)]
 pub struct ConnectOptions {
-    connect_timeout: Duration,
-    command_timeout: Duration,
+    pub(super) connect_timeout: Duration,
+    pub(super) command_timeout: Duration,
     reconnect: ReconnectPolicy,
     tls: TlsOptions,
     sentinel_credentials: Option<(Option<String>, String)>,
@@ -134,16 +134,6 @@ impl ConnectOptions {
         self
     }
 
-    /// The connect timeout (see [`connect_timeout`](Self::connect_timeout)).
-    pub fn get_connect_timeout(&self) -> Duration {
-        self.connect_timeout
-    }
-
-    /// The command timeout (see [`command_timeout`](Self::command_timeout)).
-    pub fn get_command_timeout(&self) -> Duration {
-        self.command_timeout
-    }
-
     /// Parses `url` into a fred [`Config`] with these options' TLS settings and Sentinel
     /// credentials.
     ///
@@ -178,7 +168,7 @@ impl ConnectOptions {
             *sentinel_password = Some(password.clone());
         }
         if tls {
-            enable_tls(&mut config, &self.tls)?;
+            super::tls::enable(&mut config, &self.tls)?;
         }
         Ok(config)
     }
@@ -239,111 +229,6 @@ fn split_tls_scheme(url: &str) -> (bool, String) {
         }
     }
     (false, url.to_string())
-}
-
-#[cfg(feature = "tls")]
-fn enable_tls(config: &mut Config, tls: &TlsOptions) -> Result<()> {
-    super::tls::enable(config, tls)
-}
-
-#[cfg(not(feature = "tls"))]
-fn enable_tls(_config: &mut Config, _tls: &TlsOptions) -> Result<()> {
-    Err(Error::InvalidConfig(
-        "the URL asks for TLS, and this build of delayq has no TLS support (enable its `tls` \
-         feature); refusing to connect in plaintext"
-            .into(),
-    ))
-}
-
-/// TLS settings for [`ConnectOptions::tls`]. Without any, a TLS URL verifies the server against
-/// the system's CA certificates and the host name in the URL, and sends no client certificate.
-///
-/// Files are PEM. They are read when the client is built, so a missing or malformed file fails
-/// [`ConnectOptions::connect`] at once with its path in the message.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct TlsOptions {
-    ca_file: Option<PathBuf>,
-    client_cert: Option<(PathBuf, PathBuf)>,
-    server_name: Option<String>,
-    insecure: bool,
-}
-
-impl fmt::Debug for TlsOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TlsOptions")
-            .field("ca_file", &self.ca_file)
-            .field("client_cert", &self.client_cert)
-            .field("server_name", &self.server_name)
-            .field("insecure", &self.insecure)
-            .finish()
-    }
-}
-
-impl TlsOptions {
-    /// No settings: system CAs, the URL's host name, no client certificate.
-    pub fn new() -> TlsOptions {
-        TlsOptions::default()
-    }
-
-    /// Trust the CA certificates in this PEM file (one or more), instead of the system's.
-    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> TlsOptions {
-        self.ca_file = Some(path.into());
-        self
-    }
-
-    /// Present this client certificate (PEM chain, leaf first) with its private key (PEM:
-    /// PKCS#8, PKCS#1 or SEC1), for servers that require one (`tls-auth-clients yes`).
-    pub fn client_cert(
-        mut self,
-        cert_file: impl Into<PathBuf>,
-        key_file: impl Into<PathBuf>,
-    ) -> TlsOptions {
-        self.client_cert = Some((cert_file.into(), key_file.into()));
-        self
-    }
-
-    /// The name the server's certificate must carry (and the SNI sent where fred allows),
-    /// instead of the host in the URL or the addresses that Cluster and Sentinel hand out: for
-    /// servers reached by IP address or through a tunnel.
-    pub fn server_name(mut self, name: impl Into<String>) -> TlsOptions {
-        self.server_name = Some(name.into());
-        self
-    }
-
-    /// Do not verify the server's certificate at all: the connection is encrypted but anyone
-    /// in the path can pose as the server. For tests only; delayq logs a warning each time it
-    /// builds a client with it.
-    pub fn insecure(mut self, insecure: bool) -> TlsOptions {
-        self.insecure = insecure;
-        self
-    }
-
-    /// Whether any setting differs from the defaults.
-    pub fn is_set(&self) -> bool {
-        *self != TlsOptions::default()
-    }
-
-    /// The CA file, if any.
-    pub fn get_ca_file(&self) -> Option<&Path> {
-        self.ca_file.as_deref()
-    }
-
-    /// The client certificate and key files, if any.
-    pub fn get_client_cert(&self) -> Option<(&Path, &Path)> {
-        self.client_cert
-            .as_ref()
-            .map(|(cert, key)| (cert.as_path(), key.as_path()))
-    }
-
-    /// The server name, if any.
-    pub fn get_server_name(&self) -> Option<&str> {
-        self.server_name.as_deref()
-    }
-
-    /// Whether certificate verification is off.
-    pub fn is_insecure(&self) -> bool {
-        self.insecure
-    }
 }
 
 #[cfg(test)]

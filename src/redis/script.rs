@@ -12,12 +12,11 @@
 //!
 //! Calls go through EVALSHA; on NOSCRIPT (script cache flushed, new or failed-over node) the
 //! script is loaded on every primary and sent exactly once more. Every call's first two
-//! arguments are the current time ([`Now`]) and the queue's [`EntryFormat`]; see `lua/README.md`.
+//! arguments are the current time ([`Now`]) and the queue's [`EntryFormat`](crate::EntryFormat); see `lua/README.md`.
 
-use crate::entry::EntryFormat;
 use crate::error::{classify, ReplyKind};
 use crate::keys::{KeyRole, QueueKeys};
-use crate::time::Clock;
+use crate::options::QueueOptions;
 use crate::{Error, Result};
 use fred::interfaces::LuaInterface;
 use fred::prelude::{Error as FredError, FromValue, Key, Value};
@@ -33,13 +32,22 @@ const PRELUDE: [&str; 6] = [
     include_str!("../../lua/lib/settle.lua"),
 ];
 
-/// What every call of one queue's scripts needs: its keys, the entry format it writes and
-/// prefers to read, and whose clock says what time it is.
+/// What every call of one queue's scripts needs: its keys, and its options (the entry format it
+/// writes and prefers to read, whose clock says what time it is).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct QueueSpec {
     pub(crate) keys: QueueKeys,
-    pub(crate) format: EntryFormat,
-    pub(crate) clock: Clock,
+    pub(crate) options: QueueOptions,
+}
+
+impl QueueSpec {
+    /// The queue `name` with `options`.
+    pub(crate) fn new(name: impl Into<String>, options: QueueOptions) -> QueueSpec {
+        QueueSpec {
+            keys: QueueKeys::new(name),
+            options,
+        }
+    }
 }
 
 /// The names a Lua text uses that start with `delayq_`, outside `--` comments and quoted
@@ -196,7 +204,10 @@ impl LuaScript {
             script: self,
             queue,
             given: Vec::new(),
-            args: vec![queue.clock.now().to_arg(), queue.format.to_arg()],
+            args: vec![
+                queue.options.clock.now().to_arg(),
+                queue.options.format.to_arg(),
+            ],
         }
     }
 
@@ -330,7 +341,7 @@ impl<'a> ScriptCall<'a> {
     {
         for round in 1..=MAX_INDEX_ROUNDS {
             if round > 1 {
-                self.args[0] = self.queue.clock.now().to_arg();
+                self.args[0] = self.queue.options.clock.now().to_arg();
             }
             let reply: Value = self.send(client).await?;
             let mut items = match reply {

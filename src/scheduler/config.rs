@@ -1,31 +1,124 @@
-//! [`SchedulerConfig`]: how a transfer scheduler sizes its calls, sweeps and backs off.
+//! The scheduler's settings, in two halves: [`GroupConfig`] for what one scheduler group does
+//! for all its queues (the safety sweep, how many transfers at once), [`TransferConfig`] for
+//! how each queue's transfers size their calls and back off.
 
 use crate::redis::ops::transfer::TransferLimits;
 use crate::{Error, Result};
 use std::time::Duration;
 
-/// Settings of a transfer scheduler. Set with the `with_*` methods, read with the methods of the
-/// same name.
+/// Settings of a scheduler group, for all its queues: the safety sweep and how many queues
+/// transfer at once. Set with the `with_*` methods, read with the methods of the same name.
 ///
-/// The entry format and the clock are the queue's, not the scheduler's: set them on
-/// [`DelayedQueueBuilder`](crate::DelayedQueueBuilder) or
-/// [`SchedulerBuilder`](crate::SchedulerBuilder).
+/// One group serves every queue handle of one client (see
+/// [`DelayedQueueBuilder::group_config`](crate::DelayedQueueBuilder::group_config)): the first
+/// handle's settings start it, and a later handle that asks for others is warned about.
 ///
 /// # Examples
 ///
 /// ```
-/// use delayq::SchedulerConfig;
+/// use delayq::GroupConfig;
 /// use std::time::Duration;
 ///
-/// let config = SchedulerConfig::default()
+/// let config = GroupConfig::default()
+///     .with_sweep_interval(Duration::from_millis(500))
+///     .with_max_concurrent_transfers(4);
+/// assert_eq!(config.sweep_budget(), 200);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupConfig {
+    sweep_interval: Option<Duration>,
+    sweep_budget: u32,
+    max_concurrent_transfers: usize,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        GroupConfig {
+            sweep_interval: Some(Duration::from_secs(1)),
+            sweep_budget: 200,
+            max_concurrent_transfers: 8,
+        }
+    }
+}
+
+impl GroupConfig {
+    /// Sets (or, with `None`, turns off) the safety sweep: the shortest time between two looks
+    /// at a queue's head, whatever messages say (a group looks at most
+    /// [`sweep_budget`](Self::with_sweep_budget) queues a second).
+    #[must_use]
+    pub fn with_sweep_interval(mut self, interval: impl Into<Option<Duration>>) -> Self {
+        self.sweep_interval = interval.into();
+        self
+    }
+
+    /// Sets how many queues per second the safety sweep may look at (one `ZRANGE` each): a
+    /// group of 10,000 queues looks at each every 50 s by default, one of a few every
+    /// [`sweep_interval`](Self::with_sweep_interval). Default: 200.
+    #[must_use]
+    pub fn with_sweep_budget(mut self, queues_per_second: u32) -> Self {
+        self.sweep_budget = queues_per_second;
+        self
+    }
+
+    /// Sets how many queues of the group may transfer at once (each transfer is one script
+    /// call at a time on the shared connection). Default: 8.
+    #[must_use]
+    pub fn with_max_concurrent_transfers(mut self, transfers: usize) -> Self {
+        self.max_concurrent_transfers = transfers;
+        self
+    }
+
+    /// The safety sweep's interval (`None`: off).
+    pub fn sweep_interval(&self) -> Option<Duration> {
+        self.sweep_interval
+    }
+
+    /// How many queues per second the safety sweep may look at.
+    pub fn sweep_budget(&self) -> u32 {
+        self.sweep_budget
+    }
+
+    /// How many queues of the group may transfer at once.
+    pub fn max_concurrent_transfers(&self) -> usize {
+        self.max_concurrent_transfers
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.max_concurrent_transfers == 0 || self.sweep_budget == 0 {
+            return Err(Error::InvalidConfig(
+                "max_concurrent_transfers and sweep_budget must be at least 1".into(),
+            ));
+        }
+        if self.sweep_interval == Some(Duration::ZERO) {
+            return Err(Error::InvalidConfig(
+                "sweep_interval must be positive (or None)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Settings of one queue's transfers: batch sizes, the position index, the time budget of a
+/// call, the backoff after a failure. Set with the `with_*` methods, read with the methods of
+/// the same name.
+///
+/// The entry format and the clock are the queue's ([`QueueOptions`](crate::QueueOptions)); the
+/// sweep and concurrency are the group's ([`GroupConfig`]).
+///
+/// # Examples
+///
+/// ```
+/// use delayq::TransferConfig;
+/// use std::time::Duration;
+///
+/// let config = TransferConfig::default()
 ///     .with_adaptive_batch(10_000, Duration::from_millis(5))
-///     .with_max_call_time(Duration::from_millis(15))
-///     .with_sweep_interval(Duration::from_millis(500));
+///     .with_max_call_time(Duration::from_millis(15));
 /// assert_eq!(config.batch_size(), 100);
 /// assert_eq!(config.max_batch_size(), 10_000);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchedulerConfig {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransferConfig {
     batch_size: usize,
     max_batch_size: usize,
     target_call_time: Duration,
@@ -33,15 +126,12 @@ pub struct SchedulerConfig {
     index_threshold: usize,
     index_chunk: usize,
     scan_budget: usize,
-    sweep_interval: Option<Duration>,
-    sweep_budget: u32,
-    max_concurrent_transfers: usize,
     max_backoff: Duration,
 }
 
-impl Default for SchedulerConfig {
+impl Default for TransferConfig {
     fn default() -> Self {
-        SchedulerConfig {
+        TransferConfig {
             batch_size: 100,
             max_batch_size: 100,
             target_call_time: Duration::from_millis(5),
@@ -49,15 +139,12 @@ impl Default for SchedulerConfig {
             index_threshold: 1_000,
             index_chunk: 50_000,
             scan_budget: 200_000,
-            sweep_interval: Some(Duration::from_secs(1)),
-            sweep_budget: 200,
-            max_concurrent_transfers: 8,
             max_backoff: Duration::from_secs(5),
         }
     }
 }
 
-impl SchedulerConfig {
+impl TransferConfig {
     /// Sets the entries a script call moves (Redisson: 100; the default), and the largest batch
     /// unless that is larger. By default a call moves at most this many, exactly as Redisson's
     /// scheduler does; [`with_adaptive_batch`](Self::with_adaptive_batch) lets calls grow.
@@ -123,32 +210,6 @@ impl SchedulerConfig {
         self
     }
 
-    /// Sets (or, with `None`, turns off) the safety sweep: the shortest time between two looks
-    /// at a queue's head, whatever messages say (a group looks at most
-    /// [`sweep_budget`](Self::with_sweep_budget) queues a second).
-    #[must_use]
-    pub fn with_sweep_interval(mut self, interval: impl Into<Option<Duration>>) -> Self {
-        self.sweep_interval = interval.into();
-        self
-    }
-
-    /// Sets how many queues per second the safety sweep may look at (one `ZRANGE` each) in a
-    /// group: a group of 10,000 queues looks at each every 50 s by default, one of a few every
-    /// [`sweep_interval`](Self::with_sweep_interval). Default: 200.
-    #[must_use]
-    pub fn with_sweep_budget(mut self, queues_per_second: u32) -> Self {
-        self.sweep_budget = queues_per_second;
-        self
-    }
-
-    /// Sets how many queues of a group may transfer at once (each transfer is one script call
-    /// at a time on the shared connection). Default: 8.
-    #[must_use]
-    pub fn with_max_concurrent_transfers(mut self, transfers: usize) -> Self {
-        self.max_concurrent_transfers = transfers;
-        self
-    }
-
     /// Sets the longest wait before retrying after a failed transfer (the wait starts at
     /// 100 ms and doubles).
     #[must_use]
@@ -191,21 +252,6 @@ impl SchedulerConfig {
     /// Most list elements one call may scan for entries the index cannot place.
     pub fn scan_budget(&self) -> usize {
         self.scan_budget
-    }
-
-    /// The safety sweep's interval (`None`: off).
-    pub fn sweep_interval(&self) -> Option<Duration> {
-        self.sweep_interval
-    }
-
-    /// How many queues per second the safety sweep may look at.
-    pub fn sweep_budget(&self) -> u32 {
-        self.sweep_budget
-    }
-
-    /// How many queues of a group may transfer at once.
-    pub fn max_concurrent_transfers(&self) -> usize {
-        self.max_concurrent_transfers
     }
 
     /// The longest wait before retrying after a failed transfer.
@@ -254,19 +300,9 @@ impl SchedulerConfig {
                 "index_chunk must be at least 1".into(),
             ));
         }
-        if self.max_concurrent_transfers == 0 || self.sweep_budget == 0 {
-            return Err(Error::InvalidConfig(
-                "max_concurrent_transfers and sweep_budget must be at least 1".into(),
-            ));
-        }
         if self.max_call_time.is_zero() {
             return Err(Error::InvalidConfig(
                 "max_call_time must be positive".into(),
-            ));
-        }
-        if self.sweep_interval == Some(Duration::ZERO) {
-            return Err(Error::InvalidConfig(
-                "sweep_interval must be positive (or None)".into(),
             ));
         }
         Ok(())
@@ -279,15 +315,15 @@ mod tests {
 
     #[test]
     fn batches_adapt_within_bounds() {
-        let fixed = SchedulerConfig::default().with_adaptive_batch(100, Duration::from_millis(5));
+        let fixed = TransferConfig::default().with_adaptive_batch(100, Duration::from_millis(5));
         assert_eq!(fixed.next_batch(100, 100, Duration::ZERO), 100);
         // By default a call moves at most 100, as Redisson's scheduler does.
-        let default = SchedulerConfig::default();
+        let default = TransferConfig::default();
         assert_eq!(default.max_batch_size(), 100);
         assert_eq!(default.next_batch(100, 100, Duration::from_millis(1)), 100);
         assert_eq!(default.next_batch(100, 100, Duration::from_millis(50)), 100);
         let adaptive =
-            SchedulerConfig::default().with_adaptive_batch(1_000, Duration::from_millis(8));
+            TransferConfig::default().with_adaptive_batch(1_000, Duration::from_millis(8));
         let next = |batch, taken, ms| adaptive.next_batch(batch, taken, Duration::from_millis(ms));
         assert_eq!(next(100, 100, 1), 200);
         assert_eq!(next(800, 800, 1), 1_000);
@@ -303,25 +339,29 @@ mod tests {
 
     #[test]
     fn config_is_checked() {
-        assert!(SchedulerConfig::default()
+        assert!(TransferConfig::default()
             .with_batch_size(0)
             .validate()
             .is_err());
-        assert!(SchedulerConfig::default()
+        assert!(TransferConfig::default()
             .with_index_chunk(0)
             .validate()
             .is_err());
-        assert!(SchedulerConfig::default()
+        assert!(GroupConfig::default()
             .with_sweep_interval(Duration::ZERO)
             .validate()
             .is_err());
-        assert!(SchedulerConfig::default()
+        assert!(TransferConfig::default()
             .with_max_call_time(Duration::ZERO)
             .validate()
             .is_err());
-        assert!(SchedulerConfig::default()
+        assert!(GroupConfig::default()
             .with_sweep_interval(None)
             .validate()
             .is_ok());
+        assert!(GroupConfig::default()
+            .with_max_concurrent_transfers(0)
+            .validate()
+            .is_err());
     }
 }

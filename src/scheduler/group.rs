@@ -2,17 +2,18 @@
 //! with one timer and one budgeted safety sweep; queues added and removed at run time, or found
 //! by discovery.
 
-use super::config::SchedulerConfig;
+use super::config::{GroupConfig, TransferConfig};
 use super::task::GroupTask;
 use super::{Counters, SchedulerStats};
-use crate::entry::EntryFormat;
-use crate::keys::QueueKeys;
+use crate::keys::{every_timeout, glob_match, QueueKeys};
+use crate::options::QueueOptions;
 use crate::redis::script::QueueSpec;
-use crate::time::Clock;
 use crate::{Error, Result};
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, EventInterface};
-use std::collections::HashMap;
+use fred::types::scan::ScanType;
+use futures::StreamExt;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -27,7 +28,7 @@ const MOVED_BACKLOG: usize = 1024;
 pub(super) enum Cmd {
     Add {
         spec: Box<QueueSpec>,
-        config: Box<SchedulerConfig>,
+        config: Box<TransferConfig>,
         reply: oneshot::Sender<Result<Arc<Counters>>>,
     },
     Remove {
@@ -88,14 +89,15 @@ impl Drop for GroupShared {
 
 /// Which queues discovery finds: every Redisson delayed queue whose name matches the glob
 /// `pattern` (all without one), looked for by a pattern subscription on the channels and a scan
-/// of the timeout zsets every `rescan` (on every master of a Cluster).
+/// of the timeout zsets every `rescan` (on every master of a Cluster); and the options and
+/// transfer settings the queues found get.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Discovery {
     pub(super) pattern: Option<String>,
     pub(super) rescan: Duration,
-    pub(super) format: EntryFormat,
-    pub(super) clock: Clock,
+    pub(super) options: QueueOptions,
+    pub(super) transfer: TransferConfig,
 }
 
 impl Default for Discovery {
@@ -103,8 +105,8 @@ impl Default for Discovery {
         Discovery {
             pattern: None,
             rescan: Duration::from_secs(30),
-            format: EntryFormat::default(),
-            clock: Clock::default(),
+            options: QueueOptions::default(),
+            transfer: TransferConfig::default(),
         }
     }
 }
@@ -138,7 +140,7 @@ impl Discovery {
     /// # Ok(()) }
     /// ```
     pub async fn scan(&self, client: &Client) -> Result<Vec<String>> {
-        let found = super::task::scan(client, self).await?;
+        let found = scan(client, self).await?;
         let mut names: Vec<String> = found.iter().map(|k| k.target().to_owned()).collect();
         names.sort();
         Ok(names)
@@ -152,25 +154,26 @@ impl Discovery {
         self
     }
 
-    /// The entry format of the queues found. Default: [`EntryFormat::Current`].
+    /// The entry format and clock of the queues found (see [`QueueOptions`]). Default: current
+    /// entries, this process's clock.
     #[must_use]
-    pub fn entry_format(mut self, format: EntryFormat) -> Self {
-        self.format = format;
+    pub fn options(mut self, options: QueueOptions) -> Self {
+        self.options = options;
         self
     }
 
-    /// Whose clock decides what is due in the queues found. Default: this process's.
+    /// The transfer settings of the queues found. Default: [`TransferConfig::default`].
     #[must_use]
-    pub fn clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
+    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
+        self.transfer = config;
         self
     }
 }
 
 /// Transfers any number of queues from one task: one pub/sub connection (classic pub/sub
 /// reaches it from every node of a Cluster), one precise timer, one safety sweep within a
-/// budget of queues per second (see [`SchedulerConfig::with_sweep_budget`]), at most
-/// [`max_concurrent_transfers`](SchedulerConfig::with_max_concurrent_transfers) transfers at
+/// budget of queues per second (see [`GroupConfig::with_sweep_budget`]), at most
+/// [`max_concurrent_transfers`](GroupConfig::with_max_concurrent_transfers) transfers at
 /// once. Queues are added and removed at run time, or found by [`discover`](Self::discover).
 /// Cheap to clone; the last clone dropped stops it (without waiting);
 /// [`shutdown`](Self::shutdown) stops it and waits.
@@ -179,9 +182,9 @@ impl Discovery {
 ///
 /// ```no_run
 /// # async fn ex(client: delayq::fred::clients::Client) -> Result<(), delayq::Error> {
-/// use delayq::{Discovery, SchedulerConfig, SchedulerGroup};
+/// use delayq::{Discovery, GroupConfig, SchedulerGroup};
 ///
-/// let group = SchedulerGroup::spawn(client, SchedulerConfig::default()).await?;
+/// let group = SchedulerGroup::spawn(client, GroupConfig::default()).await?;
 /// group.add("orders").await?;
 /// group.add("invoices").await?;
 /// // Or every Redisson delayed queue of the Redis, as they come and go:
@@ -193,7 +196,6 @@ impl Discovery {
 #[derive(Debug, Clone)]
 pub struct SchedulerGroup {
     shared: Arc<GroupShared>,
-    config: SchedulerConfig,
 }
 
 impl SchedulerGroup {
@@ -203,7 +205,7 @@ impl SchedulerGroup {
     /// # Errors
     ///
     /// An invalid config, or no pub/sub connection.
-    pub async fn spawn(client: Client, config: SchedulerConfig) -> Result<SchedulerGroup> {
+    pub async fn spawn(client: Client, config: GroupConfig) -> Result<SchedulerGroup> {
         config.validate()?;
         let subscriber = crate::redis::subscriber_of(&client);
         crate::redis::init_client(&subscriber).await?;
@@ -222,8 +224,7 @@ impl SchedulerGroup {
             resubscribe_failed: AtomicBool::new(false),
         });
         crate::redis::server::warn_if_evicting(&client, "transfer scheduler", "*").await;
-        let task = match GroupTask::new(client, subscriber.clone(), config.clone(), shared.clone())
-        {
+        let task = match GroupTask::new(client, subscriber.clone(), config, shared.clone()) {
             Ok(task) => task,
             Err(err) => {
                 let _ = subscriber.quit().await;
@@ -232,10 +233,10 @@ impl SchedulerGroup {
         };
         let join = tokio::spawn(task.run(rx, messages, reconnects));
         *shared.join.lock().unwrap_or_else(PoisonError::into_inner) = Some(join);
-        Ok(SchedulerGroup { shared, config })
+        Ok(SchedulerGroup { shared })
     }
 
-    /// Adds the queue `name` (current entry format, this process's clock, the group's config);
+    /// Adds the queue `name` (default [`QueueOptions`] and [`TransferConfig`]);
     /// its channel is subscribed and a first transfer planned when this returns. Adding a queue
     /// the group has counts one more reference (see [`remove`](Self::remove)).
     ///
@@ -243,16 +244,15 @@ impl SchedulerGroup {
     ///
     /// The subscription failed, or the group has stopped.
     pub async fn add(&self, name: impl Into<String>) -> Result<()> {
-        let spec = QueueSpec {
-            keys: QueueKeys::new(name),
-            format: EntryFormat::default(),
-            clock: Clock::default(),
-        };
-        self.add_spec(spec, self.config.clone()).await.map(drop)
+        let spec = QueueSpec::new(name, QueueOptions::default());
+        self.add_spec(spec, TransferConfig::default())
+            .await
+            .map(drop)
     }
 
-    /// Adds the queue `name` with its own entry format, clock and batch settings (the group's
-    /// sweep and concurrency settings stay the group's).
+    /// Adds the queue `name` with its own entry format and clock, and transfer settings. A queue
+    /// the group has already keeps the settings it was added with (a second add that asks for
+    /// others is logged as a warning, naming both).
     ///
     /// # Errors
     ///
@@ -260,23 +260,18 @@ impl SchedulerGroup {
     pub async fn add_with(
         &self,
         name: impl Into<String>,
-        format: EntryFormat,
-        clock: Clock,
-        config: SchedulerConfig,
+        options: QueueOptions,
+        config: TransferConfig,
     ) -> Result<()> {
         config.validate()?;
-        let spec = QueueSpec {
-            keys: QueueKeys::new(name),
-            format,
-            clock,
-        };
+        let spec = QueueSpec::new(name, options);
         self.add_spec(spec, config).await.map(drop)
     }
 
     pub(super) async fn add_spec(
         &self,
         spec: QueueSpec,
-        config: SchedulerConfig,
+        config: TransferConfig,
     ) -> Result<Arc<Counters>> {
         let (reply, answer) = oneshot::channel();
         self.shared
@@ -393,7 +388,39 @@ impl SchedulerGroup {
         &self.shared
     }
 
-    pub(super) fn from_shared(shared: Arc<GroupShared>, config: SchedulerConfig) -> SchedulerGroup {
-        SchedulerGroup { shared, config }
+    pub(super) fn from_shared(shared: Arc<GroupShared>) -> SchedulerGroup {
+        SchedulerGroup { shared }
+    }
+}
+
+/// Every Redisson delayed queue the discovery takes: the timeout zsets, on every master.
+pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Vec<QueueKeys>> {
+    let pattern = every_timeout();
+    let mut keys = match client.is_clustered() {
+        true => client
+            .scan_cluster_buffered(pattern.as_str(), Some(1_000), Some(ScanType::ZSet))
+            .boxed(),
+        false => client
+            .scan_buffered(pattern.as_str(), Some(1_000), Some(ScanType::ZSet))
+            .boxed(),
+    };
+    let mut found = Vec::new();
+    let mut seen = HashSet::new();
+    while let Some(key) = keys.next().await {
+        let key = key?;
+        let Some(text) = key.as_str() else { continue };
+        if let Some(queue) = QueueKeys::queue_of(text) {
+            if discovery.takes(queue.target()) && seen.insert(queue.target().to_owned()) {
+                found.push(queue);
+            }
+        }
+    }
+    Ok(found)
+}
+
+impl Discovery {
+    /// Whether discovery takes the queue `name`.
+    pub(super) fn takes(&self, name: &str) -> bool {
+        self.pattern.as_deref().is_none_or(|p| glob_match(p, name))
     }
 }

@@ -10,7 +10,8 @@
 //! Several schedulers (Rust or Java) may run on one queue: each transfer is one atomic script,
 //! so every entry moves exactly once. [`Scheduler::spawn`] is a group of one.
 //!
-//! - `config.rs`: [`SchedulerConfig`] (batches, index, sweep, concurrency, backoff).
+//! - `config.rs`: [`GroupConfig`] (sweep, concurrency) and [`TransferConfig`] (each queue's
+//!   batches, index, call time, backoff).
 //! - `group.rs`: [`SchedulerGroup`], [`Discovery`].
 //! - `task.rs`: the group's loop; `queue_state.rs`: one queue's state and drain; `timer.rs`:
 //!   the precise timer.
@@ -23,13 +24,11 @@ pub(crate) mod shared;
 mod task;
 mod timer;
 
-pub use config::SchedulerConfig;
+pub use config::{GroupConfig, TransferConfig};
 pub use group::{Discovery, SchedulerGroup};
 
-use crate::entry::EntryFormat;
-use crate::keys::QueueKeys;
+use crate::options::QueueOptions;
 use crate::redis::script::QueueSpec;
-use crate::time::Clock;
 use crate::Result;
 use fred::clients::Client;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -107,9 +106,9 @@ impl Scheduler {
     ///
     /// ```no_run
     /// # async fn ex(client: delayq::fred::clients::Client) -> Result<(), delayq::Error> {
-    /// use delayq::{Scheduler, SchedulerConfig};
+    /// use delayq::{Scheduler, TransferConfig};
     ///
-    /// let handle = Scheduler::spawn(client, "orders", SchedulerConfig::default()).await?;
+    /// let handle = Scheduler::spawn(client, "orders", TransferConfig::default()).await?;
     /// // ... until the service stops:
     /// handle.shutdown().await;
     /// # Ok(()) }
@@ -117,22 +116,23 @@ impl Scheduler {
     pub async fn spawn(
         client: Client,
         name: impl Into<String>,
-        config: SchedulerConfig,
+        config: TransferConfig,
     ) -> Result<SchedulerHandle> {
         Scheduler::builder(client, name)
-            .config(config)
+            .transfer_config(config)
             .spawn()
             .await
     }
 
-    /// A scheduler with more settings: the queue's entry format and clock.
+    /// A scheduler with more settings: the queue's [`QueueOptions`], the group's
+    /// [`GroupConfig`].
     pub fn builder(client: Client, name: impl Into<String>) -> SchedulerBuilder {
         SchedulerBuilder {
             client,
             name: name.into(),
-            format: EntryFormat::default(),
-            clock: Clock::default(),
-            config: SchedulerConfig::default(),
+            options: QueueOptions::default(),
+            group: GroupConfig::default(),
+            transfer: TransferConfig::default(),
         }
     }
 
@@ -140,11 +140,13 @@ impl Scheduler {
     pub(crate) async fn spawn_for(
         client: Client,
         queue: QueueSpec,
-        config: SchedulerConfig,
+        group: GroupConfig,
+        transfer: TransferConfig,
     ) -> Result<SchedulerHandle> {
-        let group = SchedulerGroup::spawn(client, config.clone()).await?;
+        transfer.validate()?;
+        let group = SchedulerGroup::spawn(client, group).await?;
         let name = queue.keys.target().to_owned();
-        let counters = match group.add_spec(queue, config).await {
+        let counters = match group.add_spec(queue, transfer).await {
             Ok(counters) => counters,
             Err(err) => {
                 group.shutdown().await;
@@ -166,28 +168,29 @@ impl Scheduler {
 pub struct SchedulerBuilder {
     client: Client,
     name: String,
-    format: EntryFormat,
-    clock: Clock,
-    config: SchedulerConfig,
+    options: QueueOptions,
+    group: GroupConfig,
+    transfer: TransferConfig,
 }
 
 impl SchedulerBuilder {
-    /// How to read an entry that fits both packings (see [`crate::entry`]): the queue's
-    /// format. Default: [`EntryFormat::Current`].
-    pub fn entry_format(mut self, format: EntryFormat) -> Self {
-        self.format = format;
+    /// The queue's entry format (how to read an entry that fits both packings) and whose clock
+    /// decides what is due (see [`QueueOptions`]). Default: current entries, this process's
+    /// clock.
+    pub fn options(mut self, options: QueueOptions) -> Self {
+        self.options = options;
         self
     }
 
-    /// Whose clock decides what is due (see [`Clock`]). Default: this process's.
-    pub fn clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
+    /// The queue's batches, index, call time and backoff.
+    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
+        self.transfer = config;
         self
     }
 
-    /// Batches, index, sweep and backoff.
-    pub fn config(mut self, config: SchedulerConfig) -> Self {
-        self.config = config;
+    /// The sweep and concurrency of the scheduler's group (a group of one).
+    pub fn group_config(mut self, config: GroupConfig) -> Self {
+        self.group = config;
         self
     }
 
@@ -197,12 +200,8 @@ impl SchedulerBuilder {
     ///
     /// An invalid config, or no pub/sub connection.
     pub async fn spawn(self) -> Result<SchedulerHandle> {
-        let queue = QueueSpec {
-            keys: QueueKeys::new(self.name),
-            format: self.format,
-            clock: self.clock,
-        };
-        Scheduler::spawn_for(self.client, queue, self.config).await
+        let queue = QueueSpec::new(self.name, self.options);
+        Scheduler::spawn_for(self.client, queue, self.group, self.transfer).await
     }
 }
 

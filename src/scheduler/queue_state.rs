@@ -1,14 +1,14 @@
 //! One queue in a scheduler group: what is known of its next due time, its retries after
 //! failures, and the drain (transfers until nothing due is left) that runs for it.
 
-use super::config::SchedulerConfig;
-use super::timer::now_us;
+use super::config::TransferConfig;
 use super::Counters;
 use crate::metrics::SchedulerMetrics;
 use crate::redis::ops::transfer::{self, PassCost, TransferLimits, TransferOutcome};
 use crate::redis::script::QueueSpec;
 use crate::retry::{Backoff, FailureLog, Retrying};
 use crate::time::now_ms;
+use crate::time::now_us;
 use crate::Result;
 use fred::clients::Client;
 use std::sync::atomic::Ordering;
@@ -27,7 +27,7 @@ const PAUSED_RECHECK_MS: i64 = 1_000;
 #[derive(Debug)]
 pub(super) struct QueueState {
     pub(super) spec: QueueSpec,
-    pub(super) config: SchedulerConfig,
+    pub(super) config: TransferConfig,
     pub(super) counters: Arc<Counters>,
     metrics: SchedulerMetrics,
     /// Handles that asked for this queue (a group may be shared).
@@ -75,7 +75,7 @@ impl Drained {
 }
 
 impl QueueState {
-    pub(super) fn new(spec: QueueSpec, config: SchedulerConfig, discovered: bool) -> QueueState {
+    pub(super) fn new(spec: QueueSpec, config: TransferConfig, discovered: bool) -> QueueState {
         QueueState {
             batch: config.batch_size(),
             pass_cost: Arc::default(),
@@ -148,11 +148,25 @@ impl QueueState {
         drain(
             client.clone(),
             self.spec.clone(),
-            self.config.clone(),
+            self.config,
             (self.batch, self.pass_cost.clone()),
             token.clone(),
             (self.metrics.clone(), planned),
         )
+    }
+
+    /// Warns that a second handle of the queue asks for other options or transfer settings
+    /// than those in force, which the queue keeps.
+    pub(super) fn warn_if_other(&self, spec: &QueueSpec, config: &TransferConfig) {
+        if spec.options != self.spec.options || *config != self.config {
+            tracing::warn!(
+                queue = %self.name(),
+                in_force = ?(self.spec.options, self.config),
+                asked = ?(spec.options, config),
+                "the queue is in this scheduler group already: it keeps the options and \
+                 transfer settings it was added with, not those another handle asks for"
+            );
+        }
     }
 
     /// Takes in what a drain did: counters, the next due time, or a retry with backoff (doubling
@@ -272,7 +286,7 @@ impl ClockBounds {
 async fn drain(
     client: Client,
     spec: QueueSpec,
-    config: SchedulerConfig,
+    config: TransferConfig,
     (mut batch, pass_cost): (usize, Arc<PassCost>),
     token: CancellationToken,
     (metrics, mut planned): (SchedulerMetrics, Option<i64>),

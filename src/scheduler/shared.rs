@@ -3,7 +3,7 @@
 //! machinery), so a service with many queues opens one pub/sub connection, not one per queue.
 
 use super::group::GroupShared;
-use super::{SchedulerConfig, SchedulerGroup};
+use super::{GroupConfig, SchedulerGroup, TransferConfig};
 use crate::redis::script::QueueSpec;
 use crate::Result;
 use fred::clients::Client;
@@ -11,12 +11,11 @@ use fred::interfaces::ClientLike;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
-type Registry = Mutex<HashMap<String, (Weak<GroupShared>, SchedulerConfig)>>;
+type Registry = Mutex<HashMap<String, (Weak<GroupShared>, GroupConfig)>>;
 static REGISTRY: LazyLock<Registry> = LazyLock::new(Default::default);
 
 /// The registry; every change is one map operation, so a poisoned lock is used as it is.
-fn registry(
-) -> std::sync::MutexGuard<'static, HashMap<String, (Weak<GroupShared>, SchedulerConfig)>> {
+fn registry() -> std::sync::MutexGuard<'static, HashMap<String, (Weak<GroupShared>, GroupConfig)>> {
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -33,15 +32,18 @@ impl SchedulerLease {
         &self.group
     }
 
-    /// Adds `queue` to `client`'s group, starting the group (with `config`'s sweep and
-    /// concurrency settings) if none runs; the queue keeps its own `config`.
+    /// Adds `queue` to `client`'s group with its `transfer` settings, starting the group (with
+    /// `group`'s settings, or the defaults) if none runs. A `group` that differs from the
+    /// settings of the running group is warned about: the group keeps its own.
     pub(crate) async fn acquire(
         client: &Client,
         queue: &QueueSpec,
-        config: SchedulerConfig,
+        group: Option<GroupConfig>,
+        transfer: TransferConfig,
     ) -> Result<Self> {
-        let group = group_of(client, &config).await?;
-        group.add_spec(queue.clone(), config).await?;
+        transfer.validate()?;
+        let group = group_of(client, queue.keys.target(), group).await?;
+        group.add_spec(queue.clone(), transfer).await?;
         Ok(SchedulerLease {
             group,
             name: queue.keys.target().to_owned(),
@@ -76,39 +78,60 @@ impl SchedulerLease {
     }
 }
 
-/// The client's group, started with `config` if none runs.
-async fn group_of(client: &Client, config: &SchedulerConfig) -> Result<SchedulerGroup> {
+/// The client's group, started with `asked` (or the defaults) if none runs; `queue` asked for it.
+async fn group_of(
+    client: &Client,
+    queue: &str,
+    asked: Option<GroupConfig>,
+) -> Result<SchedulerGroup> {
     let id = client.id().to_owned();
-    if let Some(group) = lookup(&id) {
+    if let Some((group, in_force)) = lookup(&id) {
+        warn_if_other(queue, in_force, asked);
         return Ok(group);
     }
-    let group = SchedulerGroup::spawn(client.clone(), config.clone()).await?;
+    let config = asked.unwrap_or_default();
+    let group = SchedulerGroup::spawn(client.clone(), config).await?;
     let existing = {
         let mut registry = registry();
         match registry
             .get(&id)
-            .and_then(|(weak, config)| Some((weak.upgrade()?, config.clone())))
+            .and_then(|(weak, config)| Some((weak.upgrade()?, *config)))
         {
-            Some((shared, config)) => Some(SchedulerGroup::from_shared(shared, config)),
+            Some((shared, in_force)) => Some((SchedulerGroup::from_shared(shared), in_force)),
             None => {
                 registry.retain(|_, (weak, _)| weak.strong_count() > 0);
-                registry.insert(id, (Arc::downgrade(group.shared()), config.clone()));
+                registry.insert(id, (Arc::downgrade(group.shared()), config));
                 None
             }
         }
     };
     match existing {
         // Another handle started one meanwhile: use it and stop ours.
-        Some(existing) => {
+        Some((existing, in_force)) => {
             group.shutdown().await;
+            warn_if_other(queue, in_force, asked);
             Ok(existing)
         }
         None => Ok(group),
     }
 }
 
-fn lookup(id: &str) -> Option<SchedulerGroup> {
+/// The running group of the client `id`, with its settings.
+fn lookup(id: &str) -> Option<(SchedulerGroup, GroupConfig)> {
     let registry = registry();
     let (weak, config) = registry.get(id)?;
-    Some(SchedulerGroup::from_shared(weak.upgrade()?, config.clone()))
+    Some((SchedulerGroup::from_shared(weak.upgrade()?), *config))
+}
+
+/// Warns that `queue` asked for group settings other than those of the group it joins.
+fn warn_if_other(queue: &str, in_force: GroupConfig, asked: Option<GroupConfig>) {
+    if let Some(asked) = asked.filter(|asked| *asked != in_force) {
+        tracing::warn!(
+            queue,
+            ?in_force,
+            ?asked,
+            "this client's scheduler group runs already: it keeps its sweep and concurrency \
+             settings, not those this queue asks for"
+        );
+    }
 }

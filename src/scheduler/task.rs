@@ -3,21 +3,20 @@
 //! catches up after a reconnect, looks at a slice of the queues' heads every tick (the safety
 //! sweep, within its budget), and runs discovery's rescans.
 
-use super::config::SchedulerConfig;
-use super::group::{Cmd, Discovery, GroupShared};
+use super::config::{GroupConfig, TransferConfig};
+use super::group::{scan, Cmd, Discovery, GroupShared};
 use super::queue_state::{Drained, QueueState};
-use super::timer::{now_us, PreciseTimer};
-use crate::keys::{glob_match, QueueKeys};
+use super::timer::PreciseTimer;
+use crate::keys::{every_channel, QueueKeys};
 use crate::redis::reply;
 use crate::redis::script::QueueSpec;
+use crate::time::now_us;
 use crate::{Error, Result};
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, EventInterface, PubsubInterface, SortedSetsInterface};
 use fred::prelude::Value;
 use fred::types::config::Server;
-use fred::types::scan::ScanType;
 use fred::types::Message;
-use futures::StreamExt;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use tokio::sync::broadcast::{error::RecvError, Receiver};
@@ -29,8 +28,6 @@ use tokio_util::sync::CancellationToken;
 const SWEEP_TICK_US: i64 = 100_000;
 /// Channels subscribed per command.
 const SUBSCRIBE_CHUNK: usize = 500;
-/// The channels of every Redisson delayed queue, for discovery.
-const CHANNEL_PATTERN: &str = "redisson_delay_queue_channel:*";
 
 /// What a background job of the loop returns.
 enum Done {
@@ -43,7 +40,7 @@ enum Done {
 pub(super) struct GroupTask {
     client: Client,
     subscriber: Client,
-    config: SchedulerConfig,
+    config: GroupConfig,
     /// Weak: the last handle dropped stops the group.
     shared: std::sync::Weak<GroupShared>,
     token: CancellationToken,
@@ -68,7 +65,7 @@ impl GroupTask {
     pub(super) fn new(
         client: Client,
         subscriber: Client,
-        config: SchedulerConfig,
+        config: GroupConfig,
         shared: Arc<GroupShared>,
     ) -> Result<GroupTask> {
         let fired = Arc::new(Notify::new());
@@ -281,7 +278,7 @@ impl GroupTask {
                 let _ = reply.send(removed);
             }
             Cmd::Discover { discovery, reply } => {
-                match self.subscriber.psubscribe(CHANNEL_PATTERN).await {
+                match self.subscriber.psubscribe(every_channel()).await {
                     Ok(()) => {
                         self.discovery = Some(discovery);
                         // Answered when the first scan has added what it found.
@@ -300,12 +297,13 @@ impl GroupTask {
     async fn add(
         &mut self,
         spec: QueueSpec,
-        config: SchedulerConfig,
+        config: TransferConfig,
         discovered: bool,
     ) -> Result<Arc<super::Counters>> {
         let name = spec.keys.target().to_owned();
         if let Some(state) = self.queues.get_mut(&name) {
             if !discovered {
+                state.warn_if_other(&spec, &config);
                 state.refs += 1;
                 state.discovered = false;
             }
@@ -422,7 +420,7 @@ impl GroupTask {
             }
         }
         if self.discovery.is_some() {
-            if let Err(err) = self.subscriber.psubscribe(CHANNEL_PATTERN).await {
+            if let Err(err) = self.subscriber.psubscribe(every_channel()).await {
                 failed = Some(err);
             }
         }
@@ -464,10 +462,9 @@ impl GroupTask {
         };
         let spec = QueueSpec {
             keys,
-            format: discovery.format,
-            clock: discovery.clock,
+            options: discovery.options,
         };
-        let config = self.config.clone();
+        let config = discovery.transfer;
         self.add(spec, config, true).await.map(drop)
     }
 
@@ -565,35 +562,4 @@ async fn probe(
             (name, head)
         })
         .collect()
-}
-
-/// Every Redisson delayed queue the discovery takes: the timeout zsets, on every master.
-pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Vec<QueueKeys>> {
-    let pattern = "redisson_delay_queue_timeout:*";
-    let mut keys = match client.is_clustered() {
-        true => client
-            .scan_cluster_buffered(pattern, Some(1_000), Some(ScanType::ZSet))
-            .boxed(),
-        false => client
-            .scan_buffered(pattern, Some(1_000), Some(ScanType::ZSet))
-            .boxed(),
-    };
-    let mut found = Vec::new();
-    let mut seen = HashSet::new();
-    while let Some(key) = keys.next().await {
-        let key = key?;
-        let Some(text) = key.as_str() else { continue };
-        if let Some(queue) = QueueKeys::queue_of(text) {
-            if discovery.takes(queue.target()) && seen.insert(queue.target().to_owned()) {
-                found.push(queue);
-            }
-        }
-    }
-    Ok(found)
-}
-
-impl Discovery {
-    fn takes(&self, name: &str) -> bool {
-        self.pattern.as_deref().is_none_or(|p| glob_match(p, name))
-    }
 }

@@ -3,18 +3,11 @@
 //! task. Tokio's timer wheel rounds every sleep up to the next millisecond and more, so a value
 //! due at `T` would move at `T + 1..2 ms`; this wakes within a few tens of microseconds of `T`.
 
+use crate::time::now_us;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::Notify;
-
-/// The current time in epoch microseconds.
-pub(super) fn now_us() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
 
 #[derive(Debug, Default)]
 struct State {

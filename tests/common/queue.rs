@@ -36,7 +36,7 @@ pub async fn manual_queue_with<C: Codec>(
     format: EntryFormat,
 ) -> DelayedQueue<C> {
     DelayedQueue::builder(client.clone(), name, codec)
-        .entry_format(format)
+        .options(delayq::QueueOptions::default().format(format))
         .transfer(false)
         .build()
         .await

@@ -12,12 +12,12 @@ use std::time::Duration;
 async fn use_every_connection(client: &delayq::fred::clients::Client, name: &str) {
     let queue = DelayedQueue::builder(client.clone(), name, StringCodec)
         .transfer(false)
-        .clock(Clock::Server)
+        .options(delayq::QueueOptions::default().clock(Clock::Server))
         .build()
         .await
         .unwrap();
     let scheduler = Scheduler::builder(client.clone(), name)
-        .clock(Clock::Server)
+        .options(delayq::QueueOptions::default().clock(Clock::Server))
         .spawn()
         .await
         .unwrap();

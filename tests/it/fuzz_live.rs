@@ -7,7 +7,7 @@ use bytes::Bytes;
 use delayq::codec::{ByteArrayCodec, StringCodec};
 use delayq::entry::{self, EntryFormat};
 use delayq::time::now_ms;
-use delayq::{DelayedQueue, Error, Scheduler, SchedulerConfig};
+use delayq::{DelayedQueue, Error, Scheduler, TransferConfig};
 use fred::clients::Client;
 use fred::interfaces::{
     ClientLike, HashesInterface, KeysInterface, ListInterface, PubsubInterface, SortedSetsInterface,
@@ -225,7 +225,7 @@ async fn wrong_type_keys_are_clear_errors_and_the_queue_recovers() {
     let handle = Scheduler::spawn(
         client.clone(),
         name.as_str(),
-        SchedulerConfig::default().with_max_backoff(Duration::from_millis(300)),
+        TransferConfig::default().with_max_backoff(Duration::from_millis(300)),
     )
     .await
     .unwrap();
@@ -365,7 +365,7 @@ async fn overflowing_delays_and_due_times() {
         let raw = entry::pack(&[i as u8; 8], format!("s{i}").as_bytes());
         inject(&client, &queue, &raw, score).await;
     }
-    let handle = Scheduler::spawn(client.clone(), name.as_str(), SchedulerConfig::default())
+    let handle = Scheduler::spawn(client.clone(), name.as_str(), TransferConfig::default())
         .await
         .unwrap();
     // The head is now +inf away; a neighbour offered later still arrives on time, and odd

@@ -6,7 +6,7 @@ use crate::common::queue::{connect, manual_queue};
 use crate::common::{unique_name, TestCluster, TestRedis};
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::{ClientLike, ListInterface, PubsubInterface};
-use delayq::{Discovery, SchedulerConfig, SchedulerGroup};
+use delayq::{Discovery, GroupConfig, SchedulerGroup};
 use std::time::{Duration, Instant};
 
 /// Offers one value per queue, due after `delay`, from a handle without a scheduler.
@@ -53,7 +53,7 @@ fn pubsub_connections(redis: &TestRedis) -> usize {
 async fn a_thousand_queues_share_one_subscription_and_survive_its_loss() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
-    let config = SchedulerConfig::default().with_sweep_interval(None);
+    let config = GroupConfig::default().with_sweep_interval(None);
     let group = SchedulerGroup::spawn(client.clone(), config).await.unwrap();
     let prefix = unique_name("group");
     let names: Vec<String> = (0..1_000).map(|i| format!("{prefix}:{i}")).collect();
@@ -90,7 +90,7 @@ async fn discovery_finds_new_queues_and_drops_vanished_ones() {
     )
     .await;
 
-    let group = SchedulerGroup::spawn(client.clone(), SchedulerConfig::default())
+    let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default())
         .await
         .unwrap();
     let discovery = Discovery::all()
@@ -148,7 +148,7 @@ async fn discovery_covers_every_master_of_a_cluster() {
         }
     }
     offer_each(&client, &names, Duration::from_secs(1)).await;
-    let group = SchedulerGroup::spawn(client.clone(), SchedulerConfig::default())
+    let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default())
         .await
         .unwrap();
     group
@@ -179,7 +179,7 @@ async fn discovery_covers_every_master_of_a_cluster() {
 async fn a_burst_of_channel_messages_does_not_make_the_group_transfer_every_queue() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
-    let group = SchedulerGroup::spawn(client.clone(), SchedulerConfig::default())
+    let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default())
         .await
         .unwrap();
     let prefix = unique_name("burst");
@@ -220,4 +220,67 @@ async fn a_burst_of_channel_messages_does_not_make_the_group_transfer_every_queu
     );
     publisher.quit().await.unwrap();
     group.shutdown().await;
+}
+
+/// Settings a handle asks for that the queue or group it joins does not take are warned about,
+/// naming the queue and both values; a handle asking for the settings in force is not.
+#[tokio::test(flavor = "current_thread")]
+async fn settings_a_handle_cannot_get_are_warned_about() {
+    use delayq::codec::StringCodec;
+    use delayq::{Clock, DelayedQueue, QueueOptions, TransferConfig};
+    let (captured, _guard) = crate::logs::Captured::start();
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("conflict");
+    let seven = TransferConfig::default().with_batch_size(7);
+    let first = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
+        .transfer_config(seven)
+        .build()
+        .await
+        .unwrap();
+    let same = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
+        .transfer_config(seven)
+        .build()
+        .await
+        .unwrap();
+    let group_in_force = "keeps the options and transfer settings it was added with";
+    assert_eq!(captured.lines_with(group_in_force), Vec::<String>::new());
+
+    let other = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
+        .options(QueueOptions::default().clock(Clock::Server))
+        .build()
+        .await
+        .unwrap();
+    let warned = captured.lines_with(group_in_force);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains(&name), "{warned:?}");
+    assert!(warned[0].contains("batch_size: 7"), "{warned:?}");
+    assert!(warned[0].contains("batch_size: 100"), "{warned:?}");
+    assert!(warned[0].contains("Server"), "{warned:?}");
+
+    // The client's group runs with the default settings: another queue may not change them.
+    let sweep = "keeps its sweep and concurrency settings";
+    let default_group = DelayedQueue::builder(client.clone(), unique_name("g"), StringCodec)
+        .group_config(GroupConfig::default())
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(captured.lines_with(sweep), Vec::<String>::new());
+    let narrow = unique_name("narrow");
+    let slow = DelayedQueue::builder(client.clone(), narrow.as_str(), StringCodec)
+        .group_config(GroupConfig::default().with_max_concurrent_transfers(1))
+        .build()
+        .await
+        .unwrap();
+    let warned = captured.lines_with(sweep);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains(&narrow), "{warned:?}");
+    assert!(
+        warned[0].contains("max_concurrent_transfers: 8")
+            && warned[0].contains("max_concurrent_transfers: 1"),
+        "{warned:?}"
+    );
+    for queue in [first, same, other, default_group, slow] {
+        queue.destroy().await.unwrap();
+    }
 }

@@ -1,15 +1,17 @@
 //! delayq's own keys live and die with the queue: `expire` (from delayq or from a Java peer),
 //! an emptied order list, `delete`.
 
-use crate::common::queue::{connect, manual_queue};
+use crate::common::queue::{connect, manual_queue, push_raw_entry};
 use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
-use delayq::{DelayedQueue, QueueKeys, SchedulerConfig};
+use delayq::fred::clients::Client;
+use delayq::{AccessCheck, DelayedQueue, QueueKeys, TransferConfig};
 use std::time::Duration;
 
-/// A queue whose order list has a position index (any length uses it with threshold 1) and a
-/// value index, a value in flight and a dead letter.
-async fn busy_queue(client: &delayq::fred::clients::Client) -> DelayedQueue<StringCodec> {
+/// A queue that has used every feature: a position index (any length uses it with threshold 1),
+/// a value index (`contains`, offer handles), a quarantined entry, a value in flight and one
+/// settled by a reliable consumer, a dead letter, a claim list and the pause flag.
+async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCodec> {
     let queue = manual_queue(client, &unique_name("life")).await;
     // The due entry sits past the head window of a one-entry batch: the index gets built.
     queue
@@ -22,24 +24,49 @@ async fn busy_queue(client: &delayq::fred::clients::Client) -> DelayedQueue<Stri
         ])
         .await
         .unwrap();
-    let indexed = SchedulerConfig::default()
+    let indexed = TransferConfig::default()
         .with_batch_size(1)
         .with_index_threshold(1);
     assert_eq!(queue.transfer_due_with(&indexed).await.unwrap().moved, 1);
     assert!(queue.contains("b").await.unwrap(), "builds the value index");
-    let consumer = queue.reliable_consumer().await.unwrap();
-    let delivery = consumer.try_take(1).await.unwrap().pop().unwrap();
-    std::mem::forget(delivery);
-    crate::common::queue::cmd(
-        client,
-        "RPUSH",
-        vec![
-            crate::common::queue::arg(queue.keys().dead()),
-            crate::common::queue::arg("a record"),
-        ],
-    )
-    .await;
     queue
+        .offer_with_handle("handled", Duration::from_secs(60))
+        .await
+        .unwrap();
+    queue.offer("due too", Duration::ZERO).await.unwrap();
+    let keys = queue.keys().clone();
+    push_raw_entry(client, keys.timeout(), keys.order(), b"junk", 0).await;
+    let moved = queue
+        .transfer_due_with(&indexed.with_batch_size(10))
+        .await
+        .unwrap();
+    assert_eq!((moved.moved, moved.quarantined), (1, 1));
+    let consumer = queue.reliable_consumer().await.unwrap();
+    let mut taken = consumer.try_take(2).await.unwrap();
+    assert_eq!(taken.len(), 2);
+    assert!(
+        taken.pop().unwrap().ack().await.unwrap(),
+        "a settled record"
+    );
+    std::mem::forget(taken.pop().unwrap());
+    redis.cli(&["RPUSH", keys.dead(), "a record"]);
+    let claim = keys.claim("gone");
+    redis.cli(&["RPUSH", &claim, "claimed"]);
+    redis.cli(&["ZADD", keys.claims(), "1", &claim]);
+    assert!(queue.pause().await.unwrap());
+    queue
+}
+
+/// Every key whose name contains the queue's, but the target list, by `SCAN`.
+fn keys_of(redis: &TestRedis, name: &str) -> Vec<String> {
+    let found = redis.cli(&["--scan", "--pattern", &format!("*{name}*")]);
+    let mut keys: Vec<String> = found
+        .lines()
+        .filter(|k| !k.is_empty() && *k != name)
+        .map(str::to_owned)
+        .collect();
+    keys.sort();
+    keys
 }
 
 fn exists(redis: &TestRedis, key: &str) -> bool {
@@ -50,56 +77,57 @@ fn ttl(redis: &TestRedis, key: &str) -> i64 {
     redis.cli(&["PTTL", key]).parse().unwrap()
 }
 
-fn own_keys(keys: &QueueKeys) -> Vec<String> {
-    [
-        keys.index(),
-        keys.values(),
-        keys.quarantine(),
-        keys.inflight(),
-        keys.inflight_data(),
-        keys.attempts(),
-        keys.attempts_seen(),
-        keys.dead(),
-        keys.claims(),
-    ]
-    .iter()
-    .map(|k| (*k).to_owned())
-    .collect()
-}
-
 #[tokio::test(flavor = "multi_thread")]
-async fn expire_covers_delayqs_own_keys() {
+async fn expire_covers_every_key_of_the_queue() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
-    let queue = busy_queue(&client).await;
+    let queue = busy_queue(&redis, &client).await;
     let keys = queue.keys().clone();
+    let existing = keys_of(&redis, queue.name());
     for key in [
-        keys.index(),
         keys.values(),
-        keys.inflight(),
-        keys.inflight_data(),
-        keys.dead(),
+        keys.settled(),
+        keys.paused(),
+        keys.quarantine(),
     ] {
-        assert!(exists(&redis, key), "{key}");
+        assert!(existing.iter().any(|k| k == key), "{key} in {existing:?}");
     }
-    assert!(queue.expire(Duration::from_secs(100)).await.unwrap());
-    for key in own_keys(&keys) {
-        if redis.cli(&["EXISTS", &key]) == "1" {
-            let left = ttl(&redis, &key);
-            assert!(left > 90_000 && left <= 100_000, "{key}: {left}");
-        }
+    // Shorter than the settled record's own minute: it gets this one too.
+    assert!(queue.expire(Duration::from_secs(30)).await.unwrap());
+    for key in &existing {
+        let left = ttl(&redis, key);
+        assert!(left > 20_000 && left <= 30_000, "{key}: {left}");
     }
     assert!(queue.clear_expire().await.unwrap());
-    for key in own_keys(&keys) {
-        assert!(ttl(&redis, &key) < 0, "{key} kept its time to live");
+    for key in &existing {
+        let left = ttl(&redis, key);
+        match key == keys.settled() {
+            true => assert!(
+                left > 0 && left <= 60_000,
+                "{key} lost its own life: {left}"
+            ),
+            false => assert_eq!(left, -1, "{key} kept its time to live"),
+        }
     }
+    // Longer than the settled record's minute: it keeps its own.
+    assert!(queue.expire(Duration::from_secs(100)).await.unwrap());
+    for key in &existing {
+        let left = ttl(&redis, key);
+        match key == keys.settled() {
+            true => assert!(left > 0 && left <= 60_000, "{key}: {left}"),
+            false => assert!(left > 90_000 && left <= 100_000, "{key}: {left}"),
+        }
+    }
+    redis.cli(&["RPUSH", keys.target(), "ready"]);
+    assert!(queue.expire(Duration::from_secs(100)).await.unwrap());
+    assert_eq!(ttl(&redis, keys.target()), -1, "the target list has none");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_java_expire_reaches_the_indexes_and_an_emptied_queue_drops_them() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
-    let queue = busy_queue(&client).await;
+    let queue = busy_queue(&redis, &client).await;
     let keys = queue.keys().clone();
     // A Java peer's expire sets a time to live on the zset and the order list only.
     redis.cli(&["PEXPIRE", keys.timeout(), "100000"]);
@@ -133,17 +161,44 @@ async fn a_java_expire_reaches_the_indexes_and_an_emptied_queue_drops_them() {
 async fn delete_removes_every_key_but_the_target() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
-    let queue = busy_queue(&client).await;
+    let queue = busy_queue(&redis, &client).await;
     let keys = queue.keys().clone();
-    let claim = keys.claim("gone");
-    redis.cli(&["RPUSH", &claim, "claimed"]);
-    redis.cli(&["ZADD", keys.claims(), "1", &claim]);
     redis.cli(&["RPUSH", "another-app", "x"]);
     redis.cli(&["ZADD", keys.claims(), "1", "another-app"]);
     redis.cli(&["RPUSH", keys.target(), "ready"]);
+    assert!(keys_of(&redis, queue.name()).len() >= 14);
     assert!(queue.delete().await.unwrap());
-    let pattern = format!("*{{{}}}*", queue.name());
-    assert_eq!(redis.cli(&["KEYS", &pattern]), "", "keys left after delete");
+    assert_eq!(keys_of(&redis, queue.name()), Vec::<String>::new());
     assert_eq!(redis.cli(&["LLEN", keys.target()]), "1");
     assert_eq!(redis.cli(&["LLEN", "another-app"]), "1");
+}
+
+/// `check` probes every key and channel of the queue: a user who may use all of them but one
+/// is told so, whichever one it is; a user given exactly `acl_selectors` is refused nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn check_probes_every_key_of_the_queue() {
+    let redis = TestRedis::start_with(&[]);
+    let name = unique_name("acl-keys");
+    let selectors = QueueKeys::new(name.as_str()).acl_selectors();
+    let setuser = |rules: &[&String]| {
+        let mut args = vec!["ACL", "SETUSER", "app", "on", ">pw", "+@all"];
+        args.extend(["resetkeys", "resetchannels"]);
+        args.extend(rules.iter().map(|r| r.as_str()));
+        assert_eq!(redis.cli(&args), "OK");
+    };
+    setuser(&selectors.iter().collect::<Vec<_>>());
+    let client = connect(&format!("redis://app:pw@127.0.0.1:{}", redis.port)).await;
+    let queue = manual_queue(&client, &name).await;
+    let report = queue.check().await.unwrap();
+    assert_eq!(report.access, AccessCheck::DryRun);
+    assert_eq!(report.denied, Vec::<String>::new());
+    for left_out in &selectors {
+        let rest: Vec<&String> = selectors.iter().filter(|s| *s != left_out).collect();
+        setuser(&rest);
+        let report = queue.check().await.unwrap();
+        assert!(
+            !report.denied.is_empty(),
+            "without {left_out}: nothing denied"
+        );
+    }
 }

@@ -18,6 +18,7 @@ mod fuzz_live;
 mod groups;
 mod harness;
 mod lifecycle;
+mod logs;
 mod long_scripts;
 mod offer_keys;
 mod operations;

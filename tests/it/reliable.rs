@@ -469,7 +469,7 @@ async fn server_clock_stamps_with_redis_time() {
     let client = delayq::connect(&redis.url()).await.unwrap();
     let name = unique_name("rel-clock");
     let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .clock(Clock::Server)
+        .options(delayq::QueueOptions::default().clock(Clock::Server))
         .build()
         .await
         .unwrap();
@@ -698,30 +698,10 @@ async fn the_reaper_never_drains_a_list_it_is_pointed_at() {
     assert_eq!(redis.cli(&["LLEN", foreign]), "2");
 }
 
-/// Captures what the library logs, for tests that check a warning is given.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Dead letters past the limit are trimmed oldest first, and said so in a warning.
 #[tokio::test(flavor = "current_thread")]
 async fn trimmed_dead_letters_are_logged() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = crate::logs::Captured::start();
 
     let redis = TestRedis::start();
     let client = delayq::connect(&redis.url()).await.unwrap();
@@ -743,15 +723,11 @@ async fn trimmed_dead_letters_are_logged() {
     let dead = queue.dead_letters(0).await.unwrap();
     let kept: Vec<&String> = dead.iter().map(|d| d.value.as_ref().unwrap()).collect();
     assert_eq!(kept, [&order[1], &order[2]], "the oldest one goes");
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-    let warnings: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("dead-letter list is full"))
-        .collect();
-    assert_eq!(warnings.len(), 1, "{log}");
+    let warnings = captured.lines_with("dead-letter list is full");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
         warnings[0].contains("trimmed=1") && warnings[0].contains("limit=2"),
-        "{log}"
+        "{warnings:?}"
     );
     consumer.close().await;
 }

@@ -4,7 +4,7 @@ use crate::common::{unique_name, TestRedis};
 use bytes::Bytes;
 use delayq::codec::StringCodec;
 use delayq::time::now_ms;
-use delayq::{DelayedQueue, SchedulerConfig};
+use delayq::{DelayedQueue, GroupConfig};
 use fred::interfaces::{ListInterface, SortedSetsInterface};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -17,9 +17,7 @@ async fn setup(
     let client = delayq::connect(&redis.url()).await.unwrap();
     let queue = DelayedQueue::builder(client.clone(), unique_name(prefix), StringCodec)
         .transfer(transfer)
-        .scheduler_config(
-            SchedulerConfig::default().with_sweep_interval(Duration::from_millis(200)),
-        )
+        .group_config(GroupConfig::default().with_sweep_interval(Duration::from_millis(200)))
         .build()
         .await
         .unwrap();

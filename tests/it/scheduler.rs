@@ -5,7 +5,7 @@ use crate::common::queue::*;
 use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::entry::{pack, pack_legacy};
-use delayq::{DelayedQueue, EntryFormat, Scheduler, SchedulerConfig};
+use delayq::{DelayedQueue, EntryFormat, GroupConfig, Scheduler, TransferConfig};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -22,7 +22,7 @@ async fn a_backlog_of_more_than_100_is_drained_in_due_order() {
         push_raw_entry(&client, keys.timeout(), keys.order(), &entry, base - i).await;
     }
     // Batches of exactly 100, as Redisson's (the default grows them when calls are fast).
-    let fixed = SchedulerConfig::default().with_adaptive_batch(100, Duration::from_millis(5));
+    let fixed = TransferConfig::default().with_adaptive_batch(100, Duration::from_millis(5));
     let handle = Scheduler::spawn(client.clone(), name.as_str(), fixed)
         .await
         .unwrap();
@@ -49,7 +49,7 @@ async fn legacy_entries_written_by_old_java_are_moved() {
     let client = connect(&redis.url()).await;
     let name = unique_name("legacy");
     let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .entry_format(EntryFormat::Legacy)
+        .options(delayq::QueueOptions::default().format(EntryFormat::Legacy))
         .build()
         .await
         .unwrap();
@@ -95,7 +95,7 @@ async fn scheduler_survives_client_kill_of_its_connections() {
     let name = unique_name("kill");
     // No safety sweep: delivery after the kill must come from the re-subscription.
     let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .scheduler_config(SchedulerConfig::default().with_sweep_interval(None))
+        .group_config(GroupConfig::default().with_sweep_interval(None))
         .build()
         .await
         .unwrap();
@@ -132,7 +132,7 @@ async fn entries_due_while_disconnected_are_caught_up_on_resubscribe() {
     let client = connect(&redis.url()).await;
     let name = unique_name("catchup");
     let queue = DelayedQueue::builder(client.clone(), name.as_str(), StringCodec)
-        .scheduler_config(SchedulerConfig::default().with_sweep_interval(None))
+        .group_config(GroupConfig::default().with_sweep_interval(None))
         .build()
         .await
         .unwrap();
@@ -223,10 +223,10 @@ async fn a_failed_transfer_is_retried_while_the_sweep_runs() {
     // The target list is a string: every transfer fails (WRONGTYPE, not transient).
     cmd(&client, "SET", vec![arg(keys.target()), arg("in the way")]).await;
     queue.offer("v", Duration::ZERO).await.unwrap();
-    let config = SchedulerConfig::default()
-        .with_sweep_interval(Duration::from_millis(200))
-        .with_max_backoff(Duration::from_secs(1));
-    let handle = Scheduler::spawn(client.clone(), name.as_str(), config)
+    let handle = Scheduler::builder(client.clone(), name.as_str())
+        .transfer_config(TransferConfig::default().with_max_backoff(Duration::from_secs(1)))
+        .group_config(GroupConfig::default().with_sweep_interval(Duration::from_millis(200)))
+        .spawn()
         .await
         .unwrap();
     assert!(
@@ -314,7 +314,7 @@ async fn the_scheduler_reads_the_pause_flag_in_its_transfer_call() {
         .offer("scheduled", Duration::from_millis(50))
         .await
         .unwrap();
-    let handle = Scheduler::spawn(client.clone(), name.as_str(), SchedulerConfig::default())
+    let handle = Scheduler::spawn(client.clone(), name.as_str(), TransferConfig::default())
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -334,4 +334,79 @@ async fn the_scheduler_reads_the_pause_flag_in_its_transfer_call() {
     );
     assert_eq!(monitor.count("exists"), 0, "EXISTS sent by a client");
     handle.shutdown().await;
+}
+
+/// The last transfer of `name` by `group` that ended after `after` (epoch ms), waited for.
+async fn transfer_ended_after(group: &delayq::SchedulerGroup, name: &str, after: i64) -> i64 {
+    let mut ended = None;
+    let found = eventually(Duration::from_secs(30), || {
+        let last = group.queue_stats(name).and_then(|s| s.last_transfer_ms);
+        ended = last.filter(|&ms| ms > after);
+        async move { ended.is_some() }
+    })
+    .await;
+    assert!(found, "no transfer of {name} ended after {after}");
+    ended.unwrap()
+}
+
+/// While a queue is paused its scheduler looks at it and moves nothing, however long; after
+/// `resume` the due value moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_queue_keeps_its_due_values_until_resumed() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("paused");
+    let queue = DelayedQueue::new(client.clone(), name.as_str(), StringCodec)
+        .await
+        .unwrap();
+    assert!(!queue.is_paused().await.unwrap());
+    assert!(queue.pause().await.unwrap());
+    assert!(!queue.pause().await.unwrap(), "already paused");
+    assert!(queue.is_paused().await.unwrap());
+    queue.offer("x", Duration::ZERO).await.unwrap();
+    let offered = now_ms();
+    let group = queue.scheduler_group().unwrap();
+    // Two looks that ended after the offer: the second began after it, with the value due.
+    let first = transfer_ended_after(&group, &name, offered).await;
+    transfer_ended_after(&group, &name, first).await;
+    assert_eq!(queue.size().await.unwrap(), 1, "moved while paused");
+    assert_eq!(group.queue_stats(&name).unwrap().moved, 0);
+    assert!(list_str(&client, &name).await.is_empty());
+
+    assert!(queue.resume().await.unwrap());
+    assert!(!queue.resume().await.unwrap(), "not paused any more");
+    assert!(!queue.is_paused().await.unwrap());
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            list_str(&client, &name).await == ["x"]
+        })
+        .await,
+        "not moved after resume"
+    );
+    queue.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_queue_pauses_every_shard() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("paused-shards");
+    let queue = delayq::ShardedQueue::builder(client.clone(), name.as_str(), 3, StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    assert!(queue.shards()[1].pause().await.unwrap());
+    assert!(queue.is_paused().await.unwrap(), "one shard is paused");
+    assert!(queue.pause().await.unwrap(), "two were not");
+    for shard in queue.shards() {
+        assert!(shard.is_paused().await.unwrap(), "{}", shard.name());
+    }
+    assert!(!queue.pause().await.unwrap());
+    assert!(queue.resume().await.unwrap());
+    for shard in queue.shards() {
+        assert!(!shard.is_paused().await.unwrap(), "{}", shard.name());
+    }
+    assert!(!queue.is_paused().await.unwrap());
+    assert!(!queue.resume().await.unwrap());
 }

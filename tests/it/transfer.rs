@@ -5,7 +5,7 @@ use crate::common::queue::*;
 use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::entry::{pack, pack_legacy};
-use delayq::{EntryFormat, Scheduler, SchedulerConfig};
+use delayq::{EntryFormat, Scheduler, TransferConfig};
 use std::time::Duration;
 
 #[tokio::test]
@@ -104,15 +104,14 @@ async fn scheduler_drains_a_backlog_of_1050_in_due_order() {
 
     // One scheduler started now must move them all, batch after batch, without any new offer
     // or channel message (and without relying on the sweep: it is off).
-    let handle = Scheduler::spawn(
-        client.clone(),
-        name.as_str(),
-        SchedulerConfig::default()
-            .with_adaptive_batch(100, Duration::from_millis(5))
-            .with_sweep_interval(None),
-    )
-    .await
-    .unwrap();
+    let handle = Scheduler::builder(client.clone(), name.as_str())
+        .transfer_config(
+            TransferConfig::default().with_adaptive_batch(100, Duration::from_millis(5)),
+        )
+        .group_config(delayq::GroupConfig::default().with_sweep_interval(None))
+        .spawn()
+        .await
+        .unwrap();
     let target = queue.keys().target().to_owned();
     assert!(
         eventually(Duration::from_secs(10), || async {
@@ -136,7 +135,7 @@ async fn scheduler_drains_a_backlog_of_1050_in_due_order() {
 
 #[tokio::test]
 async fn a_large_batch_size_works_and_keeps_the_keys_in_step() {
-    // `transfer_due` and `SchedulerConfig::with_batch_size` accept any batch size; a batch
+    // `transfer_due` and `TransferConfig::with_batch_size` accept any batch size; a batch
     // larger than Lua's C stack (about 8000 values for `unpack`) must still work, and no call
     // may leave the order list and the zset out of step.
     let redis = TestRedis::start();

@@ -190,7 +190,7 @@ async fn index_follows_delayq_removals_and_polls() {
 /// allowed) to amortise the pass, and the values still leave in due order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_list_grows_the_batch_to_amortise_the_pass() {
-    use delayq::SchedulerConfig;
+    use delayq::TransferConfig;
     let redis = common::TestRedis::start();
     let client = delayq::connect(&redis.url()).await.unwrap();
     let name = common::unique_name("grow");
@@ -221,11 +221,10 @@ async fn a_long_list_grows_the_batch_to_amortise_the_pass() {
         )
         .await
         .unwrap();
-    let base = SchedulerConfig::default()
+    let base = TransferConfig::default()
         .with_batch_size(10)
         .with_index_threshold(1_000);
     let roomy = base
-        .clone()
         .with_adaptive_batch(5_000, Duration::from_millis(5))
         .with_max_call_time(Duration::from_millis(200));
     // Until a call grows its batch (stopping there: on a fast server 20 calls of up to 5,000

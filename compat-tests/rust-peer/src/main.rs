@@ -28,7 +28,7 @@ mod java_payloads;
 mod kinds;
 mod queue;
 
-use delayq::{EntryFormat, Scheduler, SchedulerConfig, SchedulerHandle};
+use delayq::{EntryFormat, GroupConfig, QueueOptions, Scheduler, SchedulerHandle};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::future::Future;
@@ -114,7 +114,7 @@ struct OpenOpts<'a> {
 impl OpenOpts<'_> {
     fn parse(args: &Value) -> Result<OpenOpts<'_>, String> {
         let sweep = match args.get("sweep_ms") {
-            None => SchedulerConfig::default().sweep_interval(),
+            None => GroupConfig::default().sweep_interval(),
             Some(Value::Null) => None,
             Some(_) => Some(Duration::from_millis(u64_field(args, "sweep_ms")?)),
         };
@@ -132,16 +132,16 @@ impl OpenOpts<'_> {
         })
     }
 
-    fn format(&self) -> EntryFormat {
-        if self.legacy {
+    fn options(&self) -> QueueOptions {
+        QueueOptions::default().format(if self.legacy {
             EntryFormat::Legacy
         } else {
             EntryFormat::Current
-        }
+        })
     }
 
-    fn scheduler_config(&self) -> SchedulerConfig {
-        SchedulerConfig::default().with_sweep_interval(self.sweep)
+    fn group_config(&self) -> GroupConfig {
+        GroupConfig::default().with_sweep_interval(self.sweep)
     }
 }
 
@@ -165,8 +165,8 @@ impl Peer {
         let opts = OpenOpts::parse(args)?;
         let name = opts.name;
         let handle = Scheduler::builder(self.client.clone(), name)
-            .entry_format(opts.format())
-            .config(opts.scheduler_config())
+            .options(opts.options())
+            .group_config(opts.group_config())
             .spawn()
             .await
             .map_err(err)?;

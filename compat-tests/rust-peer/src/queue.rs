@@ -394,16 +394,16 @@ where
 {
     let queue = match opts.shards {
         None => DelayedQueue::builder(client.clone(), opts.name, kind.codec())
-            .entry_format(opts.format())
+            .options(opts.options())
             .transfer(opts.transfer)
-            .scheduler_config(opts.scheduler_config())
+            .group_config(opts.group_config())
             .build()
             .await
             .map(Target::One),
         Some(shards) => ShardedQueue::builder(client.clone(), opts.name, shards, kind.codec())
-            .entry_format(opts.format())
+            .options(opts.options())
             .transfer(opts.transfer)
-            .scheduler_config(opts.scheduler_config())
+            .group_config(opts.group_config())
             .build()
             .await
             .map(Target::Sharded),

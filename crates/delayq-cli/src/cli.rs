@@ -3,7 +3,7 @@
 use crate::duration::parse_duration;
 use crate::text_codec::CodecName;
 use clap::{Args, Parser, Subcommand};
-use delayq::{Clock, EntryFormat};
+use delayq::{Clock, EntryFormat, QueueOptions};
 use std::time::Duration;
 
 /// Operate Redisson-compatible delayed queues (RDelayedQueue) on Redis.
@@ -106,26 +106,24 @@ pub(crate) struct ValueArgs {
 pub(crate) struct QueueArg {
     /// The destination queue's name.
     pub(crate) queue: String,
-    /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see the README).
+    /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see docs/sharding.md).
     #[arg(long, value_name = "N")]
     pub(crate) shards: Option<usize>,
 }
 
 impl Global {
-    pub(crate) fn entry_format(&self) -> EntryFormat {
-        if self.legacy {
-            EntryFormat::Legacy
-        } else {
-            EntryFormat::Current
-        }
-    }
-
-    pub(crate) fn clock(&self) -> Clock {
-        if self.server_clock {
-            Clock::Server
-        } else {
-            Clock::Client
-        }
+    /// The entry format (`--legacy`) and clock (`--server-clock`) every queue of the command
+    /// goes by.
+    pub(crate) fn options(&self) -> QueueOptions {
+        let format = match self.legacy {
+            true => EntryFormat::Legacy,
+            false => EntryFormat::Current,
+        };
+        let clock = match self.server_clock {
+            true => Clock::Server,
+            false => Clock::Client,
+        };
+        QueueOptions::default().format(format).clock(clock)
     }
 }
 
@@ -221,6 +219,17 @@ pub(crate) enum Command {
         #[command(flatten)]
         target: QueueArg,
     },
+    /// Pause delayq's schedulers for a queue: due values stay pending until `delayq resume`
+    /// (Java's schedulers do not know the flag); prints true if it was not paused.
+    Pause {
+        #[command(flatten)]
+        target: QueueArg,
+    },
+    /// Let delayq's schedulers transfer a paused queue again; prints true if it was paused.
+    Resume {
+        #[command(flatten)]
+        target: QueueArg,
+    },
     /// Run transfer schedulers for the queues until SIGINT or SIGTERM (or, with --once, move
     /// what is due now and exit).
     Transfer(TransferArgs),
@@ -292,9 +301,9 @@ pub(crate) struct UiArgs {
 }
 
 impl TransferArgs {
-    /// The scheduler configuration these options ask for.
-    pub(crate) fn scheduler_config(&self) -> delayq::SchedulerConfig {
-        let config = delayq::SchedulerConfig::default();
+    /// The transfer settings these options ask for.
+    pub(crate) fn transfer_config(&self) -> delayq::TransferConfig {
+        let config = delayq::TransferConfig::default();
         let max = self.max_batch as usize;
         if max <= config.batch_size() {
             config.with_batch_size(max)

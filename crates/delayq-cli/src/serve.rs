@@ -167,7 +167,7 @@ pub(crate) struct Gauges {
     pub(crate) ctx_client: Client,
     pub(crate) names: Box<dyn Fn() -> Vec<String> + Send + Sync>,
     pub(crate) codec: crate::text_codec::TextCodec,
-    pub(crate) format: delayq::EntryFormat,
+    pub(crate) options: delayq::QueueOptions,
 }
 
 impl Gauges {
@@ -184,7 +184,7 @@ impl Gauges {
                     name.as_str(),
                     self.codec.clone(),
                 )
-                .entry_format(self.format)
+                .options(self.options)
                 .transfer(false)
                 .build()
                 .await;

@@ -21,10 +21,9 @@ pub use hash::{shard_of, ParseShardedHandleError, ShardedHandle};
 
 use super::DelayedQueue;
 use crate::codec::Codec;
-use crate::entry::EntryFormat;
+use crate::options::QueueOptions;
 use crate::redis::ops::stats::QueueStats;
-use crate::scheduler::{SchedulerConfig, SchedulerGroup};
-use crate::time::Clock;
+use crate::scheduler::{GroupConfig, SchedulerGroup, TransferConfig};
 use crate::{Error, Result};
 use fred::clients::Client;
 use futures::future::try_join_all;
@@ -40,23 +39,16 @@ pub struct ShardedQueueBuilder<C: Codec> {
     shards: usize,
     previous: Option<usize>,
     codec: Arc<C>,
-    format: EntryFormat,
-    clock: Clock,
+    options: QueueOptions,
     transfer: bool,
-    scheduler: SchedulerConfig,
+    transfer_config: TransferConfig,
+    group_config: Option<GroupConfig>,
 }
 
 impl<C: Codec> ShardedQueueBuilder<C> {
-    /// The entry packing of every shard (see [`DelayedQueueBuilder::entry_format`](
-    /// super::DelayedQueueBuilder::entry_format)).
-    pub fn entry_format(mut self, format: EntryFormat) -> Self {
-        self.format = format;
-        self
-    }
-
-    /// Whose clock stamps due times, for every shard (see [`Clock`]).
-    pub fn clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
+    /// The entry format and clock of every shard (see [`QueueOptions`]).
+    pub fn options(mut self, options: QueueOptions) -> Self {
+        self.options = options;
         self
     }
 
@@ -67,9 +59,17 @@ impl<C: Codec> ShardedQueueBuilder<C> {
         self
     }
 
-    /// The schedulers' settings, used when this queue starts the client's group.
-    pub fn scheduler_config(mut self, config: SchedulerConfig) -> Self {
-        self.scheduler = config;
+    /// Every shard's transfer settings (see
+    /// [`DelayedQueueBuilder::transfer_config`](super::DelayedQueueBuilder::transfer_config)).
+    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
+        self.transfer_config = config;
+        self
+    }
+
+    /// The client's scheduler group's settings, if this queue starts it (see
+    /// [`DelayedQueueBuilder::group_config`](super::DelayedQueueBuilder::group_config)).
+    pub fn group_config(mut self, config: GroupConfig) -> Self {
+        self.group_config = Some(config);
         self
     }
 
@@ -108,13 +108,13 @@ impl<C: Codec> ShardedQueueBuilder<C> {
         let mut shards = Vec::with_capacity(live);
         for i in 0..live {
             let name = ShardedQueue::<C>::shard_name(&self.name, i);
-            let shard = DelayedQueue::builder_shared(self.client.clone(), name, self.codec.clone())
-                .entry_format(self.format)
-                .clock(self.clock)
-                .transfer(self.transfer)
-                .scheduler_config(self.scheduler.clone())
-                .build()
-                .await?;
+            let mut shard =
+                DelayedQueue::builder_shared(self.client.clone(), name, self.codec.clone())
+                    .options(self.options)
+                    .transfer(self.transfer)
+                    .transfer_config(self.transfer_config);
+            shard.group_config = self.group_config;
+            let shard = shard.build().await?;
             shards.push(shard);
         }
         Ok(ShardedQueue {
@@ -217,10 +217,10 @@ impl<C: Codec> ShardedQueue<C> {
             shards,
             previous: None,
             codec: Arc::new(codec),
-            format: EntryFormat::default(),
-            clock: Clock::default(),
+            options: QueueOptions::default(),
             transfer: true,
-            scheduler: SchedulerConfig::default(),
+            transfer_config: TransferConfig::default(),
+            group_config: None,
         }
     }
 
@@ -393,15 +393,10 @@ impl<C: Codec> ShardedQueue<C> {
     /// # Errors
     ///
     /// As [`SchedulerGroup::add_with`].
-    pub async fn add_to(&self, group: &SchedulerGroup, config: SchedulerConfig) -> Result<()> {
+    pub async fn add_to(&self, group: &SchedulerGroup, config: TransferConfig) -> Result<()> {
         for shard in &self.inner.shards {
             group
-                .add_with(
-                    shard.name(),
-                    shard.entry_format(),
-                    shard.clock(),
-                    config.clone(),
-                )
+                .add_with(shard.name(), shard.options(), config)
                 .await?;
         }
         Ok(())

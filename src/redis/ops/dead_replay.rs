@@ -47,7 +47,7 @@ pub(crate) async fn run(
             [
                 Value::Bytes(record),
                 Value::Bytes(value),
-                queue.format.random_id(),
+                queue.options.format.random_id(),
             ]
         }))
         .run(client)

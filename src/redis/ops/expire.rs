@@ -1,31 +1,29 @@
-//! `expire.lua`: a time to live on the pending entries' keys (Redisson's `expire`,
-//! `clearExpire`).
+//! `expire.lua`: a time to live on the queue's keys (Redisson's `expire`, `clearExpire`).
 
-use crate::redis::script::{script, QueueSpec};
+use crate::keys::KeyRole;
+use crate::redis::script::{LuaScript, QueueSpec};
 use crate::Result;
 use fred::clients::Client;
 use fred::prelude::Value;
+use std::sync::LazyLock;
 
-script!(
-    EXPIRE,
-    "expire.lua",
-    [
-        Target,
-        Timeout,
-        Order,
-        Channel,
-        Quarantine,
-        Index,
-        Values,
-        Inflight,
-        InflightData,
-        Attempts,
-        AttemptsSeen,
-        Dead,
-        Claims
-    ],
-    untouched[Target]
-);
+/// The target list, declared to route the call to the queue's slot, then every key the queue
+/// owns, in [`KeyRole::QUEUE`] order.
+static ROLES: LazyLock<Vec<KeyRole>> = LazyLock::new(|| {
+    KeyRole::QUEUE
+        .into_iter()
+        .filter(|role| *role == KeyRole::Target || role.owned())
+        .collect()
+});
+
+pub(crate) static EXPIRE: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::new(
+        "expire.lua",
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/expire.lua")),
+        &ROLES,
+        &[KeyRole::Target],
+    )
+});
 
 /// A time to live, or none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,7 +35,7 @@ pub(crate) async fn run(
         .call(queue)
         .arg(delay.ms())
         .arg(id)
-        .arg(queue.format.random_id())
+        .arg(queue.options.format.random_id())
         .arg(lua_bool(unprocessed))
         .run(client)
         .await?;

@@ -27,7 +27,7 @@ pub(crate) async fn run(
     entries: impl IntoIterator<Item = (Delay, Vec<u8>)>,
 ) -> Result<u64> {
     let entries: Vec<(Delay, Vec<u8>)> = entries.into_iter().collect();
-    let now = queue.clock.now();
+    let now = queue.options.clock.now();
     let mut added = 0;
     for chunk in entries.chunks(OFFERS_PER_CALL) {
         let call = OFFER
@@ -36,7 +36,7 @@ pub(crate) async fn run(
             .args(chunk.iter().flat_map(|(delay, value)| {
                 [
                     delay.ms().into(),
-                    queue.format.random_id(),
+                    queue.options.format.random_id(),
                     Value::Bytes(value.clone().into()),
                 ]
             }));
@@ -52,7 +52,7 @@ pub(crate) async fn run_with_handle(
     delay: Delay,
     value: Vec<u8>,
 ) -> Result<OfferHandle> {
-    let (id, handle) = queue.format.new_id(value.len());
+    let (id, handle) = queue.options.format.new_id(value.len());
     let _: u64 = OFFER
         .call(queue)
         .arg(delay.ms())

@@ -26,7 +26,7 @@ pub(crate) async fn run(
     let reply = OFFER_UNIQUE
         .call(queue)
         .arg(delay.ms())
-        .arg(queue.format.random_id())
+        .arg(queue.options.format.random_id())
         .arg(Value::Bytes(value.into()))
         .arg(VALUE_INDEX_CHUNK as i64)
         .run_indexed(client)

@@ -3,6 +3,7 @@
 mod check;
 mod docs;
 mod lists;
+mod pause;
 mod queue;
 mod target;
 mod transfer;
@@ -83,7 +84,6 @@ impl Ctx {
         self.print(out, value, || self.codec.json_of(value))
     }
 
-    /// A builder for the queue `name` with the global options (entry format, clock).
     /// The sharded queue `name` of `shards` shards with the global options and no scheduler.
     pub(crate) async fn sharded(
         &self,
@@ -91,17 +91,16 @@ impl Ctx {
         shards: usize,
     ) -> delayq::Result<ShardedQueue<TextCodec>> {
         ShardedQueue::builder(self.client.clone(), name, shards, self.codec.clone())
-            .entry_format(self.global.entry_format())
-            .clock(self.global.clock())
+            .options(self.global.options())
             .transfer(false)
             .build()
             .await
     }
 
+    /// A builder for the queue `name` with the global options (entry format, clock).
     pub(crate) fn queue_builder(&self, name: &str) -> delayq::DelayedQueueBuilder<TextCodec> {
         DelayedQueue::builder(self.client.clone(), name, self.codec.clone())
-            .entry_format(self.global.entry_format())
-            .clock(self.global.clock())
+            .options(self.global.options())
     }
 }
 
@@ -202,6 +201,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Stats { target } => done(queue::stats(&ctx, &target).await),
         Command::Check { target } => check::check(&ctx, &target).await,
         Command::Clear { target } => done(queue::clear(&ctx, &target).await),
+        Command::Pause { target } => done(pause::pause(&ctx, &target, true).await),
+        Command::Resume { target } => done(pause::pause(&ctx, &target, false).await),
         Command::Work(args) => done(work::work(&ctx, args).await),
         Command::Dead { action } => done(lists::dead(&ctx, action).await),
         Command::Quarantine { action } => done(lists::quarantine(&ctx, action).await),

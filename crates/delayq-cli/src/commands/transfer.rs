@@ -3,30 +3,28 @@
 use super::Ctx;
 use crate::cli::TransferArgs;
 use anyhow::Context;
-use delayq::{Discovery, SchedulerConfig, SchedulerGroup, SchedulerStats};
+use delayq::{Discovery, GroupConfig, SchedulerGroup, SchedulerStats, TransferConfig};
 
 pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<()> {
     if args.once {
-        return transfer_once(ctx, &args.queues, &args.scheduler_config()).await;
+        return transfer_once(ctx, &args.queues, &args.transfer_config()).await;
     }
     if args.listen.is_some() {
         // Before any queue is added: each makes its metric handles once, from the recorder.
         crate::serve::recorder()?;
     }
     // One group for every queue: one pub/sub connection, one timer, one budgeted sweep.
-    let config = args.scheduler_config();
-    let group = SchedulerGroup::spawn(ctx.client.clone(), config.clone()).await?;
-    let (format, clock) = (ctx.global.entry_format(), ctx.global.clock());
+    let config = args.transfer_config();
+    let group = SchedulerGroup::spawn(ctx.client.clone(), GroupConfig::default()).await?;
+    let options = ctx.global.options();
     for queue in &args.queues {
-        group
-            .add_with(queue.as_str(), format, clock, config.clone())
-            .await?;
+        group.add_with(queue.as_str(), options, config).await?;
     }
     if args.all {
         let mut discovery = Discovery::all()
             .rescan_every(args.rescan)
-            .entry_format(format)
-            .clock(clock);
+            .options(options)
+            .transfer_config(config);
         if let Some(pattern) = &args.pattern {
             discovery = discovery.matching(pattern.as_str());
         }
@@ -94,7 +92,7 @@ async fn observe(
         ctx_client: ctx.client.clone(),
         names: Box::new(move || names.names()),
         codec: ctx.codec.clone(),
-        format: ctx.global.entry_format(),
+        options: ctx.global.options(),
     };
     let router = crate::serve::routes(observed);
     crate::serve::Server::start(listen, router, &ctx.client, Some(gauges)).await
@@ -104,7 +102,7 @@ async fn observe(
 async fn transfer_once(
     ctx: &Ctx,
     queues: &[String],
-    config: &SchedulerConfig,
+    config: &TransferConfig,
 ) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     for name in queues {

@@ -16,8 +16,7 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         (Some(n), [name]) => {
             let sharded =
                 delayq::ShardedQueue::builder(ctx.client.clone(), name, n, ctx.codec.clone())
-                    .entry_format(ctx.global.entry_format())
-                    .clock(ctx.global.clock())
+                    .options(ctx.global.options())
                     .build()
                     .await?;
             queues.extend(sharded.shards().iter().cloned());
@@ -87,7 +86,7 @@ async fn observe(
         ctx_client: ctx.client.clone(),
         names: Box::new(move || names.clone()),
         codec: ctx.codec.clone(),
-        format: ctx.global.entry_format(),
+        options: ctx.global.options(),
     };
     let router = crate::serve::routes(observed);
     crate::serve::Server::start(listen, router, &ctx.client, Some(gauges)).await

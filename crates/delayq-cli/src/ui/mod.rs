@@ -15,8 +15,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use delayq::fred::interfaces::KeysInterface;
-use delayq::{DelayedQueue, Discovery, QueueKeys};
+use delayq::{DelayedQueue, Discovery};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -119,7 +118,7 @@ impl Ui {
         let queue = self.queue(name).await?;
         let stats = queue.stats().await?;
         let reliable = queue.reliable_stats().await?;
-        let paused: i64 = self.ctx.client.exists(queue.keys().paused()).await?;
+        let paused = queue.is_paused().await?;
         let now = delayq::time::now_ms();
         let overdue_ms = stats.next_due_ms.map_or(0, |due| (now - due).max(0));
         Ok(json!({
@@ -131,7 +130,7 @@ impl Ui {
             "quarantined": stats.quarantined,
             "next_due_ms": stats.next_due_ms,
             "overdue_ms": overdue_ms,
-            "paused": paused > 0,
+            "paused": paused,
             "stuck": overdue_ms >= STUCK_MS,
         }))
     }
@@ -203,8 +202,6 @@ async fn write(
 
 async fn run_write(ui: &Ui, name: &str, action: &str) -> anyhow::Result<Option<serde_json::Value>> {
     let queue = ui.queue(name).await?;
-    let paused_key = QueueKeys::new(name).paused().to_owned();
-    let client = &ui.ctx.client;
     Ok(Some(match action {
         "replay" => {
             let mut replayed = 0;
@@ -222,12 +219,11 @@ async fn run_write(ui: &Ui, name: &str, action: &str) -> anyhow::Result<Option<s
         "purge-dead" => json!({ "purged": queue.purge_dead_letters().await? }),
         "purge-quarantine" => json!({ "purged": queue.purge_quarantine().await? }),
         "pause" => {
-            let since = delayq::time::now_ms().to_string();
-            let () = client.set(paused_key, since, None, None, false).await?;
+            queue.pause().await?;
             json!({ "paused": true })
         }
         "resume" => {
-            let _: i64 = client.del(paused_key).await?;
+            queue.resume().await?;
             json!({ "paused": false })
         }
         _ => return Ok(None),

@@ -64,7 +64,8 @@ fn sample(metrics: &str, name: &str) -> Option<f64> {
     })
 }
 
-fn delayq(url: &str, args: &[&str]) {
+/// Runs `delayq --url URL args...`, which must succeed; its standard output, trimmed.
+fn delayq(url: &str, args: &[&str]) -> String {
     let out = Command::new(BIN)
         .arg("--url")
         .arg(url)
@@ -72,6 +73,7 @@ fn delayq(url: &str, args: &[&str]) {
         .output()
         .unwrap();
     assert!(out.status.success(), "{args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 fn metric_at_least(port: u16, name: &str, min: f64) -> f64 {
@@ -152,7 +154,8 @@ fn a_paused_queue_is_left_alone_until_resumed() {
     let queue = unique_name("paused");
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    redis.cli(&["SET", &format!("delayq_paused:{{{queue}}}"), "1"]);
+    assert_eq!(delayq(&url, &["pause", &queue]), "true");
+    assert_eq!(delayq(&url, &["pause", &queue]), "false", "already paused");
     delayq(&url, &["offer", &queue, "x", "--delay", "100ms"]);
     let _daemon = Daemon(
         Command::new(BIN)
@@ -165,14 +168,15 @@ fn a_paused_queue_is_left_alone_until_resumed() {
     let skips = format!("delayq_paused_skips_total{{queue=\"{queue}\"}}");
     metric_at_least(port, &skips, 2.0);
     assert_eq!(redis.cli(&["LLEN", &queue]), "0", "moved while paused");
-    redis.cli(&["DEL", &format!("delayq_paused:{{{queue}}}")]);
-    wait_until("moved after resume", Duration::from_secs(5), || match redis
-        .cli(&["LLEN", &queue])
-        .as_str()
-    {
-        "1" => Ok(()),
-        other => Err(other.to_owned()),
-    });
+    assert_eq!(delayq(&url, &["resume", &queue]), "true");
+    wait_until(
+        "moved after resume",
+        Duration::from_secs(30),
+        || match redis.cli(&["LLEN", &queue]).as_str() {
+            "1" => Ok(()),
+            other => Err(other.to_owned()),
+        },
+    );
 }
 
 #[test]
@@ -293,12 +297,35 @@ fn the_dashboard_refuses_writes_and_remote_binds() {
     let pause = format!("/api/queues/{queue}/pause");
     let (status, body) = request(port, "POST", &pause, "Authorization: Bearer x\r\n").unwrap();
     assert_eq!(status, 403, "{body}");
-    assert_eq!(
-        redis.cli(&["EXISTS", &format!("delayq_paused:{{{queue}}}")]),
-        "0"
-    );
+    let paused_key = delayq::QueueKeys::new(queue.as_str()).paused().to_owned();
+    assert_eq!(redis.cli(&["EXISTS", &paused_key]), "0");
     let (status, _) = get(port, "/healthz").unwrap();
     assert_eq!(status, 200);
+
+    // With writes allowed and the token, pause and resume reach the queue's flag.
+    let port = free_port();
+    let _ui = Daemon(
+        Command::new(BIN)
+            .args(["--url", &url, "ui", "--allow-writes"])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("DELAYQ_UI_TOKEN", "a-token-of-24-characters")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let bearer = "Authorization: Bearer a-token-of-24-characters\r\n";
+    let (status, body) = wait_until("a pause", Duration::from_secs(10), || {
+        request(port, "POST", &pause, bearer).map_err(|e| e.to_string())
+    });
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(redis.cli(&["EXISTS", &paused_key]), "1");
+    let (_, body) = get(port, "/api/queues").unwrap();
+    assert!(body.contains("\"paused\":true"), "{body}");
+    let resume = format!("/api/queues/{queue}/resume");
+    let (status, body) = request(port, "POST", &resume, bearer).unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(redis.cli(&["EXISTS", &paused_key]), "0");
 }
 
 #[test]
@@ -328,4 +355,32 @@ fn health_and_discovery_on_a_cluster() {
     }
     let body = health_is(port, 200, Duration::from_secs(10));
     assert!(body.contains("\"subscribed\":true"), "{body}");
+}
+
+#[test]
+fn pause_and_resume_reach_every_shard() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let queue = unique_name("paused-shards");
+    let flags = || -> Vec<String> {
+        (0..3)
+            .map(|i| {
+                let shard =
+                    delayq::ShardedQueue::<delayq::codec::StringCodec>::shard_name(&queue, i);
+                redis.cli(&["EXISTS", delayq::QueueKeys::new(shard).paused()])
+            })
+            .collect()
+    };
+    assert_eq!(delayq(&url, &["pause", &queue, "--shards", "3"]), "true");
+    assert_eq!(flags(), ["1", "1", "1"]);
+    assert_eq!(delayq(&url, &["resume", &queue, "--shards", "3"]), "true");
+    assert_eq!(flags(), ["0", "0", "0"]);
+    assert_eq!(delayq(&url, &["resume", &queue, "--shards", "3"]), "false");
+    let json = delayq(&url, &["--json", "pause", &queue]);
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(report["changed"], true, "{json}");
+    assert_eq!(
+        redis.cli(&["EXISTS", delayq::QueueKeys::new(queue.as_str()).paused()]),
+        "1"
+    );
 }

@@ -3,7 +3,7 @@
 
 use crate::common::queue::*;
 use crate::common::{unique_name, TestRedis};
-use delayq::{Scheduler, SchedulerConfig};
+use delayq::{Scheduler, TransferConfig};
 use std::collections::HashMap;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
@@ -53,10 +53,10 @@ async fn schedulers_in_several_processes_move_every_entry_exactly_once() {
     // Two more schedulers in this process, on separate clients.
     let other = connect(&url).await;
     let in_process = [
-        Scheduler::spawn(client.clone(), name.as_str(), SchedulerConfig::default())
+        Scheduler::spawn(client.clone(), name.as_str(), TransferConfig::default())
             .await
             .unwrap(),
-        Scheduler::spawn(other, name.as_str(), SchedulerConfig::default())
+        Scheduler::spawn(other, name.as_str(), TransferConfig::default())
             .await
             .unwrap(),
     ];

@@ -5,7 +5,7 @@
 //! given, and an application that also links another rustls provider does not make
 //! `ClientConfig::builder()` panic for want of a process-wide default.
 
-use super::options::TlsOptions;
+use super::TlsOptions;
 use crate::{Error, Result};
 use fred::prelude::{Config, ServerConfig};
 use fred::rustls::client::danger::{
@@ -22,14 +22,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Sets `config.tls` from `options`, and the server name on every configured host.
-pub(super) fn enable(config: &mut Config, options: &TlsOptions) -> Result<()> {
+pub(in crate::redis) fn enable(config: &mut Config, options: &TlsOptions) -> Result<()> {
     let client_config = client_config(options)?;
-    let hostnames = match options.get_server_name() {
+    let hostnames = match options.server_name.as_deref() {
         // Cluster nodes found through CLUSTER SLOTS get the name too (as SNI and to verify).
         Some(name) => TlsHostMapping::Custom(Arc::new(FixedName(name.to_string()))),
         None => TlsHostMapping::None,
     };
-    if let Some(name) = options.get_server_name() {
+    if let Some(name) = options.server_name.as_deref() {
         let name = fred::bytes_utils::Str::from(name);
         match &mut config.server {
             ServerConfig::Centralized { server } => server.tls_server_name = Some(name),
@@ -69,8 +69,8 @@ fn client_config(options: &TlsOptions) -> Result<ClientConfig> {
                 provider,
             }))
     } else {
-        let roots = Arc::new(roots(options.get_ca_file())?);
-        match options.get_server_name() {
+        let roots = Arc::new(roots(options.ca_file.as_deref())?);
+        match options.server_name.as_deref() {
             None => builder.with_root_certificates(roots),
             Some(name) => {
                 let server_name = ServerName::try_from(name.to_string()).map_err(|e| {
@@ -89,7 +89,11 @@ fn client_config(options: &TlsOptions) -> Result<ClientConfig> {
             }
         }
     };
-    match options.get_client_cert() {
+    match options
+        .client_cert
+        .as_ref()
+        .map(|(cert, key)| (cert.as_path(), key.as_path()))
+    {
         None => Ok(builder.with_no_client_auth()),
         Some((cert_file, key_file)) => {
             let chain = certificates(cert_file, "client certificate")?;
