@@ -13,6 +13,7 @@
 mod cli;
 mod commands;
 mod connection;
+mod ctx;
 mod duration;
 mod exit;
 mod progress;

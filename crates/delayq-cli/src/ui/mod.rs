@@ -8,7 +8,7 @@
 
 mod detail;
 
-use crate::commands::Ctx;
+use crate::ctx::Ctx;
 use crate::text_codec::TextCodec;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};

@@ -1,0 +1,95 @@
+//! [`Ctx`]: what every command works with, and how it reads values and prints records.
+
+use crate::cli::{Global, ValueArgs};
+use crate::text_codec::TextCodec;
+use anyhow::Context;
+use delayq::fred::clients::Client;
+use delayq::{DelayedQueue, ShardedQueue};
+use std::io::{Read, Write};
+
+/// What every command works with: the connection, the codec and the global options.
+pub(crate) struct Ctx {
+    pub(crate) client: Client,
+    pub(crate) codec: TextCodec,
+    pub(crate) global: Global,
+}
+
+impl Ctx {
+    /// The queue `name` with the global options and no scheduler of its own.
+    pub(crate) async fn queue(&self, name: &str) -> delayq::Result<DelayedQueue<TextCodec>> {
+        self.queue_builder(name).transfer(false).build().await
+    }
+
+    /// The values a command was given: the argument, or the content of --value-file / stdin
+    /// (`-`), split at NUL bytes with --null-data.
+    pub(crate) fn values(&self, args: &ValueArgs) -> anyhow::Result<Vec<String>> {
+        let from_stdin = |()| -> anyhow::Result<Vec<u8>> {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut buf)
+                .context("cannot read the value from stdin")?;
+            Ok(buf)
+        };
+        let raw = match (&args.value, &args.value_file) {
+            (Some(v), None) if v != "-" => return Ok(vec![v.clone()]),
+            (Some(_), None) => from_stdin(())?,
+            (None, Some(path)) if path.as_os_str() == "-" => from_stdin(())?,
+            (None, Some(path)) => std::fs::read(path)
+                .with_context(|| format!("cannot read the value from {}", path.display()))?,
+            _ => anyhow::bail!("give the value as an argument or with --value-file"),
+        };
+        let chunks: Vec<Vec<u8>> = if self.global.null_data {
+            let mut parts: Vec<Vec<u8>> = raw.split(|&b| b == 0).map(<[u8]>::to_vec).collect();
+            if raw.last() == Some(&0) {
+                parts.pop();
+            }
+            parts
+        } else {
+            vec![raw]
+        };
+        chunks
+            .into_iter()
+            .map(|c| self.codec.text_of_input(c).map_err(anyhow::Error::from))
+            .collect()
+    }
+
+    /// Prints one record: `text` and a line break (a NUL with --null-data), or `json` on a line
+    /// of its own with --json.
+    pub(crate) fn print(
+        &self,
+        out: &mut impl Write,
+        text: &str,
+        json: impl FnOnce() -> serde_json::Value,
+    ) -> std::io::Result<()> {
+        if self.global.json {
+            return writeln!(out, "{}", json());
+        }
+        out.write_all(text.as_bytes())?;
+        out.write_all(if self.global.null_data { b"\0" } else { b"\n" })
+    }
+
+    /// Prints a value read from the queue (see [`Ctx::print`]).
+    pub(crate) fn print_value(&self, out: &mut impl Write, value: &str) -> std::io::Result<()> {
+        self.print(out, value, || self.codec.json_of(value))
+    }
+
+    /// The sharded queue `name` of `shards` shards with the global options and no scheduler.
+    pub(crate) async fn sharded(
+        &self,
+        name: &str,
+        shards: usize,
+    ) -> delayq::Result<ShardedQueue<TextCodec>> {
+        ShardedQueue::builder(self.client.clone(), name, shards, self.codec.clone())
+            .options(self.global.options())
+            .transfer(false)
+            .build()
+            .await
+    }
+
+    /// A builder for the queue `name` with the global options (entry format, clock).
+    pub(crate) fn queue_builder(&self, name: &str) -> delayq::DelayedQueueBuilder<TextCodec> {
+        DelayedQueue::builder(self.client.clone(), name, self.codec.clone())
+            .options(self.global.options())
+    }
+}
