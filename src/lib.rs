@@ -29,8 +29,9 @@
 //! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).
 //! - [`Scheduler`] (`scheduler/`): the transfer task (Redisson's `QueueTransferTask`).
 //! - [`DelayedQueue`] (`queue/`): the producer side (`RDelayedQueue`): `redisson.rs` holds
-//!   Redisson's operations, `extras.rs` delayq's own; `sharded/`: [`ShardedQueue`], one
-//!   logical queue over N shards `NAME:{i}` (the JDK's CRC32 of a value's bytes picks its shard).
+//!   Redisson's operations, `extras.rs` delayq's own, `encoded.rs` the operations on encoded
+//!   values that both kinds of queue call; `sharded/`: [`ShardedQueue`], one logical queue over
+//!   N shards `NAME:{i}` (the JDK's CRC32 of a value's bytes picks its shard).
 //! - [`reliable`]: beyond Redisson: [`ReliableConsumer`] (acknowledged takes), dead letters.
 //! - [`worker`]: `queue.worker(n, handler)` ([`WorkerBuilder`]), also over every shard of a
 //!   [`ShardedQueue`] (`sharded.rs`).
