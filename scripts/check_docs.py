@@ -80,19 +80,28 @@ def repository_url():
     return (url or DEFAULT_REPOSITORY).rstrip("/").removesuffix(".git")
 
 
-def prose_lines(text):
-    """(line number, line) of the text outside fenced code blocks, inline code blanked."""
+def walk(text):
+    """(line number, line, fence) for every line: `fence` is the opening fence of the code block
+    a line opens, "" for a line inside a block or closing one, None for prose."""
     fence = None
     for number, line in enumerate(text.splitlines(), 1):
         opening = FENCE.match(line)
         if fence:
             if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
                 fence = None
-            continue
-        if opening:
+            yield number, line, ""
+        elif opening:
             fence = opening.group(1)
-            continue
-        yield number, re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), line)
+            yield number, line, fence
+        else:
+            yield number, line, None
+
+
+def prose_lines(text):
+    """(line number, line) of the text outside fenced code blocks, inline code blanked."""
+    for number, line, fence in walk(text):
+        if fence is None:
+            yield number, re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), line)
 
 
 def markdown_links(text):
@@ -225,15 +234,8 @@ def markdown_files():
 
 def fences(text):
     """(line number, info string) of every fenced code block's opening line."""
-    fence = None
-    for number, line in enumerate(text.splitlines(), 1):
-        opening = FENCE.match(line)
+    for number, line, fence in walk(text):
         if fence:
-            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opening:
-            fence = opening.group(1)
             yield number, line.strip()[len(fence):].strip()
 
 
