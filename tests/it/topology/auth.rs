@@ -172,7 +172,7 @@ async fn sentinel_with_passwords_follows_a_failover() {
     let app = delayq::connect(&app_url).await.unwrap();
     use_every_connection(&app, &name).await;
 
-    crate::topologies::follows_failover_within_3s(sentinel, client).await;
+    crate::topology::cluster_sentinel::follows_failover_within_3s(sentinel, client).await;
 }
 
 /// On a Cluster the same user also needs `CLUSTER SLOTS` and `CLUSTER INFO` (fred reads the slot

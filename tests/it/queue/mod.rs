@@ -1,0 +1,10 @@
+//! The producer side: every queue operation and what it leaves in the keys, entry bytes, the
+//! keys' lifetime, rescheduling, the at-most-once consumer, the value index, sharded queues.
+
+mod consumer;
+mod lifecycle;
+mod offer_keys;
+mod operations;
+mod reschedule;
+mod sharded;
+mod value_index;

@@ -1,0 +1,9 @@
+//! Where Redis runs and how delayq reaches it: Cluster and Sentinel, TLS, passwords and ACL
+//! users, connection settings, calls resent after a dropped connection.
+
+mod auth;
+mod cluster_sentinel;
+mod connect_options;
+mod retried_calls;
+#[cfg(feature = "tls")]
+mod tls;
