@@ -4,7 +4,7 @@
 //! `tests/fixtures/redisson/<version>/<Codec>.hex` (value id, tab, the bytes Redisson's codec
 //! wrote). The codecs must write exactly those bytes and read them back to the same value. (The
 //! `entries.hex` beside them, entries Redisson's own offer script packed on Redis, are delayq's:
-//! its `tests/it/entry_fixtures.rs` unpacks them.)
+//! its `tests/it/input/entry_fixtures.rs` unpacks them.)
 //!
 //! The Jackson and Kryo5 fixtures are checked for every value id (`string:hello`, `string:utf8`,
 //! `long:42`, `bytes:010203`, `map:kv`, `map:ab`, `order:1x` = `com.example.Order{id: 1, sku:
