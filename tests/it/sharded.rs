@@ -3,7 +3,7 @@
 //! hit the value's shard, one worker takes every value of every shard once, changing the number
 //! of shards loses nothing, and neither does moving a shard's slot to another master under load.
 
-use crate::common::{unique_name, TestCluster, TestRedis};
+use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
 use delayq::{shard_of, Job, JobError, ReliableConfig, ShardedQueue, WorkerHandle};
 use fred::clients::Client;
@@ -34,9 +34,9 @@ fn recording_worker(queue: &ShardedQueue<StringCodec>, seen: &Seen) -> WorkerHan
         .unwrap()
 }
 
-/// Waits (at most `secs`) until `seen` holds `count` values.
-async fn wait_for(seen: &Seen, count: usize, secs: u64) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
+/// Waits until `seen` holds `count` values.
+async fn wait_for(seen: &Seen, count: usize) {
+    let deadline = Instant::now() + PATIENCE;
     while seen.lock().unwrap().len() < count && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -180,7 +180,7 @@ async fn operations_by_value_and_by_handle_hit_the_values_shard() {
     let consumer = queue.consumer();
     let mut got = Vec::new();
     while got.len() < 2 {
-        let v = consumer.poll(Duration::from_secs(5)).await.unwrap();
+        let v = consumer.poll(PATIENCE).await.unwrap();
         got.push(v.unwrap());
     }
     got.sort();
@@ -228,7 +228,7 @@ async fn one_worker_takes_every_value_of_twelve_shards_once_on_a_cluster() {
     let seen: Seen = Arc::default();
     let worker = recording_worker(&queue, &seen);
     let values = offer_spread(&queue, "job", 600).await;
-    wait_for(&seen, values.len(), 30).await;
+    wait_for(&seen, values.len()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let stats = worker.shutdown().await.unwrap();
     assert_exactly_once(&seen, &values, &[12]);
@@ -291,7 +291,7 @@ async fn changing_the_number_of_shards_loses_nothing() {
         let worker = recording_worker(&during, &seen);
         let late = offer_spread(&during, &format!("{tag}-late"), 300).await;
         let wanted: Vec<String> = early.iter().chain(&late).cloned().collect();
-        wait_for(&seen, wanted.len(), 30).await;
+        wait_for(&seen, wanted.len()).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         worker.shutdown().await.unwrap();
         assert_exactly_once(&seen, &wanted, &[old, new]);
@@ -404,7 +404,7 @@ async fn moving_a_shards_slot_under_load_loses_nothing() {
     assert_eq!(cluster.slot_owner(slot), to);
     let values = producer.await.unwrap();
     assert_eq!(values.len(), 1_500, "every value was offered in the end");
-    wait_for(&seen, values.len(), 60).await;
+    wait_for(&seen, values.len()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     worker.shutdown().await.unwrap();
     assert_exactly_once(&seen, &values, &[12]);
@@ -535,7 +535,7 @@ async fn the_cli_worker_serves_every_shard() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + PATIENCE;
     let lines = loop {
         let text = std::fs::read_to_string(&out).unwrap_or_default();
         if text.lines().count() >= values.len() || Instant::now() > deadline {
