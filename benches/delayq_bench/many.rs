@@ -1,4 +1,4 @@
-//! The many-queues phase (issue 15): one process keeping N Redisson delayed queues moving.
+//! The many-queues phase: one process keeping N Redisson delayed queues moving.
 //!
 //! Sides, one after another on a flushed server, each with N queues `mq-0 .. mq-{N-1}` holding
 //! one parked value (due in a day) so that they exist:

@@ -1,11 +1,10 @@
-//! Bad input without Redis: entry decoding and every codec decoder on random
-//! bytes, on mutated valid entries and encodings, and on hand-made "bombs" (huge declared
-//! lengths, deep nesting). Each must give an `Ok` or an error with a message: never a panic,
+//! Bad input without Redis: entry decoding and every codec decoder on random bytes, on mutated
+//! valid entries and encodings, and on hand-made "bombs" (huge declared lengths, deep nesting). Each must give an `Ok` or an error with a message: never a panic,
 //! never a huge allocation, never a hang.
 //!
 //! A large property test rather than `cargo fuzz` (which needs a nightly toolchain): 4,096
 //! cases per property by default; set `DELAYQ_FUZZ_CASES` for a longer run, e.g.
-//! `DELAYQ_FUZZ_CASES=200000 cargo test --release --test fuzz_decode`.
+//! `DELAYQ_FUZZ_CASES=200000 cargo test --release --all-features --test it -- fuzz_decode::`.
 
 use delayq::codec::kryo::JavaValue;
 use delayq::codec::{

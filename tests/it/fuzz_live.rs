@@ -1,6 +1,6 @@
-//! Bad input injected into live queues on a real Redis: malformed entries,
-//! wrong-type keys, huge values, overflowing delays and due times. Each must give a clear error
-//! or a quarantine: never a panic, a stall, or a lost neighbour.
+//! Bad input injected into live queues on a real Redis: malformed entries, wrong-type keys, huge
+//! values, overflowing delays and due times. Each must give a clear error or a quarantine: never
+//! a panic, a stall, or a lost neighbour.
 
 use crate::common::{unique_name, TestRedis, PATIENCE};
 use bytes::Bytes;
