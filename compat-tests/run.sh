@@ -62,13 +62,19 @@ peer="$target_dir/debug/delayq-compat-peer"
 server_banner="$("$server" --version | head -1)"
 echo "== server: $server_banner"
 results="$target_dir/compat/results"
-rm -rf "$results"
-mkdir -p "$results" "$(dirname "$out")"
+# The suite's temporary directories (each server's), kept after a failing run to read their logs.
+tmp="$target_dir/compat/tmp"
+rm -rf "$results" "$tmp"
+mkdir -p "$results" "$tmp" "$(dirname "$out")"
 # Maven builds the suite in compat-tests/target/ (its default): each version's test reports join
 # the logs in $results, and the build is removed when the run ends.
-trap 'rm -rf "$here/target"' EXIT
-
 status=0
+finish() {
+  rm -rf "$here/target"
+  if [[ "$status" == 0 ]]; then rm -rf "$tmp"; fi
+}
+trap finish EXIT
+
 ran=()
 for row in "${matrix[@]}"; do
   read -r version jackson msgpack format <<<"$row"
@@ -81,7 +87,7 @@ for row in "${matrix[@]}"; do
   mvn -B -f "$here/pom.xml" \
       -Dredisson.version="$version" -Djackson.version="$jackson" -Dmsgpack.version="$msgpack" \
       -Dlegacy.format="$legacy" -Dpeer.bin="$peer" -Dresults.dir="$results" \
-      -Dredis.server="$server" "${only[@]}" \
+      -Dredis.server="$server" -DargLine="-Djava.io.tmpdir=$tmp" "${only[@]}" \
       test >"$results/maven-$version.log" 2>&1
   rc=$?
   rm -rf "$results/surefire-$version"
