@@ -2,7 +2,7 @@
 """Draws the latency distributions (and transfer rates) from results.json as one PNG.
 
 usage: chart.py results.json latency.png   (needs matplotlib; benches/run.sh installs it
-into benches/.venv)
+into a venv under the workspace's target/)
 """
 import json
 import sys

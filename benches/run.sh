@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # delayq's benchmark runner: delayq and the real Java Redisson side by side on one private
-# redis-server (issue 6). One command:
+# redis-server. One command:
 #
-#   benches/run.sh            full run (~15 min on 2 cores): writes benches/RESULTS.md,
-#                             benches/results.json and benches/latency.png
+#   benches/run.sh            full run (~15 min on 2 cores): writes RESULTS.md, results.json and
+#                             latency.png into a new folder benches/results/DATE-COMMIT[-PHASES]/
 #   benches/run.sh --smoke    tiny sizes (seconds): checks every component end to end and prints
 #                             the figures; writes into a temporary directory unless --out is given
 #
 # Options: --out DIR (where results go), --no-chart (skip the PNG and its Python venv),
-#          --only offer,transfer,lookup,latency,drain,rss,many,shard (a subset of the phases, for development;
-#          shard alone needs no Java).
+#          --only offer,transfer,lookup,latency,drain,rss,many,shard (a subset of the phases, for
+#          development; shard alone needs no Java).
+#
+# Builds go under the workspace's target/ (the Java side, the chart's venv): a run leaves the
+# checkout as it was, but for the results folder of a full run.
 #
 # Exits non-zero when a component fails (build, Redis, Java, a lost or misordered value, the
-# report); never because a performance target was missed: RESULTS.md lists those.
+# report); never because a performance target was missed: RESULTS.md lists those (the targets
+# are report.py's).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,7 +31,7 @@ while [[ $# -gt 0 ]]; do
     --out) out="$2"; shift ;;
     --no-chart) chart=0 ;;
     --only) only="$2"; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -37,6 +41,8 @@ for tool in cargo java mvn redis-server redis-benchmark redis-cli python3; do
   command -v "$tool" >/dev/null || { echo "run.sh: $tool is not installed" >&2; exit 2; }
 done
 
+target_dir="${CARGO_TARGET_DIR:-target}"
+[[ "$target_dir" == /* ]] || target_dir="$root/$target_dir"
 work="$(mktemp -d "${TMPDIR:-/tmp}/delayq-bench.XXXXXX")"
 redis_pid=""
 cleanup() {
@@ -49,20 +55,27 @@ cleanup() {
 trap cleanup EXIT
 
 if [[ -z "$out" ]]; then
-  if [[ "$mode" == smoke ]]; then out="$work/results"; else out="$here"; fi
+  if [[ "$mode" == smoke ]]; then
+    out="$work/results"
+  else
+    # A folder per run, named by its date and commit (and its phases when not all ran); a
+    # second run the same day at the same commit gets a number.
+    run_name="$(date -u +%Y-%m-%d)-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    [[ -n "$only" ]] && run_name+="-${only//,/-}"
+    out="$here/results/$run_name"
+    n=2
+    while [[ -e "$out" ]]; do out="$here/results/$run_name-$n"; n=$((n + 1)); done
+  fi
 fi
 mkdir -p "$out"
-# A run of some phases only writes files of its own (RESULTS-shard.md, results-shard.json for
-# --only shard), so that it never replaces a full run's RESULTS.md.
-suffix=""
-[[ -n "$only" ]] && suffix="-${only//,/-}"
-results_json="$out/results$suffix.json"
-results_md="$out/RESULTS$suffix.md"
+results_json="$out/results.json"
+results_md="$out/RESULTS.md"
 
 echo "== building the Java side (Redisson from Maven Central)"
-mvn -B -q -f "$here/java/pom.xml" package >"$work/maven.log" 2>&1 \
+java_build="$target_dir/bench-java"
+mvn -B -q -f "$here/java/pom.xml" -Dbench.build.dir="$java_build" package >"$work/maven.log" 2>&1 \
   || { cat "$work/maven.log" >&2; echo "run.sh: Maven build failed" >&2; exit 1; }
-classpath="$here/java/target/classes:$(cat "$here/java/target/classpath.txt")"
+classpath="$java_build/classes:$(cat "$java_build/classpath.txt")"
 
 echo "== building the delayq driver (cargo bench profile) and the delayq CLI (release)"
 (cd "$root" && cargo bench --quiet --bench delayq_bench --no-run \
@@ -87,7 +100,7 @@ export BENCH_JAVA_VERSION="$(java -version 2>&1 | head -1)"
 
 echo "== running the $mode benchmark"
 args=(--port "$port" --java-classpath "$classpath" --out "$results_json" --work-dir "$work"
-      --delayq-bin "$root/target/release/delayq")
+      --delayq-bin "$target_dir/release/delayq")
 [[ "$mode" == smoke ]] && args+=(--smoke)
 [[ -n "$only" ]] && args+=(--only "$only")
 (cd "$root" && cargo bench --quiet --bench delayq_bench -- "${args[@]}") \
@@ -102,13 +115,13 @@ if [[ -n "$only" && ",$only," != *,latency,* && ",$only," != *,transfer,* ]]; th
   chart=0
 fi
 if [[ "$chart" == 1 ]]; then
-  echo "== drawing $out/latency$suffix.png"
-  venv="$here/.venv"
+  echo "== drawing $out/latency.png"
+  venv="$target_dir/bench-venv"
   if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
     python3 -m venv "$venv" && "$venv/bin/pip" install -q matplotlib \
       || { echo "run.sh: cannot install matplotlib into $venv" >&2; exit 1; }
   fi
-  MPLBACKEND=Agg "$venv/bin/python" "$here/chart.py" "$results_json" "$out/latency$suffix.png" \
+  MPLBACKEND=Agg "$venv/bin/python" "$here/chart.py" "$results_json" "$out/latency.png" \
     || { echo "run.sh: chart failed" >&2; exit 1; }
 fi
 

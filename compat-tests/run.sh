@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
 # The interop runner: builds delayq's compat peer, runs the Redisson suite (Maven + JUnit) once
-# per Redisson version, and writes the matrix to compat-tests/RESULTS.md.
+# per Redisson version, and writes the matrix to target/compat/RESULTS.md (the Maven logs beside
+# it, in target/compat/results/). A run leaves the checkout as it was.
+#
+#   compat-tests/run.sh             # the matrix goes to target/compat/RESULTS.md
+#   compat-tests/run.sh --update    # ... to the committed compat-tests/RESULTS.md
 #
 # Exits non-zero when any Maven run fails or any cell of the matrix is FAIL.
 # COMPAT_VERSIONS="4.7.0 3.52.0" limits the run to some of the versions below.
 # COMPAT_SERVER=/path/to/valkey-server runs the suites on that server program instead of
 # redis-server; COMPAT_SCENARIOS="1 2 3 4" runs only those scenarios of the matrix (not the golden
-# fixtures); COMPAT_RESULTS=FILE writes the matrix there instead of compat-tests/RESULTS.md.
+# fixtures); COMPAT_RESULTS=FILE writes the matrix there (with or without --update).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
+
+update=false
+for arg in "$@"; do
+  case "$arg" in
+    --update) update=true ;;
+    *) echo "compat-tests: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+# Cargo reads a relative CARGO_TARGET_DIR from where it runs: the workspace root, here.
+target_dir="${CARGO_TARGET_DIR:-target}"
+[[ "$target_dir" == /* ]] || target_dir="$root/$target_dir"
 
 # version, Jackson and msgpack-jackson versions that Redisson release was built with (4.7.0 pins
 # msgpack 0.9.12, which Maven Central lacks; 0.9.11 is the nearest), and the entry format.
@@ -22,7 +37,13 @@ matrix=(
 wanted="${COMPAT_VERSIONS:-}"
 server="${COMPAT_SERVER:-redis-server}"
 scenarios="${COMPAT_SCENARIOS:-}"
-out="${COMPAT_RESULTS:-$here/RESULTS.md}"
+if [[ -n "${COMPAT_RESULTS:-}" ]]; then
+  out="$COMPAT_RESULTS"
+elif [[ "$update" == true ]]; then
+  out="$here/RESULTS.md"
+else
+  out="$target_dir/compat/RESULTS.md"
+fi
 only=()
 if [[ -n "$scenarios" ]]; then
   filter=""
@@ -36,16 +57,24 @@ done
 
 echo "== building delayq-compat-peer"
 (cd "$root" && cargo build -q -p delayq-compat-peer) || { echo "compat-tests: peer build failed" >&2; exit 1; }
-target_dir="${CARGO_TARGET_DIR:-$root/target}"
 peer="$target_dir/debug/delayq-compat-peer"
 
 server_banner="$("$server" --version | head -1)"
 echo "== server: $server_banner"
-results="$here/target/compat-results"
-rm -rf "$results"
-mkdir -p "$results"
-
+results="$target_dir/compat/results"
+# The suite's temporary directories (each server's), kept after a failing run to read their logs.
+tmp="$target_dir/compat/tmp"
+rm -rf "$results" "$tmp"
+mkdir -p "$results" "$tmp" "$(dirname "$out")"
+# Maven builds the suite in compat-tests/target/ (its default): each version's test reports join
+# the logs in $results, and the build is removed when the run ends.
 status=0
+finish() {
+  rm -rf "$here/target"
+  if [[ "$status" == 0 ]]; then rm -rf "$tmp"; fi
+}
+trap finish EXIT
+
 ran=()
 for row in "${matrix[@]}"; do
   read -r version jackson msgpack format <<<"$row"
@@ -58,9 +87,11 @@ for row in "${matrix[@]}"; do
   mvn -B -f "$here/pom.xml" \
       -Dredisson.version="$version" -Djackson.version="$jackson" -Dmsgpack.version="$msgpack" \
       -Dlegacy.format="$legacy" -Dpeer.bin="$peer" -Dresults.dir="$results" \
-      -Dredis.server="$server" "${only[@]}" \
+      -Dredis.server="$server" -DargLine="-Djava.io.tmpdir=$tmp" "${only[@]}" \
       test >"$results/maven-$version.log" 2>&1
   rc=$?
+  rm -rf "$results/surefire-$version"
+  cp -r "$here/target/surefire-reports" "$results/surefire-$version" 2>/dev/null
   # Surefire's summary lines (CI reads "Tests run:") and the failures, without the noise.
   grep -E 'Tests run:|<<< FAIL|BUILD|\[ERROR\] Failed' "$results/maven-$version.log"
   if [[ "$rc" -ne 0 ]]; then

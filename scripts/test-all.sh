@@ -13,8 +13,44 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 ensure_redis
 ensure_valkey
 
-step() { echo; echo "== $*"; }
+# Each step prints its name; the time of the step before it is printed when the next begins,
+# and a table of every step's time at the end, on success or failure (an EXIT trap).
+step_names=()
+step_secs=()
+step_started=$SECONDS
+end_step() {
+    if [ "${#step_names[@]}" -gt "${#step_secs[@]}" ]; then
+        local took=$((SECONDS - step_started))
+        step_secs+=("$took")
+        echo "== ... ${step_names[-1]}: ${took} s"
+    fi
+}
+step() {
+    end_step
+    step_names+=("$*")
+    step_started=$SECONDS
+    echo
+    echo "== $*"
+}
 started=$SECONDS
+summary() {
+    local status=$?
+    end_step
+    echo
+    echo "== time per step"
+    local i
+    for i in "${!step_secs[@]}"; do
+        printf '%6d s  %s\n' "${step_secs[$i]}" "${step_names[$i]}"
+    done
+    local where="before the first step"
+    if [ "${#step_names[@]}" -gt 0 ]; then where="in step: ${step_names[-1]}"; fi
+    if [ "$status" = 0 ]; then
+        echo "== all tests passed in $((SECONDS - started)) s"
+    else
+        echo "== FAILED (exit $status) $where, after $((SECONDS - started)) s"
+    fi
+}
+trap summary EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -53,7 +89,7 @@ compat-tests/run.sh
 
 step "compat-tests S1-S4 on Valkey (Redisson 4.7.0)"
 COMPAT_SERVER="$VALKEY_SERVER" COMPAT_SCENARIOS="1 2 3 4" COMPAT_VERSIONS=4.7.0 \
-    COMPAT_RESULTS=compat-tests/RESULTS-valkey.md compat-tests/run.sh
+    COMPAT_RESULTS=target/compat/RESULTS-valkey.md compat-tests/run.sh
 
 step "fault-injection suite, short run (faults under load: nothing lost, nothing moved twice)"
 tests/faults/run.sh
@@ -64,5 +100,3 @@ benches/transfer.sh --sizes 2000
 step "benchmark runner vs Java Redisson, smoke mode (figures are not judged; every part must run)"
 benches/run.sh --smoke --no-chart
 
-echo
-echo "== all tests passed in $((SECONDS - started)) s"

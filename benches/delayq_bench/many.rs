@@ -1,4 +1,4 @@
-//! The many-queues phase (issue 15): one process keeping N Redisson delayed queues moving.
+//! The many-queues phase: one process keeping N Redisson delayed queues moving.
 //!
 //! Sides, one after another on a flushed server, each with N queues `mq-0 .. mq-{N-1}` holding
 //! one parked value (due in a day) so that they exist:
@@ -84,6 +84,22 @@ impl Target {
                 .ok_or_else(|| format!("INFO {section}: no {field}"))?;
         }
         Ok(sum)
+    }
+
+    /// The clients connected to the masters once the count has stopped changing (over 200 ms;
+    /// 10 s at most): the previous side's connections take a moment to close after its process
+    /// has stopped, and counted in a baseline they would be subtracted from the next side's.
+    async fn settled_clients(&self) -> BoxResult<u64> {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        let mut last = self.info_sum("clients", "connected_clients").await?;
+        loop {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let now = self.info_sum("clients", "connected_clients").await?;
+            if now == last || Instant::now() > give_up {
+                return Ok(now);
+            }
+            last = now;
+        }
     }
 
     /// The queues' channels subscribed on any master.
@@ -281,7 +297,7 @@ pub(crate) async fn run_side(
         Side::Java { .. } => Kind::Java,
     };
     let handles = prepare(target, queues).await?;
-    let baseline = target.info_sum("clients", "connected_clients").await?;
+    let baseline = target.settled_clients().await?;
     let started = Instant::now();
     let (mut process, created) = side.start(&target.url, queues).await?;
     let held = created["created"].as_u64().map_or(queues, |c| c as usize);
@@ -321,8 +337,18 @@ pub(crate) async fn run_side(
     figures["ready_secs"] = json!(started.elapsed().as_secs_f64());
     // Let start-up work (first transfers, a first sweep) settle.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let connections = target.info_sum("clients", "connected_clients").await? - baseline;
-    figures["connections"] = json!(connections);
+    // The process's connections: the server's count now minus before it started. Fewer than
+    // before (another client left meanwhile) leaves the figure unknown, reported as such.
+    let now = target.info_sum("clients", "connected_clients").await?;
+    match now.checked_sub(baseline) {
+        Some(connections) => figures["connections"] = json!(connections),
+        None => {
+            figures["connections"] = Json::Null;
+            figures["connections_unmeasured"] = json!(format!(
+                "{now} clients connected with the process running, {baseline} before it started"
+            ));
+        }
+    }
 
     let pid = process.pid()?;
     let before = target.info_sum("stats", "total_commands_processed").await?;

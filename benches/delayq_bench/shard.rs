@@ -1,5 +1,5 @@
-//! The `shard` phase (issue 18): a 12-shard queue against one unsharded queue on a local Cluster
-//! of 3 masters: offer + transfer + take throughput, and random-delay transfer with a backlog
+//! The `shard` phase: a 12-shard queue against one unsharded queue on a local Cluster of 3
+//! masters: offer + transfer + take throughput, and random-delay transfer with a backlog
 //! pending. Needs no Java; `--only shard` runs it alone.
 
 use crate::many::{proc_figures, Cluster};

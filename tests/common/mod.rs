@@ -45,7 +45,7 @@ mod setup;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tempfile::TempDir;
 
@@ -57,6 +57,11 @@ pub use sentinel::TestSentinel;
 pub use setup::{is_valkey, server_program, Setup};
 
 use process::Node;
+
+/// How long a test waits for something that must happen (a value delivered, a process ready, a
+/// log line written) before it fails. Long on purpose: on a busy machine a test only gets
+/// slower, it does not fail; a passing test stops waiting as soon as the thing happens.
+pub const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A name unique to this call, this process and this moment, e.g. `t:offer:4242:17...:3`.
 ///

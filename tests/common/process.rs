@@ -12,9 +12,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::resp::{self, Reply};
+use super::PATIENCE;
 
 /// How long a process may take to answer PING after it was spawned (AOF loading included).
-const READY_TIMEOUT: Duration = Duration::from_secs(15);
+const READY_TIMEOUT: Duration = PATIENCE;
 /// How long a graceful stop (SIGTERM) may take before we fall back to SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Port-race retries when a freshly picked port turns out to be taken.
@@ -341,11 +342,11 @@ impl Node {
     }
 
     /// Starts the process again on the same port with the same arguments and directory
-    /// (stopping it gracefully first if it still runs). Retries for a few seconds if the port
-    /// is briefly unavailable.
+    /// (stopping it gracefully first if it still runs). Retries while the port is briefly
+    /// unavailable.
     pub fn restart(&mut self) {
         self.stop();
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + PATIENCE;
         loop {
             match self.launch(false) {
                 Ok(()) => return,

@@ -166,6 +166,7 @@ pub fn split_current(entry: &[u8]) -> (&[u8], &[u8]) {
 /// A separate subscriber on `channel`, collecting message payloads as text.
 pub struct ChannelSpy {
     client: Client,
+    channel: String,
     rx: tokio::sync::mpsc::UnboundedReceiver<String>,
 }
 
@@ -188,25 +189,31 @@ impl ChannelSpy {
             }
         });
         client.subscribe(channel).await.expect("spy subscribe");
-        ChannelSpy { client, rx }
-    }
-
-    /// The next payload within `wait`, or `None`.
-    pub async fn next(&mut self, wait: Duration) -> Option<String> {
-        tokio::time::timeout(wait, self.rx.recv())
-            .await
-            .ok()
-            .flatten()
-    }
-
-    /// Every payload that arrives within `wait`.
-    pub async fn drain(&mut self, wait: Duration) -> Vec<String> {
-        let mut out = Vec::new();
-        let deadline = tokio::time::Instant::now() + wait;
-        while let Ok(Some(m)) = tokio::time::timeout_at(deadline, self.rx.recv()).await {
-            out.push(m);
+        ChannelSpy {
+            client,
+            channel: channel.to_owned(),
+            rx,
         }
-        out
+    }
+
+    /// Every payload published on the channel before this call, and nothing published after:
+    /// publishes a marker from `client` and collects until the marker arrives. The server
+    /// delivers a channel's messages in the order they were published, so this tells "no
+    /// message" from "a message still on its way" without guessing how long to wait.
+    pub async fn settle(&mut self, client: &Client) -> Vec<String> {
+        let marker = super::unique_name("spy-marker");
+        let _: i64 = client
+            .publish(self.channel.as_str(), marker.as_str())
+            .await
+            .expect("publish the marker");
+        let mut out = Vec::new();
+        loop {
+            match tokio::time::timeout(super::PATIENCE, self.rx.recv()).await {
+                Ok(Some(m)) if m == marker => return out,
+                Ok(Some(m)) => out.push(m),
+                other => panic!("the marker never came back on {}: {other:?}", self.channel),
+            }
+        }
     }
 
     /// Unsubscribes and closes the connection.

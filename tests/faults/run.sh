@@ -1,31 +1,40 @@
 #!/usr/bin/env bash
-# Fault-injection and soak suite (issue 7): real redis-server / redis-sentinel processes, delayq
-# scheduler processes, a Java Redisson scheduler, reliable consumers, faults injected under load.
+# Fault-injection and soak suite: real redis-server / redis-sentinel processes, delayq scheduler
+# processes, a Java Redisson scheduler, reliable consumers, faults injected under load.
 #
 #   tests/faults/run.sh            # short run (< 3 min): 20k values, each fault kind once
-#   tests/faults/run.sh --long     # the soak: 1M values; writes tests/faults/RESULTS.md
+#   tests/faults/run.sh --long     # the soak: 1M values; writes target/faults/RESULTS.md
+#   tests/faults/run.sh --long --update           # ... into the committed tests/faults/RESULTS.md
 #   tests/faults/run.sh --parts soak,consumers    # a subset (soak, failover, consumers)
 #
 # Exits non-zero on any lost or duplicated value that Redis's own guarantees do not explain.
 # Needs cargo, redis-server/redis-sentinel/redis-cli (installed from Debian when missing),
 # java 17 and mvn (Redisson from Maven Central). Work files go to $FAULTS_WORKDIR (default: a
-# temp dir, kept on failure).
+# temp dir outside the checkout, kept on failure).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/lib.sh
 ensure_redis
 
 mode=short
+update=false
 extra=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --long) mode=long; extra+=(--long) ;;
+        --update) update=true ;;
         --parts) extra+=(--parts "$2"); shift ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
 done
 
+if [ "$update" = true ] && [ "$mode" != long ]; then
+    echo "--update writes the long run's results: give --long too" >&2
+    exit 2
+fi
+
+target_dir=${CARGO_TARGET_DIR:-target}
 profile_flag=()
 profile_dir=debug
 if [ "$mode" = long ]; then
@@ -46,15 +55,18 @@ mvn -B -q -f tests/faults/java/pom.xml dependency:build-classpath \
     -Dmdep.outputFile="$workdir/java-cp.txt" >"$workdir/mvn.log" 2>&1 \
     || { cat "$workdir/mvn.log" >&2; exit 1; }
 
-if [ "$mode" = long ]; then
+if [ "$mode" = long ] && [ "$update" = true ]; then
     results=tests/faults/RESULTS.md
+elif [ "$mode" = long ]; then
+    mkdir -p "$target_dir/faults"
+    results=$target_dir/faults/RESULTS.md
 else
     results=$workdir/RESULTS-short.md
 fi
 
 status=0
-"target/$profile_dir/delayq-soak" run "${extra[@]}" \
-    --delayq-bin "target/$profile_dir/delayq" \
+"$target_dir/$profile_dir/delayq-soak" run "${extra[@]}" \
+    --delayq-bin "$target_dir/$profile_dir/delayq" \
     --java-cp "$workdir/java-cp.txt" \
     --java-src tests/faults/java/JavaScheduler.java \
     --workdir "$workdir" \

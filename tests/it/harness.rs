@@ -22,9 +22,9 @@ fn alive(pid: u32) -> bool {
     }
 }
 
-/// Waits up to 5 s for `pid` to go away.
+/// Waits for `pid` to go away (at most [`PATIENCE`](crate::common::PATIENCE)).
 fn gone_soon(pid: u32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + crate::common::PATIENCE;
     while alive(pid) {
         if Instant::now() > deadline {
             return false;
@@ -325,7 +325,7 @@ async fn sentinel_failover_moves_fred_to_the_new_master() -> TestResult {
         .await?;
     assert_eq!(sentinel.cli(old_master, &["GET", &before]), "1");
     // Let the write reach the replica before it is promoted.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + crate::common::PATIENCE;
     while sentinel.cli(old_replica, &["GET", &before]) != "1" {
         assert!(Instant::now() < deadline, "write never reached the replica");
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -341,7 +341,7 @@ async fn sentinel_failover_moves_fred_to_the_new_master() -> TestResult {
     // fred lost its connection when Sentinel reconfigured the old master; retry until it
     // has reconnected through the sentinels.
     let after = unique_name("after");
-    let deadline = Instant::now() + Duration::from_secs(15);
+    let deadline = Instant::now() + crate::common::PATIENCE;
     loop {
         match client.set::<(), _, _>(&after, "2", None, None, false).await {
             Ok(()) => break,

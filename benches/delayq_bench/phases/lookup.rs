@@ -1,5 +1,5 @@
-//! Finding values on big queues (issue 14): delayq's `contains`, `reschedule`, `offer_unique` and
-//! `remove` through its value index, against Redisson's `contains` and `remove`, which walk the
+//! Finding values on big queues: delayq's `contains`, `reschedule`, `offer_unique` and `remove`
+//! through its value index, against Redisson's `contains` and `remove`, which walk the
 //! order list. The queue holds `n` random-delay entries, half offered by Java (Redisson's own
 //! `offer`, several threads) and half by delayq, at the same time.
 

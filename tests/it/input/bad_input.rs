@@ -95,7 +95,7 @@ async fn a_running_scheduler_quarantines_too() {
         .unwrap();
     let target = keys.target().to_owned();
     assert!(
-        eventually(Duration::from_secs(3), || async {
+        eventually(crate::common::PATIENCE, || async {
             int(&client, "LLEN", &target).await == 1
         })
         .await

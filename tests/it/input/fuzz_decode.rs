@@ -1,11 +1,10 @@
-//! Bad input without Redis (issue 7, part 4): entry decoding and every codec decoder on random
-//! bytes, on mutated valid entries and encodings, and on hand-made "bombs" (huge declared
-//! lengths, deep nesting). Each must give an `Ok` or an error with a message: never a panic,
+//! Bad input without Redis: entry decoding and every codec decoder on random bytes, on mutated
+//! valid entries and encodings, and on hand-made "bombs" (huge declared lengths, deep nesting). Each must give an `Ok` or an error with a message: never a panic,
 //! never a huge allocation, never a hang.
 //!
 //! A large property test rather than `cargo fuzz` (which needs a nightly toolchain): 4,096
 //! cases per property by default; set `DELAYQ_FUZZ_CASES` for a longer run, e.g.
-//! `DELAYQ_FUZZ_CASES=200000 cargo test --release --test fuzz_decode`.
+//! `DELAYQ_FUZZ_CASES=200000 cargo test --release --all-features --test it -- fuzz_decode::`.
 
 use delayq::codec::kryo::JavaValue;
 use delayq::codec::{
@@ -78,9 +77,10 @@ fn decode_all(bytes: &[u8]) -> usize {
     accepted += usize::from(clear("Kryo5<String>", bytes, kryo_string.decode(bytes)).is_some());
     let kryo_map = Kryo5Codec::<BTreeMap<String, Vec<i64>>>::new();
     accepted += usize::from(clear("Kryo5<map>", bytes, kryo_map.decode(bytes)).is_some());
-    // A stall shows up as a slow case; 2 s is generous even for a debug build on a busy host.
+    // A hang or a huge allocation shows up as a slow case: a case takes microseconds, so 10 s
+    // leaves room for any busy machine and a debug build.
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(10),
         "decoding {} bytes took {:?}",
         bytes.len(),
         started.elapsed()

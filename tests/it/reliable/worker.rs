@@ -1,7 +1,7 @@
 //! The worker on a real redis-server: retries with observed delays, dead letters after the limit,
 //! permanent failures and panics, bounded concurrency, graceful shutdown.
 
-use crate::common::{unique_name, TestRedis};
+use crate::common::{unique_name, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
 use delayq::time::now_ms;
 use delayq::{DelayedQueue, Job, JobError, ReliableConfig, RetryPolicy};
@@ -28,9 +28,10 @@ fn fast() -> ReliableConfig {
         .with_reap_interval(Duration::from_millis(100))
 }
 
-/// Waits (10 s at most) until `done` holds.
+/// Waits until `done` holds.
 async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..1000 {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
         if done() {
             return;
         }
@@ -76,12 +77,6 @@ async fn failures_are_retried_after_the_policy_delay_then_dead_lettered() {
         .await
         .unwrap();
 
-    // While a retry waits, the value is an ordinary pending entry (what a Java peer sees).
-    eventually("a retry to be pending", || seen.lock().unwrap().len() >= 2).await;
-    let pending = queue.pending(0).await.unwrap();
-    assert!(!pending.is_empty());
-    assert!(pending.iter().all(|p| p.value.is_ok()));
-
     eventually("both values to settle", || {
         let stats = handle.stats();
         stats.acked == 1 && stats.dead == 1
@@ -111,10 +106,6 @@ async fn failures_are_retried_after_the_policy_delay_then_dead_lettered() {
                 gap >= Duration::from_millis(395),
                 "{value}: retried after {gap:?}"
             );
-            assert!(
-                gap < Duration::from_millis(1_400),
-                "{value}: retried after {gap:?}"
-            );
         }
     }
     let dead = queue.dead_letters(0).await.unwrap();
@@ -125,6 +116,37 @@ async fn failures_are_retried_after_the_policy_delay_then_dead_lettered() {
     let stats = queue.reliable_stats().await.unwrap();
     assert_eq!((stats.in_flight, stats.counters), (0, 0));
     assert!(queue.is_empty().await.unwrap());
+    queue.destroy().await.unwrap();
+}
+
+/// While a retry waits, the value is an ordinary pending entry (what a Java peer sees). The
+/// retry is an hour away, so the entry is still waiting when looked at.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiting_retry_is_an_ordinary_pending_entry() {
+    let (_redis, _client, queue) = setup("work-wait").await;
+    let handle = queue
+        .worker(1, |_job: Job<String>| async {
+            Err::<(), _>(JobError::new("503 from upstream"))
+        })
+        .retry(RetryPolicy::fixed(3, Duration::from_secs(3_600)))
+        .reliable_config(fast())
+        .spawn()
+        .unwrap();
+    let before = now_ms();
+    queue.offer("flaky", Duration::ZERO).await.unwrap();
+    eventually("the retry to be planned", || handle.stats().retried == 1).await;
+    let after = now_ms();
+    let pending = queue.pending(0).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].value.as_deref().ok(), Some("flaky"));
+    assert_eq!(pending[0].raw.as_ref(), b"flaky");
+    let due = pending[0].due_ms.unwrap();
+    assert!(
+        (before + 3_600_000..=after + 3_600_000).contains(&due),
+        "due {due}, failed between {before} and {after}"
+    );
+    let stats = handle.shutdown().await.unwrap();
+    assert_eq!((stats.taken, stats.retried, stats.dead), (1, 1, 0));
     queue.destroy().await.unwrap();
 }
 
@@ -141,6 +163,12 @@ async fn permanent_errors_and_panics_and_concurrency_bound() {
                 async move {
                     let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                     peak.fetch_max(now, Ordering::SeqCst);
+                    // Hold on until three run at once, so the bound is reached whatever the
+                    // machine's speed (a worker that never runs three gives up after a while).
+                    let deadline = Instant::now() + PATIENCE;
+                    while peak.load(Ordering::SeqCst) < 3 && Instant::now() < deadline {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
                     tokio::time::sleep(Duration::from_millis(60)).await;
                     running.fetch_sub(1, Ordering::SeqCst);
                     match job.value().as_str() {
@@ -199,53 +227,66 @@ async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
     let (_redis, client, queue) = setup("work-stop").await;
     let finished = Arc::new(AtomicUsize::new(0));
     let started = Arc::new(AtomicUsize::new(0));
+    // The short jobs end once released (as shutdown begins); the long ones never end.
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let handler = {
-        let (started, finished) = (started.clone(), finished.clone());
+        let (started, finished, released) = (started.clone(), finished.clone(), released.clone());
         move |job: Job<String>| {
-            let (started, finished) = (started.clone(), finished.clone());
+            let (started, finished, released) =
+                (started.clone(), finished.clone(), released.clone());
             async move {
                 started.fetch_add(1, Ordering::SeqCst);
-                let ms: u64 = job.value().parse().unwrap();
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+                if job.value().starts_with("long") {
+                    std::future::pending::<()>().await;
+                }
+                while !released.load(Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
                 finished.fetch_add(1, Ordering::SeqCst);
                 Ok::<(), JobError>(())
             }
         }
     };
     // Two short jobs finish within the grace period; two long ones do not and are given back.
+    let grace = Duration::from_secs(2);
     let handle = queue
         .worker(4, handler)
         .reliable_config(fast())
-        .shutdown_grace(Duration::from_millis(400))
+        .shutdown_grace(grace)
         .spawn()
         .unwrap();
     queue
         .offer_all(&[
-            ("200".into(), Duration::ZERO),
-            ("250".into(), Duration::ZERO),
-            ("5000".into(), Duration::ZERO),
-            ("6000".into(), Duration::ZERO),
+            ("short-1".into(), Duration::ZERO),
+            ("short-2".into(), Duration::ZERO),
+            ("long-1".into(), Duration::ZERO),
+            ("long-2".into(), Duration::ZERO),
         ])
         .await
         .unwrap();
     eventually("all four started", || started.load(Ordering::SeqCst) == 4).await;
     let asked = Instant::now();
-    let stats = handle.shutdown().await.unwrap();
+    let shutdown = tokio::spawn(handle.shutdown());
+    released.store(true, Ordering::SeqCst);
+    // The long jobs never end: shutdown returns only because the grace period cut them off.
+    let stats = tokio::time::timeout(PATIENCE, shutdown)
+        .await
+        .expect("shutdown waited for jobs that never end")
+        .unwrap()
+        .unwrap();
     let took = asked.elapsed();
-    assert!(
-        took < Duration::from_millis(1_500),
-        "shutdown took {took:?}"
-    );
+    assert!(took >= grace, "shutdown took {took:?}, less than the grace");
     assert_eq!(finished.load(Ordering::SeqCst), 2);
     assert_eq!((stats.acked, stats.given_back), (2, 2));
     let mut back: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
     back.sort();
-    assert_eq!(back, ["5000", "6000"]);
+    assert_eq!(back, ["long-1", "long-2"]);
     let rel = queue.reliable_stats().await.unwrap();
     assert_eq!(rel.in_flight, 0);
     assert_eq!(rel.counters, 0, "given-back attempts are not counted");
 
     // A new worker picks them up; an undecodable value never reaches a handler.
+    let asked_ms = now_ms();
     client
         .rpush::<i64, _, _>(queue.name(), bytes::Bytes::from_static(&[0xff, 0xfe]))
         .await
@@ -278,7 +319,7 @@ async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
         "{}",
         dead[0].error
     );
-    assert!(now_ms() - dead[0].dead_at_ms < 10_000);
+    assert!((asked_ms..=now_ms()).contains(&dead[0].dead_at_ms));
     queue.destroy().await.unwrap();
 }
 

@@ -3,7 +3,7 @@
 //! subscription is killed, vanished queues dropped.
 
 use crate::common::queue::{connect, manual_queue};
-use crate::common::{unique_name, TestCluster, TestRedis};
+use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::{ClientLike, ListInterface, PubsubInterface};
 use delayq::{Discovery, GroupConfig, SchedulerGroup};
@@ -20,9 +20,9 @@ async fn offer_each(client: &Client, names: &[String], delay: Duration) {
     }
 }
 
-/// Waits up to `limit` until every queue's target list holds one value.
-async fn all_delivered(client: &Client, names: &[String], limit: Duration) -> Vec<String> {
-    let deadline = Instant::now() + limit;
+/// Waits until every queue's target list holds one value; returns those that do not.
+async fn all_delivered(client: &Client, names: &[String]) -> Vec<String> {
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let mut missing = Vec::new();
         for name in names {
@@ -65,7 +65,7 @@ async fn a_thousand_queues_share_one_subscription_and_survive_its_loss() {
 
     offer_each(&client, &names, Duration::from_millis(1_500)).await;
     redis.cli(&["CLIENT", "KILL", "TYPE", "pubsub"]);
-    let missing = all_delivered(&client, &names, Duration::from_secs(20)).await;
+    let missing = all_delivered(&client, &names).await;
     assert!(missing.is_empty(), "{} queues stranded", missing.len());
     assert_eq!(group.stats().moved, 1_000);
     assert!(group.remove(&names[0]).await);
@@ -108,18 +108,13 @@ async fn discovery_finds_new_queues_and_drops_vanished_ones() {
         Duration::from_millis(300),
     )
     .await;
-    let missing = all_delivered(
-        &client,
-        std::slice::from_ref(&after),
-        Duration::from_secs(5),
-    )
-    .await;
+    let missing = all_delivered(&client, std::slice::from_ref(&after)).await;
     assert!(missing.is_empty());
     assert_eq!(client.llen::<u64, _>(other.as_str()).await.unwrap(), 0);
 
     // The first queue's keys are deleted: the next scan drops it.
     assert!(manual_queue(&client, &before).await.delete().await.unwrap());
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + PATIENCE;
     while group.names().contains(&before) {
         assert!(Instant::now() < deadline, "still {:?}", group.names());
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -160,13 +155,13 @@ async fn discovery_covers_every_master_of_a_cluster() {
     found.sort();
     names.sort();
     assert_eq!(found, names);
-    let missing = all_delivered(&client, &names, Duration::from_secs(10)).await;
+    let missing = all_delivered(&client, &names).await;
     assert!(missing.is_empty(), "{missing:?}");
 
     // A queue created on any master while it runs is found by its channel message.
     let later: Vec<String> = (0..6).map(|i| format!("{prefix}-later-{i}")).collect();
     offer_each(&client, &later, Duration::from_millis(200)).await;
-    let missing = all_delivered(&client, &later, Duration::from_secs(10)).await;
+    let missing = all_delivered(&client, &later).await;
     assert!(missing.is_empty(), "{missing:?}");
     group.shutdown().await;
 }
@@ -188,13 +183,19 @@ async fn a_burst_of_channel_messages_does_not_make_the_group_transfer_every_queu
     for name in &names {
         group.add(name.as_str()).await.unwrap();
     }
-    // Each queue's first transfer (planned when added) has run.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while group.stats().transfers < names.len() as u64 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    // The queues' first looks (planned when added; a look may be a probe of the head rather
+    // than a transfer) are over: the count has stopped growing.
+    let deadline = Instant::now() + PATIENCE;
+    let mut before = group.stats().transfers;
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = group.stats().transfers;
+        if now == before && now > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{:?}", group.stats());
+        before = now;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = group.stats().transfers;
     // 12,000 messages announcing heads later than the ones the group knows: none needs a
     // transfer. Sent pipelined, so they arrive faster than one at a time. Fewer than the
     // subscriber keeps (16,384): with more, a group slowed by the other tests running beside it

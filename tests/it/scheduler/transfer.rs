@@ -114,7 +114,7 @@ async fn scheduler_drains_a_backlog_of_1050_in_due_order() {
         .unwrap();
     let target = queue.keys().target().to_owned();
     assert!(
-        eventually(Duration::from_secs(10), || async {
+        eventually(crate::common::PATIENCE, || async {
             int(&client, "LLEN", &target).await == N as i64
         })
         .await,

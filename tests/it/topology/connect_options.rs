@@ -25,9 +25,13 @@ fn said_waited(message: &str) -> Duration {
     Duration::from_secs_f64(number.parse().unwrap())
 }
 
-/// Whether `said` (to 0.1 s) is the time really waited.
-fn close_to(said: Duration, took: Duration) -> bool {
-    said.abs_diff(took) <= Duration::from_millis(150)
+/// Whether `said` (to 0.1 s) is the time really waited, `took` as the test measured it around
+/// the call: at least `limit`, and no more than the test saw pass (the test's measure also
+/// holds the moments before and after the library's; a busy machine makes those long, but
+/// not the library's report wrong).
+fn says_what_it_waited(said: Duration, limit: Duration, took: Duration) -> bool {
+    let rounding = Duration::from_millis(50);
+    said + rounding >= limit && said <= took + rounding
 }
 
 /// A loopback port nothing listens on (bound, then closed).
@@ -37,8 +41,8 @@ fn closed_port() -> u16 {
 }
 
 /// `delayq::connect` to a server that accepts and never answers gives up after its 10 s connect
-/// timeout and says so (it took 40 s, saying 10 s, before the attempt was stopped rather than
-/// left to a QUIT that waited out the 30 s command timeout).
+/// timeout and says so, rather than leaving the attempt to a QUIT that waits out the 30 s
+/// command timeout (40 s in all, saying 10 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_server_fails_after_the_default_connect_timeout() {
     let (_listener, port) = silent_port();
@@ -47,13 +51,17 @@ async fn silent_server_fails_after_the_default_connect_timeout() {
         .await
         .unwrap_err();
     let took = started.elapsed();
-    // Under load the timer can fire a little late; the message says what really happened.
+    // Under load the timer can fire late, but never 30 s late: that is the QUIT's wait.
+    let limit = Duration::from_secs(10);
     assert!(
-        took >= Duration::from_secs(10) && took < Duration::from_secs(13),
+        took >= limit && took < limit + Duration::from_secs(30),
         "took {took:?}: {err}"
     );
     let text = err.to_string();
-    assert!(close_to(said_waited(&text), took), "took {took:?}: {text}");
+    assert!(
+        says_what_it_waited(said_waited(&text), limit, took),
+        "took {took:?}: {text}"
+    );
     assert!(text.contains("connect timeout 10.0 s"), "{text}");
 }
 
@@ -76,13 +84,13 @@ async fn silent_server_fails_after_a_chosen_connect_timeout() {
             .await
             .unwrap_err();
         let took = started.elapsed();
+        // Well before the default connect timeout (10 s), which would mean this one was lost.
         assert!(
-            took >= limit && took < limit + Duration::from_millis(600),
+            took >= limit && took < Duration::from_secs(10),
             "{url}: took {took:?}: {err}"
         );
-        let said = format!("after {:.1} s", took.as_secs_f64());
         assert!(
-            err.to_string().contains(&said),
+            says_what_it_waited(said_waited(&err.to_string()), limit, took),
             "{url}: {err} (took {took:?})"
         );
     }
@@ -95,7 +103,8 @@ async fn closed_port_fails_at_once_with_the_reason() {
     let err = delayq::connect(&format!("redis://127.0.0.1:{port}"))
         .await
         .unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(2), "{err}");
+    // Refused, not left to the 10 s connect timeout.
+    assert!(started.elapsed() < Duration::from_secs(10), "{err}");
     assert!(err.to_string().contains("refused"), "{err}");
 }
 
@@ -123,8 +132,9 @@ async fn command_timeout_applies_to_a_server_that_stops_answering() {
     let took = started.elapsed();
     signal("CONT", &pid);
     let err = result.unwrap_err();
+    // Well before the default command timeout (30 s), which would mean this one was lost.
     assert!(
-        took >= Duration::from_millis(800) && took < Duration::from_secs(4),
+        took >= Duration::from_millis(800) && took < Duration::from_secs(20),
         "took {took:?}: {err}"
     );
     assert!(

@@ -2,9 +2,11 @@
 //! never dropped, a lasting error said once, warnings about an evicting server, `delayq check`.
 
 use crate::common::queue::{arg, cmd, connect, list_str, manual_queue};
-use crate::common::{unique_name, TestRedis};
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use crate::common::{unique_name, TestRedis, PATIENCE};
+use std::io::BufRead;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_delayq");
 
@@ -27,18 +29,62 @@ fn closed_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
-/// Runs `delayq ARGS` for `secs` seconds (then SIGTERM) and returns its stderr.
-async fn run_for(url: &str, args: &[&str], secs: f64) -> String {
-    let child = Command::new(BIN)
-        .args(["--url", url])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    tokio::time::sleep(Duration::from_secs_f64(secs)).await;
-    let _ = Command::new("kill").arg(child.id().to_string()).status();
-    text(&child.wait_with_output().unwrap().stderr)
+/// A running `delayq ARGS` whose stderr is read as it comes, so a test waits for what the
+/// process says rather than for a guessed time.
+struct Running {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Running {
+    fn start(url: &str, args: &[&str]) -> Running {
+        let mut child = Command::new(BIN)
+            .args(["--url", url])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pipe = std::io::BufReader::new(child.stderr.take().unwrap());
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let reader = {
+            let stderr = stderr.clone();
+            std::thread::spawn(move || {
+                for line in pipe.lines().map_while(Result::ok) {
+                    let mut all = stderr.lock().unwrap();
+                    all.push_str(&line);
+                    all.push('\n');
+                }
+            })
+        };
+        Running {
+            child,
+            stderr,
+            reader,
+        }
+    }
+
+    /// Waits until a line of its stderr contains `wanted`.
+    async fn wait_for(&self, wanted: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        while !self.stderr.lock().unwrap().contains(wanted) {
+            let said = self.stderr.lock().unwrap().clone();
+            assert!(Instant::now() < deadline, "never said {wanted:?}: {said}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Stops it (SIGTERM) and returns everything it wrote to stderr.
+    fn stop(mut self) -> String {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        self.child.wait().unwrap();
+        self.reader.join().unwrap();
+        let said = self.stderr.lock().unwrap().clone();
+        said
+    }
 }
 
 /// EVALSHA calls the server has run so far.
@@ -132,7 +178,12 @@ async fn a_lasting_error_is_said_once_and_backed_off_without_colours() {
     queue.offer("due", Duration::ZERO).await.unwrap();
     redis.cli(&["SET", &name, "not a list"]);
     let before = evalsha_calls(&redis);
-    let stderr = run_for(&redis.url(), &["transfer", &name], 3.5).await;
+    let daemon = Running::start(&redis.url(), &["transfer", &name]);
+    daemon.wait_for("transfer failed").await;
+    // Shorter than the backoff after the failure (5 s): a busy machine only makes the next
+    // try later.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let stderr = daemon.stop();
     let calls = evalsha_calls(&redis) - before;
     let said: Vec<&str> = stderr
         .lines()
@@ -144,7 +195,10 @@ async fn a_lasting_error_is_said_once_and_backed_off_without_colours() {
         "{stderr}"
     );
     // A key of the wrong type needs an operator: the next try waits the longest backoff (5 s).
-    assert!(calls <= 2, "{calls} transfer calls in 3.5 s");
+    assert!(
+        calls <= 2,
+        "{calls} transfer calls within 3 s of the failure"
+    );
     assert!(
         !stderr.contains('\u{1b}'),
         "colour codes in a pipe: {stderr:?}"
@@ -156,8 +210,9 @@ async fn a_lasting_error_is_said_once_and_backed_off_without_colours() {
 async fn an_evicting_server_is_warned_about() {
     let redis = TestRedis::start_with(&["--maxmemory-policy", "allkeys-lru"]);
     let name = unique_name("evicting");
-    let stderr = run_for(&redis.url(), &["transfer", &name], 1.0).await;
-    assert!(stderr.contains("maxmemory-policy allkeys-lru"), "{stderr}");
+    let daemon = Running::start(&redis.url(), &["transfer", &name]);
+    daemon.wait_for("maxmemory-policy allkeys-lru").await;
+    daemon.stop();
 
     let out = delayq(&redis.url(), &["check", &name]);
     let stdout = text(&out.stdout);
@@ -322,20 +377,33 @@ async fn durations_are_read_as_people_type_them() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
     let name = unique_name("durations");
-    for delay in ["1h30m", "1.5s", "90sec", "10S", "2 hours 5 min"] {
+    // Each value is the delay it was offered with; its due time lies that far after a moment
+    // between the readings of the clock before and after the command.
+    let mut offered = std::collections::HashMap::new();
+    for (delay, ms) in [
+        ("1h30m", 5_400_000),
+        ("1.5s", 1_500),
+        ("90sec", 90_000),
+        ("10S", 10_000),
+        ("2 hours 5 min", 7_500_000),
+    ] {
+        let before = delayq::time::now_ms();
         let out = delayq(&redis.url(), &["offer", &name, delay, "--delay", delay]);
         assert!(out.status.success(), "{delay}: {}", text(&out.stderr));
+        offered.insert(delay.to_owned(), (before + ms, delayq::time::now_ms() + ms));
     }
     let queue = manual_queue(&client, &name).await;
-    let mut delays: Vec<i64> = queue
-        .pending(0)
-        .await
-        .unwrap()
-        .iter()
-        .map(|p| (p.due_ms.unwrap() - delayq::time::now_ms() + 500) / 1000)
-        .collect();
-    delays.sort();
-    assert_eq!(delays, [1, 10, 90, 5_400, 7_500]);
+    let pending = queue.pending(0).await.unwrap();
+    assert_eq!(pending.len(), offered.len());
+    for p in pending {
+        let delay = p.value.unwrap();
+        let (earliest, latest) = offered[&delay];
+        let due = p.due_ms.unwrap();
+        assert!(
+            (earliest..=latest).contains(&due),
+            "{delay}: due {due}, not in [{earliest}, {latest}]"
+        );
+    }
 }
 
 #[test]
@@ -418,7 +486,9 @@ async fn the_transfer_daemon_sums_up_a_backlog() {
         .map(|i| (format!("v{i}"), Duration::ZERO))
         .collect();
     queue.offer_all(&values).await.unwrap();
-    let stderr = run_for(&redis.url(), &["transfer", &name], 2.0).await;
+    let daemon = Running::start(&redis.url(), &["transfer", &name]);
+    daemon.wait_for("caught up a backlog").await;
+    let stderr = daemon.stop();
     let line = stderr
         .lines()
         .find(|l| l.contains("caught up a backlog"))
@@ -447,36 +517,25 @@ async fn transfer_all_moves_every_matching_queue() {
         .offer("v", Duration::ZERO)
         .await
         .unwrap();
-    let child = Command::new(BIN)
-        .args([
-            "--url",
-            &redis.url(),
-            "transfer",
-            "--all",
-            "--match",
-            &format!("{prefix}-*"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pattern = format!("{prefix}-*");
+    let daemon = Running::start(&redis.url(), &["transfer", "--all", "--match", &pattern]);
+    // It says how many queues it found; the second one is created after that.
+    daemon
+        .wait_for(&format!(
+            "transferring 1 delayed queue matching \"{pattern}\""
+        ))
+        .await;
     manual_queue(&client, &late)
         .await
         .offer("v", Duration::from_millis(200))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(1_200)).await;
-    let _ = Command::new("kill").arg(child.id().to_string()).status();
-    let stderr = text(&child.wait_with_output().unwrap().stderr);
-    assert!(
-        stderr.contains(&format!(
-            "transferring 1 delayed queue matching \"{prefix}-*\""
-        )),
-        "it says how many queues it found: {stderr}"
-    );
-    assert_eq!(list_str(&client, &early).await, ["v"]);
-    assert_eq!(list_str(&client, &late).await, ["v"]);
+    let both_moved = crate::common::queue::eventually(PATIENCE, || async {
+        list_str(&client, &early).await == ["v"] && list_str(&client, &late).await == ["v"]
+    })
+    .await;
+    let stderr = daemon.stop();
+    assert!(both_moved, "{stderr}");
     assert!(
         list_str(&client, &other).await.is_empty(),
         "the pattern leaves it"

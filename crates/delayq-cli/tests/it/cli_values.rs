@@ -1,6 +1,6 @@
-//! Values in and out of the `delayq` command line (issue 17): `--value-file PATH` and `-` for
-//! stdin, `--json` (one document per value, binary as base64), `--null-data` (NUL-separated
-//! records, and NUL-separated values in), `--codec kryo`, and 16 MB values both ways.
+//! Values in and out of the `delayq` command line: `--value-file PATH` and `-` for stdin,
+//! `--json` (one document per value, binary as base64), `--null-data` (NUL-separated records,
+//! and NUL-separated values in), `--codec kryo`, and 16 MB values both ways.
 
 use crate::common::{unique_name, TestRedis};
 use base64::Engine as _;

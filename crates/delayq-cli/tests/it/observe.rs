@@ -2,7 +2,7 @@
 //! moved are counted, the health goes 503 while Redis is down and 200 once it is back (with the
 //! reconnect and resubscribe counted), and the pause flag stops delayq's transfers.
 
-use crate::common::{unique_name, wait_until, TestCluster, TestRedis};
+use crate::common::{unique_name, wait_until, TestCluster, TestRedis, PATIENCE};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -77,7 +77,7 @@ fn delayq(url: &str, args: &[&str]) -> String {
 }
 
 fn metric_at_least(port: u16, name: &str, min: f64) -> f64 {
-    wait_until(&format!("{name} >= {min}"), Duration::from_secs(20), || {
+    wait_until(&format!("{name} >= {min}"), PATIENCE, || {
         let (_, body) = get(port, "/metrics")?;
         match sample(&body, name) {
             Some(v) if v >= min => Ok(v),
@@ -86,8 +86,8 @@ fn metric_at_least(port: u16, name: &str, min: f64) -> f64 {
     })
 }
 
-fn health_is(port: u16, want: u16, timeout: Duration) -> String {
-    wait_until(&format!("/healthz {want}"), timeout, || {
+fn health_is(port: u16, want: u16) -> String {
+    wait_until(&format!("/healthz {want}"), PATIENCE, || {
         match get(port, "/healthz") {
             Ok((status, body)) if status == want => Ok(body),
             other => Err(format!("{other:?}")),
@@ -115,7 +115,7 @@ fn metrics_and_health_through_a_redis_restart() {
     );
     let moved = format!("delayq_moved_total{{queue=\"{queue}\"}}");
     assert_eq!(metric_at_least(port, &moved, 3.0), 3.0);
-    let body = health_is(port, 200, Duration::from_secs(10));
+    let body = health_is(port, 200);
     assert!(
         body.contains("\"connected\":true") && body.contains("\"subscribed\":true"),
         "{body}"
@@ -129,7 +129,7 @@ fn metrics_and_health_through_a_redis_restart() {
     // Redis goes away: the health says so within seconds; errors are counted.
     redis.kill();
     // The pub/sub connection may notice first (subscribed false); both follow within seconds.
-    wait_until("503, disconnected", Duration::from_secs(10), || {
+    wait_until("503, disconnected", PATIENCE, || {
         match get(port, "/healthz") {
             Ok((503, body)) if body.contains("\"connected\":false") => Ok(()),
             other => Err(format!("{other:?}")),
@@ -139,7 +139,7 @@ fn metrics_and_health_through_a_redis_restart() {
 
     // Back: connected and subscribed again, the reconnects counted, transfers work.
     redis.restart();
-    let body = health_is(port, 200, Duration::from_secs(20));
+    let body = health_is(port, 200);
     assert!(body.contains("\"subscribed\":true"), "{body}");
     metric_at_least(port, "delayq_reconnects_total", 1.0);
     metric_at_least(port, "delayq_resubscribes_total", 1.0);
@@ -169,14 +169,12 @@ fn a_paused_queue_is_left_alone_until_resumed() {
     metric_at_least(port, &skips, 2.0);
     assert_eq!(redis.cli(&["LLEN", &queue]), "0", "moved while paused");
     assert_eq!(delayq(&url, &["resume", &queue]), "true");
-    wait_until(
-        "moved after resume",
-        Duration::from_secs(30),
-        || match redis.cli(&["LLEN", &queue]).as_str() {
+    wait_until("moved after resume", PATIENCE, || {
+        match redis.cli(&["LLEN", &queue]).as_str() {
             "1" => Ok(()),
             other => Err(other.to_owned()),
-        },
-    );
+        }
+    });
 }
 
 #[test]
@@ -243,7 +241,7 @@ fn worker_settlements_are_counted() {
     let handled = label("delayq_handler_duration_seconds_count");
     assert_eq!(sample(&text, &handled), Some(2.0), "{text}");
     metric_at_least(port, &label("delayq_dead"), 1.0);
-    health_is(port, 200, Duration::from_secs(5));
+    health_is(port, 200);
 
     let good_port = free_port();
     let good_listen = format!("127.0.0.1:{good_port}");
@@ -284,7 +282,7 @@ fn the_dashboard_refuses_writes_and_remote_binds() {
             .spawn()
             .unwrap(),
     );
-    let body = wait_until("the overview", Duration::from_secs(10), || {
+    let body = wait_until("the overview", PATIENCE, || {
         match get(port, "/api/queues") {
             Ok((200, body)) => Ok(body),
             other => Err(format!("{other:?}")),
@@ -353,7 +351,7 @@ fn health_and_discovery_on_a_cluster() {
             1.0,
         );
     }
-    let body = health_is(port, 200, Duration::from_secs(10));
+    let body = health_is(port, 200);
     assert!(body.contains("\"subscribed\":true"), "{body}");
 }
 

@@ -82,7 +82,7 @@ async fn schedulers_in_several_processes_move_every_entry_exactly_once() {
     let consumer = queue.consumer().await.unwrap();
     let mut seen: HashMap<String, u32> = HashMap::new();
     while seen.values().sum::<u32>() < 3_000 {
-        let Some(value) = consumer.poll(Duration::from_secs(5)).await.unwrap() else {
+        let Some(value) = consumer.poll(crate::common::PATIENCE).await.unwrap() else {
             break;
         };
         let now = now_ms();

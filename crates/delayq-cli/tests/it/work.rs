@@ -1,7 +1,7 @@
 //! `delayq work` and the queue commands over several queues and over the shards of a sharded
 //! queue: every value handed to the command once, from the queue or shard it names.
 
-use crate::common::{unique_name, wait_until, TestCluster, TestRedis};
+use crate::common::{unique_name, wait_until, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
 use delayq::{shard_of, DelayedQueue, ShardedQueue};
 use std::process::{Command, Stdio};
@@ -118,7 +118,7 @@ async fn the_cli_worker_serves_every_shard() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + PATIENCE;
     let lines = loop {
         let text = std::fs::read_to_string(&out).unwrap_or_default();
         if text.lines().count() >= values.len() || Instant::now() > deadline {
@@ -260,7 +260,7 @@ async fn the_cli_works_on_several_queues() {
             .unwrap();
     }
     let read = || std::fs::read_to_string(&out).unwrap_or_default();
-    wait_until("ten values handled", Duration::from_secs(30), || {
+    wait_until("ten values handled", PATIENCE, || {
         let handled = read().lines().count();
         if handled >= 10 {
             Ok(())

@@ -5,11 +5,12 @@
 # downloaded at run time). Screenshots go to $UI_TEST_OUT (default target/ui-test/).
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
+. scripts/lib.sh
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     echo "installing Debian's chromium and chromium-driver"
-    apt-get install -y chromium chromium-driver >/dev/null
+    apt_install chromium chromium-driver
 fi
-command -v redis-server >/dev/null || apt-get install -y redis-server >/dev/null
+ensure_redis
 cargo build --quiet -p delayq-cli --bin delayq
 export UI_TEST_OUT="${UI_TEST_OUT:-target/ui-test}"
 mkdir -p "$UI_TEST_OUT"

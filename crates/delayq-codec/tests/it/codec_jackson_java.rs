@@ -1,5 +1,5 @@
-//! The Jackson codecs and the Java types of `codec::java` (issue 17), against the text and
-//! bytes Redisson's codecs wrote for them (Redisson 4.7.0 and 3.21.0 wrote the same; the
+//! The Jackson codecs and the Java types of `codec::java`, against the text and bytes
+//! Redisson's codecs wrote for them (Redisson 4.7.0 and 3.21.0 wrote the same; the
 //! `java.time` forms are those of Jackson's `JavaTimeModule`, which the Java side must add).
 #![cfg(feature = "msgpack")]
 

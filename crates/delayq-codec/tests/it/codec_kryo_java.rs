@@ -1,4 +1,4 @@
-//! Kryo5Codec and the Java types real payloads carry (issue 17): `BigDecimal`, `BigInteger`,
+//! Kryo5Codec and the Java types real payloads carry: `BigDecimal`, `BigInteger`,
 //! enums, `Date`, `Timestamp`, `java.time`, arrays, `TreeMap`/`TreeSet`, the JDK's immutable
 //! collections, `Optional`, records and a POJO nesting them, each against the bytes Redisson's
 //! own Kryo5Codec wrote (`tests/fixtures/kryo/redisson-*.hex`, from `gen/KryoVectors.java`).

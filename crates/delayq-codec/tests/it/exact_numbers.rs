@@ -1,6 +1,6 @@
-//! Issue 12, finding 5: a number decodes exactly or not at all. JSON and MessagePack numbers
-//! never pass through an `f64` on the way to an integer, and an integer or decimal that the
-//! target type cannot hold is an error naming it, never a nearby number.
+//! A number decodes exactly or not at all: JSON and MessagePack numbers never pass through an
+//! `f64` on the way to an integer, and an integer or decimal that the target type cannot hold
+//! is an error naming it, never a nearby number.
 #![cfg(feature = "msgpack")]
 
 use delayq_codec::{Codec, JsonJacksonCodec, MsgPackJacksonCodec, TypedJsonJacksonCodec};

@@ -42,7 +42,8 @@ pub struct Item {
 #[serde(rename = "java.util.HashSet")]
 pub struct HashSetOf(pub Vec<String>);
 
-/// `com.example.OrderEvent`: the order-timeout payload of issue 17.
+/// `com.example.OrderEvent`: an order-timeout payload as a Java service would send it (an id,
+/// an amount, a status enum, times, collections).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename = "com.example.OrderEvent", rename_all = "camelCase")]
 pub struct OrderEvent {
@@ -131,7 +132,7 @@ pub struct TreeMapOf(pub BTreeMap<String, i64>);
 #[serde(rename = "java.util.ImmutableCollections$List12")]
 pub struct List12(pub Vec<String>);
 
-/// `com.example.Payload`: the Java types Kryo5Codec carries (issue 17).
+/// `com.example.Payload`: one field of each Java type Kryo5Codec carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename = "com.example.Payload")]
 pub struct Payload {

@@ -16,7 +16,7 @@ import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 
 /**
- * Many queues in one JVM, for delayq's many-queues benchmark (issue 15): Redisson holding
+ * Many queues in one JVM, for delayq's many-queues benchmark: Redisson holding
  * {@code count} {@code RDelayedQueue} instances, as a Java service that keeps them moving does.
  *
  * <p>{@code ManyQueues <redis-url> <prefix> <count> <seconds> [tuned]}: creates the instances
