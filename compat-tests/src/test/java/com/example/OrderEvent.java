@@ -10,7 +10,7 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * The payload of a real order-timeout message (issue 17), for every codec (the Jackson ones
+ * The payload of a real order-timeout message, for every codec (the Jackson ones
  * with JavaTimeModule). {@code of(i)} is the i-th test value; delayq's peer builds the same.
  */
 public class OrderEvent {

@@ -19,7 +19,7 @@ import java.util.Optional;
 import java.util.TreeMap;
 
 /**
- * The Java types only Kryo5Codec carries well (issue 17): {@code of(i)} is the i-th test value;
+ * The Java types only Kryo5Codec carries well: {@code of(i)} is the i-th test value;
  * delayq's peer builds the same.
  */
 public class Payload {

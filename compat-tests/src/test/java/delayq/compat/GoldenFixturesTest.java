@@ -69,7 +69,7 @@ class GoldenFixturesTest {
                 abl.add("a");
                 abl.add("b");
                 m.put("list:ab", abl);
-                // Issue 17: the Java types real payloads carry.
+                // The Java types real payloads carry.
                 m.put("decimal:3.25", new BigDecimal("3.25"));
                 if (codec != Case.CodecId.MSGPACK) {
                     // msgpack-jackson refuses a BigDecimal no double holds.
