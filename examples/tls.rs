@@ -4,8 +4,8 @@
 //! ```sh
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run --example tls
 //! REDIS_URL=rediss://127.0.0.1:6380 TLS_CA_FILE=ca.pem cargo run --example tls
-//! # mutual TLS, and a certificate for a name other than the URL's host:
-//! REDIS_URL=rediss://10.0.0.5:6380 TLS_CA_FILE=ca.pem TLS_CERT_FILE=client.pem \
+//! # mutual TLS, and a server certificate for a name other than the URL's host:
+//! REDIS_URL=rediss://127.0.0.1:6380 TLS_CA_FILE=ca.pem TLS_CERT_FILE=client.pem \
 //!     TLS_KEY_FILE=client.key TLS_SERVER_NAME=redis.internal cargo run --example tls
 //! ```
 
