@@ -1,6 +1,7 @@
 //! The worker on a real redis-server: retries with observed delays, dead letters after the limit,
 //! permanent failures and panics, bounded concurrency, graceful shutdown.
 
+use super::eventually;
 use crate::common::{unique_name, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
 use delayq::time::now_ms;
@@ -26,18 +27,6 @@ fn fast() -> ReliableConfig {
     ReliableConfig::default()
         .with_wait_slice(Duration::from_millis(100))
         .with_reap_interval(Duration::from_millis(100))
-}
-
-/// Waits until `done` holds.
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while Instant::now() < deadline {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

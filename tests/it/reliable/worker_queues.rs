@@ -2,8 +2,9 @@
 //! per queue; a flooded queue does not hold up a quiet one; a failing queue does not stall the
 //! others; values moved by another process are found; `delayq work` over several queues.
 
+use super::eventually;
 use crate::common::queue::{arg, cmd};
-use crate::common::{unique_name, TestRedis, PATIENCE};
+use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::{DelayedQueue, Error, Job, JobError, ReliableConfig};
 use fred::clients::Client;
@@ -35,18 +36,6 @@ async fn queues(client: &Client, prefix: &str, count: usize) -> Vec<DelayedQueue
 async fn connections(client: &Client) -> usize {
     let list = cmd(client, "CLIENT", vec![arg("LIST")]).await;
     list.as_string().unwrap().lines().count()
-}
-
-/// Waits until `done` holds.
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while Instant::now() < deadline {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 type Seen = Arc<Mutex<Vec<(String, String, Instant)>>>;
