@@ -7,6 +7,7 @@
 #[path = "../../../../tests/common/mod.rs"]
 mod common;
 
+mod check;
 mod cli;
 mod cli_connect;
 mod cli_values;
