@@ -14,5 +14,6 @@ mod cli_values;
 mod clock;
 mod observe;
 mod processes;
+mod shard_count;
 mod work;
 mod worker_kill;
