@@ -30,6 +30,8 @@ const CLAIM_PREFIX: &str = "delayq_claim";
 const INDEX_PREFIX: &str = "delayq_index";
 /// Prefix of delayq's value index of the pending entries (not a Redisson key).
 const VALUES_PREFIX: &str = "delayq_values";
+/// Prefix of the shard count a sharded queue is recorded with (not a Redisson key).
+const SHARDS_PREFIX: &str = "delayq_shards";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
 ///
@@ -428,6 +430,18 @@ impl QueueKeys {
         rules.push(format!("&{}", glob_escape(self.channel())));
         rules
     }
+}
+
+/// The string key holding the number of shards the sharded queue `name` is spread over
+/// (`delayq_shards:{NAME}`): every handle of the queue checks its count against it. The key is
+/// in the slot of the tag `NAME` (a sharded queue's name has no braces), apart from the shards'
+/// slots, and the ACL pattern `~*{NAME}*` covers it.
+///
+/// ```
+/// assert_eq!(delayq::shard_count_key("orders"), "delayq_shards:{orders}");
+/// ```
+pub fn shard_count_key(name: &str) -> String {
+    prefix_name(SHARDS_PREFIX, name)
 }
 
 /// `text` as a glob that matches only itself.

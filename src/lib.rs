@@ -64,11 +64,11 @@ pub use tokio_util::sync::CancellationToken;
 pub use consumer::Consumer;
 pub use entry::{EntryFormat, OfferHandle};
 pub use error::{BoxError, Error, Refusal, Result};
-pub use keys::{glob_match, QueueKeys};
+pub use keys::{glob_match, shard_count_key, QueueKeys};
 pub use options::QueueOptions;
 pub use queue::{
     shard_of, AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError,
-    Pending, ShardedConsumer, ShardedHandle, ShardedQueue, ShardedQueueBuilder,
+    Pending, ShardedConsumer, ShardedHandle, ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
 };
 pub use redis::ops::stats::QueueStats;
 pub use redis::ops::transfer::TransferOutcome;

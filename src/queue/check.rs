@@ -3,13 +3,14 @@
 
 use super::DelayedQueue;
 use crate::codec::Codec;
+use crate::error::{classify, ReplyKind};
 use crate::keys::KeyRole;
 use crate::redis::ops::reliable_stats::{self, ReliableStats};
 use crate::redis::ops::stats::{self, QueueStats};
 use crate::redis::server;
-use crate::Result;
+use crate::{Refusal, Result};
 use fred::clients::Client;
-use fred::interfaces::ClientLike;
+use fred::interfaces::{ClientLike, LuaInterface};
 use fred::prelude::Value;
 use fred::types::{ClusterHash, CustomCommand};
 
@@ -17,6 +18,9 @@ use fred::types::{ClusterHash, CustomCommand};
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct CheckReport {
+    /// The server's `BUSY` refusal, when it is running a script past `busy-reply-threshold`
+    /// and refuses every other command: then nothing else could be read.
+    pub busy: Option<String>,
     /// The server's name and version, e.g. `redis 7.0.15` or `valkey 8.1.0` (`None`: INFO
     /// refused).
     pub server: Option<String>,
@@ -36,6 +40,9 @@ pub struct CheckReport {
     pub stats: std::result::Result<QueueStats, String>,
     /// The reliable consumer's counters, or why they could not be read.
     pub reliable: std::result::Result<ReliableStats, String>,
+    /// Whether delayq's schedulers are paused for the queue
+    /// ([`DelayedQueue::pause`]), or why that could not be read.
+    pub paused: std::result::Result<bool, String>,
 }
 
 /// How [`CheckReport::denied`] was found.
@@ -44,14 +51,45 @@ pub struct CheckReport {
 pub enum AccessCheck {
     /// Every command, key and channel the queue uses, with `ACL DRYRUN` (nothing run).
     DryRun,
-    /// Only the keys, with an `EVAL` that declares them and does nothing (`ACL DRYRUN` is not
-    /// allowed to this user); commands and the channel are not checked.
+    /// Only the keys, with an `EVALSHA` of a loaded script that declares them and does nothing
+    /// (`ACL DRYRUN` is not allowed to this user); commands and the channel are not checked.
     KeysOnly,
+    /// Nothing: neither `ACL DRYRUN` nor the probe (`SCRIPT LOAD`, `EVALSHA`) is allowed.
+    NotChecked,
 }
 
 impl CheckReport {
+    /// The report on a server that refused even the connection's first command as `busy`
+    /// (`detail`: its reply): everything else is unknown.
+    pub fn of_busy_server(detail: String) -> CheckReport {
+        fn unknown<T>() -> std::result::Result<T, String> {
+            Err("the server is busy".to_owned())
+        }
+        CheckReport {
+            busy: Some(detail),
+            server: None,
+            maxmemory_policy: None,
+            aof: None,
+            rdb_save: None,
+            user: None,
+            access: AccessCheck::NotChecked,
+            denied: Vec::new(),
+            stats: unknown(),
+            reliable: unknown(),
+            paused: unknown(),
+        }
+    }
+
     /// What an operator should fix, in words; empty when nothing.
     pub fn warnings(&self) -> Vec<String> {
+        if self.busy.is_some() {
+            return vec![
+                "the server is busy running a script: it refuses every command until \
+                 the script ends; SCRIPT KILL stops a script that has not written yet (see \
+                 \"Stopping a runaway script\" in docs/operations.md)"
+                    .to_owned(),
+            ];
+        }
         let mut out = Vec::new();
         match self.maxmemory_policy.as_deref() {
             Some(policy) if server::evicts(policy) => out.push(format!(
@@ -87,6 +125,13 @@ impl CheckReport {
                 "the reliable consumer's counters are not readable: {err}"
             ));
         }
+        if self.paused == Ok(true) {
+            out.push(
+                "the queue is paused: delayq's schedulers leave its due values pending until \
+                 `delayq resume`"
+                    .to_owned(),
+            );
+        }
         out
     }
 }
@@ -109,6 +154,11 @@ impl<C: Codec> DelayedQueue<C> {
     /// checks to come.
     pub async fn check(&self) -> Result<CheckReport> {
         let client = self.client();
+        if let Err(err) = command_result(client, "PING", Vec::new()).await {
+            if classify(&err) == ReplyKind::Refused(Refusal::Busy) {
+                return Ok(CheckReport::of_busy_server(err.details().to_owned()));
+            }
+        }
         let server_info = server::info(client, "server").await;
         let field = |name: &str| {
             server_info
@@ -128,10 +178,17 @@ impl<C: Codec> DelayedQueue<C> {
             .await
             .and_then(|v| v.as_string());
         let (access, denied) = self.denied(user.as_deref()).await;
+        let aof = match config_get(client, "appendonly").await {
+            Some(on) => Some(on == "yes"),
+            None => server::info_field(client, "persistence", "aof_enabled")
+                .await
+                .map(|on| on == "1"),
+        };
         Ok(CheckReport {
+            busy: None,
             server,
             maxmemory_policy: server::maxmemory_policy(client).await,
-            aof: config_get(client, "appendonly").await.map(|v| v == "yes"),
+            aof,
             rdb_save: config_get(client, "save").await,
             user,
             access,
@@ -142,6 +199,7 @@ impl<C: Codec> DelayedQueue<C> {
             reliable: reliable_stats::run(client, self.spec())
                 .await
                 .map_err(|e| e.to_string()),
+            paused: self.is_paused().await.map_err(|e| e.to_string()),
         })
     }
 
@@ -197,7 +255,8 @@ impl<C: Codec> DelayedQueue<C> {
     }
 
     /// The needs the user may not use, by `ACL DRYRUN`, or (when that is refused) only the
-    /// keys, by an `EVAL` that declares every key and does nothing.
+    /// keys, by an `EVALSHA` of a loaded script that declares every key and does nothing: the
+    /// way delayq runs its own scripts, so the probe needs no right they do not.
     async fn denied(&self, user: Option<&str>) -> (AccessCheck, Vec<String>) {
         let client = self.client();
         let mut denied = Vec::new();
@@ -228,11 +287,18 @@ impl<C: Codec> DelayedQueue<C> {
                 return (AccessCheck::DryRun, denied);
             }
         }
-        let keys = self.needs().swap_remove(0).args;
-        let mut args: Vec<String> = vec!["return 1".to_owned()];
-        args.extend(keys.into_iter().skip(1));
-        if let Err(err) = command_result(client, "EVAL", args).await {
-            denied.push(format!("the queue's keys ({})", err.details()));
+        let keys: Vec<String> = self.needs().swap_remove(0).args.split_off(2);
+        let sha = match client.script_load_cluster::<String, _>("return 1").await {
+            Ok(sha) => sha,
+            Err(_) => return (AccessCheck::NotChecked, denied),
+        };
+        match client.evalsha::<Value, _, _, _>(sha, keys, ()).await {
+            Ok(_) => {}
+            // Refused for a key, not for the command itself.
+            Err(err) if err.details().starts_with("NOPERM") && !err.details().contains("run") => {
+                denied.push(format!("the queue's keys ({})", err.details()));
+            }
+            Err(_) => return (AccessCheck::NotChecked, denied),
         }
         (AccessCheck::KeysOnly, denied)
     }

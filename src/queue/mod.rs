@@ -27,7 +27,7 @@ pub use check::{AccessCheck, CheckReport};
 pub use extras::Pending;
 pub use sharded::{
     shard_of, ParseShardedHandleError, ShardedConsumer, ShardedHandle, ShardedQueue,
-    ShardedQueueBuilder,
+    ShardedQueueBuilder, MAX_SHARDS,
 };
 
 use crate::codec::{decode_value, Codec};

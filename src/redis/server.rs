@@ -6,21 +6,34 @@ use fred::interfaces::ClientLike;
 use fred::prelude::Value;
 use fred::types::{ClusterHash, CustomCommand};
 
-/// `CONFIG GET maxmemory-policy`, or `None` when the server does not say (CONFIG refused by an
-/// ACL, renamed on a managed service, or a connection error).
+/// `CONFIG GET maxmemory-policy`, else the `maxmemory_policy` of `INFO memory` (an ACL user
+/// may have INFO without CONFIG), or `None` when the server says neither (both refused,
+/// renamed on a managed service, or a connection error).
 pub(crate) async fn maxmemory_policy(client: &Client) -> Option<String> {
-    let reply: Value = client
+    let reply: Option<Value> = client
         .custom(
             CustomCommand::new_static("CONFIG", ClusterHash::Random, false),
             vec!["GET", "maxmemory-policy"],
         )
         .await
-        .ok()?;
-    match reply {
-        Value::Array(items) => items.get(1).and_then(Value::as_string),
-        Value::Map(map) => map.inner().values().next().and_then(Value::as_string),
+        .ok();
+    let configured = match reply {
+        Some(Value::Array(items)) => items.get(1).and_then(Value::as_string),
+        Some(Value::Map(map)) => map.inner().values().next().and_then(Value::as_string),
         _ => None,
+    };
+    match configured {
+        Some(policy) => Some(policy),
+        None => info_field(client, "memory", "maxmemory_policy").await,
     }
+}
+
+/// The field `name` of `INFO section`, or `None` when INFO is refused or has no such field.
+pub(crate) async fn info_field(client: &Client, section: &str, name: &str) -> Option<String> {
+    info(client, section)
+        .await?
+        .into_iter()
+        .find_map(|(k, v)| (k == name).then_some(v))
 }
 
 /// True for a policy under which Redis may delete keys to free memory: every policy but

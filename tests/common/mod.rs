@@ -34,6 +34,7 @@
 
 #![allow(dead_code, unused_imports)]
 
+mod acl;
 mod certs;
 mod cluster;
 mod process;
@@ -49,6 +50,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tempfile::TempDir;
 
+pub use acl::documented_acl;
 pub use certs::TestCerts;
 pub use cluster::TestCluster;
 pub use process::{cli_conn, redis_cli, wait_until};

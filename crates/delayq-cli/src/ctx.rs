@@ -74,17 +74,34 @@ impl Ctx {
         self.print(out, value, || self.codec.json_of(value))
     }
 
-    /// The sharded queue `name` of `shards` shards with the global options and no scheduler.
+    /// The sharded queue `name` of `shards` shards (`previous` before, while that changes)
+    /// with the global options and no scheduler.
     pub(crate) async fn sharded(
         &self,
         name: &str,
         shards: usize,
+        previous: Option<usize>,
     ) -> delayq::Result<ShardedQueue<TextCodec>> {
-        ShardedQueue::builder(self.client.clone(), name, shards, self.codec.clone())
-            .options(self.global.options())
+        self.sharded_builder(name, shards, previous)
             .transfer(false)
             .build()
             .await
+    }
+
+    /// A builder for the sharded queue `name` of `shards` shards (`previous` before, while
+    /// that changes) with the global options.
+    pub(crate) fn sharded_builder(
+        &self,
+        name: &str,
+        shards: usize,
+        previous: Option<usize>,
+    ) -> delayq::ShardedQueueBuilder<TextCodec> {
+        let builder = ShardedQueue::builder(self.client.clone(), name, shards, self.codec.clone())
+            .options(self.global.options());
+        match previous {
+            Some(previous) => builder.previous_shards(previous),
+            None => builder,
+        }
     }
 
     /// A builder for the queue `name` with the global options (entry format, clock).

@@ -11,12 +11,16 @@
 //! - `values.rs`: the operations on one value or entry, each sent to one shard.
 //! - `hash.rs`: [`shard_of`] and [`ShardedHandle`].
 //! - `consumer.rs`: [`ShardedConsumer`].
+//! - `count.rs`: the shard count recorded in Redis, which every handle checks, and
+//!   [`MAX_SHARDS`].
 
 mod consumer;
+mod count;
 mod hash;
 mod values;
 
 pub use consumer::ShardedConsumer;
+pub use count::MAX_SHARDS;
 pub use hash::{shard_of, ParseShardedHandleError, ShardedHandle};
 
 use super::DelayedQueue;
@@ -78,8 +82,8 @@ impl<C: Codec> ShardedQueueBuilder<C> {
     /// [`contains`](ShardedQueue::contains), [`reschedule`](ShardedQueue::reschedule),
     /// [`offer_unique`](ShardedQueue::offer_unique)) also look in a value's old shard; the
     /// queue's schedulers, consumers and workers cover the shards of both layouts until
-    /// [`drained`](ShardedQueue::drained) says the old one is empty (see "Changing the number
-    /// of shards" in the README).
+    /// [`drained`](ShardedQueue::drained) says the old one is empty, and records the new count
+    /// (see "Changing the number of shards" in docs/sharding.md).
     pub fn previous_shards(mut self, shards: usize) -> Self {
         self.previous = Some(shards);
         self
@@ -90,8 +94,10 @@ impl<C: Codec> ShardedQueueBuilder<C> {
     /// # Errors
     ///
     /// [`Error::InvalidConfig`] for an empty name, a name with braces (it would give every shard
-    /// the same hash tag), no shards; or as [`DelayedQueueBuilder::build`](
-    /// super::DelayedQueueBuilder::build).
+    /// the same hash tag), a shard count (or count before) outside `1..=`[`MAX_SHARDS`], or a
+    /// count that disagrees with the one recorded in Redis ([`shard_count_key`](
+    /// crate::shard_count_key); with [`previous_shards`](Self::previous_shards), either count
+    /// may be recorded); or as [`DelayedQueueBuilder::build`](super::DelayedQueueBuilder::build).
     pub async fn build(self) -> Result<ShardedQueue<C>> {
         if self.name.is_empty() || self.name.contains(['{', '}']) {
             return Err(Error::InvalidConfig(format!(
@@ -99,11 +105,11 @@ impl<C: Codec> ShardedQueueBuilder<C> {
                 self.name
             )));
         }
-        if self.shards == 0 || self.previous == Some(0) {
-            return Err(Error::InvalidConfig(
-                "a sharded queue needs at least one shard".into(),
-            ));
+        count::check_range(self.shards, "a sharded queue's number of shards")?;
+        if let Some(previous) = self.previous {
+            count::check_range(previous, "the number of shards before (previous_shards)")?;
         }
+        count::agree(&self.client, &self.name, self.shards, self.previous).await?;
         let live = self.shards.max(self.previous.unwrap_or(0));
         let mut shards = Vec::with_capacity(live);
         for i in 0..live {
@@ -368,12 +374,14 @@ impl<C: Codec> ShardedQueue<C> {
 
     /// True when the layout before has drained: no entry is pending outside its value's shard
     /// ([`misplaced`](Self::misplaced)) and the target lists of shards beyond the layout are
-    /// empty. Then the queue can be built without
-    /// [`previous_shards`](ShardedQueueBuilder::previous_shards).
+    /// empty. Then the new count is recorded in Redis: from now on handles are built with it
+    /// and without [`previous_shards`](ShardedQueueBuilder::previous_shards), and handles with
+    /// only the old count are refused.
     ///
     /// # Errors
     ///
-    /// A Redis error.
+    /// A Redis error, or [`Error::InvalidConfig`] when the recorded count is neither of this
+    /// handle's.
     pub async fn drained(&self) -> Result<bool> {
         if self.misplaced().await? > 0 {
             return Ok(false);
@@ -382,6 +390,10 @@ impl<C: Codec> ShardedQueue<C> {
             if shard.stats().await?.ready > 0 {
                 return Ok(false);
             }
+        }
+        if let Some(previous) = self.inner.previous {
+            let client = self.inner.shards[0].client();
+            count::record_layout(client, &self.inner.name, self.inner.layout, previous).await?;
         }
         Ok(true)
     }

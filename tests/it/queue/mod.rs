@@ -1,10 +1,12 @@
 //! The producer side: every queue operation and what it leaves in the keys, entry bytes, the
-//! keys' lifetime, rescheduling, the at-most-once consumer, the value index, sharded queues.
+//! keys' lifetime, rescheduling, the at-most-once consumer, the value index, sharded queues and
+//! their recorded shard count.
 
 mod consumer;
 mod lifecycle;
 mod offer_keys;
 mod operations;
 mod reschedule;
+mod shard_count;
 mod sharded;
 mod value_index;

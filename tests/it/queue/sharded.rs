@@ -5,8 +5,11 @@
 
 use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::{Codec, StringCodec};
-use delayq::{shard_of, Job, JobError, ReliableConfig, ShardedQueue, WorkerHandle};
+use delayq::{
+    shard_count_key, shard_of, Job, JobError, ReliableConfig, ShardedQueue, WorkerHandle,
+};
 use fred::clients::Client;
+use fred::interfaces::KeysInterface;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -289,7 +292,7 @@ async fn offer_spread(queue: &ShardedQueue<StringCodec>, prefix: &str, n: usize)
 async fn one_worker_takes_every_value_of_twelve_shards_once_on_a_cluster() {
     let cluster = TestCluster::start(3);
     let client: Client = delayq::connect(&cluster.url()).await.unwrap();
-    let queue = ShardedQueue::new(client, unique_name("work"), 12, StringCodec)
+    let queue = ShardedQueue::new(client.clone(), unique_name("work"), 12, StringCodec)
         .await
         .unwrap();
     let seen: Seen = Arc::default();
@@ -307,6 +310,8 @@ async fn one_worker_takes_every_value_of_twelve_shards_once_on_a_cluster() {
         .collect();
     assert_eq!(shards_used.len(), 12);
     assert_eq!(stats.acked, 600);
+    let recorded: Option<String> = client.get(shard_count_key(queue.name())).await.unwrap();
+    assert_eq!(recorded.as_deref(), Some("12"));
     assert_eq!(queue.size().await.unwrap(), 0);
     queue.destroy().await.unwrap();
 }
@@ -366,7 +371,27 @@ async fn changing_the_number_of_shards_loses_nothing() {
             let from = &seen.lock().unwrap()[v][0];
             assert!(from.ends_with(&format!("{{{}}}", shard_of(v.as_bytes(), new))));
         }
+        // While the old layout drains, its count stays recorded: handles with the new count
+        // alone are refused (they would not serve the old shards), and so on once drained.
+        let recorded = || async {
+            let count: Option<String> = client.get(shard_count_key(&name)).await.unwrap();
+            count
+        };
+        assert_eq!(recorded().await, Some(old.to_string()));
+        let refused = ShardedQueue::new(client.clone(), &name, new, StringCodec).await;
+        assert!(
+            refused.is_err(),
+            "{new} shards before the old layout drained"
+        );
         assert!(during.drained().await.unwrap());
+        assert_eq!(recorded().await, Some(new.to_string()));
+        let refused = ShardedQueue::new(client.clone(), &name, old, StringCodec).await;
+        let refused = refused.map(|_| ()).unwrap_err().to_string();
+        assert!(
+            refused.contains(&format!("has {new} shards"))
+                && refused.contains(&format!("has {old}")),
+            "{refused}"
+        );
         assert_eq!(during.size().await.unwrap(), 0);
         during.destroy().await.unwrap();
         expected.extend(wanted);

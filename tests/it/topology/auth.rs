@@ -1,7 +1,9 @@
 //! Authentication on every connection delayq opens: `requirepass`, an ACL user limited to one
 //! queue's keys and channel, Sentinel with passwords on the data nodes and the sentinels.
 
-use crate::common::{unique_name, Setup, TestCluster, TestRedis, TestSentinel, PATIENCE};
+use crate::common::{
+    documented_acl, unique_name, Setup, TestCluster, TestRedis, TestSentinel, PATIENCE,
+};
 use delayq::codec::StringCodec;
 use delayq::{Clock, DelayedQueue, ReliableConfig, Scheduler};
 use std::time::Duration;
@@ -84,30 +86,6 @@ async fn requirepass_on_every_connection() {
     assert!(refused.contains("NOAUTH"), "{refused}");
 }
 
-/// The ACL a delayq user needs, as README "Connecting in production" gives it, for `name`.
-pub(crate) fn acl_rules(name: &str) -> Vec<String> {
-    [
-        "on",
-        ">app-pass",
-        "resetkeys",
-        &format!("~{name}"),
-        &format!("~*{{{name}}}*"),
-        "resetchannels",
-        &format!("&*{{{name}}}*"),
-        "-@all",
-        "+@read",
-        "+@write",
-        "+evalsha",
-        "+script|load",
-        "+@pubsub",
-        "-@dangerous",
-        "+time",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
 /// `ACL SETUSER app RULES...`.
 fn setuser(rules: &[String]) -> Vec<&str> {
     let mut args = vec!["ACL", "SETUSER", "app"];
@@ -119,7 +97,10 @@ fn setuser(rules: &[String]) -> Vec<&str> {
 async fn acl_user_limited_to_one_queue() {
     let redis = TestRedis::start_setup(&Setup::password("admin-pass"), &[]);
     let name = unique_name("acl");
-    assert_eq!(redis.cli(&setuser(&acl_rules(&name))), "OK");
+    assert_eq!(
+        redis.cli(&setuser(&documented_acl(&name, "app-pass", &[]))),
+        "OK"
+    );
 
     let url = format!("redis://app:app-pass@127.0.0.1:{}", redis.port);
     let client = delayq::connect(&url).await.unwrap();
@@ -153,8 +134,7 @@ async fn sentinel_with_passwords_follows_a_failover() {
     // An ACL user on the data nodes (ACL users are not replicated: set on both) also needs
     // ROLE, which fred sends to check that the node Sentinel named is the master.
     let name = unique_name("acl-sentinel");
-    let mut rules = acl_rules(&name);
-    rules.push("+role".into());
+    let rules = documented_acl(&name, "app-pass", &["Sentinel"]);
     for port in [sentinel.master_port(), sentinel.replica_port()] {
         assert_eq!(sentinel.cli(port, &setuser(&rules)), "OK");
     }
@@ -172,8 +152,7 @@ async fn sentinel_with_passwords_follows_a_failover() {
 async fn acl_user_on_a_cluster() {
     let cluster = TestCluster::start_setup(3, &Setup::password("admin-pass"));
     let name = unique_name("acl-cluster");
-    let mut rules = acl_rules(&name);
-    rules.extend(["+cluster|slots".into(), "+cluster|info".into()]);
+    let rules = documented_acl(&name, "app-pass", &["Cluster"]);
     for node in 0..3 {
         assert_eq!(cluster.cli(node, &setuser(&rules)), "OK");
     }

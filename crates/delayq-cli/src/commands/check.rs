@@ -9,17 +9,37 @@ use std::io::Write;
 /// Prints the report; false when it has warnings.
 pub(crate) async fn check(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<bool> {
     let report = ctx.one(target, "check").await?.check().await?;
+    print(&target.queue, &report, ctx.global.json)
+}
+
+/// The report when the connection itself was refused because the server is busy running a
+/// script (`err`); `None` for any other error.
+pub(crate) fn of_busy_server(target: &QueueArg, json: bool, err: &anyhow::Error) -> Option<bool> {
+    let busy = err.chain().find_map(|cause| match cause.downcast_ref() {
+        Some(delayq::Error::Refused {
+            refusal: delayq::Refusal::Busy,
+            detail,
+            ..
+        }) => Some(detail.clone()),
+        _ => None,
+    })?;
+    print(&target.queue, &CheckReport::of_busy_server(busy), json).ok()
+}
+
+/// Prints `report` on the queue `queue`; false when it has warnings.
+fn print(queue: &str, report: &CheckReport, json: bool) -> anyhow::Result<bool> {
     let warnings = report.warnings();
     let access = match report.access {
         AccessCheck::DryRun => "every command, key and channel (ACL DRYRUN)",
         AccessCheck::KeysOnly => "keys only (ACL DRYRUN not allowed)",
+        AccessCheck::NotChecked => "could not check (neither ACL DRYRUN nor EVALSHA allowed)",
         _ => "?",
     };
     let mut out = std::io::stdout().lock();
-    if ctx.global.json {
-        as_json(&mut out, &target.queue, &report, access, &warnings)?;
+    if json {
+        as_json(&mut out, queue, report, access, &warnings)?;
     } else {
-        as_text(&mut out, &target.queue, &report, access, &warnings)?;
+        as_text(&mut out, queue, report, access, &warnings)?;
     }
     Ok(warnings.is_empty())
 }
@@ -34,6 +54,7 @@ fn as_json(
 ) -> std::io::Result<()> {
     let mut object = serde_json::json!({
         "queue": queue,
+        "busy": report.busy,
         "server": report.server,
         "maxmemory_policy": report.maxmemory_policy,
         "aof": report.aof,
@@ -55,6 +76,9 @@ fn as_json(
         object["overdue_in_flight"] = reliable.overdue.into();
         object["dead"] = reliable.dead.into();
     }
+    if let Ok(paused) = report.paused {
+        object["paused"] = paused.into();
+    }
     writeln!(out, "{object}")
 }
 
@@ -68,6 +92,10 @@ fn as_text(
 ) -> std::io::Result<()> {
     let unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown (refused)".into());
     writeln!(out, "queue:        {queue}")?;
+    if let Some(busy) = &report.busy {
+        writeln!(out, "server:       busy ({busy})")?;
+        return write_warnings(out, warnings);
+    }
     writeln!(out, "server:       {}", unknown(&report.server))?;
     writeln!(
         out,
@@ -111,6 +139,18 @@ fn as_text(
             reliable.in_flight, reliable.overdue, reliable.dead
         )?;
     }
+    if let Ok(paused) = report.paused {
+        let paused = match paused {
+            true => "yes (delayq's schedulers move nothing until `delayq resume`)",
+            false => "no",
+        };
+        writeln!(out, "paused:       {paused}")?;
+    }
+    write_warnings(out, warnings)
+}
+
+/// The warnings, one a line, or that there are none.
+fn write_warnings(out: &mut impl Write, warnings: &[String]) -> std::io::Result<()> {
     if warnings.is_empty() {
         writeln!(out, "warnings:     none")?;
     }

@@ -67,7 +67,15 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
     let global = cli.global;
     let codec =
         TextCodec::new(global.codec, global.java_class.clone()).map_err(anyhow::Error::msg)?;
-    let client = connect(&global).await?;
+    let client = match (connect(&global).await, &cli.command) {
+        (Ok(client), _) => client,
+        // A server busy with a script refuses the connection's first command: that is what
+        // `check` is there to say.
+        (Err(err), Command::Check { target }) => {
+            return check::of_busy_server(target, global.json, &err).ok_or(err)
+        }
+        (Err(err), _) => return Err(err),
+    };
     let ctx = Ctx {
         client,
         codec,

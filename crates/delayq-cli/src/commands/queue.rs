@@ -150,14 +150,57 @@ pub(crate) async fn peek(ctx: &Ctx, target: &QueueArg, limit: usize) -> anyhow::
     Ok(())
 }
 
-/// Prints a queue's counters (of all its shards, for a sharded one).
+/// Prints a queue's counters (of all its shards, for a sharded one), whether it is paused, and
+/// while a sharded queue's number of shards changes, whether the old layout has drained (which
+/// records the new count once it has).
 pub(crate) async fn stats(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<()> {
     let queue = ctx.target(target).await?;
     let stats = each!(&queue, q => q.stats().await)?;
-    print_stats(ctx, &target.queue, &stats)
+    let paused = each!(&queue, q => q.is_paused().await)?;
+    let layout = match (&queue, target.previous_shards) {
+        (Target::Sharded(q), Some(previous)) => Some(Layout {
+            previous,
+            misplaced: q.misplaced().await?,
+            drained: q.drained().await?,
+        }),
+        _ => None,
+    };
+    print_stats(ctx, &target.queue, &stats, paused, layout)
 }
 
-fn print_stats(ctx: &Ctx, queue: &str, stats: &QueueStats) -> anyhow::Result<()> {
+/// How far a sharded queue's change of its number of shards has come.
+struct Layout {
+    /// The number of shards before.
+    previous: usize,
+    /// Entries pending outside their value's shard of the new layout.
+    misplaced: u64,
+    /// Whether the old layout has drained (and the new count is recorded).
+    drained: bool,
+}
+
+impl Layout {
+    fn describe(&self) -> String {
+        match self.drained {
+            true => format!(
+                "drained from {} shards; the new count is recorded (drop --previous-shards)",
+                self.previous
+            ),
+            false => format!(
+                "changing from {} shards, not drained: {} entries pending in their old shard, \
+                 or values ready on a shard beyond the new count",
+                self.previous, self.misplaced
+            ),
+        }
+    }
+}
+
+fn print_stats(
+    ctx: &Ctx,
+    queue: &str,
+    stats: &QueueStats,
+    paused: bool,
+    layout: Option<Layout>,
+) -> anyhow::Result<()> {
     let json = ctx.global.json;
     let now = now_ms();
     let overdue_ms = stats
@@ -165,7 +208,7 @@ fn print_stats(ctx: &Ctx, queue: &str, stats: &QueueStats) -> anyhow::Result<()>
         .map_or(0, |due| show::overdue_ms(due, now));
     let mut out = std::io::stdout().lock();
     if json {
-        let object = serde_json::json!({
+        let mut object = serde_json::json!({
             "queue": queue,
             "pending": stats.pending,
             "scheduled": stats.scheduled,
@@ -173,7 +216,13 @@ fn print_stats(ctx: &Ctx, queue: &str, stats: &QueueStats) -> anyhow::Result<()>
             "quarantined": stats.quarantined,
             "next_due_ms": stats.next_due_ms,
             "overdue_ms": overdue_ms,
+            "paused": paused,
         });
+        if let Some(layout) = &layout {
+            object["previous_shards"] = layout.previous.into();
+            object["misplaced"] = layout.misplaced.into();
+            object["drained"] = layout.drained.into();
+        }
         writeln!(out, "{object}")?;
     } else {
         writeln!(out, "queue:       {queue}")?;
@@ -189,6 +238,14 @@ fn print_stats(ctx: &Ctx, queue: &str, stats: &QueueStats) -> anyhow::Result<()>
                 show::from_now(due, now)
             )?,
             None => writeln!(out, "next due:    none")?,
+        }
+        let paused = match paused {
+            true => "yes (delayq's schedulers move nothing until `delayq resume`)",
+            false => "no",
+        };
+        writeln!(out, "paused:      {paused}")?;
+        if let Some(layout) = &layout {
+            writeln!(out, "layout:      {}", layout.describe())?;
         }
     }
     Ok(())

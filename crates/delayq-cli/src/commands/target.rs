@@ -29,7 +29,7 @@ impl Ctx {
     pub(crate) async fn target(&self, arg: &QueueArg) -> delayq::Result<Target> {
         Ok(match arg.shards {
             None => Target::One(self.queue(&arg.queue).await?),
-            Some(n) => Target::Sharded(self.sharded(&arg.queue, n).await?),
+            Some(n) => Target::Sharded(self.sharded(&arg.queue, n, arg.previous_shards).await?),
         })
     }
 

@@ -14,11 +14,10 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
     let mut queues = Vec::with_capacity(args.queues.len());
     match (args.shards, args.queues.as_slice()) {
         (Some(n), [name]) => {
-            let sharded =
-                delayq::ShardedQueue::builder(ctx.client.clone(), name, n, ctx.codec.clone())
-                    .options(ctx.global.options())
-                    .build()
-                    .await?;
+            let sharded = ctx
+                .sharded_builder(name, n, args.previous_shards)
+                .build()
+                .await?;
             queues.extend(sharded.shards().iter().cloned());
         }
         (Some(_), _) => anyhow::bail!("--shards takes one sharded QUEUE"),

@@ -8,9 +8,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_delayq");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_delayq");
 
-fn delayq(url: &str, args: &[&str]) -> Output {
+/// `delayq --url URL ARGS...`, run to its end.
+pub(crate) fn delayq(url: &str, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(["--url", url])
         .args(args)
@@ -19,7 +20,7 @@ fn delayq(url: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 

@@ -7,11 +7,13 @@
 #[path = "../../../../tests/common/mod.rs"]
 mod common;
 
+mod check;
 mod cli;
 mod cli_connect;
 mod cli_values;
 mod clock;
 mod observe;
 mod processes;
+mod shard_count;
 mod work;
 mod worker_kill;
