@@ -7,6 +7,7 @@
 mod java_payloads;
 
 mod codec_jackson;
+mod codec_jackson_arrays;
 mod codec_jackson_java;
 mod codec_kryo;
 mod codec_kryo_java;
