@@ -8,10 +8,12 @@
 //! `num.rs` (`Double.toString`), `java_map.rs` ([`JavaHashMap`]), `tree.rs` (the token tree).
 
 mod de;
+mod java_array;
 mod java_map;
 mod java_types;
 mod json;
 mod json_parse;
+mod key_ser;
 #[cfg(feature = "msgpack")]
 mod msgpack;
 mod num;

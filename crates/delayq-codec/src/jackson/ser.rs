@@ -2,7 +2,9 @@
 //!
 //! The rules are written down in `mapping.md`; this file implements them.
 
+use super::java_array::{self, Elements};
 use super::java_types::{self, Typing};
+use super::key_ser::KeySer;
 use super::tree::{is_java_class_name, java_string_cmp, Node};
 use super::JacksonError;
 use serde::ser::{self, Serialize};
@@ -49,6 +51,8 @@ pub(crate) struct Ser {
     slot: Slot,
     /// A Java class forced by an enclosing newtype struct (`#[serde(rename = "java.util.LinkedList")]`).
     class: Option<&'static str>,
+    /// `class` is an array class that Redisson's typer leaves untyped in this slot.
+    bare: bool,
 }
 
 impl Ser {
@@ -58,11 +62,15 @@ impl Ser {
             typed,
             slot: Slot::Root,
             class: None,
+            bare: false,
         }
     }
 
     /// The serializer for elements of a collection or values of a map in this slot.
     fn element(self) -> Self {
+        if let Some(class) = self.class.filter(|c| java_array::is_array(c)) {
+            return self.array_element(class);
+        }
         let slot = match self.slot {
             Slot::Root | Slot::Object => Slot::Object,
             Slot::Field | Slot::Boxed | Slot::Generic => Slot::Generic,
@@ -70,7 +78,38 @@ impl Ser {
         Ser {
             slot,
             class: None,
+            bare: false,
             ..self
+        }
+    }
+
+    /// The serializer for a value of the Java array class `class` in this slot.
+    fn array(self, class: &'static str) -> Self {
+        Ser {
+            class: Some(class),
+            bare: self.slot != Slot::Object && !java_array::typed_in_field(class),
+            ..self
+        }
+    }
+
+    /// The serializer for the elements of an array of class `class`: declared as its element
+    /// type.
+    fn array_element(self, class: &'static str) -> Self {
+        let elements = java_array::elements(class);
+        let slot = match elements {
+            Elements::Primitive => Slot::Field,
+            Elements::Object => Slot::Object,
+            Elements::Array(_) | Elements::Declared => Slot::Generic,
+        };
+        let plain = Ser {
+            slot,
+            class: None,
+            bare: false,
+            ..self
+        };
+        match elements {
+            Elements::Array(inner) => plain.array(inner),
+            _ => plain,
         }
     }
 
@@ -79,6 +118,7 @@ impl Ser {
         Ser {
             slot: Slot::Field,
             class: None,
+            bare: false,
             ..self
         }
     }
@@ -88,6 +128,9 @@ impl Ser {
             return Ok(node);
         }
         if let Some(class) = self.class {
+            if self.bare {
+                return Ok(node);
+            }
             return Ok(Node::Typed(class.to_owned(), Box::new(node)));
         }
         let wrap = match rule {
@@ -132,6 +175,7 @@ impl Ser {
             typed: false,
             slot: Slot::Field,
             class: None,
+            bare: false,
         })?;
         let (node, typing) = java_types::to_jackson(name, parts)?;
         if !self.typed {
@@ -290,9 +334,12 @@ impl ser::Serializer for Ser {
         if java_types::is_java_type(name) {
             return self.java_type(name, value);
         }
-        if self.typed && is_java_class_name(name) {
+        if self.typed && java_array::is_array(name) && is_java_class_name(name) {
+            value.serialize(self.array(name))
+        } else if self.typed && is_java_class_name(name) {
             value.serialize(Ser {
                 class: Some(name),
+                bare: false,
                 ..self
             })
         } else {
@@ -438,7 +485,9 @@ impl SeqSer {
 
     fn finish(self) -> Node {
         let seq = Node::Seq(self.items);
-        if self.ser.typed {
+        if self.ser.typed && self.ser.bare {
+            seq
+        } else if self.ser.typed {
             let class = self.ser.class.unwrap_or(self.default_class);
             Node::Typed(class.to_owned(), Box::new(seq))
         } else if let Some(v) = self.variant {
@@ -596,151 +645,5 @@ impl ser::SerializeStructVariant for StructSer {
 
     fn end(self) -> Result<Node, JacksonError> {
         Ok(self.finish())
-    }
-}
-
-/// Map keys: Jackson writes them as field names (`toString()` of the key).
-#[derive(Debug, Clone, Copy)]
-struct KeySer;
-
-fn bad_key(what: &'static str) -> JacksonError {
-    JacksonError::UnsupportedKey(what)
-}
-
-impl ser::Serializer for KeySer {
-    type Ok = String;
-    type Error = JacksonError;
-    type SerializeSeq = ser::Impossible<String, JacksonError>;
-    type SerializeTuple = ser::Impossible<String, JacksonError>;
-    type SerializeTupleStruct = ser::Impossible<String, JacksonError>;
-    type SerializeTupleVariant = ser::Impossible<String, JacksonError>;
-    type SerializeMap = ser::Impossible<String, JacksonError>;
-    type SerializeStruct = ser::Impossible<String, JacksonError>;
-    type SerializeStructVariant = ser::Impossible<String, JacksonError>;
-
-    fn serialize_bool(self, v: bool) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_i8(self, v: i8) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_i16(self, v: i16) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_i32(self, v: i32) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_i128(self, v: i128) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_u8(self, v: u8) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_u16(self, v: u16) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_u32(self, v: u32) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_u128(self, v: u128) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_f32(self, v: f32) -> Result<String, JacksonError> {
-        Ok(super::num::java_float(v))
-    }
-    fn serialize_f64(self, v: f64) -> Result<String, JacksonError> {
-        Ok(super::num::java_double(v))
-    }
-    fn serialize_char(self, v: char) -> Result<String, JacksonError> {
-        Ok(v.to_string())
-    }
-    fn serialize_str(self, v: &str) -> Result<String, JacksonError> {
-        Ok(v.to_owned())
-    }
-    fn serialize_bytes(self, _v: &[u8]) -> Result<String, JacksonError> {
-        Err(bad_key("bytes"))
-    }
-    fn serialize_none(self) -> Result<String, JacksonError> {
-        Err(bad_key("null"))
-    }
-    fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<String, JacksonError> {
-        value.serialize(self)
-    }
-    fn serialize_unit(self) -> Result<String, JacksonError> {
-        Err(bad_key("unit"))
-    }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<String, JacksonError> {
-        Err(bad_key("a unit struct"))
-    }
-    fn serialize_unit_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        variant: &'static str,
-    ) -> Result<String, JacksonError> {
-        Ok(variant.to_owned())
-    }
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(
-        self,
-        _name: &'static str,
-        value: &T,
-    ) -> Result<String, JacksonError> {
-        value.serialize(self)
-    }
-    fn serialize_newtype_variant<T: ?Sized + Serialize>(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _value: &T,
-    ) -> Result<String, JacksonError> {
-        Err(bad_key("an enum variant with data"))
-    }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, JacksonError> {
-        Err(bad_key("a sequence"))
-    }
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, JacksonError> {
-        Err(bad_key("a tuple"))
-    }
-    fn serialize_tuple_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleStruct, JacksonError> {
-        Err(bad_key("a tuple struct"))
-    }
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleVariant, JacksonError> {
-        Err(bad_key("an enum variant with data"))
-    }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, JacksonError> {
-        Err(bad_key("a map"))
-    }
-    fn serialize_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStruct, JacksonError> {
-        Err(bad_key("a struct"))
-    }
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStructVariant, JacksonError> {
-        Err(bad_key("an enum variant with data"))
     }
 }

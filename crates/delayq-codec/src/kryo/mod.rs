@@ -114,6 +114,7 @@
 
 mod builtin;
 mod de;
+mod hash_order;
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 pub mod json_form;

@@ -475,7 +475,7 @@ impl<'a, 'r> Decoder<'a, 'r> {
         };
         let final_element = element.filter(|e| e.is_final());
         let at = self.r.pos();
-        let (flag, len) = if final_element.is_some() && lay == Layout::Immutable {
+        let (flag, len) = if final_element.is_some() && !lay.can_hold_null() {
             (false, self.r.varint("collection size")?)
         } else {
             self.r.varint_flag("collection size")?
@@ -511,7 +511,7 @@ impl<'a, 'r> Decoder<'a, 'r> {
             items.resize(n, JavaValue::Null);
             return Ok(Some(items));
         };
-        let can_be_null = lay != Layout::Immutable && self.r.boolean("collection has-null flag")?;
+        let can_be_null = lay.can_hold_null() && self.r.boolean("collection has-null flag")?;
         let accepts_null = self.class_accepts_null(&class);
         for _ in 0..n {
             if can_be_null && !accepts_null && !self.marker()? {
@@ -551,18 +551,20 @@ impl<'a, 'r> Decoder<'a, 'r> {
             [k, v] => (Some(k), Some(v)),
             _ => (None, None),
         };
+        let nullable = lay.can_hold_null();
         let mut entries = Vec::with_capacity(n.min(self.r.remaining()));
         for _ in 0..n {
-            let k = self.map_slot(key_ty)?;
-            let v = self.map_slot(value_ty)?;
+            let k = self.map_slot(key_ty, nullable)?;
+            let v = self.map_slot(value_ty, nullable)?;
             entries.push((k, v));
         }
         Ok(Some(entries))
     }
 
-    fn map_slot(&mut self, ty: Option<&JavaType>) -> Result<JavaValue, KryoError> {
+    /// A key or value; `nullable` is the map serializer's keys/valuesCanBeNull.
+    fn map_slot(&mut self, ty: Option<&JavaType>, nullable: bool) -> Result<JavaValue, KryoError> {
         match ty {
-            Some(t) if t.is_final() => self.final_value(t, true),
+            Some(t) if t.is_final() => self.final_value(t, nullable),
             Some(JavaType::NonFinal { type_args }) => self.class_and_object(type_args),
             _ => self.class_and_object(&[]),
         }

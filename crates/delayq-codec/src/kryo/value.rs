@@ -105,6 +105,15 @@ pub(crate) enum Layout {
     Singleton,
 }
 
+impl Layout {
+    /// Kryo's `elementsCanBeNull` / `keysCanBeNull` / `valuesCanBeNull` for the class's
+    /// serializer. When off, an element, key or value whose class the declared type arguments
+    /// fix is written without the `00`/`01` null marker.
+    pub(crate) fn can_hold_null(self) -> bool {
+        self != Layout::Immutable
+    }
+}
+
 /// The layout of a collection or map class (one of the class lists).
 pub(crate) fn layout(class: &str) -> Layout {
     match class {

@@ -3,9 +3,10 @@
 use std::collections::HashMap;
 
 use super::builtin;
+use super::hash_order::{hash_map_order, java_hash_code};
 use super::value::{
     layout, sort_fields, JavaField, JavaObject, JavaType, JavaValue, Layout, Primitive, BYTE_ARRAY,
-    HASH_MAP, HASH_SET, LIST_CLASSES, MAP_CLASSES, SET_CLASSES, UUID,
+    HASH_MAP, HASH_SET, LIST_CLASSES, MAP_CLASSES, SET_CLASSES, TREE_MAP, UUID,
 };
 use super::wire::Writer;
 use super::{KryoError, MAX_DEPTH};
@@ -88,7 +89,8 @@ fn runtime_class(v: &JavaValue) -> Option<RuntimeClass<'_>> {
     })
 }
 
-/// Classes that throw on null elements, keys or values: Java could not read such bytes back.
+/// Classes that throw on null elements, keys or values (a `TreeMap` on null keys only): Java
+/// could not read such bytes back.
 const NO_NULLS: &[&str] = &[
     "java.util.ArrayDeque",
     "java.util.concurrent.ConcurrentLinkedQueue",
@@ -113,7 +115,7 @@ fn check_collection<'x>(
         )));
     }
     let lay = layout(class);
-    let no_nulls = NO_NULLS.contains(&class) || lay == Layout::Immutable;
+    let no_nulls = NO_NULLS.contains(&class) || !lay.can_hold_null();
     if no_nulls && values.any(|v| matches!(v, JavaValue::Null)) {
         return Err(KryoError::Unsupported(format!(
             "{class} cannot hold null (Java would fail to read it)"
@@ -403,7 +405,12 @@ impl<'v> Emitter<'v> {
                 self.nested(|e| e.collection(class, items, hashed, args))?;
             }
             JavaValue::Map { class, entries } => {
-                let values = entries.iter().flat_map(|(k, v)| [k, v]);
+                // A TreeMap orders its keys only: its values may be null.
+                let values_checked = class != TREE_MAP;
+                let values = entries
+                    .iter()
+                    .flat_map(|(k, v)| [Some(k), values_checked.then_some(v)])
+                    .flatten();
                 check_collection(class, MAP_CLASSES, entries.len(), values)?;
                 let hashed = class == HASH_MAP;
                 self.nested(|e| e.map(class, entries, hashed, args))?;
@@ -512,7 +519,7 @@ impl<'v> Emitter<'v> {
             _ => None,
         };
         if let Some(e) = element.filter(|e| e.is_final()) {
-            if lay == Layout::Immutable {
+            if !lay.can_hold_null() {
                 self.w.varint(len);
             } else {
                 self.w.varint_flag(has_null, len);
@@ -561,7 +568,7 @@ impl<'v> Emitter<'v> {
             return Ok(());
         };
         self.class(&class);
-        if lay != Layout::Immutable {
+        if lay.can_hold_null() {
             self.w.byte(u8::from(has_null));
         }
         let accepts_null = class.accepts_null();
@@ -622,19 +629,26 @@ impl<'v> Emitter<'v> {
             [k, v] => (Some(k), Some(v)),
             _ => (None, None),
         };
+        let nullable = lay.can_hold_null();
         for i in order {
             let Some((k, v)) = entries.get(i) else {
                 continue;
             };
-            self.map_slot(k, key_ty)?;
-            self.map_slot(v, value_ty)?;
+            self.map_slot(k, key_ty, nullable)?;
+            self.map_slot(v, value_ty, nullable)?;
         }
         Ok(())
     }
 
-    fn map_slot(&mut self, v: &'v JavaValue, ty: Option<&'v JavaType>) -> Result<(), KryoError> {
+    /// A key or value; `nullable` is the map serializer's keys/valuesCanBeNull.
+    fn map_slot(
+        &mut self,
+        v: &'v JavaValue,
+        ty: Option<&'v JavaType>,
+        nullable: bool,
+    ) -> Result<(), KryoError> {
         match ty {
-            Some(t) if t.is_final() => self.final_value(v, t, true),
+            Some(t) if t.is_final() => self.final_value(v, t, nullable),
             Some(JavaType::NonFinal { type_args }) => self.class_and_object(v, type_args),
             _ => self.class_and_object(v, &[]),
         }
@@ -677,111 +691,5 @@ impl<'v> Emitter<'v> {
             return given;
         };
         hash_map_order(&hashes).unwrap_or(given)
-    }
-}
-
-/// The iteration order of a `java.util.HashMap` built by `new HashMap<>()` and putting keys
-/// with these hash codes in this order. `None` when some bucket would hold more than 8 keys
-/// (HashMap then changes its table in ways not modelled here).
-fn hash_map_order(hashes: &[i32]) -> Option<Vec<usize>> {
-    let n = hashes.len();
-    // The table starts at 16 and doubles whenever size exceeds 0.75 * capacity.
-    let mut cap: usize = 16;
-    while n > cap / 4 * 3 {
-        cap = cap.checked_mul(2)?;
-    }
-    let bucket = |h: i32| {
-        let h = h as u32;
-        ((h ^ (h >> 16)) as usize) & (cap - 1)
-    };
-    let mut order: Vec<usize> = (0..n).collect();
-    // Stable: within a bucket, insertion order (splits on resize keep relative order).
-    order.sort_by_key(|&i| hashes.get(i).map_or(0, |&h| bucket(h)));
-    let mut run = 0;
-    let mut last = None;
-    for &i in &order {
-        let b = hashes.get(i).map(|&h| bucket(h));
-        if b == last {
-            run += 1;
-            if run > 8 {
-                return None;
-            }
-        } else {
-            run = 1;
-            last = b;
-        }
-    }
-    Some(order)
-}
-
-/// `Object.hashCode()` for values whose hash Java defines by value.
-fn java_hash_code(v: &JavaValue) -> Option<i32> {
-    Some(match v {
-        JavaValue::Null => 0,
-        JavaValue::Bool(b) => {
-            if *b {
-                1231
-            } else {
-                1237
-            }
-        }
-        JavaValue::Byte(b) => i32::from(*b),
-        JavaValue::Short(s) => i32::from(*s),
-        JavaValue::Char(c) => i32::from(u16::try_from(u32::from(*c)).ok()?),
-        JavaValue::Int(i) => *i,
-        JavaValue::Long(l) => (*l ^ ((*l as u64) >> 32) as i64) as i32,
-        JavaValue::Float(f) => {
-            let bits = if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() };
-            bits as i32
-        }
-        JavaValue::Double(d) => {
-            let bits = if d.is_nan() {
-                0x7ff8_0000_0000_0000
-            } else {
-                d.to_bits()
-            };
-            (bits ^ (bits >> 32)) as i32
-        }
-        JavaValue::String(s) => s
-            .encode_utf16()
-            .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c))),
-        JavaValue::Uuid(u) => {
-            let hilo = ((*u >> 64) as u64) ^ (*u as u64);
-            ((hilo >> 32) as i32) ^ (hilo as i32)
-        }
-        _ => return None,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn java_hash_codes() {
-        // Values from the JDK: "k".hashCode() == 107, "hello".hashCode() == 99162322,
-        // Long.hashCode(1L << 32) == 1, Boolean.TRUE.hashCode() == 1231.
-        assert_eq!(java_hash_code(&"k".into()), Some(107));
-        assert_eq!(java_hash_code(&"hello".into()), Some(99_162_322));
-        assert_eq!(java_hash_code(&JavaValue::Long(1 << 32)), Some(1));
-        assert_eq!(java_hash_code(&JavaValue::Long(-1)), Some(0));
-        assert_eq!(java_hash_code(&JavaValue::Bool(true)), Some(1231));
-        assert_eq!(java_hash_code(&JavaValue::Double(1.0)), Some(1_072_693_248));
-    }
-
-    #[test]
-    fn hash_map_order_by_bucket_then_insertion() {
-        // Buckets (cap 16): "b" = 98 & 15 = 2, "a" = 97 & 15 = 1, "q" = 113 & 15 = 1.
-        let keys = ["b", "a", "q"];
-        let hashes: Vec<i32> = keys
-            .iter()
-            .map(|k| java_hash_code(&(*k).into()).unwrap())
-            .collect();
-        assert_eq!(hash_map_order(&hashes).unwrap(), vec![1, 2, 0]);
-        // 13 keys make the table grow to 32: 16 and 0 then land in different buckets.
-        let hashes: Vec<i32> = (0..13).map(|i| 16 * (i % 2) + i / 2).collect();
-        let order = hash_map_order(&hashes).unwrap();
-        let sorted: Vec<i32> = order.iter().map(|&i| hashes[i] & 31).collect();
-        assert!(sorted.windows(2).all(|w| w[0] <= w[1]), "{sorted:?}");
     }
 }

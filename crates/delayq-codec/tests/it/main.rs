@@ -7,8 +7,10 @@
 mod java_payloads;
 
 mod codec_jackson;
+mod codec_jackson_arrays;
 mod codec_jackson_java;
 mod codec_kryo;
 mod codec_kryo_java;
+mod codec_kryo_maps;
 mod exact_numbers;
 mod golden_fixtures;
