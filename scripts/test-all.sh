@@ -87,6 +87,12 @@ crates/delayq-cli/tests/ui/run.sh
 step "compat-tests against the real Java Redisson"
 compat-tests/run.sh
 
+step "codec bytes delayq writes (Kryo maps, Jackson arrays), read by the real Redisson 3.52.0 and 4.7.0"
+for version in 3.52.0 4.7.0; do
+    crates/delayq-codec/tests/fixtures/kryo/gen/gen.sh "$version" --verify-only
+    crates/delayq-codec/tests/fixtures/jackson/gen/gen.sh "$version" --verify-only
+done
+
 step "compat-tests S1-S4 on Valkey (Redisson 4.7.0)"
 COMPAT_SERVER="$VALKEY_SERVER" COMPAT_SCENARIOS="1 2 3 4" COMPAT_VERSIONS=4.7.0 \
     COMPAT_RESULTS=target/compat/RESULTS-valkey.md compat-tests/run.sh
