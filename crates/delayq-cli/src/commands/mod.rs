@@ -5,6 +5,7 @@ mod docs;
 mod lists;
 mod pause;
 mod queue;
+mod take;
 mod target;
 mod transfer;
 mod ui;
@@ -12,6 +13,7 @@ mod work;
 
 use crate::cli::{Cli, Command, Global};
 pub(crate) use crate::ctx::Ctx;
+use crate::exit::Usage;
 use crate::text_codec::TextCodec;
 use anyhow::{bail, Context};
 use delayq::fred::clients::Client;
@@ -65,8 +67,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
         _ => {}
     }
     let global = cli.global;
-    let codec =
-        TextCodec::new(global.codec, global.java_class.clone()).map_err(anyhow::Error::msg)?;
+    let codec = TextCodec::new(global.codec, global.java_class.clone()).map_err(Usage)?;
     let client = connect(&global).await?;
     let ctx = Ctx {
         client,
@@ -99,7 +100,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
             target,
             count,
             timeout,
-        } => done(queue::take(&ctx, &target, count, timeout).await),
+        } => done(take::take(&ctx, &target, count, timeout).await),
         Command::Remove {
             target,
             value,

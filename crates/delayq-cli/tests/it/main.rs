@@ -13,5 +13,6 @@ mod cli_values;
 mod clock;
 mod observe;
 mod processes;
+mod take_handoff;
 mod work;
 mod worker_kill;
