@@ -96,6 +96,19 @@ pub enum Error {
         detail: String,
     },
 
+    /// A value longer than the server takes in one argument (its `proto-max-bulk-len`); refused
+    /// before anything is sent, since Redis would read it whole and then drop the connection.
+    #[error(
+        "the value is {len} bytes, more than this Redis server takes in one argument \
+         (proto-max-bulk-len {limit} bytes); nothing was sent"
+    )]
+    ValueTooLarge {
+        /// The encoded value's length.
+        len: usize,
+        /// The server's limit.
+        limit: u64,
+    },
+
     /// A delay that is negative or does not fit Redisson's millisecond timestamps.
     #[error("invalid delay: {0}")]
     InvalidDelay(String),

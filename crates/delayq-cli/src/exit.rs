@@ -67,7 +67,9 @@ fn of_delayq(err: &Error) -> Status {
     match err {
         Error::WrongType { .. } => Status::WrongType,
         Error::Encode { .. } | Error::Decode { .. } => Status::Codec,
-        Error::InvalidDelay(_) | Error::InvalidConfig(_) => Status::Usage,
+        Error::InvalidDelay(_) | Error::InvalidConfig(_) | Error::ValueTooLarge { .. } => {
+            Status::Usage
+        }
         Error::Refused {
             refusal: Refusal::NoPermission,
             ..
