@@ -11,6 +11,7 @@ mod cli;
 mod cli_connect;
 mod cli_values;
 mod clock;
+mod exit_codes;
 mod observe;
 mod processes;
 mod take_handoff;
