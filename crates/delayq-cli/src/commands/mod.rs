@@ -23,14 +23,22 @@ use delayq::redact_url;
 async fn connect(global: &Global) -> anyhow::Result<Client> {
     let url = redact_url(&global.url);
     let options = global.connection.options();
-    let mut config = options
-        .config(&global.url)
-        .with_context(|| format!("bad Redis URL {url}"))?;
+    let mut config = options.config(&global.url).map_err(|err| {
+        let what = match err {
+            delayq::Error::Redis(_) => format!("bad Redis URL {url}"),
+            _ => format!("cannot use the connection settings for {url}"),
+        };
+        anyhow::Error::from(err).context(what)
+    })?;
     if let Some(password) = password(global)? {
         config.password = Some(password);
     }
     match delayq::connect_with(&options.builder_for(config)).await {
         Ok(client) => Ok(client),
+        Err(err @ delayq::Error::Tls { failure, .. }) => {
+            let hint = crate::connection::tls_hint(failure);
+            Err(err).with_context(|| format!("cannot connect to {url}: {hint}"))
+        }
         Err(err) if err.is_connection_error() => {
             Err(err).with_context(|| format!("cannot connect to {url}"))
         }
