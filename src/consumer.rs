@@ -1,6 +1,6 @@
 //! The consumer side: taking due values off the target list, as Redisson's `RBlockingQueue`.
 
-use crate::codec::{decode_value, Codec};
+use crate::codec::{decode_value, encode_value, Codec};
 use crate::redis::{reply, resend_refused};
 use crate::time::Delay;
 use crate::{Error, Result};
@@ -10,6 +10,7 @@ use fred::interfaces::{ClientLike, ListInterface};
 use fred::prelude::Value;
 use fred::types::config::Options;
 use futures::Stream;
+use std::borrow::Borrow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -203,6 +204,23 @@ impl<C: Codec> Consumer<C> {
         Ok(raws.into_iter().map(|raw| self.decode(raw)).collect())
     }
 
+    /// Puts values taken but not handed over (the caller could not write or process them) back
+    /// at the head of the list, `values[0]` first, so the next take gets them again in their
+    /// order.
+    ///
+    /// Java: `RDeque#addFirst` of each, the last one first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Encode`], or a Redis error (the values are then not on the list).
+    pub async fn give_back(&self, values: &[C::Value]) -> Result<()> {
+        let raws = values
+            .iter()
+            .map(|value| encode_value(&*self.codec, value.borrow()))
+            .collect::<Result<Vec<_>>>()?;
+        push_front(&self.client, &self.target, raws).await
+    }
+
     /// The values as a stream: each item is one [`take`](Self::take).
     ///
     /// The stream ends only when it is dropped; errors are items, and the stream goes on after
@@ -218,6 +236,24 @@ impl<C: Codec> Consumer<C> {
     pub async fn close(self) {
         let _ = self.client.quit().await;
     }
+}
+
+/// `LPUSH` of `raws` onto `list` so that `raws[0]` ends at the head and the rest follow in
+/// their order (LPUSH puts each argument in front of the one before it). Nothing is sent for
+/// none.
+pub(crate) async fn push_front(client: &Client, list: &str, mut raws: Vec<Vec<u8>>) -> Result<()> {
+    if raws.is_empty() {
+        return Ok(());
+    }
+    raws.reverse();
+    let values: Vec<Value> = raws
+        .into_iter()
+        .map(|raw| Value::Bytes(raw.into()))
+        .collect();
+    let _: u64 = resend_refused("LPUSH", || client.lpush(list, values.clone()))
+        .await
+        .map_err(|e| Error::from_redis("LPUSH", list, e))?;
+    Ok(())
 }
 
 impl<C: Codec> Drop for Consumer<C> {

@@ -96,6 +96,32 @@ pub enum Error {
         detail: String,
     },
 
+    /// A TLS connection could not be set up: the server's certificate was not accepted, or the
+    /// server did not accept this client.
+    #[error("TLS with {server} failed: {failure}")]
+    Tls {
+        /// Why, in a sentence; each kind's docs name the [`TlsOptions`](crate::TlsOptions)
+        /// setting that helps.
+        failure: TlsFailure,
+        /// The server(s) dialled, `host:port`.
+        server: String,
+        /// What the TLS library reported, for logs.
+        detail: String,
+    },
+
+    /// A value longer than the server takes in one argument (its `proto-max-bulk-len`); refused
+    /// before anything is sent, since Redis would read it whole and then drop the connection.
+    #[error(
+        "the value is {len} bytes, more than this Redis server takes in one argument \
+         (proto-max-bulk-len {limit} bytes); nothing was sent"
+    )]
+    ValueTooLarge {
+        /// The encoded value's length.
+        len: usize,
+        /// The server's limit.
+        limit: u64,
+    },
+
     /// A delay that is negative or does not fit Redisson's millisecond timestamps.
     #[error("invalid delay: {0}")]
     InvalidDelay(String),
@@ -190,10 +216,91 @@ impl std::fmt::Display for Refusal {
     }
 }
 
+/// Why a TLS connection failed ([`Error::Tls`]), read from what rustls reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The server's certificate does not lead to a CA this client trusts: trust the CA that
+    /// signed it with [`TlsOptions::ca_file`](crate::TlsOptions::ca_file).
+    UnknownIssuer,
+    /// The server's certificate does not carry the host name dialled (say, the server is
+    /// reached by IP address): give a name it carries with
+    /// [`TlsOptions::server_name`](crate::TlsOptions::server_name).
+    WrongName,
+    /// The server's certificate has expired or is not valid yet (or this host's clock is off).
+    Expired,
+    /// The server's certificate is not acceptable for another reason.
+    BadServerCertificate,
+    /// The server requires a client certificate and none was given:
+    /// [`TlsOptions::client_cert`](crate::TlsOptions::client_cert).
+    ClientCertificateRequired,
+    /// The server refused the client certificate (not signed by a CA it trusts, expired, ...).
+    ClientCertificateRefused,
+}
+
+impl TlsFailure {
+    /// The failure a fred error's text shows, if it is one: fred keeps rustls's error only as
+    /// text (`Custom { kind: InvalidData, error: InvalidCertificate(UnknownIssuer) }`).
+    fn of(details: &str) -> Option<TlsFailure> {
+        let has = |marker: &str| details.contains(marker);
+        Some(if has("UnknownIssuer") {
+            TlsFailure::UnknownIssuer
+        } else if has("NotValidForName") {
+            TlsFailure::WrongName
+        } else if has("InvalidCertificate(Expired") || has("InvalidCertificate(NotValidYet") {
+            TlsFailure::Expired
+        } else if has("InvalidCertificate(") {
+            TlsFailure::BadServerCertificate
+        } else if has("AlertReceived(CertificateRequired)") {
+            TlsFailure::ClientCertificateRequired
+        } else if has("AlertReceived(BadCertificate)")
+            || has("AlertReceived(UnknownCA)")
+            || has("AlertReceived(CertificateUnknown)")
+            || has("AlertReceived(CertificateExpired)")
+            || has("AlertReceived(UnsupportedCertificate)")
+        {
+            TlsFailure::ClientCertificateRefused
+        } else {
+            return None;
+        })
+    }
+}
+
+impl std::fmt::Display for TlsFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TlsFailure::UnknownIssuer => {
+                "the server's certificate is not signed by a CA this client trusts"
+            }
+            TlsFailure::WrongName => {
+                "the server's certificate does not carry the name this client expected"
+            }
+            TlsFailure::Expired => "the server's certificate has expired or is not valid yet",
+            TlsFailure::BadServerCertificate => "the server's certificate is not acceptable",
+            TlsFailure::ClientCertificateRequired => "the server requires a client certificate",
+            TlsFailure::ClientCertificateRefused => "the server refused the client certificate",
+        })
+    }
+}
+
 impl Error {
+    /// A failed connection to `server` as [`Error::Tls`] when TLS is why, else as
+    /// [`from_redis`](Self::from_redis) maps it.
+    pub(crate) fn from_connect(server: &str, err: fred::error::Error) -> Error {
+        match TlsFailure::of(err.details()) {
+            Some(failure) => Error::Tls {
+                failure,
+                server: server.to_owned(),
+                detail: err.details().to_string(),
+            },
+            None => Error::from_redis("connect", server, err),
+        }
+    }
+
     /// True when the error comes from a dropped or failing connection; retrying later may work.
     pub fn is_connection_error(&self) -> bool {
         match self {
+            Error::Tls { .. } => true,
             Error::Redis(e) | Error::Script { source: e, .. } => {
                 classify(e) == ReplyKind::Connection
             }

@@ -8,8 +8,9 @@ use crate::entry::OfferHandle;
 use crate::redis::ops::remove::RemoveMode;
 use crate::redis::ops::reschedule::Which;
 use crate::redis::ops::{contains, offer, offer_unique, remove, reschedule};
+use crate::redis::server;
 use crate::time::Delay;
-use crate::Result;
+use crate::{Error, Result};
 
 impl<C: Codec> DelayedQueue<C> {
     /// `value` as the queue's codec writes it.
@@ -17,9 +18,32 @@ impl<C: Codec> DelayedQueue<C> {
         encode_value(self.codec(), value)
     }
 
+    /// Refuses encoded values longer than the server takes in one argument, before anything
+    /// is sent ([`Error::ValueTooLarge`]). The server's limit is read once per handle, and only
+    /// for a value past the lowest limit Redis allows.
+    pub(crate) async fn check_sizes<'a>(
+        &self,
+        values: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<()> {
+        let longest = values.into_iter().map(<[u8]>::len).max().unwrap_or(0);
+        if longest as u64 <= server::MIN_BULK_LIMIT {
+            return Ok(());
+        }
+        let limit = self.bulk_limit().await?;
+        if longest as u64 > limit {
+            return Err(Error::ValueTooLarge {
+                len: longest,
+                limit,
+            });
+        }
+        Ok(())
+    }
+
     /// Offers each encoded value due after its delay (see [`offer_all`](Self::offer_all)).
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), count = entries.len()))]
     pub(crate) async fn offer_encoded(&self, entries: Vec<(Delay, Vec<u8>)>) -> Result<()> {
+        self.check_sizes(entries.iter().map(|(_, value)| value.as_slice()))
+            .await?;
         offer::run(self.client(), self.spec(), entries).await?;
         Ok(())
     }
@@ -32,6 +56,7 @@ impl<C: Codec> DelayedQueue<C> {
         delay: Delay,
         value: Vec<u8>,
     ) -> Result<OfferHandle> {
+        self.check_sizes([value.as_slice()]).await?;
         offer::run_with_handle(self.client(), self.spec(), delay, value).await
     }
 
@@ -39,6 +64,7 @@ impl<C: Codec> DelayedQueue<C> {
     /// [`offer_unique`](Self::offer_unique)).
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.ms()))]
     pub(crate) async fn offer_unique_encoded(&self, delay: Delay, value: Vec<u8>) -> Result<bool> {
+        self.check_sizes([value.as_slice()]).await?;
         Ok(offer_unique::run(self.client(), self.spec(), delay, value).await? > 0)
     }
 

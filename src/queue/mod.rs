@@ -122,6 +122,7 @@ impl<C: Codec> DelayedQueueBuilder<C> {
                 codec: self.codec,
                 lease: Mutex::new(lease),
                 pass_cost: PassCost::default(),
+                bulk_limit: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -169,6 +170,8 @@ struct Inner<C> {
     lease: Mutex<Option<SchedulerLease>>,
     /// What the order-list pass costs, as this handle's transfers measured it.
     pass_cost: PassCost,
+    /// The server's `proto-max-bulk-len`, read when a value first needs it.
+    bulk_limit: tokio::sync::OnceCell<u64>,
 }
 
 impl<C: Codec> DelayedQueue<C> {
@@ -248,6 +251,16 @@ impl<C: Codec> DelayedQueue<C> {
     /// The order-list pass cost this handle's transfers measured (for the next transfer).
     pub(crate) fn pass_cost(&self) -> &PassCost {
         &self.inner.pass_cost
+    }
+
+    /// The server's `proto-max-bulk-len`, read once (see [`check_sizes`](Self::check_sizes)).
+    pub(crate) async fn bulk_limit(&self) -> Result<u64> {
+        let client = &self.inner.client;
+        self.inner
+            .bulk_limit
+            .get_or_try_init(|| crate::redis::server::bulk_limit(client))
+            .await
+            .copied()
     }
 
     /// The codec, shared (for consumers).

@@ -219,7 +219,7 @@ pub(crate) async fn connect_bounded<C: ClientLike + EventInterface>(
             } else {
                 // A server that answers but refuses (BUSY, LOADING, NOPERM on the handshake)
                 // says so.
-                Err(Error::from_redis("connect", &server_label(client), err))
+                Err(Error::from_connect(&server_label(client), err))
             }
         }
     }

@@ -1,6 +1,7 @@
 //! What a Redis server says about itself that matters to a delayed queue: its version, whether
 //! it evicts keys under memory pressure, whether it persists, and what this user may do.
 
+use crate::error::ReplyKind;
 use fred::clients::Client;
 use fred::interfaces::ClientLike;
 use fred::prelude::Value;
@@ -34,6 +35,47 @@ pub(crate) async fn info_field(client: &Client, section: &str, name: &str) -> Op
         .await?
         .into_iter()
         .find_map(|(k, v)| (k == name).then_some(v))
+}
+
+/// Redis's default `proto-max-bulk-len`: 512 MB.
+pub(crate) const DEFAULT_BULK_LIMIT: u64 = 512 * 1024 * 1024;
+
+/// The lowest `proto-max-bulk-len` Redis accepts (1 MB): shorter values always fit.
+pub(crate) const MIN_BULK_LIMIT: u64 = 1024 * 1024;
+
+/// The longest argument the server takes (`CONFIG GET proto-max-bulk-len`). When CONFIG is
+/// refused (an ACL, a managed service that renames it) or says nothing, Redis's default, said
+/// only at debug level; a connection error is returned.
+pub(crate) async fn bulk_limit(client: &Client) -> crate::Result<u64> {
+    let reply: Result<Value, _> = client
+        .custom(
+            CustomCommand::new_static("CONFIG", ClusterHash::Random, false),
+            vec!["GET", "proto-max-bulk-len"],
+        )
+        .await;
+    let said = match reply {
+        Ok(Value::Array(items)) => items.get(1).and_then(Value::as_u64),
+        Ok(Value::Map(map)) => map.inner().values().next().and_then(Value::as_u64),
+        Ok(_) => None,
+        Err(err) if crate::error::classify(&err) == ReplyKind::Connection => {
+            return Err(crate::Error::from_redis(
+                "CONFIG",
+                "proto-max-bulk-len",
+                err,
+            ))
+        }
+        Err(err) => {
+            tracing::debug!(error = %err, "CONFIG GET proto-max-bulk-len refused");
+            None
+        }
+    };
+    Ok(said.unwrap_or_else(|| {
+        tracing::debug!(
+            limit = DEFAULT_BULK_LIMIT,
+            "the server's proto-max-bulk-len is not readable; assuming Redis's default"
+        );
+        DEFAULT_BULK_LIMIT
+    }))
 }
 
 /// True for a policy under which Redis may delete keys to free memory: every policy but

@@ -17,6 +17,7 @@ use super::temp_dir;
 /// - `named.crt`/`named.key`: for [`TestCerts::NAMED_HOST`] only, to test the server-name option.
 /// - `client.crt`/`client.key`: a client certificate for mutual TLS.
 /// - `other-ca.crt`: a CA that signed none of them.
+/// - `client-v1.crt`: see [`TestCerts::v1_client`].
 #[derive(Debug)]
 pub struct TestCerts {
     dir: TempDir,
@@ -56,6 +57,33 @@ impl TestCerts {
     /// The path of one of the files (`ca.crt`, `server.key`, ...).
     pub fn path(&self, file: &str) -> PathBuf {
         self.dir.path().join(file)
+    }
+
+    /// `client-v1.crt`: the client certificate's key and subject, signed by `ca.crt` without
+    /// extensions, which makes it X.509 v1 (which rustls does not accept); made on first call.
+    pub fn v1_client(&self) -> PathBuf {
+        let out = self.path("client-v1.crt");
+        if !out.exists() {
+            openssl(
+                &[
+                    "x509",
+                    "-req",
+                    "-in",
+                    &self.file("client.csr"),
+                    "-CA",
+                    &self.file("ca.crt"),
+                    "-CAkey",
+                    &self.file("ca.key"),
+                    "-CAcreateserial",
+                    "-days",
+                    "2",
+                    "-out",
+                    &out.to_string_lossy(),
+                ],
+                self.dir.path(),
+            );
+        }
+        out
     }
 
     /// The trusted CA's certificate.

@@ -4,7 +4,7 @@
 use crate::duration::parse_duration;
 use clap::Args;
 use delayq::fred::prelude::ReconnectPolicy;
-use delayq::{ConnectOptions, TlsOptions};
+use delayq::{ConnectOptions, TlsFailure, TlsOptions};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -115,5 +115,26 @@ impl ConnectionArgs {
             options = options.sentinel_credentials(self.sentinel_username.as_deref(), password);
         }
         options
+    }
+}
+
+/// What to do about a TLS failure, in the command line's flags.
+pub(crate) fn tls_hint(failure: TlsFailure) -> &'static str {
+    match failure {
+        TlsFailure::UnknownIssuer => {
+            "trust the CA that signed the server's certificate with --tls-ca-file"
+        }
+        TlsFailure::WrongName => {
+            "give a name the server's certificate carries with --tls-server-name"
+        }
+        TlsFailure::Expired => "renew the server's certificate, or check this host's clock",
+        TlsFailure::ClientCertificateRequired => {
+            "give a client certificate with --tls-cert-file and --tls-key-file"
+        }
+        TlsFailure::ClientCertificateRefused => {
+            "give a client certificate signed by a CA the server trusts (--tls-cert-file, \
+             --tls-key-file)"
+        }
+        _ => "check the server's certificate (--tls-insecure skips verification, for tests only)",
     }
 }

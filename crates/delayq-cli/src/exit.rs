@@ -31,9 +31,25 @@ impl From<Status> for ExitCode {
     }
 }
 
-/// The class of `err`, from the first delayq or fred error in its chain.
+/// Usage or invalid input found by the command line itself (exit 2), such as flags that do not
+/// go together.
+#[derive(Debug)]
+pub(crate) struct Usage(pub(crate) String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// The class of `err`, from the first [`Usage`], delayq or fred error in its chain.
 pub(crate) fn status(err: &anyhow::Error) -> Status {
     for cause in err.chain() {
+        if cause.downcast_ref::<Usage>().is_some() {
+            return Status::Usage;
+        }
         if let Some(err) = cause.downcast_ref::<Error>() {
             return of_delayq(err);
         }
@@ -51,7 +67,9 @@ fn of_delayq(err: &Error) -> Status {
     match err {
         Error::WrongType { .. } => Status::WrongType,
         Error::Encode { .. } | Error::Decode { .. } => Status::Codec,
-        Error::InvalidDelay(_) | Error::InvalidConfig(_) => Status::Usage,
+        Error::InvalidDelay(_) | Error::InvalidConfig(_) | Error::ValueTooLarge { .. } => {
+            Status::Usage
+        }
         Error::Refused {
             refusal: Refusal::NoPermission,
             ..
@@ -71,7 +89,7 @@ fn of_fred(err: &delayq::fred::error::Error) -> Status {
         | ErrorKind::Canceled
         | ErrorKind::Routing
         | ErrorKind::Sentinel => Status::Connection,
-        ErrorKind::Config | ErrorKind::InvalidArgument => Status::Usage,
+        ErrorKind::Config | ErrorKind::InvalidArgument | ErrorKind::Url => Status::Usage,
         _ if err.details().starts_with("NOPERM") => Status::Auth,
         _ => Status::Other,
     }

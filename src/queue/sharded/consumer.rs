@@ -1,11 +1,14 @@
 //! [`ShardedConsumer`]: at-most-once takes over every shard's target list.
 
+use super::hash::shard_of;
 use super::ShardedQueue;
-use crate::codec::{decode_value, Codec};
+use crate::codec::{decode_value, encode_value, Codec};
+use crate::consumer::push_front;
 use crate::redis::{reply, resend_refused};
 use crate::{Error, Result};
 use fred::interfaces::ListInterface;
 use fred::prelude::Value;
+use std::borrow::Borrow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -67,6 +70,27 @@ impl<C: Codec> ShardedConsumer<C> {
                 return Ok(value);
             }
         }
+    }
+
+    /// Puts values taken but not handed over back at the head of their shards' lists (each in
+    /// the shard its bytes belong to, see [`shard_of`](crate::shard_of)), in their order within
+    /// a shard, so the next take gets them again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Encode`], or a Redis error (the values of that shard and the shards after it
+    /// are then not on their lists).
+    pub async fn give_back(&self, values: &[C::Value]) -> Result<()> {
+        let shards = self.queue.shards();
+        let mut by_shard: Vec<Vec<Vec<u8>>> = vec![Vec::new(); shards.len()];
+        for value in values {
+            let raw = encode_value(self.queue.codec(), value.borrow())?;
+            by_shard[shard_of(&raw, shards.len())].push(raw);
+        }
+        for (shard, raws) in shards.iter().zip(by_shard) {
+            push_front(shard.client(), shard.name(), raws).await?;
+        }
+        Ok(())
     }
 
     /// One look at every shard's list, from the one after the last served; the first value.

@@ -86,6 +86,9 @@ impl<C: Codec> ShardedQueue<C> {
             let value = self.encode(value.borrow())?;
             groups[self.home(&value).0].push((delay, value));
         }
+        // Every shard's values are checked before any shard's call goes out.
+        let all = groups.iter().flatten().map(|(_, value)| value.as_slice());
+        self.inner.shards[0].check_sizes(all).await?;
         let calls = groups
             .into_iter()
             .zip(&self.inner.shards)

@@ -97,6 +97,15 @@ fn client_config(options: &TlsOptions) -> Result<ClientConfig> {
         None => Ok(builder.with_no_client_auth()),
         Some((cert_file, key_file)) => {
             let chain = certificates(cert_file, "client certificate")?;
+            if x509_version(&chain[0]) == Some(1) {
+                return Err(Error::InvalidConfig(format!(
+                    "the client certificate {} is an X.509 v1 certificate, which rustls does \
+                     not accept: make a v3 one (OpenSSL makes v3 when given extensions, such as \
+                     `openssl x509 -req ... -extfile FILE` with the line \
+                     `extendedKeyUsage=clientAuth`)",
+                    cert_file.display()
+                )));
+            }
             let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| {
                 Error::InvalidConfig(format!(
                     "cannot read a private key from {}: {e}",
@@ -104,11 +113,17 @@ fn client_config(options: &TlsOptions) -> Result<ClientConfig> {
                 ))
             })?;
             builder.with_client_auth_cert(chain, key).map_err(|e| {
-                Error::InvalidConfig(format!(
-                    "client certificate {} and key {} do not go together: {e}",
-                    cert_file.display(),
-                    key_file.display()
-                ))
+                let (cert, key) = (cert_file.display(), key_file.display());
+                Error::InvalidConfig(match e {
+                    fred::rustls::Error::InconsistentKeys(_) => {
+                        format!(
+                            "the private key {key} is not the key of the client certificate {cert}"
+                        )
+                    }
+                    e => {
+                        format!("cannot use the client certificate {cert} with the key {key}: {e}")
+                    }
+                })
             })
         }
     }
@@ -132,6 +147,42 @@ fn certificates(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>>
         )));
     }
     Ok(certs)
+}
+
+/// The X.509 version (1, 2 or 3) of a DER certificate, if its start parses: v1 certificates
+/// leave out the `[0]` version field that v2 and v3 ones begin their to-be-signed part with.
+fn x509_version(der: &[u8]) -> Option<u8> {
+    // Certificate ::= SEQUENCE { tbsCertificate SEQUENCE { [0] EXPLICIT INTEGER OPTIONAL, ...
+    let tbs = der_contents(der, 0x30)?;
+    let fields = der_contents(tbs, 0x30)?;
+    if fields.first() != Some(&0xA0) {
+        return Some(1);
+    }
+    let version = der_contents(der_contents(fields, 0xA0)?, 0x02)?;
+    version.last().map(|v| v.saturating_add(1))
+}
+
+/// The contents of the DER element with tag `tag` at the start of `bytes` (cut short if
+/// `bytes` is).
+fn der_contents(bytes: &[u8], tag: u8) -> Option<&[u8]> {
+    let (&first, rest) = bytes.split_first()?;
+    let (&len_byte, rest) = rest.split_first()?;
+    if first != tag {
+        return None;
+    }
+    let (len, rest) = if len_byte < 0x80 {
+        (usize::from(len_byte), rest)
+    } else {
+        let n = usize::from(len_byte & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let len = rest[..n]
+            .iter()
+            .fold(0usize, |len, &b| len << 8 | usize::from(b));
+        (len, &rest[n..])
+    };
+    rest.get(..len.min(rest.len()))
 }
 
 /// The trusted roots: the CA file's certificates, or the system's.

@@ -1,4 +1,5 @@
-//! The consumer on the target list: empty waits, takes, batches, streams and codec mismatches.
+//! The consumer on the target list: empty waits, takes, batches, streams, codec mismatches and
+//! values given back.
 
 use crate::common;
 
@@ -65,4 +66,26 @@ async fn batches_streams_and_codec_mismatch() {
     }
     let mut stream = Box::pin(consumer.into_stream());
     assert_eq!(stream.next().await.unwrap().unwrap(), 5);
+}
+
+/// Values taken but not handed over go back to the head of the list, in their order, ahead of
+/// what is still there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_given_back_are_taken_again_first_in_order() {
+    let redis = common::TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let name = common::unique_name("consumer-give-back");
+    let _: i64 = client
+        .rpush(name.as_str(), vec!["a", "b", "c", "d"])
+        .await
+        .unwrap();
+    let consumer = Consumer::new(&client, name.as_str(), StringCodec)
+        .await
+        .unwrap();
+    let taken = consumer.poll_many(3).await.unwrap();
+    assert_eq!(taken, ["a", "b", "c"]);
+    consumer.give_back(&taken[1..]).await.unwrap();
+    consumer.give_back(&[]).await.unwrap();
+    let left: Vec<String> = client.lrange(name.as_str(), 0, -1).await.unwrap();
+    assert_eq!(left, ["b", "c", "d"]);
 }

@@ -5,7 +5,7 @@
 
 use crate::common::{unique_name, Setup, TestCerts, TestCluster, TestRedis, TestSentinel};
 use delayq::codec::StringCodec;
-use delayq::{ConnectOptions, DelayedQueue, Scheduler, TlsOptions};
+use delayq::{ConnectOptions, DelayedQueue, Error, Scheduler, TlsFailure, TlsOptions};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -100,7 +100,20 @@ async fn untrusted_certificates_are_refused_quickly() {
             started.elapsed() < Duration::from_secs(10),
             "{what}: {text}"
         );
-        assert!(text.contains("UnknownIssuer"), "{what}: {text}");
+        assert!(
+            matches!(
+                err,
+                Error::Tls {
+                    failure: TlsFailure::UnknownIssuer,
+                    ..
+                }
+            ),
+            "{what}: {err:?}"
+        );
+        assert!(
+            text.contains("not signed by a CA this client trusts"),
+            "{what}: {text}"
+        );
     }
     // Nothing got through to run a command.
     let stats = redis.cli(&["INFO", "stats"]);
@@ -117,7 +130,16 @@ async fn mutual_tls_needs_the_client_certificate() {
     let redis = TestRedis::start_setup(&setup, &[]);
     let started = Instant::now();
     let refused = trusting(&certs).connect(&redis.url()).await;
-    assert!(refused.is_err(), "connected without a client certificate");
+    assert!(
+        matches!(
+            refused,
+            Err(Error::Tls {
+                failure: TlsFailure::ClientCertificateRequired,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
     // Refused by the server, not by the 10 s connect timeout.
     assert!(started.elapsed() < Duration::from_secs(10), "{refused:?}");
 
@@ -143,7 +165,16 @@ async fn server_name_verifies_a_certificate_for_another_name() {
     let redis = TestRedis::start_setup(&setup, &[]);
     // The certificate names redis.delayq.test only, not 127.0.0.1.
     let err = trusting(&certs).connect(&redis.url()).await.unwrap_err();
-    assert!(err.to_string().contains("NotValidForName"), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Tls {
+                failure: TlsFailure::WrongName,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 
     let client = named(&certs).connect(&redis.url()).await.unwrap();
     round_trip(&client, &unique_name("sni")).await;
@@ -159,6 +190,25 @@ async fn insecure_mode_skips_verification() {
         .await
         .unwrap();
     round_trip(&client, &unique_name("insecure")).await;
+}
+
+/// A v1 client certificate is refused as what it is, not blamed on its key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v1_client_certificate_is_named_as_such() {
+    let certs = certs();
+    let v1 = certs.v1_client();
+    let err = ConnectOptions::new()
+        .tls(TlsOptions::new().client_cert(&v1, certs.path("client.key")))
+        .connect("rediss://127.0.0.1:1")
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("X.509 v1"), "{text}");
+    assert!(text.contains(&v1.display().to_string()), "{text}");
+    assert!(
+        !text.contains("private key") && !text.contains("go together"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

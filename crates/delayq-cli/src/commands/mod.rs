@@ -5,6 +5,7 @@ mod docs;
 mod lists;
 mod pause;
 mod queue;
+mod take;
 mod target;
 mod transfer;
 mod ui;
@@ -12,6 +13,7 @@ mod work;
 
 use crate::cli::{Cli, Command, Global};
 pub(crate) use crate::ctx::Ctx;
+use crate::exit::Usage;
 use crate::text_codec::TextCodec;
 use anyhow::{bail, Context};
 use delayq::fred::clients::Client;
@@ -21,14 +23,22 @@ use delayq::redact_url;
 async fn connect(global: &Global) -> anyhow::Result<Client> {
     let url = redact_url(&global.url);
     let options = global.connection.options();
-    let mut config = options
-        .config(&global.url)
-        .with_context(|| format!("bad Redis URL {url}"))?;
+    let mut config = options.config(&global.url).map_err(|err| {
+        let what = match err {
+            delayq::Error::Redis(_) => format!("bad Redis URL {url}"),
+            _ => format!("cannot use the connection settings for {url}"),
+        };
+        anyhow::Error::from(err).context(what)
+    })?;
     if let Some(password) = password(global)? {
         config.password = Some(password);
     }
     match delayq::connect_with(&options.builder_for(config)).await {
         Ok(client) => Ok(client),
+        Err(err @ delayq::Error::Tls { failure, .. }) => {
+            let hint = crate::connection::tls_hint(failure);
+            Err(err).with_context(|| format!("cannot connect to {url}: {hint}"))
+        }
         Err(err) if err.is_connection_error() => {
             Err(err).with_context(|| format!("cannot connect to {url}"))
         }
@@ -65,8 +75,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
         _ => {}
     }
     let global = cli.global;
-    let codec =
-        TextCodec::new(global.codec, global.java_class.clone()).map_err(anyhow::Error::msg)?;
+    let codec = TextCodec::new(global.codec, global.java_class.clone()).map_err(Usage)?;
     let client = match (connect(&global).await, &cli.command) {
         (Ok(client), _) => client,
         // A server busy with a script refuses the connection's first command: that is what
@@ -107,7 +116,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
             target,
             count,
             timeout,
-        } => done(queue::take(&ctx, &target, count, timeout).await),
+        } => done(take::take(&ctx, &target, count, timeout).await),
         Command::Remove {
             target,
             value,

@@ -1,11 +1,11 @@
-//! The queue commands: offer, reschedule, take, remove, peek, stats, clear; each on one queue
-//! or a sharded one (`--shards N`, through [`Target`]).
+//! The queue commands: offer, reschedule, remove, peek, stats, clear (take has its own file);
+//! each on one queue or a sharded one (`--shards N`, through [`Target`]).
 
 use super::target::{each, Target};
 use super::Ctx;
 use crate::cli::QueueArg;
+use crate::exit::Usage;
 use crate::show;
-use anyhow::bail;
 use delayq::time::now_ms;
 use delayq::QueueStats;
 use std::io::Write;
@@ -52,60 +52,6 @@ pub(crate) async fn reschedule(
     Ok(all)
 }
 
-pub(crate) async fn take(
-    ctx: &Ctx,
-    target: &QueueArg,
-    count: usize,
-    timeout: Option<Duration>,
-) -> anyhow::Result<()> {
-    let consumer = match ctx.target(target).await? {
-        Target::One(queue) => Target::One(queue.consumer().await?),
-        Target::Sharded(queue) => Target::Sharded(queue.consumer()),
-    };
-    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-    let mut out = std::io::stdout().lock();
-    for _ in 0..count {
-        let taken = match deadline {
-            None => each!(&consumer, c => c.take().await).map(Some),
-            Some(deadline) => {
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                each!(&consumer, c => c.poll(left).await)
-            }
-        };
-        let value = match taken {
-            Ok(Some(value)) => value,
-            Ok(None) => break,
-            Err(err) => return Err(not_lost(err, &target.queue)),
-        };
-        ctx.print_value(&mut out, &value)?;
-        out.flush()?;
-    }
-    // A sharded consumer has no connection of its own to close.
-    if let Target::One(consumer) = consumer {
-        consumer.close().await;
-    }
-    Ok(())
-}
-
-/// A value taken off the list that does not decode has left Redis: the error carries its bytes,
-/// so the operator can keep it.
-fn not_lost(err: delayq::Error, queue: &str) -> anyhow::Error {
-    match err {
-        delayq::Error::Decode { codec, raw, source } => {
-            let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-            anyhow::anyhow!(
-                "a value taken from {queue} does not decode with the {codec} codec ({source}); it \
-                 has left Redis, so here are its {} bytes in hex: {hex}",
-                raw.len()
-            )
-        }
-        other => other.into(),
-    }
-}
-
 /// Prints whether each value was removed; true when every one was.
 pub(crate) async fn remove(
     ctx: &Ctx,
@@ -125,7 +71,7 @@ pub(crate) async fn remove(
 
 pub(crate) async fn peek(ctx: &Ctx, target: &QueueArg, limit: usize) -> anyhow::Result<()> {
     if limit == 0 {
-        bail!("--limit must be at least 1");
+        return Err(Usage("--limit must be at least 1".into()).into());
     }
     let queue = ctx.one(target, "peek").await?;
     let now = now_ms();

@@ -154,23 +154,6 @@ fn passwords_are_never_printed() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_value_take_cannot_decode_is_printed_not_dropped() {
-    let redis = TestRedis::start();
-    let client = connect(&redis.url()).await;
-    let name = unique_name("undecodable");
-    cmd(
-        &client,
-        "RPUSH",
-        vec![arg(&name), arg([b'o', b'k', 0xff, 0xfe])],
-    )
-    .await;
-    let out = delayq(&redis.url(), &["take", &name, "--timeout", "1s"]);
-    let stderr = text(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains("its 4 bytes in hex: 6f6bfffe"), "{stderr}");
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn a_lasting_error_is_said_once_and_backed_off_without_colours() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;

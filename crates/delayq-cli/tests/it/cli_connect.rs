@@ -142,7 +142,7 @@ fn tls_flags() {
     );
     assert!(!no_name.status.success());
     assert!(
-        text(&no_name.stderr).contains("NotValidForName"),
+        text(&no_name.stderr).contains("--tls-server-name"),
         "{}",
         text(&no_name.stderr)
     );
@@ -176,4 +176,84 @@ fn tls_flags() {
         "{}",
         text(&refused.stderr)
     );
+}
+
+/// TLS failures are said in sentences that name the flag to use, not in rustls's Debug form,
+/// and a bad client certificate is not blamed on the key or on the URL.
+#[test]
+fn tls_failures_name_the_flag_to_use() {
+    let certs = Arc::new(TestCerts::generate());
+    let setup = Setup {
+        client_certs: true,
+        named_cert: true,
+        ..Setup::tls(&certs)
+    };
+    let redis = TestRedis::start_setup(&setup, &[]);
+    let ca = certs.ca().display().to_string();
+    let other_ca = certs.path("other-ca.crt").display().to_string();
+    let cert = certs.path("client.crt").display().to_string();
+    let key = certs.path("client.key").display().to_string();
+    let v1 = certs.v1_client().display().to_string();
+    let named = TestCerts::NAMED_HOST;
+    let mut wrong = Vec::new();
+    let mut fails = |args: &[&str], wanted: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["stats", "q"]);
+        let out = delayq(&redis.url(), &all);
+        let stderr = text(&out.stderr);
+        let debug_forms = [
+            "InvalidCertificate",
+            "UnknownIssuer",
+            "NotValidForName",
+            "Custom {",
+        ];
+        if out.status.success()
+            || debug_forms.iter().any(|d| stderr.contains(d))
+            || stderr.contains("bad Redis URL")
+            || !wanted.iter().all(|w| stderr.contains(w))
+        {
+            wrong.push(format!("{args:?} should say {wanted:?}: {stderr}"));
+        }
+    };
+    let client = ["--tls-cert-file", &cert, "--tls-key-file", &key];
+    // An issuer this host does not trust: with the system's CAs, and with another CA file.
+    fails(
+        &client,
+        &["not signed by a CA this client trusts", "--tls-ca-file"],
+    );
+    let mut with_other_ca = vec![
+        "--tls-ca-file",
+        other_ca.as_str(),
+        "--tls-server-name",
+        named,
+    ];
+    with_other_ca.extend(client);
+    fails(
+        &with_other_ca,
+        &["not signed by a CA this client trusts", "--tls-ca-file"],
+    );
+    // A certificate for another name than the URL's host.
+    let mut no_name = vec!["--tls-ca-file", ca.as_str()];
+    no_name.extend(client);
+    fails(&no_name, &["127.0.0.1", "--tls-server-name"]);
+    // No client certificate for a server that requires one.
+    fails(
+        &["--tls-ca-file", &ca, "--tls-server-name", named],
+        &["client certificate", "--tls-cert-file"],
+    );
+    // A v1 client certificate: the certificate is the trouble, not the key.
+    fails(
+        &[
+            "--tls-ca-file",
+            &ca,
+            "--tls-server-name",
+            named,
+            "--tls-cert-file",
+            &v1,
+            "--tls-key-file",
+            &key,
+        ],
+        &["X.509 v1", &v1],
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
