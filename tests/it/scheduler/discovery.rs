@@ -11,12 +11,7 @@ use std::time::Duration;
 
 /// SCAN calls the server has run so far.
 fn scan_calls(redis: &TestRedis) -> u64 {
-    redis
-        .cli(&["INFO", "commandstats"])
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_scan:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
+    redis.command_calls("scan")
 }
 
 /// `count` string keys that are no queue, made in one script call.

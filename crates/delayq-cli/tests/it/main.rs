@@ -11,6 +11,7 @@ mod cli;
 mod cli_connect;
 mod cli_values;
 mod clock;
+mod daemon_notices;
 mod observe;
 mod processes;
 mod work;
