@@ -199,6 +199,13 @@ impl GroupTask {
             .spawn(async move { Done::Scanned(scan(&client, &discovery).await) });
     }
 
+    /// Starts the next scan now if it came due while the last one ran.
+    fn rescan_if_due(&mut self) {
+        if self.next_scan.is_none() {
+            self.start_scan();
+        }
+    }
+
     /// The queue of `channel`, if discovery is on and its pattern takes it.
     pub(super) fn discovered_queue(&self, channel: &str) -> Option<QueueKeys> {
         let discovery = self.discovery.as_ref()?;
@@ -222,10 +229,6 @@ impl GroupTask {
     /// began (their delayq side keys are tidied first).
     pub(super) async fn on_scanned(&mut self, scanned: Result<Scanned>) {
         let began_us = self.scan_began_us.take().unwrap_or(i64::MIN);
-        if self.next_scan.is_none() {
-            // A rescan came due while this one ran.
-            self.start_scan();
-        }
         let scanned = match scanned {
             Ok(scanned) => scanned,
             Err(err) => {
@@ -237,12 +240,14 @@ impl GroupTask {
                         let _ = reply.send(Err(err));
                     }
                     None => {
-                        tracing::warn!(error = %err, "discovery scan failed; trying again at the next")
+                        tracing::warn!(error = %err, "discovery scan failed; trying again at the next");
+                        self.rescan_if_due();
                     }
                 }
                 return;
             }
         };
+        self.rescan_if_due();
         for name in scanned.unreadable {
             if self.unreadable_warned.insert(name.clone()) {
                 warn_unreadable(&name);
