@@ -175,7 +175,7 @@ pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scann
 
 fn warn_unreadable(key: &str) {
     tracing::warn!(
-        key,
+        key = %key,
         "a delayed queue whose name is not UTF-8 (shown hex-escaped): discovery leaves it alone; \
          transfer it from a Redisson client, or rename its keys"
     );
