@@ -86,20 +86,54 @@ pub(crate) fn evicts(policy: &str) -> bool {
 }
 
 /// Logs a warning when the server may evict a queue's keys: under memory pressure pending
-/// values, values in flight and dead letters would vanish without an error.
-pub(crate) async fn warn_if_evicting(client: &Client, what: &str, queue: &str) {
-    match maxmemory_policy(client).await {
-        Some(policy) if evicts(&policy) => tracing::warn!(
-            queue,
-            maxmemory_policy = %policy,
-            "{what}: this Redis may evict keys under memory pressure (maxmemory-policy {policy}); \
-             pending values could vanish without an error: use noeviction for delayed queues"
-        ),
-        Some(_) => {}
-        None => tracing::debug!(
-            queue,
-            "{what}: the server's maxmemory-policy is not readable"
-        ),
+/// values, values in flight and dead letters would vanish without an error. The watch it
+/// returns remembers the policy seen, for a daemon that reads it again (see [`EvictionWatch`]).
+pub(crate) async fn warn_if_evicting(client: &Client, what: &str, queue: &str) -> EvictionWatch {
+    let mut watch = EvictionWatch::default();
+    watch.observe(maxmemory_policy(client).await, what, queue);
+    watch
+}
+
+/// The server's `maxmemory-policy` as last read, so that a daemon reading it again says each
+/// change once: a warning when it becomes one that evicts keys (a later `CONFIG SET`), a note
+/// when it no longer does.
+#[derive(Debug, Default)]
+pub(crate) struct EvictionWatch {
+    seen: Option<String>,
+    unreadable_said: bool,
+}
+
+impl EvictionWatch {
+    /// Takes in a policy just read (`None`: not readable).
+    pub(crate) fn observe(&mut self, policy: Option<String>, what: &str, queue: &str) {
+        let Some(policy) = policy else {
+            if !std::mem::replace(&mut self.unreadable_said, true) {
+                tracing::debug!(
+                    queue,
+                    "{what}: the server's maxmemory-policy is not readable"
+                );
+            }
+            return;
+        };
+        if self.seen.as_deref() == Some(policy.as_str()) {
+            return;
+        }
+        let before = self.seen.replace(policy.clone());
+        if evicts(&policy) {
+            tracing::warn!(
+                queue,
+                maxmemory_policy = %policy,
+                "{what}: this Redis may evict keys under memory pressure (maxmemory-policy \
+                 {policy}); pending values could vanish without an error: use noeviction for \
+                 delayed queues"
+            );
+        } else if before.as_deref().is_some_and(evicts) {
+            tracing::info!(
+                queue,
+                maxmemory_policy = %policy,
+                "{what}: this Redis no longer evicts keys (maxmemory-policy {policy})"
+            );
+        }
     }
 }
 

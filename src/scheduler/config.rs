@@ -29,6 +29,7 @@ pub struct GroupConfig {
     sweep_interval: Option<Duration>,
     sweep_budget: u32,
     max_concurrent_transfers: usize,
+    server_check: Option<Duration>,
 }
 
 impl Default for GroupConfig {
@@ -37,6 +38,7 @@ impl Default for GroupConfig {
             sweep_interval: Some(Duration::from_secs(1)),
             sweep_budget: 200,
             max_concurrent_transfers: 8,
+            server_check: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -68,6 +70,20 @@ impl GroupConfig {
         self
     }
 
+    /// Sets how often the group reads the server's `maxmemory-policy` again after its start
+    /// (`None`: only at the start), to warn once when a later `CONFIG SET` makes it one that
+    /// evicts keys (pending values could then vanish). Default: every minute.
+    #[must_use]
+    pub fn with_server_check(mut self, interval: impl Into<Option<Duration>>) -> Self {
+        self.server_check = interval.into();
+        self
+    }
+
+    /// How often the server's `maxmemory-policy` is read again (`None`: only at the start).
+    pub fn server_check(&self) -> Option<Duration> {
+        self.server_check
+    }
+
     /// The safety sweep's interval (`None`: off).
     pub fn sweep_interval(&self) -> Option<Duration> {
         self.sweep_interval
@@ -89,9 +105,10 @@ impl GroupConfig {
                 "max_concurrent_transfers and sweep_budget must be at least 1".into(),
             ));
         }
-        if self.sweep_interval == Some(Duration::ZERO) {
+        if self.sweep_interval == Some(Duration::ZERO) || self.server_check == Some(Duration::ZERO)
+        {
             return Err(Error::InvalidConfig(
-                "sweep_interval must be positive (or None)".into(),
+                "sweep_interval and server_check must be positive (or None)".into(),
             ));
         }
         Ok(())

@@ -3,20 +3,17 @@
 //! by discovery.
 
 use super::config::{GroupConfig, TransferConfig};
+use super::discovery::Discovery;
 use super::task::GroupTask;
 use super::{Counters, SchedulerStats};
-use crate::keys::{every_timeout, glob_match, QueueKeys};
 use crate::options::QueueOptions;
 use crate::redis::script::QueueSpec;
 use crate::{Error, Result};
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, EventInterface};
-use fred::types::scan::ScanType;
-use futures::StreamExt;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -49,6 +46,9 @@ pub(super) struct GroupShared {
     join: Mutex<Option<JoinHandle<()>>>,
     finished: AtomicBool,
     counters: Mutex<HashMap<String, Arc<Counters>>>,
+    /// The counters of queues the group had and removed, by name (added up when a name came
+    /// and went more than once): the group's totals count them.
+    retired: Mutex<HashMap<String, SchedulerStats>>,
     /// The name of each queue a drain moved values of, for workers waiting on several queues.
     pub(super) moved: broadcast::Sender<Arc<str>>,
     /// The pub/sub connection, for [`SchedulerGroup::is_subscribed`].
@@ -63,7 +63,26 @@ impl GroupShared {
     }
 
     pub(super) fn unregister(&self, name: &str) {
-        self.counters().remove(name);
+        let Some(counters) = self.counters().remove(name) else {
+            return;
+        };
+        let mut retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
+        let sum = retired.entry(name.to_owned()).or_default();
+        *sum = sum.plus(&counters.snapshot());
+    }
+
+    /// Every queue's counters since the group started, those removed included, by name.
+    fn totals(&self) -> HashMap<String, SchedulerStats> {
+        let mut totals = self
+            .retired
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for (name, counters) in self.counters().iter() {
+            let sum = totals.entry(name.clone()).or_default();
+            *sum = sum.plus(&counters.snapshot());
+        }
+        totals
     }
 
     pub(super) fn set_subscribed(&self, subscribed: bool) {
@@ -84,89 +103,6 @@ impl Drop for GroupShared {
     fn drop(&mut self) {
         // The last handle is gone: stop the task (it finishes a transfer in progress).
         self.token.cancel();
-    }
-}
-
-/// Which queues discovery finds: every Redisson delayed queue whose name matches the glob
-/// `pattern` (all without one), looked for by a pattern subscription on the channels and a scan
-/// of the timeout zsets every `rescan` (on every master of a Cluster); and the options and
-/// transfer settings the queues found get.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Discovery {
-    pub(super) pattern: Option<String>,
-    pub(super) rescan: Duration,
-    pub(super) options: QueueOptions,
-    pub(super) transfer: TransferConfig,
-}
-
-impl Default for Discovery {
-    fn default() -> Self {
-        Discovery {
-            pattern: None,
-            rescan: Duration::from_secs(30),
-            options: QueueOptions::default(),
-            transfer: TransferConfig::default(),
-        }
-    }
-}
-
-impl Discovery {
-    /// Every queue.
-    pub fn all() -> Discovery {
-        Discovery::default()
-    }
-
-    /// Only queues whose name matches the glob `pattern` (`*`, `?`).
-    #[must_use]
-    pub fn matching(mut self, pattern: impl Into<String>) -> Self {
-        self.pattern = Some(pattern.into());
-        self
-    }
-
-    /// The names of the queues a scan finds now (on every master of a Cluster), sorted: one
-    /// `SCAN` of the timeout zsets, the same as the group's rescans.
-    ///
-    /// # Errors
-    ///
-    /// The scan failed.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn ex(client: fred::clients::Client) -> Result<(), delayq::Error> {
-    /// let names = delayq::Discovery::all().matching("orders:*").scan(&client).await?;
-    /// println!("{names:?}");
-    /// # Ok(()) }
-    /// ```
-    pub async fn scan(&self, client: &Client) -> Result<Vec<String>> {
-        let found = scan(client, self).await?;
-        let mut names: Vec<String> = found.iter().map(|k| k.target().to_owned()).collect();
-        names.sort();
-        Ok(names)
-    }
-
-    /// How often to scan for queues (new ones are found sooner by their channel's first
-    /// message; vanished ones are dropped at a scan). Default: 30 s.
-    #[must_use]
-    pub fn rescan_every(mut self, interval: Duration) -> Self {
-        self.rescan = interval;
-        self
-    }
-
-    /// The entry format and clock of the queues found (see [`QueueOptions`]). Default: current
-    /// entries, this process's clock.
-    #[must_use]
-    pub fn options(mut self, options: QueueOptions) -> Self {
-        self.options = options;
-        self
-    }
-
-    /// The transfer settings of the queues found. Default: [`TransferConfig::default`].
-    #[must_use]
-    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
-        self.transfer = config;
-        self
     }
 }
 
@@ -219,11 +155,13 @@ impl SchedulerGroup {
             join: Mutex::new(None),
             finished: AtomicBool::new(false),
             counters: Mutex::default(),
+            retired: Mutex::default(),
             moved: broadcast::channel(MOVED_BACKLOG).0,
             subscriber: subscriber.clone(),
             resubscribe_failed: AtomicBool::new(false),
         });
-        crate::redis::server::warn_if_evicting(&client, "transfer scheduler", "*").await;
+        let eviction =
+            crate::redis::server::warn_if_evicting(&client, "transfer scheduler", "*").await;
         let task = match GroupTask::new(client, subscriber.clone(), config, shared.clone()) {
             Ok(task) => task,
             Err(err) => {
@@ -231,7 +169,10 @@ impl SchedulerGroup {
                 return Err(err);
             }
         };
-        let join = tokio::spawn(task.run(rx, messages, reconnects));
+        let join = tokio::spawn(
+            task.with_eviction_watch(eviction)
+                .run(rx, messages, reconnects),
+        );
         *shared.join.lock().unwrap_or_else(PoisonError::into_inner) = Some(join);
         Ok(SchedulerGroup { shared })
     }
@@ -324,12 +265,21 @@ impl SchedulerGroup {
         names
     }
 
-    /// Counters of every queue together, since each was added.
+    /// Counters of every queue together since the group started, queues removed since (by
+    /// hand, or dropped by discovery) included.
     pub fn stats(&self) -> SchedulerStats {
         self.shared
-            .counters()
+            .totals()
             .values()
-            .fold(SchedulerStats::default(), |sum, c| sum.plus(&c.snapshot()))
+            .fold(SchedulerStats::default(), |sum, c| sum.plus(c))
+    }
+
+    /// Each queue's counters since the group started, sorted by name: every queue the group
+    /// has had, those removed since included (a queue added again adds up).
+    pub fn totals(&self) -> Vec<(String, SchedulerStats)> {
+        let mut totals: Vec<_> = self.shared.totals().into_iter().collect();
+        totals.sort_by(|a, b| a.0.cmp(&b.0));
+        totals
     }
 
     /// Counters of the queue `name`.
@@ -390,37 +340,5 @@ impl SchedulerGroup {
 
     pub(super) fn from_shared(shared: Arc<GroupShared>) -> SchedulerGroup {
         SchedulerGroup { shared }
-    }
-}
-
-/// Every Redisson delayed queue the discovery takes: the timeout zsets, on every master.
-pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Vec<QueueKeys>> {
-    let pattern = every_timeout();
-    let mut keys = match client.is_clustered() {
-        true => client
-            .scan_cluster_buffered(pattern.as_str(), Some(1_000), Some(ScanType::ZSet))
-            .boxed(),
-        false => client
-            .scan_buffered(pattern.as_str(), Some(1_000), Some(ScanType::ZSet))
-            .boxed(),
-    };
-    let mut found = Vec::new();
-    let mut seen = HashSet::new();
-    while let Some(key) = keys.next().await {
-        let key = key?;
-        let Some(text) = key.as_str() else { continue };
-        if let Some(queue) = QueueKeys::queue_of(text) {
-            if discovery.takes(queue.target()) && seen.insert(queue.target().to_owned()) {
-                found.push(queue);
-            }
-        }
-    }
-    Ok(found)
-}
-
-impl Discovery {
-    /// Whether discovery takes the queue `name`.
-    pub(super) fn takes(&self, name: &str) -> bool {
-        self.pattern.as_deref().is_none_or(|p| glob_match(p, name))
     }
 }

@@ -12,20 +12,23 @@
 //!
 //! - `config.rs`: [`GroupConfig`] (sweep, concurrency) and [`TransferConfig`] (each queue's
 //!   batches, index, call time, backoff).
-//! - `group.rs`: [`SchedulerGroup`], [`Discovery`].
-//! - `task.rs`: the group's loop; `queue_state.rs`: one queue's state and drain; `timer.rs`:
-//!   the precise timer.
+//! - `group.rs`: [`SchedulerGroup`]; `discovery.rs`: [`Discovery`] and its scans.
+//! - `task.rs`: the group's loop; `sweep.rs`: the safety sweep; `queue_state.rs`: one queue's
+//!   state and drain; `timer.rs`: the precise timer.
 //! - `shared.rs`: one group per client, shared by the queue handles that want a scheduler.
 
 mod config;
+mod discovery;
 mod group;
 mod queue_state;
 pub(crate) mod shared;
+mod sweep;
 mod task;
 mod timer;
 
 pub use config::{GroupConfig, TransferConfig};
-pub use group::{Discovery, SchedulerGroup};
+pub use discovery::Discovery;
+pub use group::SchedulerGroup;
 
 use crate::options::QueueOptions;
 use crate::redis::script::QueueSpec;

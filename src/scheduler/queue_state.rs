@@ -51,6 +51,12 @@ pub(super) struct QueueState {
     failures: FailureLog,
     /// When a transfer or probe last ran (epoch µs).
     pub(super) last_check_us: i64,
+    /// When the queue was last heard from (epoch µs): added, a channel message, a transfer
+    /// that found entries, found by a scan. Discovery drops only queues not heard from since
+    /// its scan began.
+    pub(super) heard_us: i64,
+    /// The last transfer found the queue paused.
+    paused: bool,
     /// A drain is running.
     pub(super) running: bool,
     /// Something asked for a transfer while one ran: run another when it ends.
@@ -65,6 +71,8 @@ pub(super) struct Drained {
     pub(super) batch: usize,
     pub(super) outcomes: Vec<TransferOutcome>,
     pub(super) took: Duration,
+    /// The transfer found the queue paused.
+    pub(super) paused: bool,
 }
 
 impl Drained {
@@ -91,6 +99,8 @@ impl QueueState {
             retry_at_us: None,
             failures: FailureLog::default(),
             last_check_us: 0,
+            heard_us: now_us(),
+            paused: false,
             running: false,
             rerun: false,
         }
@@ -180,6 +190,12 @@ impl QueueState {
             self.clock_ahead_us = bounds.narrow(self.clock_ahead_us);
         }
         self.count(&drained);
+        if let Ok(head) = &drained.result {
+            if head.is_some() || drained.moved() > 0 {
+                self.heard_us = self.last_check_us;
+            }
+            self.note_pause(drained.paused);
+        }
         match drained.result {
             Ok(head) => {
                 self.counters.last_ok_ms.store(now_ms(), Ordering::Relaxed);
@@ -207,6 +223,26 @@ impl QueueState {
                 } else {
                     tracing::debug!(queue = %self.name(), error = %err, retry_in_ms, "transfer failed again");
                 }
+            }
+        }
+    }
+
+    /// Logs when the queue is first found paused, and when it is found resumed: a paused
+    /// queue's values stay pending with nothing else to say why.
+    fn note_pause(&mut self, paused: bool) {
+        if paused == self.paused {
+            return;
+        }
+        self.paused = paused;
+        match paused {
+            true => tracing::info!(
+                queue = %self.name(),
+                paused_key = self.spec.keys.paused(),
+                "the queue is paused: its due values stay pending until it is resumed \
+                 (`delayq resume`); looked at again every second"
+            ),
+            false => {
+                tracing::info!(queue = %self.name(), "the queue is resumed: transferring it again")
             }
         }
     }
@@ -294,6 +330,7 @@ async fn drain(
     let started = Instant::now();
     let mut outcomes = Vec::new();
     let mut clock_bounds = None;
+    let mut paused = false;
     let result = loop {
         let call = Instant::now();
         let start_us = now_us();
@@ -309,6 +346,7 @@ async fn drain(
             clock_bounds =
                 Some(ClockBounds::of_call(server_us, start_us, now_us()).tighter(clock_bounds));
         }
+        paused = outcome.paused;
         if outcome.paused {
             metrics.paused();
             break Ok(Some(outcome.now_ms + PAUSED_RECHECK_MS));
@@ -336,6 +374,7 @@ async fn drain(
         batch,
         outcomes,
         took: started.elapsed(),
+        paused,
     }
 }
 

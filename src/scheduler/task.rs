@@ -4,17 +4,18 @@
 //! sweep, within its budget), and runs discovery's rescans.
 
 use super::config::{GroupConfig, TransferConfig};
-use super::group::{scan, Cmd, Discovery, GroupShared};
+use super::discovery::{Discovery, Scanned};
+use super::group::{Cmd, GroupShared};
 use super::queue_state::{Drained, QueueState};
+use super::sweep::Probed;
 use super::timer::PreciseTimer;
-use crate::keys::{every_channel, QueueKeys};
-use crate::redis::reply;
+use crate::keys::every_channel;
 use crate::redis::script::QueueSpec;
+use crate::redis::server::EvictionWatch;
 use crate::time::now_us;
 use crate::{Error, Result};
 use fred::clients::Client;
-use fred::interfaces::{ClientLike, EventInterface, PubsubInterface, SortedSetsInterface};
-use fred::prelude::Value;
+use fred::interfaces::{ClientLike, EventInterface, PubsubInterface};
 use fred::types::config::Server;
 use fred::types::Message;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -25,40 +26,49 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 /// How often the sweep looks at a slice of the queues.
-const SWEEP_TICK_US: i64 = 100_000;
+pub(super) const SWEEP_TICK_US: i64 = 100_000;
 /// Channels subscribed per command.
 const SUBSCRIBE_CHUNK: usize = 500;
 
 /// What a background job of the loop returns.
-enum Done {
+pub(super) enum Done {
     Drained(String, Drained),
-    Probed(Vec<(String, Result<Option<i64>>)>),
-    Scanned(Result<Vec<QueueKeys>>),
+    Probed(Vec<Probed>),
+    Scanned(Result<Scanned>),
+    Tidied,
+    ServerPolicy(Option<String>),
 }
 
 /// The loop's state.
 pub(super) struct GroupTask {
-    client: Client,
+    pub(super) client: Client,
     subscriber: Client,
-    config: GroupConfig,
+    pub(super) config: GroupConfig,
     /// Weak: the last handle dropped stops the group.
     shared: std::sync::Weak<GroupShared>,
     token: CancellationToken,
-    queues: HashMap<String, QueueState>,
+    pub(super) queues: HashMap<String, QueueState>,
     by_channel: HashMap<String, String>,
     /// (wake-up time in epoch µs, queue) for every queue with a planned transfer.
     timer: BTreeSet<(i64, String)>,
     wake_keys: HashMap<String, i64>,
     /// Round-robin order of the sweep.
-    rotation: VecDeque<String>,
-    next_sweep_us: i64,
-    jobs: JoinSet<Done>,
+    pub(super) rotation: VecDeque<String>,
+    pub(super) next_sweep_us: i64,
+    pub(super) jobs: JoinSet<Done>,
     fired: Arc<Notify>,
     precise: PreciseTimer,
-    discovery: Option<Discovery>,
-    next_scan: Option<tokio::time::Instant>,
+    pub(super) discovery: Option<Discovery>,
+    pub(super) next_scan: Option<tokio::time::Instant>,
     /// The caller of `discover`, until the first scan is done.
-    discover_reply: Option<oneshot::Sender<Result<()>>>,
+    pub(super) discover_reply: Option<oneshot::Sender<Result<()>>>,
+    /// When the running scan began (epoch µs); `None`: no scan runs.
+    pub(super) scan_began_us: Option<i64>,
+    /// The non-UTF-8 queue names discovery has warned about (each once).
+    pub(super) unreadable_warned: HashSet<String>,
+    /// The server's eviction policy as last read, and when to read it again.
+    eviction: EvictionWatch,
+    pub(super) next_server_check: Option<tokio::time::Instant>,
 }
 
 impl GroupTask {
@@ -88,7 +98,22 @@ impl GroupTask {
             discovery: None,
             next_scan: None,
             discover_reply: None,
+            scan_began_us: None,
+            unreadable_warned: HashSet::new(),
+            eviction: EvictionWatch::default(),
+            next_server_check: None,
         })
+    }
+
+    /// Starts with what the group's start read of the server's eviction policy, and plans the
+    /// next read.
+    pub(super) fn with_eviction_watch(mut self, eviction: EvictionWatch) -> GroupTask {
+        self.eviction = eviction;
+        self.next_server_check = self
+            .config
+            .server_check()
+            .map(|every| tokio::time::Instant::now() + every);
+        self
     }
 
     pub(super) async fn run(
@@ -101,7 +126,7 @@ impl GroupTask {
             self.start_due();
             self.sweep();
             self.precise.set(self.next_wake_us());
-            let scan_at = self.next_scan;
+            let (scan_at, check_at) = (self.next_scan, self.next_server_check);
             tokio::select! {
                 // Shutdown wins over any other wake-up.
                 biased;
@@ -114,7 +139,8 @@ impl GroupTask {
                 message = messages.recv() => self.on_message(message, &mut messages).await,
                 reconnect = reconnects.recv() => self.on_reconnect(reconnect, &mut reconnects).await,
                 _ = self.fired.notified() => {}
-                _ = async { match scan_at { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => self.start_scan(),
+                _ = sleep_until(scan_at) => self.start_scan(),
+                _ = sleep_until(check_at) => self.start_server_check(),
             }
         }
         self.stop().await;
@@ -133,7 +159,7 @@ impl GroupTask {
     }
 
     /// Plans (or unplans) `name`'s next transfer in the timer.
-    fn replan(&mut self, name: &str) {
+    pub(super) fn replan(&mut self, name: &str) {
         if let Some(old) = self.wake_keys.remove(name) {
             self.timer.remove(&(old, name.to_owned()));
         }
@@ -183,43 +209,6 @@ impl GroupTask {
         [planned, sweep].into_iter().flatten().min()
     }
 
-    /// Every tick, looks at the heads of the queues not looked at for a sweep interval, at most
-    /// the budget's share, round robin: a lost message, timer or subscription never strands due
-    /// entries, and the cost does not grow with the number of queues.
-    fn sweep(&mut self) {
-        let Some(interval) = self.config.sweep_interval() else {
-            return;
-        };
-        let now = now_us();
-        if now < self.next_sweep_us || self.queues.is_empty() {
-            return;
-        }
-        self.next_sweep_us = now + SWEEP_TICK_US;
-        let interval_us = i64::try_from(interval.as_micros()).unwrap_or(i64::MAX);
-        let budget = (self.config.sweep_budget() as usize).div_ceil(10).max(1);
-        let mut picked = Vec::new();
-        for _ in 0..self.rotation.len() {
-            if picked.len() >= budget {
-                break;
-            }
-            let Some(name) = self.rotation.pop_front() else {
-                break;
-            };
-            if let Some(state) = self.queues.get_mut(&name) {
-                if !state.running && now - state.last_check_us >= interval_us {
-                    state.last_check_us = now;
-                    picked.push((name.clone(), state.spec.keys.timeout().to_owned()));
-                }
-                self.rotation.push_back(name);
-            }
-        }
-        if !picked.is_empty() {
-            let client = self.client.clone();
-            self.jobs
-                .spawn(async move { Done::Probed(probe(&client, picked).await) });
-        }
-    }
-
     async fn on_done(&mut self, done: Done) {
         match done {
             Done::Drained(name, drained) => {
@@ -237,19 +226,12 @@ impl GroupTask {
                     self.replan(&name);
                 }
             }
-            Done::Probed(heads) => {
-                for (name, head) in heads {
-                    if let Some(state) = self.queues.get_mut(&name) {
-                        match head {
-                            Ok(head) => state.probed(head),
-                            // The transfer will say what is wrong, with its backoff.
-                            Err(_) => state.due_now(),
-                        }
-                        self.replan(&name);
-                    }
-                }
-            }
+            Done::Probed(heads) => self.on_probed(heads),
             Done::Scanned(found) => self.on_scanned(found).await,
+            Done::Tidied => {}
+            Done::ServerPolicy(policy) => {
+                self.eviction.observe(policy, "transfer scheduler", "*");
+            }
         }
     }
 
@@ -294,7 +276,7 @@ impl GroupTask {
     }
 
     /// Adds a queue (or another reference to it): subscribes its channel, plans a transfer now.
-    async fn add(
+    pub(super) async fn add(
         &mut self,
         spec: QueueSpec,
         config: TransferConfig,
@@ -328,10 +310,9 @@ impl GroupTask {
         Ok(counters)
     }
 
-    async fn remove(&mut self, name: &str) {
-        let Some(state) = self.queues.remove(name) else {
-            return;
-        };
+    /// Removes the queue; its spec, if the group had it.
+    pub(super) async fn remove(&mut self, name: &str) -> Option<QueueSpec> {
+        let state = self.queues.remove(name)?;
         let channel = state.spec.keys.channel().to_owned();
         self.by_channel.remove(&channel);
         self.rotation.retain(|n| n != name);
@@ -345,6 +326,7 @@ impl GroupTask {
             let _ = self.subscriber.unsubscribe(channel).await;
         }
         tracing::debug!(queue = %name, "queue removed from the scheduler group");
+        Some(state.spec)
     }
 
     /// A channel message: an earlier due time re-plans the queue's transfer; an unreadable one,
@@ -383,6 +365,7 @@ impl GroupTask {
         };
         let due = message.value.as_str().and_then(|s| s.parse::<i64>().ok());
         if let Some(state) = self.queues.get_mut(&name) {
+            state.heard_us = now_us();
             match due {
                 Some(due) => state.announce(due),
                 None => {
@@ -448,118 +431,12 @@ impl GroupTask {
             self.replan(&name);
         }
     }
-
-    /// The queue of `channel`, if discovery is on and its pattern takes it.
-    fn discovered_queue(&self, channel: &str) -> Option<QueueKeys> {
-        let discovery = self.discovery.as_ref()?;
-        let keys = QueueKeys::queue_of(channel)?;
-        discovery.takes(keys.target()).then_some(keys)
-    }
-
-    async fn add_discovered(&mut self, keys: QueueKeys) -> Result<()> {
-        let Some(discovery) = &self.discovery else {
-            return Ok(());
-        };
-        let spec = QueueSpec {
-            keys,
-            options: discovery.options,
-        };
-        let config = discovery.transfer;
-        self.add(spec, config, true).await.map(drop)
-    }
-
-    fn start_scan(&mut self) {
-        let Some(discovery) = &self.discovery else {
-            return;
-        };
-        self.next_scan = Some(tokio::time::Instant::now() + discovery.rescan);
-        let client = self.client.clone();
-        let discovery = discovery.clone();
-        self.jobs
-            .spawn(async move { Done::Scanned(scan(&client, &discovery).await) });
-    }
-
-    /// Adds the queues a scan found, and drops discovered queues it no longer finds.
-    async fn on_scanned(&mut self, found: Result<Vec<QueueKeys>>) {
-        let found = match found {
-            Ok(found) => found,
-            Err(err) => {
-                match self.discover_reply.take() {
-                    // The first scan: the caller hears why discovery cannot work.
-                    Some(reply) => {
-                        self.discovery = None;
-                        self.next_scan = None;
-                        let _ = reply.send(Err(err));
-                    }
-                    None => {
-                        tracing::warn!(error = %err, "discovery scan failed; trying again at the next")
-                    }
-                }
-                return;
-            }
-        };
-        let names: HashSet<String> = found.iter().map(|k| k.target().to_owned()).collect();
-        let (mut added, mut dropped) = (0, 0);
-        for keys in found {
-            if !self.queues.contains_key(keys.target()) {
-                let name = keys.target().to_owned();
-                match self.add_discovered(keys).await {
-                    Ok(()) => added += 1,
-                    Err(err) => {
-                        tracing::warn!(queue = %name, error = %err, "cannot add a discovered queue")
-                    }
-                }
-            }
-        }
-        let vanished: Vec<String> = self
-            .queues
-            .iter()
-            .filter(|(name, state)| state.discovered && !state.running && !names.contains(*name))
-            .map(|(name, _)| name.clone())
-            .collect();
-        for name in vanished {
-            self.remove(&name).await;
-            dropped += 1;
-        }
-        if added + dropped > 0 {
-            tracing::info!(added, dropped, queues = self.queues.len(), "discovery");
-        }
-        if let Some(reply) = self.discover_reply.take() {
-            let _ = reply.send(Ok(()));
-        }
-    }
 }
 
-/// The head score of each queue's timeout zset, in one pipelined round trip.
-async fn probe(
-    client: &Client,
-    picked: Vec<(String, String)>,
-) -> Vec<(String, Result<Option<i64>>)> {
-    let pipeline = client.pipeline();
-    for (_, timeout) in &picked {
-        let _: std::result::Result<(), _> = pipeline
-            .zrange(timeout.as_str(), 0, 0, None, false, None, true)
-            .await;
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
-    let replies = pipeline.try_all::<Value>().await;
-    picked
-        .into_iter()
-        .zip(replies)
-        .map(|((name, key), reply)| {
-            let head = reply
-                .map_err(|e| Error::from_redis("ZRANGE", &key, e))
-                .and_then(|reply| match reply {
-                    Value::Array(items) => match items.get(1) {
-                        Some(score) => reply::score(score, "ZRANGE"),
-                        None => Ok(None),
-                    },
-                    Value::Null => Ok(None),
-                    other => Err(Error::UnexpectedReply {
-                        context: "ZRANGE",
-                        detail: format!("{other:?}"),
-                    }),
-                });
-            (name, head)
-        })
-        .collect()
 }

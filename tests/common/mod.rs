@@ -226,6 +226,17 @@ impl TestRedis {
         }
     }
 
+    /// How many times the server has run `command` (lower case, e.g. `"scan"`), from
+    /// `INFO commandstats`.
+    pub fn command_calls(&self, command: &str) -> u64 {
+        let prefix = format!("cmdstat_{command}:calls=");
+        self.cli(&["INFO", "commandstats"])
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |n| n.parse().unwrap())
+    }
+
     fn owned(&self, what: &str) -> &Node {
         self.node.as_ref().unwrap_or_else(|| {
             panic!("TestRedis::{what} needs a harness-owned server, not REDIS_URL; use start_with")

@@ -282,6 +282,10 @@ pub(crate) struct TransferArgs {
     /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464.
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
+    /// How often to read the server's maxmemory-policy again, to warn (once) when a later
+    /// CONFIG SET makes it one that evicts keys.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    pub(crate) server_check: Duration,
 }
 
 /// `delayq ui`'s options.

@@ -23,6 +23,7 @@ pub(crate) mod remove;
 pub(crate) mod reschedule;
 pub(crate) mod stats;
 pub(crate) mod take;
+pub(crate) mod tidy;
 pub(crate) mod transfer;
 pub(crate) mod unclaim;
 
@@ -52,6 +53,7 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &reschedule::RESCHEDULE,
         &stats::STATS,
         &take::TAKE,
+        &tidy::TIDY,
         &transfer::TRANSFER,
         &unclaim::UNCLAIM,
     ]

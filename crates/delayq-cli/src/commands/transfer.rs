@@ -3,7 +3,7 @@
 use super::Ctx;
 use crate::cli::TransferArgs;
 use anyhow::Context;
-use delayq::{Discovery, GroupConfig, SchedulerGroup, SchedulerStats, TransferConfig};
+use delayq::{Discovery, GroupConfig, SchedulerGroup, TransferConfig};
 
 pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<()> {
     if args.once {
@@ -15,7 +15,8 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     }
     // One group for every queue: one pub/sub connection, one timer, one budgeted sweep.
     let config = args.transfer_config();
-    let group = SchedulerGroup::spawn(ctx.client.clone(), GroupConfig::default()).await?;
+    let group_config = GroupConfig::default().with_server_check(args.server_check);
+    let group = SchedulerGroup::spawn(ctx.client.clone(), group_config).await?;
     let options = ctx.global.options();
     for queue in &args.queues {
         group.add_with(queue.as_str(), options, config).await?;
@@ -50,15 +51,13 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     if let Some(server) = server {
         server.shutdown().await;
     }
-    let names = group.names();
-    let per_queue: Vec<(String, SchedulerStats)> = names
-        .iter()
-        .filter_map(|name| Some((name.clone(), group.queue_stats(name)?)))
-        .collect();
+    // Every queue of the run, those discovery dropped meanwhile (emptied, deleted) included.
+    let now = group.names().len();
+    let per_queue = group.totals();
     let total = group.stats();
     group.shutdown().await;
     if per_queue.len() <= 20 {
-        for (name, stats) in per_queue {
+        for (name, stats) in &per_queue {
             eprintln!(
                 "delayq: {name}: moved {} in {} transfers, {} quarantined, {} errors",
                 stats.moved, stats.transfers, stats.quarantined, stats.errors
@@ -66,8 +65,8 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
         }
     }
     eprintln!(
-        "delayq: {} queues: moved {} in {} transfers, {} quarantined, {} errors",
-        names.len(),
+        "delayq: {} queues ({now} at the end): moved {} in {} transfers, {} quarantined, {} errors",
+        per_queue.len(),
         total.moved,
         total.transfers,
         total.quarantined,

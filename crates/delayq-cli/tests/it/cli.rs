@@ -32,14 +32,14 @@ fn closed_port() -> u16 {
 
 /// A running `delayq ARGS` whose stderr is read as it comes, so a test waits for what the
 /// process says rather than for a guessed time.
-struct Running {
+pub(crate) struct Running {
     child: Child,
     stderr: Arc<Mutex<String>>,
     reader: std::thread::JoinHandle<()>,
 }
 
 impl Running {
-    fn start(url: &str, args: &[&str]) -> Running {
+    pub(crate) fn start(url: &str, args: &[&str]) -> Running {
         let mut child = Command::new(BIN)
             .args(["--url", url])
             .args(args)
@@ -67,7 +67,7 @@ impl Running {
     }
 
     /// Waits until a line of its stderr contains `wanted`.
-    async fn wait_for(&self, wanted: &str) {
+    pub(crate) async fn wait_for(&self, wanted: &str) {
         let deadline = Instant::now() + PATIENCE;
         while !self.stderr.lock().unwrap().contains(wanted) {
             let said = self.stderr.lock().unwrap().clone();
@@ -77,7 +77,7 @@ impl Running {
     }
 
     /// Stops it (SIGTERM) and returns everything it wrote to stderr.
-    fn stop(mut self) -> String {
+    pub(crate) fn stop(mut self) -> String {
         let _ = Command::new("kill")
             .arg(self.child.id().to_string())
             .status();
@@ -90,12 +90,7 @@ impl Running {
 
 /// EVALSHA calls the server has run so far.
 fn evalsha_calls(redis: &TestRedis) -> u64 {
-    redis
-        .cli(&["INFO", "commandstats"])
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
+    redis.command_calls("evalsha")
 }
 
 #[test]

@@ -49,7 +49,7 @@ final class Ctx {
     }
 
     /** Redisson's prefixName: a name holding braces is not wrapped in braces again. */
-    private String prefixed(String prefix) {
+    String prefixed(String prefix) {
         return name.contains("{") ? prefix + ":" + name : prefix + ":{" + name + "}";
     }
 

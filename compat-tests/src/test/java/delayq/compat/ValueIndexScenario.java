@@ -57,10 +57,38 @@ final class ValueIndexScenario {
                 javaChange(x, dqA, dqB, rnd);
                 delayqStep(x, p, handles, rnd, step);
             }
+            javaEnds(x, p, dqA);
         } finally {
             dqA.destroy();
             dqB.destroy();
             x.peer(p, "destroy");
+        }
+    }
+
+    /**
+     * Java ends the queue ({@code delete()}, {@code clear()} or a short {@code expire(Duration)},
+     * by row) while delayq's scheduler transfers it: delayq's indexes of the queue must go too,
+     * though Redisson's calls touch only the timeout set and the order list.
+     */
+    static void javaEnds(Ctx x, Peer p, RDelayedQueue<Object> dq) throws Exception {
+        // A lookup by value: the value index exists before Java ends the queue.
+        x.peer(p, "contains", "value", x.pv(x.c.value(0)));
+        String[] indexes = {x.prefixed("delayq_values"), x.prefixed("delayq_index")};
+        CompatMatrixTest.check(x.env.javaA.getKeys().countExists(indexes[0]) == 1,
+                "the value index exists before Java ends the queue");
+        String[] ops = {"delete", "clear", "expire"};
+        int row = Case.onePerCodec().stream().map(Case::slug).toList().indexOf(x.c.slug());
+        String op = ops[Math.floorMod(row, ops.length)];
+        switch (op) {
+            case "delete" -> dq.delete();
+            case "clear" -> dq.clear();
+            default -> dq.expire(java.time.Duration.ofMillis(300));
+        }
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (x.env.javaA.getKeys().countExists(indexes) > 0) {
+            CompatMatrixTest.check(System.currentTimeMillis() < deadline,
+                    "delayq's indexes outlived the queue after Java's " + op + "()");
+            Thread.sleep(50);
         }
     }
 

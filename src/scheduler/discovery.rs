@@ -1,0 +1,291 @@
+//! Discovery: which queues a group finds by itself ([`Discovery`]), the scan of the timeout
+//! zsets that finds them, and what the group's task does with a scan's result.
+//!
+//! A scan of a big keyspace takes a while, and SCAN promises only the keys that exist for all
+//! of it: a queue created (or emptied and refilled) while it runs may be missing from its
+//! result. So a scan drops only the discovered queues not heard from since it began: not found
+//! by it, no channel message, no transfer that found entries.
+
+use super::config::TransferConfig;
+use super::task::{Done, GroupTask};
+use crate::keys::{every_timeout, glob_match, QueueKeys};
+use crate::options::QueueOptions;
+use crate::redis::script::QueueSpec;
+use crate::time::now_us;
+use crate::Result;
+use fred::clients::Client;
+use fred::interfaces::ClientLike;
+use fred::types::scan::ScanType;
+use futures::StreamExt;
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// Which queues discovery finds: every Redisson delayed queue whose name matches the glob
+/// `pattern` (all without one), looked for by a pattern subscription on the channels and a scan
+/// of the timeout zsets every `rescan` (on every master of a Cluster); and the options and
+/// transfer settings the queues found get.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Discovery {
+    pub(super) pattern: Option<String>,
+    pub(super) rescan: Duration,
+    pub(super) scan_count: u32,
+    pub(super) options: QueueOptions,
+    pub(super) transfer: TransferConfig,
+}
+
+impl Default for Discovery {
+    fn default() -> Self {
+        Discovery {
+            pattern: None,
+            rescan: Duration::from_secs(30),
+            scan_count: 1_000,
+            options: QueueOptions::default(),
+            transfer: TransferConfig::default(),
+        }
+    }
+}
+
+impl Discovery {
+    /// Every queue.
+    pub fn all() -> Discovery {
+        Discovery::default()
+    }
+
+    /// Only queues whose name matches the glob `pattern` (`*`, `?`).
+    #[must_use]
+    pub fn matching(mut self, pattern: impl Into<String>) -> Self {
+        self.pattern = Some(pattern.into());
+        self
+    }
+
+    /// The names of the queues a scan finds now (on every master of a Cluster), sorted: one
+    /// `SCAN` of the timeout zsets, the same as the group's rescans. A queue whose name is not
+    /// UTF-8 is left out, with a warning naming it hex-escaped.
+    ///
+    /// # Errors
+    ///
+    /// The scan failed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn ex(client: fred::clients::Client) -> Result<(), delayq::Error> {
+    /// let names = delayq::Discovery::all().matching("orders:*").scan(&client).await?;
+    /// println!("{names:?}");
+    /// # Ok(()) }
+    /// ```
+    pub async fn scan(&self, client: &Client) -> Result<Vec<String>> {
+        let scanned = scan(client, self).await?;
+        for name in &scanned.unreadable {
+            warn_unreadable(name);
+        }
+        let mut names: Vec<String> = scanned
+            .found
+            .iter()
+            .map(|k| k.target().to_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// How often to scan for queues (new ones are found sooner by their channel's first
+    /// message; vanished ones are dropped at a scan). The next scan starts this long after the
+    /// last one began, or when it ends if it took longer. Default: 30 s.
+    #[must_use]
+    pub fn rescan_every(mut self, interval: Duration) -> Self {
+        self.rescan = interval;
+        self
+    }
+
+    /// How many keys each `SCAN` call asks the server to look at (its `COUNT`). Smaller calls
+    /// hold Redis for less time each; a scan of a big keyspace then makes more of them and
+    /// takes longer. Default: 1,000.
+    #[must_use]
+    pub fn scan_count(mut self, count: u32) -> Self {
+        self.scan_count = count.max(1);
+        self
+    }
+
+    /// The entry format and clock of the queues found (see [`QueueOptions`]). Default: current
+    /// entries, this process's clock.
+    #[must_use]
+    pub fn options(mut self, options: QueueOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The transfer settings of the queues found. Default: [`TransferConfig::default`].
+    #[must_use]
+    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
+        self.transfer = config;
+        self
+    }
+
+    /// Whether discovery takes the queue `name`.
+    pub(super) fn takes(&self, name: &str) -> bool {
+        self.pattern.as_deref().is_none_or(|p| glob_match(p, name))
+    }
+}
+
+/// What one scan found.
+pub(super) struct Scanned {
+    /// The queues discovery takes.
+    pub(super) found: Vec<QueueKeys>,
+    /// The timeout zsets whose queue name is not UTF-8 (hex-escaped), which discovery leaves
+    /// alone: delayq handles queue names as text.
+    pub(super) unreadable: Vec<String>,
+}
+
+/// Every Redisson delayed queue the discovery takes: the timeout zsets, on every master.
+pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scanned> {
+    let pattern = every_timeout();
+    let count = Some(discovery.scan_count);
+    let mut keys = match client.is_clustered() {
+        true => client
+            .scan_cluster_buffered(pattern.as_str(), count, Some(ScanType::ZSet))
+            .boxed(),
+        false => client
+            .scan_buffered(pattern.as_str(), count, Some(ScanType::ZSet))
+            .boxed(),
+    };
+    let mut scanned = Scanned {
+        found: Vec::new(),
+        unreadable: Vec::new(),
+    };
+    let mut seen = HashSet::new();
+    while let Some(key) = keys.next().await {
+        let key = key?;
+        let Some(text) = key.as_str() else {
+            let escaped = key.as_bytes().escape_ascii().to_string();
+            let taken = QueueKeys::queue_of(&escaped).is_some_and(|q| discovery.takes(q.target()));
+            if taken {
+                scanned.unreadable.push(escaped);
+            }
+            continue;
+        };
+        if let Some(queue) = QueueKeys::queue_of(text) {
+            if discovery.takes(queue.target()) && seen.insert(queue.target().to_owned()) {
+                scanned.found.push(queue);
+            }
+        }
+    }
+    Ok(scanned)
+}
+
+fn warn_unreadable(key: &str) {
+    tracing::warn!(
+        key = %key,
+        "a delayed queue whose name is not UTF-8 (shown hex-escaped): discovery leaves it alone; \
+         transfer it from a Redisson client, or rename its keys"
+    );
+}
+
+impl GroupTask {
+    /// Starts a scan, unless one runs (the next starts when it ends).
+    pub(super) fn start_scan(&mut self) {
+        let Some(discovery) = &self.discovery else {
+            return;
+        };
+        if self.scan_began_us.is_some() {
+            self.next_scan = None;
+            return;
+        }
+        self.scan_began_us = Some(now_us());
+        self.next_scan = Some(tokio::time::Instant::now() + discovery.rescan);
+        let client = self.client.clone();
+        let discovery = discovery.clone();
+        self.jobs
+            .spawn(async move { Done::Scanned(scan(&client, &discovery).await) });
+    }
+
+    /// Starts the next scan now if it came due while the last one ran.
+    fn rescan_if_due(&mut self) {
+        if self.next_scan.is_none() {
+            self.start_scan();
+        }
+    }
+
+    /// The queue of `channel`, if discovery is on and its pattern takes it.
+    pub(super) fn discovered_queue(&self, channel: &str) -> Option<QueueKeys> {
+        let discovery = self.discovery.as_ref()?;
+        let keys = QueueKeys::queue_of(channel)?;
+        discovery.takes(keys.target()).then_some(keys)
+    }
+
+    pub(super) async fn add_discovered(&mut self, keys: QueueKeys) -> Result<()> {
+        let Some(discovery) = &self.discovery else {
+            return Ok(());
+        };
+        let spec = QueueSpec {
+            keys,
+            options: discovery.options,
+        };
+        let config = discovery.transfer;
+        self.add(spec, config, true).await.map(drop)
+    }
+
+    /// Adds the queues a scan found, and drops the discovered queues not heard from since it
+    /// began (their delayq side keys are tidied first).
+    pub(super) async fn on_scanned(&mut self, scanned: Result<Scanned>) {
+        let began_us = self.scan_began_us.take().unwrap_or(i64::MIN);
+        let scanned = match scanned {
+            Ok(scanned) => scanned,
+            Err(err) => {
+                match self.discover_reply.take() {
+                    // The first scan: the caller hears why discovery cannot work.
+                    Some(reply) => {
+                        self.discovery = None;
+                        self.next_scan = None;
+                        let _ = reply.send(Err(err));
+                    }
+                    None => {
+                        tracing::warn!(error = %err, "discovery scan failed; trying again at the next");
+                        self.rescan_if_due();
+                    }
+                }
+                return;
+            }
+        };
+        self.rescan_if_due();
+        for name in scanned.unreadable {
+            if self.unreadable_warned.insert(name.clone()) {
+                warn_unreadable(&name);
+            }
+        }
+        let (mut added, mut dropped) = (0, 0);
+        let now = now_us();
+        for keys in scanned.found {
+            let name = keys.target().to_owned();
+            match self.queues.get_mut(&name) {
+                Some(state) => state.heard_us = now,
+                None => match self.add_discovered(keys).await {
+                    Ok(()) => added += 1,
+                    Err(err) => {
+                        tracing::warn!(queue = %name, error = %err, "cannot add a discovered queue")
+                    }
+                },
+            }
+        }
+        let vanished: Vec<String> = self
+            .queues
+            .iter()
+            .filter(|(_, state)| state.discovered && !state.running && state.heard_us < began_us)
+            .map(|(name, _)| name.clone())
+            .collect();
+        let mut tidy = Vec::with_capacity(vanished.len());
+        for name in vanished {
+            if let Some(spec) = self.remove(&name).await {
+                tidy.push(spec);
+            }
+            dropped += 1;
+        }
+        self.tidy(tidy);
+        if added + dropped > 0 {
+            tracing::info!(added, dropped, queues = self.queues.len(), "discovery");
+        }
+        if let Some(reply) = self.discover_reply.take() {
+            let _ = reply.send(Ok(()));
+        }
+    }
+}
