@@ -4,7 +4,7 @@ use crate::BoxError;
 use std::fmt;
 use std::time::Duration;
 
-/// Why a job failed: retried by the worker's [`RetryPolicy`], unless permanent.
+/// Why a job failed: retried by the worker's [`RetryPolicy`](crate::RetryPolicy), unless permanent.
 ///
 /// Any `std::error::Error` converts into a retryable `JobError`, so `?` works in a handler that
 /// returns `Result<(), JobError>`. A handler may return `anyhow::Error` (feature `anyhow`, on by

@@ -161,6 +161,7 @@ pub struct WorkerBuilder<C: Codec, F> {
     retry: RetryPolicy,
     config: ReliableConfig,
     grace: Duration,
+    settle_timeout: Duration,
     stop: CancellationToken,
     on_signal: bool,
 }
@@ -180,6 +181,7 @@ impl<C: Codec, F> fmt::Debug for WorkerBuilder<C, F> {
             .field("retry", &self.retry)
             .field("config", &self.config)
             .field("grace", &self.grace)
+            .field("settle_timeout", &self.settle_timeout)
             .field("on_signal", &self.on_signal)
             .finish_non_exhaustive()
     }
@@ -219,6 +221,7 @@ impl<C: Codec, F> WorkerBuilder<C, F> {
             retry: RetryPolicy::default(),
             config: ReliableConfig::default(),
             grace: Duration::from_secs(30),
+            settle_timeout: Duration::from_secs(10),
             stop: CancellationToken::new(),
             on_signal: false,
         }
@@ -281,9 +284,20 @@ where
     }
 
     /// How long running jobs get to finish after a stop is asked for; jobs still running then
-    /// are abandoned and their values given back unprocessed. Default: 30 s.
+    /// are abandoned and their values given back unprocessed. Default: 30 s. With
+    /// [`stop_on_signal`](Self::stop_on_signal), a second signal ends it at once.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
+        self
+    }
+
+    /// How long the worker waits at shutdown, once no handler runs any more, for Redis to take
+    /// the jobs' outcomes (acks, retries, values given back) and the values its consumers hold.
+    /// What Redis has not taken by then stays in the queue's in-flight set, and the reaper of
+    /// any consumer gives it back after its visibility deadline: nothing is lost, the worker
+    /// just does not wait for an unreachable Redis. Default: 10 s.
+    pub fn settle_timeout(mut self, timeout: Duration) -> Self {
+        self.settle_timeout = timeout;
         self
     }
 
@@ -293,7 +307,9 @@ where
         self
     }
 
-    /// Stops the worker on SIGINT (Ctrl-C) or, on Unix, SIGTERM.
+    /// Stops the worker on SIGINT (Ctrl-C) or, on Unix, SIGTERM; a second one (or a first one
+    /// after a stop asked for otherwise) ends the grace period at once: running jobs are
+    /// abandoned and their values given back.
     pub fn stop_on_signal(mut self) -> Self {
         self.on_signal = true;
         self
@@ -319,7 +335,8 @@ where
 
     /// Runs the worker until it is stopped (see [`stop_on`](Self::stop_on),
     /// [`stop_on_signal`](Self::stop_on_signal)), then stops taking, lets running jobs finish
-    /// within the grace period, gives back the rest, and returns what it did.
+    /// within the grace period, gives back the rest, waits for Redis to settle within the
+    /// [`settle_timeout`](Self::settle_timeout), and returns what it did.
     ///
     /// # Errors
     ///
