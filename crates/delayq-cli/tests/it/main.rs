@@ -14,4 +14,5 @@ mod clock;
 mod observe;
 mod processes;
 mod work;
+mod work_lifecycle;
 mod worker_kill;
