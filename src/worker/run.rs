@@ -223,14 +223,17 @@ async fn wind_down<F>(
 /// Cancels `stop` on SIGINT or SIGTERM, and `abort` (the end of the grace period) on the next
 /// one; the task is aborted and awaited when the worker ends.
 fn stop_on_signal(stop: CancellationToken, abort: CancellationToken) -> Result<JoinHandle<()>> {
+    // Streams made once: a signal between the first and the second wait is not missed.
     #[cfg(unix)]
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(Error::Signal)?;
-    #[cfg(unix)]
-    let mut signal = async move || {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+    let mut signal = {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).map_err(Error::Signal)?;
+        let mut int = signal(SignalKind::interrupt()).map_err(Error::Signal)?;
+        async move || {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
         }
     };
     #[cfg(not(unix))]
