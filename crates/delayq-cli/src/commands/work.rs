@@ -12,6 +12,7 @@ use command::CommandRunner;
 use delayq::{Job, ReliableConfig, RetryPolicy};
 use paused::PauseWatch;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
     // These queues run the transfer scheduler too (one group for all), so retries come back
@@ -73,6 +74,15 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         }
         anyhow::Ok(())
     };
+    tokio::pin!(stopping);
+    // Stopping takes a round trip or two; say what the worker waits for only when it lasts.
+    if let Ok(stopped) = tokio::time::timeout(Duration::from_millis(100), &mut stopping).await {
+        return stopped;
+    }
+    tracing::info!(
+        up_to_s = args.shutdown_timeout.as_secs_f64(),
+        "waiting for Redis while the transfer schedulers stop"
+    );
     match tokio::time::timeout(args.shutdown_timeout, stopping).await {
         Ok(stopped) => stopped,
         Err(_) => {

@@ -298,6 +298,10 @@ async fn a_stopped_worker_waits_for_a_silent_redis_a_bounded_time_and_says_so() 
     let log = worker.log();
     assert!(log.contains("waiting for Redis to settle"), "{log}");
     assert!(log.contains("stay in the in-flight set"), "{log}");
+    assert!(
+        log.contains("waiting for Redis while the transfer schedulers stop"),
+        "{log}"
+    );
     grandchild.wait_gone();
     drop(stopped);
     let in_flight: u64 = queue.client().zcard(queue.keys().inflight()).await.unwrap();
