@@ -1,7 +1,8 @@
 //! The worker: a reliable consumer with bounded concurrency, heartbeats, retries, dead letters
 //! and graceful shutdown, for the common case.
 //!
-//! - `mod.rs`: [`Job`], [`JobError`], [`WorkerBuilder`], [`WorkerHandle`], [`WorkerStats`].
+//! - `mod.rs`: [`Job`], [`WorkerBuilder`], [`WorkerHandle`], [`WorkerStats`].
+//! - `job_error.rs`: [`JobError`] and [`HandlerError`], why a job failed.
 //! - `run.rs`: the loop (take, spawn, grace, give back) and one job's life (decode and attempt
 //!   check, the handler with heartbeats, settling the outcome).
 //!
@@ -27,6 +28,7 @@
 //! # Ok(()) }
 //! ```
 
+mod job_error;
 mod run;
 mod sharded;
 mod sources;
@@ -35,7 +37,7 @@ use crate::codec::Codec;
 use crate::queue::DelayedQueue;
 use crate::reliable::ReliableConfig;
 use crate::retry::RetryPolicy;
-use crate::{BoxError, Error, Result};
+use crate::{Error, Result};
 use bytes::Bytes;
 use std::fmt;
 use std::future::Future;
@@ -44,6 +46,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+pub use job_error::{HandlerError, JobError};
 
 /// One value handed to a worker's handler.
 #[derive(Debug)]
@@ -93,145 +97,6 @@ impl<V> Job<V> {
     pub fn abort_token(&self) -> &CancellationToken {
         &self.abort
     }
-}
-
-/// Why a job failed: retried by the worker's [`RetryPolicy`], unless permanent.
-///
-/// Any `std::error::Error` converts into a retryable `JobError`, so `?` works in a handler that
-/// returns `Result<(), JobError>`. A handler may return `anyhow::Error` (feature `anyhow`, on by
-/// default) or `Box<dyn Error + Send + Sync>` instead (see [`HandlerError`]); a `JobError`
-/// converted into either (`JobError::permanent("..").into()`, or `?`) keeps its kind.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobError {
-    message: String,
-    permanent: bool,
-    retry_after: Option<Duration>,
-}
-
-impl JobError {
-    /// A retryable failure.
-    pub fn new(message: impl Into<String>) -> Self {
-        JobError {
-            message: message.into(),
-            permanent: false,
-            retry_after: None,
-        }
-    }
-
-    /// A failure that no retry will fix: the value goes to the dead letters at once.
-    pub fn permanent(message: impl Into<String>) -> Self {
-        JobError {
-            permanent: true,
-            ..JobError::new(message)
-        }
-    }
-
-    /// Retry after `delay` instead of the policy's wait (the attempt limit still applies).
-    #[must_use]
-    pub fn with_retry_after(mut self, delay: Duration) -> Self {
-        self.retry_after = Some(delay);
-        self
-    }
-
-    /// The message.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// True for a permanent failure.
-    pub fn is_permanent(&self) -> bool {
-        self.permanent
-    }
-}
-
-impl fmt::Display for JobError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl<E: std::error::Error + Send + Sync + 'static> From<E> for JobError {
-    fn from(err: E) -> Self {
-        JobError::new(message_chain(&err))
-    }
-}
-
-/// A [`JobError`] inside another error type (a box, an `anyhow::Error`), found again by
-/// downcasting. (`JobError` itself is no `std::error::Error`, so that any error converts into
-/// it.)
-#[derive(Debug)]
-struct Boxed(JobError);
-
-impl fmt::Display for Boxed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for Boxed {}
-
-impl From<JobError> for BoxError {
-    fn from(err: JobError) -> Self {
-        Box::new(Boxed(err))
-    }
-}
-
-#[cfg(feature = "anyhow")]
-#[cfg_attr(docsrs, doc(cfg(feature = "anyhow")))]
-impl From<JobError> for anyhow::Error {
-    fn from(err: JobError) -> Self {
-        anyhow::Error::new(Boxed(err))
-    }
-}
-
-/// An error a worker's handler may return: [`JobError`], `Box<dyn Error + Send + Sync>`, or
-/// `anyhow::Error` (feature `anyhow`). A `JobError` keeps its kind (permanent, its own retry
-/// wait) through the other two; any other error is a retryable failure whose message is the
-/// error and its causes.
-pub trait HandlerError: Send + 'static {
-    /// The failure as the worker settles it.
-    fn into_job_error(self) -> JobError;
-}
-
-impl HandlerError for JobError {
-    fn into_job_error(self) -> JobError {
-        self
-    }
-}
-
-impl HandlerError for BoxError {
-    fn into_job_error(self) -> JobError {
-        match self.downcast::<Boxed>() {
-            Ok(boxed) => boxed.0,
-            Err(other) => JobError::new(message_chain(&*other)),
-        }
-    }
-}
-
-#[cfg(feature = "anyhow")]
-#[cfg_attr(docsrs, doc(cfg(feature = "anyhow")))]
-impl HandlerError for anyhow::Error {
-    fn into_job_error(self) -> JobError {
-        match self.downcast_ref::<Boxed>() {
-            Some(boxed) => boxed.0.clone(),
-            None => JobError::new(message_chain(self.as_ref())),
-        }
-    }
-}
-
-/// An error's text and its causes', leaving out a cause its parent's text already includes.
-fn message_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }
 
 /// Counters of a worker.
@@ -296,6 +161,7 @@ pub struct WorkerBuilder<C: Codec, F> {
     retry: RetryPolicy,
     config: ReliableConfig,
     grace: Duration,
+    settle_timeout: Duration,
     stop: CancellationToken,
     on_signal: bool,
 }
@@ -315,6 +181,7 @@ impl<C: Codec, F> fmt::Debug for WorkerBuilder<C, F> {
             .field("retry", &self.retry)
             .field("config", &self.config)
             .field("grace", &self.grace)
+            .field("settle_timeout", &self.settle_timeout)
             .field("on_signal", &self.on_signal)
             .finish_non_exhaustive()
     }
@@ -354,6 +221,7 @@ impl<C: Codec, F> WorkerBuilder<C, F> {
             retry: RetryPolicy::default(),
             config: ReliableConfig::default(),
             grace: Duration::from_secs(30),
+            settle_timeout: Duration::from_secs(10),
             stop: CancellationToken::new(),
             on_signal: false,
         }
@@ -416,9 +284,20 @@ where
     }
 
     /// How long running jobs get to finish after a stop is asked for; jobs still running then
-    /// are abandoned and their values given back unprocessed. Default: 30 s.
+    /// are abandoned and their values given back unprocessed. Default: 30 s. With
+    /// [`stop_on_signal`](Self::stop_on_signal), a second signal ends it at once.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
+        self
+    }
+
+    /// How long the worker waits at shutdown, once no handler runs any more, for Redis to take
+    /// the jobs' outcomes (acks, retries, values given back) and the values its consumers hold.
+    /// What Redis has not taken by then stays in the queue's in-flight set, and the reaper of
+    /// any consumer gives it back after its visibility deadline: nothing is lost, the worker
+    /// just does not wait for an unreachable Redis. Default: 10 s.
+    pub fn settle_timeout(mut self, timeout: Duration) -> Self {
+        self.settle_timeout = timeout;
         self
     }
 
@@ -428,7 +307,9 @@ where
         self
     }
 
-    /// Stops the worker on SIGINT (Ctrl-C) or, on Unix, SIGTERM.
+    /// Stops the worker on SIGINT (Ctrl-C) or, on Unix, SIGTERM; a second one (or a first one
+    /// after a stop asked for otherwise) ends the grace period at once: running jobs are
+    /// abandoned and their values given back.
     pub fn stop_on_signal(mut self) -> Self {
         self.on_signal = true;
         self
@@ -454,7 +335,8 @@ where
 
     /// Runs the worker until it is stopped (see [`stop_on`](Self::stop_on),
     /// [`stop_on_signal`](Self::stop_on_signal)), then stops taking, lets running jobs finish
-    /// within the grace period, gives back the rest, and returns what it did.
+    /// within the grace period, gives back the rest, waits for Redis to settle within the
+    /// [`settle_timeout`](Self::settle_timeout), and returns what it did.
     ///
     /// # Errors
     ///
@@ -527,63 +409,5 @@ impl WorkerHandle {
 impl Drop for WorkerHandle {
     fn drop(&mut self) {
         self.stop.cancel();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn handler_errors_keep_their_causes_and_job_errors_their_kind() {
-        #[derive(Debug)]
-        struct Outer(std::io::Error);
-        impl fmt::Display for Outer {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("payment call failed")
-            }
-        }
-        impl std::error::Error for Outer {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&self.0)
-            }
-        }
-        let outer = || Outer(std::io::Error::other("connection reset"));
-        let err: JobError = outer().into();
-        assert_eq!(err.message(), "payment call failed: connection reset");
-        assert!(!err.is_permanent());
-        let boxed: BoxError = Box::new(outer());
-        assert_eq!(boxed.into_job_error(), err);
-
-        let permanent: BoxError = JobError::permanent("no such order").into();
-        let permanent = permanent.into_job_error();
-        assert!(permanent.is_permanent());
-        assert_eq!(permanent.to_string(), "no such order");
-    }
-
-    #[cfg(feature = "anyhow")]
-    #[test]
-    fn anyhow_errors_keep_job_errors_and_causes() {
-        #[derive(Debug)]
-        struct Outer(std::io::Error);
-        impl fmt::Display for Outer {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("payment call failed")
-            }
-        }
-        impl std::error::Error for Outer {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&self.0)
-            }
-        }
-        let outer = || Outer(std::io::Error::other("connection reset"));
-        let later = JobError::new("later").with_retry_after(Duration::from_secs(3));
-        let through_anyhow = anyhow::Error::from(later.clone()).context("calling the bank");
-        assert_eq!(through_anyhow.into_job_error(), later);
-        let plain = anyhow::Error::from(outer()).context("cancelling order 7");
-        assert_eq!(
-            plain.into_job_error().message(),
-            "cancelling order 7: payment call failed: connection reset"
-        );
     }
 }

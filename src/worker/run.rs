@@ -18,6 +18,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 use tokio_util::task::TaskTracker;
 
 /// Takes values while there are permits, runs each job on the tracker, and at a stop lets the
@@ -35,8 +36,9 @@ where
 {
     let mut sources = Sources::open(&builder.queues, &builder.config).await?;
     let stop = builder.stop.clone();
+    let abort = CancellationToken::new();
     let signals = if builder.on_signal {
-        Some(stop_on_signal(stop.clone())?)
+        Some(stop_on_signal(stop.clone(), abort.clone())?)
     } else {
         None
     };
@@ -44,7 +46,9 @@ where
         handler: Arc::new(builder.handler),
         retry: Arc::new(builder.retry),
         visibility: builder.config.visibility(),
-        abort: CancellationToken::new(),
+        abort,
+        give_up: CancellationToken::new(),
+        handling: TaskTracker::new(),
         counters: counters.clone(),
     };
     let tracker = TaskTracker::new();
@@ -81,17 +85,30 @@ where
         let job = job.clone();
         let metrics = metrics.get(&*queue).cloned().unwrap_or_default();
         let span = tracing::info_span!("job", queue = %queue, id = delivery.id(), attempt = delivery.attempt());
+        // Counted as running from the take, so that a stop cannot miss a job about to start.
+        let handling = job.handling.token();
         tracker.spawn(tracing::Instrument::instrument(
             async move {
-                job.run(queue, delivery, metrics).await;
+                job.run(queue, delivery, metrics, handling).await;
                 drop(permit);
             },
             span,
         ));
     }
 
-    wind_down(&name, &tracker, builder.grace, &job.abort).await;
-    sources.close().await;
+    let deadline = wind_down(&name, &tracker, &job, builder.grace, builder.settle_timeout).await;
+    let inflight: Vec<&str> = builder.queues.iter().map(|q| q.keys().inflight()).collect();
+    if tokio::time::timeout_at(deadline, sources.close())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            queue = %name,
+            inflight = %inflight.join(","),
+            "Redis did not take back the values the worker's consumers hold in time; they stay \
+             in the in-flight set and the reaper gives them back after their visibility deadline"
+        );
+    }
     if let Some(signals) = signals {
         signals.abort();
         let _ = signals.await;
@@ -145,36 +162,93 @@ impl<C: Codec> Taker<'_, C> {
     }
 }
 
-/// Stops taking; lets running jobs finish within `grace`; then abandons the rest (`abort`),
-/// which gives their values back unprocessed.
-async fn wind_down(name: &str, tracker: &TaskTracker, grace: Duration, abort: &CancellationToken) {
+/// Stops taking; lets running handlers finish within `grace` (or until `job.abort` is
+/// cancelled early, by a second signal); then abandons the rest, which gives their values back
+/// unprocessed; then waits up to `settle_timeout` for Redis to take the outcomes, and gives up
+/// the ones it has not taken. Returns the deadline for the rest of the shutdown.
+async fn wind_down<F>(
+    name: &str,
+    tracker: &TaskTracker,
+    job: &JobCtx<F>,
+    grace: Duration,
+    settle_timeout: Duration,
+) -> tokio::time::Instant {
     tracker.close();
-    tracing::info!(queue = %name, running = tracker.len(), "worker stopping");
-    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
-        tracing::warn!(queue = %name, running = tracker.len(), "grace period over; giving back unfinished jobs");
-        abort.cancel();
+    job.handling.close();
+    let running = job.handling.len();
+    if running > 0 {
+        tracing::info!(queue = %name, running, grace_s = grace.as_secs_f64(), "worker stopping; waiting for running jobs (a second signal ends the wait)");
+    } else {
+        tracing::info!(queue = %name, "worker stopping");
+    }
+    tokio::select! {
+        biased;
+        _ = job.abort.cancelled() => {
+            tracing::warn!(queue = %name, running = job.handling.len(), "grace period ended early; giving back unfinished jobs");
+        }
+        _ = job.handling.wait() => {}
+        _ = tokio::time::sleep(grace) => {
+            tracing::warn!(queue = %name, running = job.handling.len(), "grace period over; giving back unfinished jobs");
+        }
+    }
+    job.abort.cancel();
+    let deadline = tokio::time::Instant::now() + settle_timeout;
+    // Settling takes a round trip or two; say what the worker waits for only when it lasts.
+    let quick = tokio::time::Instant::now() + Duration::from_millis(100);
+    if tokio::time::timeout_at(quick, tracker.wait()).await.is_ok() {
+        return deadline;
+    }
+    tracing::info!(
+        queue = %name,
+        values = tracker.len(),
+        up_to_s = settle_timeout.as_secs_f64(),
+        "waiting for Redis to settle the in-flight values of finished or abandoned jobs"
+    );
+    if tokio::time::timeout_at(deadline, tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            queue = %name,
+            values = tracker.len(),
+            "Redis did not settle them in time; they stay in the in-flight set and the reaper \
+             gives them back after their visibility deadline"
+        );
+        job.give_up.cancel();
         tracker.wait().await;
     }
+    deadline
 }
 
-/// Cancels `stop` on SIGINT or SIGTERM; the task is aborted and awaited when the worker ends.
-fn stop_on_signal(stop: CancellationToken) -> Result<JoinHandle<()>> {
+/// Cancels `stop` on SIGINT or SIGTERM, and `abort` (the end of the grace period) on the next
+/// one; the task is aborted and awaited when the worker ends.
+fn stop_on_signal(stop: CancellationToken, abort: CancellationToken) -> Result<JoinHandle<()>> {
+    // Streams made once: a signal between the first and the second wait is not missed.
     #[cfg(unix)]
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(Error::Signal)?;
-    Ok(tokio::spawn(async move {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-            _ = stop.cancelled() => {}
+    let mut signal = {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).map_err(Error::Signal)?;
+        let mut int = signal(SignalKind::interrupt()).map_err(Error::Signal)?;
+        async move || {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
         }
-        #[cfg(not(unix))]
+    };
+    #[cfg(not(unix))]
+    let signal = async || {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    Ok(tokio::spawn(async move {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = stop.cancelled() => {}
+            () = signal() => {}
+            () = stop.cancelled() => {}
         }
         stop.cancel();
+        signal().await;
+        tracing::warn!("second stop signal; ending the grace period now");
+        abort.cancel();
     }))
 }
 
@@ -192,6 +266,11 @@ struct JobCtx<F> {
     visibility: Duration,
     /// Cancelled when the grace period is over: running jobs are abandoned.
     abort: CancellationToken,
+    /// Cancelled when the worker stops waiting for Redis to settle: settlements still waiting
+    /// are dropped (their values stay in flight for the reaper).
+    give_up: CancellationToken,
+    /// One token per job whose handler runs (not yet settling).
+    handling: TaskTracker,
     counters: Arc<Counters>,
 }
 
@@ -202,6 +281,8 @@ impl<F> Clone for JobCtx<F> {
             retry: self.retry.clone(),
             visibility: self.visibility,
             abort: self.abort.clone(),
+            give_up: self.give_up.clone(),
+            handling: self.handling.clone(),
             counters: self.counters.clone(),
         }
     }
@@ -209,8 +290,13 @@ impl<F> Clone for JobCtx<F> {
 
 impl<F> JobCtx<F> {
     /// One job: check it may run, run the handler with heartbeats, settle the outcome.
-    async fn run<V, Fut, E>(&self, queue: Arc<str>, delivery: Delivery<V>, m: WorkerMetrics)
-    where
+    async fn run<V, Fut, E>(
+        &self,
+        queue: Arc<str>,
+        delivery: Delivery<V>,
+        m: WorkerMetrics,
+        handling: TaskTrackerToken,
+    ) where
         V: Send + 'static,
         F: Fn(Job<V>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
@@ -220,6 +306,7 @@ impl<F> JobCtx<F> {
         let (job, mut receipt) = match self.prepare(queue, delivery) {
             Ok(ready) => ready,
             Err((receipt, message)) => {
+                drop(handling);
                 self.settle_dead(receipt, &message, &m).await;
                 return m.finished();
             }
@@ -227,6 +314,7 @@ impl<F> JobCtx<F> {
         let attempt = receipt.attempt();
         let started = std::time::Instant::now();
         let outcome = self.run_with_heartbeat(job, &mut receipt).await;
+        drop(handling);
         if !matches!(outcome, Outcome::Abandoned) {
             let failed = matches!(outcome, Outcome::Failed(_));
             m.handled(started.elapsed().as_secs_f64(), failed);
@@ -296,16 +384,24 @@ impl<F> JobCtx<F> {
                         panic_message(panic.as_ref())
                     ))),
                 },
-                _ = tokio::time::sleep(heartbeat) => match receipt.extend(self.visibility).await {
-                    Ok(true) => {}
-                    Ok(false) => tracing::warn!(
-                        "the job outlived its visibility deadline; the value was given to another consumer"
-                    ),
-                    Err(err) => {
-                        Counters::bump(&self.counters.errors);
-                        tracing::warn!(error = %err, "heartbeat failed");
+                _ = tokio::time::sleep(heartbeat) => {
+                    // An unreachable Redis must not hold up the end of the grace period.
+                    let extended = tokio::select! {
+                        biased;
+                        _ = self.abort.cancelled() => return Outcome::Abandoned,
+                        extended = receipt.extend(self.visibility) => extended,
+                    };
+                    match extended {
+                        Ok(true) => {}
+                        Ok(false) => tracing::warn!(
+                            "the job outlived its visibility deadline; the value was given to another consumer"
+                        ),
+                        Err(err) => {
+                            Counters::bump(&self.counters.errors);
+                            tracing::warn!(error = %err, "heartbeat failed");
+                        }
                     }
-                },
+                }
             }
         }
     }
@@ -315,7 +411,7 @@ impl<F> JobCtx<F> {
         let counters = &self.counters;
         match outcome {
             Outcome::Done => {
-                let acked = receipt.ack().await;
+                let acked = self.unless_given_up(receipt.ack()).await;
                 if record(counters, &counters.acked, acked, "ack") {
                     m.settled(Settled::Acked);
                 }
@@ -329,20 +425,28 @@ impl<F> JobCtx<F> {
                     .retry_after
                     .unwrap_or_else(|| self.retry.delay_for(attempt));
                 tracing::info!(error = %err, retry_in_ms = delay.as_millis() as u64, "job failed; retrying");
-                let retried = receipt.nack(delay).await;
+                let retried = self.unless_given_up(receipt.nack(delay)).await;
                 if record(counters, &counters.retried, retried, "retry") {
                     m.settled(Settled::Retried);
                 }
             }
             Outcome::Abandoned => {
-                let given = receipt.give_back().await;
+                let given = self.unless_given_up(receipt.give_back()).await;
                 record(counters, &counters.given_back, given, "give back");
             }
         }
     }
 
+    /// A settlement, or [`Error::Closed`] once the worker gave up waiting for Redis.
+    async fn unless_given_up(&self, settle: impl Future<Output = Result<bool>>) -> Result<bool> {
+        tokio::select! {
+            settled = settle => settled,
+            _ = self.give_up.cancelled() => Err(Error::Closed),
+        }
+    }
+
     async fn settle_dead(&self, receipt: Receipt, message: &str, m: &WorkerMetrics) {
-        let dead = receipt.dead_letter(message).await;
+        let dead = self.unless_given_up(receipt.dead_letter(message)).await;
         if record(&self.counters, &self.counters.dead, dead, "dead-letter") {
             m.settled(Settled::Dead);
         }

@@ -162,10 +162,13 @@ pub(crate) enum Command {
         #[arg(long)]
         exit_status: bool,
     },
-    /// Run a reliable worker: each value is handed to COMMAND (in the environment variables
-    /// DELAYQ_VALUE, DELAYQ_ATTEMPT and DELAYQ_QUEUE); exit 0 acknowledges it, anything else is
-    /// a failed attempt, retried with backoff and dead-lettered after --max-attempts. Runs until
-    /// SIGINT or SIGTERM, then lets running commands finish (within --grace).
+    /// Run a reliable worker: each value is handed to COMMAND on its stdin and in the
+    /// environment variable DELAYQ_VALUE (left out, with DELAYQ_VALUE_ON_STDIN_ONLY=1, for a
+    /// value over 64 KiB or with a NUL byte), with DELAYQ_ATTEMPT and DELAYQ_QUEUE; exit 0
+    /// acknowledges it, anything else is a failed attempt, retried with backoff and
+    /// dead-lettered after --max-attempts. Each command runs in a process group of its own.
+    /// Runs until SIGINT or SIGTERM, then lets running commands finish (within --grace; a
+    /// second signal ends the wait).
     Work(WorkArgs),
     /// Dead letters: values that failed every attempt.
     Dead {
@@ -351,10 +354,20 @@ pub(crate) struct WorkArgs {
     /// Longest wait before a retry.
     #[arg(long, value_parser = parse_duration, default_value = "5m")]
     pub(crate) max_retry_delay: Duration,
-    /// How long running commands get to finish at shutdown before they are killed and their
-    /// values given back.
+    /// How long running commands get to finish at shutdown before their process groups are
+    /// ended (SIGTERM, SIGKILL 2 s later) and their values given back. A second SIGINT or
+    /// SIGTERM ends it at once.
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub(crate) grace: Duration,
+    /// Longest run of one command: past it, its process group is ended (SIGTERM, SIGKILL 2 s
+    /// later) and the attempt counts as failed. Default (and 0): no limit.
+    #[arg(long, value_parser = parse_duration)]
+    pub(crate) timeout: Option<Duration>,
+    /// At shutdown, after --grace: how long to wait for Redis to take the outcomes and the
+    /// values handed back, then again for the transfer schedulers to stop. Values Redis has not
+    /// taken stay in flight; the reaper of any worker gives them back after --visibility.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub(crate) shutdown_timeout: Duration,
     /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464.
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,

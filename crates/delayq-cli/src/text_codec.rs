@@ -180,6 +180,16 @@ impl TextCodec {
         String::from_utf8(bytes).map_err(|_| fail("the value is not UTF-8 text"))
     }
 
+    /// A value as a file holds it, the inverse of [`text_of_input`](Self::text_of_input): the
+    /// raw bytes (`raw`, as taken) for --codec bytes, the text otherwise.
+    pub(crate) fn file_bytes<'a>(&self, text: &'a str, raw: &'a [u8]) -> &'a [u8] {
+        if self.name == CodecName::Bytes {
+            raw
+        } else {
+            text.as_bytes()
+        }
+    }
+
     /// A value's text as one JSON document: a JSON string for --codec string, a number for
     /// long, base64 for bytes, and the JSON itself for the JSON codecs and kryo.
     pub(crate) fn json_of(&self, text: &str) -> serde_json::Value {

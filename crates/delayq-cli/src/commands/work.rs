@@ -1,8 +1,18 @@
 //! `delayq work`: a reliable worker that hands each value to a command.
+//!
+//! - `command.rs`: running the command for one value (stdin, environment, process group,
+//!   `--timeout`); `paused.rs`: telling when a queue it serves is paused.
+
+mod command;
+mod paused;
 
 use super::Ctx;
 use crate::cli::WorkArgs;
+use command::CommandRunner;
 use delayq::{Job, ReliableConfig, RetryPolicy};
+use paused::PauseWatch;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
     // These queues run the transfer scheduler too (one group for all), so retries come back
@@ -11,6 +21,85 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         // Before any queue or worker starts: each makes its metric handles once.
         crate::serve::recorder()?;
     }
+    let queues = open_queues(ctx, &args).await?;
+    let server = match args.listen {
+        Some(listen) => Some(observe(ctx, listen, &queues).await?),
+        None => None,
+    };
+    let runner = Arc::new(CommandRunner::new(
+        args.command,
+        args.timeout.filter(|limit| !limit.is_zero()),
+        ctx.codec.clone(),
+    )?);
+    let pause_watch = PauseWatch::start(queues.clone());
+    eprintln!(
+        "delayq: working on {} with {} at a time (Ctrl-C to stop)",
+        args.queues.join(", "),
+        args.concurrency
+    );
+    let handler_runner = runner.clone();
+    let mut worker = queues[0].worker(args.concurrency, move |job: Job<String>| {
+        let runner = handler_runner.clone();
+        async move { runner.run(job).await }
+    });
+    for queue in &queues[1..] {
+        worker = worker.with_queue(queue);
+    }
+    let stats = worker
+        .retry(RetryPolicy::exponential(
+            args.max_attempts,
+            args.retry_delay,
+            args.max_retry_delay,
+        ))
+        .reliable_config(ReliableConfig::default().with_visibility(args.visibility))
+        .shutdown_grace(args.grace)
+        .settle_timeout(args.shutdown_timeout)
+        .stop_on_signal()
+        .run()
+        .await;
+    pause_watch.shutdown().await;
+    runner.wait_for_ends().await;
+    let stats = stats?;
+    eprintln!(
+        "delayq: {} taken, {} acked, {} retried, {} dead, {} given back, {} errors",
+        stats.taken, stats.acked, stats.retried, stats.dead, stats.given_back, stats.errors
+    );
+    let stopping = async {
+        // The server holds the scheduler group: stop it first, so that destroy stops the group.
+        if let Some(server) = server {
+            server.shutdown().await;
+        }
+        for queue in queues {
+            queue.destroy().await?;
+        }
+        anyhow::Ok(())
+    };
+    tokio::pin!(stopping);
+    // Stopping takes a round trip or two; say what the worker waits for only when it lasts.
+    if let Ok(stopped) = tokio::time::timeout(Duration::from_millis(100), &mut stopping).await {
+        return stopped;
+    }
+    tracing::info!(
+        up_to_s = args.shutdown_timeout.as_secs_f64(),
+        "waiting for Redis while the transfer schedulers stop"
+    );
+    match tokio::time::timeout(args.shutdown_timeout, stopping).await {
+        Ok(stopped) => stopped,
+        Err(_) => {
+            tracing::warn!(
+                up_to_s = args.shutdown_timeout.as_secs_f64(),
+                "Redis did not answer while the transfer schedulers stopped; exiting without them"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The queues the worker serves: the named ones, or every shard of the one sharded queue.
+async fn open_queues(
+    ctx: &Ctx,
+    args: &WorkArgs,
+) -> anyhow::Result<Vec<delayq::DelayedQueue<crate::text_codec::TextCodec>>> {
     let mut queues = Vec::with_capacity(args.queues.len());
     match (args.shards, args.queues.as_slice()) {
         (Some(n), [name]) => {
@@ -27,46 +116,7 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let server = match args.listen {
-        Some(listen) => Some(observe(ctx, listen, &queues).await?),
-        None => None,
-    };
-    let command = std::sync::Arc::new(args.command);
-    eprintln!(
-        "delayq: working on {} with {} at a time (Ctrl-C to stop)",
-        args.queues.join(", "),
-        args.concurrency
-    );
-    let mut worker = queues[0].worker(args.concurrency, move |job: Job<String>| {
-        let command = command.clone();
-        async move { run_command(&command, job).await }
-    });
-    for queue in &queues[1..] {
-        worker = worker.with_queue(queue);
-    }
-    let stats = worker
-        .retry(RetryPolicy::exponential(
-            args.max_attempts,
-            args.retry_delay,
-            args.max_retry_delay,
-        ))
-        .reliable_config(ReliableConfig::default().with_visibility(args.visibility))
-        .shutdown_grace(args.grace)
-        .stop_on_signal()
-        .run()
-        .await?;
-    eprintln!(
-        "delayq: {} taken, {} acked, {} retried, {} dead, {} given back, {} errors",
-        stats.taken, stats.acked, stats.retried, stats.dead, stats.given_back, stats.errors
-    );
-    // The server holds the scheduler group: stop it first, so that destroy stops the group.
-    if let Some(server) = server {
-        server.shutdown().await;
-    }
-    for queue in queues {
-        queue.destroy().await?;
-    }
-    Ok(())
+    Ok(queues)
 }
 
 /// Serves /metrics and /healthz for the worker's queues and their scheduler group.
@@ -89,26 +139,4 @@ async fn observe(
     };
     let router = crate::serve::routes(observed);
     crate::serve::Server::start(listen, router, &ctx.client, Some(gauges)).await
-}
-
-/// Runs the worker's command for one value: exit 0 acknowledges it.
-async fn run_command(command: &[String], job: Job<String>) -> anyhow::Result<()> {
-    let (program, args) = command
-        .split_first()
-        .ok_or_else(|| delayq::JobError::permanent("no command"))?;
-    let status = tokio::process::Command::new(program)
-        .args(args)
-        .env("DELAYQ_VALUE", job.value())
-        .env("DELAYQ_ATTEMPT", job.attempt().to_string())
-        .env("DELAYQ_QUEUE", job.queue())
-        .stdin(std::process::Stdio::null())
-        // A job abandoned at shutdown kills its command.
-        .kill_on_drop(true)
-        .status()
-        .await?;
-    if status.success() {
-        Ok(())
-    } else {
-        anyhow::bail!("{program} exited with {status}")
-    }
 }

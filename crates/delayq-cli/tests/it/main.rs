@@ -19,4 +19,5 @@ mod processes;
 mod shard_count;
 mod take_handoff;
 mod work;
+mod work_lifecycle;
 mod worker_kill;

@@ -2,6 +2,7 @@
 //! queue: every value handed to the command once, from the queue or shard it names.
 
 use crate::common::{unique_name, wait_until, TestCluster, TestRedis, PATIENCE};
+use crate::work_lifecycle::Worker;
 use delayq::codec::StringCodec;
 use delayq::{shard_of, DelayedQueue, ShardedQueue};
 use std::process::{Command, Stdio};
@@ -290,4 +291,111 @@ async fn the_cli_works_on_several_queues() {
         .collect();
     want.sort();
     assert_eq!(lines, want);
+}
+
+/// The value comes on the command's stdin byte for byte, also past what an environment variable
+/// holds and with a NUL byte (then without DELAYQ_VALUE); a command that reads no stdin acks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_worker_hands_every_value_on_stdin() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = DelayedQueue::new(client, unique_name("stdin"), StringCodec)
+        .await
+        .unwrap();
+    let big: String = (0..1024 * 1024)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let values = [big, "nul\0byte".to_owned(), "small".to_owned()];
+    let got = redis.dir().join("stdin");
+    std::fs::create_dir(&got).unwrap();
+    // Each value's stdin into a file, and beside it whether DELAYQ_VALUE came too.
+    let script = format!(
+        "f=$(mktemp {}/vXXXXXX); cat > \"$f\"; \
+         echo \"${{DELAYQ_VALUE_ON_STDIN_ONLY:-0}} ${{DELAYQ_VALUE-unset}}\" > \"$f.env\"",
+        got.display()
+    );
+    let worker = Worker::start(
+        &redis.url(),
+        redis.dir(),
+        &[queue.name(), "--", "sh", "-c", &script],
+    );
+    for v in &values {
+        queue.offer(v, Duration::ZERO).await.unwrap();
+    }
+    let read = || -> Vec<(Vec<u8>, String)> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&got).unwrap() {
+            let path = entry.unwrap().path();
+            let Ok(env) = std::fs::read_to_string(path.with_extension("env")) else {
+                continue;
+            };
+            if path.extension().is_none() {
+                found.push((std::fs::read(&path).unwrap(), env.trim_end().to_owned()));
+            }
+        }
+        found.sort();
+        found
+    };
+    let found = wait_until("three values on stdin", PATIENCE, || {
+        let found = read();
+        if found.len() == 3 {
+            Ok(found)
+        } else {
+            Err(format!("{} so far; {}", found.len(), worker.log()))
+        }
+    });
+    let mut want: Vec<(Vec<u8>, String)> = vec![
+        (values[0].clone().into_bytes(), "1 unset".to_owned()),
+        (values[1].clone().into_bytes(), "1 unset".to_owned()),
+        (values[2].clone().into_bytes(), "0 small".to_owned()),
+    ];
+    want.sort();
+    assert!(
+        found == want,
+        "the values on stdin differ: {}",
+        worker.log()
+    );
+    drop(worker);
+
+    // A command that reads nothing of a 1 MiB stdin acks all the same.
+    let ran = redis.dir().join("ran");
+    let script = format!("touch {}", ran.display());
+    let mut worker = Worker::start(
+        &redis.url(),
+        redis.dir(),
+        &[queue.name(), "--", "sh", "-c", &script],
+    );
+    queue.offer(&values[0], Duration::ZERO).await.unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    // In flight from before the command ran until it is settled.
+    while !ran.exists() || queue.reliable_stats().await.unwrap().in_flight > 0 {
+        assert!(Instant::now() < deadline, "not settled: {}", worker.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    worker.signal("-TERM");
+    assert!(worker.wait_exit().success());
+    assert!(
+        worker.log().contains("1 taken, 1 acked"),
+        "{}",
+        worker.log()
+    );
+}
+
+/// `work` says once when a queue it serves is paused, and once when it is resumed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_worker_says_when_its_queue_is_paused_and_resumed() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = DelayedQueue::new(client, unique_name("paused"), StringCodec)
+        .await
+        .unwrap();
+    let worker = Worker::start(&redis.url(), redis.dir(), &[queue.name(), "--", "true"]);
+    worker.wait_for_log("worker started");
+    assert!(queue.pause().await.unwrap());
+    worker.wait_for_log("queue is paused");
+    assert!(queue.resume().await.unwrap());
+    worker.wait_for_log("queue resumed");
+    let log = worker.log();
+    assert_eq!(log.matches("queue is paused").count(), 1, "{log}");
+    assert_eq!(log.matches("queue resumed").count(), 1, "{log}");
 }
