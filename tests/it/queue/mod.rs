@@ -8,3 +8,4 @@ mod operations;
 mod reschedule;
 mod sharded;
 mod value_index;
+mod value_index_lookups;

@@ -335,6 +335,16 @@ impl Twin {
         self.rng.random_range(1..400i64).into()
     }
 
+    /// Most unindexed elements a call may read instead of indexing them: none (wait for the
+    /// index), a few, or all of them.
+    fn rest(&mut self) -> Value {
+        match self.rng.random_range(0..3u32) {
+            0 => 0.into(),
+            1 => self.rng.random_range(1..50i64).into(),
+            _ => i64::MAX.into(),
+        }
+    }
+
     /// An id of an entry in the list, or one nobody has.
     async fn some_id(&mut self) -> Vec<u8> {
         let llen = self.llen(&self.delayq.clone()).await;
@@ -357,6 +367,7 @@ impl Twin {
     async fn random_delayq_op(&mut self) {
         let roll = self.rng.random_range(0..100u32);
         let chunk = self.chunk();
+        let rest = self.rest();
         let value = self.value();
         let due = T0 + self.rng.random_range(0..100_000i64);
         let (what, got, expected) = match roll {
@@ -367,6 +378,7 @@ impl Twin {
                         vec![
                             "first".into(),
                             chunk,
+                            rest,
                             1_000_000.into(),
                             value.clone().into(),
                         ],
@@ -387,7 +399,7 @@ impl Twin {
                     .into_iter()
                     .map(Value::from)
                     .collect();
-                let mut args = vec![chunk];
+                let mut args = vec![chunk, rest];
                 args.extend(values.clone());
                 let got = self.delayq("contains.lua", args).await;
                 let mut args = vec!["contains".into()];
@@ -397,7 +409,7 @@ impl Twin {
             }
             45..=54 => {
                 let values: Vec<Value> = vec![self.value().into(), self.value().into()];
-                let mut args = vec!["all".into(), chunk, 100_000_000.into()];
+                let mut args = vec!["all".into(), chunk, rest, 100_000_000.into()];
                 args.extend(values.clone());
                 let got = self.delayq("remove.lua", args).await;
                 let mut args = vec!["removeall".into()];
@@ -420,6 +432,7 @@ impl Twin {
                             Value::Bytes(id.clone().into()),
                             value.clone().into(),
                             chunk,
+                            rest,
                         ],
                     )
                     .await;
@@ -450,6 +463,7 @@ impl Twin {
                             "value".into(),
                             value.clone().into(),
                             chunk,
+                            rest,
                         ],
                     )
                     .await;
@@ -464,7 +478,10 @@ impl Twin {
             80..=91 => {
                 let id = self.some_id().await;
                 let got = self
-                    .delayq("cancel.lua", vec![Value::Bytes(id.clone().into()), chunk])
+                    .delayq(
+                        "cancel.lua",
+                        vec![Value::Bytes(id.clone().into()), chunk, rest],
+                    )
                     .await;
                 let want = self
                     .redisson(
@@ -484,6 +501,7 @@ impl Twin {
                             "id".into(),
                             Value::Bytes(id.clone().into()),
                             chunk,
+                            rest,
                         ],
                     )
                     .await;
