@@ -1,10 +1,11 @@
 //! The value index (`delayq_values:{NAME}`) against Redisson's own algorithm: two copies of one
 //! queue on one server, one changed by delayq's index-backed scripts, the other by scripts that do
 //! what Redisson's do (walk the order list), while "Java peers" (Redisson's offer, poll, remove,
-//! removeAll, retainAll, transfer, and an offer retried after a lost reply) change both alike,
-//! also between the calls that build the index. After every operation both copies must hold the
-//! same bytes in the order list, the timeout zset and the target list, and the operation must
-//! have answered the same.
+//! removeAll, retainAll, transfer, an offer retried after a lost reply, and a peer appending to
+//! the order list alone) change both alike, also between the calls that build the index; delayq's
+//! calls may read what the index does not cover yet instead of waiting for it. After every
+//! operation both copies must hold the same bytes in the order list, the timeout zset and the
+//! target list, and the operation must have answered the same.
 
 use crate::common::queue::connect;
 use crate::common::{unique_name, TestRedis};
@@ -38,6 +39,10 @@ if op == 'offer' then
     local e = pack(ARGV[4], ARGV[5])
     redis.call('zadd', KEYS[1], ARGV[3], e)
     redis.call('rpush', KEYS[2], e)
+    return 1
+elseif op == 'append' then
+    -- A peer that writes the order list alone (no zset member).
+    redis.call('rpush', KEYS[2], pack(ARGV[3], ARGV[4]))
     return 1
 elseif op == 'poll' then
     local e = redis.call('lpop', KEYS[2])
@@ -223,7 +228,12 @@ impl Twin {
         let roll = self.rng.random_range(0..1000u32);
         let llen = self.llen(&self.delayq.clone()).await.max(1);
         let args: Vec<Value> = match roll {
-            0..=499 => {
+            460..=499 => {
+                let id = self.fresh_id();
+                let value = self.value();
+                vec!["append".into(), Value::Bytes(id.into()), value.into()]
+            }
+            0..=459 => {
                 let id = self.fresh_id();
                 let score = T0 + self.rng.random_range(0..100_000i64);
                 let value = self.value();
