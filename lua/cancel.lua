@@ -13,10 +13,13 @@
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- ARGV[3]: the entry's id (its first 9 bytes)
 -- ARGV[4]: most order-list entries to add to the value index in this call
--- Returns: { 0 } when the value index is not complete yet (nothing was removed: call again), or
+-- ARGV[5]: most order-list elements the index does not cover that the call may read instead of
+--          indexing them first (when no more are left after indexing, the lookup follows in this
+--          call)
+-- Returns: { 0 } when the value index is not ready yet (nothing was removed: call again), or
 --          { 1, 1 when the entry was pending and is removed, else 0 }.
 local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[6], ARGV[2] == '1')
-if not delayq_values_sync(vx, tonumber(ARGV[4])) then
+if not delayq_values_ready(vx, tonumber(ARGV[4]), tonumber(ARGV[5]), 'id', { ARGV[3] }) then
     return { 0 }
 end
 local candidates = delayq_values_by_id(vx, ARGV[3])

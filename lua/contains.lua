@@ -11,16 +11,20 @@
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- ARGV[3]: most order-list entries to add to the value index in this call
--- ARGV[4..]: codec-encoded values (distinct)
--- Returns: { 0 } when the value index is not complete yet (nothing was looked up: call again), or
+-- ARGV[4]: most order-list elements the index does not cover that the call may read instead of
+--          indexing them first (when no more are left after indexing, the lookup follows in this
+--          call)
+-- ARGV[5..]: codec-encoded values (distinct)
+-- Returns: { 0 } when the value index is not ready yet (nothing was looked up: call again), or
 --          { 1, how many of ARGV[4..] are pending }.
 local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[5], ARGV[2] == '1')
-if not delayq_values_sync(vx, tonumber(ARGV[3])) then
+local values = { unpack(ARGV, 5) }
+if not delayq_values_ready(vx, tonumber(ARGV[3]), tonumber(ARGV[4]), 'value', values) then
     return { 0 }
 end
 local found = 0
-for i = 4, #ARGV do
-    local candidates = delayq_values_by_value(vx, ARGV[i])
+for _, value in ipairs(values) do
+    local candidates = delayq_values_by_value(vx, value)
     if #candidates > 0 then
         for _, alive in ipairs(delayq_values_alive(vx, candidates)) do
             if alive then

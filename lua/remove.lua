@@ -15,20 +15,23 @@
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- ARGV[3]: mode: 'first' (the first entry carrying ARGV[6]), 'all' (every entry carrying one of
---          ARGV[6..]), 'retain' (every entry carrying none of ARGV[6..])
+--          ARGV[7..]), 'retain' (every entry carrying none of ARGV[7..])
 -- ARGV[4]: most order-list entries to add to the value index in this call
--- ARGV[5]: 'all': most order-list elements the removals may scan in this call (the call stops
+-- ARGV[5]: most order-list elements the index does not cover that the call may read instead of
+--          indexing them first (when no more are left after indexing, the lookup follows in this
+--          call)
+-- ARGV[6]: 'all': most order-list elements the removals may scan in this call (the call stops
 --          after the value whose removals ran past it; at least one entry leaves per call)
--- ARGV[6..]: codec-encoded values
--- Returns: { 0 } when the value index is not complete yet (nothing was removed: call again), or
---          { 1, entries removed, how many of ARGV[6..] were dealt with completely }.
+-- ARGV[7..]: codec-encoded values
+-- Returns: { 0 } when the value index is not ready yet (nothing was removed: call again), or
+--          { 1, entries removed, how many of ARGV[7..] were dealt with completely }.
 -- Malformed entries are never removed here.
 local legacy = ARGV[2] == '1'
 local mode = ARGV[3]
 
 if mode == 'retain' then
     local wanted = {}
-    for i = 6, #ARGV do
+    for i = 7, #ARGV do
         wanted[ARGV[i]] = true
     end
     local hits = {}
@@ -47,17 +50,18 @@ if mode == 'retain' then
         redis.call('unlink', KEYS[6])
     end
     delayq_tidy_index(KEYS[3], KEYS[5], KEYS[6])
-    return { 1, #hits, #ARGV - 5 }
+    return { 1, #hits, #ARGV - 6 }
 end
 
 local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[6], legacy)
-if not delayq_values_sync(vx, tonumber(ARGV[4])) then
+local values = { unpack(ARGV, 7) }
+if not delayq_values_ready(vx, tonumber(ARGV[4]), tonumber(ARGV[5]), 'value', values) then
     return { 0 }
 end
-local budget = tonumber(ARGV[5])
+local budget = tonumber(ARGV[6])
 local removed, scanned, done = 0, 0, 0
-for i = 6, #ARGV do
-    local candidates = delayq_values_by_value(vx, ARGV[i])
+for _, value in ipairs(values) do
+    local candidates = delayq_values_by_value(vx, value)
     local alive = delayq_values_alive(vx, candidates)
     local stopped = false
     for j, tuple in ipairs(candidates) do

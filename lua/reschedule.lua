@@ -15,11 +15,14 @@
 -- ARGV[4]: 'value' or 'id': what ARGV[5] is
 -- ARGV[5]: the codec-encoded value, or an entry's id (its first 9 bytes)
 -- ARGV[6]: most order-list entries to add to the value index in this call
--- Returns: { 0 } when the value index is not complete yet (nothing was changed: call again), or
+-- ARGV[7]: most order-list elements the index does not cover that the call may read instead of
+--          indexing them first (when no more are left after indexing, the lookup follows in this
+--          call)
+-- Returns: { 0 } when the value index is not ready yet (nothing was changed: call again), or
 --          { 1, the number of entries rescheduled (0: none is pending) }.
 local due = delayq_ms(delayq_now(ARGV[1]) + tonumber(ARGV[3]))
 local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[5], ARGV[2] == '1')
-if not delayq_values_sync(vx, tonumber(ARGV[6])) then
+if not delayq_values_ready(vx, tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[4], { ARGV[5] }) then
     return { 0 }
 end
 local candidates

@@ -48,7 +48,9 @@
 --            time this call went by), the server's TIME in epoch µs as a string when now came
 --            from it (ARGV[1] 'server') else false, 1 when paused (the head is then not
 --            read: false) else 0, the list-pass cost per element this call measured in
---            picoseconds (whatever ARGV[11] was), or false when it measured none }
+--            picoseconds (whatever ARGV[11] was), or false when it measured none, 1 when the
+--            value index exists and does not cover the order list's tail (the scheduler then
+--            brings it up to date: index_values.lua) else 0 }
 --
 -- The index covers a prefix of the order list: member i (by score) is the entry at position i.
 -- delayq's scripts keep it so; a Java peer's poll/remove/transfer does not, but neither Redisson
@@ -162,7 +164,7 @@ local now = delayq_ms(us and math.floor(us / 1000) or delayq_now(ARGV[1]))
 local server_us = us and delayq_ms(us)
 if ARGV[10] == '1' and redis.call('exists', KEYS[8]) == 1 then
     -- Paused: the scheduler looks again later whatever the head is.
-    return { 0, 0, false, 0, 0, now, server_us, 1, false }
+    return { 0, 0, false, 0, 0, now, server_us, 1, false, 0 }
 end
 local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, batch)
 local moved, quarantined, indexed, at_head_count = 0, 0, 0, 0
@@ -330,4 +332,4 @@ end
 delayq_tidy_index(KEYS[3], KEYS[6], KEYS[7])
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 return { moved, quarantined, head[2] or false, indexed, at_head_count, now, server_us, 0,
-    measured_ps }
+    measured_ps, delayq_values_behind(KEYS[3], KEYS[7]) }

@@ -207,7 +207,8 @@ impl QueueKeys {
 
     /// delayq's value index of the pending entries (`delayq_values:{NAME}`, a hash), which finds
     /// the entries carrying a value, or an offer's handle, without reading the order list; built
-    /// and kept up to date by the calls that use it, checked on every use.
+    /// and kept up to date by the calls that use it and by the queue's scheduler once it
+    /// exists, checked on every use.
     pub fn values(&self) -> &str {
         &self.values
     }

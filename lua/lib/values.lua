@@ -11,6 +11,8 @@
 --                 DIGEST (the value itself up to 24 bytes, else the first 16 hex digits of its
 --                 SHA-1), in seq order.
 --   '@seq'        the next seq; '@d' LLEN(order) - ZCARD(timeout) when delayq last saw the queue;
+--   '@x'          how much of a rise of LLEN - ZCARD since is not yet accounted for by irregular
+--                 entries indexed at the tail;
 --   '@n'          the number of tuples; '@gc' the HSCAN cursor of the sweep that drops the tuples of
 --                 entries gone;
 --   '@w'          the last entries indexed (struct '>d' seq, then the ID; at most 8).
@@ -31,28 +33,38 @@
 --     zset: Redisson and delayq add and remove an entry in both keys in one script. The only
 --     operations that do not (Redisson's retainAll trims the list alone; a Java offer retried after
 --     a lost reply appends an identical entry a second time, which Redisson's own transfer later
---     removes once) change LLEN - ZCARD; the index remembers that difference, and when it changed
---     behind delayq's back the index is rebuilt from the head. An entry that was irregular when
---     indexed (no zset member, or identical copies in the list) gets untrusted tuples, checked in
---     the list itself (LPOS) whenever a lookup reaches them.
+--     removes once; a peer that RPUSHes onto the list alone) change LLEN - ZCARD; the index
+--     remembers that difference. When it fell behind delayq's back, entries left the list alone
+--     (they may be indexed ones): the index is rebuilt from the head. When it rose, entries were
+--     appended alone, at the tail the index does not cover yet: the indexed prefix stays, and
+--     the rise must be accounted for by as many irregular entries indexed at the tail; an index
+--     that reaches the tail with some of it unaccounted for (an entry left the zset alone) is
+--     rebuilt. An entry that was irregular when indexed (no zset member, or identical copies in
+--     the list) gets untrusted tuples, checked in the list itself (LPOS) whenever a lookup
+--     reaches them.
 --   * Tuples of entries someone else removed (a Java transfer, poll or remove, delayq's own
 --     transfer) are dropped when a lookup meets them, and by a sweep (HSCAN, a few hundred fields
 --     a call) that runs while they are more than a quarter of the listed entries indexed: the
 --     index knows both counts (its tuples, and the first unindexed position).
 --   * A call indexes slices of entries until it has spent DELAYQ_VALUES_CALL_US of its own time
 --     (or indexed the budget it was given): a long list is indexed over several calls, none of
---     which holds Redis long.
+--     which holds Redis long. A lookup need not wait for the rest: when what the index does not
+--     cover yet is short enough for the caller, the call reads it once (LRANGE slices, before
+--     any write) for the entries the lookup is after.
 --
 -- delayq_values_open(timeout, order, values, legacy): the handle the functions below take.
--- delayq_values_sync(vx, budget): indexes at most budget entries; true when the index is complete
---   (only then may a lookup follow in the same call).
+-- delayq_values_ready(vx, budget, rest_max, kind, keys): indexes at most budget entries; true
+--   when lookups may follow in this call: the index is complete, or the order list's elements it
+--   does not cover are at most rest_max, and have just been read for the entries carrying one of
+--   keys (kind 'value': codec-encoded values; 'id': ids, the first 9 bytes of an entry).
 -- delayq_values_by_value(vx, value) / delayq_values_by_id(vx, id): candidate tuples
---   ({ seq, trusted, entry }) in list order; delayq_values_alive(vx, candidates): which are still
---   in the order list (a list of booleans).
+--   ({ seq, trusted, entry }) in list order (the ones read in the rest last, untrusted);
+--   delayq_values_alive(vx, candidates): which are still in the order list (a list of booleans).
 -- delayq_values_unlist(vx, tuple): LREM of its entry, from the end of the list nearer to it;
 --   returns LREM's count and the elements it is expected to have scanned.
 -- delayq_values_drop(vx, tuple), delayq_values_add(vx, entry): keep the index in step with a
---   removal or an entry just appended.
+--   removal or an entry just appended (an entry appended to a list the index does not cover
+--   completely is left for a later call to index, in list order).
 -- delayq_values_commit(vx): after the script's writes: notes LLEN - ZCARD, follows the list's
 --   time to live.
 local DELAYQ_TUPLE = '>dBI4'
@@ -64,6 +76,10 @@ local DELAYQ_SLICE = 200
 local DELAYQ_VALUES_CALL_US = 3000
 local DELAYQ_SWEEP_FIELDS = 400
 local DELAYQ_WATERMARK_LEN = 8 + DELAYQ_ID_LEN
+local DELAYQ_REST_SLICE = 1000
+-- Looked-up values from which the rest is read by unpacking each entry rather than by comparing
+-- each value with each entry's end.
+local DELAYQ_REST_UNPACK_FROM = 4
 
 local function delayq_values_digest(value)
     if #value <= 24 then
@@ -72,10 +88,6 @@ local function delayq_values_digest(value)
         return 'v' .. value
     end
     return 'v' .. string.sub(redis.sha1hex(value), 1, 16)
-end
-
-local function delayq_values_field(entry)
-    return 'i' .. string.sub(entry, 1, DELAYQ_ID_LEN)
 end
 
 local function delayq_values_tuples(record)
@@ -132,7 +144,7 @@ end
 local function delayq_values_open(timeout, order, values, legacy)
     return {
         timeout = timeout, order = order, key = values, legacy = legacy,
-        seq = 0, count = 0, gc = '0', recent = '',
+        seq = 0, count = 0, gc = '0', recent = '', excess = 0, complete = false, rest = nil,
     }
 end
 
@@ -254,6 +266,10 @@ local function delayq_values_index(vx, entries)
                 trusted = false
             end
         end
+        if not trusted then
+            -- Accounts for one list-only append behind delayq's back (see '@x').
+            vx.excess = math.max(0, vx.excess - 1)
+        end
         tuples[#tuples + 1] = { seq = vx.seq, trusted = trusted, entry = entry }
         if i > #entries - DELAYQ_WATERMARKS then
             vx.recent = vx.recent .. struct.pack('>d', vx.seq) .. string.sub(entry .. string.rep('\0', DELAYQ_ID_LEN), 1, DELAYQ_ID_LEN)
@@ -360,28 +376,45 @@ local function delayq_values_boundary(vx, n)
     return nil
 end
 
+local function delayq_values_reset(vx)
+    redis.call('unlink', vx.key)
+    vx.seq, vx.count, vx.gc, vx.recent, vx.excess = 0, 0, '0', '', 0
+end
+
+-- Where indexing resumes: the first unindexed position, or 0 after dropping an index that cannot
+-- be trusted. d is LLEN - ZCARD now.
+local function delayq_values_resume(vx, n, d)
+    local state = redis.call('hmget', vx.key, '@seq', '@d', '@n', '@gc', '@w', '@x')
+    local recorded = tonumber(state[2])
+    if state[1] and state[3] and recorded and d >= recorded then
+        vx.seq, vx.count = tonumber(state[1]), tonumber(state[3])
+        vx.gc, vx.recent = state[4] or '0', state[5] or ''
+        vx.excess = (tonumber(state[6]) or 0) + d - recorded
+        local from = delayq_values_boundary(vx, n)
+        -- A rise of LLEN - ZCARD with no unindexed tail to account for it: an entry left the
+        -- zset alone.
+        if from and not (from >= n and vx.excess > 0) then
+            return from
+        end
+    end
+    -- No index yet, entries left the list behind delayq's back, or a copy passed for an indexed
+    -- entry: (re)build from the head.
+    delayq_values_reset(vx)
+    return 0
+end
+
+-- Indexes at most budget entries; true when the index is complete. Notes in vx how many of the
+-- list's elements it covers (listed).
 local function delayq_values_sync(vx, budget)
     local started = delayq_clock_us()
     local n = redis.call('llen', vx.order)
     if n == 0 then
-        redis.call('unlink', vx.key)
-        vx.seq, vx.count, vx.gc, vx.recent = 0, 0, '0', ''
+        delayq_values_reset(vx)
+        vx.listed, vx.complete = 0, true
         return true
     end
     local d = n - redis.call('zcard', vx.timeout)
-    local state = redis.call('hmget', vx.key, '@seq', '@d', '@n', '@gc', '@w')
-    local from
-    if state[1] and state[3] and tonumber(state[2]) == d then
-        vx.seq, vx.count = tonumber(state[1]), tonumber(state[3])
-        vx.gc, vx.recent = state[4] or '0', state[5] or ''
-        from = delayq_values_boundary(vx, n)
-    end
-    if not from then
-        -- No index yet, LLEN - ZCARD changed behind delayq's back, or a copy passed for an
-        -- indexed entry: (re)build from the head.
-        redis.call('unlink', vx.key)
-        vx.seq, vx.count, vx.gc, vx.recent, from = 0, 0, '0', '', 0
-    end
+    local from = delayq_values_resume(vx, n, d)
     local indexed = 0
     while from + indexed < n and indexed < budget do
         local first = from + indexed
@@ -393,14 +426,97 @@ local function delayq_values_sync(vx, budget)
             break
         end
     end
-    -- Tuples of entries gone: the index holds vx.count tuples, of which from + indexed are
-    -- listed.
     local listed = from + indexed
+    if listed >= n and vx.excess > 0 then
+        -- The tail is indexed and a rise of LLEN - ZCARD is still unaccounted for: an entry left
+        -- the zset alone. Rebuilt from the head, from the next call on.
+        delayq_values_reset(vx)
+        listed = 0
+    end
+    -- Tuples of entries gone: the index holds vx.count tuples, of which listed are listed.
     if (vx.count - listed) * 4 > listed + 256 then
         delayq_values_sweep(vx, DELAYQ_SWEEP_FIELDS)
     end
-    redis.call('hset', vx.key, '@seq', vx.seq, '@d', d, '@n', vx.count, '@gc', vx.gc, '@w', vx.recent)
-    return listed >= n
+    redis.call('hset', vx.key, '@seq', vx.seq, '@d', d, '@n', vx.count, '@gc', vx.gc, '@w', vx.recent,
+        '@x', vx.excess)
+    vx.listed, vx.complete = listed, listed >= n
+    return vx.complete
+end
+
+-- Reads the order list from position from to its end (before the script writes anything) for the
+-- entries carrying one of keys (kind 'value': values; 'id': ids): vx.rest[key] lists them, in
+-- list order.
+local function delayq_values_read_rest(vx, from, kind, keys)
+    local hits = {}
+    for _, key in ipairs(keys) do
+        hits[key] = {}
+    end
+    -- A few values: each is compared with the end of each entry (which is where a value sits in
+    -- both formats) before anything is unpacked.
+    local by_end = kind == 'value' and #keys < DELAYQ_REST_UNPACK_FROM
+    local pos = from
+    while true do
+        local slice = redis.call('lrange', vx.order, pos, pos + DELAYQ_REST_SLICE - 1)
+        for _, entry in ipairs(slice) do
+            local key
+            if kind == 'id' then
+                key = string.sub(entry, 1, DELAYQ_ID_LEN)
+            elseif by_end then
+                for _, value in ipairs(keys) do
+                    if #entry > #value and string.find(entry, value, #entry - #value + 1, true)
+                        and delayq_value(entry, vx.legacy) == value then
+                        key = value
+                        break
+                    end
+                end
+            else
+                key = delayq_value(entry, vx.legacy)
+            end
+            local found = key and hits[key]
+            if found then
+                found[#found + 1] = entry
+            end
+        end
+        if #slice < DELAYQ_REST_SLICE then
+            break
+        end
+        pos = pos + #slice
+    end
+    vx.rest = hits
+end
+
+local function delayq_values_ready(vx, budget, rest_max, kind, keys)
+    if delayq_values_sync(vx, budget) then
+        return true
+    end
+    if redis.call('llen', vx.order) - vx.listed > rest_max then
+        return false
+    end
+    delayq_values_read_rest(vx, vx.listed, kind, keys)
+    return true
+end
+
+-- Adds to candidates (indexed tuples) the entries read in the rest for key, as untrusted tuples
+-- with seqs after every indexed one. An indexed entry with a copy in the rest is untrusted too:
+-- which copies are still listed is then counted in the list itself.
+local function delayq_values_with_rest(vx, candidates, key)
+    local found = vx.rest and vx.rest[key]
+    if not found or #found == 0 then
+        return candidates
+    end
+    local in_rest = {}
+    for _, entry in ipairs(found) do
+        in_rest[entry] = true
+    end
+    for _, t in ipairs(candidates) do
+        if in_rest[t.entry] then
+            t.trusted = false
+        end
+    end
+    for i, entry in ipairs(found) do
+        candidates[#candidates + 1] = { seq = vx.seq + i - 1, trusted = false, entry = entry, unindexed = true }
+    end
+    return candidates
 end
 
 local function delayq_values_sorted(tuples)
@@ -410,7 +526,7 @@ local function delayq_values_sorted(tuples)
     return tuples
 end
 
-local function delayq_values_by_value(vx, value)
+local function delayq_values_indexed_by_value(vx, value)
     local out = {}
     local ids = redis.call('hget', vx.key, delayq_values_digest(value))
     if not ids then
@@ -435,8 +551,13 @@ local function delayq_values_by_value(vx, value)
     return delayq_values_sorted(out)
 end
 
+local function delayq_values_by_value(vx, value)
+    return delayq_values_with_rest(vx, delayq_values_indexed_by_value(vx, value), value)
+end
+
 local function delayq_values_by_id(vx, id)
-    return delayq_values_sorted(delayq_values_tuples(redis.call('hget', vx.key, 'i' .. id) or nil))
+    local indexed = delayq_values_sorted(delayq_values_tuples(redis.call('hget', vx.key, 'i' .. id) or nil))
+    return delayq_values_with_rest(vx, indexed, id)
 end
 
 -- For each candidate (in list order), whether its entry is still in the order list. A trusted one
@@ -467,6 +588,9 @@ local function delayq_values_alive(vx, candidates)
 end
 
 local function delayq_values_drop(vx, tuple)
+    if tuple.unindexed then
+        return
+    end
     local field = delayq_values_field(tuple.entry)
     local kept = {}
     for _, t in ipairs(delayq_values_tuples(redis.call('hget', vx.key, field))) do
@@ -518,9 +642,11 @@ local function delayq_values_unlist(vx, tuple)
     return redis.call('lrem', vx.order, from_tail and -1 or 1, tuple.entry), scanned
 end
 
--- Indexes an entry just appended to a completely indexed order list.
+-- Indexes an entry just appended, when the index covered the whole order list.
 local function delayq_values_add(vx, entry)
-    delayq_values_index(vx, { entry })
+    if vx.complete then
+        delayq_values_index(vx, { entry })
+    end
 end
 
 local function delayq_values_commit(vx)
@@ -529,6 +655,7 @@ local function delayq_values_commit(vx)
         redis.call('unlink', vx.key)
         return
     end
-    redis.call('hset', vx.key, '@seq', vx.seq, '@d', n - redis.call('zcard', vx.timeout), '@n', vx.count, '@w', vx.recent)
+    redis.call('hset', vx.key, '@seq', vx.seq, '@d', n - redis.call('zcard', vx.timeout), '@n', vx.count, '@w', vx.recent,
+        '@x', vx.excess)
     delayq_tidy_index(vx.order, vx.key)
 end

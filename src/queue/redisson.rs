@@ -59,8 +59,10 @@ impl<C: Codec> DelayedQueue<C> {
     /// Java: `RDelayedQueue#remove(o)`, with the same result. Finds values offered by Java when
     /// the codec's bytes are canonical. Instead of reading the order list, the entry is found in
     /// delayq's value index (`delayq_values:{NAME}`) and leaves the list by a scan from the end
-    /// nearer to it; the first call on a long queue nobody indexed yet indexes it first, in calls
-    /// of 1,000 entries.
+    /// nearer to it. A lookup never waits for the index to be built: when it covers too little
+    /// of the list, the call indexes a bounded share (a few ms of Redis time, at most three
+    /// calls) and then reads the rest of the order list once, in one call; the queue's scheduler
+    /// brings an index that fell behind up to date ahead of lookups.
     ///
     /// # Errors
     ///

@@ -23,11 +23,12 @@ use fred::prelude::{Error as FredError, FromValue, Key, Value};
 use tracing::Instrument;
 
 /// The helpers a script may start with, in order: a file only calls helpers defined above it.
-const PRELUDE: [&str; 6] = [
+const PRELUDE: [&str; 7] = [
     include_str!("../../lua/lib/time.lua"),
     include_str!("../../lua/lib/guard.lua"),
     include_str!("../../lua/lib/entry.lua"),
     include_str!("../../lua/lib/queue.lua"),
+    include_str!("../../lua/lib/values_field.lua"),
     include_str!("../../lua/lib/values.lua"),
     include_str!("../../lua/lib/settle.lua"),
 ];
@@ -208,6 +209,7 @@ impl LuaScript {
                 queue.options.clock.now().to_arg(),
                 queue.options.format.to_arg(),
             ],
+            rest_arg: None,
         }
     }
 
@@ -247,6 +249,9 @@ pub(crate) struct ScriptCall<'a> {
     queue: &'a QueueSpec,
     given: Vec<&'a str>,
     args: Vec<Value>,
+    /// Where the argument of [`ScriptCall::value_index`] that bounds the reading of the
+    /// unindexed rest sits in `args`.
+    rest_arg: Option<usize>,
 }
 
 impl<'a> ScriptCall<'a> {
@@ -266,6 +271,17 @@ impl<'a> ScriptCall<'a> {
     /// The next argument.
     pub(crate) fn arg(mut self, arg: impl Into<Value>) -> Self {
         self.args.push(arg.into());
+        self
+    }
+
+    /// The next two arguments of a script that looks entries up in the value index
+    /// (`lua/lib/values.lua`): the most order-list entries it indexes ([`VALUE_INDEX_CHUNK`]),
+    /// and the most elements the index does not cover that it may read instead (set per call by
+    /// [`ScriptCall::run_indexed`]).
+    pub(crate) fn value_index(mut self) -> Self {
+        self.args.push((VALUE_INDEX_CHUNK as i64).into());
+        self.rest_arg = Some(self.args.len());
+        self.args.push(0.into());
         self
     }
 
@@ -328,21 +344,35 @@ impl<'a> ScriptCall<'a> {
             .map_err(|e| Error::from_script(script.name, self.queue.keys.target(), e))
     }
 
-    /// Sends a call of a script that uses the value index (`lua/lib/values.lua`) until the
-    /// index was complete, and returns the script's result. Such a script first indexes at most
-    /// [`VALUE_INDEX_CHUNK`] order-list entries (its argument after the two fixed ones and its
-    /// own); when entries remain unindexed it answers `{ 0 }` having done nothing else, and is
-    /// sent again (with a fresh `now`); otherwise it answers `{ 1, result... }`. Each call holds
-    /// Redis for a bounded time, however long the list; only the first lookup on a long queue
-    /// nobody indexed yet (or one whose index was rebuilt) takes many calls.
+    /// Sends a call of a script that looks entries up in the value index (its arguments from
+    /// [`ScriptCall::value_index`]) until it answers, and returns the script's result. Such a
+    /// script first indexes at most [`VALUE_INDEX_CHUNK`] order-list entries, for a few ms at
+    /// most; when the index then still does not cover more of the list than the call may read
+    /// ([`REST_READ_CHEAP`] elements, and in the last of [`LOOKUP_CALLS`] calls the whole rest,
+    /// one pass), it answers `{ 0 }` having done nothing else and is sent again (with a fresh
+    /// `now`); otherwise it answers `{ 1, result... }`. So a lookup takes at most
+    /// [`LOOKUP_CALLS`] calls however long the queue and however its index fell behind (the
+    /// queue's scheduler keeps an index up to date ahead of lookups: see
+    /// `redis::ops::index_values`).
     pub(crate) async fn run_indexed<C>(mut self, client: &C) -> Result<Vec<Value>>
     where
         C: LuaInterface + Sync,
     {
-        for round in 1..=MAX_INDEX_ROUNDS {
+        let Some(rest_arg) = self.rest_arg else {
+            return Err(Error::InvalidConfig(format!(
+                "{} is sent without its value-index arguments",
+                self.script.name
+            )));
+        };
+        for round in 1..=LOOKUP_CALLS {
             if round > 1 {
                 self.args[0] = self.queue.options.clock.now().to_arg();
             }
+            let rest_max = match round {
+                LOOKUP_CALLS => i64::MAX,
+                _ => REST_READ_CHEAP as i64,
+            };
+            self.args[rest_arg] = rest_max.into();
             let reply: Value = self.send(client).await?;
             let mut items = match reply {
                 Value::Array(items) if !items.is_empty() => items,
@@ -359,7 +389,7 @@ impl<'a> ScriptCall<'a> {
                     tracing::debug!(
                         script = self.script.name,
                         calls = round,
-                        "value index brought up to date"
+                        "value index behind: looked up over several calls"
                     );
                 }
                 return Ok(items);
@@ -368,7 +398,7 @@ impl<'a> ScriptCall<'a> {
         Err(Error::UnexpectedReply {
             context: self.script.name,
             detail: format!(
-                "the value index of {} was still incomplete after {MAX_INDEX_ROUNDS} calls (the order list grows faster than it is indexed, or keeps changing irregularly)",
+                "no answer from {} after {LOOKUP_CALLS} calls, the last of which may read the whole order list",
                 self.queue.keys.target()
             ),
         })
@@ -379,8 +409,12 @@ impl<'a> ScriptCall<'a> {
 /// [`ScriptCall::run_indexed`]).
 pub(crate) const VALUE_INDEX_CHUNK: usize = 5_000;
 
-/// Calls after which an index-backed call gives up.
-const MAX_INDEX_ROUNDS: usize = 100_000;
+/// Order-list elements the value index does not cover that a lookup reads in a call rather than
+/// wait for them to be indexed: a pass over them takes a few ms (0.2 µs an element).
+pub(crate) const REST_READ_CHEAP: usize = 10_000;
+
+/// Calls a lookup takes at most: the last one reads whatever the index does not cover.
+pub(crate) const LOOKUP_CALLS: usize = 4;
 
 /// Declares a script: `script!(NAME, "file.lua", [Role, ...])` makes a static [`LuaScript`]
 /// for `lua/file.lua` whose KEYS are the given [`KeyRole`]s, in that order;

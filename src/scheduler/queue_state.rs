@@ -4,6 +4,7 @@
 use super::config::TransferConfig;
 use super::Counters;
 use crate::metrics::SchedulerMetrics;
+use crate::redis::ops::index_values;
 use crate::redis::ops::transfer::{self, PassCost, TransferLimits, TransferOutcome};
 use crate::redis::script::QueueSpec;
 use crate::retry::{Backoff, FailureLog, Retrying};
@@ -367,6 +368,12 @@ async fn drain(
             Some(due) if due <= outcome.now_ms && taken > 0 && !token.is_cancelled() => continue,
             head => break Ok(head),
         }
+    };
+    let result = match (result, outcomes.last()) {
+        (Ok(head), Some(last)) if last.value_index_behind => {
+            Ok(index_values::keep_up(&client, &spec, head, last.now_ms).await)
+        }
+        (result, _) => result,
     };
     Drained {
         result,

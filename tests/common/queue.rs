@@ -7,7 +7,9 @@ use bytes::Bytes;
 use delayq::codec::{Codec, StringCodec};
 use delayq::{DelayedQueue, EntryFormat};
 use fred::clients::Client;
-use fred::interfaces::{ClientLike, EventInterface, PubsubInterface};
+use fred::interfaces::{
+    ClientLike, EventInterface, HashesInterface, ListInterface, LuaInterface, PubsubInterface,
+};
 use fred::prelude::Value;
 use std::time::Duration;
 
@@ -150,6 +152,68 @@ pub async fn push_raw_entry(client: &Client, timeout: &str, order: &str, entry: 
     )
     .await;
     cmd(client, "RPUSH", vec![arg(order), arg(entry)]).await;
+}
+
+/// Appends `entries` pending current-format entries in one script, due far in the future in
+/// list order: entry i (numbered from `first`; its id is i in 8 decimal digits) carries
+/// `filler-i`, or the value `marked` gives it.
+pub async fn fill_pending(
+    client: &Client,
+    keys: &delayq::QueueKeys,
+    (first, entries): (i64, i64),
+    marked: &[(i64, &str)],
+) {
+    let script = r#"
+        local first, n = tonumber(ARGV[1]), tonumber(ARGV[2])
+        local marked = {}
+        for i = 3, #ARGV, 2 do
+            marked[tonumber(ARGV[i])] = ARGV[i + 1]
+        end
+        local batch, scores = {}, {}
+        for i = first, first + n - 1 do
+            local v = marked[i] or ('filler-' .. i)
+            local entry = struct.pack('Bc0Lc0', 8, string.format('%08d', i), #v, v)
+            batch[#batch + 1] = entry
+            scores[#scores + 1] = 4000000000000 + i
+            scores[#scores + 1] = entry
+            if #batch == 500 or i == first + n - 1 then
+                redis.call('rpush', KEYS[2], unpack(batch))
+                redis.call('zadd', KEYS[1], unpack(scores))
+                batch, scores = {}, {}
+            end
+        end
+        return n
+    "#;
+    let mut args = vec![first.to_string(), entries.to_string()];
+    for (at, value) in marked {
+        args.push(at.to_string());
+        args.push((*value).to_owned());
+    }
+    let _: i64 = client
+        .eval(script, vec![keys.timeout(), keys.order()], args)
+        .await
+        .unwrap_or_else(|e| panic!("fill: {e}"));
+}
+
+/// Whether the value index covers the whole order list: its tail entry has a record.
+pub async fn index_complete(client: &Client, keys: &delayq::QueueKeys) -> bool {
+    let tail: Option<Vec<u8>> = client.lindex(keys.order(), -1).await.unwrap();
+    let Some(tail) = tail else { return false };
+    let mut field = b"i".to_vec();
+    field.extend_from_slice(&tail[..9]);
+    let record: Option<Vec<u8>> = client.hget(keys.values(), field.as_slice()).await.unwrap();
+    record.is_some_and(|r| r.windows(tail.len()).any(|w| w == tail.as_slice()))
+}
+
+/// Looks values up until the index covers the whole order list.
+pub async fn build_index(client: &Client, queue: &DelayedQueue<StringCodec>) {
+    let keys = queue.keys().clone();
+    let built = eventually(crate::common::PATIENCE, || async {
+        queue.contains("nobody-has-this").await.unwrap();
+        index_complete(client, &keys).await
+    })
+    .await;
+    assert!(built, "the value index was never completed");
 }
 
 pub use delayq::time::now_ms;

@@ -2,7 +2,7 @@
 
 use crate::entry::OfferHandle;
 use crate::redis::reply;
-use crate::redis::script::{script, QueueSpec, VALUE_INDEX_CHUNK};
+use crate::redis::script::{script, QueueSpec};
 use crate::Result;
 use fred::clients::Client;
 use fred::prelude::Value;
@@ -19,7 +19,7 @@ pub(crate) async fn run(client: &Client, queue: &QueueSpec, handle: &OfferHandle
     let reply = CANCEL
         .call(queue)
         .arg(Value::Bytes(handle.as_bytes().to_vec().into()))
-        .arg(VALUE_INDEX_CHUNK as i64)
+        .value_index()
         .run_indexed(client)
         .await?;
     let [removed] = reply::fixed(Value::Array(reply), CANCEL.name())?;

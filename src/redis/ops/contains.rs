@@ -2,7 +2,7 @@
 //! the value index.
 
 use crate::redis::reply;
-use crate::redis::script::{script, QueueSpec, VALUE_INDEX_CHUNK};
+use crate::redis::script::{script, QueueSpec};
 use crate::Result;
 use fred::clients::Client;
 use fred::prelude::Value;
@@ -25,7 +25,7 @@ pub(crate) async fn run(client: &Client, queue: &QueueSpec, values: Vec<Vec<u8>>
     for chunk in values.chunks(VALUES_PER_CALL) {
         let reply = CONTAINS
             .call(queue)
-            .arg(VALUE_INDEX_CHUNK as i64)
+            .value_index()
             .args(chunk.iter().map(|v| Value::Bytes(v.clone().into())))
             .run_indexed(client)
             .await?;

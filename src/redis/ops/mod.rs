@@ -10,6 +10,7 @@ pub(crate) mod dead;
 pub(crate) mod dead_replay;
 pub(crate) mod expire;
 pub(crate) mod extend;
+pub(crate) mod index_values;
 pub(crate) mod nack;
 pub(crate) mod offer;
 pub(crate) mod offer_unique;
@@ -40,6 +41,7 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &dead_replay::DEAD_REPLAY,
         &expire::EXPIRE,
         &extend::EXTEND,
+        &index_values::INDEX_VALUES,
         &nack::NACK,
         &offer::OFFER,
         &offer_unique::OFFER_UNIQUE,

@@ -2,7 +2,7 @@
 //! index.
 
 use crate::redis::reply;
-use crate::redis::script::{script, QueueSpec, VALUE_INDEX_CHUNK};
+use crate::redis::script::{script, QueueSpec};
 use crate::time::Delay;
 use crate::Result;
 use fred::clients::Client;
@@ -28,7 +28,7 @@ pub(crate) async fn run(
         .arg(delay.ms())
         .arg(queue.options.format.random_id())
         .arg(Value::Bytes(value.into()))
-        .arg(VALUE_INDEX_CHUNK as i64)
+        .value_index()
         .run_indexed(client)
         .await?;
     let [found] = reply::fixed(Value::Array(reply), OFFER_UNIQUE.name())?;

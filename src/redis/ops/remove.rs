@@ -2,7 +2,7 @@
 //! `retainAll`), found through the value index.
 
 use crate::redis::reply;
-use crate::redis::script::{script, QueueSpec, VALUE_INDEX_CHUNK};
+use crate::redis::script::{script, QueueSpec};
 use crate::Result;
 use fred::clients::Client;
 use fred::prelude::Value;
@@ -64,7 +64,7 @@ pub(crate) async fn run(
         let reply = REMOVE
             .call(queue)
             .arg(mode.to_arg())
-            .arg(VALUE_INDEX_CHUNK as i64)
+            .value_index()
             .arg(SCAN_BUDGET as i64)
             .args(sent.iter().map(|v| Value::Bytes(v.clone().into())))
             .run_indexed(client)

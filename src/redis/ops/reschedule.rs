@@ -3,7 +3,7 @@
 
 use crate::entry::OfferHandle;
 use crate::redis::reply;
-use crate::redis::script::{script, QueueSpec, VALUE_INDEX_CHUNK};
+use crate::redis::script::{script, QueueSpec};
 use crate::time::Delay;
 use crate::Result;
 use fred::clients::Client;
@@ -41,7 +41,7 @@ pub(crate) async fn run(
         .arg(delay.ms())
         .arg(kind)
         .arg(Value::Bytes(key.into()))
-        .arg(VALUE_INDEX_CHUNK as i64)
+        .value_index()
         .run_indexed(client)
         .await?;
     let [changed] = reply::fixed(Value::Array(reply), RESCHEDULE.name())?;

@@ -58,6 +58,9 @@ pub struct TransferOutcome {
     /// What one pass over the order list cost per element, in picoseconds, as this call
     /// measured it (long lists only): for the caller's [`PassCost`].
     pub(crate) pass_ps_per_element: Option<u64>,
+    /// The queue's value index exists and does not cover the order list's tail: a scheduler
+    /// brings it up to date ahead of lookups (`redis::ops::index_values`).
+    pub(crate) value_index_behind: bool,
 }
 
 /// The lowest list-pass cost per element (ps) a caller's transfers measured lately, given to
@@ -129,7 +132,7 @@ pub(crate) async fn run(
 
 fn parse(reply: Value) -> Result<TransferOutcome> {
     let name = TRANSFER.name();
-    let [moved, quarantined, head, found_by_index, found_at_head, now, server_us, paused, pass_ps] =
+    let [moved, quarantined, head, found_by_index, found_at_head, now, server_us, paused, pass_ps, behind] =
         reply::fixed(reply, name)?;
     Ok(TransferOutcome {
         moved: reply::count(moved, name)?,
@@ -144,6 +147,7 @@ fn parse(reply: Value) -> Result<TransferOutcome> {
             Value::Null => None,
             measured => Some(reply::count(measured, name)?),
         },
+        value_index_behind: reply::count(behind, name)? > 0,
     })
 }
 
@@ -163,6 +167,7 @@ mod tests {
             Value::String("1767225600000250".into()),
             Value::Integer(0),
             Value::Integer(25_000),
+            Value::Integer(1),
         ]);
         assert_eq!(
             parse(reply).unwrap(),
@@ -176,6 +181,7 @@ mod tests {
                 server_time_us: Some(1767225600000250),
                 paused: false,
                 pass_ps_per_element: Some(25_000),
+                value_index_behind: true,
             }
         );
         let empty = Value::Array(vec![
@@ -188,12 +194,14 @@ mod tests {
             Value::Null,
             Value::Integer(1),
             Value::Null,
+            Value::Integer(0),
         ]);
         let empty = parse(empty).unwrap();
         assert_eq!(empty.next_due_ms, None);
         assert_eq!(empty.server_time_us, None);
         assert!(empty.paused);
         assert_eq!(empty.pass_ps_per_element, None);
+        assert!(!empty.value_index_behind);
         assert!(parse(Value::Integer(1)).is_err());
     }
 

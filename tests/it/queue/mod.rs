@@ -10,3 +10,4 @@ mod reschedule;
 mod shard_count;
 mod sharded;
 mod value_index;
+mod value_index_lookups;

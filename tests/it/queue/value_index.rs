@@ -1,10 +1,11 @@
 //! The value index (`delayq_values:{NAME}`) against Redisson's own algorithm: two copies of one
 //! queue on one server, one changed by delayq's index-backed scripts, the other by scripts that do
 //! what Redisson's do (walk the order list), while "Java peers" (Redisson's offer, poll, remove,
-//! removeAll, retainAll, transfer, and an offer retried after a lost reply) change both alike,
-//! also between the calls that build the index. After every operation both copies must hold the
-//! same bytes in the order list, the timeout zset and the target list, and the operation must
-//! have answered the same.
+//! removeAll, retainAll, transfer, an offer retried after a lost reply, and a peer appending to
+//! the order list alone) change both alike, also between the calls that build the index; delayq's
+//! calls may read what the index does not cover yet instead of waiting for it. After every
+//! operation both copies must hold the same bytes in the order list, the timeout zset and the
+//! target list, and the operation must have answered the same.
 
 use crate::common::queue::connect;
 use crate::common::{unique_name, TestRedis};
@@ -38,6 +39,10 @@ if op == 'offer' then
     local e = pack(ARGV[4], ARGV[5])
     redis.call('zadd', KEYS[1], ARGV[3], e)
     redis.call('rpush', KEYS[2], e)
+    return 1
+elseif op == 'append' then
+    -- A peer that writes the order list alone (no zset member).
+    redis.call('rpush', KEYS[2], pack(ARGV[3], ARGV[4]))
     return 1
 elseif op == 'poll' then
     local e = redis.call('lpop', KEYS[2])
@@ -223,7 +228,12 @@ impl Twin {
         let roll = self.rng.random_range(0..1000u32);
         let llen = self.llen(&self.delayq.clone()).await.max(1);
         let args: Vec<Value> = match roll {
-            0..=499 => {
+            460..=499 => {
+                let id = self.fresh_id();
+                let value = self.value();
+                vec!["append".into(), Value::Bytes(id.into()), value.into()]
+            }
+            0..=459 => {
                 let id = self.fresh_id();
                 let score = T0 + self.rng.random_range(0..100_000i64);
                 let value = self.value();
@@ -335,6 +345,16 @@ impl Twin {
         self.rng.random_range(1..400i64).into()
     }
 
+    /// Most unindexed elements a call may read instead of indexing them: none (wait for the
+    /// index), a few, or all of them.
+    fn rest(&mut self) -> Value {
+        match self.rng.random_range(0..3u32) {
+            0 => 0.into(),
+            1 => self.rng.random_range(1..50i64).into(),
+            _ => i64::MAX.into(),
+        }
+    }
+
     /// An id of an entry in the list, or one nobody has.
     async fn some_id(&mut self) -> Vec<u8> {
         let llen = self.llen(&self.delayq.clone()).await;
@@ -357,6 +377,7 @@ impl Twin {
     async fn random_delayq_op(&mut self) {
         let roll = self.rng.random_range(0..100u32);
         let chunk = self.chunk();
+        let rest = self.rest();
         let value = self.value();
         let due = T0 + self.rng.random_range(0..100_000i64);
         let (what, got, expected) = match roll {
@@ -367,6 +388,7 @@ impl Twin {
                         vec![
                             "first".into(),
                             chunk,
+                            rest,
                             1_000_000.into(),
                             value.clone().into(),
                         ],
@@ -387,7 +409,7 @@ impl Twin {
                     .into_iter()
                     .map(Value::from)
                     .collect();
-                let mut args = vec![chunk];
+                let mut args = vec![chunk, rest];
                 args.extend(values.clone());
                 let got = self.delayq("contains.lua", args).await;
                 let mut args = vec!["contains".into()];
@@ -397,7 +419,7 @@ impl Twin {
             }
             45..=54 => {
                 let values: Vec<Value> = vec![self.value().into(), self.value().into()];
-                let mut args = vec!["all".into(), chunk, 100_000_000.into()];
+                let mut args = vec!["all".into(), chunk, rest, 100_000_000.into()];
                 args.extend(values.clone());
                 let got = self.delayq("remove.lua", args).await;
                 let mut args = vec!["removeall".into()];
@@ -420,6 +442,7 @@ impl Twin {
                             Value::Bytes(id.clone().into()),
                             value.clone().into(),
                             chunk,
+                            rest,
                         ],
                     )
                     .await;
@@ -450,6 +473,7 @@ impl Twin {
                             "value".into(),
                             value.clone().into(),
                             chunk,
+                            rest,
                         ],
                     )
                     .await;
@@ -464,7 +488,10 @@ impl Twin {
             80..=91 => {
                 let id = self.some_id().await;
                 let got = self
-                    .delayq("cancel.lua", vec![Value::Bytes(id.clone().into()), chunk])
+                    .delayq(
+                        "cancel.lua",
+                        vec![Value::Bytes(id.clone().into()), chunk, rest],
+                    )
                     .await;
                 let want = self
                     .redisson(
@@ -484,6 +511,7 @@ impl Twin {
                             "id".into(),
                             Value::Bytes(id.clone().into()),
                             chunk,
+                            rest,
                         ],
                     )
                     .await;

@@ -1,47 +1,23 @@
 //! On a big queue, delayq's calls stay short: the value-index operations (`remove`, `contains`,
-//! `reschedule`, `offer_unique`, `remove_all`, `cancel`) never make Redis answer BUSY, the first
-//! one included (which indexes the queue, a chunk a call). The one call that still reads the
+//! `reschedule`, `offer_unique`, `remove_all`, `cancel`) never make Redis answer BUSY, the ones
+//! that index the queue included (a chunk a call). The one call that still reads the
 //! whole order list, `retain_all`, reads everything before its first write, so Redis can still
 //! stop it with `SCRIPT KILL` (a script that has written can only be stopped by `SHUTDOWN
 //! NOSAVE`; until it ends every other client, Java peers included, gets BUSY).
 
-use crate::common::queue::{connect, manual_queue};
+use crate::common::queue::{build_index, connect, fill_pending, manual_queue};
 use crate::common::{unique_name, TestRedis};
 use delayq::QueueKeys;
 use fred::clients::Client;
-use fred::interfaces::{LuaInterface, SortedSetsInterface};
+use fred::interfaces::SortedSetsInterface;
 use std::time::{Duration, Instant};
 
 /// Entries in the big queue: enough for a whole-list scan to outlast the busy threshold.
 const ENTRIES: i64 = 200_000;
 
-/// Fills the queue with `ENTRIES` current-format entries, `value` first and last, in one script.
+/// Fills the queue with `ENTRIES` entries, `value` first and last.
 async fn fill(client: &Client, keys: &QueueKeys, value: &str) {
-    let script = r#"
-        local n, value = tonumber(ARGV[1]), ARGV[2]
-        local batch, scores = {}, {}
-        for i = 1, n do
-            local v = (i == 1 or i == n) and value or ('filler-' .. i)
-            local entry = struct.pack('Bc0Lc0', 8, string.format('%08d', i), #v, v)
-            batch[#batch + 1] = entry
-            scores[#scores + 1] = 4000000000000 + i
-            scores[#scores + 1] = entry
-            if #batch == 500 or i == n then
-                redis.call('rpush', KEYS[2], unpack(batch))
-                redis.call('zadd', KEYS[1], unpack(scores))
-                batch, scores = {}, {}
-            end
-        end
-        return n
-    "#;
-    let _: i64 = client
-        .eval(
-            script,
-            vec![keys.timeout(), keys.order()],
-            vec![ENTRIES.to_string(), value.to_owned()],
-        )
-        .await
-        .unwrap();
+    fill_pending(client, keys, (1, ENTRIES), &[(1, value), (ENTRIES, value)]).await;
 }
 
 /// Waits until the server says BUSY, then kills the script; returns SCRIPT KILL's reply.
@@ -92,10 +68,11 @@ fn log_every_call(redis: &TestRedis) {
     redis.cli(&["SLOWLOG", "RESET"]);
 }
 
-/// Building the value index of a long queue is cut into calls by their time budget (3 ms of
-/// the server's time each), not only by the entries a call may index (5,000): on Valkey, whose
-/// `TIME` stands still for a script's whole run, the budget read from `TIME` never ended, and
-/// every call indexed its 5,000 entries (80 to 116 ms a call, BUSY for a PING beside it).
+/// Building the value index of a long queue (here by lookups until it is complete) is cut into
+/// calls by their time budget (3 ms of the server's time each), not only by the entries a call
+/// may index (5,000): on Valkey, whose `TIME` stands still for a script's whole run, the budget
+/// read from `TIME` never ended, and every call indexed its 5,000 entries (80 to 116 ms a call,
+/// BUSY for a PING beside it).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_time_budget_ends_index_building_calls() {
     let redis = TestRedis::start();
@@ -105,7 +82,7 @@ async fn the_time_budget_ends_index_building_calls() {
     let keys = queue.keys().clone();
     fill(&client, &keys, "target").await;
     log_every_call(&redis);
-    assert!(queue.contains("target").await.unwrap());
+    build_index(&client, &queue).await;
     let calls = script_call_durations_us(&redis).len();
     // By the entry cap alone: 200,000 / 5,000 = 40 calls. Indexing 5,000 entries takes far
     // longer than 3 ms on any server this runs on, so the budget makes many more.
@@ -133,8 +110,8 @@ fn main_thread_cpu_us(redis: &TestRedis) -> u64 {
 
 /// Each index-backed operation on the big queue runs as calls far shorter than the busy
 /// threshold (100 ms; a pass over the whole order list takes longer), so Redis never answers
-/// BUSY for their sake: the first one indexes the queue in many short calls (their typical
-/// time, see [`typical_script_call_us`]), each later one costs the server a few ms of CPU.
+/// BUSY for their sake: the first ones index the queue in many short calls (their typical
+/// time, see [`typical_script_call_us`]), each one after that costs the server a few ms of CPU.
 /// Measured on the server's own figures rather than by PINGs beside the calls, which a busy
 /// machine can delay past the threshold whatever the calls do.
 #[tokio::test(flavor = "multi_thread")]
@@ -149,6 +126,7 @@ async fn index_backed_calls_never_make_redis_busy() {
 
     let minute = Duration::from_secs(60);
     assert!(queue.contains("target").await.unwrap());
+    build_index(&client, &queue).await;
     let calls = script_call_durations_us(&redis).len();
     assert!(calls > 1, "the index was built in {calls} call");
     let typical = typical_script_call_us(&redis);
