@@ -19,7 +19,7 @@ impl<C: Codec> DelayedQueue<C> {
     }
 
     /// Refuses encoded values longer than the server takes in one argument, before anything
-    /// is sent ([`Error::ValueTooLarge`]). The server's limit is read once per handle, and only
+    /// is sent ([`Error::ValueTooLarge`]): every operation that sends values calls it. The server's limit is read once per handle, and only
     /// for a value past the lowest limit Redis allows.
     pub(crate) async fn check_sizes<'a>(
         &self,
@@ -76,6 +76,7 @@ impl<C: Codec> DelayedQueue<C> {
         mode: RemoveMode,
         values: Vec<Vec<u8>>,
     ) -> Result<bool> {
+        self.check_sizes(values.iter().map(Vec::as_slice)).await?;
         Ok(remove::run(self.client(), self.spec(), mode, values).await? > 0)
     }
 
@@ -86,6 +87,7 @@ impl<C: Codec> DelayedQueue<C> {
         values.sort();
         values.dedup();
         let distinct = values.len() as u64;
+        self.check_sizes(values.iter().map(Vec::as_slice)).await?;
         let found = contains::run(self.client(), self.spec(), values).await?;
         Ok((found, distinct))
     }
@@ -94,6 +96,9 @@ impl<C: Codec> DelayedQueue<C> {
     /// (see [`reschedule`](Self::reschedule)).
     #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.ms()))]
     pub(crate) async fn reschedule_encoded(&self, delay: Delay, which: Which) -> Result<bool> {
+        if let Which::Value(value) = &which {
+            self.check_sizes([value.as_slice()]).await?;
+        }
         Ok(reschedule::run(self.client(), self.spec(), delay, which).await? > 0)
     }
 }
