@@ -7,7 +7,12 @@ use delayq::{Job, ReliableConfig, RetryPolicy};
 pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
     // These queues run the transfer scheduler too (one group for all), so retries come back
     // on their own.
-    if args.listen.is_some() {
+    // Bound before anything starts, so that a refused or busy address stops the command.
+    let bound = match args.listen {
+        Some(listen) => Some(crate::serve::bind(listen, &args.http).await?),
+        None => None,
+    };
+    if bound.is_some() {
         // Before any queue or worker starts: each makes its metric handles once.
         crate::serve::recorder()?;
     }
@@ -28,8 +33,8 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let server = match args.listen {
-        Some(listen) => Some(observe(ctx, listen, &queues).await?),
+    let server = match bound {
+        Some(bound) => Some(observe(ctx, bound, &args.http, &queues)?),
         None => None,
     };
     let command = std::sync::Arc::new(args.command);
@@ -71,16 +76,14 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
 }
 
 /// Serves /metrics and /healthz for the worker's queues and their scheduler group.
-async fn observe(
+fn observe(
     ctx: &Ctx,
-    listen: std::net::SocketAddr,
+    bound: crate::serve::Bound,
+    http: &crate::serve::ListenArgs,
     queues: &[delayq::DelayedQueue<crate::text_codec::TextCodec>],
 ) -> anyhow::Result<crate::serve::Server> {
-    let observed = crate::serve::Observed {
-        prometheus: crate::serve::recorder()?,
-        client: ctx.client.clone(),
-        group: queues.first().and_then(|q| q.scheduler_group()),
-    };
+    let group = queues.first().and_then(|q| q.scheduler_group());
+    let observed = crate::serve::Observed::new(&ctx.client, group, http)?;
     let names: Vec<String> = queues.iter().map(|q| q.name().to_owned()).collect();
     let gauges = crate::serve::Gauges {
         ctx_client: ctx.client.clone(),
@@ -88,8 +91,13 @@ async fn observe(
         codec: ctx.codec.clone(),
         options: ctx.global.options(),
     };
-    let router = crate::serve::routes(observed);
-    crate::serve::Server::start(listen, router, &ctx.client, Some(gauges)).await
+    let pages = axum::Router::new();
+    Ok(crate::serve::Server::start(
+        bound,
+        observed,
+        pages,
+        Some(gauges),
+    ))
 }
 
 /// Runs the worker's command for one value: exit 0 acknowledges it.

@@ -11,6 +11,7 @@ mod cli;
 mod cli_connect;
 mod cli_values;
 mod clock;
+mod listen;
 mod observe;
 mod processes;
 mod work;
