@@ -282,13 +282,16 @@ pub(crate) struct TransferArgs {
     /// faster.
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub(crate) max_batch: u32,
-    /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464.
+    /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464; a
+    /// loopback address unless --allow-remote.
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
     /// How often to read the server's maxmemory-policy again, to warn (once) when a later
     /// CONFIG SET makes it one that evicts keys.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub(crate) server_check: Duration,
+    #[command(flatten, next_help_heading = "HTTP listener (--listen)")]
+    pub(crate) http: crate::serve::ListenArgs,
 }
 
 /// `delayq ui`'s options.
@@ -297,14 +300,15 @@ pub(crate) struct UiArgs {
     /// Where to serve the page; a loopback address unless --allow-remote.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub(crate) listen: std::net::SocketAddr,
-    /// Allow an address other than loopback (anyone who reaches it sees the queues' values).
-    #[arg(long)]
-    pub(crate) allow_remote: bool,
+    #[command(flatten, next_help_heading = "HTTP listener")]
+    pub(crate) http: crate::serve::ListenArgs,
     /// Allow replay, purge, pause and resume (each needs the token).
     #[arg(long)]
     pub(crate) allow_writes: bool,
-    /// A file whose first line is the token writes need; else DELAYQ_UI_TOKEN; else one is
-    /// made up and printed once to stderr.
+    /// A file whose first line is the token writes need (made up and written there, mode
+    /// 0600, when the file does not exist); else DELAYQ_UI_TOKEN; else one is made up into
+    /// $XDG_RUNTIME_DIR (or the temp dir)/delayq-ui-PID.token, removed at exit. The token is
+    /// printed only to a terminal.
     #[arg(long, value_name = "PATH")]
     pub(crate) token_file: Option<std::path::PathBuf>,
     /// Only queues whose name matches this glob (`*`, `?`).
@@ -368,9 +372,12 @@ pub(crate) struct WorkArgs {
     /// taken stay in flight; the reaper of any worker gives them back after --visibility.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub(crate) shutdown_timeout: Duration,
-    /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464.
+    /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464; a
+    /// loopback address unless --allow-remote.
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
+    #[command(flatten, next_help_heading = "HTTP listener (--listen)")]
+    pub(crate) http: crate::serve::ListenArgs,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     pub(crate) command: Vec<String>,

@@ -9,7 +9,12 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     if args.once {
         return transfer_once(ctx, &args.queues, &args.transfer_config()).await;
     }
-    if args.listen.is_some() {
+    // Bound before anything starts, so that a refused or busy address stops the command.
+    let bound = match args.listen {
+        Some(listen) => Some(crate::serve::bind(listen, &args.http).await?),
+        None => None,
+    };
+    if bound.is_some() {
         // Before any queue is added: each makes its metric handles once, from the recorder.
         crate::serve::recorder()?;
     }
@@ -43,8 +48,8 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
             args.queues.join(", ")
         );
     }
-    let server = match args.listen {
-        Some(listen) => Some(observe(ctx, listen, &group).await?),
+    let server = match bound {
+        Some(bound) => Some(observe(ctx, bound, args, &group)?),
         None => None,
     };
     wait_for_stop_signal().await?;
@@ -76,16 +81,13 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
 }
 
 /// Serves /metrics and /healthz for `group`, reading its queues' gauges.
-async fn observe(
+fn observe(
     ctx: &Ctx,
-    listen: std::net::SocketAddr,
+    bound: crate::serve::Bound,
+    args: &TransferArgs,
     group: &SchedulerGroup,
 ) -> anyhow::Result<crate::serve::Server> {
-    let observed = crate::serve::Observed {
-        prometheus: crate::serve::recorder()?,
-        client: ctx.client.clone(),
-        group: Some(group.clone()),
-    };
+    let observed = crate::serve::Observed::new(&ctx.client, Some(group.clone()), &args.http)?;
     let names = group.clone();
     let gauges = crate::serve::Gauges {
         ctx_client: ctx.client.clone(),
@@ -93,8 +95,13 @@ async fn observe(
         codec: ctx.codec.clone(),
         options: ctx.global.options(),
     };
-    let router = crate::serve::routes(observed);
-    crate::serve::Server::start(listen, router, &ctx.client, Some(gauges)).await
+    let pages = axum::Router::new();
+    Ok(crate::serve::Server::start(
+        bound,
+        observed,
+        pages,
+        Some(gauges),
+    ))
 }
 
 /// Moves everything due now in each queue; prints `NAME<TAB>moved<TAB>quarantined`.

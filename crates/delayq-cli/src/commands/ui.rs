@@ -3,34 +3,24 @@
 use super::Ctx;
 use crate::cli::UiArgs;
 use anyhow::{bail, Context};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
 /// Serves the dashboard until SIGINT or SIGTERM.
 pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
-    if !args.listen.ip().is_loopback() && !args.allow_remote {
-        bail!(
-            "{} is not a loopback address: anyone who reaches it would see the queues' values; \
-             add --allow-remote to mean it",
-            args.listen
-        );
-    }
+    let bound = crate::serve::bind(args.listen, &args.http).await?;
     let token = match args.allow_writes {
         true => Some(token(&args)?),
         false => None,
     };
-    let observed = crate::serve::Observed {
-        prometheus: crate::serve::recorder()?,
-        client: ctx.client.clone(),
-        group: None,
-    };
-    let client = ctx.client.clone();
+    let observed = crate::serve::Observed::new(&ctx.client, None, &args.http)?;
     let url = delayq::redact_url(&ctx.global.url);
-    let router = crate::ui::routes(crate::ui::Ui {
+    let pages = crate::ui::routes(crate::ui::Ui {
         ctx,
-        token,
+        token: token.as_ref().map(|t| t.text.clone()),
         pattern: args.pattern.clone(),
-    })
-    .merge(crate::serve::routes(observed));
-    let server = crate::serve::Server::start(args.listen, router, &client, None).await?;
+    });
+    let server = crate::serve::Server::start(bound, observed, pages, None);
     let mode = if args.allow_writes {
         "writes allowed (with the token)"
     } else {
@@ -40,34 +30,98 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
         "delayq: dashboard of {url} on http://{}/ ({mode}; Ctrl-C to stop)",
         server.addr
     );
-    super::transfer::wait_for_stop_signal().await?;
+    let stopped = super::transfer::wait_for_stop_signal().await;
     server.shutdown().await;
-    Ok(())
+    if let Some(Token {
+        made_up: Some(path),
+        ..
+    }) = &token
+    {
+        let _ = std::fs::remove_file(path);
+    }
+    stopped
 }
 
-/// The write token: the file's first line, else DELAYQ_UI_TOKEN, else a new one printed once.
-fn token(args: &UiArgs) -> anyhow::Result<String> {
-    if let Some(path) = &args.token_file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the token file {}", path.display()))?;
-        let line = text.lines().next().unwrap_or("").trim().to_owned();
-        if line.len() < 16 {
-            bail!(
-                "the token in {} is shorter than 16 characters",
-                path.display()
-            );
+/// The write token, and the file it was made up into when this process made it.
+struct Token {
+    text: String,
+    /// Removed at exit: the token lives as long as the process.
+    made_up: Option<PathBuf>,
+}
+
+/// The write token: `--token-file`'s first line, else DELAYQ_UI_TOKEN, else a new one written
+/// to a file only this user can read (`--token-file PATH` when that does not exist yet, else
+/// one in $XDG_RUNTIME_DIR or the temp dir). The token is printed only to a terminal, never
+/// into a log.
+fn token(args: &UiArgs) -> anyhow::Result<Token> {
+    match &args.token_file {
+        Some(path) if path.exists() => {
+            return Ok(Token {
+                text: read_token(path)?,
+                made_up: None,
+            })
         }
-        return Ok(line);
+        Some(path) => {
+            let text = new_token(path)?;
+            return Ok(Token {
+                text,
+                made_up: None,
+            });
+        }
+        None => {}
     }
     if let Ok(token) = std::env::var("DELAYQ_UI_TOKEN") {
         if token.len() >= 16 {
-            return Ok(token);
+            return Ok(Token {
+                text: token,
+                made_up: None,
+            });
         }
         bail!("DELAYQ_UI_TOKEN is shorter than 16 characters");
     }
+    let dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let path = dir.join(format!("delayq-ui-{}.token", std::process::id()));
+    let text = new_token(&path)?;
+    Ok(Token {
+        text,
+        made_up: Some(path),
+    })
+}
+
+fn read_token(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    let line = text.lines().next().unwrap_or("").trim().to_owned();
+    if line.len() < 16 {
+        bail!(
+            "the token in {} is shorter than 16 characters",
+            path.display()
+        );
+    }
+    Ok(line)
+}
+
+/// Makes up a token and writes it to `path`, a new file (never one that exists: someone else
+/// could have chosen its content) readable by this user only.
+fn new_token(path: &Path) -> anyhow::Result<String> {
     let token: String = (0..32)
         .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap_or('0'))
         .collect();
-    eprintln!("delayq: write token (shown once): {token}");
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options
+        .open(path)
+        .and_then(|mut file| writeln!(file, "{token}"));
+    written.with_context(|| format!("cannot write the token file {}", path.display()))?;
+    if std::io::stderr().is_terminal() {
+        eprintln!("delayq: write token: {token} (also in {})", path.display());
+    } else {
+        eprintln!("delayq: write token in {} (mode 0600)", path.display());
+    }
     Ok(token)
 }

@@ -17,13 +17,18 @@ use std::time::Duration;
 pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
     // These queues run the transfer scheduler too (one group for all), so retries come back
     // on their own.
-    if args.listen.is_some() {
+    // Bound before anything starts, so that a refused or busy address stops the command.
+    let bound = match args.listen {
+        Some(listen) => Some(crate::serve::bind(listen, &args.http).await?),
+        None => None,
+    };
+    if bound.is_some() {
         // Before any queue or worker starts: each makes its metric handles once.
         crate::serve::recorder()?;
     }
     let queues = open_queues(ctx, &args).await?;
-    let server = match args.listen {
-        Some(listen) => Some(observe(ctx, listen, &queues).await?),
+    let server = match bound {
+        Some(bound) => Some(observe(ctx, bound, &args.http, &queues)?),
         None => None,
     };
     let runner = Arc::new(CommandRunner::new(
@@ -64,6 +69,16 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         "delayq: {} taken, {} acked, {} retried, {} dead, {} given back, {} errors",
         stats.taken, stats.acked, stats.retried, stats.dead, stats.given_back, stats.errors
     );
+    stop_schedulers(server, queues, args.shutdown_timeout).await
+}
+
+/// Stops the listener and the queues' transfer schedulers, waiting for Redis at most
+/// `shutdown_timeout`, and saying so when it lasts.
+async fn stop_schedulers(
+    server: Option<crate::serve::Server>,
+    queues: Vec<delayq::DelayedQueue<crate::text_codec::TextCodec>>,
+    shutdown_timeout: Duration,
+) -> anyhow::Result<()> {
     let stopping = async {
         // The server holds the scheduler group: stop it first, so that destroy stops the group.
         if let Some(server) = server {
@@ -80,14 +95,14 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         return stopped;
     }
     tracing::info!(
-        up_to_s = args.shutdown_timeout.as_secs_f64(),
+        up_to_s = shutdown_timeout.as_secs_f64(),
         "waiting for Redis while the transfer schedulers stop"
     );
-    match tokio::time::timeout(args.shutdown_timeout, stopping).await {
+    match tokio::time::timeout(shutdown_timeout, stopping).await {
         Ok(stopped) => stopped,
         Err(_) => {
             tracing::warn!(
-                up_to_s = args.shutdown_timeout.as_secs_f64(),
+                up_to_s = shutdown_timeout.as_secs_f64(),
                 "Redis did not answer while the transfer schedulers stopped; exiting without them"
             );
             Ok(())
@@ -120,16 +135,14 @@ async fn open_queues(
 }
 
 /// Serves /metrics and /healthz for the worker's queues and their scheduler group.
-async fn observe(
+fn observe(
     ctx: &Ctx,
-    listen: std::net::SocketAddr,
+    bound: crate::serve::Bound,
+    http: &crate::serve::ListenArgs,
     queues: &[delayq::DelayedQueue<crate::text_codec::TextCodec>],
 ) -> anyhow::Result<crate::serve::Server> {
-    let observed = crate::serve::Observed {
-        prometheus: crate::serve::recorder()?,
-        client: ctx.client.clone(),
-        group: queues.first().and_then(|q| q.scheduler_group()),
-    };
+    let group = queues.first().and_then(|q| q.scheduler_group());
+    let observed = crate::serve::Observed::new(&ctx.client, group, http)?;
     let names: Vec<String> = queues.iter().map(|q| q.name().to_owned()).collect();
     let gauges = crate::serve::Gauges {
         ctx_client: ctx.client.clone(),
@@ -137,6 +150,11 @@ async fn observe(
         codec: ctx.codec.clone(),
         options: ctx.global.options(),
     };
-    let router = crate::serve::routes(observed);
-    crate::serve::Server::start(listen, router, &ctx.client, Some(gauges)).await
+    let pages = axum::Router::new();
+    Ok(crate::serve::Server::start(
+        bound,
+        observed,
+        pages,
+        Some(gauges),
+    ))
 }

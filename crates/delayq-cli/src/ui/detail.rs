@@ -15,6 +15,9 @@ const BUCKET_MS: i64 = 60_000;
 const BUCKETS: usize = 60;
 
 pub(super) async fn queue(State(ui): State<Shared>, Path(name): Path<String>) -> Response {
+    if let Some(outside) = ui.outside(&name) {
+        return outside;
+    }
     match super::bounded(read(&ui, &name)).await {
         Ok(body) => Json(body).into_response(),
         Err(err) => failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),

@@ -37,6 +37,8 @@ pub(crate) struct Ui {
     pub(crate) ctx: Ctx,
     /// The token writes need; `None`: read-only.
     pub(crate) token: Option<String>,
+    /// `--match`: the queues the dashboard shows and serves; every other name is answered 404
+    /// before anything is read from Redis.
     pub(crate) pattern: Option<String>,
 }
 
@@ -94,9 +96,29 @@ pub(crate) fn failure(status: StatusCode, message: impl Into<String>) -> Respons
 }
 
 impl Ui {
-    /// The queue `name`, read through the global options; no scheduler.
-    pub(crate) async fn queue(&self, name: &str) -> delayq::Result<DelayedQueue<TextCodec>> {
-        self.ctx.queue(name).await
+    /// Whether `--match` lets the dashboard serve the queue `name`.
+    fn serves(&self, name: &str) -> bool {
+        self.pattern
+            .as_deref()
+            .is_none_or(|pattern| delayq::glob_match(pattern, name))
+    }
+
+    /// The 404 for a queue outside `--match`, if `name` is one.
+    pub(crate) fn outside(&self, name: &str) -> Option<Response> {
+        match self.serves(name) {
+            true => None,
+            false => Some(failure(
+                StatusCode::NOT_FOUND,
+                format!("no queue {name:?} here: the dashboard serves only --match"),
+            )),
+        }
+    }
+
+    /// The queue `name`, read through the global options; no scheduler. A name outside
+    /// `--match` is refused here too, so that no handler can reach one.
+    pub(crate) async fn queue(&self, name: &str) -> anyhow::Result<DelayedQueue<TextCodec>> {
+        anyhow::ensure!(self.serves(name), "the queue {name:?} is outside --match");
+        Ok(self.ctx.queue(name).await?)
     }
 
     /// Every queue's row of the overview.
@@ -187,7 +209,7 @@ async fn write(
     Path((name, action)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(refused) = refusal(&ui, &headers) {
+    if let Some(refused) = refusal(&ui, &headers).or_else(|| ui.outside(&name)) {
         return refused;
     }
     match bounded(run_write(&ui, &name, &action)).await {

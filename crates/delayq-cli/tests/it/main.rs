@@ -14,6 +14,7 @@ mod cli_values;
 mod clock;
 mod daemon_notices;
 mod exit_codes;
+mod listen;
 mod observe;
 mod processes;
 mod shard_count;

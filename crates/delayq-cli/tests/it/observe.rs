@@ -8,10 +8,10 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_delayq");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_delayq");
 
 /// A `delayq` child process, killed when dropped.
-struct Daemon(Child);
+pub(crate) struct Daemon(pub(crate) Child);
 
 impl Drop for Daemon {
     fn drop(&mut self) {
@@ -20,7 +20,7 @@ impl Drop for Daemon {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -29,12 +29,17 @@ fn free_port() -> u16 {
 }
 
 /// `GET path` on 127.0.0.1:`port`: (status, body).
-fn get(port: u16, path: &str) -> Result<(u16, String), String> {
+pub(crate) fn get(port: u16, path: &str) -> Result<(u16, String), String> {
     request(port, "GET", path, "")
 }
 
 /// `method path` on 127.0.0.1:`port` with `headers` (each ending in CRLF): (status, body).
-fn request(port: u16, method: &str, path: &str, headers: &str) -> Result<(u16, String), String> {
+pub(crate) fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &str,
+) -> Result<(u16, String), String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
@@ -65,7 +70,7 @@ fn sample(metrics: &str, name: &str) -> Option<f64> {
 }
 
 /// Runs `delayq --url URL args...`, which must succeed; its standard output, trimmed.
-fn delayq(url: &str, args: &[&str]) -> String {
+pub(crate) fn delayq(url: &str, args: &[&str]) -> String {
     let out = Command::new(BIN)
         .arg("--url")
         .arg(url)
@@ -86,7 +91,7 @@ fn metric_at_least(port: u16, name: &str, min: f64) -> f64 {
     })
 }
 
-fn health_is(port: u16, want: u16) -> String {
+pub(crate) fn health_is(port: u16, want: u16) -> String {
     wait_until(&format!("/healthz {want}"), PATIENCE, || {
         match get(port, "/healthz") {
             Ok((status, body)) if status == want => Ok(body),

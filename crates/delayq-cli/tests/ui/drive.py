@@ -165,6 +165,20 @@ return rows;
 """
 
 
+def check_hosts(ui):
+    """The page as a rebinding name would ask for it: 421; as 127.0.0.1: never in a frame."""
+    for host, want in (("rebind.example", 421), (None, 200)):
+        req = urllib.request.Request(ui + "/", headers={"Host": host} if host else {})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as res:
+                status, headers = res.status, res.headers
+        except urllib.error.HTTPError as err:
+            status, headers = err.code, err.headers
+        assert status == want, (host, status)
+        assert headers["X-Content-Type-Options"] == "nosniff", headers
+        assert "frame-ancestors 'none'" in headers["Content-Security-Policy"], headers
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     redis = Redis()
@@ -174,6 +188,7 @@ def main():
     start([DELAYQ, "--url", redis.url, "ui", "--listen", f"127.0.0.1:{port}", "--allow-writes"],
           env={**os.environ, "DELAYQ_UI_TOKEN": TOKEN})
     wait("delayq ui", lambda: http("GET", ui + "/api/queues")[0] == 200)
+    check_hosts(ui)
     names = ["ui:bad", "ui:dead", "ui:pending", "ui:ready", "ui:stuck"]
     browser = Browser()
     try:

@@ -1,6 +1,12 @@
 //! HTTP for the long-running commands: `/metrics` (Prometheus text) and `/healthz`, served on
 //! `--listen` by `delayq transfer`, `delayq work` and `delayq ui`; the gauges' periodic read;
-//! the connection's reconnects and errors counted.
+//! the connection's reconnects and errors counted. `listen.rs`: the listener they share (bind
+//! rule, Host check, connection cap, header timeout); `pulse.rs`: when Redis last answered.
+
+mod listen;
+mod pulse;
+
+pub(crate) use listen::{bind, Bound, ListenArgs};
 
 use anyhow::Context;
 use axum::extract::State;
@@ -12,6 +18,7 @@ use delayq::fred::clients::Client;
 use delayq::fred::interfaces::{ClientLike, EventInterface};
 use delayq::SchedulerGroup;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use pulse::Pulse;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -46,10 +53,31 @@ pub(crate) struct Observed {
     pub(crate) client: Client,
     /// The scheduler group whose subscription and transfers the health reports.
     pub(crate) group: Option<SchedulerGroup>,
+    pulse: Arc<Pulse>,
+    /// How long Redis may go without answering a call before the health is 503.
+    unhealthy_after: Duration,
 }
 
-/// The routes `/metrics` and `/healthz`, to serve alone or beside the dashboard's.
-pub(crate) fn routes<S: Clone + Send + Sync + 'static>(observed: Observed) -> Router<S> {
+impl Observed {
+    /// What the health of `client` (and `group`, if any) is read from; `args` says how long
+    /// Redis may stay silent.
+    pub(crate) fn new(
+        client: &Client,
+        group: Option<SchedulerGroup>,
+        args: &ListenArgs,
+    ) -> anyhow::Result<Observed> {
+        Ok(Observed {
+            prometheus: recorder()?,
+            client: client.clone(),
+            group,
+            pulse: Pulse::new(),
+            unhealthy_after: args.unhealthy_after,
+        })
+    }
+}
+
+/// The routes `/metrics` and `/healthz`.
+fn routes(observed: Observed) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
@@ -66,7 +94,8 @@ async fn metrics(State(observed): State<Arc<Observed>>) -> Response {
         .into_response()
 }
 
-/// The health as JSON: 200 while connected (and subscribed, with a scheduler), else 503.
+/// The health as JSON: 200 while connected (and subscribed, with a scheduler) and Redis
+/// answered a call within `--unhealthy-after`, else 503.
 async fn healthz(State(observed): State<Arc<Observed>>) -> Response {
     let (status, body) = health(&observed);
     (status, Json(body)).into_response()
@@ -79,11 +108,14 @@ pub(crate) fn health(observed: &Observed) -> (StatusCode, serde_json::Value) {
         Some(group) => (Some(group.is_subscribed()), group.stats().last_transfer_ms),
         None => (None, None),
     };
-    let healthy = connected && subscribed != Some(false);
+    let redis_ok_age_ms = observed.pulse.age_ms(now);
+    let answering = redis_ok_age_ms <= observed.unhealthy_after.as_millis() as i64;
+    let healthy = connected && subscribed != Some(false) && answering;
     let body = serde_json::json!({
         "status": if healthy { "ok" } else { "unavailable" },
         "connected": connected,
         "subscribed": subscribed,
+        "redis_ok_age_ms": redis_ok_age_ms,
         "last_transfer_age_ms": last_ms.map(|ms| now.saturating_sub(ms)),
         "queues": observed.group.as_ref().map(|g| g.names().len()),
     });
@@ -94,8 +126,8 @@ pub(crate) fn health(observed: &Observed) -> (StatusCode, serde_json::Value) {
     (status, body)
 }
 
-/// The HTTP server and its helpers (the gauges' read, the connection's events), stopped by
-/// [`Server::shutdown`].
+/// The HTTP server and its helpers (the gauges' read, the connection's events, the health
+/// probe), stopped by [`Server::shutdown`].
 pub(crate) struct Server {
     token: CancellationToken,
     tasks: JoinSet<()>,
@@ -103,34 +135,28 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Binds `listen` and serves `router`; with `gauges`, reads the queues' gauges every 2 s.
-    pub(crate) async fn start(
-        listen: SocketAddr,
-        router: Router,
-        client: &Client,
+    /// Serves `/metrics`, `/healthz` and `pages` on `bound`; with `gauges`, reads the queues'
+    /// gauges every 2 s.
+    pub(crate) fn start(
+        bound: Bound,
+        observed: Observed,
+        pages: Router,
         gauges: Option<Gauges>,
-    ) -> anyhow::Result<Server> {
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("cannot listen on {listen}"))?;
-        let addr = listener.local_addr()?;
+    ) -> Server {
+        let addr = bound.addr;
+        let client = observed.client.clone();
+        let pulse = observed.pulse.clone();
+        let router = pages.merge(routes(observed));
         let token = CancellationToken::new();
         let mut tasks = JoinSet::new();
-        let stop = token.clone();
-        tasks.spawn(async move {
-            let served = axum::serve(listener, router)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await;
-            if let Err(err) = served {
-                tracing::warn!(error = %err, "the HTTP server stopped");
-            }
-        });
-        tasks.spawn(count_connection_events(client.clone(), token.clone()));
+        tasks.spawn(bound.serve(router, token.clone()));
+        tasks.spawn(pulse.run(client.clone(), token.clone()));
+        tasks.spawn(count_connection_events(client, token.clone()));
         if let Some(gauges) = gauges {
             tasks.spawn(gauges.run(token.clone()));
         }
         eprintln!("delayq: serving http://{addr}/metrics and /healthz");
-        Ok(Server { token, tasks, addr })
+        Server { token, tasks, addr }
     }
 
     /// Stops serving and waits for the tasks.

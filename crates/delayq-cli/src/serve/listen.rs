@@ -1,0 +1,287 @@
+//! The HTTP listener every long-running command shares (`transfer --listen`, `work --listen`,
+//! `ui`): where it may bind, which `Host` names it answers, how many connections it holds and
+//! how long a client gets to send a request's headers.
+
+use crate::duration::parse_duration;
+use anyhow::{bail, Context};
+use axum::body::Body;
+use axum::http::uri::Authority;
+use axum::http::{header, HeaderValue, Request, Response, StatusCode, Version};
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+/// How long a request still being answered at shutdown gets to finish.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+/// The pause after a failed accept (out of file descriptors, say) before the next.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// What a connection over the cap gets before it is closed.
+const OVER_CAP: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+/// The options of every HTTP listener.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ListenArgs {
+    /// Allow a listen address other than loopback: anyone who reaches it reads the queues'
+    /// names in /metrics (and, with `ui`, their values).
+    #[arg(long)]
+    pub(crate) allow_remote: bool,
+    /// Also answer requests whose Host is NAME (repeatable), e.g. the name a proxy or
+    /// Prometheus uses; without it only the listen address itself (and `localhost` on
+    /// loopback) is answered, anything else gets 421.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub(crate) allow_hosts: Vec<String>,
+    /// /healthz answers 503 once no call to Redis has succeeded for this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub(crate) unhealthy_after: Duration,
+    /// The most HTTP connections held at once; one more is answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub(crate) http_max_connections: u32,
+    /// How long a client gets to send a request's headers; an idle keep-alive connection is
+    /// closed after as long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub(crate) http_header_timeout: Duration,
+}
+
+/// A bound listener and the rules it serves by.
+pub(crate) struct Bound {
+    listener: TcpListener,
+    pub(crate) addr: SocketAddr,
+    hosts: Arc<Hosts>,
+    max_connections: usize,
+    header_timeout: Duration,
+}
+
+/// Binds `listen` for any of the commands: loopback unless `--allow-remote`. Called before the
+/// command starts its work, so a refused or busy address stops it at once.
+pub(crate) async fn bind(listen: SocketAddr, args: &ListenArgs) -> anyhow::Result<Bound> {
+    if !listen.ip().is_loopback() && !args.allow_remote {
+        bail!(
+            "{listen} is not a loopback address: anyone who reaches it would read the queues \
+             (their names in /metrics, their values in the dashboard); add --allow-remote to \
+             mean it"
+        );
+    }
+    if args.http_header_timeout.is_zero() {
+        bail!("--http-header-timeout must be more than 0");
+    }
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    Ok(Bound {
+        addr: listener.local_addr()?,
+        listener,
+        hosts: Arc::new(Hosts::new(&args.allow_hosts)),
+        max_connections: args.http_max_connections as usize,
+        header_timeout: args.http_header_timeout,
+    })
+}
+
+impl Bound {
+    /// Serves `router` until `stop`, then waits (briefly) for the requests being answered.
+    pub(crate) async fn serve(self, router: Router, stop: CancellationToken) {
+        let permits = Arc::new(Semaphore::new(self.max_connections));
+        let mut connections = JoinSet::new();
+        loop {
+            let accepted = tokio::select! {
+                _ = stop.cancelled() => break,
+                Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+                accepted = self.listener.accept() => accepted,
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot accept an HTTP connection");
+                    tokio::select! {
+                        _ = stop.cancelled() => break,
+                        _ = tokio::time::sleep(ACCEPT_RETRY) => continue,
+                    }
+                }
+            };
+            let Ok(permit) = permits.clone().try_acquire_owned() else {
+                // Not waiting: a full write buffer must not hold the accept loop.
+                let _ = stream.try_write(OVER_CAP);
+                continue;
+            };
+            let connection = Connection {
+                hosts: self.hosts.clone(),
+                router: router.clone(),
+                header_timeout: self.header_timeout,
+                _permit: permit,
+            };
+            connections.spawn(connection.serve(stream, stop.clone()));
+        }
+        while connections.join_next().await.is_some() {}
+    }
+}
+
+/// One accepted connection; it holds its place under the cap until it ends.
+struct Connection {
+    hosts: Arc<Hosts>,
+    router: Router,
+    header_timeout: Duration,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Connection {
+    async fn serve(self, stream: TcpStream, stop: CancellationToken) {
+        let Ok(local) = stream.local_addr() else {
+            return;
+        };
+        let local = local.ip().to_canonical();
+        let (hosts, router) = (self.hosts.clone(), self.router.clone());
+        let service = hyper::service::service_fn(move |request: Request<_>| {
+            let (hosts, router) = (hosts.clone(), router.clone());
+            async move {
+                let request = request.map(Body::new);
+                let mut response = match hosts.admits(local, &request) {
+                    true => router.oneshot(request).await?,
+                    false => misdirected(),
+                };
+                harden(&mut response);
+                Ok::<_, Infallible>(response)
+            }
+        });
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.header_timeout);
+        let connection = builder.serve_connection(TokioIo::new(stream), service);
+        tokio::pin!(connection);
+        tokio::select! {
+            served = connection.as_mut() => {
+                if let Err(err) = served {
+                    tracing::debug!(error = %err, "HTTP connection ended");
+                }
+                return;
+            }
+            _ = stop.cancelled() => connection.as_mut().graceful_shutdown(),
+        }
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, connection).await;
+    }
+}
+
+/// The host names a listener answers: besides these, the connection's own address, and
+/// `localhost` when that is loopback. A page on another name (DNS rebinding makes one point
+/// at 127.0.0.1) gets 421 and never a byte of the queues.
+struct Hosts {
+    extra: Vec<String>,
+}
+
+impl Hosts {
+    fn new(names: &[String]) -> Hosts {
+        let extra = names.iter().map(|name| normalized(name)).collect();
+        Hosts { extra }
+    }
+
+    /// Whether `request`, which came in on the local address `local`, names an allowed host:
+    /// its Host header (one, required from HTTP/1.1 on) and the authority of an absolute URI.
+    fn admits<B>(&self, local: IpAddr, request: &Request<B>) -> bool {
+        let mut given = request.headers().get_all(header::HOST).iter();
+        let host = given.next();
+        if given.next().is_some() {
+            return false;
+        }
+        let from_uri = request.uri().authority().map(|a| a.host().to_owned());
+        let from_header = match host.map(|h| h.to_str().map(str::parse::<Authority>)) {
+            Some(Ok(Ok(authority))) => Some(authority.host().to_owned()),
+            Some(_) => return false,
+            None => None,
+        };
+        if from_header.is_none() && from_uri.is_none() {
+            return request.version() < Version::HTTP_11;
+        }
+        [from_uri, from_header]
+            .iter()
+            .flatten()
+            .all(|name| self.allows(local, name))
+    }
+
+    fn allows(&self, local: IpAddr, name: &str) -> bool {
+        let name = normalized(name);
+        if let Ok(ip) = name.trim_matches(['[', ']']).parse::<IpAddr>() {
+            return ip.to_canonical() == local;
+        }
+        (name == "localhost" && local.is_loopback()) || self.extra.contains(&name)
+    }
+}
+
+/// A host name as compared: lower case, without the root's trailing dot.
+fn normalized(name: &str) -> String {
+    name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+fn misdirected() -> Response<Body> {
+    let mut response = Response::new(Body::from(
+        "this server does not answer for that host name; start it with --allow-host NAME to \
+         add one\n",
+    ));
+    *response.status_mut() = StatusCode::MISDIRECTED_REQUEST;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// Every answer: no content sniffing, never inside a frame (added to a page's own policy).
+fn harden(response: &mut Response<Body>) {
+    const NO_FRAMES: &str = "frame-ancestors 'none'";
+    let headers = response.headers_mut();
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    let policy = match headers
+        .get(header::CONTENT_SECURITY_POLICY)
+        .and_then(|v| v.to_str().ok())
+    {
+        Some(own) => format!("{own}; {NO_FRAMES}"),
+        None => format!("default-src 'none'; {NO_FRAMES}"),
+    };
+    if let Ok(policy) = HeaderValue::from_str(&policy) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, policy);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(host: Option<&str>, version: Version) -> Request<()> {
+        let mut builder = Request::builder().uri("/healthz").version(version);
+        if let Some(host) = host {
+            builder = builder.header(header::HOST, host);
+        }
+        builder.body(()).unwrap()
+    }
+
+    #[test]
+    fn hosts_are_the_address_localhost_and_the_named() {
+        let hosts = Hosts::new(&["Dash.Example.".to_owned()]);
+        let loopback: IpAddr = "127.0.0.1".parse().unwrap();
+        let admits = |host, local| hosts.admits(local, &request(host, Version::HTTP_11));
+        assert!(admits(Some("127.0.0.1:8080"), loopback));
+        assert!(admits(Some("localhost:8080"), loopback));
+        assert!(admits(Some("LOCALHOST"), loopback));
+        assert!(admits(Some("dash.example:80"), loopback));
+        assert!(!admits(Some("rebind.example:8080"), loopback));
+        assert!(!admits(Some("127.0.0.2:8080"), loopback));
+        assert!(!admits(None, loopback));
+        let v6: IpAddr = "::1".parse().unwrap();
+        assert!(admits(Some("[::1]:8080"), v6));
+        let lan: IpAddr = "10.0.0.5".parse().unwrap();
+        assert!(admits(Some("10.0.0.5:9464"), lan));
+        assert!(!admits(Some("localhost:9464"), lan));
+        assert!(hosts.admits(loopback, &request(None, Version::HTTP_10)));
+    }
+}
