@@ -9,7 +9,7 @@ mod paused;
 use super::Ctx;
 use crate::cli::WorkArgs;
 use command::CommandRunner;
-use delayq::{Job, ReliableConfig, RetryPolicy};
+use delayq::{GroupConfig, Job, ReliableConfig, RetryPolicy};
 use paused::PauseWatch;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,7 +53,9 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         ))
         .reliable_config(ReliableConfig::default().with_visibility(args.visibility))
         .shutdown_grace(args.grace)
+        .abort_grace(command::ABORT_GRACE)
         .settle_timeout(args.shutdown_timeout)
+        .server_check(args.server_check)
         .stop_on_signal()
         .run()
         .await;
@@ -96,15 +98,19 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
 }
 
 /// The queues the worker serves: the named ones, or every shard of the one sharded queue.
+/// Their scheduler group reads the server's eviction policy only at start: the worker reads it
+/// again every --server-check, and one warning per change is enough.
 async fn open_queues(
     ctx: &Ctx,
     args: &WorkArgs,
 ) -> anyhow::Result<Vec<delayq::DelayedQueue<crate::text_codec::TextCodec>>> {
+    let group_config = GroupConfig::default().with_server_check(None);
     let mut queues = Vec::with_capacity(args.queues.len());
     match (args.shards, args.queues.as_slice()) {
         (Some(n), [name]) => {
             let sharded = ctx
                 .sharded_builder(name, n, args.previous_shards)
+                .group_config(group_config)
                 .build()
                 .await?;
             queues.extend(sharded.shards().iter().cloned());
@@ -112,7 +118,8 @@ async fn open_queues(
         (Some(_), _) => anyhow::bail!("--shards takes one sharded QUEUE"),
         (None, names) => {
             for name in names {
-                queues.push(ctx.queue_builder(name).build().await?);
+                let queue = ctx.queue_builder(name).group_config(group_config);
+                queues.push(queue.build().await?);
             }
         }
     }
