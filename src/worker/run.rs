@@ -60,11 +60,7 @@ where
     let metrics: HashMap<&str, WorkerMetrics> =
         names.iter().map(|&n| (n, WorkerMetrics::new(n))).collect();
     let name = names.join(",");
-    let client = builder.queues[0].client();
-    let eviction = crate::redis::server::warn_if_evicting(client, "worker", &name).await;
-    let server_check = builder
-        .server_check
-        .map(|every| ServerCheck::spawn(client.clone(), every, eviction, "worker", name.clone()));
+    let server_check = check_server(builder.queues[0].client(), builder.server_check, &name).await;
     tracing::info!(queue = %name, concurrency = builder.concurrency, "worker started");
 
     let mut taker = Taker {
@@ -103,18 +99,7 @@ where
     }
 
     let deadline = wind_down(&name, &tracker, &job, builder.grace, builder.settle_timeout).await;
-    let inflight: Vec<&str> = builder.queues.iter().map(|q| q.keys().inflight()).collect();
-    if tokio::time::timeout_at(deadline, sources.close())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            queue = %name,
-            inflight = %inflight.join(","),
-            "Redis did not take back the values the worker's consumers hold in time; they stay \
-             in the in-flight set and the reaper gives them back after their visibility deadline"
-        );
-    }
+    close_sources(&name, &builder.queues, sources, deadline).await;
     if let Some(signals) = signals {
         signals.abort();
         let _ = signals.await;
@@ -125,6 +110,38 @@ where
     let stats = counters.snapshot();
     tracing::info!(queue = %name, ?stats, "worker stopped");
     Ok(stats)
+}
+
+/// Reads the server's eviction policy, warning when it evicts keys, and again every `every`.
+async fn check_server(
+    client: &fred::clients::Client,
+    every: Option<Duration>,
+    name: &str,
+) -> Option<ServerCheck> {
+    let eviction = crate::redis::server::warn_if_evicting(client, "worker", name).await;
+    every.map(|every| ServerCheck::spawn(client.clone(), every, eviction, "worker", name.into()))
+}
+
+/// Gives back the values the worker's consumers hold, waiting for Redis until `deadline`.
+async fn close_sources<C: Codec>(
+    name: &str,
+    queues: &[DelayedQueue<C>],
+    sources: Sources<C>,
+    deadline: tokio::time::Instant,
+) {
+    if tokio::time::timeout_at(deadline, sources.close())
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    let inflight: Vec<&str> = queues.iter().map(|q| q.keys().inflight()).collect();
+    tracing::warn!(
+        queue = %name,
+        inflight = %inflight.join(","),
+        "Redis did not take back the values the worker's consumers hold in time; they stay \
+         in the in-flight set and the reaper gives them back after their visibility deadline"
+    );
 }
 
 /// Takes the worker's values, retrying failed takes with backoff until a stop.

@@ -27,7 +27,7 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         None => None,
     };
     let runner = Arc::new(CommandRunner::new(
-        args.command,
+        args.command.clone(),
         args.timeout.filter(|limit| !limit.is_zero()),
         ctx.codec.clone(),
     )?);
@@ -37,28 +37,7 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         args.queues.join(", "),
         args.concurrency
     );
-    let handler_runner = runner.clone();
-    let mut worker = queues[0].worker(args.concurrency, move |job: Job<String>| {
-        let runner = handler_runner.clone();
-        async move { runner.run(job).await }
-    });
-    for queue in &queues[1..] {
-        worker = worker.with_queue(queue);
-    }
-    let stats = worker
-        .retry(RetryPolicy::exponential(
-            args.max_attempts,
-            args.retry_delay,
-            args.max_retry_delay,
-        ))
-        .reliable_config(ReliableConfig::default().with_visibility(args.visibility))
-        .shutdown_grace(args.grace)
-        .abort_grace(command::ABORT_GRACE)
-        .settle_timeout(args.shutdown_timeout)
-        .server_check(args.server_check)
-        .stop_on_signal()
-        .run()
-        .await;
+    let stats = run_worker(&queues, &args, runner.clone()).await;
     pause_watch.shutdown().await;
     runner.wait_for_ends().await;
     let stats = stats?;
@@ -95,6 +74,35 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Runs the worker on `queues` until a stop signal, each value through `runner`.
+async fn run_worker(
+    queues: &[delayq::DelayedQueue<crate::text_codec::TextCodec>],
+    args: &WorkArgs,
+    runner: Arc<CommandRunner>,
+) -> delayq::Result<delayq::WorkerStats> {
+    let mut worker = queues[0].worker(args.concurrency, move |job: Job<String>| {
+        let runner = runner.clone();
+        async move { runner.run(job).await }
+    });
+    for queue in &queues[1..] {
+        worker = worker.with_queue(queue);
+    }
+    worker
+        .retry(RetryPolicy::exponential(
+            args.max_attempts,
+            args.retry_delay,
+            args.max_retry_delay,
+        ))
+        .reliable_config(ReliableConfig::default().with_visibility(args.visibility))
+        .shutdown_grace(args.grace)
+        .abort_grace(command::ABORT_GRACE)
+        .settle_timeout(args.shutdown_timeout)
+        .server_check(args.server_check)
+        .stop_on_signal()
+        .run()
+        .await
 }
 
 /// The queues the worker serves: the named ones, or every shard of the one sharded queue.
