@@ -38,11 +38,9 @@ where
     let mut sources = Sources::open(&builder.queues, &builder.config).await?;
     let stop = builder.stop.clone();
     let abort = CancellationToken::new();
-    let signals = if builder.on_signal {
-        Some(stop_on_signal(stop.clone(), abort.clone())?)
-    } else {
-        None
-    };
+    let signals = (builder.on_signal)
+        .then(|| stop_on_signal(stop.clone(), abort.clone()))
+        .transpose()?;
     let job = JobCtx {
         handler: Arc::new(builder.handler),
         retry: Arc::new(builder.retry),
@@ -100,13 +98,7 @@ where
 
     let deadline = wind_down(&name, &tracker, &job, builder.grace, builder.settle_timeout).await;
     close_sources(&name, &builder.queues, sources, deadline).await;
-    if let Some(signals) = signals {
-        signals.abort();
-        let _ = signals.await;
-    }
-    if let Some(check) = server_check {
-        check.shutdown().await;
-    }
+    stop_companions(signals, server_check).await;
     let stats = counters.snapshot();
     tracing::info!(queue = %name, ?stats, "worker stopped");
     Ok(stats)
@@ -120,6 +112,17 @@ async fn check_server(
 ) -> Option<ServerCheck> {
     let eviction = crate::redis::server::warn_if_evicting(client, "worker", name).await;
     every.map(|every| ServerCheck::spawn(client.clone(), every, eviction, "worker", name.into()))
+}
+
+/// Stops the tasks that ran beside the worker: the signal listener, the server check.
+async fn stop_companions(signals: Option<JoinHandle<()>>, server_check: Option<ServerCheck>) {
+    if let Some(signals) = signals {
+        signals.abort();
+        let _ = signals.await;
+    }
+    if let Some(check) = server_check {
+        check.shutdown().await;
+    }
 }
 
 /// Gives back the values the worker's consumers hold, waiting for Redis until `deadline`.
