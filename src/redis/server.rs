@@ -6,6 +6,9 @@ use fred::clients::Client;
 use fred::interfaces::ClientLike;
 use fred::prelude::Value;
 use fred::types::{ClusterHash, CustomCommand};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// `CONFIG GET maxmemory-policy`, else the `maxmemory_policy` of `INFO memory` (an ACL user
 /// may have INFO without CONFIG), or `None` when the server says neither (both refused,
@@ -134,6 +137,56 @@ impl EvictionWatch {
                 "{what}: this Redis no longer evicts keys (maxmemory-policy {policy})"
             );
         }
+    }
+}
+
+/// A task that reads the server's `maxmemory-policy` again every so often, for a daemon that
+/// runs no scheduler group (whose task has its own check); [`shutdown`](Self::shutdown) or a
+/// drop stops it.
+#[derive(Debug)]
+pub(crate) struct ServerCheck {
+    stop: CancellationToken,
+    join: JoinHandle<()>,
+}
+
+impl ServerCheck {
+    /// Reads the policy every `every` from now on, telling `watch` (the start's reading) each
+    /// time, so that each change is said once.
+    pub(crate) fn spawn(
+        client: Client,
+        every: Duration,
+        mut watch: EvictionWatch,
+        what: &'static str,
+        queue: String,
+    ) -> ServerCheck {
+        let stop = CancellationToken::new();
+        let stopped = stop.clone();
+        let join = tokio::spawn(async move {
+            loop {
+                let policy = tokio::select! {
+                    biased;
+                    _ = stopped.cancelled() => return,
+                    policy = async {
+                        tokio::time::sleep(every).await;
+                        maxmemory_policy(&client).await
+                    } => policy,
+                };
+                watch.observe(policy, what, &queue);
+            }
+        });
+        ServerCheck { stop, join }
+    }
+
+    /// Stops the task and waits for it.
+    pub(crate) async fn shutdown(mut self) {
+        self.stop.cancel();
+        let _ = (&mut self.join).await;
+    }
+}
+
+impl Drop for ServerCheck {
+    fn drop(&mut self) {
+        self.stop.cancel();
     }
 }
 

@@ -92,8 +92,11 @@ impl<V> Job<V> {
         &self.raw
     }
 
-    /// Cancelled when the worker's shutdown grace period is over and this job is about to be
-    /// abandoned (its value is then given back unprocessed): a long job can stop cleanly.
+    /// Cancelled when the worker's shutdown grace period is over and this job is abandoned: a
+    /// long job can stop cleanly. The handler is still polled for the
+    /// [`abort_grace`](WorkerBuilder::abort_grace) after the cancel, so it can see the token,
+    /// clean up and return; only then (or when the abort grace runs out, by dropping the
+    /// handler) is its value given back, unprocessed, whatever the handler returned.
     pub fn abort_token(&self) -> &CancellationToken {
         &self.abort
     }
@@ -161,7 +164,9 @@ pub struct WorkerBuilder<C: Codec, F> {
     retry: RetryPolicy,
     config: ReliableConfig,
     grace: Duration,
+    abort_grace: Duration,
     settle_timeout: Duration,
+    server_check: Option<Duration>,
     stop: CancellationToken,
     on_signal: bool,
 }
@@ -181,7 +186,9 @@ impl<C: Codec, F> fmt::Debug for WorkerBuilder<C, F> {
             .field("retry", &self.retry)
             .field("config", &self.config)
             .field("grace", &self.grace)
+            .field("abort_grace", &self.abort_grace)
             .field("settle_timeout", &self.settle_timeout)
+            .field("server_check", &self.server_check)
             .field("on_signal", &self.on_signal)
             .finish_non_exhaustive()
     }
@@ -221,7 +228,9 @@ impl<C: Codec, F> WorkerBuilder<C, F> {
             retry: RetryPolicy::default(),
             config: ReliableConfig::default(),
             grace: Duration::from_secs(30),
+            abort_grace: Duration::from_secs(5),
             settle_timeout: Duration::from_secs(10),
+            server_check: Some(Duration::from_secs(60)),
             stop: CancellationToken::new(),
             on_signal: false,
         }
@@ -284,10 +293,33 @@ where
     }
 
     /// How long running jobs get to finish after a stop is asked for; jobs still running then
-    /// are abandoned and their values given back unprocessed. Default: 30 s. With
+    /// are abandoned (see [`abort_grace`](Self::abort_grace)) and their values given back
+    /// unprocessed. Default: 30 s. With
     /// [`stop_on_signal`](Self::stop_on_signal), a second signal ends it at once.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
+        self
+    }
+
+    /// How long an abandoned job's handler is still polled after its
+    /// [`abort_token`](Job::abort_token) is cancelled, to stop cleanly (end what it started,
+    /// such as a child process); the handler is dropped after it, and its value is given back
+    /// only then, so that another worker does not get the value while this one still works on
+    /// it. Keep it well under the visibility timeout (heartbeats go on meanwhile). Zero drops
+    /// the handler at once. Default: 5 s.
+    pub fn abort_grace(mut self, abort_grace: Duration) -> Self {
+        self.abort_grace = abort_grace;
+        self
+    }
+
+    /// How often the worker reads the server's `maxmemory-policy` again (it reads it at start),
+    /// to warn once when a later `CONFIG SET` makes it a policy that evicts keys; `None`: only
+    /// at start. A scheduler group reads it too (see
+    /// [`GroupConfig::with_server_check`](crate::GroupConfig::with_server_check)): where a
+    /// worker's queues run one on the same server, one of the two checks is enough. Default:
+    /// 60 s.
+    pub fn server_check(mut self, every: impl Into<Option<Duration>>) -> Self {
+        self.server_check = every.into();
         self
     }
 
@@ -329,14 +361,21 @@ where
                 twice[0]
             )));
         }
+        if self.server_check == Some(Duration::ZERO) {
+            return Err(Error::InvalidConfig(
+                "the worker's server_check must be positive (or None)".into(),
+            ));
+        }
         self.retry.validate()?;
         self.config.validate()
     }
 
     /// Runs the worker until it is stopped (see [`stop_on`](Self::stop_on),
     /// [`stop_on_signal`](Self::stop_on_signal)), then stops taking, lets running jobs finish
-    /// within the grace period, gives back the rest, waits for Redis to settle within the
-    /// [`settle_timeout`](Self::settle_timeout), and returns what it did.
+    /// within the grace period, abandons the rest (each gets the
+    /// [`abort_grace`](Self::abort_grace) to stop cleanly) and gives their values back, waits
+    /// for Redis to settle within the [`settle_timeout`](Self::settle_timeout), and returns
+    /// what it did.
     ///
     /// # Errors
     ///

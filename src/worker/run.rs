@@ -5,6 +5,7 @@ use super::{Counters, HandlerError, Job, JobError, WorkerBuilder, WorkerStats};
 use crate::codec::Codec;
 use crate::metrics::{Settled, WorkerMetrics};
 use crate::queue::DelayedQueue;
+use crate::redis::server::ServerCheck;
 use crate::reliable::{Delivery, Receipt};
 use crate::retry::{FailureLog, RetryPolicy, Retrying};
 use crate::{Error, Result};
@@ -37,16 +38,15 @@ where
     let mut sources = Sources::open(&builder.queues, &builder.config).await?;
     let stop = builder.stop.clone();
     let abort = CancellationToken::new();
-    let signals = if builder.on_signal {
-        Some(stop_on_signal(stop.clone(), abort.clone())?)
-    } else {
-        None
-    };
+    let signals = (builder.on_signal)
+        .then(|| stop_on_signal(stop.clone(), abort.clone()))
+        .transpose()?;
     let job = JobCtx {
         handler: Arc::new(builder.handler),
         retry: Arc::new(builder.retry),
         visibility: builder.config.visibility(),
         abort,
+        abort_grace: builder.abort_grace,
         give_up: CancellationToken::new(),
         handling: TaskTracker::new(),
         counters: counters.clone(),
@@ -58,7 +58,7 @@ where
     let metrics: HashMap<&str, WorkerMetrics> =
         names.iter().map(|&n| (n, WorkerMetrics::new(n))).collect();
     let name = names.join(",");
-    crate::redis::server::warn_if_evicting(builder.queues[0].client(), "worker", &name).await;
+    let server_check = check_server(builder.queues[0].client(), builder.server_check, &name).await;
     tracing::info!(queue = %name, concurrency = builder.concurrency, "worker started");
 
     let mut taker = Taker {
@@ -97,25 +97,54 @@ where
     }
 
     let deadline = wind_down(&name, &tracker, &job, builder.grace, builder.settle_timeout).await;
-    let inflight: Vec<&str> = builder.queues.iter().map(|q| q.keys().inflight()).collect();
-    if tokio::time::timeout_at(deadline, sources.close())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            queue = %name,
-            inflight = %inflight.join(","),
-            "Redis did not take back the values the worker's consumers hold in time; they stay \
-             in the in-flight set and the reaper gives them back after their visibility deadline"
-        );
-    }
+    close_sources(&name, &builder.queues, sources, deadline).await;
+    stop_companions(signals, server_check).await;
+    let stats = counters.snapshot();
+    tracing::info!(queue = %name, ?stats, "worker stopped");
+    Ok(stats)
+}
+
+/// Reads the server's eviction policy, warning when it evicts keys, and again every `every`.
+async fn check_server(
+    client: &fred::clients::Client,
+    every: Option<Duration>,
+    name: &str,
+) -> Option<ServerCheck> {
+    let eviction = crate::redis::server::warn_if_evicting(client, "worker", name).await;
+    every.map(|every| ServerCheck::spawn(client.clone(), every, eviction, "worker", name.into()))
+}
+
+/// Stops the tasks that ran beside the worker: the signal listener, the server check.
+async fn stop_companions(signals: Option<JoinHandle<()>>, server_check: Option<ServerCheck>) {
     if let Some(signals) = signals {
         signals.abort();
         let _ = signals.await;
     }
-    let stats = counters.snapshot();
-    tracing::info!(queue = %name, ?stats, "worker stopped");
-    Ok(stats)
+    if let Some(check) = server_check {
+        check.shutdown().await;
+    }
+}
+
+/// Gives back the values the worker's consumers hold, waiting for Redis until `deadline`.
+async fn close_sources<C: Codec>(
+    name: &str,
+    queues: &[DelayedQueue<C>],
+    sources: Sources<C>,
+    deadline: tokio::time::Instant,
+) {
+    if tokio::time::timeout_at(deadline, sources.close())
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    let inflight: Vec<&str> = queues.iter().map(|q| q.keys().inflight()).collect();
+    tracing::warn!(
+        queue = %name,
+        inflight = %inflight.join(","),
+        "Redis did not take back the values the worker's consumers hold in time; they stay \
+         in the in-flight set and the reaper gives them back after their visibility deadline"
+    );
 }
 
 /// Takes the worker's values, retrying failed takes with backoff until a stop.
@@ -192,6 +221,7 @@ async fn wind_down<F>(
         }
     }
     job.abort.cancel();
+    wait_for_abandoned(name, job).await;
     let deadline = tokio::time::Instant::now() + settle_timeout;
     // Settling takes a round trip or two; say what the worker waits for only when it lasts.
     let quick = tokio::time::Instant::now() + Duration::from_millis(100);
@@ -218,6 +248,25 @@ async fn wind_down<F>(
         tracker.wait().await;
     }
     deadline
+}
+
+/// Waits while abandoned handlers stop (each within its abort grace), saying so when it lasts:
+/// their values are given back only once they have.
+async fn wait_for_abandoned<F>(name: &str, job: &JobCtx<F>) {
+    let quick = tokio::time::Instant::now() + Duration::from_millis(100);
+    if tokio::time::timeout_at(quick, job.handling.wait())
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    tracing::info!(
+        queue = %name,
+        jobs = job.handling.len(),
+        up_to_s = job.abort_grace.as_secs_f64(),
+        "waiting for abandoned jobs to stop before giving their values back"
+    );
+    job.handling.wait().await;
 }
 
 /// Cancels `stop` on SIGINT or SIGTERM, and `abort` (the end of the grace period) on the next
@@ -266,6 +315,8 @@ struct JobCtx<F> {
     visibility: Duration,
     /// Cancelled when the grace period is over: running jobs are abandoned.
     abort: CancellationToken,
+    /// How long an abandoned handler is still polled, to stop cleanly.
+    abort_grace: Duration,
     /// Cancelled when the worker stops waiting for Redis to settle: settlements still waiting
     /// are dropped (their values stay in flight for the reaper).
     give_up: CancellationToken,
@@ -281,6 +332,7 @@ impl<F> Clone for JobCtx<F> {
             retry: self.retry.clone(),
             visibility: self.visibility,
             abort: self.abort.clone(),
+            abort_grace: self.abort_grace,
             give_up: self.give_up.clone(),
             handling: self.handling.clone(),
             counters: self.counters.clone(),
@@ -356,7 +408,9 @@ impl<F> JobCtx<F> {
     }
 
     /// Runs the handler, pushing the deadline back every third of the visibility timeout,
-    /// until it ends or the grace period is over.
+    /// until it ends or the grace period is over; an abandoned handler is still polled (with
+    /// heartbeats) for the abort grace, so it can see its abort token and stop cleanly before
+    /// its value is given back.
     async fn run_with_heartbeat<V, Fut, E>(&self, job: Job<V>, receipt: &mut Receipt) -> Outcome
     where
         V: Send + 'static,
@@ -371,24 +425,49 @@ impl<F> JobCtx<F> {
             )
             .catch_unwind();
         tokio::pin!(work);
+        let abandoned = self.abort.cancelled();
+        if let Some(result) = self.with_heartbeat(&mut work, receipt, abandoned).await {
+            return match result {
+                Ok(Ok(())) => Outcome::Done,
+                Ok(Err(err)) => Outcome::Failed(err),
+                Err(panic) => Outcome::Failed(JobError::new(format!(
+                    "handler panicked: {}",
+                    panic_message(panic.as_ref())
+                ))),
+            };
+        }
+        let cut_off = tokio::time::sleep(self.abort_grace);
+        let abort_grace_ms = self.abort_grace.as_millis() as u64;
+        match self.with_heartbeat(&mut work, receipt, cut_off).await {
+            Some(_) => tracing::debug!("abandoned job stopped; giving its value back"),
+            None => tracing::warn!(
+                abort_grace_ms,
+                "abandoned job did not stop within the abort grace; dropped, giving its value back"
+            ),
+        }
+        Outcome::Abandoned
+    }
+
+    /// Polls `work` until it ends (its output) or `until` does (`None`), pushing the deadline
+    /// back every third of the visibility timeout meanwhile.
+    async fn with_heartbeat<T>(
+        &self,
+        work: &mut (impl Future<Output = T> + Unpin),
+        receipt: &mut Receipt,
+        until: impl Future<Output = ()>,
+    ) -> Option<T> {
+        tokio::pin!(until);
         let heartbeat = (self.visibility / 3).max(Duration::from_millis(5));
         loop {
             tokio::select! {
                 biased;
-                _ = self.abort.cancelled() => return Outcome::Abandoned,
-                result = &mut work => return match result {
-                    Ok(Ok(())) => Outcome::Done,
-                    Ok(Err(err)) => Outcome::Failed(err),
-                    Err(panic) => Outcome::Failed(JobError::new(format!(
-                        "handler panicked: {}",
-                        panic_message(panic.as_ref())
-                    ))),
-                },
+                () = &mut until => return None,
+                output = &mut *work => return Some(output),
                 _ = tokio::time::sleep(heartbeat) => {
                     // An unreachable Redis must not hold up the end of the grace period.
                     let extended = tokio::select! {
                         biased;
-                        _ = self.abort.cancelled() => return Outcome::Abandoned,
+                        () = &mut until => return None,
                         extended = receipt.extend(self.visibility) => extended,
                     };
                     match extended {

@@ -286,12 +286,19 @@ pub(crate) struct TransferArgs {
     /// loopback address unless --allow-remote.
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub(crate) watch: ServerWatchArgs,
+    #[command(flatten, next_help_heading = "HTTP listener (--listen)")]
+    pub(crate) http: crate::serve::ListenArgs,
+}
+
+/// How a daemon (`transfer`, `work`) watches the server's settings while it runs.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct ServerWatchArgs {
     /// How often to read the server's maxmemory-policy again, to warn (once) when a later
     /// CONFIG SET makes it one that evicts keys.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub(crate) server_check: Duration,
-    #[command(flatten, next_help_heading = "HTTP listener (--listen)")]
-    pub(crate) http: crate::serve::ListenArgs,
 }
 
 /// `delayq ui`'s options.
@@ -359,12 +366,13 @@ pub(crate) struct WorkArgs {
     #[arg(long, value_parser = parse_duration, default_value = "5m")]
     pub(crate) max_retry_delay: Duration,
     /// How long running commands get to finish at shutdown before their process groups are
-    /// ended (SIGTERM, SIGKILL 2 s later) and their values given back. A second SIGINT or
-    /// SIGTERM ends it at once.
+    /// ended (SIGTERM, SIGKILL 2 s later) and their values given back, once no process of the
+    /// group runs. A second SIGINT or SIGTERM ends it at once.
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub(crate) grace: Duration,
     /// Longest run of one command: past it, its process group is ended (SIGTERM, SIGKILL 2 s
-    /// later) and the attempt counts as failed. Default (and 0): no limit.
+    /// later) and, once no process of the group runs, the attempt counts as failed. Default
+    /// (and 0): no limit.
     #[arg(long, value_parser = parse_duration)]
     pub(crate) timeout: Option<Duration>,
     /// At shutdown, after --grace: how long to wait for Redis to take the outcomes and the
@@ -378,6 +386,8 @@ pub(crate) struct WorkArgs {
     pub(crate) listen: Option<std::net::SocketAddr>,
     #[command(flatten, next_help_heading = "HTTP listener (--listen)")]
     pub(crate) http: crate::serve::ListenArgs,
+    #[command(flatten)]
+    pub(crate) watch: ServerWatchArgs,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     pub(crate) command: Vec<String>,

@@ -8,7 +8,7 @@ use delayq::time::now_ms;
 use delayq::{DelayedQueue, Job, JobError, ReliableConfig, RetryPolicy};
 use fred::interfaces::ListInterface;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -217,7 +217,7 @@ async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
     let finished = Arc::new(AtomicUsize::new(0));
     let started = Arc::new(AtomicUsize::new(0));
     // The short jobs end once released (as shutdown begins); the long ones never end.
-    let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let released = Arc::new(AtomicBool::new(false));
     let handler = {
         let (started, finished, released) = (started.clone(), finished.clone(), released.clone());
         move |job: Job<String>| {
@@ -242,6 +242,7 @@ async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
         .worker(4, handler)
         .reliable_config(fast())
         .shutdown_grace(grace)
+        .abort_grace(Duration::from_millis(100))
         .spawn()
         .unwrap();
     queue
@@ -312,6 +313,91 @@ async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
     queue.destroy().await.unwrap();
 }
 
+/// An abandoned job's handler sees its abort token and stops cleanly before its value is given
+/// back: what it does after the cancel happens while the value is still its own, and the value
+/// is then given back, not acknowledged, though the handler returned `Ok`.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_abandoned_handler_stops_cleanly_before_its_value_goes_back() {
+    let (_redis, client, queue) = setup("work-abort").await;
+    let started = Arc::new(AtomicBool::new(false));
+    // The target list's length the handler saw once it had stopped.
+    let seen_at_stop: Arc<Mutex<Option<i64>>> = Arc::default();
+    let handler = {
+        let (started, seen_at_stop) = (started.clone(), seen_at_stop.clone());
+        let (client, name) = (client.clone(), queue.name().to_owned());
+        move |job: Job<String>| {
+            let (started, seen_at_stop) = (started.clone(), seen_at_stop.clone());
+            let (client, name) = (client.clone(), name.clone());
+            async move {
+                started.store(true, Ordering::SeqCst);
+                job.abort_token().cancelled().await;
+                let ready: i64 = client.llen(&name).await.unwrap();
+                *seen_at_stop.lock().unwrap() = Some(ready);
+                Ok::<(), JobError>(())
+            }
+        }
+    };
+    let handle = queue
+        .worker(1, handler)
+        .reliable_config(fast())
+        .shutdown_grace(Duration::from_millis(100))
+        .abort_grace(PATIENCE)
+        .spawn()
+        .unwrap();
+    queue.offer("v", Duration::ZERO).await.unwrap();
+    eventually("the job started", || started.load(Ordering::SeqCst)).await;
+    let stats = handle.shutdown().await.unwrap();
+    assert_eq!(
+        *seen_at_stop.lock().unwrap(),
+        Some(0),
+        "the handler stopped after its abort token, before its value went back"
+    );
+    assert_eq!((stats.acked, stats.given_back), (0, 1), "{stats:?}");
+    let back: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
+    assert_eq!(back, ["v"]);
+    assert_eq!(queue.reliable_stats().await.unwrap().in_flight, 0);
+    queue.destroy().await.unwrap();
+}
+
+/// A handler that ignores its abort token is dropped after the abort grace; its value is given
+/// back all the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handler_that_ignores_its_abort_token_is_dropped_after_the_abort_grace() {
+    let (_redis, client, queue) = setup("work-abort-ignored").await;
+    let started = Arc::new(AtomicBool::new(false));
+    let handler = {
+        let started = started.clone();
+        move |_job: Job<String>| {
+            let started = started.clone();
+            async move {
+                started.store(true, Ordering::SeqCst);
+                std::future::pending::<()>().await;
+                Ok::<(), JobError>(())
+            }
+        }
+    };
+    let abort_grace = Duration::from_millis(300);
+    let handle = queue
+        .worker(1, handler)
+        .reliable_config(fast())
+        .shutdown_grace(Duration::from_millis(100))
+        .abort_grace(abort_grace)
+        .spawn()
+        .unwrap();
+    queue.offer("v", Duration::ZERO).await.unwrap();
+    eventually("the job started", || started.load(Ordering::SeqCst)).await;
+    let asked = Instant::now();
+    let stats = tokio::time::timeout(PATIENCE, handle.shutdown())
+        .await
+        .expect("the abandoned handler was never dropped")
+        .unwrap();
+    assert!(asked.elapsed() >= abort_grace, "{:?}", asked.elapsed());
+    assert_eq!((stats.acked, stats.given_back), (0, 1), "{stats:?}");
+    let back: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
+    assert_eq!(back, ["v"]);
+    queue.destroy().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn invalid_workers_are_refused() {
     let (_redis, _client, queue) = setup("work-bad").await;
@@ -326,6 +412,13 @@ async fn invalid_workers_are_refused() {
             .retry(RetryPolicy::fixed(0, Duration::ZERO))
             .run()
             .await,
+        Err(delayq::Error::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        queue
+            .worker(1, handler)
+            .server_check(Duration::ZERO)
+            .spawn(),
         Err(delayq::Error::InvalidConfig(_))
     ));
     queue.destroy().await.unwrap();

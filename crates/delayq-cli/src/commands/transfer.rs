@@ -20,7 +20,7 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     }
     // One group for every queue: one pub/sub connection, one timer, one budgeted sweep.
     let config = args.transfer_config();
-    let group_config = GroupConfig::default().with_server_check(args.server_check);
+    let group_config = GroupConfig::default().with_server_check(args.watch.server_check);
     let group = SchedulerGroup::spawn(ctx.client.clone(), group_config).await?;
     let options = ctx.global.options();
     for queue in &args.queues {

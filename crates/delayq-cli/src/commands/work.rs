@@ -9,7 +9,7 @@ mod paused;
 use super::Ctx;
 use crate::cli::WorkArgs;
 use command::CommandRunner;
-use delayq::{Job, ReliableConfig, RetryPolicy};
+use delayq::{GroupConfig, Job, ReliableConfig, RetryPolicy};
 use paused::PauseWatch;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +32,7 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         None => None,
     };
     let runner = Arc::new(CommandRunner::new(
-        args.command,
+        args.command.clone(),
         args.timeout.filter(|limit| !limit.is_zero()),
         ctx.codec.clone(),
     )?);
@@ -42,26 +42,7 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         args.queues.join(", "),
         args.concurrency
     );
-    let handler_runner = runner.clone();
-    let mut worker = queues[0].worker(args.concurrency, move |job: Job<String>| {
-        let runner = handler_runner.clone();
-        async move { runner.run(job).await }
-    });
-    for queue in &queues[1..] {
-        worker = worker.with_queue(queue);
-    }
-    let stats = worker
-        .retry(RetryPolicy::exponential(
-            args.max_attempts,
-            args.retry_delay,
-            args.max_retry_delay,
-        ))
-        .reliable_config(ReliableConfig::default().with_visibility(args.visibility))
-        .shutdown_grace(args.grace)
-        .settle_timeout(args.shutdown_timeout)
-        .stop_on_signal()
-        .run()
-        .await;
+    let stats = run_worker(&queues, &args, runner.clone()).await;
     pause_watch.shutdown().await;
     runner.wait_for_ends().await;
     let stats = stats?;
@@ -110,16 +91,49 @@ async fn stop_schedulers(
     }
 }
 
+/// Runs the worker on `queues` until a stop signal, each value through `runner`.
+async fn run_worker(
+    queues: &[delayq::DelayedQueue<crate::text_codec::TextCodec>],
+    args: &WorkArgs,
+    runner: Arc<CommandRunner>,
+) -> delayq::Result<delayq::WorkerStats> {
+    let mut worker = queues[0].worker(args.concurrency, move |job: Job<String>| {
+        let runner = runner.clone();
+        async move { runner.run(job).await }
+    });
+    for queue in &queues[1..] {
+        worker = worker.with_queue(queue);
+    }
+    worker
+        .retry(RetryPolicy::exponential(
+            args.max_attempts,
+            args.retry_delay,
+            args.max_retry_delay,
+        ))
+        .reliable_config(ReliableConfig::default().with_visibility(args.visibility))
+        .shutdown_grace(args.grace)
+        .abort_grace(command::ABORT_GRACE)
+        .settle_timeout(args.shutdown_timeout)
+        .server_check(args.watch.server_check)
+        .stop_on_signal()
+        .run()
+        .await
+}
+
 /// The queues the worker serves: the named ones, or every shard of the one sharded queue.
+/// Their scheduler group reads the server's eviction policy only at start: the worker reads it
+/// again every --server-check, and one warning per change is enough.
 async fn open_queues(
     ctx: &Ctx,
     args: &WorkArgs,
 ) -> anyhow::Result<Vec<delayq::DelayedQueue<crate::text_codec::TextCodec>>> {
+    let group_config = GroupConfig::default().with_server_check(None);
     let mut queues = Vec::with_capacity(args.queues.len());
     match (args.shards, args.queues.as_slice()) {
         (Some(n), [name]) => {
             let sharded = ctx
                 .sharded_builder(name, n, args.previous_shards)
+                .group_config(group_config)
                 .build()
                 .await?;
             queues.extend(sharded.shards().iter().cloned());
@@ -127,7 +141,8 @@ async fn open_queues(
         (Some(_), _) => anyhow::bail!("--shards takes one sharded QUEUE"),
         (None, names) => {
             for name in names {
-                queues.push(ctx.queue_builder(name).build().await?);
+                let queue = ctx.queue_builder(name).group_config(group_config);
+                queues.push(queue.build().await?);
             }
         }
     }

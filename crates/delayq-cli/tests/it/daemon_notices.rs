@@ -1,6 +1,6 @@
 //! What `delayq transfer` tells an operator while it runs: a paused queue (once when seen
 //! paused, once when resumed), a queue name discovery cannot read, a later change of the
-//! server's eviction policy, and an exit summary that counts every queue of the run.
+//! server's eviction policy (`work` too), and an exit summary that counts every queue of the run.
 
 use crate::cli::{delayq, Running};
 use crate::common::queue::{arg, cmd, connect, eventually, list_str, manual_queue};
@@ -109,13 +109,25 @@ async fn a_queue_name_that_is_not_utf8_is_warned_about_once() {
 /// next check of the server.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_later_evicting_policy_is_warned_about_once() {
-    let redis = TestRedis::start();
     let name = unique_name("policy");
-    let daemon = Running::start(
-        &redis.url(),
-        &["transfer", &name, "--server-check", "100ms"],
-    );
-    daemon.wait_for("transferring").await;
+    let args = ["transfer", &name, "--server-check", "100ms"];
+    warns_once_of_a_later_evicting_policy(&args, "transferring").await;
+}
+
+/// The same for `work` (its queues' scheduler group and the worker read the same server).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_later_evicting_policy_is_warned_about_once_by_a_worker() {
+    let name = unique_name("policy-work");
+    let args = ["work", &name, "--server-check", "100ms", "--", "true"];
+    warns_once_of_a_later_evicting_policy(&args, "working on").await;
+}
+
+/// Starts `delayq ARGS`, waits for `started` in its log, makes the server evict keys, and
+/// checks the daemon says so once however many checks follow.
+async fn warns_once_of_a_later_evicting_policy(args: &[&str], started: &str) {
+    let redis = TestRedis::start();
+    let daemon = Running::start(&redis.url(), args);
+    daemon.wait_for(started).await;
     redis.cli(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
     daemon.wait_for("may evict keys").await;
     // More checks of the unchanged policy say nothing more.

@@ -1,5 +1,6 @@
 //! `delayq work` at its edges: a command's whole process group ended at the end of the grace
-//! period, past `--timeout`, and at a second signal; a bounded shutdown when Redis is gone.
+//! period, past `--timeout`, and at a second signal, and its value handed on only once the
+//! group is gone; a bounded shutdown when Redis is gone.
 //! [`Worker`] runs the command and reads its log; `work.rs` uses it too.
 
 use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
@@ -214,6 +215,86 @@ async fn a_command_past_its_timeout_fails_and_its_group_ends() {
     assert_eq!(dead.len(), 1, "{}", worker.log());
     assert!(dead[0].error.contains("--timeout"), "{:?}", dead[0].error);
     Background::written_to(&pids, 2).wait_gone();
+}
+
+/// A shell handler that, on its first run, ignores SIGTERM and keeps a background loop running
+/// (its pid in `dir/loop-pid`); on a later run it writes to `dir/later-saw` whether that loop
+/// still ran when it started (`running`, or `gone`: exited, maybe a zombie).
+fn lingering_handler(dir: &Path) -> String {
+    let dir = dir.display();
+    format!(
+        r#"if [ -e {dir}/loop-pid ]; then
+  state=$(sed -e 's/.*) //' /proc/$(cat {dir}/loop-pid)/stat 2>/dev/null | cut -c1)
+  case "$state" in ''|Z) echo gone ;; *) echo running ;; esac > {dir}/later-saw.tmp
+  mv {dir}/later-saw.tmp {dir}/later-saw
+  exit 0
+fi
+trap '' TERM
+( while :; do sleep 0.02; done ) &
+echo $! > {dir}/loop-pid
+wait"#
+    )
+}
+
+/// What the later run of [`lingering_handler`] saw, once it wrote it.
+fn later_saw(dir: &Path) -> String {
+    let file = dir.join("later-saw");
+    wait_until("the later run of the command", PATIENCE, || {
+        std::fs::read_to_string(&file).map_err(|err| err.to_string())
+    })
+}
+
+/// A job abandoned at the end of --grace: its value goes back only once its command's whole
+/// group is gone (the group ignores SIGTERM, so SIGKILL ends it 2 s later), so the second
+/// worker on the queue never runs the value while the first one's command still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_value_goes_to_another_worker_only_once_the_group_is_gone() {
+    let redis = TestRedis::start();
+    let queue = queue_on(&redis, "abandon-overlap").await;
+    let dir = redis.dir().join("abandon-overlap");
+    std::fs::create_dir_all(&dir).unwrap();
+    let handler = lingering_handler(&dir);
+    let args = [queue.name(), "--grace", "100ms", "--", "sh", "-c", &handler];
+    let mut first = Worker::start(&redis.url(), redis.dir(), &args);
+    queue.offer("v", Duration::ZERO).await.unwrap();
+    let first_loop = Background::written_to(&dir.join("loop-pid"), 1);
+    let second = Worker::start(&redis.url(), redis.dir(), &args);
+    second.wait_for_log("working on");
+    first.signal("-TERM");
+    assert_eq!(later_saw(&dir).trim(), "gone", "{}", first.log());
+    assert!(first.wait_exit().success(), "{}", first.log());
+    first_loop.wait_gone();
+    drop(second);
+    assert!(ready(&queue).await.is_empty());
+}
+
+/// Past --timeout the attempt fails only once the command's whole group is gone: the retry
+/// (taken at once by the second slot) never runs while the first run's group still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_value_is_retried_only_once_the_group_is_gone() {
+    let redis = TestRedis::start();
+    let queue = queue_on(&redis, "timeout-overlap").await;
+    let dir = redis.dir().join("timeout-overlap");
+    std::fs::create_dir_all(&dir).unwrap();
+    let handler = lingering_handler(&dir);
+    let args = [
+        queue.name(),
+        "--concurrency",
+        "2",
+        "--timeout",
+        "100ms",
+        "--retry-delay",
+        "1ms",
+        "--",
+        "sh",
+        "-c",
+        &handler,
+    ];
+    let worker = Worker::start(&redis.url(), redis.dir(), &args);
+    queue.offer("v", Duration::ZERO).await.unwrap();
+    let first_loop = Background::written_to(&dir.join("loop-pid"), 1);
+    assert_eq!(later_saw(&dir).trim(), "gone", "{}", worker.log());
+    first_loop.wait_gone();
 }
 
 /// A second SIGTERM ends a long grace period at once; the value goes back, nothing is lost.

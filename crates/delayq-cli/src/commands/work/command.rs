@@ -1,6 +1,8 @@
 //! One value's command: in a process group of its own, the value on its stdin (and in
 //! `DELAYQ_VALUE` when it fits an environment variable), within `--timeout`, and the whole
-//! group ended (SIGTERM, then SIGKILL) when it runs out of time or its job is abandoned.
+//! group ended (SIGTERM, then SIGKILL) when it runs out of time or its job is abandoned. The
+//! handler returns only once no process of the group is left, so that the value is given back
+//! (or retried) only then: another worker never runs it while this one's command still does.
 
 use crate::text_codec::TextCodec;
 use delayq::Job;
@@ -17,6 +19,15 @@ pub(crate) const MAX_ENV_VALUE: usize = 64 * 1024;
 
 /// How long a process group gets to end after SIGTERM before SIGKILL.
 pub(crate) const KILL_AFTER: Duration = Duration::from_secs(2);
+
+/// How long the worker waits for the processes of a group to be gone after SIGKILL (a process
+/// in an uninterruptible wait dies only when it leaves it).
+const GONE_AFTER_KILL: Duration = Duration::from_secs(1);
+
+/// The worker's abort grace: an abandoned job's handler ends the command's group within it.
+pub(crate) const ABORT_GRACE: Duration = KILL_AFTER
+    .saturating_add(GONE_AFTER_KILL)
+    .saturating_add(Duration::from_secs(2));
 
 /// How the worker runs its command.
 pub(crate) struct CommandRunner {
@@ -48,7 +59,8 @@ impl CommandRunner {
         })
     }
 
-    /// Runs the command for one value: exit 0 acknowledges it.
+    /// Runs the command for one value: exit 0 acknowledges it. Past `--timeout`, or when the
+    /// job is abandoned, the command's group is ended and the handler fails once it is gone.
     pub(crate) async fn run(&self, job: Job<String>) -> anyhow::Result<()> {
         let mut child = self.command(&job).spawn()?;
         let group = Group::lead_by(&child, &self.ends);
@@ -61,20 +73,34 @@ impl CommandRunner {
                 let _ = stdin.write_all(input).await;
             }
         };
-        let exited = exit_of(&mut child, feed);
-        let status = match self.timeout {
-            None => exited.await?,
-            Some(limit) => match tokio::time::timeout(limit, exited).await {
-                Ok(status) => status?,
-                Err(_) => {
-                    group.end(&mut child).await;
-                    anyhow::bail!(
-                        "{} ran longer than --timeout {}; its process group was ended",
-                        self.program,
-                        humantime::format_duration(limit)
-                    );
+        let ended = {
+            let time_up = async {
+                match self.timeout {
+                    Some(limit) => tokio::time::sleep(limit).await,
+                    None => std::future::pending().await,
                 }
-            },
+            };
+            tokio::select! {
+                biased;
+                status = exit_of(&mut child, feed) => Ended::Exited(status),
+                _ = job.abort_token().cancelled() => Ended::Abandoned,
+                () = time_up => Ended::TimedOut,
+            }
+        };
+        let status = match ended {
+            Ended::Exited(status) => status?,
+            Ended::Abandoned => {
+                group.end(&mut child).await;
+                anyhow::bail!("{} abandoned; its process group was ended", self.program);
+            }
+            Ended::TimedOut => {
+                group.end(&mut child).await;
+                anyhow::bail!(
+                    "{} ran longer than --timeout {}; its process group was ended",
+                    self.program,
+                    humantime::format_duration(self.timeout.unwrap_or_default())
+                );
+            }
         };
         group.disarm();
         if status.success() {
@@ -120,6 +146,15 @@ impl CommandRunner {
     }
 }
 
+/// How a command's run ended.
+enum Ended {
+    Exited(std::io::Result<std::process::ExitStatus>),
+    /// Its job was abandoned (the worker's grace period is over).
+    Abandoned,
+    /// It ran past `--timeout`.
+    TimedOut,
+}
+
 /// The child's exit status, feeding its stdin meanwhile; stops feeding when it exits.
 async fn exit_of(
     child: &mut Child,
@@ -154,15 +189,26 @@ impl<'a> Group<'a> {
         self.id = None;
     }
 
-    /// Ends the group now and waits for its leader.
+    /// Ends the group now: SIGTERM, and SIGKILL to what is left of it after [`KILL_AFTER`];
+    /// returns once its leader is reaped and no other process of it runs (or, should one
+    /// outlive SIGKILL, after [`GONE_AFTER_KILL`], saying so).
     async fn end(mut self, child: &mut Child) {
         // The id stays until SIGKILL is sent, so that a drop on the way still ends the group.
         let Some(id) = self.id else { return };
         signal_group(id, libc::SIGTERM);
-        let _ = tokio::time::timeout(KILL_AFTER, child.wait()).await;
-        signal_group(id, libc::SIGKILL);
+        let deadline = tokio::time::Instant::now() + KILL_AFTER;
+        let _ = tokio::time::timeout_at(deadline, child.wait()).await;
+        if !gone_by(id, deadline).await {
+            signal_group(id, libc::SIGKILL);
+        }
         self.id = None;
         let _ = child.wait().await;
+        if !gone_by(id, tokio::time::Instant::now() + GONE_AFTER_KILL).await {
+            tracing::warn!(
+                group = id,
+                "processes of the command's group outlived SIGKILL; going on without them"
+            );
+        }
     }
 }
 
@@ -180,16 +226,72 @@ impl Drop for Group<'_> {
 
 /// SIGKILL to the group if anything of it is left after [`KILL_AFTER`].
 async fn kill_if_left(id: i32) {
-    let deadline = tokio::time::Instant::now() + KILL_AFTER;
-    while signal_group(id, 0) && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    if !gone_by(id, tokio::time::Instant::now() + KILL_AFTER).await {
+        signal_group(id, libc::SIGKILL);
     }
-    signal_group(id, libc::SIGKILL);
 }
 
-/// Sends `signal` to every process of the group `id` (0: only checks that one is left); true
-/// when the group had a process to send it to.
+/// Waits until no process of the group `id` runs, or `deadline`; true when none runs.
+async fn gone_by(id: i32, deadline: tokio::time::Instant) -> bool {
+    loop {
+        if !group_runs(id) {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// True while a process of the group `id` runs. An exited process stays in its group as a
+/// zombie until its parent (for an orphan, init) reaps it, and some inits never do; a zombie
+/// runs nothing, so on Linux the group's members are looked up and zombies do not count.
+fn group_runs(id: i32) -> bool {
+    if !signal_group(id, 0) {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        return entries.flatten().any(|entry| {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            runs_in_group(&stat, id)
+        });
+    }
+    true
+}
+
+/// True when `stat` (a `/proc/PID/stat` line) is of a process of group `id` that is no zombie.
+#[cfg(target_os = "linux")]
+fn runs_in_group(stat: &str, id: i32) -> bool {
+    // The name (field 2, in parentheses) may hold spaces and parentheses: fields are counted
+    // from after its last `)`: state, parent, group.
+    let Some((_, rest)) = stat.rsplit_once(") ") else {
+        return false;
+    };
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next();
+    let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+    group == Some(id) && state != Some("Z")
+}
+
+/// Sends `signal` to every process of the group `id` (0: only checks that one is left, zombies
+/// included); true when the group had a process to send it to.
 fn signal_group(id: i32, signal: libc::c_int) -> bool {
     // SAFETY: kill(2) takes plain integers and touches no memory of ours.
     unsafe { libc::kill(-id, signal) == 0 }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zombie_does_not_run_in_its_group() {
+        assert!(runs_in_group("42 (sh) S 1 42 42 0 -1", 42));
+        assert!(runs_in_group("43 (a) b) (c) R 42 42 42 0", 42));
+        assert!(!runs_in_group("44 (sleep) Z 1 42 42 0 -1", 42));
+        assert!(!runs_in_group("45 (sh) S 1 45 45 0 -1", 42));
+        assert!(!runs_in_group("", 42));
+    }
 }
