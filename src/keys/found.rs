@@ -41,12 +41,15 @@ impl QueueKeys {
     }
 }
 
+/// The character that opens a Cluster hash tag (a name holding one keeps it as it is).
+const TAG_OPEN: char = '{';
+
 /// The queue whose key named with `prefix` is `key`.
 fn queue_after(key: &str, prefix: &str) -> Option<QueueKeys> {
     let rest = key.strip_prefix(prefix)?.strip_prefix(':')?;
     let name = match rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
         Some(inner) if !inner.is_empty() && !inner.contains(['{', '}']) => inner,
-        _ if rest.contains('{') => rest,
+        _ if rest.contains(TAG_OPEN) => rest,
         _ => return None,
     };
     Some(QueueKeys::new(name))
