@@ -380,7 +380,8 @@ impl GroupTask {
             .filter(|(_, state)| state.discovered && !state.running && state.heard_us < began_us)
             .map(|(name, _)| name.clone())
             .collect();
-        let mut tidy = match &self.discovery {
+        // The queues that left only indexes behind, and those dropped now.
+        let mut untidy = match &self.discovery {
             Some(discovery) => scanned
                 .orphaned
                 .into_iter()
@@ -390,11 +391,11 @@ impl GroupTask {
         };
         for name in vanished {
             if let Some(spec) = self.remove(&name).await {
-                tidy.push(spec);
+                untidy.push(spec);
             }
             dropped += 1;
         }
-        self.tidy(tidy);
+        self.tidy(untidy);
         if added + dropped > 0 {
             tracing::info!(added, dropped, queues = self.queues.len(), "discovery");
         }

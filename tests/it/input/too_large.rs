@@ -42,7 +42,12 @@ async fn a_value_past_the_servers_limit_is_refused_before_it_is_sent() {
     refused(queue.remove_all(&[text(3), big.clone()]).await.map(drop));
     refused(queue.retain_all(std::slice::from_ref(&big)).await.map(drop));
     refused(queue.contains(&big).await.map(drop));
-    refused(queue.contains_all(std::slice::from_ref(&big)).await.map(drop));
+    refused(
+        queue
+            .contains_all(std::slice::from_ref(&big))
+            .await
+            .map(drop),
+    );
     refused(queue.reschedule(&big, hour).await.map(drop));
     let err = queue.offer(&big, hour).await.unwrap_err().to_string();
     assert!(err.contains("proto-max-bulk-len"), "{err}");
