@@ -11,7 +11,7 @@
 - README.md is at most 200 lines.
 - The metrics table in docs/operations.md names exactly the metrics of `NAMES` in
   src/metrics.rs, once each.
-- The key table in docs/compatibility.md names exactly the key prefixes src/keys.rs declares.
+- The key table in docs/compatibility.md names exactly the key prefixes src/keys/mod.rs declares.
 - Every code block of README.md and docs/*.md names its language (rustdoc compiles a bare one as
   Rust), and every docs page with a Rust block is compiled as a doc-test: src/lib.rs includes it
   (`#[doc = include_str!("../docs/PAGE.md")]`).
@@ -257,7 +257,7 @@ def first_column(page, header):
 
 def check_keys(checks):
     try:
-        with open(os.path.join(ROOT, "src", "keys.rs"), encoding="utf-8") as f:
+        with open(os.path.join(ROOT, "src", "keys", "mod.rs"), encoding="utf-8") as f:
             source = f.read()
         with open(os.path.join(ROOT, "docs", "compatibility.md"), encoding="utf-8") as f:
             page = f.read()
@@ -268,7 +268,7 @@ def check_keys(checks):
     rows = first_column(page, "Key")
     problems = []
     if not declared:
-        problems.append("no `const ..._PREFIX: &str` in src/keys.rs")
+        problems.append("no `const ..._PREFIX: &str` in src/keys/mod.rs")
     if rows is None:
         problems.append("docs/compatibility.md has no table whose first column is `Key`")
         rows = []
@@ -280,11 +280,11 @@ def check_keys(checks):
     missing = sorted(declared - documented)
     extra = sorted(documented - declared)
     if missing:
-        problems.append("declared in src/keys.rs, not in the table: " + ", ".join(missing))
+        problems.append("declared in src/keys/mod.rs, not in the table: " + ", ".join(missing))
     if extra:
-        problems.append("in the table, not declared in src/keys.rs: " + ", ".join(extra))
+        problems.append("in the table, not declared in src/keys/mod.rs: " + ", ".join(extra))
     checks.report(not problems, f"key table in docs/compatibility.md: the {len(declared)} key "
-                  "prefixes of src/keys.rs", problems)
+                  "prefixes of src/keys/mod.rs", problems)
 
 
 def check_code_blocks(checks):

@@ -8,16 +8,17 @@
 
 use super::config::TransferConfig;
 use super::task::{Done, GroupTask};
-use crate::keys::{every_timeout, glob_match, QueueKeys};
+use crate::keys::{every_queue_key, glob_match, KeyKind, KeyRole, QueueKeys};
 use crate::options::QueueOptions;
+use crate::redis::ops::tidy;
 use crate::redis::script::QueueSpec;
 use crate::time::now_us;
 use crate::Result;
 use fred::clients::Client;
-use fred::interfaces::ClientLike;
-use fred::types::scan::ScanType;
+use fred::interfaces::{ClientLike, KeysInterface};
+use fred::types::{Key, Value};
 use futures::StreamExt;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 /// Which queues discovery finds: every Redisson delayed queue whose name matches the glob
@@ -60,8 +61,8 @@ impl Discovery {
     }
 
     /// The names of the queues a scan finds now (on every master of a Cluster), sorted: one
-    /// `SCAN` of the timeout zsets, the same as the group's rescans. A queue whose name is not
-    /// UTF-8 is left out, with a warning naming it hex-escaped.
+    /// `SCAN`, the same as the group's rescans. A queue whose name is not UTF-8 is left out, with
+    /// a warning naming it hex-escaped.
     ///
     /// # Errors
     ///
@@ -87,6 +88,58 @@ impl Discovery {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    /// The names of the queues the discovery takes whose delayq indexes (`delayq_index:{NAME}`,
+    /// `delayq_values:{NAME}`) outlived them, sorted: a scan (the same as [`scan`](Self::scan))
+    /// found the indexes but neither the queue's timeout zset nor its order list. Another client
+    /// deleted, cleared or expired the queue while no delayq process watched it. A group with
+    /// discovery tidies them at each scan; [`tidy`](Self::tidy) does it on demand.
+    ///
+    /// # Errors
+    ///
+    /// The scan failed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn ex(client: fred::clients::Client) -> Result<(), delayq::Error> {
+    /// let discovery = delayq::Discovery::all();
+    /// for name in discovery.orphaned(&client).await? {
+    ///     let deleted = discovery.tidy(&client, &name).await?;
+    ///     println!("{name}: {deleted} index keys deleted");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn orphaned(&self, client: &Client) -> Result<Vec<String>> {
+        let scanned = scan(client, self).await?;
+        let mut names: Vec<String> = scanned
+            .orphaned
+            .iter()
+            .map(|k| k.target().to_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// Deletes delayq's indexes of the queue `name` if its order list is gone, else gives them
+    /// the list's time to live; how many of the two were deleted. One script looks at the list
+    /// and deletes: a queue that came back since [`orphaned`](Self::orphaned) named it keeps
+    /// its indexes.
+    ///
+    /// # Errors
+    ///
+    /// The script failed.
+    pub async fn tidy(&self, client: &Client, name: &str) -> Result<u64> {
+        tidy::run(client, &self.spec(QueueKeys::new(name))).await
+    }
+
+    /// The queue `keys` with the discovery's options.
+    fn spec(&self, keys: QueueKeys) -> QueueSpec {
+        QueueSpec {
+            keys,
+            options: self.options,
+        }
     }
 
     /// How often to scan for queues (new ones are found sooner by their channel's first
@@ -135,42 +188,99 @@ pub(super) struct Scanned {
     /// The timeout zsets whose queue name is not UTF-8 (hex-escaped), which discovery leaves
     /// alone: delayq handles queue names as text.
     pub(super) unreadable: Vec<String>,
+    /// The queues discovery takes whose delayq indexes the scan found, but neither their timeout
+    /// zset nor their order list: ended by another client, maybe while no delayq process
+    /// watched them. The tidy script looks at the order list again before it deletes anything.
+    pub(super) orphaned: Vec<QueueKeys>,
 }
 
-/// Every Redisson delayed queue the discovery takes: the timeout zsets, on every master.
+/// How many `TYPE` calls a pipeline of the scan sends at once.
+const TYPE_BATCH: usize = 1_000;
+
+/// Every Redisson delayed queue the discovery takes, and the indexes a queue it takes left
+/// behind: one `SCAN` of the queues' timeout zsets, order lists and delayq indexes, on every
+/// master; the timeout zsets are then told from keys merely named like one by their `TYPE`.
 pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scanned> {
-    let pattern = every_timeout();
+    let pattern = every_queue_key();
     let count = Some(discovery.scan_count);
     let mut keys = match client.is_clustered() {
         true => client
-            .scan_cluster_buffered(pattern.as_str(), count, Some(ScanType::ZSet))
+            .scan_cluster_buffered(pattern.as_str(), count, None)
             .boxed(),
-        false => client
-            .scan_buffered(pattern.as_str(), count, Some(ScanType::ZSet))
-            .boxed(),
+        false => client.scan_buffered(pattern.as_str(), count, None).boxed(),
     };
-    let mut scanned = Scanned {
-        found: Vec::new(),
-        unreadable: Vec::new(),
-    };
-    let mut seen = HashSet::new();
+    // Keys named like a timeout zset: the queue, or the name hex-escaped when it is not UTF-8.
+    let mut timeouts: Vec<(Key, std::result::Result<QueueKeys, String>)> = Vec::new();
+    // Queues with a timeout or order key, and queues with an index.
+    let mut alive = HashSet::new();
+    let mut indexed = HashMap::new();
     while let Some(key) = keys.next().await {
         let key = key?;
         let Some(text) = key.as_str() else {
+            // delayq names its own keys from text names: only Redisson's can be unreadable.
             let escaped = key.as_bytes().escape_ascii().to_string();
-            let taken = QueueKeys::queue_of(&escaped).is_some_and(|q| discovery.takes(q.target()));
-            if taken {
-                scanned.unreadable.push(escaped);
+            if let Some((KeyRole::Timeout, queue)) = QueueKeys::scanned(&escaped) {
+                if discovery.takes(queue.target()) {
+                    timeouts.push((key, Err(escaped)));
+                }
             }
             continue;
         };
-        if let Some(queue) = QueueKeys::queue_of(text) {
-            if discovery.takes(queue.target()) && seen.insert(queue.target().to_owned()) {
-                scanned.found.push(queue);
+        let Some((role, queue)) = QueueKeys::scanned(text) else {
+            continue;
+        };
+        if !discovery.takes(queue.target()) {
+            continue;
+        }
+        match role {
+            KeyRole::Timeout | KeyRole::Order => {
+                alive.insert(queue.target().to_owned());
+                if role == KeyRole::Timeout {
+                    timeouts.push((key, Ok(queue)));
+                }
+            }
+            _ => {
+                indexed.insert(queue.target().to_owned(), queue);
             }
         }
     }
+    let mut scanned = Scanned {
+        found: Vec::new(),
+        unreadable: Vec::new(),
+        orphaned: indexed
+            .into_iter()
+            .filter(|(name, _)| !alive.contains(name))
+            .map(|(_, queue)| queue)
+            .collect(),
+    };
+    let zsets = zsets(client, timeouts.iter().map(|(key, _)| key.clone())).await?;
+    let mut seen = HashSet::new();
+    for ((_, queue), zset) in timeouts.into_iter().zip(zsets) {
+        match queue {
+            _ if !zset => {}
+            Ok(queue) if seen.insert(queue.target().to_owned()) => scanned.found.push(queue),
+            Ok(_) => {}
+            Err(escaped) => scanned.unreadable.push(escaped),
+        }
+    }
     Ok(scanned)
+}
+
+/// Whether each of `keys` is a sorted set, in pipelines of [`TYPE_BATCH`].
+async fn zsets(client: &Client, keys: impl Iterator<Item = Key>) -> Result<Vec<bool>> {
+    let keys: Vec<Key> = keys.collect();
+    let mut zsets = Vec::with_capacity(keys.len());
+    for batch in keys.chunks(TYPE_BATCH) {
+        let pipeline = client.pipeline();
+        for key in batch {
+            let _: () = pipeline.r#type(key.clone()).await?;
+        }
+        for reply in pipeline.try_all::<Value>().await {
+            let kind = reply?;
+            zsets.push(kind.as_str().as_deref() == Some(KeyKind::Zset.redis_type()));
+        }
+    }
+    Ok(zsets)
 }
 
 fn warn_unreadable(key: &str) {
@@ -217,16 +327,13 @@ impl GroupTask {
         let Some(discovery) = &self.discovery else {
             return Ok(());
         };
-        let spec = QueueSpec {
-            keys,
-            options: discovery.options,
-        };
+        let spec = discovery.spec(keys);
         let config = discovery.transfer;
         self.add(spec, config, true).await.map(drop)
     }
 
-    /// Adds the queues a scan found, and drops the discovered queues not heard from since it
-    /// began (their delayq side keys are tidied first).
+    /// Adds the queues a scan found, drops the discovered queues not heard from since it began,
+    /// and tidies the indexes of those dropped and of the queues that left only indexes behind.
     pub(super) async fn on_scanned(&mut self, scanned: Result<Scanned>) {
         let began_us = self.scan_began_us.take().unwrap_or(i64::MIN);
         let scanned = match scanned {
@@ -273,14 +380,22 @@ impl GroupTask {
             .filter(|(_, state)| state.discovered && !state.running && state.heard_us < began_us)
             .map(|(name, _)| name.clone())
             .collect();
-        let mut tidy = Vec::with_capacity(vanished.len());
+        // The queues that left only indexes behind, and those dropped now.
+        let mut untidy = match &self.discovery {
+            Some(discovery) => scanned
+                .orphaned
+                .into_iter()
+                .map(|keys| discovery.spec(keys))
+                .collect(),
+            None => Vec::new(),
+        };
         for name in vanished {
             if let Some(spec) = self.remove(&name).await {
-                tidy.push(spec);
+                untidy.push(spec);
             }
             dropped += 1;
         }
-        self.tidy(tidy);
+        self.tidy(untidy);
         if added + dropped > 0 {
             tracing::info!(added, dropped, queues = self.queues.len(), "discovery");
         }

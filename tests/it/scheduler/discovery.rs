@@ -87,7 +87,7 @@ async fn queues_created_while_a_scan_runs_are_kept() {
 }
 
 /// A queue with delayq's value index and position index built.
-async fn indexed_queue(client: &Client, name: &str) {
+pub(super) async fn indexed_queue(client: &Client, name: &str) {
     let queue = manual_queue(client, name).await;
     for i in 0..5 {
         queue
@@ -112,7 +112,7 @@ async fn indexed_queue(client: &Client, name: &str) {
 /// Java's operations that end a queue, as Redisson 3.52/4.7 send them (they act on the timeout
 /// zset and the order list only): `delete()` and `clear()` (DEL of both), `expire(Duration)` and
 /// `expireAt` (PEXPIRE / PEXPIREAT of both, here a moment away).
-async fn java_ends(client: &Client, keys: &QueueKeys, how: &str) {
+pub(super) async fn java_ends(client: &Client, keys: &QueueKeys, how: &str) {
     let both = [arg(keys.order()), arg(keys.timeout())];
     match how {
         "delete" | "clear" => {
@@ -140,7 +140,7 @@ async fn java_ends(client: &Client, keys: &QueueKeys, how: &str) {
 }
 
 /// Waits until delayq's indexes of the queue are gone.
-async fn indexes_dropped(client: &Client, keys: &QueueKeys) -> bool {
+pub(super) async fn indexes_dropped(client: &Client, keys: &QueueKeys) -> bool {
     eventually(PATIENCE, || async {
         let exists: u64 = client
             .exists(vec![keys.index(), keys.values()])

@@ -4,6 +4,7 @@
 mod discovery;
 mod groups;
 mod long_scripts;
+mod orphans;
 mod task;
 mod transfer;
 mod transfer_head;

@@ -1,5 +1,10 @@
 //! Redisson's key and channel names for a delayed queue.
 
+mod found;
+
+pub use found::glob_match;
+pub(crate) use found::{every_channel, every_queue_key};
+
 /// Prefix of the timeout zset (`redisson_delay_queue_timeout:{NAME}`).
 const TIMEOUT_PREFIX: &str = "redisson_delay_queue_timeout";
 /// Prefix of the order list (`redisson_delay_queue:{NAME}`).
@@ -455,73 +460,6 @@ fn glob_escape(text: &str) -> String {
         out.push(c);
     }
     out
-}
-
-impl QueueKeys {
-    /// The queue whose timeout zset or channel is `key` (`redisson_delay_queue_timeout:{orders}`
-    /// or `redisson_delay_queue_channel:{orders}` -> `orders`), undoing Redisson's `prefixName`:
-    /// for a key that also fits a name in braces (`{orders}`), the plain name is taken.
-    ///
-    /// ```
-    /// use delayq::QueueKeys;
-    ///
-    /// let name = |k| QueueKeys::queue_of(k).map(|keys| keys.target().to_owned());
-    /// assert_eq!(name("redisson_delay_queue_timeout:{orders}").as_deref(), Some("orders"));
-    /// assert_eq!(name("redisson_delay_queue_channel:{o}:eu").as_deref(), Some("{o}:eu"));
-    /// assert_eq!(name("redisson_delay_queue:{orders}"), None);
-    /// ```
-    pub fn queue_of(key: &str) -> Option<QueueKeys> {
-        let rest = [TIMEOUT_PREFIX, CHANNEL_PREFIX]
-            .into_iter()
-            .find_map(|prefix| key.strip_prefix(prefix)?.strip_prefix(':'))?;
-        let name = match rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
-            Some(inner) if !inner.is_empty() && !inner.contains(['{', '}']) => inner,
-            _ if rest.contains('{') => rest,
-            _ => return None,
-        };
-        Some(QueueKeys::new(name))
-    }
-}
-
-/// A glob matching the timeout zset of every delayed queue (discovery's scans).
-pub(crate) fn every_timeout() -> String {
-    format!("{TIMEOUT_PREFIX}:*")
-}
-
-/// A glob matching the channel of every delayed queue (discovery's pattern subscription).
-pub(crate) fn every_channel() -> String {
-    format!("{CHANNEL_PREFIX}:*")
-}
-
-/// Whether `name` matches the glob `pattern` (`*` any run of characters, `?` one character),
-/// as `delayq transfer --all --match PATTERN` selects queues.
-///
-/// ```
-/// assert!(delayq::glob_match("tenant-*", "tenant-42"));
-/// assert!(delayq::glob_match("orders-?", "orders-a"));
-/// assert!(!delayq::glob_match("tenant-*", "orders"));
-/// ```
-pub fn glob_match(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    // The last `*` seen and where the name was then, to backtrack to.
-    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ni;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ni = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
 }
 
 /// Redisson's `prefixName` rule.
