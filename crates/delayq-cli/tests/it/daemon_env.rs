@@ -88,7 +88,10 @@ fn options_in_help(help: &str) -> Vec<(String, Option<String>)> {
             let name = rest.split([' ', '=', '<']).next().unwrap_or_default();
             options.push((name.to_owned(), None));
         } else if let (Some(at), Some(last)) = (trimmed.find("[env: "), options.last_mut()) {
-            let variable = trimmed[at + 6..].split(['=', ']']).next().unwrap_or_default();
+            let variable = trimmed[at + 6..]
+                .split(['=', ']'])
+                .next()
+                .unwrap_or_default();
             last.1 = Some(variable.to_owned());
         }
     }
