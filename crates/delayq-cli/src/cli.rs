@@ -50,30 +50,35 @@ pub(crate) struct Global {
     #[arg(
         long,
         global = true,
+        env = "DELAYQ_PASSWORD_FILE",
         value_name = "PATH",
         conflicts_with = "password_env"
     )]
     pub(crate) password_file: Option<std::path::PathBuf>,
 
     /// Take the Redis password from the environment variable REDIS_PASSWORD.
-    #[arg(long = "password-from-env", global = true)]
+    #[arg(
+        long = "password-from-env",
+        global = true,
+        env = "DELAYQ_PASSWORD_FROM_ENV"
+    )]
     pub(crate) password_env: bool,
 
     /// The Redisson codec of the queue's values.
-    #[arg(long, global = true, value_enum, default_value_t = CodecName::String)]
+    #[arg(long, global = true, env = "DELAYQ_CODEC", value_enum, default_value_t = CodecName::String)]
     pub(crate) codec: CodecName,
 
     /// Java class written as `@class` for JSON object values (with --codec json or msgpack).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, env = "DELAYQ_JAVA_CLASS")]
     pub(crate) java_class: Option<String>,
 
     /// Write legacy `dLc0` entries (for Java peers on Redisson older than 3.21.1).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, env = "DELAYQ_LEGACY")]
     pub(crate) legacy: bool,
 
     /// Stamp due times and decide what is due with the Redis server's clock (TIME) instead of
     /// this host's (Java peers keep using their own clocks).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, env = "DELAYQ_SERVER_CLOCK")]
     pub(crate) server_clock: bool,
 
     /// Print one JSON document per line for every value and result (values in their JSON
@@ -86,6 +91,10 @@ pub(crate) struct Global {
     /// NUL-separated values from --value-file / stdin (one command per value).
     #[arg(long, global = true)]
     pub(crate) null_data: bool,
+
+    /// How stderr's lines are written: text, or one JSON object per line for a log collector.
+    #[arg(long, global = true, env = "DELAYQ_LOG_FORMAT", value_enum, default_value_t = crate::logging::LogFormat::Text)]
+    pub(crate) log_format: crate::logging::LogFormat,
 }
 
 /// Where a command's value comes from: the argument, a file, or stdin.
@@ -262,29 +271,34 @@ pub(crate) struct TransferArgs {
     #[arg(required_unless_present = "all")]
     pub(crate) queues: Vec<String>,
     /// Move every entry due now, print how many per queue, and exit (for cron-style runs).
-    #[arg(long, conflicts_with = "all")]
+    #[arg(long, env = "DELAYQ_ONCE", conflicts_with = "all")]
     pub(crate) once: bool,
     /// Find and transfer every Redisson delayed queue of the Redis (on every master of a
     /// Cluster), keep finding new ones while running, drop those that vanish: one sidecar for
     /// every Java service's queues.
-    #[arg(long)]
+    #[arg(long, env = "DELAYQ_ALL")]
     pub(crate) all: bool,
     /// With --all, only queues whose name matches this glob (`*`, `?`), e.g. 'tenant-*'.
-    #[arg(long = "match", value_name = "PATTERN", requires = "all")]
+    #[arg(
+        long = "match",
+        env = "DELAYQ_MATCH",
+        value_name = "PATTERN",
+        requires = "all"
+    )]
     pub(crate) pattern: Option<String>,
     /// With --all, how often to scan for queues (new ones are also found by their first
     /// channel message).
-    #[arg(long, value_parser = parse_duration, default_value = "30s", requires = "all")]
+    #[arg(long, env = "DELAYQ_RESCAN", value_parser = parse_duration, default_value = "30s", requires = "all")]
     pub(crate) rescan: Duration,
     /// The most entries one script call may move. The default, 100, is Redisson's batch; a
     /// larger N lets calls grow while they stay near 5 ms (on a long list with due entries all
     /// over it, up to the 20 ms call budget), which catches up a backlog of millions much
     /// faster.
-    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, env = "DELAYQ_MAX_BATCH", value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub(crate) max_batch: u32,
     /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464; a
     /// loopback address unless --allow-remote.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, env = "DELAYQ_LISTEN", value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub(crate) watch: ServerWatchArgs,
@@ -297,7 +311,7 @@ pub(crate) struct TransferArgs {
 pub(crate) struct ServerWatchArgs {
     /// How often to read the server's maxmemory-policy again, to warn (once) when a later
     /// CONFIG SET makes it one that evicts keys.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    #[arg(long, env = "DELAYQ_SERVER_CHECK", value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub(crate) server_check: Duration,
 }
 
@@ -305,21 +319,26 @@ pub(crate) struct ServerWatchArgs {
 #[derive(Debug, Args)]
 pub(crate) struct UiArgs {
     /// Where to serve the page; a loopback address unless --allow-remote.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    #[arg(
+        long,
+        env = "DELAYQ_LISTEN",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8080"
+    )]
     pub(crate) listen: std::net::SocketAddr,
     #[command(flatten, next_help_heading = "HTTP listener")]
     pub(crate) http: crate::serve::ListenArgs,
     /// Allow replay, purge, pause and resume (each needs the token).
-    #[arg(long)]
+    #[arg(long, env = "DELAYQ_ALLOW_WRITES")]
     pub(crate) allow_writes: bool,
     /// A file whose first line is the token writes need (made up and written there, mode
     /// 0600, when the file does not exist); else DELAYQ_UI_TOKEN; else one is made up into
     /// $XDG_RUNTIME_DIR (or the temp dir)/delayq-ui-PID.token, removed at exit. The token is
     /// printed only to a terminal.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, env = "DELAYQ_TOKEN_FILE", value_name = "PATH")]
     pub(crate) token_file: Option<std::path::PathBuf>,
     /// Only queues whose name matches this glob (`*`, `?`).
-    #[arg(long = "match", value_name = "PATTERN")]
+    #[arg(long = "match", env = "DELAYQ_MATCH", value_name = "PATTERN")]
     pub(crate) pattern: Option<String>,
 }
 
@@ -344,45 +363,45 @@ pub(crate) struct WorkArgs {
     #[arg(required = true, num_args = 1.., value_name = "QUEUE")]
     pub(crate) queues: Vec<String>,
     /// The queue is sharded over N shards: the worker serves every shard of the one QUEUE.
-    #[arg(long, value_name = "N", value_parser = parse_shards)]
+    #[arg(long, env = "DELAYQ_SHARDS", value_name = "N", value_parser = parse_shards)]
     pub(crate) shards: Option<usize>,
     /// While changing the number of shards: it was P before; the worker serves the shards of
     /// both layouts (see docs/sharding.md).
-    #[arg(long, value_name = "P", value_parser = parse_shards, requires = "shards")]
+    #[arg(long, env = "DELAYQ_PREVIOUS_SHARDS", value_name = "P", value_parser = parse_shards, requires = "shards")]
     pub(crate) previous_shards: Option<usize>,
     /// Commands run at once.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, env = "DELAYQ_CONCURRENCY", default_value_t = 1)]
     pub(crate) concurrency: usize,
     /// How long a value may go without a heartbeat before another worker gets it.
-    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    #[arg(long, env = "DELAYQ_VISIBILITY", value_parser = parse_duration, default_value = "30s")]
     pub(crate) visibility: Duration,
     /// Deliveries of a value in all before it becomes a dead letter.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, env = "DELAYQ_MAX_ATTEMPTS", default_value_t = 5)]
     pub(crate) max_attempts: u32,
     /// Wait before the first retry; doubles up to --max-retry-delay (with 20 % jitter).
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, env = "DELAYQ_RETRY_DELAY", value_parser = parse_duration, default_value = "1s")]
     pub(crate) retry_delay: Duration,
     /// Longest wait before a retry.
-    #[arg(long, value_parser = parse_duration, default_value = "5m")]
+    #[arg(long, env = "DELAYQ_MAX_RETRY_DELAY", value_parser = parse_duration, default_value = "5m")]
     pub(crate) max_retry_delay: Duration,
     /// How long running commands get to finish at shutdown before their process groups are
     /// ended (SIGTERM, SIGKILL 2 s later) and their values given back, once no process of the
     /// group runs. A second SIGINT or SIGTERM ends it at once.
-    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    #[arg(long, env = "DELAYQ_GRACE", value_parser = parse_duration, default_value = "30s")]
     pub(crate) grace: Duration,
     /// Longest run of one command: past it, its process group is ended (SIGTERM, SIGKILL 2 s
     /// later) and, once no process of the group runs, the attempt counts as failed. Default
     /// (and 0): no limit.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, env = "DELAYQ_TIMEOUT", value_parser = parse_duration)]
     pub(crate) timeout: Option<Duration>,
     /// At shutdown, after --grace: how long to wait for Redis to take the outcomes and the
     /// values handed back, then again for the transfer schedulers to stop. Values Redis has not
     /// taken stay in flight; the reaper of any worker gives them back after --visibility.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, env = "DELAYQ_SHUTDOWN_TIMEOUT", value_parser = parse_duration, default_value = "10s")]
     pub(crate) shutdown_timeout: Duration,
     /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464; a
     /// loopback address unless --allow-remote.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, env = "DELAYQ_LISTEN", value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
     #[command(flatten, next_help_heading = "HTTP listener (--listen)")]
     pub(crate) http: crate::serve::ListenArgs,

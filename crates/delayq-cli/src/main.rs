@@ -5,7 +5,8 @@
 //! - `commands/`: one file per command group (`queue.rs`: offer, reschedule, remove, peek,
 //!   stats, clear; `take.rs`; `lists.rs`: dead letters and quarantine; `work.rs`; `transfer.rs`);
 //!   `target.rs`: the queue a command acts on, one or sharded (`--shards N`).
-//! - `text_codec.rs`: values as command-line text.
+//! - `text_codec.rs`: values as command-line text; `logging.rs`: tracing and status lines, as
+//!   text or JSON (`--log-format`).
 //! - `serve.rs`: `/metrics` and `/healthz` for `transfer`, `work` and `ui` (`--listen`).
 //! - `ui/`: the dashboard's page (`index.html`, `app.js`, `style.css`, built in) and its JSON
 //!   API; `commands/ui.rs` starts it.
@@ -16,6 +17,7 @@ mod connection;
 mod ctx;
 mod duration;
 mod exit;
+mod logging;
 mod progress;
 mod serve;
 mod show;
@@ -34,22 +36,14 @@ fn main() -> ExitCode {
         | cli::Command::Ui(_) => "warn,delayq=info",
         _ => "warn",
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        // Colours only for a person at a terminal, never into a log file or pipe.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
-        )
-        .init();
+    logging::init(cli.global.log_format, default_filter);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("delayq: cannot start the runtime: {err}");
+            logging::fatal(format_args!("cannot start the runtime: {err}"));
             return exit::Status::Other.into();
         }
     };
@@ -57,7 +51,7 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => exit::Status::False.into(),
         Err(err) => {
-            eprintln!("delayq: {}", exit::describe(&err));
+            logging::fatal(format_args!("{}", exit::describe(&err)));
             exit::status(&err).into()
         }
     }

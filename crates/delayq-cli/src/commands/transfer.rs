@@ -38,15 +38,12 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
         let which = args.pattern.as_deref().unwrap_or("*");
         let found = group.names().len();
         let queues = if found == 1 { "queue" } else { "queues" };
-        eprintln!(
-            "delayq: transferring {found} delayed {queues} matching {which:?}, and those that \
+        crate::logging::status!(
+            "transferring {found} delayed {queues} matching {which:?}, and those that \
              appear (Ctrl-C to stop)"
         );
     } else {
-        eprintln!(
-            "delayq: transferring {} (Ctrl-C to stop)",
-            args.queues.join(", ")
-        );
+        crate::logging::status!("transferring {} (Ctrl-C to stop)", args.queues.join(", "));
     }
     let server = match bound {
         Some(bound) => Some(observe(ctx, bound, args, &group)?),
@@ -63,14 +60,17 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     group.shutdown().await;
     if per_queue.len() <= 20 {
         for (name, stats) in &per_queue {
-            eprintln!(
-                "delayq: {name}: moved {} in {} transfers, {} quarantined, {} errors",
-                stats.moved, stats.transfers, stats.quarantined, stats.errors
+            crate::logging::status!(
+                "{name}: moved {} in {} transfers, {} quarantined, {} errors",
+                stats.moved,
+                stats.transfers,
+                stats.quarantined,
+                stats.errors
             );
         }
     }
-    eprintln!(
-        "delayq: {} queues ({now} at the end): moved {} in {} transfers, {} quarantined, {} errors",
+    crate::logging::status!(
+        "{} queues ({now} at the end): moved {} in {} transfers, {} quarantined, {} errors",
         per_queue.len(),
         total.moved,
         total.transfers,

@@ -26,8 +26,8 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
     } else {
         "read-only"
     };
-    eprintln!(
-        "delayq: dashboard of {url} on http://{}/ ({mode}; Ctrl-C to stop)",
+    crate::logging::status!(
+        "dashboard of {url} on http://{}/ ({mode}; Ctrl-C to stop)",
         server.addr
     );
     let stopped = super::transfer::wait_for_stop_signal().await;
@@ -121,7 +121,7 @@ fn new_token(path: &Path) -> anyhow::Result<String> {
     if std::io::stderr().is_terminal() {
         eprintln!("delayq: write token: {token} (also in {})", path.display());
     } else {
-        eprintln!("delayq: write token in {} (mode 0600)", path.display());
+        crate::logging::status!("write token in {} (mode 0600)", path.display());
     }
     Ok(token)
 }

@@ -37,8 +37,8 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         ctx.codec.clone(),
     )?);
     let pause_watch = PauseWatch::start(queues.clone());
-    eprintln!(
-        "delayq: working on {} with {} at a time (Ctrl-C to stop)",
+    crate::logging::status!(
+        "working on {} with {} at a time (Ctrl-C to stop)",
         args.queues.join(", "),
         args.concurrency
     );
@@ -46,9 +46,14 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
     pause_watch.shutdown().await;
     runner.wait_for_ends().await;
     let stats = stats?;
-    eprintln!(
-        "delayq: {} taken, {} acked, {} retried, {} dead, {} given back, {} errors",
-        stats.taken, stats.acked, stats.retried, stats.dead, stats.given_back, stats.errors
+    crate::logging::status!(
+        "{} taken, {} acked, {} retried, {} dead, {} given back, {} errors",
+        stats.taken,
+        stats.acked,
+        stats.retried,
+        stats.dead,
+        stats.given_back,
+        stats.errors
     );
     stop_schedulers(server, queues, args.shutdown_timeout).await
 }

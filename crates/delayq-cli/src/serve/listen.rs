@@ -32,23 +32,28 @@ const OVER_CAP: &[u8] =
 pub(crate) struct ListenArgs {
     /// Allow a listen address other than loopback: anyone who reaches it reads the queues'
     /// names in /metrics (and, with `ui`, their values).
-    #[arg(long)]
+    #[arg(long, env = "DELAYQ_ALLOW_REMOTE")]
     pub(crate) allow_remote: bool,
     /// Also answer requests whose Host is NAME (repeatable), e.g. the name a proxy or
     /// Prometheus uses; without it only the listen address itself (and `localhost` on
     /// loopback) is answered, anything else gets 421.
-    #[arg(long = "allow-host", value_name = "NAME")]
+    #[arg(
+        long = "allow-host",
+        env = "DELAYQ_ALLOW_HOST",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
     pub(crate) allow_hosts: Vec<String>,
     /// /healthz answers 503 once no call to Redis has succeeded for this long.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    #[arg(long, env = "DELAYQ_UNHEALTHY_AFTER", value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
     pub(crate) unhealthy_after: Duration,
     /// The most HTTP connections held at once; one more is answered 503 and closed.
-    #[arg(long, value_name = "N", default_value_t = 256,
+    #[arg(long, env = "DELAYQ_HTTP_MAX_CONNECTIONS", value_name = "N", default_value_t = 256,
           value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub(crate) http_max_connections: u32,
     /// How long a client gets to send a request's headers; an idle keep-alive connection is
     /// closed after as long.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, env = "DELAYQ_HTTP_HEADER_TIMEOUT", value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub(crate) http_header_timeout: Duration,
 }
 

@@ -155,7 +155,7 @@ impl Server {
         if let Some(gauges) = gauges {
             tasks.spawn(gauges.run(token.clone()));
         }
-        eprintln!("delayq: serving http://{addr}/metrics and /healthz");
+        crate::logging::status!("serving http://{addr}/metrics and /healthz");
         Server { token, tasks, addr }
     }
 

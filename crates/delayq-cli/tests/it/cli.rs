@@ -40,9 +40,14 @@ pub(crate) struct Running {
 
 impl Running {
     pub(crate) fn start(url: &str, args: &[&str]) -> Running {
-        let mut child = Command::new(BIN)
-            .args(["--url", url])
-            .args(args)
+        let mut command = Command::new(BIN);
+        command.args(["--url", url]).args(args);
+        Running::spawn(command)
+    }
+
+    /// Starts `command` (the binary with its arguments and environment), its stderr read.
+    pub(crate) fn spawn(mut command: Command) -> Running {
+        let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

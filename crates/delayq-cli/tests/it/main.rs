@@ -12,6 +12,7 @@ mod cli;
 mod cli_connect;
 mod cli_values;
 mod clock;
+mod daemon_env;
 mod daemon_notices;
 mod exit_codes;
 mod listen;

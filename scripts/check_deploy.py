@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Checks what deploy/ ships against the metrics delayq records, without Prometheus or Grafana.
+
+- Every metric name in the Grafana dashboard (deploy/grafana/delayq.json: its queries,
+  variables and descriptions) and in the alert rules (deploy/prometheus/delayq-alerts.yml) is
+  one of `NAMES` in src/metrics.rs (which scripts/check_docs.py keeps equal to the metrics
+  table of docs/operations.md); a histogram's `_bucket`, `_sum` and `_count` series count as
+  its name. The gauges in EXPECTED_SOON are tolerated while NAMES does not list them yet.
+- The dashboard is JSON with unique panel ids, each query panel with at least one query.
+- Every alert of the rules has, in deploy/prometheus/delayq-alerts.test.yml, a test case where
+  it fires and one where it must not (`exp_alerts: []`), so that a rule that always fires or
+  never fires fails `promtool test rules`.
+
+Prints one line per check and `N passed, N failed`; exits 1 when a check fails. Standard library
+only (promtool and systemd-analyze are run by scripts/check_deploy.sh).
+"""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_docs import ROOT, Checks, metric_names  # noqa: E402
+
+DASHBOARD = os.path.join("deploy", "grafana", "delayq.json")
+RULES = os.path.join("deploy", "prometheus", "delayq-alerts.yml")
+RULE_TESTS = os.path.join("deploy", "prometheus", "delayq-alerts.test.yml")
+
+# Gauges agreed with the metrics work that lands beside this: the rules and the dashboard use
+# them already, and they are accepted until src/metrics.rs lists them (then they are checked
+# like every other name).
+EXPECTED_SOON = (
+    "delayq_oldest_ready_age_seconds",
+    "delayq_paused",
+    "delayq_inflight_overdue",
+    "delayq_build_info",
+)
+
+METRIC = re.compile(r"\bdelayq_[a-z0-9_]*[a-z0-9]\b")
+HISTOGRAM_SERIES = ("_bucket", "_sum", "_count")
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def unknown_metrics(text, known):
+    """The metric names in `text` that are not in `known` (a histogram's series as its name)."""
+    unknown = set()
+    for name in METRIC.findall(text):
+        base = name
+        for suffix in HISTOGRAM_SERIES:
+            if name.endswith(suffix) and name[: -len(suffix)] in known:
+                base = name[: -len(suffix)]
+        if base not in known:
+            unknown.add(name)
+    return sorted(unknown)
+
+
+def strings(node):
+    """Every string inside a JSON document."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, list):
+        for item in node:
+            yield from strings(item)
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from strings(value)
+
+
+def check_dashboard(checks, known):
+    try:
+        dashboard = json.loads(read(DASHBOARD))
+    except (OSError, ValueError) as err:
+        checks.report(False, f"{DASHBOARD}: cannot read it as JSON: {err}")
+        return
+    panels = dashboard.get("panels", [])
+    ids = [p.get("id") for p in panels]
+    problems = [f"panel id {i} used more than once" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    problems += [f"panel {p.get('title')!r} has no query" for p in panels
+                 if p.get("type") != "row" and not any(t.get("expr") for t in p.get("targets", []))]
+    checks.report(not problems, f"{DASHBOARD}: {len(panels)} panels, unique ids, each with a query",
+                  problems)
+    unknown = unknown_metrics("\n".join(strings(dashboard)), known)
+    checks.report(not unknown, f"{DASHBOARD}: every metric it names is recorded by delayq",
+                  [f"not in src/metrics.rs NAMES: {name}" for name in unknown])
+
+
+def check_rules(checks, known):
+    try:
+        rules, tests = read(RULES), read(RULE_TESTS)
+    except OSError as err:
+        checks.report(False, f"alert rules: cannot read {err.filename}")
+        return
+    unknown = unknown_metrics(rules, known)
+    checks.report(not unknown, f"{RULES}: every metric it names is recorded by delayq",
+                  [f"not in src/metrics.rs NAMES: {name}" for name in unknown])
+    alerts = re.findall(r"^\s*-\s*alert:\s*(\S+)\s*$", rules, re.M)
+    cases = re.findall(r"alertname:\s*(\S+)\s*\n\s*exp_alerts:\s*(\[\])?", tests)
+    problems = []
+    for alert in alerts:
+        if not any(name == alert and not empty for name, empty in cases):
+            problems.append(f"{alert}: no test case where it fires")
+        if not any(name == alert and empty for name, empty in cases):
+            problems.append(f"{alert}: no test case where it must not fire (exp_alerts: [])")
+    problems += [f"{name}: tested, but no such alert" for name in sorted({n for n, _ in cases})
+                 if name not in alerts]
+    checks.report(bool(alerts) and not problems,
+                  f"{RULE_TESTS}: each of the {len(alerts)} alerts fires in one case and must not "
+                  "in another", problems)
+
+
+def main():
+    checks = Checks()
+    names = metric_names(read(os.path.join("src", "metrics.rs")))
+    if names is None:
+        checks.report(False, "no `pub const NAMES: &[&str]` in src/metrics.rs")
+        names = []
+    soon = [name for name in EXPECTED_SOON if name not in names]
+    if soon:
+        print("note  not in src/metrics.rs yet, accepted: " + ", ".join(soon))
+    known = set(names) | set(EXPECTED_SOON)
+    check_dashboard(checks, known)
+    check_rules(checks, known)
+    print(f"{checks.passed} passed, {checks.failed} failed")
+    return 1 if checks.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
