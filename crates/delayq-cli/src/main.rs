@@ -53,11 +53,15 @@ fn main() -> ExitCode {
             return exit::Status::Other.into();
         }
     };
+    let json = cli.global.json;
     match runtime.block_on(commands::run(cli)) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => exit::Status::False.into(),
         Err(err) => {
-            eprintln!("delayq: {}", exit::describe(&err));
+            match json {
+                true => eprintln!("{}", serde_json::json!({ "error": exit::json_of(&err) })),
+                false => eprintln!("delayq: {}", exit::describe(&err)),
+            }
             exit::status(&err).into()
         }
     }
