@@ -12,8 +12,8 @@ use std::time::Duration;
     name = "delayq",
     version,
     about,
-    after_help = "Exit codes: 0 success; 1 false (remove/reschedule with --exit-status) or \
-                  warnings (check); 2 usage or invalid input; 3 cannot reach Redis; 4 \
+    after_help = "Exit codes: 0 success; 1 false (remove/reschedule/cancel with --exit-status), \
+                  warnings (check) or a queue it could not read (queues); 2 usage or invalid input; 3 cannot reach Redis; 4 \
                   authentication or ACL refused; 5 a key of the wrong type; 6 a value the codec \
                   cannot encode or decode; 7 Redis refused (out of memory, busy, read-only, \
                   loading); 8 any other error."

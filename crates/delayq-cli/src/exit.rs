@@ -7,7 +7,8 @@ use std::process::ExitCode;
 /// Exit statuses by error class; `delayq --help` lists them, docs/cli.md too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
-    /// 1: a false answer with `--exit-status`, or `check` warnings.
+    /// 1: a false answer with `--exit-status`, `check` warnings, or a queue `queues` could not
+    /// read.
     False = 1,
     /// 2: usage or invalid input (clap uses 2 for usage errors too).
     Usage = 2,
