@@ -117,7 +117,7 @@ impl Discovery {
         let mut names = std::collections::BTreeSet::new();
         while let Some(key) = keys.next().await {
             let key = key?;
-            let Some((_, queue)) = key.as_str().and_then(|text| QueueKeys::scanned(text)) else {
+            let Some((_, queue)) = key.as_str().and_then(QueueKeys::scanned) else {
                 continue;
             };
             if self.takes(queue.target()) {

@@ -92,8 +92,13 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
         codec,
         global,
     };
+    dispatch(ctx, cli.command).await
+}
+
+/// Runs `command` with the connection and options of `ctx`; as [`run`].
+async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
     let done = |result: anyhow::Result<()>| result.map(|()| true);
-    match cli.command {
+    match command {
         Command::Offer {
             target,
             value,
