@@ -2,8 +2,9 @@
 //!
 //! - `cli.rs`: the options and subcommands; `connection.rs`: the connection options (timeouts,
 //!   TLS) and the URL without its secrets.
-//! - `commands/`: one file per command group (`queue.rs`: offer, reschedule, remove, peek,
-//!   stats, clear; `take.rs`; `lists.rs`: dead letters and quarantine; `work.rs`; `transfer.rs`);
+//! - `commands/`: one file per command group (`queue.rs`: offer, reschedule, remove, cancel,
+//!   peek, stats, clear; `queues.rs`: every queue; `take.rs`; `lists.rs`: dead letters and
+//!   quarantine; `work.rs`; `transfer.rs`);
 //!   `target.rs`: the queue a command acts on, one or sharded (`--shards N`).
 //! - `text_codec.rs`: values as command-line text.
 //! - `serve.rs`: `/metrics` and `/healthz` for `transfer`, `work` and `ui` (`--listen`).
