@@ -2,15 +2,24 @@
 //! `prefixName`), the globs discovery scans and subscribes with, and `--match`'s glob.
 
 use super::{KeyRole, QueueKeys};
-use super::{CHANNEL_PREFIX, INDEX_PREFIX, ORDER_PREFIX, TIMEOUT_PREFIX, VALUES_PREFIX};
+use super::{
+    CHANNEL_PREFIX, DEAD_PREFIX, INDEX_PREFIX, INFLIGHT_PREFIX, ORDER_PREFIX, PAUSED_PREFIX,
+    QUARANTINE_PREFIX, TIMEOUT_PREFIX, VALUES_PREFIX,
+};
 
-/// The keys discovery's scan looks for: a queue's Redisson keys, and delayq's indexes of its
-/// order list (which outlive the queue when another client deletes it).
-const SCANNED: [(KeyRole, &str); 4] = [
+/// The keys discovery's scan looks for: a queue's Redisson keys, delayq's indexes of its order
+/// list (which outlive the queue when another client deletes it), and the delayq keys a queue
+/// with nothing pending may still have (in flight, dead letters, quarantine, the pause flag),
+/// by which a listing of every queue finds it.
+const SCANNED: [(KeyRole, &str); 8] = [
     (KeyRole::Timeout, TIMEOUT_PREFIX),
     (KeyRole::Order, ORDER_PREFIX),
     (KeyRole::Index, INDEX_PREFIX),
     (KeyRole::Values, VALUES_PREFIX),
+    (KeyRole::Inflight, INFLIGHT_PREFIX),
+    (KeyRole::Dead, DEAD_PREFIX),
+    (KeyRole::Quarantine, QUARANTINE_PREFIX),
+    (KeyRole::Paused, PAUSED_PREFIX),
 ];
 
 impl QueueKeys {
@@ -33,7 +42,8 @@ impl QueueKeys {
     }
 
     /// What `key`, found by discovery's scan, is to its queue (its timeout zset, order list,
-    /// position index or value index), and the queue; `None` for any other key.
+    /// position index, value index, in-flight zset, dead letters, quarantine or pause flag), and
+    /// the queue; `None` for any other key.
     pub(crate) fn scanned(key: &str) -> Option<(KeyRole, QueueKeys)> {
         SCANNED
             .into_iter()
@@ -136,19 +146,14 @@ mod tests {
     fn the_scan_glob_covers_each_scanned_prefix() {
         assert_eq!(
             every_queue_key(),
-            "[rd]e[dl][ia][sy][sq][o_][niv][_na][dl][eu][lxe][a:s]*"
+            "[rd]e[dl][ia][sy][sq][o_][nivdqp][_naeu][dlfau][euldrs][lxei:a]*"
         );
     }
 
     #[test]
     fn scanned_keys_name_their_queue_and_role() {
         let keys = QueueKeys::new("q");
-        for role in [
-            KeyRole::Timeout,
-            KeyRole::Order,
-            KeyRole::Index,
-            KeyRole::Values,
-        ] {
+        for (role, _) in SCANNED {
             let key = keys.of(role).unwrap();
             assert_eq!(QueueKeys::scanned(key), Some((role, keys.clone())), "{key}");
         }
@@ -159,7 +164,8 @@ mod tests {
         );
         for other in [
             "redisson_delay_queue_channel:{q}",
-            "delayq_dead:{q}",
+            "delayq_inflight_data:{q}",
+            "delayq_attempts:{q}",
             "decoy:1",
         ] {
             assert_eq!(QueueKeys::scanned(other), None, "{other}");

@@ -17,6 +17,7 @@ use crate::Result;
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, KeysInterface};
 use fred::types::{Key, Value};
+use futures::stream::BoxStream;
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -88,6 +89,42 @@ impl Discovery {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    /// The names of every queue the discovery takes that has any key a scan can tell for its
+    /// own, sorted: its timeout zset or order list, or delayq's in-flight set, dead letters,
+    /// quarantine, pause flag or indexes, so that a queue with dead letters and nothing pending
+    /// is among them (unlike [`scan`](Self::scan)'s, which finds what there is to transfer). One
+    /// `SCAN` (on every master of a Cluster), the same as [`scan`](Self::scan)'s; no key is
+    /// read, so a queue whose keys hold the wrong type is listed too. The target list alone,
+    /// named like any key, is not found. A key whose queue name is not UTF-8 is left out.
+    ///
+    /// # Errors
+    ///
+    /// The scan failed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn ex(client: fred::clients::Client) -> Result<(), delayq::Error> {
+    /// for name in delayq::Discovery::all().list(&client).await? {
+    ///     println!("{name}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list(&self, client: &Client) -> Result<Vec<String>> {
+        let mut keys = queue_keys(client, self.scan_count);
+        let mut names = std::collections::BTreeSet::new();
+        while let Some(key) = keys.next().await {
+            let key = key?;
+            let Some((_, queue)) = key.as_str().and_then(QueueKeys::scanned) else {
+                continue;
+            };
+            if self.takes(queue.target()) {
+                names.insert(queue.target().to_owned());
+            }
+        }
+        Ok(names.into_iter().collect())
     }
 
     /// The names of the queues the discovery takes whose delayq indexes (`delayq_index:{NAME}`,
@@ -201,14 +238,7 @@ const TYPE_BATCH: usize = 1_000;
 /// behind: one `SCAN` of the queues' timeout zsets, order lists and delayq indexes, on every
 /// master; the timeout zsets are then told from keys merely named like one by their `TYPE`.
 pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scanned> {
-    let pattern = every_queue_key();
-    let count = Some(discovery.scan_count);
-    let mut keys = match client.is_clustered() {
-        true => client
-            .scan_cluster_buffered(pattern.as_str(), count, None)
-            .boxed(),
-        false => client.scan_buffered(pattern.as_str(), count, None).boxed(),
-    };
+    let mut keys = queue_keys(client, discovery.scan_count);
     // Keys named like a timeout zset: the queue, or the name hex-escaped when it is not UTF-8.
     let mut timeouts: Vec<(Key, std::result::Result<QueueKeys, String>)> = Vec::new();
     // Queues with a timeout or order key, and queues with an index.
@@ -239,9 +269,11 @@ pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scann
                     timeouts.push((key, Ok(queue)));
                 }
             }
-            _ => {
+            KeyRole::Index | KeyRole::Values => {
                 indexed.insert(queue.target().to_owned(), queue);
             }
+            // Keys of a queue's reliable consumption or pause: a listing's, not a transfer's.
+            _ => {}
         }
     }
     let mut scanned = Scanned {
@@ -264,6 +296,21 @@ pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scann
         }
     }
     Ok(scanned)
+}
+
+/// Every key named like one of a queue's (see [`QueueKeys::scanned`]): one `SCAN` with one
+/// pattern, on every master of a Cluster, `count` keys a call.
+fn queue_keys(
+    client: &Client,
+    count: u32,
+) -> BoxStream<'static, std::result::Result<Key, fred::error::Error>> {
+    let pattern = every_queue_key();
+    match client.is_clustered() {
+        true => client
+            .scan_cluster_buffered(pattern, Some(count), None)
+            .boxed(),
+        false => client.scan_buffered(pattern, Some(count), None).boxed(),
+    }
 }
 
 /// Whether each of `keys` is a sorted set, in pipelines of [`TYPE_BATCH`].

@@ -12,8 +12,8 @@ use std::time::Duration;
     name = "delayq",
     version,
     about,
-    after_help = "Exit codes: 0 success; 1 false (remove/reschedule with --exit-status) or \
-                  warnings (check); 2 usage or invalid input; 3 cannot reach Redis; 4 \
+    after_help = "Exit codes: 0 success; 1 false (remove/reschedule/cancel with --exit-status), \
+                  warnings (check) or a queue it could not read (queues); 2 usage or invalid input; 3 cannot reach Redis; 4 \
                   authentication or ACL refused; 5 a key of the wrong type; 6 a value the codec \
                   cannot encode or decode; 7 Redis refused (out of memory, busy, read-only, \
                   loading); 8 any other error."
@@ -81,9 +81,10 @@ pub(crate) struct Global {
     #[arg(long, global = true, env = "DELAYQ_SERVER_CLOCK")]
     pub(crate) server_clock: bool,
 
-    /// Print one JSON document per line for every value and result (values in their JSON
-    /// form: a string, a number, the JSON value itself, base64 for --codec bytes, the JavaValue
-    /// form for --codec kryo).
+    /// Print one JSON object per line for every value and result, with the queue's name in
+    /// `queue` (a value in `value` in its JSON form: a string, a number, the JSON value itself,
+    /// the JavaValue form for --codec kryo; `value_base64` for --codec bytes), and an error on
+    /// stderr as `{"error":{...}}` (see "JSON output" in docs/cli.md).
     #[arg(long, global = true, conflicts_with = "null_data")]
     pub(crate) json: bool,
 
@@ -154,8 +155,30 @@ pub(crate) enum Command {
         delay: Duration,
         /// Replace an equal pending value's due time instead of adding a second entry; prints
         /// true when one was replaced.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "handle")]
         unique: bool,
+        /// Print the new entry's handle (SHARD:HANDLE with --shards), for `delayq cancel`.
+        #[arg(long)]
+        handle: bool,
+    },
+    /// Cancel the pending entry `offer --handle` printed HANDLE for, whatever its value; prints
+    /// true or false (not pending: already due, removed or cancelled).
+    Cancel {
+        #[command(flatten)]
+        target: QueueArg,
+        /// The handle (18 hex digits; SHARD:HANDLE with --shards).
+        handle: String,
+        /// Exit with status 1 when nothing was cancelled (it still prints false).
+        #[arg(long)]
+        exit_status: bool,
+    },
+    /// List every queue with any key in the Redis (on every master of a Cluster): pending,
+    /// ready, in flight, dead, paused; a queue whose keys cannot be read shows why in its row,
+    /// and the command exits 1.
+    Queues {
+        /// Only queues whose name matches this glob (`*`, `?`), e.g. 'tenant-*'.
+        #[arg(long = "match", value_name = "PATTERN")]
+        pattern: Option<String>,
     },
     /// Give every pending entry equal to VALUE a new due time; prints true or false (not
     /// pending: already due, removed, or never offered).

@@ -54,8 +54,9 @@ impl Ctx {
             .collect()
     }
 
-    /// Prints one record: `text` and a line break (a NUL with --null-data), or `json` on a line
-    /// of its own with --json.
+    /// Prints one record: `text` and a line break (a NUL with --null-data), or with --json the
+    /// JSON object `json` on a line of its own: every command prints objects, never a bare
+    /// value (the convention under "JSON output" in docs/cli.md).
     pub(crate) fn print(
         &self,
         out: &mut impl Write,
@@ -63,15 +64,51 @@ impl Ctx {
         json: impl FnOnce() -> serde_json::Value,
     ) -> std::io::Result<()> {
         if self.global.json {
-            return writeln!(out, "{}", json());
+            let record = json();
+            debug_assert!(record.is_object(), "a JSON record is an object: {record}");
+            return writeln!(out, "{record}");
         }
         out.write_all(text.as_bytes())?;
         out.write_all(if self.global.null_data { b"\0" } else { b"\n" })
     }
 
-    /// Prints a value read from the queue (see [`Ctx::print`]).
-    pub(crate) fn print_value(&self, out: &mut impl Write, value: &str) -> std::io::Result<()> {
-        self.print(out, value, || self.codec.json_of(value))
+    /// Prints a command's one answer about `queue` (true/false, a count, a handle): the bare
+    /// answer as text, `{"queue": QUEUE, FIELD: ANSWER}` with --json.
+    pub(crate) fn print_answer<A>(
+        &self,
+        out: &mut impl Write,
+        queue: &str,
+        field: &str,
+        answer: A,
+    ) -> std::io::Result<()>
+    where
+        A: std::fmt::Display + Into<serde_json::Value>,
+    {
+        let text = answer.to_string();
+        self.print(out, &text, || {
+            let mut record = serde_json::json!({ "queue": queue });
+            record[field] = answer.into();
+            record
+        })
+    }
+
+    /// The JSON record of a value of `queue`: `{"queue": QUEUE, "value": ...}` with the value in
+    /// its JSON form, or `"value_base64"` for the raw bytes of --codec bytes.
+    pub(crate) fn value_record(&self, queue: &str, value: &str) -> serde_json::Value {
+        let (field, json) = self.codec.json_field(value);
+        let mut record = serde_json::json!({ "queue": queue });
+        record[field] = json;
+        record
+    }
+
+    /// Prints a value taken from `queue` (see [`Ctx::print`]).
+    pub(crate) fn print_value(
+        &self,
+        out: &mut impl Write,
+        queue: &str,
+        value: &str,
+    ) -> std::io::Result<()> {
+        self.print(out, value, || self.value_record(queue, value))
     }
 
     /// The sharded queue `name` of `shards` shards (`previous` before, while that changes)

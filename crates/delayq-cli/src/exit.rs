@@ -7,7 +7,8 @@ use std::process::ExitCode;
 /// Exit statuses by error class; `delayq --help` lists them, docs/cli.md too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
-    /// 1: a false answer with `--exit-status`, or `check` warnings.
+    /// 1: a false answer with `--exit-status`, `check` warnings, or a queue `queues` could not
+    /// read.
     False = 1,
     /// 2: usage or invalid input (clap uses 2 for usage errors too).
     Usage = 2,
@@ -99,6 +100,23 @@ fn of_fred(err: &delayq::fred::error::Error) -> Status {
 /// (a cause whose text its parent already includes is left out), and fred's `Debug`-formatted
 /// IO errors read as their message.
 pub(crate) fn describe(err: &anyhow::Error) -> String {
+    lines(err).join("\n  because: ")
+}
+
+/// The error as the JSON object `--json` prints it (on stderr, as `{"error": ...}`; in a row of
+/// `delayq queues`): the message, its causes, and the exit status its class has.
+pub(crate) fn json_of(err: &anyhow::Error) -> serde_json::Value {
+    let mut lines = lines(err).into_iter();
+    let message = lines.next().unwrap_or_default();
+    serde_json::json!({
+        "message": message,
+        "causes": lines.collect::<Vec<_>>(),
+        "exit_status": status(err) as u8,
+    })
+}
+
+/// The message, then each cause, each said once.
+fn lines(err: &anyhow::Error) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for cause in err.chain() {
         let text = readable(&cause.to_string());
@@ -113,14 +131,8 @@ pub(crate) fn describe(err: &anyhow::Error) -> String {
         }
         lines.push(text);
     }
-    let mut out = String::new();
-    for (i, line) in lines.iter().filter(|l| !l.is_empty()).enumerate() {
-        if i > 0 {
-            out.push_str("\n  because: ");
-        }
-        out.push_str(line);
-    }
-    out
+    lines.retain(|line| !line.is_empty());
+    lines
 }
 
 /// `Os { code: 111, kind: ConnectionRefused, message: "Connection refused" }` as

@@ -2,12 +2,13 @@
 //!
 //! - `cli.rs`: the options and subcommands; `connection.rs`: the connection options (timeouts,
 //!   TLS) and the URL without its secrets.
-//! - `commands/`: one file per command group (`queue.rs`: offer, reschedule, remove, peek,
-//!   stats, clear; `take.rs`; `lists.rs`: dead letters and quarantine; `work.rs`; `transfer.rs`);
+//! - `commands/`: one file per command group (`queue.rs`: offer, reschedule, remove, cancel,
+//!   peek, stats, clear; `queues.rs`: every queue; `take.rs`; `lists.rs`: dead letters and
+//!   quarantine; `work.rs`; `transfer.rs`);
 //!   `target.rs`: the queue a command acts on, one or sharded (`--shards N`).
 //! - `text_codec.rs`: values as command-line text; `logging.rs`: tracing and status lines, as
 //!   text or JSON (`--log-format`).
-//! - `serve.rs`: `/metrics` and `/healthz` for `transfer`, `work` and `ui` (`--listen`).
+//! - `serve/`: `/metrics` and `/healthz` for `transfer`, `work` and `ui` (`--listen`).
 //! - `ui/`: the dashboard's page (`index.html`, `app.js`, `style.css`, built in) and its JSON
 //!   API; `commands/ui.rs` starts it.
 
@@ -47,11 +48,15 @@ fn main() -> ExitCode {
             return exit::Status::Other.into();
         }
     };
+    let json = cli.global.json;
     match runtime.block_on(commands::run(cli)) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => exit::Status::False.into(),
         Err(err) => {
-            logging::fatal(format_args!("{}", exit::describe(&err)));
+            match json {
+                true => eprintln!("{}", serde_json::json!({ "error": exit::json_of(&err) })),
+                false => logging::fatal(format_args!("{}", exit::describe(&err))),
+            }
             exit::status(&err).into()
         }
     }

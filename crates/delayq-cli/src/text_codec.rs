@@ -190,22 +190,30 @@ impl TextCodec {
         }
     }
 
-    /// A value's text as one JSON document: a JSON string for --codec string, a number for
-    /// long, base64 for bytes, and the JSON itself for the JSON codecs and kryo.
-    pub(crate) fn json_of(&self, text: &str) -> serde_json::Value {
-        use base64::Engine as _;
+    /// A value's text as a JSON record's field: `value`, a JSON string for --codec string, a
+    /// number for long, the JSON itself for the JSON codecs and kryo; or `value_base64`, the raw
+    /// bytes of --codec bytes.
+    pub(crate) fn json_field(&self, text: &str) -> (&'static str, serde_json::Value) {
         let parsed = || serde_json::from_str(text).unwrap_or_else(|_| text.into());
-        match self.name {
+        let json = match self.name {
             CodecName::String => text.into(),
             CodecName::Long => text.parse::<i64>().map_or_else(|_| text.into(), Into::into),
-            CodecName::Bytes => decode_hex(text)
-                .map(|b| base64::engine::general_purpose::STANDARD.encode(b).into())
-                .unwrap_or_else(|_| text.into()),
+            CodecName::Bytes => match decode_hex(text) {
+                Ok(bytes) => return ("value_base64", base64_of(&bytes).into()),
+                Err(_) => text.into(),
+            },
             CodecName::Json | CodecName::TypedJson | CodecName::Msgpack | CodecName::Kryo => {
                 parsed()
             }
-        }
+        };
+        ("value", json)
     }
+}
+
+/// Raw bytes in a JSON record (standard base64, padded).
+pub(crate) fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[cfg(test)]
@@ -244,8 +252,8 @@ mod tests {
         let bytes = codec.encode(text).unwrap();
         assert_eq!(codec.decode(&bytes).unwrap(), text);
         assert!(codec.encode("[1]").is_err());
-        let json = codec.json_of(text);
-        assert_eq!(json, serde_json::json!({"bigDecimal": "12.50"}));
+        let json = codec.json_field(text);
+        assert_eq!(json, ("value", serde_json::json!({"bigDecimal": "12.50"})));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! delayq's own lists: dead letters (list, replay, purge) and the quarantine (list, purge).
 
+use super::queue::undecodable;
 use super::Ctx;
 use crate::cli::{DeadAction, QuarantineAction, QueueArg};
 use crate::progress::Progress;
+use crate::text_codec::base64_of;
 use std::time::Duration;
 
 pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
@@ -23,12 +25,14 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
                     value
                 );
                 ctx.print(&mut out, &text, || {
-                    serde_json::json!({
-                        "attempts": letter.attempts,
-                        "dead_at_ms": letter.dead_at_ms,
-                        "error": letter.error,
-                        "value": letter.value.as_ref().ok().map(|v| ctx.codec.json_of(v)),
-                    })
+                    let mut record = match &letter.value {
+                        Ok(value) => ctx.value_record(&target.queue, value),
+                        Err(err) => undecodable(&target.queue, &letter.raw, err),
+                    };
+                    record["attempts"] = letter.attempts.into();
+                    record["dead_at_ms"] = letter.dead_at_ms.into();
+                    record["last_error"] = letter.error.as_str().into();
+                    record
                 })?;
             }
         }
@@ -38,12 +42,12 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
             delay,
         } => {
             let replayed = replay(ctx, &target, limit, delay).await?;
-            ctx.print(&mut out, &replayed.to_string(), || replayed.into())?;
+            ctx.print_answer(&mut out, &target.queue, "replayed", replayed)?;
         }
         DeadAction::Purge { target } => {
             let queue = ctx.one(&target, "dead purge").await?;
             let purged = queue.purge_dead_letters().await?;
-            ctx.print(&mut out, &purged.to_string(), || purged.into())?;
+            ctx.print_answer(&mut out, &target.queue, "purged", purged)?;
         }
     }
     Ok(())
@@ -88,16 +92,18 @@ pub(crate) async fn quarantine(ctx: &Ctx, action: QuarantineAction) -> anyhow::R
             for entry in queue.quarantined(limit).await? {
                 let hex: String = entry.iter().map(|b| format!("{b:02x}")).collect();
                 ctx.print(&mut out, &format!("{}\t{hex}", entry.len()), || {
-                    use base64::Engine as _;
-                    let b64 = base64::engine::general_purpose::STANDARD.encode(&entry);
-                    serde_json::json!({ "len": entry.len(), "base64": b64 })
+                    serde_json::json!({
+                        "queue": target.queue,
+                        "len": entry.len(),
+                        "entry_base64": base64_of(&entry),
+                    })
                 })?;
             }
         }
         QuarantineAction::Purge { target } => {
             let queue = ctx.one(&target, "quarantine purge").await?;
             let purged = queue.purge_quarantine().await?;
-            ctx.print(&mut out, &purged.to_string(), || purged.into())?;
+            ctx.print_answer(&mut out, &target.queue, "purged", purged)?;
         }
     }
     Ok(())

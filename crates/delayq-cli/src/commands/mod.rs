@@ -5,6 +5,7 @@ mod docs;
 mod lists;
 mod pause;
 mod queue;
+mod queues;
 mod take;
 mod target;
 mod transfer;
@@ -67,7 +68,8 @@ fn password(global: &Global) -> anyhow::Result<Option<String>> {
 }
 
 /// Runs the command; false when it ran but has something to report by its exit status (a
-/// `remove`/`reschedule --exit-status` that found nothing, a check that warns).
+/// `remove`/`reschedule`/`cancel --exit-status` that found nothing, a check that warns, a
+/// queue `queues` could not read).
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
     match cli.command {
         Command::Completions { shell } => return docs::completions(shell).map(|()| true),
@@ -90,17 +92,36 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
         codec,
         global,
     };
+    dispatch(ctx, cli.command).await
+}
+
+/// Runs `command` with the connection and options of `ctx`; as [`run`].
+async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
     let done = |result: anyhow::Result<()>| result.map(|()| true);
-    match cli.command {
+    match command {
         Command::Offer {
             target,
             value,
             delay,
             unique,
+            handle,
         } => {
             let values = ctx.values(&value)?;
-            done(queue::offer(&ctx, &target, &values, delay, unique).await)
+            let how = match (unique, handle) {
+                (true, _) => queue::OfferHow::Unique,
+                (_, true) => queue::OfferHow::WithHandle,
+                _ => queue::OfferHow::Plain,
+            };
+            done(queue::offer(&ctx, &target, &values, delay, how).await)
         }
+        Command::Cancel {
+            target,
+            handle,
+            exit_status,
+        } => queue::cancel(&ctx, &target, &handle)
+            .await
+            .map(|found| found || !exit_status),
+        Command::Queues { pattern } => queues::queues(&ctx, pattern).await,
         Command::Reschedule {
             target,
             value,

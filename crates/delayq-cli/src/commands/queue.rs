@@ -1,5 +1,5 @@
-//! The queue commands: offer, reschedule, remove, peek, stats, clear (take has its own file);
-//! each on one queue or a sharded one (`--shards N`, through [`Target`]).
+//! The queue commands: offer, reschedule, remove, cancel, peek, stats, clear (take has its own
+//! file); each on one queue or a sharded one (`--shards N`, through [`Target`]).
 
 use super::target::{each, Target};
 use super::Ctx;
@@ -7,31 +7,65 @@ use crate::cli::QueueArg;
 use crate::exit::Usage;
 use crate::show;
 use delayq::time::now_ms;
-use delayq::QueueStats;
+use delayq::{OfferHandle, QueueStats, ShardedHandle};
 use std::io::Write;
 use std::time::Duration;
 
+/// Offers each value; prints whether an equal one was replaced (`unique`), or each new entry's
+/// handle for `delayq cancel` (`handle`).
 pub(crate) async fn offer(
     ctx: &Ctx,
     target: &QueueArg,
     values: &[String],
     delay: Duration,
-    unique: bool,
+    how: OfferHow,
 ) -> anyhow::Result<()> {
     let queue = ctx.target(target).await?;
-    if unique {
-        let mut out = std::io::stdout().lock();
-        for value in values {
-            let replaced = each!(&queue, q => q.offer_unique(value.as_str(), delay).await)?;
-            ctx.print(&mut out, &replaced.to_string(), || replaced.into())?;
+    let mut out = std::io::stdout().lock();
+    let name = target.queue.as_str();
+    match how {
+        OfferHow::Unique => {
+            for value in values {
+                let replaced = each!(&queue, q => q.offer_unique(value.as_str(), delay).await)?;
+                ctx.print_answer(&mut out, name, "replaced", replaced)?;
+            }
         }
-    } else if let [value] = values {
-        each!(&queue, q => q.offer(value.as_str(), delay).await)?;
-    } else {
-        let items: Vec<(String, Duration)> = values.iter().map(|v| (v.clone(), delay)).collect();
-        each!(&queue, q => q.offer_all(&items).await)?;
+        OfferHow::WithHandle => {
+            for value in values {
+                let handle = match &queue {
+                    Target::One(q) => q
+                        .offer_with_handle(value.as_str(), delay)
+                        .await?
+                        .to_string(),
+                    Target::Sharded(q) => q
+                        .offer_with_handle(value.as_str(), delay)
+                        .await?
+                        .to_string(),
+                };
+                ctx.print_answer(&mut out, name, "handle", handle)?;
+            }
+        }
+        OfferHow::Plain => match values {
+            [value] => each!(&queue, q => q.offer(value.as_str(), delay).await)?,
+            _ => {
+                let items: Vec<(String, Duration)> =
+                    values.iter().map(|v| (v.clone(), delay)).collect();
+                each!(&queue, q => q.offer_all(&items).await)?
+            }
+        },
     }
     Ok(())
+}
+
+/// What `offer` prints besides offering.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum OfferHow {
+    /// Nothing.
+    Plain,
+    /// Whether an equal pending value was replaced (`--unique`).
+    Unique,
+    /// The new entry's handle (`--handle`).
+    WithHandle,
 }
 
 /// Prints whether an entry was rescheduled, and returns it.
@@ -47,7 +81,7 @@ pub(crate) async fn reschedule(
     for value in values {
         let moved = each!(&queue, q => q.reschedule(value.as_str(), delay).await)?;
         all &= moved;
-        ctx.print(&mut out, &moved.to_string(), || moved.into())?;
+        ctx.print_answer(&mut out, &target.queue, "rescheduled", moved)?;
     }
     Ok(all)
 }
@@ -64,9 +98,35 @@ pub(crate) async fn remove(
     for value in values {
         let removed = each!(&queue, q => q.remove(value.as_str()).await)?;
         all &= removed;
-        ctx.print(&mut out, &removed.to_string(), || removed.into())?;
+        ctx.print_answer(&mut out, &target.queue, "removed", removed)?;
     }
     Ok(all)
+}
+
+/// Cancels the pending entry an offer returned `handle` for (`SHARD:HANDLE` with `--shards`);
+/// prints whether it was pending, and returns it.
+pub(crate) async fn cancel(ctx: &Ctx, target: &QueueArg, handle: &str) -> anyhow::Result<bool> {
+    let queue = ctx.target(target).await?;
+    let cancelled = match &queue {
+        Target::One(q) => {
+            let handle: OfferHandle = handle.parse().map_err(|err| bad_handle(handle, err))?;
+            q.cancel(&handle).await?
+        }
+        Target::Sharded(q) => {
+            let handle: ShardedHandle = handle.parse().map_err(|err| bad_handle(handle, err))?;
+            q.cancel(&handle).await?
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    ctx.print_answer(&mut out, &target.queue, "cancelled", cancelled)?;
+    Ok(cancelled)
+}
+
+/// A handle that does not parse: a usage error that says what one looks like.
+fn bad_handle(handle: &str, err: impl std::fmt::Display) -> Usage {
+    Usage(format!(
+        "{handle:?} is not a handle: {err} (as `delayq offer --handle` prints it)"
+    ))
 }
 
 pub(crate) async fn peek(ctx: &Ctx, target: &QueueArg, limit: usize) -> anyhow::Result<()> {
@@ -81,15 +141,16 @@ pub(crate) async fn peek(ctx: &Ctx, target: &QueueArg, limit: usize) -> anyhow::
             Some(due) => format!("{}\t{}", show::time(due), show::from_now(due, now)),
             None => "-\t(not scheduled)".to_owned(),
         };
-        let (text, value) = match &pending.value {
-            Ok(value) => (format!("{due}\t{value}"), ctx.codec.json_of(value)),
-            Err(err) => (format!("{due}\t<{err}>"), serde_json::Value::Null),
+        let text = match &pending.value {
+            Ok(value) => format!("{due}\t{value}"),
+            Err(err) => format!("{due}\t<{err}>"),
         };
         ctx.print(&mut out, &text, || {
-            let mut record = serde_json::json!({ "due_ms": pending.due_ms, "value": value });
-            if let Err(err) = &pending.value {
-                record["error"] = err.to_string().into();
-            }
+            let mut record = match &pending.value {
+                Ok(value) => ctx.value_record(&target.queue, value),
+                Err(err) => undecodable(&target.queue, &pending.raw, err),
+            };
+            record["due_ms"] = pending.due_ms.into();
             record
         })?;
     }
@@ -197,11 +258,22 @@ fn print_stats(
     Ok(())
 }
 
+/// The JSON record of a value of `queue` that does not decode: its raw bytes and why.
+pub(crate) fn undecodable(
+    queue: &str,
+    raw: &[u8],
+    err: &dyn std::fmt::Display,
+) -> serde_json::Value {
+    serde_json::json!({
+        "queue": queue,
+        "value_base64": crate::text_codec::base64_of(raw),
+        "value_error": err.to_string(),
+    })
+}
+
 pub(crate) async fn clear(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<()> {
     let queue = ctx.target(target).await?;
     let cleared = each!(&queue, q => q.clear().await)?;
-    ctx.print(&mut std::io::stdout(), &cleared.to_string(), || {
-        cleared.into()
-    })?;
+    ctx.print_answer(&mut std::io::stdout(), &target.queue, "cleared", cleared)?;
     Ok(())
 }

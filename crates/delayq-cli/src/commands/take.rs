@@ -67,7 +67,7 @@ async fn take_each(
         };
         let Some(raw) = taken? else { break };
         let (what, cause) = match ctx.codec.decode(&raw) {
-            Ok(value) => match write_value(ctx, &mut out, &value) {
+            Ok(value) => match write_value(ctx, &mut out, queue, &value) {
                 Ok(()) => continue,
                 Err(err) => (
                     format!("cannot write a value taken from {queue} to stdout"),
@@ -92,8 +92,8 @@ async fn take_each(
     Ok(())
 }
 
-fn write_value(ctx: &Ctx, out: &mut impl Write, value: &str) -> std::io::Result<()> {
-    ctx.print_value(out, value)?;
+fn write_value(ctx: &Ctx, out: &mut impl Write, queue: &str, value: &str) -> std::io::Result<()> {
+    ctx.print_value(out, queue, value)?;
     out.flush()
 }
 

@@ -1,5 +1,5 @@
 //! Values in and out of the `delayq` command line: `--value-file PATH` and `-` for stdin,
-//! `--json` (one document per value, binary as base64), `--null-data` (NUL-separated records,
+//! `--json` (one object per value, binary as base64), `--null-data` (NUL-separated records,
 //! and NUL-separated values in), `--codec kryo`, and 16 MB values both ways.
 
 use crate::common::{unique_name, TestRedis};
@@ -96,8 +96,9 @@ fn sixteen_megabytes_of_bytes_through_stdin_and_back_as_base64_json() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1);
     let doc: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(doc["queue"], queue.as_str());
     let back = base64::engine::general_purpose::STANDARD
-        .decode(doc.as_str().unwrap())
+        .decode(doc["value_base64"].as_str().unwrap())
         .unwrap();
     assert!(back == value, "the bytes changed on the way");
 }
@@ -119,7 +120,10 @@ fn nul_separated_values_in_and_json_documents_out() {
     let mut got: Vec<String> = String::from_utf8(out)
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str::<String>(l).unwrap())
+        .map(|l| {
+            let doc: serde_json::Value = serde_json::from_str(l).unwrap();
+            doc["value"].as_str().unwrap().to_owned()
+        })
         .collect();
     got.sort();
     let mut want: Vec<String> = values.iter().map(|v| (*v).to_owned()).collect();
@@ -127,7 +131,8 @@ fn nul_separated_values_in_and_json_documents_out() {
     assert_eq!(got, want);
     // Results print as JSON too.
     let out = delayq(&url, &["--json", "remove", &queue, "gone"], None);
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "false\n");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc, serde_json::json!({"queue": queue, "removed": false}));
 }
 
 #[test]

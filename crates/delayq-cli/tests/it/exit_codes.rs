@@ -111,7 +111,18 @@ fn every_row_of_the_exit_status_table_is_what_the_binary_does() {
             "remove --exit-status of nothing",
             &["remove", &ok, "none", "--exit-status"],
         ),
+        scenario(
+            1,
+            "cancel --exit-status of a handle not pending",
+            &["cancel", &ok, "080102030405060708", "--exit-status"],
+        ),
+        scenario(
+            1,
+            "queues with one it cannot read",
+            &["queues", "--match", &wrong],
+        ),
         scenario(2, "a bad duration", &["--delay", "soon", "offer", &ok, "v"]),
+        scenario(2, "a handle that does not parse", &["cancel", &ok, "zz"]),
         scenario(
             2,
             "a malformed URL",
