@@ -8,6 +8,7 @@ use crate::queue::DelayedQueue;
 use crate::redis::server::ServerCheck;
 use crate::reliable::{Delivery, Receipt};
 use crate::retry::{FailureLog, RetryPolicy, Retrying};
+use crate::telemetry::{messaging_span, Operation};
 use crate::{Error, Result};
 use futures::FutureExt;
 use std::collections::HashMap;
@@ -84,7 +85,15 @@ where
         Counters::bump(&counters.taken);
         let job = job.clone();
         let metrics = metrics.get(&*queue).cloned().unwrap_or_default();
-        let span = tracing::info_span!("job", queue = %queue, id = delivery.id(), attempt = delivery.attempt());
+        let span = messaging_span!(
+            tracing::Level::INFO,
+            "job",
+            Operation::Process,
+            "process",
+            queue,
+            id = delivery.id(),
+            attempt = delivery.attempt()
+        );
         // Counted as running from the take, so that a stop cannot miss a job about to start.
         let handling = job.handling.token();
         tracker.spawn(tracing::Instrument::instrument(
