@@ -290,6 +290,9 @@ pub(crate) struct TransferArgs {
     pub(crate) watch: ServerWatchArgs,
     #[command(flatten, next_help_heading = "HTTP listener (--listen)")]
     pub(crate) http: crate::serve::ListenArgs,
+    #[cfg(feature = "otel")]
+    #[command(flatten, next_help_heading = "OpenTelemetry")]
+    pub(crate) otlp: crate::otel::OtlpArgs,
 }
 
 /// How a daemon (`transfer`, `work`) watches the server's settings while it runs.
@@ -388,6 +391,9 @@ pub(crate) struct WorkArgs {
     pub(crate) http: crate::serve::ListenArgs,
     #[command(flatten)]
     pub(crate) watch: ServerWatchArgs,
+    #[cfg(feature = "otel")]
+    #[command(flatten, next_help_heading = "OpenTelemetry")]
+    pub(crate) otlp: crate::otel::OtlpArgs,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     pub(crate) command: Vec<String>,

@@ -7,6 +7,7 @@
 //!   `target.rs`: the queue a command acts on, one or sharded (`--shards N`).
 //! - `text_codec.rs`: values as command-line text.
 //! - `serve.rs`: `/metrics` and `/healthz` for `transfer`, `work` and `ui` (`--listen`).
+//! - `otel.rs` (feature `otel`): spans exported over OTLP.
 //! - `ui/`: the dashboard's page (`index.html`, `app.js`, `style.css`, built in) and its JSON
 //!   API; `commands/ui.rs` starts it.
 
@@ -16,6 +17,8 @@ mod connection;
 mod ctx;
 mod duration;
 mod exit;
+#[cfg(feature = "otel")]
+mod otel;
 mod progress;
 mod serve;
 mod show;
@@ -24,6 +27,9 @@ mod ui;
 
 use clap::Parser;
 use std::process::ExitCode;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::Layer as _;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -34,15 +40,38 @@ fn main() -> ExitCode {
         | cli::Command::Ui(_) => "warn,delayq=info",
         _ => "warn",
     };
-    tracing_subscriber::fmt()
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal, never into a log file or pipe.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
+        .with_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
-        )
-        .init();
+        );
+    let subscriber = tracing_subscriber::registry().with(log);
+    #[cfg(feature = "otel")]
+    let (subscriber, export) = match otel::Export::start(&cli) {
+        Ok(export) => (
+            subscriber.with(export.as_ref().map(otel::Export::layer)),
+            export,
+        ),
+        Err(err) => {
+            eprintln!("delayq: {err}");
+            return exit::Status::Usage.into();
+        }
+    };
+    subscriber.init();
+    let status = run(cli);
+    // The last spans go out after the runtime is gone: the exporter's client blocks.
+    #[cfg(feature = "otel")]
+    if let Some(export) = export {
+        export.shutdown();
+    }
+    status
+}
+
+/// Runs the command on a single-threaded runtime; its exit status.
+fn run(cli: cli::Cli) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
