@@ -16,6 +16,8 @@ mod daemon_notices;
 mod exit_codes;
 mod listen;
 mod observe;
+#[cfg(feature = "otel")]
+mod otel;
 mod processes;
 mod shard_count;
 mod take_handoff;
