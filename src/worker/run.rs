@@ -85,15 +85,7 @@ where
         Counters::bump(&counters.taken);
         let job = job.clone();
         let metrics = metrics.get(&*queue).cloned().unwrap_or_default();
-        let span = messaging_span!(
-            tracing::Level::INFO,
-            "job",
-            Operation::Process,
-            "process",
-            queue,
-            id = delivery.id(),
-            attempt = delivery.attempt()
-        );
+        let span = job_span(&queue, &delivery);
         // Counted as running from the take, so that a stop cannot miss a job about to start.
         let handling = job.handling.token();
         tracker.spawn(tracing::Instrument::instrument(
@@ -111,6 +103,19 @@ where
     let stats = counters.snapshot();
     tracing::info!(queue = %name, ?stats, "worker stopped");
     Ok(stats)
+}
+
+/// The span of one job, its handler and its settlement.
+fn job_span<V>(queue: &str, delivery: &Delivery<V>) -> tracing::Span {
+    messaging_span!(
+        tracing::Level::INFO,
+        "job",
+        Operation::Process,
+        "process",
+        queue,
+        id = delivery.id(),
+        attempt = delivery.attempt()
+    )
 }
 
 /// Reads the server's eviction policy, warning when it evicts keys, and again every `every`.

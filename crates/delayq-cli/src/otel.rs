@@ -11,15 +11,6 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::Layer;
 
-/// The exporter's options for the daemons.
-#[derive(clap::Args, Debug, Clone)]
-pub(crate) struct OtlpArgs {
-    /// Export spans over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (spans go to
-    /// its /v1/traces); the same as OTEL_EXPORTER_OTLP_ENDPOINT, which it overrides.
-    #[arg(long, value_name = "URL")]
-    pub(crate) otlp_endpoint: Option<String>,
-}
-
 /// The service name when `OTEL_SERVICE_NAME` says none.
 const SERVICE_NAME: &str = "delayq";
 
