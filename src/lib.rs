@@ -52,6 +52,7 @@ mod redis;
 pub mod reliable;
 pub mod retry;
 mod scheduler;
+mod telemetry;
 pub mod time;
 pub mod worker;
 

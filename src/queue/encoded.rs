@@ -9,8 +9,10 @@ use crate::redis::ops::remove::RemoveMode;
 use crate::redis::ops::reschedule::Which;
 use crate::redis::ops::{contains, offer, offer_unique, remove, reschedule};
 use crate::redis::server;
+use crate::telemetry::{self, messaging_span, Operation};
 use crate::time::Delay;
 use crate::{Error, Result};
+use tracing::Instrument;
 
 impl<C: Codec> DelayedQueue<C> {
     /// `value` as the queue's codec writes it.
@@ -40,32 +42,67 @@ impl<C: Codec> DelayedQueue<C> {
     }
 
     /// Offers each encoded value due after its delay (see [`offer_all`](Self::offer_all)).
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), count = entries.len()))]
     pub(crate) async fn offer_encoded(&self, entries: Vec<(Delay, Vec<u8>)>) -> Result<()> {
-        self.check_sizes(entries.iter().map(|(_, value)| value.as_slice()))
-            .await?;
-        offer::run(self.client(), self.spec(), entries).await?;
-        Ok(())
+        // One value goes the way that knows its entry's id, for the span to name the message.
+        let entries = match <[_; 1]>::try_from(entries) {
+            Ok([(delay, value)]) => {
+                return self.offer_with_handle_encoded(delay, value).await.map(drop)
+            }
+            Err(entries) => entries,
+        };
+        let span = self.offer_span(entries.len(), None);
+        async {
+            self.check_sizes(entries.iter().map(|(_, value)| value.as_slice()))
+                .await?;
+            offer::run(self.client(), self.spec(), entries).await?;
+            Ok(())
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The span of an offer of `count` values (all after `delay`, when one).
+    fn offer_span(&self, count: usize, delay: Option<Delay>) -> tracing::Span {
+        let span = messaging_span!(
+            tracing::Level::DEBUG,
+            "offer",
+            Operation::Send,
+            "offer",
+            self.name(),
+            count,
+            delay_ms = delay.map(Delay::ms)
+        );
+        telemetry::record_batch(&span, count);
+        span
     }
 
     /// Offers an encoded value and returns its entry's handle (see
     /// [`offer_with_handle`](Self::offer_with_handle)).
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.ms()))]
     pub(crate) async fn offer_with_handle_encoded(
         &self,
         delay: Delay,
         value: Vec<u8>,
     ) -> Result<OfferHandle> {
-        self.check_sizes([value.as_slice()]).await?;
-        offer::run_with_handle(self.client(), self.spec(), delay, value).await
+        let span = self.offer_span(1, Some(delay));
+        let handle = async {
+            self.check_sizes([value.as_slice()]).await?;
+            offer::run_with_handle(self.client(), self.spec(), delay, value).await
+        }
+        .instrument(span.clone())
+        .await?;
+        telemetry::record_message_id(&span, handle);
+        Ok(handle)
     }
 
     /// Offers an encoded value unless an equal one is pending; true when one was (see
     /// [`offer_unique`](Self::offer_unique)).
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), delay_ms = delay.ms()))]
     pub(crate) async fn offer_unique_encoded(&self, delay: Delay, value: Vec<u8>) -> Result<bool> {
-        self.check_sizes([value.as_slice()]).await?;
-        Ok(offer_unique::run(self.client(), self.spec(), delay, value).await? > 0)
+        async {
+            self.check_sizes([value.as_slice()]).await?;
+            Ok(offer_unique::run(self.client(), self.spec(), delay, value).await? > 0)
+        }
+        .instrument(self.offer_span(1, Some(delay)))
+        .await
     }
 
     /// Removes the entries `mode` names by encoded values; true if any was removed (see

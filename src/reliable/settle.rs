@@ -6,11 +6,13 @@ use super::dead;
 use crate::redis::ops::{ack, dead as dead_op, extend, nack};
 use crate::redis::script::QueueSpec;
 use crate::retry::{Backoff, Retrying};
+use crate::telemetry::{messaging_span, Operation};
 use crate::time::{now_ms, Delay};
 use crate::Result;
 use fred::clients::Client;
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 /// What settling a delivery needs, shared by a consumer and its deliveries.
 #[derive(Debug)]
@@ -25,7 +27,9 @@ pub(super) struct SettleCtx {
 impl SettleCtx {
     /// The work on delivery `id` is done.
     pub(super) async fn ack(&self, id: &str) -> Result<bool> {
-        resend_on_drop("ack", || ack::run(&self.client, &self.queue, id)).await
+        resend_on_drop("ack", || ack::run(&self.client, &self.queue, id))
+            .instrument(self.span("ack"))
+            .await
     }
 
     /// Gives delivery `id` back: after `delay`, or at once; `unprocessed` uncounts the attempt
@@ -35,6 +39,7 @@ impl SettleCtx {
         resend_on_drop("nack", || {
             nack::run(&self.client, &self.queue, id, delay, unprocessed)
         })
+        .instrument(self.span(if unprocessed { "give_back" } else { "nack" }))
         .await
     }
 
@@ -45,6 +50,7 @@ impl SettleCtx {
         let (done, trimmed) = resend_on_drop("dead letter", || {
             dead_op::run(&self.client, &self.queue, id, header.clone(), limit)
         })
+        .instrument(self.span("dead_letter"))
         .await?;
         if trimmed > 0 {
             tracing::warn!(
@@ -56,6 +62,17 @@ impl SettleCtx {
             );
         }
         Ok(done)
+    }
+
+    /// The span of one settle call (`operation`: ack, nack, give_back, dead_letter).
+    fn span(&self, operation: &'static str) -> tracing::Span {
+        messaging_span!(
+            tracing::Level::DEBUG,
+            "settle",
+            Operation::Settle,
+            operation,
+            self.queue.keys.target()
+        )
     }
 
     /// Pushes delivery `id`'s deadline to `visibility` from now.

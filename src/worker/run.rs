@@ -8,6 +8,7 @@ use crate::queue::DelayedQueue;
 use crate::redis::server::ServerCheck;
 use crate::reliable::{Delivery, Receipt};
 use crate::retry::{FailureLog, RetryPolicy, Retrying};
+use crate::telemetry::{messaging_span, Operation};
 use crate::{Error, Result};
 use futures::FutureExt;
 use std::collections::HashMap;
@@ -84,7 +85,7 @@ where
         Counters::bump(&counters.taken);
         let job = job.clone();
         let metrics = metrics.get(&*queue).cloned().unwrap_or_default();
-        let span = tracing::info_span!("job", queue = %queue, id = delivery.id(), attempt = delivery.attempt());
+        let span = job_span(&queue, &delivery);
         // Counted as running from the take, so that a stop cannot miss a job about to start.
         let handling = job.handling.token();
         tracker.spawn(tracing::Instrument::instrument(
@@ -102,6 +103,19 @@ where
     let stats = counters.snapshot();
     tracing::info!(queue = %name, ?stats, "worker stopped");
     Ok(stats)
+}
+
+/// The span of one job, its handler and its settlement.
+fn job_span<V>(queue: &str, delivery: &Delivery<V>) -> tracing::Span {
+    messaging_span!(
+        tracing::Level::INFO,
+        "job",
+        Operation::Process,
+        "process",
+        queue,
+        id = delivery.id(),
+        attempt = delivery.attempt()
+    )
 }
 
 /// Reads the server's eviction policy, warning when it evicts keys, and again every `every`.

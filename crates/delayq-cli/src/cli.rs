@@ -327,6 +327,9 @@ pub(crate) struct TransferArgs {
     pub(crate) watch: ServerWatchArgs,
     #[command(flatten, next_help_heading = "HTTP listener (--listen)")]
     pub(crate) http: crate::serve::ListenArgs,
+    #[cfg(feature = "otel")]
+    #[command(flatten, next_help_heading = "OpenTelemetry")]
+    pub(crate) otlp: OtlpArgs,
 }
 
 /// How a daemon (`transfer`, `work`) watches the server's settings while it runs.
@@ -336,6 +339,16 @@ pub(crate) struct ServerWatchArgs {
     /// CONFIG SET makes it one that evicts keys.
     #[arg(long, env = "DELAYQ_SERVER_CHECK", value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub(crate) server_check: Duration,
+}
+
+/// Where `transfer` and `work` export their spans (the `otel` feature).
+#[cfg(feature = "otel")]
+#[derive(Args, Debug, Clone)]
+pub(crate) struct OtlpArgs {
+    /// Export spans over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (spans go to
+    /// its /v1/traces); the same as OTEL_EXPORTER_OTLP_ENDPOINT, which it overrides.
+    #[arg(long, value_name = "URL", env = "DELAYQ_OTLP_ENDPOINT")]
+    pub(crate) otlp_endpoint: Option<String>,
 }
 
 /// `delayq ui`'s options.
@@ -430,6 +443,9 @@ pub(crate) struct WorkArgs {
     pub(crate) http: crate::serve::ListenArgs,
     #[command(flatten)]
     pub(crate) watch: ServerWatchArgs,
+    #[cfg(feature = "otel")]
+    #[command(flatten, next_help_heading = "OpenTelemetry")]
+    pub(crate) otlp: OtlpArgs,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     pub(crate) command: Vec<String>,

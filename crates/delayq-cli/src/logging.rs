@@ -3,6 +3,9 @@
 //! collector (`--log-format json`).
 
 use std::sync::OnceLock;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{Layer, Registry};
 
 /// How stderr's lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -16,21 +19,27 @@ pub(crate) enum LogFormat {
 
 static FORMAT: OnceLock<LogFormat> = OnceLock::new();
 
-/// Installs the tracing subscriber: `RUST_LOG` when set, else `default_filter`.
-pub(crate) fn init(format: LogFormat, default_filter: &str) {
+/// Installs the tracing subscriber: stderr's lines filtered by `RUST_LOG` when set, else
+/// `default_filter`, beside `extra` (the span exporter, which filters for itself).
+pub(crate) fn init<L>(format: LogFormat, default_filter: &str, extra: L)
+where
+    L: Layer<Registry> + Send + Sync + 'static,
+{
     let _ = FORMAT.set(format);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
-    let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(filter);
-    match format {
+    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let lines = match format {
         // Colours only for a person at a terminal, never into a log file or pipe.
-        LogFormat::Text => builder
+        LogFormat::Text => lines
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init(),
-        LogFormat::Json => builder.json().init(),
-    }
+            .boxed(),
+        LogFormat::Json => lines.json().boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(extra)
+        .with(lines.with_filter(filter))
+        .init();
 }
 
 /// Says a status line: `delayq: LINE` on stderr as text, or an INFO event (target `delayq`)

@@ -9,6 +9,7 @@
 //! - `text_codec.rs`: values as command-line text; `logging.rs`: tracing and status lines, as
 //!   text or JSON (`--log-format`).
 //! - `serve/`: `/metrics` and `/healthz` for `transfer`, `work` and `ui` (`--listen`).
+//! - `otel.rs` (feature `otel`): spans exported over OTLP.
 //! - `ui/`: the dashboard's page (`index.html`, `app.js`, `style.css`, built in) and its JSON
 //!   API; `commands/ui.rs` starts it.
 
@@ -19,6 +20,8 @@ mod ctx;
 mod duration;
 mod exit;
 mod logging;
+#[cfg(feature = "otel")]
+mod otel;
 mod progress;
 mod serve;
 mod show;
@@ -37,7 +40,30 @@ fn main() -> ExitCode {
         | cli::Command::Ui(_) => "warn,delayq=info",
         _ => "warn",
     };
-    logging::init(cli.global.log_format, default_filter);
+    #[cfg(feature = "otel")]
+    let export = match otel::Export::start(&cli) {
+        Ok(export) => export,
+        Err(err) => {
+            eprintln!("delayq: {err}");
+            return exit::Status::Usage.into();
+        }
+    };
+    #[cfg(feature = "otel")]
+    let extra = export.as_ref().map(otel::Export::layer);
+    #[cfg(not(feature = "otel"))]
+    let extra = tracing_subscriber::layer::Identity::new();
+    logging::init(cli.global.log_format, default_filter, extra);
+    let status = run(cli);
+    // The last spans go out after the runtime is gone: the exporter's client blocks.
+    #[cfg(feature = "otel")]
+    if let Some(export) = export {
+        export.shutdown();
+    }
+    status
+}
+
+/// Runs the command on a single-threaded runtime; its exit status.
+fn run(cli: cli::Cli) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -18,6 +18,8 @@ mod exit_codes;
 mod json_shape;
 mod listen;
 mod observe;
+#[cfg(feature = "otel")]
+mod otel;
 mod processes;
 mod queues;
 mod shard_count;

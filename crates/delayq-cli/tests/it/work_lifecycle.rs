@@ -22,10 +22,21 @@ pub(crate) struct Worker {
 impl Worker {
     /// `delayq --url URL work ARGS`, logging at the default level into `dir/work.log`.
     pub(crate) fn start(url: &str, dir: &Path, args: &[&str]) -> Worker {
+        Worker::start_with_env(url, dir, args, &[])
+    }
+
+    /// [`start`](Worker::start) with these environment variables set.
+    pub(crate) fn start_with_env(
+        url: &str,
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Worker {
         let log = dir.join(format!("{}.log", unique_name("work").replace(':', "-")));
         let child = Command::new(BIN)
             .args(["--url", url, "work"])
             .args(args)
+            .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .env_remove("REDIS_URL")
             .stdout(Stdio::null())
