@@ -15,6 +15,7 @@ mod clock;
 mod daemon_notices;
 mod exit_codes;
 mod listen;
+mod metrics;
 mod observe;
 mod processes;
 mod shard_count;
