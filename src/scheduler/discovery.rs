@@ -330,7 +330,7 @@ impl GroupTask {
         self.jobs.spawn(async move {
             let pending: std::result::Result<u64, _> = client.exists(keys.timeout()).await;
             let pending = pending.is_ok_and(|n| n > 0);
-            Done::Heard(keys, pending)
+            Done::Heard(Box::new(keys), pending)
         });
     }
 

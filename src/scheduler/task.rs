@@ -38,7 +38,7 @@ pub(super) enum Done {
     Tidied,
     ServerPolicy(Option<String>),
     /// A message on an unknown queue's channel, and whether the queue has pending entries.
-    Heard(crate::keys::QueueKeys, bool),
+    Heard(Box<crate::keys::QueueKeys>, bool),
 }
 
 /// The loop's state.
@@ -234,7 +234,7 @@ impl GroupTask {
             Done::ServerPolicy(policy) => {
                 self.eviction.observe(policy, "transfer scheduler", "*");
             }
-            Done::Heard(keys, pending) => self.on_heard(keys, pending).await,
+            Done::Heard(keys, pending) => self.on_heard(*keys, pending).await,
         }
     }
 

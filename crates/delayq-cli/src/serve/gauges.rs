@@ -175,41 +175,22 @@ impl Readings {
     pub(crate) fn render(&self, mode: MetricsMode, now_ms: i64) -> String {
         let held = self.lock();
         let mut out = String::new();
-        let age = |since: Option<i64>| {
-            since.map_or(0.0, |ms| now_ms.saturating_sub(ms).max(0) as f64 / 1e3)
-        };
-        let gauges: [(&str, Aggregate, &dyn Fn(&Reading) -> f64); 9] = [
-            ("delayq_pending", Aggregate::Sum, &|r| r.pending as f64),
-            ("delayq_ready", Aggregate::Sum, &|r| r.ready as f64),
-            ("delayq_quarantine_size", Aggregate::Sum, &|r| {
-                r.quarantined as f64
-            }),
-            ("delayq_in_flight", Aggregate::Sum, &|r| r.in_flight as f64),
-            ("delayq_inflight_overdue", Aggregate::Sum, &|r| {
-                r.inflight_overdue as f64
-            }),
-            ("delayq_dead", Aggregate::Sum, &|r| r.dead as f64),
-            ("delayq_paused", Aggregate::Sum, &|r| {
-                f64::from(u8::from(r.paused))
-            }),
-            ("delayq_oldest_overdue_seconds", Aggregate::Max, &|r| {
-                age(r.next_due_ms)
-            }),
-            ("delayq_oldest_ready_age_seconds", Aggregate::Max, &|r| {
-                age(r.ready_since_ms)
-            }),
-        ];
-        for (name, aggregate, value) in gauges {
+        for (name, aggregate, value) in GAUGES {
             let help = delayq::metrics::metric(name).map_or("", |m| m.help);
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
             match mode {
                 MetricsMode::PerQueue => {
                     for (queue, reading) in held.iter() {
-                        let _ = writeln!(out, "{name}{{{}}} {}", labels(queue), value(reading));
+                        let _ = writeln!(
+                            out,
+                            "{name}{{{}}} {}",
+                            labels(queue),
+                            value(reading, now_ms)
+                        );
                     }
                 }
                 MetricsMode::Aggregate => {
-                    let values = held.values().map(value);
+                    let values = held.values().map(|r| value(r, now_ms));
                     let total = match aggregate {
                         Aggregate::Sum => values.sum(),
                         Aggregate::Max => values.fold(0.0, f64::max),
@@ -221,6 +202,41 @@ impl Readings {
         }
         out
     }
+}
+
+/// A gauge read from Redis: its name, how it sums over the queues, and its value for one
+/// queue's reading at a time (epoch ms).
+type QueueGauge = (&'static str, Aggregate, fn(&Reading, i64) -> f64);
+
+const GAUGES: [QueueGauge; 9] = [
+    ("delayq_pending", Aggregate::Sum, |r, _| r.pending as f64),
+    ("delayq_ready", Aggregate::Sum, |r, _| r.ready as f64),
+    ("delayq_quarantine_size", Aggregate::Sum, |r, _| {
+        r.quarantined as f64
+    }),
+    ("delayq_in_flight", Aggregate::Sum, |r, _| {
+        r.in_flight as f64
+    }),
+    ("delayq_inflight_overdue", Aggregate::Sum, |r, _| {
+        r.inflight_overdue as f64
+    }),
+    ("delayq_dead", Aggregate::Sum, |r, _| r.dead as f64),
+    ("delayq_paused", Aggregate::Sum, |r, _| {
+        f64::from(u8::from(r.paused))
+    }),
+    ("delayq_oldest_overdue_seconds", Aggregate::Max, |r, now| {
+        age(r.next_due_ms, now)
+    }),
+    (
+        "delayq_oldest_ready_age_seconds",
+        Aggregate::Max,
+        |r, now| age(r.ready_since_ms, now),
+    ),
+];
+
+/// Seconds from `since` to `now_ms` (0 without one, or when it is later).
+fn age(since: Option<i64>, now_ms: i64) -> f64 {
+    since.map_or(0.0, |ms| now_ms.saturating_sub(ms).max(0) as f64 / 1e3)
 }
 
 /// How a gauge is summed over the queues.
