@@ -2,13 +2,16 @@
 //! `metrics`): every metric is recorded from this module. Without the feature each function is
 //! a no-op and the handles are empty.
 //!
-//! A program installs a recorder (the `delayq` binary renders Prometheus text). Handles carry
-//! their `queue` label from the moment they are made, once per queue, so recording is an atomic
-//! add and formats nothing.
+//! A program installs a recorder (the `delayq` binary renders Prometheus text) and calls
+//! [`describe`] once. Handles carry their `queue` label (and `logical_queue` on a shard of a
+//! sharded queue) from the moment they are made, once per queue, so recording is an atomic add
+//! and formats nothing; a queue's handles are dropped when the queue leaves, so a recorder that
+//! retires series nobody holds retires the queue's.
 //!
 //! Every metric, with its type, labels and meaning, is in the one table of the
 //! [operations guide](https://github.com/delayq/delayq/blob/main/docs/operations.md#metrics);
-//! [`NAMES`] lists the names, and `scripts/check_docs.py` checks that the two agree.
+//! [`METRICS`] lists them with their kinds and HELP texts, and `scripts/check_docs.py` checks
+//! that the two agree.
 //!
 //! # Examples
 //!
