@@ -9,7 +9,7 @@
   `/tree/main/`), in those files and in the Rust sources, names a path of this checkout (and a
   heading, for a Markdown file with an #anchor).
 - README.md is at most 200 lines.
-- The metrics table in docs/operations.md names exactly the metrics of `NAMES` in
+- The metrics table in docs/operations.md names exactly the metrics of `METRICS` in
   src/metrics.rs, once each.
 - The key table in docs/compatibility.md names exactly the key prefixes src/keys/mod.rs declares.
 - Every code block of README.md and docs/*.md names its language (rustdoc compiles a bare one as
@@ -315,12 +315,12 @@ def check_code_blocks(checks):
 
 
 def metric_names(source):
-    """The names of `pub const NAMES` in the text of src/metrics.rs (None without it)."""
-    const = re.search(r"pub const NAMES: &\[&str\] = &\[(.*?)\];", source, re.S)
+    """The names of `pub const METRICS` in the text of src/metrics.rs (None without it)."""
+    const = re.search(r"pub const METRICS: &\[Metric\] = &\[(.*?)\n\];", source, re.S)
     if not const:
         return None
     code = "\n".join(re.sub(r"//.*$", "", line) for line in const.group(1).splitlines())
-    return re.findall(r'"([^"]+)"', code)
+    return re.findall(r'Metric::new\(\s*"([^"]+)"', code)
 
 
 def check_metrics(checks):
@@ -334,7 +334,7 @@ def check_metrics(checks):
         return
     names = metric_names(source)
     if names is None:
-        checks.report(False, "metrics table: no `pub const NAMES: &[&str]` in src/metrics.rs")
+        checks.report(False, "metrics table: no `pub const METRICS: &[Metric]` in src/metrics.rs")
         return
     rows = first_column(page, "Metric")
     table = [n for cell in (rows or []) for n in re.findall(r"\x00(delayq_\w+)\x00", cell)]
@@ -347,13 +347,13 @@ def check_metrics(checks):
     if duplicated:
         problems.append("more than once in the table: " + ", ".join(duplicated))
     if missing:
-        problems.append("in NAMES, not in the table: " + ", ".join(missing))
+        problems.append("in METRICS, not in the table: " + ", ".join(missing))
     if extra:
-        problems.append("in the table, not in NAMES: " + ", ".join(extra))
+        problems.append("in the table, not in METRICS: " + ", ".join(extra))
     checks.report(
         not problems,
         f"metrics table in docs/operations.md: its {len(table)} names are the {len(names)} of "
-        "NAMES in src/metrics.rs",
+        "METRICS in src/metrics.rs",
         problems,
     )
 

@@ -65,7 +65,7 @@ pub use tokio_util::sync::CancellationToken;
 pub use consumer::Consumer;
 pub use entry::{EntryFormat, OfferHandle};
 pub use error::{BoxError, Error, Refusal, Result, TlsFailure};
-pub use keys::{glob_match, shard_count_key, QueueKeys};
+pub use keys::{glob_match, logical_queue, shard_count_key, QueueKeys};
 pub use options::QueueOptions;
 pub use queue::{
     shard_of, AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError,

@@ -2,13 +2,16 @@
 //! `metrics`): every metric is recorded from this module. Without the feature each function is
 //! a no-op and the handles are empty.
 //!
-//! A program installs a recorder (the `delayq` binary renders Prometheus text). Handles carry
-//! their `queue` label from the moment they are made, once per queue, so recording is an atomic
-//! add and formats nothing.
+//! A program installs a recorder (the `delayq` binary renders Prometheus text) and calls
+//! [`describe`] once. Handles carry their `queue` label (and `logical_queue` on a shard of a
+//! sharded queue) from the moment they are made, once per queue, so recording is an atomic add
+//! and formats nothing; a queue's handles are dropped when the queue leaves, so a recorder that
+//! retires series nobody holds retires the queue's.
 //!
 //! Every metric, with its type, labels and meaning, is in the one table of the
 //! [operations guide](https://github.com/delayq/delayq/blob/main/docs/operations.md#metrics);
-//! [`NAMES`] lists the names, and `scripts/check_docs.py` checks that the two agree.
+//! [`METRICS`] lists them with their kinds and HELP texts, and `scripts/check_docs.py` checks
+//! that the two agree.
 //!
 //! # Examples
 //!
@@ -20,33 +23,220 @@
 
 use crate::error::Error;
 
-/// Every metric name, for programs that describe or filter them.
-pub const NAMES: &[&str] = &[
-    "delayq_moved_total",
-    "delayq_transfers_total",
-    "delayq_transfer_duration_seconds",
-    "delayq_transfer_lateness_seconds",
-    "delayq_quarantined_total",
-    "delayq_errors_total",
-    "delayq_paused_skips_total",
-    "delayq_resubscribes_total",
-    "delayq_reconnects_total",
-    "delayq_connection_errors_total",
-    "delayq_taken_total",
-    "delayq_redelivered_total",
-    "delayq_acked_total",
-    "delayq_nacked_total",
-    "delayq_retried_total",
-    "delayq_dead_lettered_total",
-    "delayq_worker_in_flight",
-    "delayq_handler_duration_seconds",
-    "delayq_pending",
-    "delayq_ready",
-    "delayq_in_flight",
-    "delayq_dead",
-    "delayq_quarantine_size",
-    "delayq_oldest_overdue_seconds",
+/// What kind of metric a [`Metric`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MetricKind {
+    /// Only goes up (Prometheus `counter`).
+    Counter,
+    /// A value read or set (Prometheus `gauge`).
+    Gauge,
+    /// A distribution of durations (Prometheus `histogram`).
+    Histogram,
+}
+
+/// One metric delayq records or a program exporting delayq's gauges shows: its name, its kind
+/// and the sentence of its HELP line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Metric {
+    /// The metric's name, e.g. `delayq_moved_total`.
+    pub name: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: MetricKind,
+    /// What it measures, one sentence.
+    pub help: &'static str,
+}
+
+impl Metric {
+    const fn new(name: &'static str, kind: MetricKind, help: &'static str) -> Metric {
+        Metric { name, kind, help }
+    }
+}
+
+use MetricKind::{Counter, Gauge, Histogram};
+
+/// Every metric, with its kind and HELP text (the operations guide's table says the same).
+pub const METRICS: &[Metric] = &[
+    Metric::new(
+        "delayq_build_info",
+        Gauge,
+        "1, labelled with the delayq version",
+    ),
+    Metric::new(
+        "delayq_moved_total",
+        Counter,
+        "values the scheduler moved to the target list",
+    ),
+    Metric::new(
+        "delayq_transfers_total",
+        Counter,
+        "transfer script calls that succeeded",
+    ),
+    Metric::new(
+        "delayq_transfer_duration_seconds",
+        Histogram,
+        "time of one transfer call",
+    ),
+    Metric::new(
+        "delayq_transfer_lateness_seconds",
+        Histogram,
+        "from the head's due time to the transfer that moved it",
+    ),
+    Metric::new(
+        "delayq_quarantined_total",
+        Counter,
+        "malformed entries set aside",
+    ),
+    Metric::new(
+        "delayq_errors_total",
+        Counter,
+        "failed transfers, by kind of error",
+    ),
+    Metric::new(
+        "delayq_paused_skips_total",
+        Counter,
+        "drains skipped because the queue is paused",
+    ),
+    Metric::new(
+        "delayq_resubscribes_total",
+        Counter,
+        "pub/sub connection back, channels subscribed again",
+    ),
+    Metric::new(
+        "delayq_reconnects_total",
+        Counter,
+        "command connection back",
+    ),
+    Metric::new(
+        "delayq_connection_errors_total",
+        Counter,
+        "command connection errors",
+    ),
+    Metric::new("delayq_taken_total", Counter, "values a worker took"),
+    Metric::new(
+        "delayq_redelivered_total",
+        Counter,
+        "values taken again (attempt > 1)",
+    ),
+    Metric::new(
+        "delayq_acked_total",
+        Counter,
+        "values handled and acknowledged",
+    ),
+    Metric::new(
+        "delayq_nacked_total",
+        Counter,
+        "handler failures (retried or dead)",
+    ),
+    Metric::new(
+        "delayq_retried_total",
+        Counter,
+        "failures given back for a retry",
+    ),
+    Metric::new(
+        "delayq_dead_lettered_total",
+        Counter,
+        "values moved to the dead letters",
+    ),
+    Metric::new(
+        "delayq_worker_in_flight",
+        Gauge,
+        "jobs this process is running",
+    ),
+    Metric::new(
+        "delayq_handler_duration_seconds",
+        Histogram,
+        "time in the handler",
+    ),
+    Metric::new(
+        "delayq_pending",
+        Gauge,
+        "pending entries (the order list's length)",
+    ),
+    Metric::new(
+        "delayq_ready",
+        Gauge,
+        "due values waiting on the target list",
+    ),
+    Metric::new("delayq_in_flight", Gauge, "reliable deliveries in flight"),
+    Metric::new(
+        "delayq_inflight_overdue",
+        Gauge,
+        "reliable deliveries in flight past their deadline",
+    ),
+    Metric::new("delayq_dead", Gauge, "dead letters"),
+    Metric::new("delayq_quarantine_size", Gauge, "quarantined entries"),
+    Metric::new(
+        "delayq_oldest_overdue_seconds",
+        Gauge,
+        "how long the head has been due (0 when nothing is)",
+    ),
+    Metric::new(
+        "delayq_oldest_ready_age_seconds",
+        Gauge,
+        "how long the target list has held values without being seen empty (consumer lag)",
+    ),
+    Metric::new(
+        "delayq_paused",
+        Gauge,
+        "1 while the queue's transfers are paused",
+    ),
 ];
+
+/// Every metric name, for programs that describe or filter them.
+pub const NAMES: &[&str] = &names::<{ METRICS.len() }>();
+
+const fn names<const N: usize>() -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = METRICS[i].name;
+        i += 1;
+    }
+    out
+}
+
+/// The metric named `name`, if delayq has one.
+///
+/// ```
+/// let moved = delayq::metrics::metric("delayq_moved_total").unwrap();
+/// assert_eq!(moved.kind, delayq::metrics::MetricKind::Counter);
+/// ```
+pub fn metric(name: &str) -> Option<&'static Metric> {
+    METRICS.iter().find(|m| m.name == name)
+}
+
+/// Gives the installed recorder every metric's HELP text and sets `delayq_build_info` to 1
+/// with its `version` label. Call it once, after installing the recorder.
+///
+/// ```
+/// delayq::metrics::describe();
+/// ```
+pub fn describe() {
+    #[cfg(feature = "metrics")]
+    {
+        for m in METRICS {
+            match m.kind {
+                Counter => metrics::describe_counter!(m.name, m.help),
+                Gauge => metrics::describe_gauge!(m.name, m.help),
+                Histogram => metrics::describe_histogram!(m.name, m.help),
+            }
+        }
+        metrics::gauge!("delayq_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+    }
+}
+
+/// The labels of queue `queue`'s series: `queue`, and for a shard of a sharded queue
+/// `logical_queue`, the sharded queue's name, so that dashboards can sum over its shards.
+#[cfg(feature = "metrics")]
+pub(crate) fn queue_labels(queue: &str) -> Vec<metrics::Label> {
+    let mut labels = vec![metrics::Label::new("queue", queue.to_owned())];
+    if let Some(logical) = crate::keys::logical_queue(queue) {
+        labels.push(metrics::Label::new("logical_queue", logical.to_owned()));
+    }
+    labels
+}
 
 /// The `kind` label of an error: `connection`, `refused` (a refusal such as LOADING, OOM or
 /// NOPERM), `script` or `other`.
@@ -66,7 +256,9 @@ pub(crate) fn error_kind(err: &Error) -> usize {
 #[cfg(feature = "metrics")]
 const KINDS: [&str; 4] = ["connection", "refused", "script", "other"];
 
-/// A scheduler's handles for one queue.
+/// A scheduler's handles for one queue. The counters of what seldom happens (errors,
+/// quarantined entries, paused skips) are made on first use, so that a queue has no series
+/// for them until then.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SchedulerMetrics {
     #[cfg(feature = "metrics")]
@@ -76,13 +268,48 @@ pub(crate) struct SchedulerMetrics {
 #[cfg(feature = "metrics")]
 #[derive(Debug)]
 struct SchedulerInner {
+    labels: Vec<metrics::Label>,
     moved: metrics::Counter,
     transfers: metrics::Counter,
     duration: metrics::Histogram,
     lateness: metrics::Histogram,
-    quarantined: metrics::Counter,
-    errors: [metrics::Counter; 4],
-    paused: metrics::Counter,
+    quarantined: Lazy,
+    errors: [Lazy; 4],
+    paused: Lazy,
+}
+
+/// A counter of one queue made the first time it counts.
+#[cfg(feature = "metrics")]
+#[derive(Debug)]
+struct Lazy {
+    name: &'static str,
+    kind: Option<&'static str>,
+    counter: std::sync::OnceLock<metrics::Counter>,
+}
+
+#[cfg(feature = "metrics")]
+impl Lazy {
+    fn new(name: &'static str, kind: Option<&'static str>) -> Lazy {
+        Lazy {
+            name,
+            kind,
+            counter: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn increment(&self, labels: &[metrics::Label], by: u64) {
+        if by == 0 {
+            return;
+        }
+        let counter = self.counter.get_or_init(|| {
+            let mut labels = labels.to_vec();
+            if let Some(kind) = self.kind {
+                labels.push(metrics::Label::new("kind", kind));
+            }
+            metrics::counter!(self.name, labels)
+        });
+        counter.increment(by);
+    }
 }
 
 impl SchedulerMetrics {
@@ -90,19 +317,18 @@ impl SchedulerMetrics {
     pub(crate) fn new(name: &str) -> SchedulerMetrics {
         #[cfg(feature = "metrics")]
         {
-            let q = name.to_owned();
-            let errors = KINDS.map(|kind| {
-                metrics::counter!("delayq_errors_total", "queue" => q.clone(), "kind" => kind)
-            });
+            let labels = queue_labels(name);
+            let l = || labels.clone();
             SchedulerMetrics {
                 inner: Some(std::sync::Arc::new(SchedulerInner {
-                    moved: metrics::counter!("delayq_moved_total", "queue" => q.clone()),
-                    transfers: metrics::counter!("delayq_transfers_total", "queue" => q.clone()),
-                    duration: metrics::histogram!("delayq_transfer_duration_seconds", "queue" => q.clone()),
-                    lateness: metrics::histogram!("delayq_transfer_lateness_seconds", "queue" => q.clone()),
-                    quarantined: metrics::counter!("delayq_quarantined_total", "queue" => q.clone()),
-                    errors,
-                    paused: metrics::counter!("delayq_paused_skips_total", "queue" => q),
+                    moved: metrics::counter!("delayq_moved_total", l()),
+                    transfers: metrics::counter!("delayq_transfers_total", l()),
+                    duration: metrics::histogram!("delayq_transfer_duration_seconds", l()),
+                    lateness: metrics::histogram!("delayq_transfer_lateness_seconds", l()),
+                    quarantined: Lazy::new("delayq_quarantined_total", None),
+                    errors: KINDS.map(|kind| Lazy::new("delayq_errors_total", Some(kind))),
+                    paused: Lazy::new("delayq_paused_skips_total", None),
+                    labels,
                 })),
             }
         }
@@ -119,7 +345,7 @@ impl SchedulerMetrics {
         if let Some(m) = &self.inner {
             m.transfers.increment(1);
             m.moved.increment(moved);
-            m.quarantined.increment(quarantined);
+            m.quarantined.increment(&m.labels, quarantined);
             m.duration.record(seconds);
         }
         #[cfg(not(feature = "metrics"))]
@@ -140,7 +366,7 @@ impl SchedulerMetrics {
     pub(crate) fn error(&self, err: &Error) {
         #[cfg(feature = "metrics")]
         if let Some(m) = &self.inner {
-            m.errors[error_kind(err)].increment(1);
+            m.errors[error_kind(err)].increment(&m.labels, 1);
         }
         #[cfg(not(feature = "metrics"))]
         let _ = err;
@@ -150,7 +376,7 @@ impl SchedulerMetrics {
     pub(crate) fn paused(&self) {
         #[cfg(feature = "metrics")]
         if let Some(m) = &self.inner {
-            m.paused.increment(1);
+            m.paused.increment(&m.labels, 1);
         }
     }
 }
@@ -207,17 +433,18 @@ impl WorkerMetrics {
     pub(crate) fn new(name: &str) -> WorkerMetrics {
         #[cfg(feature = "metrics")]
         {
-            let q = name.to_owned();
+            let labels = queue_labels(name);
+            let l = || labels.clone();
             WorkerMetrics {
                 inner: Some(std::sync::Arc::new(WorkerInner {
-                    taken: metrics::counter!("delayq_taken_total", "queue" => q.clone()),
-                    redelivered: metrics::counter!("delayq_redelivered_total", "queue" => q.clone()),
-                    acked: metrics::counter!("delayq_acked_total", "queue" => q.clone()),
-                    nacked: metrics::counter!("delayq_nacked_total", "queue" => q.clone()),
-                    retried: metrics::counter!("delayq_retried_total", "queue" => q.clone()),
-                    dead: metrics::counter!("delayq_dead_lettered_total", "queue" => q.clone()),
-                    in_flight: metrics::gauge!("delayq_worker_in_flight", "queue" => q.clone()),
-                    duration: metrics::histogram!("delayq_handler_duration_seconds", "queue" => q),
+                    taken: metrics::counter!("delayq_taken_total", l()),
+                    redelivered: metrics::counter!("delayq_redelivered_total", l()),
+                    acked: metrics::counter!("delayq_acked_total", l()),
+                    nacked: metrics::counter!("delayq_nacked_total", l()),
+                    retried: metrics::counter!("delayq_retried_total", l()),
+                    dead: metrics::counter!("delayq_dead_lettered_total", l()),
+                    in_flight: metrics::gauge!("delayq_worker_in_flight", l()),
+                    duration: metrics::histogram!("delayq_handler_duration_seconds", labels),
                 })),
             }
         }
@@ -279,9 +506,9 @@ impl WorkerMetrics {
 }
 
 /// Sets queue `queue`'s gauges from one cheap read: `delayq_pending`, `delayq_ready`,
-/// `delayq_quarantine_size`, and with `reliable` `delayq_in_flight` and `delayq_dead`;
-/// `delayq_oldest_overdue_seconds` is how long the head has been due at `now_ms` (0 when
-/// nothing is).
+/// `delayq_quarantine_size`, and with `reliable` `delayq_in_flight`, `delayq_inflight_overdue`
+/// and `delayq_dead`; `delayq_oldest_overdue_seconds` is how long the head has been due at
+/// `now_ms` (0 when nothing is).
 ///
 /// # Examples
 ///
@@ -297,20 +524,19 @@ pub fn record_queue_gauges(
 ) {
     #[cfg(feature = "metrics")]
     {
-        let q = queue.to_owned();
+        let labels = queue_labels(queue);
+        let set = |name: &'static str, value: f64| metrics::gauge!(name, labels.clone()).set(value);
         let overdue_ms = stats
             .next_due_ms
             .map_or(0, |due| now_ms.saturating_sub(due).max(0));
-        metrics::gauge!("delayq_pending", "queue" => q.clone()).set(stats.pending as f64);
-        metrics::gauge!("delayq_ready", "queue" => q.clone()).set(stats.ready as f64);
-        metrics::gauge!("delayq_quarantine_size", "queue" => q.clone())
-            .set(stats.quarantined as f64);
-        metrics::gauge!("delayq_oldest_overdue_seconds", "queue" => q.clone())
-            .set(overdue_ms as f64 / 1000.0);
+        set("delayq_pending", stats.pending as f64);
+        set("delayq_ready", stats.ready as f64);
+        set("delayq_quarantine_size", stats.quarantined as f64);
+        set("delayq_oldest_overdue_seconds", overdue_ms as f64 / 1000.0);
         if let Some(reliable) = reliable {
-            metrics::gauge!("delayq_in_flight", "queue" => q.clone())
-                .set(reliable.in_flight as f64);
-            metrics::gauge!("delayq_dead", "queue" => q).set(reliable.dead as f64);
+            set("delayq_in_flight", reliable.in_flight as f64);
+            set("delayq_inflight_overdue", reliable.overdue as f64);
+            set("delayq_dead", reliable.dead as f64);
         }
     }
     #[cfg(not(feature = "metrics"))]

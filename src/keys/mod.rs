@@ -450,6 +450,25 @@ pub fn shard_count_key(name: &str) -> String {
     prefix_name(SHARDS_PREFIX, name)
 }
 
+/// The Redisson queue name of shard `shard` of the sharded queue `name`: `NAME:{SHARD}`.
+pub(crate) fn shard_name(name: &str, shard: usize) -> String {
+    format!("{name}:{{{shard}}}")
+}
+
+/// The sharded queue a shard's queue name belongs to (`orders` for `orders:{3}`), or `None`
+/// when `name` is not a shard's (a sharded queue's own name has no braces).
+///
+/// ```
+/// assert_eq!(delayq::logical_queue("orders:{3}"), Some("orders"));
+/// assert_eq!(delayq::logical_queue("orders"), None);
+/// assert_eq!(delayq::logical_queue("{orders}:{3}"), None);
+/// ```
+pub fn logical_queue(name: &str) -> Option<&str> {
+    let (logical, shard) = name.strip_suffix('}')?.rsplit_once(":{")?;
+    let numbered = !shard.is_empty() && shard.bytes().all(|b| b.is_ascii_digit());
+    (numbered && !logical.is_empty() && !logical.contains(['{', '}'])).then_some(logical)
+}
+
 /// `text` as a glob that matches only itself.
 fn glob_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -370,6 +370,28 @@ impl GroupTask {
         discovery.takes(keys.target()).then_some(keys)
     }
 
+    /// A message came on the channel of the unknown queue `keys`: anyone may publish on any
+    /// channel, so the queue is added (with its metrics) only if it has pending entries.
+    pub(super) fn check_heard(&mut self, keys: QueueKeys) {
+        let client = self.client.clone();
+        self.jobs.spawn(async move {
+            let pending: std::result::Result<u64, _> = client.exists(keys.timeout()).await;
+            let pending = pending.is_ok_and(|n| n > 0);
+            Done::Heard(Box::new(keys), pending)
+        });
+    }
+
+    /// What [`check_heard`](Self::check_heard) found.
+    pub(super) async fn on_heard(&mut self, keys: QueueKeys, pending: bool) {
+        if !pending || self.queues.contains_key(keys.target()) {
+            return;
+        }
+        let name = keys.target().to_owned();
+        if let Err(err) = self.add_discovered(keys).await {
+            tracing::warn!(queue = %name, error = %err, "cannot add a discovered queue");
+        }
+    }
+
     pub(super) async fn add_discovered(&mut self, keys: QueueKeys) -> Result<()> {
         let Some(discovery) = &self.discovery else {
             return Ok(());

@@ -37,6 +37,8 @@ pub(super) enum Done {
     Scanned(Result<Scanned>),
     Tidied,
     ServerPolicy(Option<String>),
+    /// A message on an unknown queue's channel, and whether the queue has pending entries.
+    Heard(Box<crate::keys::QueueKeys>, bool),
 }
 
 /// The loop's state.
@@ -232,6 +234,7 @@ impl GroupTask {
             Done::ServerPolicy(policy) => {
                 self.eviction.observe(policy, "transfer scheduler", "*");
             }
+            Done::Heard(keys, pending) => self.on_heard(*keys, pending).await,
         }
     }
 
@@ -331,7 +334,7 @@ impl GroupTask {
 
     /// A channel message: an earlier due time re-plans the queue's transfer; an unreadable one,
     /// a lagged or closed stream, transfers now. With discovery on, a message on an unknown
-    /// queue's channel adds it.
+    /// queue's channel adds it once the queue is seen to have pending entries.
     async fn on_message(
         &mut self,
         message: Result<Message, RecvError>,
@@ -352,16 +355,12 @@ impl GroupTask {
         let channel = message.channel.to_string();
         let name = match self.by_channel.get(&channel) {
             Some(name) => name.clone(),
-            None => match self.discovered_queue(&channel) {
-                Some(keys) => {
-                    let name = keys.target().to_owned();
-                    if let Err(err) = self.add_discovered(keys).await {
-                        tracing::warn!(queue = %name, error = %err, "cannot add a discovered queue");
-                    }
-                    return;
+            None => {
+                if let Some(keys) = self.discovered_queue(&channel) {
+                    self.check_heard(keys);
                 }
-                None => return,
-            },
+                return;
+            }
         };
         let due = message.value.as_str().and_then(|s| s.parse::<i64>().ok());
         if let Some(state) = self.queues.get_mut(&name) {

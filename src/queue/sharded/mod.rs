@@ -253,7 +253,7 @@ impl<C: Codec> ShardedQueue<C> {
     /// assert_eq!(QueueKeys::new(shard).timeout(), "redisson_delay_queue_timeout:orders:{3}");
     /// ```
     pub fn shard_name(name: &str, shard: usize) -> String {
-        format!("{name}:{{{shard}}}")
+        crate::keys::shard_name(name, shard)
     }
 
     /// The logical queue's name.

@@ -5,7 +5,7 @@
 use crate::common::queue::{arg, cmd, connect, eventually, manual_queue};
 use crate::common::{unique_name, TestRedis, PATIENCE};
 use delayq::fred::clients::Client;
-use delayq::fred::interfaces::{KeysInterface, ListInterface};
+use delayq::fred::interfaces::{KeysInterface, ListInterface, PubsubInterface};
 use delayq::{Discovery, GroupConfig, QueueKeys, SchedulerGroup, TransferConfig};
 use std::time::Duration;
 
@@ -197,4 +197,36 @@ async fn indexes_of_a_queue_java_ended_are_dropped() {
         .await
         .unwrap();
     assert_eq!(exists, 2, "a live queue keeps its indexes");
+}
+
+/// Anyone may publish on any channel: a message on the channel of a queue that does not exist
+/// adds nothing to a discovering group (each queue it holds has its own metric series), while
+/// a message from a queue that was offered to is heard at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn messages_on_channels_of_no_queue_add_nothing() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default())
+        .await
+        .unwrap();
+    let prefix = unique_name("heard");
+    let discovery = Discovery::all()
+        .matching(format!("{prefix}-*"))
+        .rescan_every(Duration::from_secs(3_600));
+    group.discover(discovery).await.unwrap();
+    assert!(group.names().is_empty());
+    for i in 0..20 {
+        let ghost = QueueKeys::new(format!("{prefix}-ghost-{i}"));
+        let _: u64 = client.publish(ghost.channel(), "1").await.unwrap();
+    }
+    let real = format!("{prefix}-real");
+    manual_queue(&client, &real)
+        .await
+        .offer("v", Duration::from_secs(3_600))
+        .await
+        .unwrap();
+    let heard = eventually(PATIENCE, || async { group.names().contains(&real) }).await;
+    assert!(heard, "the offered queue is heard: {:?}", group.names());
+    assert_eq!(group.names(), vec![real]);
+    group.shutdown().await;
 }

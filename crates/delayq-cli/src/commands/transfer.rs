@@ -16,7 +16,7 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     };
     if bound.is_some() {
         // Before any queue is added: each makes its metric handles once, from the recorder.
-        crate::serve::recorder()?;
+        crate::serve::recorder(args.http.metrics)?;
     }
     // One group for every queue: one pub/sub connection, one timer, one budgeted sweep.
     let config = args.transfer_config();
@@ -90,10 +90,9 @@ fn observe(
     let observed = crate::serve::Observed::new(&ctx.client, Some(group.clone()), &args.http)?;
     let names = group.clone();
     let gauges = crate::serve::Gauges {
-        ctx_client: ctx.client.clone(),
+        client: ctx.client.clone(),
         names: Box::new(move || names.names()),
-        codec: ctx.codec.clone(),
-        options: ctx.global.options(),
+        budget: args.http.metrics_read_budget,
     };
     let pages = axum::Router::new();
     Ok(crate::serve::Server::start(

@@ -24,7 +24,7 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
     };
     if bound.is_some() {
         // Before any queue or worker starts: each makes its metric handles once.
-        crate::serve::recorder()?;
+        crate::serve::recorder(args.http.metrics)?;
     }
     let queues = open_queues(ctx, &args).await?;
     let server = match bound {
@@ -165,10 +165,9 @@ fn observe(
     let observed = crate::serve::Observed::new(&ctx.client, group, http)?;
     let names: Vec<String> = queues.iter().map(|q| q.name().to_owned()).collect();
     let gauges = crate::serve::Gauges {
-        ctx_client: ctx.client.clone(),
+        client: ctx.client.clone(),
         names: Box::new(move || names.clone()),
-        codec: ctx.codec.clone(),
-        options: ctx.global.options(),
+        budget: http.metrics_read_budget,
     };
     let pages = axum::Router::new();
     Ok(crate::serve::Server::start(

@@ -55,6 +55,22 @@ pub(crate) struct ListenArgs {
     /// closed after as long.
     #[arg(long, env = "DELAYQ_HTTP_HEADER_TIMEOUT", value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub(crate) http_header_timeout: Duration,
+    /// Which series /metrics shows: one per queue (labels `queue`, and `logical_queue` on a
+    /// shard of a sharded queue), or sums over the queues without their labels, for thousands
+    /// of queues.
+    #[arg(
+        long,
+        env = "DELAYQ_METRICS",
+        value_name = "MODE",
+        value_enum,
+        default_value = "per-queue"
+    )]
+    pub(crate) metrics: super::MetricsMode,
+    /// Redis commands a second the gauges' reads may take (8 a queue): up to this many, each
+    /// queue is read every 2 s; with more queues, each less often, in turn.
+    #[arg(long, env = "DELAYQ_METRICS_READ_BUDGET", value_name = "N", default_value_t = 1_000, hide = true,
+          value_parser = clap::value_parser!(u32).range(8..))]
+    pub(crate) metrics_read_budget: u32,
 }
 
 /// A bound listener and the rules it serves by.

@@ -1,14 +1,19 @@
 //! HTTP for the long-running commands: `/metrics` (Prometheus text) and `/healthz`, served on
-//! `--listen` by `delayq transfer`, `delayq work` and `delayq ui`; the gauges' periodic read;
-//! the connection's reconnects and errors counted. `listen.rs`: the listener they share (bind
-//! rule, Host check, connection cap, header timeout); `pulse.rs`: when Redis last answered.
+//! `--listen` by `delayq transfer`, `delayq work` and `delayq ui`; the connection's reconnects
+//! and errors counted. `listen.rs`: the listener they share (bind rule, Host check, connection
+//! cap, header timeout); `pulse.rs`: when Redis last answered; `recorder.rs`: the metrics
+//! recorder (per queue or aggregate, series retired); `gauges.rs`: the queues' gauges, read
+//! within a budget of Redis commands.
 
+mod gauges;
 mod listen;
 mod pulse;
+mod recorder;
 
+pub(crate) use gauges::Gauges;
 pub(crate) use listen::{bind, Bound, ListenArgs};
+pub(crate) use recorder::{recorder, MetricsMode};
 
-use anyhow::Context;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -17,39 +22,21 @@ use axum::{Json, Router};
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::{ClientLike, EventInterface};
 use delayq::SchedulerGroup;
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use gauges::Readings;
 use pulse::Pulse;
+use recorder::Exporter;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// Histogram buckets (seconds): 1 ms to 60 s.
-const BUCKETS: &[f64] = &[
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-];
-/// How often the gauges are read from Redis.
-const GAUGE_EVERY: Duration = Duration::from_secs(2);
-
-/// The process's Prometheus recorder, installed once.
-pub(crate) fn recorder() -> anyhow::Result<PrometheusHandle> {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    if let Some(handle) = HANDLE.get() {
-        return Ok(handle.clone());
-    }
-    let handle = PrometheusBuilder::new()
-        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), BUCKETS)
-        .context("bad histogram buckets")?
-        .install_recorder()
-        .context("cannot install the metrics recorder")?;
-    Ok(HANDLE.get_or_init(|| handle).clone())
-}
-
 /// What `/metrics` and `/healthz` read.
 #[derive(Clone)]
 pub(crate) struct Observed {
-    pub(crate) prometheus: PrometheusHandle,
+    exporter: Exporter,
+    /// The queues' gauges, as last read.
+    readings: Arc<Readings>,
     pub(crate) client: Client,
     /// The scheduler group whose subscription and transfers the health reports.
     pub(crate) group: Option<SchedulerGroup>,
@@ -67,7 +54,8 @@ impl Observed {
         args: &ListenArgs,
     ) -> anyhow::Result<Observed> {
         Ok(Observed {
-            prometheus: recorder()?,
+            exporter: recorder(args.metrics)?,
+            readings: Arc::default(),
             client: client.clone(),
             group,
             pulse: Pulse::new(),
@@ -85,13 +73,11 @@ fn routes(observed: Observed) -> Router {
 }
 
 async fn metrics(State(observed): State<Arc<Observed>>) -> Response {
-    observed.prometheus.run_upkeep();
     let content_type = "text/plain; version=0.0.4; charset=utf-8";
-    (
-        [(header::CONTENT_TYPE, content_type)],
-        observed.prometheus.render(),
-    )
-        .into_response()
+    let mut text = observed.exporter.render();
+    let now = delayq::time::now_ms();
+    text.push_str(&observed.readings.render(observed.exporter.mode, now));
+    ([(header::CONTENT_TYPE, content_type)], text).into_response()
 }
 
 /// The health as JSON: 200 while connected (and subscribed, with a scheduler) and Redis
@@ -136,7 +122,7 @@ pub(crate) struct Server {
 
 impl Server {
     /// Serves `/metrics`, `/healthz` and `pages` on `bound`; with `gauges`, reads the queues'
-    /// gauges every 2 s.
+    /// gauges in the background.
     pub(crate) fn start(
         bound: Bound,
         observed: Observed,
@@ -146,6 +132,7 @@ impl Server {
         let addr = bound.addr;
         let client = observed.client.clone();
         let pulse = observed.pulse.clone();
+        let readings = observed.readings.clone();
         let router = pages.merge(routes(observed));
         let token = CancellationToken::new();
         let mut tasks = JoinSet::new();
@@ -153,7 +140,7 @@ impl Server {
         tasks.spawn(pulse.run(client.clone(), token.clone()));
         tasks.spawn(count_connection_events(client, token.clone()));
         if let Some(gauges) = gauges {
-            tasks.spawn(gauges.run(token.clone()));
+            tasks.spawn(gauges.run(readings, token.clone()));
         }
         crate::logging::status!("serving http://{addr}/metrics and /healthz");
         Server { token, tasks, addr }
@@ -184,45 +171,6 @@ async fn count_connection_events(client: Client, stop: CancellationToken) {
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(_) => break,
             },
-        }
-    }
-}
-
-/// The periodic read behind the gauges: each queue's counters (two short scripts).
-pub(crate) struct Gauges {
-    pub(crate) ctx_client: Client,
-    pub(crate) names: Box<dyn Fn() -> Vec<String> + Send + Sync>,
-    pub(crate) codec: crate::text_codec::TextCodec,
-    pub(crate) options: delayq::QueueOptions,
-}
-
-impl Gauges {
-    async fn run(self, stop: CancellationToken) {
-        let mut tick = tokio::time::interval(GAUGE_EVERY);
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => break,
-                _ = tick.tick() => {}
-            }
-            for name in (self.names)() {
-                let queue = delayq::DelayedQueue::builder(
-                    self.ctx_client.clone(),
-                    name.as_str(),
-                    self.codec.clone(),
-                )
-                .options(self.options)
-                .transfer(false)
-                .build()
-                .await;
-                let Ok(queue) = queue else { continue };
-                // A failed read leaves the gauges as they were; errors are counted elsewhere.
-                let (Ok(stats), Ok(reliable)) = (queue.stats().await, queue.reliable_stats().await)
-                else {
-                    continue;
-                };
-                let now = delayq::time::now_ms();
-                delayq::metrics::record_queue_gauges(&name, &stats, Some(&reliable), now);
-            }
         }
     }
 }

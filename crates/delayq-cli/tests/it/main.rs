@@ -17,6 +17,7 @@ mod daemon_notices;
 mod exit_codes;
 mod json_shape;
 mod listen;
+mod metrics;
 mod observe;
 #[cfg(feature = "otel")]
 mod otel;

@@ -1,0 +1,290 @@
+//! The queues' gauges: read in the background at a bounded rate of Redis commands, a slice of
+//! the queues at a time in rotation, and rendered from the last values on each scrape (a
+//! scrape never waits on Redis). A queue that leaves the list loses its series at once.
+
+use super::recorder::MetricsMode;
+use delayq::fred::clients::{Client, Pipeline};
+use delayq::fred::interfaces::{KeysInterface, ListInterface, SortedSetsInterface};
+use delayq::fred::prelude::Value;
+use delayq::QueueKeys;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How often a slice of the queues is read.
+const EVERY: Duration = Duration::from_secs(2);
+/// Redis commands one queue's read takes (see [`queue_read`]).
+const COMMANDS_PER_QUEUE: u64 = 8;
+/// Queues read in one pipeline.
+const PIPELINE_QUEUES: usize = 100;
+
+/// One queue's last read.
+#[derive(Debug, Clone, Copy, Default)]
+struct Reading {
+    pending: u64,
+    ready: u64,
+    quarantined: u64,
+    in_flight: u64,
+    inflight_overdue: u64,
+    dead: u64,
+    paused: bool,
+    /// Due time of the earliest pending entry.
+    next_due_ms: Option<i64>,
+    /// Since when the target list has been seen holding values, never empty in between.
+    ready_since_ms: Option<i64>,
+}
+
+/// The last reading of every queue, shared by the reader and `/metrics`.
+#[derive(Default)]
+pub(crate) struct Readings(Mutex<BTreeMap<String, Reading>>);
+
+/// The periodic read behind the gauges, stopped with the server that runs it.
+pub(crate) struct Gauges {
+    pub(crate) client: Client,
+    /// The queues to read, asked before each slice.
+    pub(crate) names: Box<dyn Fn() -> Vec<String> + Send + Sync>,
+    /// Redis commands a second the reads may take.
+    pub(crate) budget: u32,
+}
+
+impl Gauges {
+    /// Reads slices of the queues into `readings` every 2 s, the queue after the last one
+    /// read first, until `stop`.
+    pub(crate) async fn run(self, readings: Arc<Readings>, stop: CancellationToken) {
+        let per_slice = (u64::from(self.budget) * EVERY.as_secs() / COMMANDS_PER_QUEUE).max(1);
+        let mut last: Option<String> = None;
+        let mut tick = tokio::time::interval(EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            let mut names = (self.names)();
+            names.sort_unstable();
+            names.dedup();
+            readings.retain(&names);
+            let slice = next_slice(&names, last.as_deref(), per_slice as usize);
+            last = slice.last().cloned();
+            for chunk in slice.chunks(PIPELINE_QUEUES) {
+                let read = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    read = read_chunk(&self.client, chunk) => read,
+                };
+                readings.update(chunk, read, delayq::time::now_ms());
+            }
+        }
+    }
+}
+
+/// Up to `count` of the sorted `names`, from the one after `last`, wrapping around.
+fn next_slice(names: &[String], last: Option<&str>, count: usize) -> Vec<String> {
+    let start = last.map_or(0, |last| names.partition_point(|n| n.as_str() <= last));
+    names
+        .iter()
+        .cycle()
+        .skip(start)
+        .take(count.min(names.len()))
+        .cloned()
+        .collect()
+}
+
+/// Reads each queue of `names` in one pipeline; a queue whose read failed is `None`.
+async fn read_chunk(client: &Client, names: &[String]) -> Vec<Option<Reading>> {
+    let pipeline = client.pipeline();
+    let now = delayq::time::now_ms();
+    for name in names {
+        queue_read(&pipeline, &QueueKeys::new(name.as_str()), now).await;
+    }
+    let mut replies = pipeline.try_all::<Value>().await.into_iter();
+    names
+        .iter()
+        .map(|_| {
+            let replies: Vec<_> = replies.by_ref().take(COMMANDS_PER_QUEUE as usize).collect();
+            reading(replies)
+        })
+        .collect()
+}
+
+/// Queues one queue's commands: every one O(1) or O(log n), none reads a value.
+async fn queue_read(pipeline: &Pipeline<Client>, keys: &QueueKeys, now_ms: i64) {
+    // Queuing only fails for a command that cannot be encoded; its reply then says so.
+    let _: Result<(), _> = pipeline.llen(keys.order()).await;
+    let _: Result<(), _> = pipeline.llen(keys.target()).await;
+    let _: Result<(), _> = pipeline.llen(keys.quarantine()).await;
+    let _: Result<(), _> = pipeline.llen(keys.dead()).await;
+    let _: Result<(), _> = pipeline.zcard(keys.inflight()).await;
+    let _: Result<(), _> = pipeline
+        .zcount(keys.inflight(), f64::NEG_INFINITY, now_ms as f64)
+        .await;
+    let _: Result<(), _> = pipeline.exists(keys.paused()).await;
+    let _: Result<(), _> = pipeline
+        .zrange(keys.timeout(), 0, 0, None, false, None, true)
+        .await;
+}
+
+/// A queue's reading from the replies of [`queue_read`], in its order.
+fn reading(replies: Vec<Result<Value, delayq::fred::error::Error>>) -> Option<Reading> {
+    let replies: Vec<Value> = replies.into_iter().collect::<Result<_, _>>().ok()?;
+    let [pending, ready, quarantined, dead, in_flight, overdue, paused, head] =
+        <[Value; 8]>::try_from(replies).ok()?;
+    let count = |v: Value| v.as_u64();
+    let next_due_ms = match head {
+        Value::Array(pair) => pair.get(1).and_then(Value::as_f64).map(|s| s as i64),
+        _ => None,
+    };
+    Some(Reading {
+        pending: count(pending)?,
+        ready: count(ready)?,
+        quarantined: count(quarantined)?,
+        dead: count(dead)?,
+        in_flight: count(in_flight)?,
+        inflight_overdue: count(overdue)?,
+        paused: count(paused)? > 0,
+        next_due_ms,
+        ready_since_ms: None,
+    })
+}
+
+impl Readings {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Reading>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Forgets the queues not in the sorted `names`.
+    fn retain(&self, names: &[String]) {
+        self.lock()
+            .retain(|name, _| names.binary_search(name).is_ok());
+    }
+
+    /// Takes in the reads of `names` made at `now_ms`; a failed read keeps the last values.
+    fn update(&self, names: &[String], reads: Vec<Option<Reading>>, now_ms: i64) {
+        let mut held = self.lock();
+        for (name, read) in names.iter().zip(reads) {
+            let Some(mut read) = read else { continue };
+            let since = held.get(name).and_then(|r| r.ready_since_ms);
+            read.ready_since_ms = (read.ready > 0).then(|| since.unwrap_or(now_ms));
+            held.insert(name.clone(), read);
+        }
+    }
+
+    /// The gauges as Prometheus text, each with its HELP and TYPE lines: a series per queue,
+    /// or (aggregate) one per gauge, the counts summed and the ages their maximum.
+    pub(crate) fn render(&self, mode: MetricsMode, now_ms: i64) -> String {
+        let held = self.lock();
+        let mut out = String::new();
+        for (name, aggregate, value) in GAUGES {
+            let help = delayq::metrics::metric(name).map_or("", |m| m.help);
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+            match mode {
+                MetricsMode::PerQueue => {
+                    for (queue, reading) in held.iter() {
+                        let _ = writeln!(
+                            out,
+                            "{name}{{{}}} {}",
+                            labels(queue),
+                            value(reading, now_ms)
+                        );
+                    }
+                }
+                MetricsMode::Aggregate => {
+                    let values = held.values().map(|r| value(r, now_ms));
+                    let total = match aggregate {
+                        Aggregate::Sum => values.sum(),
+                        Aggregate::Max => values.fold(0.0, f64::max),
+                    };
+                    let _ = writeln!(out, "{name} {total}");
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// A gauge read from Redis: its name, how it sums over the queues, and its value for one
+/// queue's reading at a time (epoch ms).
+type QueueGauge = (&'static str, Aggregate, fn(&Reading, i64) -> f64);
+
+const GAUGES: [QueueGauge; 9] = [
+    ("delayq_pending", Aggregate::Sum, |r, _| r.pending as f64),
+    ("delayq_ready", Aggregate::Sum, |r, _| r.ready as f64),
+    ("delayq_quarantine_size", Aggregate::Sum, |r, _| {
+        r.quarantined as f64
+    }),
+    ("delayq_in_flight", Aggregate::Sum, |r, _| {
+        r.in_flight as f64
+    }),
+    ("delayq_inflight_overdue", Aggregate::Sum, |r, _| {
+        r.inflight_overdue as f64
+    }),
+    ("delayq_dead", Aggregate::Sum, |r, _| r.dead as f64),
+    ("delayq_paused", Aggregate::Sum, |r, _| {
+        f64::from(u8::from(r.paused))
+    }),
+    ("delayq_oldest_overdue_seconds", Aggregate::Max, |r, now| {
+        age(r.next_due_ms, now)
+    }),
+    (
+        "delayq_oldest_ready_age_seconds",
+        Aggregate::Max,
+        |r, now| age(r.ready_since_ms, now),
+    ),
+];
+
+/// Seconds from `since` to `now_ms` (0 without one, or when it is later).
+fn age(since: Option<i64>, now_ms: i64) -> f64 {
+    since.map_or(0.0, |ms| now_ms.saturating_sub(ms).max(0) as f64 / 1e3)
+}
+
+/// How a gauge is summed over the queues.
+#[derive(Clone, Copy)]
+enum Aggregate {
+    Sum,
+    Max,
+}
+
+/// The labels of queue `queue`'s series, as the library's handles carry them.
+fn labels(queue: &str) -> String {
+    let mut out = format!("queue=\"{}\"", escaped(queue));
+    if let Some(logical) = delayq::logical_queue(queue) {
+        let _ = write!(out, ",logical_queue=\"{}\"", escaped(logical));
+    }
+    out
+}
+
+/// A label value in Prometheus text: backslash, double quote and newline escaped.
+fn escaped(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_rotate_over_the_sorted_names() {
+        let names: Vec<String> = ["a", "b", "c", "d", "e"].map(String::from).to_vec();
+        assert_eq!(next_slice(&names, None, 2), ["a", "b"]);
+        assert_eq!(next_slice(&names, Some("b"), 2), ["c", "d"]);
+        assert_eq!(next_slice(&names, Some("d"), 2), ["e", "a"]);
+        // The last one read left meanwhile: the next after where it was.
+        assert_eq!(next_slice(&names, Some("bb"), 2), ["c", "d"]);
+        assert_eq!(next_slice(&names, Some("e"), 9), names);
+        assert!(next_slice(&[], Some("a"), 2).is_empty());
+    }
+
+    #[test]
+    fn label_values_are_escaped_and_shards_named() {
+        assert_eq!(labels("a\"b\\c\n"), "queue=\"a\\\"b\\\\c\\n\"");
+        assert_eq!(
+            labels("orders:{2}"),
+            "queue=\"orders:{2}\",logical_queue=\"orders\""
+        );
+    }
+}
