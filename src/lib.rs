@@ -46,6 +46,7 @@ pub mod entry;
 mod error;
 mod keys;
 pub mod metrics;
+mod observe;
 mod options;
 mod queue;
 mod redis;
@@ -65,6 +66,7 @@ pub use consumer::Consumer;
 pub use entry::{EntryFormat, OfferHandle};
 pub use error::{BoxError, Error, Refusal, Result, TlsFailure};
 pub use keys::{glob_match, shard_count_key, QueueKeys};
+pub use observe::{processes, MinuteActivity, ObserveConfig, ProcessInfo};
 pub use options::QueueOptions;
 pub use queue::{
     shard_of, AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError,

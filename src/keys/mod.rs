@@ -1,9 +1,11 @@
 //! Redisson's key and channel names for a delayed queue.
 
 mod found;
+mod observe;
 
 pub use found::glob_match;
 pub(crate) use found::{every_channel, every_queue_key};
+pub(crate) use observe::{activity_key, process_index, process_record};
 
 /// Prefix of the timeout zset (`redisson_delay_queue_timeout:{NAME}`).
 const TIMEOUT_PREFIX: &str = "redisson_delay_queue_timeout";
@@ -37,6 +39,12 @@ const INDEX_PREFIX: &str = "delayq_index";
 const VALUES_PREFIX: &str = "delayq_values";
 /// Prefix of the shard count a sharded queue is recorded with (not a Redisson key).
 const SHARDS_PREFIX: &str = "delayq_shards";
+/// Prefix of delayq's per-minute activity counts of a queue (followed by `:` and the minute).
+const ACTIVITY_PREFIX: &str = "delayq_activity";
+/// Prefix of delayq's zset of live processes (process id → record deadline ms).
+const PROCS_PREFIX: &str = "delayq_procs";
+/// Prefix of one process's record (followed by `:` and the process id).
+const PROC_PREFIX: &str = "delayq_proc";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
 ///
@@ -433,6 +441,7 @@ impl QueueKeys {
             .map(|key| format!("~{}", glob_escape(key)))
             .collect();
         rules.push(format!("~{}:*", glob_escape(&self.claim_prefix)));
+        rules.push(format!("~{}:*", glob_escape(&self.activity_prefix())));
         rules.push(format!("&{}", glob_escape(self.channel())));
         rules
     }
@@ -533,7 +542,8 @@ mod tests {
         let rules = QueueKeys::new("a*b").acl_selectors();
         assert_eq!(rules[0], "~a\\*b");
         assert!(rules.contains(&"~delayq_claim:{a\\*b}:*".to_owned()));
-        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 2);
+        assert!(rules.contains(&"~delayq_activity:{a\\*b}:*".to_owned()));
+        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 3);
     }
 
     #[test]

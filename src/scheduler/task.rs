@@ -10,6 +10,7 @@ use super::queue_state::{Drained, QueueState};
 use super::sweep::Probed;
 use super::timer::PreciseTimer;
 use crate::keys::every_channel;
+use crate::observe::{Event, Observer, ProcessKind};
 use crate::redis::script::QueueSpec;
 use crate::redis::server::EvictionWatch;
 use crate::time::now_us;
@@ -69,6 +70,8 @@ pub(super) struct GroupTask {
     /// The server's eviction policy as last read, and when to read it again.
     eviction: EvictionWatch,
     pub(super) next_server_check: Option<tokio::time::Instant>,
+    /// Counts values moved, keeps the group's registry record.
+    pub(super) observer: Observer,
 }
 
 impl GroupTask {
@@ -81,7 +84,6 @@ impl GroupTask {
         let fired = Arc::new(Notify::new());
         let precise = PreciseTimer::start(fired.clone()).map_err(Error::Signal)?;
         Ok(GroupTask {
-            client,
             subscriber,
             config,
             token: shared.token.clone(),
@@ -102,6 +104,8 @@ impl GroupTask {
             unreadable_warned: HashSet::new(),
             eviction: EvictionWatch::default(),
             next_server_check: None,
+            observer: Observer::start(&client, ProcessKind::Scheduler, config.observe()),
+            client,
         })
     }
 
@@ -150,6 +154,7 @@ impl GroupTask {
     /// unsubscribes and closes the pub/sub connection.
     async fn stop(&mut self) {
         while self.jobs.join_next().await.is_some() {}
+        self.observer.shutdown().await;
         let _ = self.subscriber.unsubscribe(Vec::<String>::new()).await;
         let _ = self.subscriber.quit().await;
         if let Some(shared) = self.shared.upgrade() {
@@ -212,6 +217,7 @@ impl GroupTask {
     async fn on_done(&mut self, done: Done) {
         match done {
             Done::Drained(name, drained) => {
+                self.observer.count(&name, Event::Moved, drained.moved());
                 if drained.moved() > 0 {
                     if let Some(shared) = self.shared.upgrade() {
                         // Nobody listening is fine.
@@ -262,6 +268,8 @@ impl GroupTask {
             Cmd::Discover { discovery, reply } => {
                 match self.subscriber.psubscribe(every_channel()).await {
                     Ok(()) => {
+                        self.observer
+                            .discover(discovery.pattern.as_deref().unwrap_or("*"));
                         self.discovery = Some(discovery);
                         // Answered when the first scan has added what it found.
                         self.discover_reply = Some(reply);
@@ -288,6 +296,7 @@ impl GroupTask {
                 state.warn_if_other(&spec, &config);
                 state.refs += 1;
                 state.discovered = false;
+                self.observer.serve(&name);
             }
             return Ok(state.counters.clone());
         }
@@ -295,6 +304,7 @@ impl GroupTask {
         // Discovered queues are heard through the pattern subscription.
         if !discovered {
             self.subscriber.subscribe(channel.as_str()).await?;
+            self.observer.serve(&name);
         }
         let mut state = QueueState::new(spec, config, discovered);
         state.due_now();
@@ -325,6 +335,7 @@ impl GroupTask {
         if !state.discovered {
             let _ = self.subscriber.unsubscribe(channel).await;
         }
+        self.observer.unserve(name);
         tracing::debug!(queue = %name, "queue removed from the scheduler group");
         Some(state.spec)
     }

@@ -1,0 +1,244 @@
+//! Per-minute activity counts of a queue, kept in Redis: one small hash per queue and minute
+//! (`delayq_activity:{NAME}:MINUTE`, fields `moved`, `taken`, `acked`, `retried`, `dead`),
+//! expiring after the history kept. Each process adds its counts up in memory and writes them
+//! with `HINCRBY` in one pipelined round trip per flush, so every process's counts add up in
+//! the same hash and Redis drops old minutes by itself.
+
+use crate::error::Error;
+use crate::keys::{activity_key, QueueKeys};
+use crate::Result;
+use fred::clients::Client;
+use fred::interfaces::{HashesInterface, KeysInterface};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, PoisonError};
+
+/// Milliseconds in a minute: buckets are whole minutes since the epoch.
+const MINUTE_MS: i64 = 60_000;
+
+/// The most minutes one read returns (a day).
+pub(crate) const MAX_MINUTES: usize = 24 * 60;
+
+/// What happened to a value, as counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// Moved by a scheduler from pending to the target list.
+    Moved,
+    /// Taken by a worker.
+    Taken,
+    /// Acknowledged after its job succeeded.
+    Acked,
+    /// Failed and planned again.
+    Retried,
+    /// Failed for good: a dead letter.
+    Dead,
+}
+
+impl Event {
+    const ALL: [Event; 5] = [
+        Event::Moved,
+        Event::Taken,
+        Event::Acked,
+        Event::Retried,
+        Event::Dead,
+    ];
+
+    /// The field of the minute's hash.
+    fn field(self) -> &'static str {
+        match self {
+            Event::Moved => "moved",
+            Event::Taken => "taken",
+            Event::Acked => "acked",
+            Event::Retried => "retried",
+            Event::Dead => "dead",
+        }
+    }
+}
+
+/// One minute of a queue's activity, as every delayq process serving it counted it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MinuteActivity {
+    /// The minute's start, epoch ms.
+    pub minute_ms: i64,
+    /// Values moved by schedulers from pending to the target list.
+    pub moved: u64,
+    /// Values taken by workers.
+    pub taken: u64,
+    /// Jobs acknowledged.
+    pub acked: u64,
+    /// Jobs failed and planned again.
+    pub retried: u64,
+    /// Jobs failed for good (dead letters).
+    pub dead: u64,
+}
+
+impl MinuteActivity {
+    /// Jobs failed: retried plus dead-lettered.
+    pub fn failed(&self) -> u64 {
+        self.retried + self.dead
+    }
+
+    fn set(&mut self, event: Event, count: u64) {
+        let slot = match event {
+            Event::Moved => &mut self.moved,
+            Event::Taken => &mut self.taken,
+            Event::Acked => &mut self.acked,
+            Event::Retried => &mut self.retried,
+            Event::Dead => &mut self.dead,
+        };
+        *slot = count;
+    }
+}
+
+/// The minute of `ms`, epoch ms.
+pub(crate) fn minute_of(ms: i64) -> i64 {
+    ms.div_euclid(MINUTE_MS)
+}
+
+/// Counts added up in the process since the last flush: (queue, minute) → count per event.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    counts: Mutex<HashMap<(String, i64), [u64; 5]>>,
+}
+
+impl Tally {
+    pub(crate) fn add(&self, queue: &str, minute: i64, event: Event, n: u64) {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let index = Event::ALL.iter().position(|e| *e == event).unwrap_or(0);
+        match counts.get_mut(&(queue.to_owned(), minute)) {
+            Some(slot) => slot[index] += n,
+            None => {
+                let mut slot = [0; 5];
+                slot[index] = n;
+                counts.insert((queue.to_owned(), minute), slot);
+            }
+        }
+    }
+
+    fn take(&self) -> HashMap<(String, i64), [u64; 5]> {
+        std::mem::take(&mut *self.counts.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The flush's memory of the buckets it has given their time to live, so that a bucket gets
+/// one `PEXPIRE` from each process rather than one per flush.
+#[derive(Debug, Default)]
+pub(crate) struct Expiring(HashSet<(String, i64)>);
+
+/// Writes the tally's counts: `HINCRBY` per count and a `PEXPIRE` for each bucket this
+/// process has not set one on, in one pipelined round trip. The number of commands sent.
+/// Counts of a failed flush are dropped (a resend could count twice) and logged.
+pub(crate) async fn flush(
+    client: &Client,
+    tally: &Tally,
+    expiring: &mut Expiring,
+    history_ms: i64,
+    now_ms: i64,
+) -> Result<usize> {
+    let counts = tally.take();
+    // Minutes before the last are written no more; a late flush of one sets its TTL again.
+    let current = minute_of(now_ms);
+    expiring.0.retain(|(_, minute)| *minute >= current - 1);
+    if counts.is_empty() {
+        return Ok(0);
+    }
+    let pipeline = client.pipeline();
+    let mut sent = 0;
+    let mut new_buckets = Vec::new();
+    for ((queue, minute), slot) in &counts {
+        let key = activity_key(queue, *minute);
+        for (event, n) in Event::ALL.into_iter().zip(slot) {
+            if *n > 0 {
+                let _: std::result::Result<(), _> =
+                    pipeline.hincrby(&key, event.field(), *n as i64).await;
+                sent += 1;
+            }
+        }
+        if !expiring.0.contains(&(queue.clone(), *minute)) {
+            // The bucket lives the history from its minute's end.
+            let ttl = (minute + 1) * MINUTE_MS + history_ms - now_ms;
+            let _: std::result::Result<(), _> = pipeline.pexpire(&key, ttl.max(1), None).await;
+            sent += 1;
+            new_buckets.push((queue.clone(), *minute));
+        }
+    }
+    let replies = pipeline.try_all::<fred::types::Value>().await;
+    if let Some(Err(err)) = replies.into_iter().find(Result::is_err) {
+        let lost: u64 = counts.values().flatten().sum();
+        return Err(Error::from_redis("HINCRBY", "delayq_activity", err)).inspect_err(|err| {
+            tracing::warn!(error = %err, lost, "activity counts not written");
+        });
+    }
+    expiring.0.extend(new_buckets);
+    Ok(sent)
+}
+
+/// The last `minutes` minutes of the queue `keys` (the current one last; at most
+/// [`MAX_MINUTES`]), a minute nobody counted anything in as zeros; one pipelined round trip.
+pub(crate) async fn read(
+    client: &Client,
+    keys: &QueueKeys,
+    minutes: usize,
+    now_ms: i64,
+) -> Result<Vec<MinuteActivity>> {
+    let current = minute_of(now_ms);
+    let first = current - minutes.min(MAX_MINUTES) as i64 + 1;
+    let pipeline = client.pipeline();
+    for minute in first..=current {
+        let _: std::result::Result<(), _> = pipeline.hgetall(keys.activity(minute)).await;
+    }
+    let replies = pipeline
+        .try_all::<HashMap<String, String>>()
+        .await
+        .into_iter();
+    (first..=current)
+        .zip(replies)
+        .map(|(minute, reply)| {
+            let fields =
+                reply.map_err(|e| Error::from_redis("HGETALL", &keys.activity(minute), e))?;
+            let mut activity = MinuteActivity {
+                minute_ms: minute * MINUTE_MS,
+                ..MinuteActivity::default()
+            };
+            for event in Event::ALL {
+                let count = fields.get(event.field()).and_then(|n| n.parse().ok());
+                activity.set(event, count.unwrap_or(0));
+            }
+            Ok(activity)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minutes_split_at_whole_minutes() {
+        assert_eq!(minute_of(59_999), 0);
+        assert_eq!(minute_of(60_000), 1);
+        assert_eq!(minute_of(-1), -1);
+    }
+
+    #[test]
+    fn the_tally_adds_up_per_queue_and_minute() {
+        let tally = Tally::default();
+        tally.add("a", 1, Event::Taken, 2);
+        tally.add("a", 1, Event::Taken, 3);
+        tally.add("a", 2, Event::Dead, 1);
+        let counts = tally.take();
+        assert_eq!(counts[&("a".to_owned(), 1)], [0, 5, 0, 0, 0]);
+        assert_eq!(counts[&("a".to_owned(), 2)], [0, 0, 0, 0, 1]);
+        assert!(tally.take().is_empty());
+    }
+
+    #[test]
+    fn failed_is_retried_and_dead() {
+        let activity = MinuteActivity {
+            retried: 2,
+            dead: 1,
+            ..MinuteActivity::default()
+        };
+        assert_eq!(activity.failed(), 3);
+    }
+}

@@ -1,0 +1,241 @@
+//! What delayq's workers and schedulers keep in Redis about themselves, for the console and
+//! for each other: per-minute activity counts of each queue (shared by every process), and a
+//! registry of the live processes. One [`Observer`] per worker or scheduler group owns the task
+//! that writes both.
+
+mod activity;
+mod config;
+mod registry;
+
+pub use activity::MinuteActivity;
+pub use config::ObserveConfig;
+pub use registry::ProcessInfo;
+
+pub(crate) use activity::Event;
+pub(crate) use registry::ProcessKind;
+
+use crate::time::now_ms;
+use activity::{Expiring, Tally};
+use fred::clients::Client;
+use registry::Identity;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio::time::{interval, Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use activity::read as read_activity;
+
+/// Every live delayq worker and scheduler that keeps a registry record (see
+/// [`ObserveConfig`]), by kind then id; [`ProcessInfo::serves`] tells those of one queue.
+///
+/// # Errors
+///
+/// Redis failed, or a registry key holds another type.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn ex(client: delayq::fred::clients::Client) -> Result<(), delayq::Error> {
+/// for process in delayq::processes(&client).await? {
+///     println!("{} {} on {} (pid {})", process.kind, process.id, process.host, process.pid);
+/// }
+/// # Ok(()) }
+/// ```
+pub async fn processes(client: &Client) -> crate::Result<Vec<ProcessInfo>> {
+    registry::list(client, now_ms()).await
+}
+
+/// The most queue names a record lists; a process serving more lists these and its count.
+const MAX_LISTED_QUEUES: usize = 1_000;
+
+/// The longest a stopping observer waits for its last flush and its record's removal.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// The queues a process serves, for its record: by name, and by discovery glob.
+#[derive(Debug, Default)]
+struct Served {
+    names: BTreeSet<String>,
+    patterns: Vec<String>,
+}
+
+/// What the handle and the task share.
+#[derive(Debug)]
+struct Shared {
+    tally: Tally,
+    served: Mutex<Served>,
+    /// The queues served changed: beat now rather than at the next tick.
+    changed: tokio::sync::Notify,
+    config: ObserveConfig,
+}
+
+/// Counts a process's activity and keeps its registry record, from a task it owns; cheap to
+/// clone. [`shutdown`](Self::shutdown) writes the last counts and removes the record; dropping
+/// the last clone stops the task the same way, without waiting. With both halves of the
+/// config off it is inert.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Observer {
+    inner: Option<Arc<Inner>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    shared: Arc<Shared>,
+    token: CancellationToken,
+    join: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Shared {
+    fn served(&self) -> MutexGuard<'_, Served> {
+        self.served.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.token.cancel();
+    }
+}
+
+impl Observer {
+    /// Starts observing on `client` for a process of `kind` (an inert observer when the config
+    /// keeps nothing).
+    pub(crate) fn start(client: &Client, kind: ProcessKind, config: ObserveConfig) -> Observer {
+        if !config.activity() && !config.registry() {
+            return Observer::default();
+        }
+        let shared = Arc::new(Shared {
+            tally: Tally::default(),
+            served: Mutex::default(),
+            changed: tokio::sync::Notify::new(),
+            config,
+        });
+        let token = CancellationToken::new();
+        let me = Identity::new(kind, now_ms());
+        let span = tracing::debug_span!("observer", id = %me.id);
+        let task = run(client.clone(), shared.clone(), me, token.clone());
+        let join = tokio::spawn(tracing::Instrument::instrument(task, span));
+        Observer {
+            inner: Some(Arc::new(Inner {
+                shared,
+                token,
+                join: Mutex::new(Some(join)),
+            })),
+        }
+    }
+
+    /// Counts `n` values of `queue` for `event`, in the current minute.
+    pub(crate) fn count(&self, queue: &str, event: Event, n: u64) {
+        match &self.inner {
+            Some(inner) if inner.shared.config.activity() && n > 0 => {
+                let minute = activity::minute_of(now_ms());
+                inner.shared.tally.add(queue, minute, event, n);
+            }
+            _ => {}
+        }
+    }
+
+    /// The process serves `queue` by name from now on (its record says so from its next beat,
+    /// which comes at once).
+    pub(crate) fn serve(&self, queue: &str) {
+        self.change(|served| served.names.insert(queue.to_owned()));
+    }
+
+    /// The process no longer serves `queue` by name.
+    pub(crate) fn unserve(&self, queue: &str) {
+        self.change(|served| served.names.remove(queue));
+    }
+
+    /// The process serves the queues whose names match the glob `pattern`.
+    pub(crate) fn discover(&self, pattern: &str) {
+        self.change(|served| {
+            let new = !served.patterns.iter().any(|p| p == pattern);
+            if new {
+                served.patterns.push(pattern.to_owned());
+            }
+            new
+        });
+    }
+
+    /// Applies `change` to what the process serves; a beat follows when it changed anything.
+    fn change(&self, change: impl FnOnce(&mut Served) -> bool) {
+        if let Some(inner) = &self.inner {
+            if inner.shared.config.registry() && change(&mut inner.shared.served()) {
+                inner.shared.changed.notify_one();
+            }
+        }
+    }
+
+    /// Stops the task: the last counts are written and the record removed (each given a few
+    /// seconds), then it ends.
+    pub(crate) async fn shutdown(&self) {
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        inner.token.cancel();
+        let join = inner
+            .join
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(join) = join {
+            let _ = join.await;
+        }
+    }
+}
+
+/// The task: a flush every flush interval, a beat every third of the record's time to live;
+/// at the stop one last flush and the record's removal.
+async fn run(client: Client, shared: Arc<Shared>, me: Identity, token: CancellationToken) {
+    let config = shared.config;
+    let mut flushes = interval(config.flush_interval());
+    let mut beats = interval(config.beat_interval());
+    flushes.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    beats.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut expiring = Expiring::default();
+    let history_ms = config.history().as_millis() as i64;
+    loop {
+        tokio::select! {
+            biased;
+            _ = token.cancelled() => break,
+            _ = flushes.tick(), if config.activity() => {
+                let _ = activity::flush(&client, &shared.tally, &mut expiring, history_ms, now_ms()).await;
+            }
+            _ = beats.tick(), if config.registry() => beat(&client, &shared, &me).await,
+            _ = shared.changed.notified(), if config.registry() => beat(&client, &shared, &me).await,
+        }
+    }
+    let deadline = Instant::now() + STOP_WAIT;
+    if config.activity() {
+        let last = activity::flush(&client, &shared.tally, &mut expiring, history_ms, now_ms());
+        let _ = tokio::time::timeout_at(deadline, last).await;
+    }
+    if config.registry() {
+        let removed = tokio::time::timeout_at(deadline, registry::remove(&client, &me.id)).await;
+        if let Ok(Err(err)) = removed {
+            tracing::debug!(error = %err, "registry record not removed; it expires");
+        }
+    }
+}
+
+async fn beat(client: &Client, shared: &Shared, me: &Identity) {
+    let serving = {
+        let served = shared.served();
+        registry::Serving {
+            listed: served
+                .names
+                .iter()
+                .take(MAX_LISTED_QUEUES)
+                .cloned()
+                .collect(),
+            count: served.names.len(),
+            patterns: served.patterns.clone(),
+        }
+    };
+    let ttl_ms = shared.config.registry_ttl().as_millis() as i64;
+    let written = registry::beat(client, me, &serving, ttl_ms, now_ms()).await;
+    if let Err(err) = written {
+        tracing::warn!(error = %err, "registry record not written");
+    }
+}
