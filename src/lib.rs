@@ -66,7 +66,7 @@ pub use consumer::Consumer;
 pub use entry::{EntryFormat, OfferHandle};
 pub use error::{BoxError, Error, Refusal, Result, TlsFailure};
 pub use keys::{glob_match, shard_count_key, QueueKeys};
-pub use observe::{processes, MinuteActivity, ObserveConfig, ProcessInfo};
+pub use observe::{MinuteActivity, ObserveConfig, ProcessInfo};
 pub use options::QueueOptions;
 pub use queue::{
     shard_of, AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError,

@@ -5,7 +5,7 @@ mod observe;
 
 pub use found::glob_match;
 pub(crate) use found::{every_channel, every_queue_key};
-pub(crate) use observe::{activity_key, process_index, process_record};
+pub(crate) use observe::{activity_key, discovering_processes, processes_key};
 
 /// Prefix of the timeout zset (`redisson_delay_queue_timeout:{NAME}`).
 const TIMEOUT_PREFIX: &str = "redisson_delay_queue_timeout";
@@ -41,10 +41,10 @@ const VALUES_PREFIX: &str = "delayq_values";
 const SHARDS_PREFIX: &str = "delayq_shards";
 /// Prefix of delayq's per-minute activity counts of a queue (followed by `:` and the minute).
 const ACTIVITY_PREFIX: &str = "delayq_activity";
-/// Prefix of delayq's zset of live processes (process id → record deadline ms).
+/// Prefix of delayq's zset of the live processes serving a queue (record → deadline ms).
 const PROCS_PREFIX: &str = "delayq_procs";
-/// Prefix of one process's record (followed by `:` and the process id).
-const PROC_PREFIX: &str = "delayq_proc";
+/// Prefix of delayq's zset of the live processes that find queues by discovery.
+const DISCOVERING_PREFIX: &str = "delayq_discovering";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
 ///
@@ -421,9 +421,9 @@ impl QueueKeys {
     }
 
     /// The `ACL SETUSER` selectors of everything the queue uses: `~KEY` for each of its keys
-    /// (the channel too, which scripts declare as a key to be routed to the queue's slot), a
-    /// `~` pattern for its claim lists, and `&CHANNEL` for its channel. Glob characters of the
-    /// name are escaped.
+    /// (the channel too, which scripts declare as a key to be routed to the queue's slot) and
+    /// its registry of processes, a `~` pattern for its claim lists and one for its activity
+    /// buckets, and `&CHANNEL` for its channel. Glob characters of the name are escaped.
     ///
     /// # Examples
     ///
@@ -442,6 +442,7 @@ impl QueueKeys {
             .collect();
         rules.push(format!("~{}:*", glob_escape(&self.claim_prefix)));
         rules.push(format!("~{}:*", glob_escape(&self.activity_prefix())));
+        rules.push(format!("~{}", glob_escape(&self.processes())));
         rules.push(format!("&{}", glob_escape(self.channel())));
         rules
     }
@@ -543,7 +544,8 @@ mod tests {
         assert_eq!(rules[0], "~a\\*b");
         assert!(rules.contains(&"~delayq_claim:{a\\*b}:*".to_owned()));
         assert!(rules.contains(&"~delayq_activity:{a\\*b}:*".to_owned()));
-        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 3);
+        assert!(rules.contains(&"~delayq_procs:{a\\*b}".to_owned()));
+        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 4);
     }
 
     #[test]

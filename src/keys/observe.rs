@@ -1,11 +1,10 @@
 //! The names of what delayq's processes keep about themselves: a queue's per-minute activity
 //! counts, and the registry of live workers and schedulers.
 
-use super::{prefix_name, QueueKeys, ACTIVITY_PREFIX, PROCS_PREFIX, PROC_PREFIX};
+use super::{prefix_name, QueueKeys, ACTIVITY_PREFIX, DISCOVERING_PREFIX, PROCS_PREFIX};
 
-/// The hash tag of the process registry: one slot for every process's record, whatever
-/// queues it serves, so that the registry costs the same at one queue or ten thousand.
-const REGISTRY_TAG: &str = "delayq";
+/// The hash tag of the registry of discovering processes, which serve no one queue.
+const DISCOVERING_TAG: &str = "delayq";
 
 impl QueueKeys {
     /// delayq's counts of the queue's activity in the minute `minute` (minutes since the
@@ -24,6 +23,17 @@ impl QueueKeys {
     pub(crate) fn activity_prefix(&self) -> String {
         prefix_name(ACTIVITY_PREFIX, self.target())
     }
+
+    /// delayq's zset of the live workers and schedulers serving the queue by name: a record of
+    /// the process → when it expires, epoch ms (`delayq_procs:{NAME}`).
+    ///
+    /// ```
+    /// let keys = delayq::QueueKeys::new("orders");
+    /// assert_eq!(keys.processes(), "delayq_procs:{orders}");
+    /// ```
+    pub fn processes(&self) -> String {
+        processes_key(self.target())
+    }
 }
 
 /// [`QueueKeys::activity`] of the queue `queue`, without deriving the queue's other keys.
@@ -31,15 +41,17 @@ pub(crate) fn activity_key(queue: &str, minute: i64) -> String {
     format!("{}:{minute}", prefix_name(ACTIVITY_PREFIX, queue))
 }
 
-/// The zset of live delayq processes: process id → when its record expires, epoch ms
-/// (`delayq_procs:{delayq}`).
-pub(crate) fn process_index() -> String {
-    prefix_name(PROCS_PREFIX, REGISTRY_TAG)
+/// [`QueueKeys::processes`] of the queue `queue`.
+pub(crate) fn processes_key(queue: &str) -> String {
+    prefix_name(PROCS_PREFIX, queue)
 }
 
-/// The record of the process `id`, a hash (`delayq_proc:{delayq}:ID`).
-pub(crate) fn process_record(id: &str) -> String {
-    format!("{}:{id}", prefix_name(PROC_PREFIX, REGISTRY_TAG))
+/// The zset of the live schedulers that find their queues by discovery, whose records name
+/// their globs (`delayq_discovering:{delayq}`): a discovering scheduler scans every key, so
+/// its rights cover this one, while a process serving named queues needs no key outside
+/// theirs.
+pub(crate) fn discovering_processes() -> String {
+    prefix_name(DISCOVERING_PREFIX, DISCOVERING_TAG)
 }
 
 #[cfg(test)]
@@ -47,9 +59,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn registry_keys_share_one_slot() {
-        assert_eq!(process_index(), "delayq_procs:{delayq}");
-        assert_eq!(process_record("h-1"), "delayq_proc:{delayq}:h-1");
+    fn registry_and_activity_keys_are_named_after_the_queue() {
+        assert_eq!(discovering_processes(), "delayq_discovering:{delayq}");
+        assert_eq!(QueueKeys::new("{o}:eu").processes(), "delayq_procs:{o}:eu");
         assert_eq!(
             QueueKeys::new("{o}:eu").activity(7),
             "delayq_activity:{o}:eu:7"

@@ -6,7 +6,8 @@ use std::time::Duration;
 /// What a worker or scheduler process keeps in Redis for the console and for other processes:
 /// per-minute activity counts of each queue it serves (moved, taken, acked, retried, dead;
 /// read with [`DelayedQueue::activity`](crate::DelayedQueue::activity)), and its record in the
-/// registry of live processes (read with [`processes`](crate::processes)). Both are on by
+/// registry of live processes (read with
+/// [`DelayedQueue::processes`](crate::DelayedQueue::processes)). Both are on by
 /// default; set with the `with_*` methods, read with the methods of the same name.
 ///
 /// Counts are added up in the process and written every

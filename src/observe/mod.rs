@@ -17,7 +17,7 @@ pub(crate) use registry::ProcessKind;
 use crate::time::now_ms;
 use activity::{Expiring, Tally};
 use fred::clients::Client;
-use registry::Identity;
+use registry::{Identity, Written};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -26,29 +26,7 @@ use tokio::time::{interval, Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use activity::read as read_activity;
-
-/// Every live delayq worker and scheduler that keeps a registry record (see
-/// [`ObserveConfig`]), by kind then id; [`ProcessInfo::serves`] tells those of one queue.
-///
-/// # Errors
-///
-/// Redis failed, or a registry key holds another type.
-///
-/// # Examples
-///
-/// ```no_run
-/// # async fn ex(client: delayq::fred::clients::Client) -> Result<(), delayq::Error> {
-/// for process in delayq::processes(&client).await? {
-///     println!("{} {} on {} (pid {})", process.kind, process.id, process.host, process.pid);
-/// }
-/// # Ok(()) }
-/// ```
-pub async fn processes(client: &Client) -> crate::Result<Vec<ProcessInfo>> {
-    registry::list(client, now_ms()).await
-}
-
-/// The most queue names a record lists; a process serving more lists these and its count.
-const MAX_LISTED_QUEUES: usize = 1_000;
+pub(crate) use registry::list as list_processes;
 
 /// The longest a stopping observer waits for its last flush and its record's removal.
 const STOP_WAIT: Duration = Duration::from_secs(5);
@@ -113,7 +91,7 @@ impl Observer {
         });
         let token = CancellationToken::new();
         let me = Identity::new(kind, now_ms());
-        let span = tracing::debug_span!("observer", id = %me.id);
+        let span = tracing::debug_span!("observer", id = %me.id());
         let task = run(client.clone(), shared.clone(), me, token.clone());
         let join = tokio::spawn(tracing::Instrument::instrument(task, span));
         Observer {
@@ -194,6 +172,7 @@ async fn run(client: Client, shared: Arc<Shared>, me: Identity, token: Cancellat
     flushes.set_missed_tick_behavior(MissedTickBehavior::Delay);
     beats.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut expiring = Expiring::default();
+    let mut written = Written::default();
     let history_ms = config.history().as_millis() as i64;
     loop {
         tokio::select! {
@@ -202,8 +181,8 @@ async fn run(client: Client, shared: Arc<Shared>, me: Identity, token: Cancellat
             _ = flushes.tick(), if config.activity() => {
                 let _ = activity::flush(&client, &shared.tally, &mut expiring, history_ms, now_ms()).await;
             }
-            _ = beats.tick(), if config.registry() => beat(&client, &shared, &me).await,
-            _ = shared.changed.notified(), if config.registry() => beat(&client, &shared, &me).await,
+            _ = beats.tick(), if config.registry() => beat(&client, &shared, &me, &mut written).await,
+            _ = shared.changed.notified(), if config.registry() => beat(&client, &shared, &me, &mut written).await,
         }
     }
     let deadline = Instant::now() + STOP_WAIT;
@@ -212,30 +191,24 @@ async fn run(client: Client, shared: Arc<Shared>, me: Identity, token: Cancellat
         let _ = tokio::time::timeout_at(deadline, last).await;
     }
     if config.registry() {
-        let removed = tokio::time::timeout_at(deadline, registry::remove(&client, &me.id)).await;
+        let ttl_ms = config.registry_ttl().as_millis() as i64;
+        let removed = registry::remove(&client, &me, &written, ttl_ms);
+        let removed = tokio::time::timeout_at(deadline, removed).await;
         if let Ok(Err(err)) = removed {
             tracing::debug!(error = %err, "registry record not removed; it expires");
         }
     }
 }
 
-async fn beat(client: &Client, shared: &Shared, me: &Identity) {
-    let serving = {
+async fn beat(client: &Client, shared: &Shared, me: &Identity, written: &mut Written) {
+    let (names, patterns) = {
         let served = shared.served();
-        registry::Serving {
-            listed: served
-                .names
-                .iter()
-                .take(MAX_LISTED_QUEUES)
-                .cloned()
-                .collect(),
-            count: served.names.len(),
-            patterns: served.patterns.clone(),
-        }
+        (served.names.clone(), served.patterns.clone())
     };
     let ttl_ms = shared.config.registry_ttl().as_millis() as i64;
-    let written = registry::beat(client, me, &serving, ttl_ms, now_ms()).await;
-    if let Err(err) = written {
+    let lease = (ttl_ms, now_ms());
+    let result = registry::beat(client, me, (&names, &patterns), written, lease).await;
+    if let Err(err) = result {
         tracing::warn!(error = %err, "registry record not written");
     }
 }

@@ -1,15 +1,21 @@
-//! The registry of live delayq workers and schedulers: a record per process (a hash with a
-//! time to live, written again on every beat) and one zset of the processes by when their
-//! records expire, so that a list is one `ZRANGEBYSCORE` and one pipelined read of the
-//! records, whatever the number of queues. Every beat drops the members whose records have
-//! expired (processes that died without removing theirs).
+//! The registry of live delayq workers and schedulers. A queue's registry is a zset in its own
+//! hash tag (`delayq_procs:{NAME}`): each process serving the queue by name adds its record as
+//! a member scored by when it expires, again on every beat, and removes it at a clean stop;
+//! every beat drops the members past their time (processes that died) and extends the key's
+//! time to live, so a queue nobody serves any more loses the key. Schedulers that find queues
+//! by discovery write one record naming their globs to `delayq_discovering:{delayq}` instead
+//! of one per queue found. A record is the member itself, so a list is one `ZRANGEBYSCORE`.
 
 use crate::error::Error;
-use crate::keys::{glob_match, process_index, process_record};
+use crate::keys::{discovering_processes, glob_match, processes_key};
 use crate::Result;
 use fred::clients::Client;
-use fred::interfaces::{HashesInterface, KeysInterface, SortedSetsInterface};
-use std::collections::HashMap;
+use fred::interfaces::{KeysInterface, SortedSetsInterface};
+use fred::types::{ExpireOptions, Value};
+use std::collections::BTreeSet;
+
+/// What separates a record's fields (none holds one: host names and numbers).
+const FIELD_SEPARATOR: char = '\t';
 
 /// What kind of delayq process a record is of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +27,7 @@ pub(crate) enum ProcessKind {
 }
 
 impl ProcessKind {
-    pub(crate) fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             ProcessKind::Worker => "worker",
             ProcessKind::Scheduler => "scheduler",
@@ -43,32 +49,22 @@ pub struct ProcessInfo {
     pub pid: u32,
     /// The delayq version it runs.
     pub version: String,
-    /// The queues it serves by name (at most 1,000 listed; see `queue_count`).
-    pub queues: Vec<String>,
-    /// How many queues it serves by name.
-    pub queue_count: usize,
-    /// The globs of the queues it finds by discovery (`*` for every queue).
-    pub patterns: Vec<String>,
     /// When it started, epoch ms.
     pub started_ms: i64,
-    /// When it last wrote its record, epoch ms.
+    /// When it last wrote its record, epoch ms (by its clock).
     pub beat_ms: i64,
+    /// For a scheduler that finds queues by discovery, its globs (`*` for every queue); empty
+    /// for a process serving the queue by name.
+    pub patterns: Vec<String>,
 }
 
-impl ProcessInfo {
-    /// Whether the process serves the queue `name`: by name, or by a discovery glob.
-    pub fn serves(&self, name: &str) -> bool {
-        self.queues.iter().any(|q| q == name) || self.patterns.iter().any(|p| glob_match(p, name))
-    }
-}
-
-/// What a process says of itself, the beat time apart.
+/// What a process says of itself.
 #[derive(Debug, Clone)]
 pub(crate) struct Identity {
-    pub(crate) id: String,
-    pub(crate) kind: ProcessKind,
-    pub(crate) host: String,
-    pub(crate) started_ms: i64,
+    id: String,
+    kind: ProcessKind,
+    host: String,
+    started_ms: i64,
 }
 
 impl Identity {
@@ -85,143 +81,203 @@ impl Identity {
             started_ms,
         }
     }
+
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The record: the same string for the process's whole life (given the same globs), so
+    /// that a beat moves its score rather than adding a member.
+    fn record(&self, ttl_ms: i64, patterns: &[String]) -> String {
+        let sep = FIELD_SEPARATOR.to_string();
+        [
+            self.kind.name().to_owned(),
+            self.id.clone(),
+            self.host.clone(),
+            std::process::id().to_string(),
+            env!("CARGO_PKG_VERSION").to_owned(),
+            self.started_ms.to_string(),
+            ttl_ms.to_string(),
+            patterns.join("\n"),
+        ]
+        .join(&sep)
+    }
 }
 
 /// The host's name, as the kernel has it (or the environment says), else `unknown`.
 fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
-        .map(|name| name.trim().to_owned())
+        .map(|name| name.trim().replace(FIELD_SEPARATOR, " "))
         .filter(|name| !name.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .map(|name| name.replace(FIELD_SEPARATOR, " "))
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// The queues a record says a process serves.
-#[derive(Debug)]
-pub(crate) struct Serving {
-    /// Names, the first ones only when there are many.
-    pub(crate) listed: Vec<String>,
-    /// How many names in all.
-    pub(crate) count: usize,
-    /// Discovery globs.
-    pub(crate) patterns: Vec<String>,
+/// What the last beat wrote, so the next one takes back what no longer holds.
+#[derive(Debug, Default)]
+pub(crate) struct Written {
+    queues: BTreeSet<String>,
+    discovering: Option<String>,
 }
 
-/// Writes the process's record with its time to live, its deadline in the index, and drops
-/// the expired members of the index: one pipelined round trip of four commands.
+/// Writes the process's record to the registry of each queue in `queues` and, with
+/// `patterns`, to the discovering registry; takes it out of the queues it no longer serves.
+/// One pipelined round trip: four commands per registry written, one per registry left.
 pub(crate) async fn beat(
     client: &Client,
     me: &Identity,
-    serving: &Serving,
-    ttl_ms: i64,
-    now_ms: i64,
+    (queues, patterns): (&BTreeSet<String>, &[String]),
+    written: &mut Written,
+    (ttl_ms, now_ms): (i64, i64),
 ) -> Result<()> {
-    let record = process_record(&me.id);
-    let fields: Vec<(&str, String)> = vec![
-        ("kind", me.kind.name().to_owned()),
-        ("host", me.host.clone()),
-        ("pid", std::process::id().to_string()),
-        ("version", env!("CARGO_PKG_VERSION").to_owned()),
-        ("queues", serving.listed.join("\n")),
-        ("queue_count", serving.count.to_string()),
-        ("patterns", serving.patterns.join("\n")),
-        ("started_ms", me.started_ms.to_string()),
-        ("beat_ms", now_ms.to_string()),
-    ];
-    let index = process_index();
     let pipeline = client.pipeline();
-    let _: std::result::Result<(), _> = pipeline.hset(&record, fields).await;
-    let _: std::result::Result<(), _> = pipeline.pexpire(&record, ttl_ms, None).await;
-    let _: std::result::Result<(), _> = pipeline
-        .zadd(
-            &index,
-            None,
-            None,
-            false,
-            false,
-            ((now_ms + ttl_ms) as f64, me.id.as_str()),
-        )
-        .await;
-    let _: std::result::Result<(), _> = pipeline
-        .zremrangebyscore(&index, f64::NEG_INFINITY, now_ms as f64)
-        .await;
-    let replies = pipeline.try_all::<fred::types::Value>().await;
-    match replies.into_iter().find_map(Result::err) {
-        Some(err) => Err(Error::from_redis("HSET", &record, err)),
-        None => Ok(()),
+    let record = me.record(ttl_ms, &[]);
+    for queue in queues {
+        lease(&pipeline, &processes_key(queue), &record, ttl_ms, now_ms).await;
     }
+    for left in written.queues.difference(queues) {
+        let _: std::result::Result<(), _> = pipeline.zrem(processes_key(left), &record).await;
+    }
+    let discovering = (!patterns.is_empty()).then(|| me.record(ttl_ms, patterns));
+    let global = discovering_processes();
+    if let Some(old) = written
+        .discovering
+        .as_ref()
+        .filter(|old| discovering.as_ref() != Some(old))
+    {
+        let _: std::result::Result<(), _> = pipeline.zrem(&global, old).await;
+    }
+    if let Some(record) = &discovering {
+        lease(&pipeline, &global, record, ttl_ms, now_ms).await;
+    }
+    let replies = pipeline.try_all::<Value>().await;
+    if let Some(err) = replies.into_iter().find_map(Result::err) {
+        return Err(Error::from_redis("ZADD", "delayq_procs", err));
+    }
+    written.queues = queues.clone();
+    written.discovering = discovering;
+    Ok(())
 }
 
-/// Removes the process's record and its member of the index.
-pub(crate) async fn remove(client: &Client, id: &str) -> Result<()> {
-    let record = process_record(id);
+/// Queues the record's lease in one registry: its deadline, the expired members dropped, and
+/// the key's time to live set when it has none (`NX`) or extended when shorter (`GT`).
+async fn lease(
+    pipeline: &fred::clients::Pipeline<Client>,
+    key: &str,
+    record: &str,
+    ttl_ms: i64,
+    now_ms: i64,
+) {
+    let deadline = (now_ms + ttl_ms) as f64;
+    let _: std::result::Result<(), _> = pipeline
+        .zadd(key, None, None, false, false, (deadline, record))
+        .await;
+    let _: std::result::Result<(), _> = pipeline
+        .zremrangebyscore(key, f64::NEG_INFINITY, now_ms as f64)
+        .await;
+    let _: std::result::Result<(), _> =
+        pipeline.pexpire(key, ttl_ms, Some(ExpireOptions::NX)).await;
+    let _: std::result::Result<(), _> =
+        pipeline.pexpire(key, ttl_ms, Some(ExpireOptions::GT)).await;
+}
+
+/// Takes the process's record out of every registry the last beat wrote it to.
+pub(crate) async fn remove(
+    client: &Client,
+    me: &Identity,
+    written: &Written,
+    ttl_ms: i64,
+) -> Result<()> {
     let pipeline = client.pipeline();
-    let _: std::result::Result<(), _> = pipeline.del(&record).await;
-    let _: std::result::Result<(), _> = pipeline.zrem(process_index(), id).await;
+    let record = me.record(ttl_ms, &[]);
+    for queue in &written.queues {
+        let _: std::result::Result<(), _> = pipeline.zrem(processes_key(queue), &record).await;
+    }
+    if let Some(old) = &written.discovering {
+        let _: std::result::Result<(), _> = pipeline.zrem(discovering_processes(), old).await;
+    }
     match pipeline
-        .try_all::<fred::types::Value>()
+        .try_all::<Value>()
         .await
         .into_iter()
         .find_map(Result::err)
     {
-        Some(err) => Err(Error::from_redis("DEL", &record, err)),
+        Some(err) => Err(Error::from_redis("ZREM", "delayq_procs", err)),
         None => Ok(()),
     }
 }
 
-/// Every live process, by kind then id: the members of the index not past their deadline at
-/// `now_ms`, whose records still exist.
-pub(crate) async fn list(client: &Client, now_ms: i64) -> Result<Vec<ProcessInfo>> {
-    let index = process_index();
-    let ids: Vec<String> = client
-        .zrangebyscore(&index, now_ms, "+inf", false, None)
-        .await
-        .map_err(|e| Error::from_redis("ZRANGEBYSCORE", &index, e))?;
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
+/// The live processes serving the queue `queue`, by kind then id: those of its registry, and
+/// the discovering schedulers whose globs take it (left out when the user may not read that
+/// registry). One pipelined round trip.
+pub(crate) async fn list(client: &Client, queue: &str, now_ms: i64) -> Result<Vec<ProcessInfo>> {
+    let (own, global) = (processes_key(queue), discovering_processes());
     let pipeline = client.pipeline();
-    for id in &ids {
-        let _: std::result::Result<(), _> = pipeline.hgetall(process_record(id)).await;
+    for key in [&own, &global] {
+        let _: std::result::Result<(), _> = pipeline
+            .zrangebyscore(key, now_ms, "+inf", true, None)
+            .await;
     }
-    let replies = pipeline.try_all::<HashMap<String, String>>().await;
-    let mut found = Vec::with_capacity(ids.len());
-    for (id, reply) in ids.into_iter().zip(replies) {
-        let fields = reply.map_err(|e| Error::from_redis("HGETALL", &process_record(&id), e))?;
-        if !fields.is_empty() {
-            found.push(parse(id, &fields));
-        }
+    let mut replies = pipeline.try_all::<Value>().await.into_iter();
+    let mine = replies.next().unwrap_or(Ok(Value::Null));
+    let mut found = members(mine.map_err(|e| Error::from_redis("ZRANGEBYSCORE", &own, e))?);
+    match replies
+        .next()
+        .map(|r| r.map_err(|e| Error::from_redis("ZRANGEBYSCORE", &global, e)))
+    {
+        Some(Ok(reply)) => found.extend(
+            members(reply)
+                .into_iter()
+                .filter(|p| p.patterns.iter().any(|glob| glob_match(glob, queue))),
+        ),
+        Some(Err(Error::Refused { .. })) | None => {}
+        Some(Err(err)) => return Err(err),
     }
     found.sort_by(|a, b| (&a.kind, &a.id).cmp(&(&b.kind, &b.id)));
     Ok(found)
 }
 
-fn parse(id: String, fields: &HashMap<String, String>) -> ProcessInfo {
-    let text = |name: &str| fields.get(name).cloned().unwrap_or_default();
-    let number = |name: &str| fields.get(name).and_then(|n| n.parse().ok());
-    ProcessInfo {
-        id,
-        kind: text("kind"),
-        host: text("host"),
-        pid: number("pid").unwrap_or(0) as u32,
-        version: text("version"),
-        queues: split(&text("queues")),
-        queue_count: number("queue_count").unwrap_or(0) as usize,
-        patterns: split(&text("patterns")),
-        started_ms: number("started_ms").unwrap_or(0),
-        beat_ms: number("beat_ms").unwrap_or(0),
+/// The records of a `ZRANGEBYSCORE … WITHSCORES` reply (flat pairs or, in RESP3, nested).
+fn members(reply: Value) -> Vec<ProcessInfo> {
+    let Value::Array(items) = reply else {
+        return Vec::new();
+    };
+    let mut pairs = Vec::new();
+    let mut items = items.into_iter();
+    while let Some(item) = items.next() {
+        match item {
+            Value::Array(pair) if pair.len() == 2 => pairs.push((pair[0].clone(), pair[1].clone())),
+            member => pairs.push((member, items.next().unwrap_or(Value::Null))),
+        }
     }
+    pairs
+        .into_iter()
+        .filter_map(|(member, score)| parse(member.as_str()?.as_ref(), score.as_f64()? as i64))
+        .collect()
 }
 
-/// The names of a record's field, one a line (a queue name with a line break is listed
-/// split).
-fn split(text: &str) -> Vec<String> {
-    text.split('\n')
-        .filter(|name| !name.is_empty())
-        .map(str::to_owned)
-        .collect()
+/// A record and its deadline, back into what it says.
+fn parse(record: &str, deadline_ms: i64) -> Option<ProcessInfo> {
+    let fields: Vec<&str> = record.splitn(8, FIELD_SEPARATOR).collect();
+    let [kind, id, host, pid, version, started, ttl, patterns] = fields[..] else {
+        return None;
+    };
+    Some(ProcessInfo {
+        id: id.to_owned(),
+        kind: kind.to_owned(),
+        host: host.to_owned(),
+        pid: pid.parse().ok()?,
+        version: version.to_owned(),
+        started_ms: started.parse().ok()?,
+        beat_ms: deadline_ms - ttl.parse::<i64>().ok()?,
+        patterns: patterns
+            .split('\n')
+            .filter(|glob| !glob.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
 }
 
 #[cfg(test)]
@@ -229,21 +285,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_record_reads_back_and_serves_by_name_or_glob() {
-        let fields: HashMap<String, String> = [
-            ("kind", "scheduler"),
-            ("pid", "42"),
-            ("queues", "a\nb"),
-            ("queue_count", "2"),
-            ("patterns", "tenant-*"),
-            ("beat_ms", "7"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-        let info = parse("h-1".into(), &fields);
-        assert_eq!((info.pid, info.queue_count, info.beat_ms), (42, 2, 7));
-        assert!(info.serves("a") && info.serves("tenant-9"));
-        assert!(!info.serves("c"));
+    fn a_record_reads_back() {
+        let me = Identity::new(ProcessKind::Scheduler, 5);
+        let record = me.record(30, &["tenant-*".to_owned(), "b".to_owned()]);
+        let info = parse(&record, 100).unwrap();
+        assert_eq!(
+            (info.kind.as_str(), info.id.as_str()),
+            ("scheduler", me.id())
+        );
+        assert_eq!(
+            (info.pid, info.started_ms, info.beat_ms),
+            (std::process::id(), 5, 70)
+        );
+        assert_eq!(info.patterns, ["tenant-*", "b"]);
+        assert!(parse(&me.record(30, &[]), 1).unwrap().patterns.is_empty());
+        assert_eq!(parse("not a record", 1), None);
+    }
+
+    #[test]
+    fn scores_pair_with_members_flat_or_nested() {
+        let me = Identity::new(ProcessKind::Worker, 5);
+        let record = Value::from(me.record(10, &[]));
+        let flat = Value::Array(vec![record.clone(), Value::from(20.0)]);
+        let nested = Value::Array(vec![Value::Array(vec![record, Value::from(20.0)])]);
+        for reply in [flat, nested] {
+            let found = members(reply);
+            assert_eq!((found.len(), found[0].beat_ms), (1, 10));
+        }
     }
 }

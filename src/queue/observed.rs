@@ -21,7 +21,7 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Examples
     ///
     /// ```no_run
-    /// # async fn ex(queue: delayq::DelayedQueue) -> Result<(), delayq::Error> {
+    /// # async fn ex(queue: delayq::DelayedQueue<delayq::codec::StringCodec>) -> Result<(), delayq::Error> {
     /// let hour = queue.activity(60).await?;
     /// let failed: u64 = hour.iter().map(|minute| minute.failed()).sum();
     /// # Ok(()) }
@@ -30,15 +30,24 @@ impl<C: Codec> DelayedQueue<C> {
         observe::read_activity(self.client(), self.keys(), minutes, now_ms()).await
     }
 
-    /// The live delayq workers and schedulers serving this queue (by name, or by a discovery
-    /// glob that takes it), from their registry records.
+    /// The live delayq workers and schedulers serving this queue, by kind then id: those
+    /// serving it by name, and schedulers whose discovery globs take it (see
+    /// [`ObserveConfig`](crate::ObserveConfig)). One pipelined round trip.
     ///
     /// # Errors
     ///
-    /// A Redis error.
+    /// A Redis error, or the registry key holding another type.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn ex(queue: delayq::DelayedQueue<delayq::codec::StringCodec>) -> Result<(), delayq::Error> {
+    /// for process in queue.processes().await? {
+    ///     println!("{} {} on {} (pid {})", process.kind, process.id, process.host, process.pid);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn processes(&self) -> Result<Vec<ProcessInfo>> {
-        let mut all = observe::processes(self.client()).await?;
-        all.retain(|process| process.serves(self.name()));
-        Ok(all)
+        observe::list_processes(self.client(), self.name(), now_ms()).await
     }
 }

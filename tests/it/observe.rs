@@ -7,8 +7,8 @@ use crate::common::queue::eventually;
 use crate::common::{unique_name, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
 use delayq::{
-    DelayedQueue, GroupConfig, Job, JobError, MinuteActivity, ObserveConfig, ReliableConfig,
-    WorkerHandle,
+    DelayedQueue, Discovery, GroupConfig, Job, JobError, MinuteActivity, ObserveConfig,
+    ReliableConfig, SchedulerGroup, WorkerHandle,
 };
 use std::time::Duration;
 
@@ -145,7 +145,11 @@ async fn nothing_is_kept_when_turned_off() {
         sum(&queue.activity(5).await.unwrap()),
         MinuteActivity::default()
     );
-    for pattern in ["delayq_activity:*", "delayq_proc*"] {
+    for pattern in [
+        "delayq_activity:*",
+        "delayq_procs:*",
+        "delayq_discovering:*",
+    ] {
         assert_eq!(redis.cli(&["KEYS", pattern]).trim(), "", "{pattern}");
     }
 }
@@ -162,7 +166,8 @@ async fn kinds(queue: &DelayedQueue<StringCodec>) -> Vec<String> {
     kinds
 }
 
-/// A worker and a scheduler list themselves, with what they serve, and leave at a clean stop.
+/// A worker and a scheduler list themselves in the queue's registry, which expires, and leave
+/// it at a clean stop; a discovering scheduler is listed for the queues its glob takes.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
     let redis = TestRedis::start();
@@ -177,28 +182,48 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
     for process in queue.processes().await.unwrap() {
         assert_eq!(process.pid, std::process::id());
         assert_eq!(process.version, env!("CARGO_PKG_VERSION"));
-        assert_eq!(
-            (process.queues.clone(), process.queue_count),
-            (vec![name.clone()], 1)
-        );
         assert!(process.beat_ms >= process.started_ms && process.started_ms > 0);
-        assert!(!process.host.is_empty());
+        assert!(!process.host.is_empty() && process.patterns.is_empty());
     }
-    let other = DelayedQueue::builder(queue.client().clone(), unique_name("other"), StringCodec)
+    let registry = queue.keys().processes();
+    let ttl: i64 = redis.cli(&["PTTL", &registry]).trim().parse().unwrap();
+    assert!(ttl > 0 && ttl <= 30_000, "PTTL {ttl}");
+
+    let client = queue.client().clone();
+    let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default())
+        .await
+        .unwrap();
+    group
+        .discover(Discovery::all().matching(format!("{name}*")))
+        .await
+        .unwrap();
+    let other = DelayedQueue::builder(client, unique_name("other"), StringCodec)
         .transfer(false)
         .build()
         .await
         .unwrap();
+    let found = eventually(PATIENCE, || {
+        let queue = queue.clone();
+        async move { kinds(&queue).await == ["scheduler", "scheduler", "worker"] }
+    })
+    .await;
+    assert!(found, "{:?}", queue.processes().await);
+    let discovering = queue.processes().await.unwrap();
+    assert!(discovering
+        .iter()
+        .any(|p| p.patterns == [format!("{name}*")]));
     assert!(other.processes().await.unwrap().is_empty());
+    group.shutdown().await;
 
     worker.shutdown().await.unwrap();
     assert_eq!(kinds(&queue).await, ["scheduler"]);
     queue.destroy().await.unwrap();
-    assert!(delayq::processes(queue.client()).await.unwrap().is_empty());
+    assert!(queue.processes().await.unwrap().is_empty());
+    assert_eq!(redis.cli(&["EXISTS", &registry]).trim(), "0");
 }
 
 /// A process that dies without stopping (its runtime dropped: no task runs again) leaves the
-/// registry once its record's time to live has passed.
+/// registry once its record's time to live has passed, and so does the registry's key.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crashed_process_leaves_the_registry_when_its_record_expires() {
     let redis = TestRedis::start();
@@ -231,13 +256,22 @@ async fn a_crashed_process_leaves_the_registry_when_its_record_expires() {
     crashed.join().unwrap();
 
     let client = delayq::connect(&redis.url()).await.unwrap();
-    assert_eq!(delayq::processes(&client).await.unwrap().len(), 2);
+    let queue = DelayedQueue::builder(client, &name, StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
     let gone = eventually(PATIENCE, || {
-        let client = client.clone();
-        async move { delayq::processes(&client).await.unwrap().is_empty() }
+        let queue = queue.clone();
+        async move { queue.processes().await.unwrap().is_empty() }
     })
     .await;
     assert!(gone);
-    let records = redis.cli(&["KEYS", "delayq_proc:*"]);
-    assert_eq!(records.trim(), "", "the records expire");
+    let registry = queue.keys().processes();
+    let expired = eventually(PATIENCE, || {
+        let exists = redis.cli(&["EXISTS", &registry]);
+        async move { exists.trim() == "0" }
+    })
+    .await;
+    assert!(expired, "the registry key expires");
 }
