@@ -7,16 +7,17 @@ use super::{prefix_name, QueueKeys, ACTIVITY_PREFIX, DISCOVERING_PREFIX, PROCS_P
 const DISCOVERING_TAG: &str = "delayq";
 
 impl QueueKeys {
-    /// delayq's counts of the queue's activity in the minute `minute` (minutes since the
-    /// epoch): a hash `moved`, `taken`, `acked`, `retried`, `dead` → count
-    /// (`delayq_activity:{NAME}:MINUTE`), expiring after the history kept.
+    /// delayq's counts of the queue's activity in the ten minutes from `first_minute`
+    /// (minutes since the epoch, a multiple of ten): a hash `M:moved`, `M:taken`, `M:acked`,
+    /// `M:retried`, `M:dead` → count in the minute `first_minute + M`
+    /// (`delayq_activity:{NAME}:FIRST_MINUTE`), expiring after the history kept.
     ///
     /// ```
     /// let keys = delayq::QueueKeys::new("orders");
     /// assert_eq!(keys.activity(29_000_000), "delayq_activity:{orders}:29000000");
     /// ```
-    pub fn activity(&self, minute: i64) -> String {
-        activity_key(self.target(), minute)
+    pub fn activity(&self, first_minute: i64) -> String {
+        activity_key(self.target(), first_minute)
     }
 
     /// `delayq_activity:{NAME}`, which every minute's key extends.
@@ -37,8 +38,8 @@ impl QueueKeys {
 }
 
 /// [`QueueKeys::activity`] of the queue `queue`, without deriving the queue's other keys.
-pub(crate) fn activity_key(queue: &str, minute: i64) -> String {
-    format!("{}:{minute}", prefix_name(ACTIVITY_PREFIX, queue))
+pub(crate) fn activity_key(queue: &str, first_minute: i64) -> String {
+    format!("{}:{first_minute}", prefix_name(ACTIVITY_PREFIX, queue))
 }
 
 /// [`QueueKeys::processes`] of the queue `queue`.
