@@ -185,9 +185,8 @@ pub(crate) async fn flush(
     let replies = pipeline.try_all::<fred::types::Value>().await;
     if let Some(Err(err)) = replies.into_iter().find(Result::is_err) {
         let lost: u64 = counts.values().flatten().sum();
-        return Err(Error::from_redis("HINCRBY", "delayq_activity", err)).inspect_err(|err| {
-            tracing::warn!(error = %err, lost, "activity counts not written");
-        });
+        tracing::debug!(lost, "activity counts dropped");
+        return Err(Error::from_redis("HINCRBY", "delayq_activity", err));
     }
     expiring.0.extend(new_buckets);
     Ok(sent)

@@ -14,7 +14,9 @@ pub use registry::ProcessInfo;
 pub(crate) use activity::Event;
 pub(crate) use registry::ProcessKind;
 
+use crate::retry::FailureLog;
 use crate::time::now_ms;
+use crate::Result;
 use activity::{Expiring, Tally};
 use fred::clients::Client;
 use registry::{Identity, Written};
@@ -173,16 +175,22 @@ async fn run(client: Client, shared: Arc<Shared>, me: Identity, token: Cancellat
     beats.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut expiring = Expiring::default();
     let mut written = Written::default();
+    let mut failures = (FailureLog::default(), FailureLog::default());
     let history_ms = config.history().as_millis() as i64;
     loop {
         tokio::select! {
             biased;
             _ = token.cancelled() => break,
             _ = flushes.tick(), if config.activity() => {
-                let _ = activity::flush(&client, &shared.tally, &mut expiring, history_ms, now_ms()).await;
+                let flushed = activity::flush(&client, &shared.tally, &mut expiring, history_ms, now_ms()).await;
+                log(&mut failures.0, flushed.map(drop), "activity counts not written (they are dropped)");
             }
-            _ = beats.tick(), if config.registry() => beat(&client, &shared, &me, &mut written).await,
-            _ = shared.changed.notified(), if config.registry() => beat(&client, &shared, &me, &mut written).await,
+            _ = beats.tick(), if config.registry() => {
+                log(&mut failures.1, beat(&client, &shared, &me, &mut written).await, "registry record not written");
+            }
+            _ = shared.changed.notified(), if config.registry() => {
+                log(&mut failures.1, beat(&client, &shared, &me, &mut written).await, "registry record not written");
+            }
         }
     }
     let deadline = Instant::now() + STOP_WAIT;
@@ -200,15 +208,33 @@ async fn run(client: Client, shared: Arc<Shared>, me: Identity, token: Cancellat
     }
 }
 
-async fn beat(client: &Client, shared: &Shared, me: &Identity, written: &mut Written) {
+async fn beat(
+    client: &Client,
+    shared: &Shared,
+    me: &Identity,
+    written: &mut Written,
+) -> Result<()> {
     let (names, patterns) = {
         let served = shared.served();
         (served.names.clone(), served.patterns.clone())
     };
     let ttl_ms = shared.config.registry_ttl().as_millis() as i64;
-    let lease = (ttl_ms, now_ms());
-    let result = registry::beat(client, me, (&names, &patterns), written, lease).await;
-    if let Err(err) = result {
-        tracing::warn!(error = %err, "registry record not written");
+    registry::beat(client, me, (&names, &patterns), written, (ttl_ms, now_ms())).await
+}
+
+/// Logs a failed write once at WARN (its repeats at DEBUG) and the recovery once: a Redis
+/// outage says so once, not every few seconds.
+fn log(failures: &mut FailureLog, result: Result<()>, what: &str) {
+    match result {
+        Ok(()) => {
+            let failed = failures.recovered();
+            if failed > 0 {
+                tracing::info!(failed, "{what}: written again");
+            }
+        }
+        Err(err) if failures.first_of_kind(&err.to_string()) => {
+            tracing::warn!(error = %err, "{what}");
+        }
+        Err(err) => tracing::debug!(error = %err, "{what}"),
     }
 }
