@@ -150,6 +150,12 @@ impl Observer {
     /// Stops the task: the last counts are written and the record removed (each given a few
     /// seconds), then it ends.
     pub(crate) async fn shutdown(&self) {
+        self.shutdown_by(None).await;
+    }
+
+    /// As [`shutdown`](Self::shutdown), waiting no later than `deadline`: past it the task is
+    /// ended where it is (the counts not yet written are lost, the record expires).
+    pub(crate) async fn shutdown_by(&self, deadline: Option<Instant>) {
         let Some(inner) = &self.inner else {
             return;
         };
@@ -159,8 +165,19 @@ impl Observer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some(join) = join {
-            let _ = join.await;
+        let Some(mut join) = join else {
+            return;
+        };
+        match deadline {
+            Some(deadline) => {
+                if tokio::time::timeout_at(deadline, &mut join).await.is_err() {
+                    join.abort();
+                    let _ = join.await;
+                }
+            }
+            None => {
+                let _ = join.await;
+            }
         }
     }
 }

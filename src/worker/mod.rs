@@ -337,7 +337,8 @@ where
     }
 
     /// How long the worker waits at shutdown, once no handler runs any more, for Redis to take
-    /// the jobs' outcomes (acks, retries, values given back) and the values its consumers hold.
+    /// the jobs' outcomes (acks, retries, values given back), the values its consumers hold
+    /// and its last activity counts.
     /// What Redis has not taken by then stays in the queue's in-flight set, and the reaper of
     /// any consumer gives it back after its visibility deadline: nothing is lost, the worker
     /// just does not wait for an unreachable Redis. Default: 10 s.

@@ -97,7 +97,7 @@ where
     let deadline = wind_down(&name, &tracker, &job, builder.grace, builder.settle_timeout).await;
     close_sources(&name, &builder.queues, sources, deadline).await;
     stop_companions(signals, server_check).await;
-    observer.shutdown().await;
+    observer.shutdown_by(Some(deadline)).await;
     let stats = counters.snapshot();
     tracing::info!(queue = %name, ?stats, "worker stopped");
     Ok(stats)
