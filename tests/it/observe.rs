@@ -4,7 +4,7 @@
 //! crash.
 
 use crate::common::queue::eventually;
-use crate::common::{unique_name, TestRedis, PATIENCE};
+use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
 use delayq::{
     DelayedQueue, Discovery, GroupConfig, Job, JobError, MinuteActivity, ObserveConfig,
@@ -275,4 +275,66 @@ async fn a_crashed_process_leaves_the_registry_when_its_record_expires() {
     })
     .await;
     assert!(expired, "the registry key expires");
+}
+
+/// On a Cluster each queue's buckets and registry live in its own slot: one worker and one
+/// scheduler group over four queues (on different masters) write them all in their pipelined
+/// flushes and beats, and each queue reads back its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_cluster_each_queue_keeps_its_own_history_and_registry() {
+    let cluster = TestCluster::start(3);
+    let client = delayq::connect(&cluster.url()).await.unwrap();
+    let observe = ObserveConfig::default().with_flush_interval(Duration::from_millis(100));
+    let mut queues = Vec::new();
+    for i in 0..4 {
+        let queue =
+            DelayedQueue::builder(client.clone(), unique_name(&format!("c{i}")), StringCodec)
+                .group_config(GroupConfig::default().with_observe(observe))
+                .build()
+                .await
+                .unwrap();
+        queues.push(queue);
+    }
+    let mut builder = queues[0]
+        .worker(4, |_job: Job<String>| async { Ok::<(), JobError>(()) })
+        .reliable_config(fast())
+        .observe(observe);
+    for queue in &queues[1..] {
+        builder = builder.with_queue(queue);
+    }
+    let worker = builder.spawn().unwrap();
+    for (i, queue) in queues.iter().enumerate() {
+        let values: Vec<(String, Duration)> =
+            (0..=i).map(|n| (format!("v{n}"), Duration::ZERO)).collect();
+        queue.offer_all(&values).await.unwrap();
+    }
+    for (i, queue) in queues.iter().enumerate() {
+        let counted = eventually(PATIENCE, || {
+            let queue = queue.clone();
+            async move {
+                let total = sum(&queue.activity(15).await.unwrap());
+                let n = i as u64 + 1;
+                (total.moved, total.taken, total.acked) == (n, n, n)
+            }
+        })
+        .await;
+        assert!(counted, "{}: {:?}", queue.name(), queue.activity(15).await);
+        let listed = eventually(PATIENCE, || {
+            let queue = queue.clone();
+            async move { kinds(&queue).await == ["scheduler", "worker"] }
+        })
+        .await;
+        assert!(listed, "{}: {:?}", queue.name(), queue.processes().await);
+    }
+    worker.shutdown().await.unwrap();
+    // A queue the group leaves is taken out of its registry by the beat that follows at once.
+    for queue in &queues {
+        queue.destroy().await.unwrap();
+        let left = eventually(PATIENCE, || {
+            let queue = queue.clone();
+            async move { queue.processes().await.unwrap().is_empty() }
+        })
+        .await;
+        assert!(left, "{}: {:?}", queue.name(), queue.processes().await);
+    }
 }
