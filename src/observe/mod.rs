@@ -127,14 +127,14 @@ impl Observer {
         self.change(|served| served.names.remove(queue));
     }
 
-    /// The process serves the queues whose names match the glob `pattern`.
-    pub(crate) fn discover(&self, pattern: &str) {
+    /// The process serves the queues whose names match the glob `pattern` (the one glob of its
+    /// discovery; `None`: it discovers nothing).
+    pub(crate) fn discover(&self, pattern: Option<&str>) {
+        let patterns: Vec<String> = pattern.into_iter().map(str::to_owned).collect();
         self.change(|served| {
-            let new = !served.patterns.iter().any(|p| p == pattern);
-            if new {
-                served.patterns.push(pattern.to_owned());
-            }
-            new
+            let changed = served.patterns != patterns;
+            served.patterns = patterns;
+            changed
         });
     }
 

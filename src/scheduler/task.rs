@@ -269,7 +269,7 @@ impl GroupTask {
                 match self.subscriber.psubscribe(every_channel()).await {
                     Ok(()) => {
                         self.observer
-                            .discover(discovery.pattern.as_deref().unwrap_or("*"));
+                            .discover(Some(discovery.pattern.as_deref().unwrap_or("*")));
                         self.discovery = Some(discovery);
                         // Answered when the first scan has added what it found.
                         self.discover_reply = Some(reply);
