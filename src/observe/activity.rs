@@ -113,28 +113,36 @@ fn bucket_of(minute: i64) -> i64 {
     minute - minute.rem_euclid(BUCKET_MINUTES)
 }
 
-/// Counts added up in the process since the last flush: (queue, minute) → count per event.
+/// Counts added up in the process since the last flush: queue → minute → count per event
+/// (by queue first, so that counting allocates only for a queue's first event of a flush).
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
-    counts: Mutex<HashMap<(String, i64), [u64; 5]>>,
+    counts: Mutex<HashMap<String, HashMap<i64, [u64; 5]>>>,
 }
 
 impl Tally {
     pub(crate) fn add(&self, queue: &str, minute: i64, event: Event, n: u64) {
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         let index = Event::ALL.iter().position(|e| *e == event).unwrap_or(0);
-        match counts.get_mut(&(queue.to_owned(), minute)) {
-            Some(slot) => slot[index] += n,
-            None => {
-                let mut slot = [0; 5];
-                slot[index] = n;
-                counts.insert((queue.to_owned(), minute), slot);
-            }
-        }
+        let minutes = match counts.get_mut(queue) {
+            Some(minutes) => minutes,
+            None => counts.entry(queue.to_owned()).or_default(),
+        };
+        minutes.entry(minute).or_default()[index] += n;
     }
 
+    /// The counts so far, by (queue, minute), leaving none.
     fn take(&self) -> HashMap<(String, i64), [u64; 5]> {
-        std::mem::take(&mut *self.counts.lock().unwrap_or_else(PoisonError::into_inner))
+        let counts =
+            std::mem::take(&mut *self.counts.lock().unwrap_or_else(PoisonError::into_inner));
+        counts
+            .into_iter()
+            .flat_map(|(queue, minutes)| {
+                minutes
+                    .into_iter()
+                    .map(move |(minute, slot)| ((queue.clone(), minute), slot))
+            })
+            .collect()
     }
 }
 
