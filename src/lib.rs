@@ -46,6 +46,7 @@ pub mod entry;
 mod error;
 mod keys;
 pub mod metrics;
+mod observe;
 mod options;
 mod queue;
 mod redis;
@@ -66,6 +67,7 @@ pub use consumer::Consumer;
 pub use entry::{EntryFormat, OfferHandle};
 pub use error::{BoxError, Error, Refusal, Result, TlsFailure};
 pub use keys::{glob_match, logical_queue, shard_count_key, QueueKeys};
+pub use observe::{MinuteActivity, ObserveConfig, ProcessInfo};
 pub use options::QueueOptions;
 pub use queue::{
     shard_of, AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError,

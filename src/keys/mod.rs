@@ -1,9 +1,11 @@
 //! Redisson's key and channel names for a delayed queue.
 
 mod found;
+mod observe;
 
 pub use found::glob_match;
 pub(crate) use found::{every_channel, every_queue_key};
+pub(crate) use observe::{activity_key, discovering_processes, processes_key};
 
 /// Prefix of the timeout zset (`redisson_delay_queue_timeout:{NAME}`).
 const TIMEOUT_PREFIX: &str = "redisson_delay_queue_timeout";
@@ -37,6 +39,12 @@ const INDEX_PREFIX: &str = "delayq_index";
 const VALUES_PREFIX: &str = "delayq_values";
 /// Prefix of the shard count a sharded queue is recorded with (not a Redisson key).
 const SHARDS_PREFIX: &str = "delayq_shards";
+/// Prefix of delayq's per-minute activity counts of a queue (followed by `:` and the minute).
+const ACTIVITY_PREFIX: &str = "delayq_activity";
+/// Prefix of delayq's zset of the live processes serving a queue (record → deadline ms).
+const PROCS_PREFIX: &str = "delayq_procs";
+/// Prefix of delayq's zset of the live processes that find queues by discovery.
+const DISCOVERING_PREFIX: &str = "delayq_discovering";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
 ///
@@ -413,9 +421,9 @@ impl QueueKeys {
     }
 
     /// The `ACL SETUSER` selectors of everything the queue uses: `~KEY` for each of its keys
-    /// (the channel too, which scripts declare as a key to be routed to the queue's slot), a
-    /// `~` pattern for its claim lists, and `&CHANNEL` for its channel. Glob characters of the
-    /// name are escaped.
+    /// (the channel too, which scripts declare as a key to be routed to the queue's slot) and
+    /// its registry of processes, a `~` pattern for its claim lists and one for its activity
+    /// buckets, and `&CHANNEL` for its channel. Glob characters of the name are escaped.
     ///
     /// # Examples
     ///
@@ -433,6 +441,8 @@ impl QueueKeys {
             .map(|key| format!("~{}", glob_escape(key)))
             .collect();
         rules.push(format!("~{}:*", glob_escape(&self.claim_prefix)));
+        rules.push(format!("~{}:*", glob_escape(&self.activity_prefix())));
+        rules.push(format!("~{}", glob_escape(&self.processes())));
         rules.push(format!("&{}", glob_escape(self.channel())));
         rules
     }
@@ -552,7 +562,9 @@ mod tests {
         let rules = QueueKeys::new("a*b").acl_selectors();
         assert_eq!(rules[0], "~a\\*b");
         assert!(rules.contains(&"~delayq_claim:{a\\*b}:*".to_owned()));
-        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 2);
+        assert!(rules.contains(&"~delayq_activity:{a\\*b}:*".to_owned()));
+        assert!(rules.contains(&"~delayq_procs:{a\\*b}".to_owned()));
+        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 4);
     }
 
     #[test]

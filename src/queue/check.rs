@@ -207,6 +207,8 @@ impl<C: Codec> DelayedQueue<C> {
     fn needs(&self) -> Vec<Need> {
         let keys = self.keys();
         let claim = keys.claim("check");
+        // What workers and schedulers keep about the queue (any bucket's name will do).
+        let (activity, processes) = (keys.activity(0), keys.processes());
         let need = |command: &'static str, args: &[&str]| Need {
             command,
             args: args.iter().map(|a| (*a).to_owned()).collect(),
@@ -215,7 +217,7 @@ impl<C: Codec> DelayedQueue<C> {
             .into_iter()
             .filter_map(|role| keys.of(role))
             .collect();
-        all_keys.push(&claim);
+        all_keys.extend([claim.as_str(), &activity, &processes]);
         let mut evalsha = vec!["0".repeat(40), all_keys.len().to_string()];
         evalsha.extend(all_keys.iter().map(|k| (*k).to_owned()));
         vec![
@@ -251,6 +253,10 @@ impl<C: Codec> DelayedQueue<C> {
             need("PEXPIRE", &[keys.settled(), "60000"]),
             need("RPUSH", &[keys.dead(), "r"]),
             need("ZADD", &[keys.claims(), "0", &claim]),
+            need("HINCRBY", &[&activity, "0:taken", "1"]),
+            need("PEXPIRE", &[&activity, "60000"]),
+            need("ZADD", &[&processes, "0", "r"]),
+            need("ZREMRANGEBYSCORE", &[&processes, "-inf", "0"]),
         ]
     }
 

@@ -19,6 +19,7 @@
 mod check;
 mod encoded;
 mod extras;
+mod observed;
 mod pause;
 mod redisson;
 mod sharded;

@@ -2,6 +2,7 @@
 //! for all its queues (the safety sweep, how many transfers at once), [`TransferConfig`] for
 //! how each queue's transfers size their calls and back off.
 
+use crate::observe::ObserveConfig;
 use crate::redis::ops::transfer::TransferLimits;
 use crate::{Error, Result};
 use std::time::Duration;
@@ -30,6 +31,7 @@ pub struct GroupConfig {
     sweep_budget: u32,
     max_concurrent_transfers: usize,
     server_check: Option<Duration>,
+    observe: ObserveConfig,
 }
 
 impl Default for GroupConfig {
@@ -39,6 +41,7 @@ impl Default for GroupConfig {
             sweep_budget: 200,
             max_concurrent_transfers: 8,
             server_check: Some(Duration::from_secs(60)),
+            observe: ObserveConfig::default(),
         }
     }
 }
@@ -99,7 +102,21 @@ impl GroupConfig {
         self.max_concurrent_transfers
     }
 
+    /// Sets what the group keeps in Redis about itself: the per-minute counts of values moved,
+    /// and its registry record (both on by default; [`ObserveConfig::off`] keeps nothing).
+    #[must_use]
+    pub fn with_observe(mut self, observe: ObserveConfig) -> Self {
+        self.observe = observe;
+        self
+    }
+
+    /// What the group keeps in Redis about itself.
+    pub fn observe(&self) -> ObserveConfig {
+        self.observe
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
+        self.observe.validate()?;
         if self.max_concurrent_transfers == 0 || self.sweep_budget == 0 {
             return Err(Error::InvalidConfig(
                 "max_concurrent_transfers and sweep_budget must be at least 1".into(),

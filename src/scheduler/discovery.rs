@@ -412,6 +412,7 @@ impl GroupTask {
                     // The first scan: the caller hears why discovery cannot work.
                     Some(reply) => {
                         self.discovery = None;
+                        self.observer.discover(None);
                         self.next_scan = None;
                         let _ = reply.send(Err(err));
                     }

@@ -10,6 +10,7 @@ use super::queue_state::{Drained, QueueState};
 use super::sweep::Probed;
 use super::timer::PreciseTimer;
 use crate::keys::every_channel;
+use crate::observe::{Event, Observer, ProcessKind};
 use crate::redis::script::QueueSpec;
 use crate::redis::server::EvictionWatch;
 use crate::time::now_us;
@@ -71,6 +72,8 @@ pub(super) struct GroupTask {
     /// The server's eviction policy as last read, and when to read it again.
     eviction: EvictionWatch,
     pub(super) next_server_check: Option<tokio::time::Instant>,
+    /// Counts values moved, keeps the group's registry record.
+    pub(super) observer: Observer,
 }
 
 impl GroupTask {
@@ -83,7 +86,6 @@ impl GroupTask {
         let fired = Arc::new(Notify::new());
         let precise = PreciseTimer::start(fired.clone()).map_err(Error::Signal)?;
         Ok(GroupTask {
-            client,
             subscriber,
             config,
             token: shared.token.clone(),
@@ -104,6 +106,8 @@ impl GroupTask {
             unreadable_warned: HashSet::new(),
             eviction: EvictionWatch::default(),
             next_server_check: None,
+            observer: Observer::start(&client, ProcessKind::Scheduler, config.observe()),
+            client,
         })
     }
 
@@ -152,6 +156,7 @@ impl GroupTask {
     /// unsubscribes and closes the pub/sub connection.
     async fn stop(&mut self) {
         while self.jobs.join_next().await.is_some() {}
+        self.observer.shutdown().await;
         let _ = self.subscriber.unsubscribe(Vec::<String>::new()).await;
         let _ = self.subscriber.quit().await;
         if let Some(shared) = self.shared.upgrade() {
@@ -214,6 +219,7 @@ impl GroupTask {
     async fn on_done(&mut self, done: Done) {
         match done {
             Done::Drained(name, drained) => {
+                self.observer.count(&name, Event::Moved, drained.moved());
                 if drained.moved() > 0 {
                     if let Some(shared) = self.shared.upgrade() {
                         // Nobody listening is fine.
@@ -265,6 +271,8 @@ impl GroupTask {
             Cmd::Discover { discovery, reply } => {
                 match self.subscriber.psubscribe(every_channel()).await {
                     Ok(()) => {
+                        self.observer
+                            .discover(Some(discovery.pattern.as_deref().unwrap_or("*")));
                         self.discovery = Some(discovery);
                         // Answered when the first scan has added what it found.
                         self.discover_reply = Some(reply);
@@ -291,6 +299,7 @@ impl GroupTask {
                 state.warn_if_other(&spec, &config);
                 state.refs += 1;
                 state.discovered = false;
+                self.observer.serve(&name);
             }
             return Ok(state.counters.clone());
         }
@@ -298,6 +307,7 @@ impl GroupTask {
         // Discovered queues are heard through the pattern subscription.
         if !discovered {
             self.subscriber.subscribe(channel.as_str()).await?;
+            self.observer.serve(&name);
         }
         let mut state = QueueState::new(spec, config, discovered);
         state.due_now();
@@ -328,6 +338,7 @@ impl GroupTask {
         if !state.discovered {
             let _ = self.subscriber.unsubscribe(channel).await;
         }
+        self.observer.unserve(name);
         tracing::debug!(queue = %name, "queue removed from the scheduler group");
         Some(state.spec)
     }

@@ -32,8 +32,10 @@ mod job_error;
 mod run;
 mod sharded;
 mod sources;
+mod tally;
 
 use crate::codec::Codec;
+use crate::observe::ObserveConfig;
 use crate::queue::DelayedQueue;
 use crate::reliable::ReliableConfig;
 use crate::retry::RetryPolicy;
@@ -167,6 +169,7 @@ pub struct WorkerBuilder<C: Codec, F> {
     abort_grace: Duration,
     settle_timeout: Duration,
     server_check: Option<Duration>,
+    observe: ObserveConfig,
     stop: CancellationToken,
     on_signal: bool,
 }
@@ -189,6 +192,7 @@ impl<C: Codec, F> fmt::Debug for WorkerBuilder<C, F> {
             .field("abort_grace", &self.abort_grace)
             .field("settle_timeout", &self.settle_timeout)
             .field("server_check", &self.server_check)
+            .field("observe", &self.observe)
             .field("on_signal", &self.on_signal)
             .finish_non_exhaustive()
     }
@@ -231,6 +235,7 @@ impl<C: Codec, F> WorkerBuilder<C, F> {
             abort_grace: Duration::from_secs(5),
             settle_timeout: Duration::from_secs(10),
             server_check: Some(Duration::from_secs(60)),
+            observe: ObserveConfig::default(),
             stop: CancellationToken::new(),
             on_signal: false,
         }
@@ -323,8 +328,17 @@ where
         self
     }
 
+    /// What the worker keeps in Redis about itself: the per-minute counts of values taken and
+    /// jobs acked, retried and dead-lettered, and its registry record (both on by default;
+    /// [`ObserveConfig::off`] keeps nothing).
+    pub fn observe(mut self, observe: ObserveConfig) -> Self {
+        self.observe = observe;
+        self
+    }
+
     /// How long the worker waits at shutdown, once no handler runs any more, for Redis to take
-    /// the jobs' outcomes (acks, retries, values given back) and the values its consumers hold.
+    /// the jobs' outcomes (acks, retries, values given back), the values its consumers hold
+    /// and its last activity counts.
     /// What Redis has not taken by then stays in the queue's in-flight set, and the reaper of
     /// any consumer gives it back after its visibility deadline: nothing is lost, the worker
     /// just does not wait for an unreachable Redis. Default: 10 s.
@@ -367,6 +381,7 @@ where
             ));
         }
         self.retry.validate()?;
+        self.observe.validate()?;
         self.config.validate()
     }
 

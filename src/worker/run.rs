@@ -1,9 +1,10 @@
 //! Running a worker: the take loop, and one job's life.
 
 use super::sources::{take_backoff, Sources};
+use super::tally::{self, JobTally};
 use super::{Counters, HandlerError, Job, JobError, WorkerBuilder, WorkerStats};
 use crate::codec::Codec;
-use crate::metrics::{Settled, WorkerMetrics};
+use crate::metrics::Settled;
 use crate::queue::DelayedQueue;
 use crate::redis::server::ServerCheck;
 use crate::reliable::{Delivery, Receipt};
@@ -11,7 +12,6 @@ use crate::retry::{FailureLog, RetryPolicy, Retrying};
 use crate::telemetry::{messaging_span, Operation};
 use crate::{Error, Result};
 use futures::FutureExt;
-use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicU64;
@@ -55,9 +55,7 @@ where
     let tracker = TaskTracker::new();
     let permits = Arc::new(Semaphore::new(builder.concurrency));
     let names: Vec<&str> = builder.queues.iter().map(DelayedQueue::name).collect();
-    // Each queue's metric handles, made once.
-    let metrics: HashMap<&str, WorkerMetrics> =
-        names.iter().map(|&n| (n, WorkerMetrics::new(n))).collect();
+    let (observer, tallies) = tally::start(builder.queues[0].client(), builder.observe, &names);
     let name = names.join(",");
     let server_check = check_server(builder.queues[0].client(), builder.server_check, &name).await;
     tracing::info!(queue = %name, concurrency = builder.concurrency, "worker started");
@@ -84,7 +82,7 @@ where
         };
         Counters::bump(&counters.taken);
         let job = job.clone();
-        let metrics = metrics.get(&*queue).cloned().unwrap_or_default();
+        let metrics = tallies.get(&*queue).cloned().unwrap_or_default();
         let span = job_span(&queue, &delivery);
         // Counted as running from the take, so that a stop cannot miss a job about to start.
         let handling = job.handling.token();
@@ -100,6 +98,7 @@ where
     let deadline = wind_down(&name, &tracker, &job, builder.grace, builder.settle_timeout).await;
     close_sources(&name, &builder.queues, sources, deadline).await;
     stop_companions(signals, server_check).await;
+    observer.shutdown_by(Some(deadline)).await;
     let stats = counters.snapshot();
     tracing::info!(queue = %name, ?stats, "worker stopped");
     Ok(stats)
@@ -360,7 +359,7 @@ impl<F> JobCtx<F> {
         &self,
         queue: Arc<str>,
         delivery: Delivery<V>,
-        m: WorkerMetrics,
+        m: JobTally,
         handling: TaskTrackerToken,
     ) where
         V: Send + 'static,
@@ -500,7 +499,7 @@ impl<F> JobCtx<F> {
     }
 
     /// Acks, retries, dead-letters or gives back, as the outcome says.
-    async fn settle(&self, receipt: Receipt, attempt: u32, outcome: Outcome, m: &WorkerMetrics) {
+    async fn settle(&self, receipt: Receipt, attempt: u32, outcome: Outcome, m: &JobTally) {
         let counters = &self.counters;
         match outcome {
             Outcome::Done => {
@@ -538,7 +537,7 @@ impl<F> JobCtx<F> {
         }
     }
 
-    async fn settle_dead(&self, receipt: Receipt, message: &str, m: &WorkerMetrics) {
+    async fn settle_dead(&self, receipt: Receipt, message: &str, m: &JobTally) {
         let dead = self.unless_given_up(receipt.dead_letter(message)).await;
         if record(&self.counters, &self.counters.dead, dead, "dead-letter") {
             m.settled(Settled::Dead);

@@ -11,6 +11,7 @@ mod common;
 
 mod harness;
 mod logs;
+mod observe;
 
 mod input;
 mod queue;

@@ -1,0 +1,340 @@
+//! What workers and schedulers keep in Redis about themselves, on a real redis-server: the
+//! per-minute activity counts every process adds to, written in a few commands per flush and
+//! expiring, and the registry of live processes, left at a clean stop and expiring after a
+//! crash.
+
+use crate::common::queue::eventually;
+use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
+use delayq::codec::StringCodec;
+use delayq::{
+    DelayedQueue, Discovery, GroupConfig, Job, JobError, MinuteActivity, ObserveConfig,
+    ReliableConfig, SchedulerGroup, WorkerHandle,
+};
+use std::time::Duration;
+
+fn fast() -> ReliableConfig {
+    ReliableConfig::default()
+        .with_wait_slice(Duration::from_millis(100))
+        .with_reap_interval(Duration::from_millis(100))
+}
+
+/// One "process": its own client, a queue handle with its scheduler, and a worker that acks
+/// every value but those starting with `dead`, which fail for good.
+async fn process(
+    url: &str,
+    name: &str,
+    observe: ObserveConfig,
+) -> (DelayedQueue<StringCodec>, WorkerHandle) {
+    let client = delayq::connect(url).await.unwrap();
+    let queue = DelayedQueue::builder(client, name, StringCodec)
+        .group_config(GroupConfig::default().with_observe(observe))
+        .build()
+        .await
+        .unwrap();
+    let worker = queue
+        .worker(4, |job: Job<String>| async move {
+            match job.value().starts_with("dead") {
+                true => Err(JobError::permanent("no good")),
+                false => Ok(()),
+            }
+        })
+        .reliable_config(fast())
+        .observe(observe)
+        .spawn()
+        .unwrap();
+    (queue, worker)
+}
+
+/// Offers `ok` values that succeed and `dead` that fail for good, and waits for the worker to
+/// settle them all.
+async fn run_values(queue: &DelayedQueue<StringCodec>, worker: &WorkerHandle, ok: u64, dead: u64) {
+    let tag = unique_name("v");
+    let mut values: Vec<(String, Duration)> = (0..ok)
+        .map(|i| (format!("ok-{tag}-{i}"), Duration::ZERO))
+        .collect();
+    values.extend((0..dead).map(|i| (format!("dead-{tag}-{i}"), Duration::ZERO)));
+    let before = worker.stats();
+    queue.offer_all(&values).await.unwrap();
+    let settled = eventually(PATIENCE, || {
+        let stats = worker.stats();
+        async move { stats.acked == before.acked + ok && stats.dead == before.dead + dead }
+    })
+    .await;
+    assert!(settled, "the worker settled {:?}", worker.stats());
+}
+
+fn sum(minutes: &[MinuteActivity]) -> MinuteActivity {
+    let mut total = MinuteActivity::default();
+    for minute in minutes {
+        total.moved += minute.moved;
+        total.taken += minute.taken;
+        total.acked += minute.acked;
+        total.retried += minute.retried;
+        total.dead += minute.dead;
+    }
+    total
+}
+
+/// Counts are written only at the stop here (the flush interval is an hour): what the bucket
+/// says was flushed by the shutdown, in one `HINCRBY` per counted field and bucket and one
+/// `PEXPIRE` per bucket, whatever the number of values; two processes' counts add up.
+#[tokio::test(flavor = "multi_thread")]
+async fn activity_of_two_processes_adds_up_in_few_commands_per_flush() {
+    let redis = TestRedis::start();
+    let name = unique_name("activity");
+    let observe = ObserveConfig::default()
+        .with_registry(false)
+        .with_flush_interval(Duration::from_secs(3600));
+
+    let (queue_a, worker_a) = process(&redis.url(), &name, observe).await;
+    run_values(&queue_a, &worker_a, 30, 2).await;
+    let (hincrby, pexpire) = (
+        redis.command_calls("hincrby"),
+        redis.command_calls("pexpire"),
+    );
+    worker_a.shutdown().await.unwrap();
+    // Taken, acked and dead, in at most two minutes (the run may cross a minute's end), and
+    // the buckets' time to live: at most two (it may cross a ten-minute bucket's end).
+    let flushed = redis.command_calls("hincrby") - hincrby;
+    assert!(
+        (1..=6).contains(&flushed),
+        "{flushed} HINCRBY for 64 counts"
+    );
+    let expired = redis.command_calls("pexpire") - pexpire;
+    assert!((1..=2).contains(&expired), "{expired} PEXPIRE");
+    queue_a.destroy().await.unwrap();
+
+    let (queue_b, worker_b) = process(&redis.url(), &name, observe).await;
+    run_values(&queue_b, &worker_b, 5, 1).await;
+    worker_b.shutdown().await.unwrap();
+    queue_b.destroy().await.unwrap();
+
+    let minutes = queue_b.activity(5).await.unwrap();
+    assert_eq!(minutes.len(), 5);
+    assert!(minutes
+        .windows(2)
+        .all(|w| w[1].minute_ms - w[0].minute_ms == 60_000));
+    let total = sum(&minutes);
+    assert_eq!(
+        (total.moved, total.taken, total.acked, total.failed()),
+        (38, 38, 35, 3),
+        "{total:?}"
+    );
+
+    let buckets = redis.cli(&["KEYS", &format!("delayq_activity:{{{name}}}:*")]);
+    let buckets: Vec<&str> = buckets.lines().filter(|l| !l.is_empty()).collect();
+    assert!(!buckets.is_empty() && buckets.len() <= 2, "{buckets:?}");
+    for key in buckets {
+        let ttl: i64 = redis.cli(&["PTTL", key]).trim().parse().unwrap();
+        assert!(
+            ttl > 0 && ttl <= (2 * 3600 + 600) * 1000,
+            "{key}: PTTL {ttl}"
+        );
+    }
+}
+
+/// Turned off, nothing is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn nothing_is_kept_when_turned_off() {
+    let redis = TestRedis::start();
+    let name = unique_name("activity-off");
+    let (queue, worker) = process(&redis.url(), &name, ObserveConfig::off()).await;
+    run_values(&queue, &worker, 3, 0).await;
+    worker.shutdown().await.unwrap();
+    queue.destroy().await.unwrap();
+    assert_eq!(
+        sum(&queue.activity(5).await.unwrap()),
+        MinuteActivity::default()
+    );
+    for pattern in [
+        "delayq_activity:*",
+        "delayq_procs:*",
+        "delayq_discovering:*",
+    ] {
+        assert_eq!(redis.cli(&["KEYS", pattern]).trim(), "", "{pattern}");
+    }
+}
+
+async fn kinds(queue: &DelayedQueue<StringCodec>) -> Vec<String> {
+    let mut kinds: Vec<String> = queue
+        .processes()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.kind)
+        .collect();
+    kinds.sort();
+    kinds
+}
+
+/// A worker and a scheduler list themselves in the queue's registry, which expires, and leave
+/// it at a clean stop; a discovering scheduler is listed for the queues its glob takes.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
+    let redis = TestRedis::start();
+    let name = unique_name("registry");
+    let (queue, worker) = process(&redis.url(), &name, ObserveConfig::default()).await;
+    let listed = eventually(PATIENCE, || {
+        let queue = queue.clone();
+        async move { kinds(&queue).await == ["scheduler", "worker"] }
+    })
+    .await;
+    assert!(listed, "{:?}", queue.processes().await);
+    for process in queue.processes().await.unwrap() {
+        assert_eq!(process.pid, std::process::id());
+        assert_eq!(process.version, env!("CARGO_PKG_VERSION"));
+        assert!(process.beat_ms >= process.started_ms && process.started_ms > 0);
+        assert!(!process.host.is_empty() && process.patterns.is_empty());
+    }
+    let registry = queue.keys().processes();
+    let ttl: i64 = redis.cli(&["PTTL", &registry]).trim().parse().unwrap();
+    assert!(ttl > 0 && ttl <= 30_000, "PTTL {ttl}");
+
+    let client = queue.client().clone();
+    let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default())
+        .await
+        .unwrap();
+    group
+        .discover(Discovery::all().matching(format!("{name}*")))
+        .await
+        .unwrap();
+    let other = DelayedQueue::builder(client, unique_name("other"), StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    let found = eventually(PATIENCE, || {
+        let queue = queue.clone();
+        async move { kinds(&queue).await == ["scheduler", "scheduler", "worker"] }
+    })
+    .await;
+    assert!(found, "{:?}", queue.processes().await);
+    let discovering = queue.processes().await.unwrap();
+    assert!(discovering
+        .iter()
+        .any(|p| p.patterns == [format!("{name}*")]));
+    assert!(other.processes().await.unwrap().is_empty());
+    group.shutdown().await;
+
+    worker.shutdown().await.unwrap();
+    assert_eq!(kinds(&queue).await, ["scheduler"]);
+    queue.destroy().await.unwrap();
+    assert!(queue.processes().await.unwrap().is_empty());
+    assert_eq!(redis.cli(&["EXISTS", &registry]).trim(), "0");
+}
+
+/// A process that dies without stopping (its runtime dropped: no task runs again) leaves the
+/// registry once its record's time to live has passed, and so does the registry's key.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crashed_process_leaves_the_registry_when_its_record_expires() {
+    let redis = TestRedis::start();
+    let name = unique_name("registry-crash");
+    let url = redis.url();
+    let observe = ObserveConfig::default().with_registry_ttl(Duration::from_secs(2));
+    let crashed = {
+        let name = name.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let handles = runtime.block_on(async {
+                let (queue, worker) = process(&url, &name, observe).await;
+                let listed = eventually(PATIENCE, || {
+                    let queue = queue.clone();
+                    async move { kinds(&queue).await == ["scheduler", "worker"] }
+                })
+                .await;
+                assert!(listed);
+                (queue, worker)
+            });
+            runtime.shutdown_background();
+            // The handles outlive the runtime: nothing of theirs runs again.
+            std::mem::forget(handles);
+        })
+    };
+    crashed.join().unwrap();
+
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = DelayedQueue::builder(client, &name, StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    let gone = eventually(PATIENCE, || {
+        let queue = queue.clone();
+        async move { queue.processes().await.unwrap().is_empty() }
+    })
+    .await;
+    assert!(gone);
+    let registry = queue.keys().processes();
+    let expired = eventually(PATIENCE, || {
+        let exists = redis.cli(&["EXISTS", &registry]);
+        async move { exists.trim() == "0" }
+    })
+    .await;
+    assert!(expired, "the registry key expires");
+}
+
+/// On a Cluster each queue's buckets and registry live in its own slot: one worker and one
+/// scheduler group over four queues (on different masters) write them all in their pipelined
+/// flushes and beats, and each queue reads back its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_cluster_each_queue_keeps_its_own_history_and_registry() {
+    let cluster = TestCluster::start(3);
+    let client = delayq::connect(&cluster.url()).await.unwrap();
+    let observe = ObserveConfig::default().with_flush_interval(Duration::from_millis(100));
+    let mut queues = Vec::new();
+    for i in 0..4 {
+        let queue =
+            DelayedQueue::builder(client.clone(), unique_name(&format!("c{i}")), StringCodec)
+                .group_config(GroupConfig::default().with_observe(observe))
+                .build()
+                .await
+                .unwrap();
+        queues.push(queue);
+    }
+    let mut builder = queues[0]
+        .worker(4, |_job: Job<String>| async { Ok::<(), JobError>(()) })
+        .reliable_config(fast())
+        .observe(observe);
+    for queue in &queues[1..] {
+        builder = builder.with_queue(queue);
+    }
+    let worker = builder.spawn().unwrap();
+    for (i, queue) in queues.iter().enumerate() {
+        let values: Vec<(String, Duration)> =
+            (0..=i).map(|n| (format!("v{n}"), Duration::ZERO)).collect();
+        queue.offer_all(&values).await.unwrap();
+    }
+    for (i, queue) in queues.iter().enumerate() {
+        let counted = eventually(PATIENCE, || {
+            let queue = queue.clone();
+            async move {
+                let total = sum(&queue.activity(15).await.unwrap());
+                let n = i as u64 + 1;
+                (total.moved, total.taken, total.acked) == (n, n, n)
+            }
+        })
+        .await;
+        assert!(counted, "{}: {:?}", queue.name(), queue.activity(15).await);
+        let listed = eventually(PATIENCE, || {
+            let queue = queue.clone();
+            async move { kinds(&queue).await == ["scheduler", "worker"] }
+        })
+        .await;
+        assert!(listed, "{}: {:?}", queue.name(), queue.processes().await);
+    }
+    worker.shutdown().await.unwrap();
+    // A queue the group leaves is taken out of its registry by the beat that follows at once.
+    for queue in &queues {
+        queue.destroy().await.unwrap();
+        let left = eventually(PATIENCE, || {
+            let queue = queue.clone();
+            async move { queue.processes().await.unwrap().is_empty() }
+        })
+        .await;
+        assert!(left, "{}: {:?}", queue.name(), queue.processes().await);
+    }
+}
