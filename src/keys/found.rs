@@ -3,6 +3,7 @@
 
 use super::{KeyRole, QueueKeys};
 use super::{CHANNEL_PREFIX, INDEX_PREFIX, ORDER_PREFIX, TIMEOUT_PREFIX, VALUES_PREFIX};
+use super::{DEAD_PREFIX, INFLIGHT_PREFIX, PAUSED_PREFIX, QUARANTINE_PREFIX};
 
 /// The keys discovery's scan looks for: a queue's Redisson keys, and delayq's indexes of its
 /// order list (which outlive the queue when another client deletes it).
@@ -11,6 +12,19 @@ const SCANNED: [(KeyRole, &str); 4] = [
     (KeyRole::Order, ORDER_PREFIX),
     (KeyRole::Index, INDEX_PREFIX),
     (KeyRole::Values, VALUES_PREFIX),
+];
+
+/// The keys that make a queue worth listing (a dashboard's overview): its Redisson keys and
+/// delayq's keys that hold values or state an operator acts on, whichever of them exist. A queue
+/// with nothing pending has no timeout zset (Redis deletes an empty one) but may hold dead
+/// letters, values in flight or a quarantine.
+const LISTED: [(KeyRole, &str); 6] = [
+    (KeyRole::Timeout, TIMEOUT_PREFIX),
+    (KeyRole::Order, ORDER_PREFIX),
+    (KeyRole::Dead, DEAD_PREFIX),
+    (KeyRole::Inflight, INFLIGHT_PREFIX),
+    (KeyRole::Quarantine, QUARANTINE_PREFIX),
+    (KeyRole::Paused, PAUSED_PREFIX),
 ];
 
 impl QueueKeys {
@@ -39,6 +53,16 @@ impl QueueKeys {
             .into_iter()
             .find_map(|(role, prefix)| Some((role, queue_after(key, prefix)?)))
     }
+
+    /// The queue `key` belongs to, if it is one of the keys [`Discovery::listed`] lists queues
+    /// by (timeout zset, order list, dead letters, in flight, quarantine, pause flag).
+    ///
+    /// [`Discovery::listed`]: crate::Discovery::listed
+    pub(crate) fn listed(key: &str) -> Option<QueueKeys> {
+        LISTED
+            .into_iter()
+            .find_map(|(_, prefix)| queue_after(key, prefix))
+    }
 }
 
 /// The character that opens a Cluster hash tag (a name holding one keeps it as it is).
@@ -61,7 +85,17 @@ fn queue_after(key: &str, prefix: &str) -> Option<QueueKeys> {
 /// the prefixes have there (`[rd]e[dl]…`), then `*`. Besides those keys it matches only names
 /// starting with a blend of the prefixes, which the scan passes over.
 pub(crate) fn every_queue_key() -> String {
-    let prefixes: Vec<Vec<char>> = SCANNED
+    glob_of(&SCANNED)
+}
+
+/// A glob matching every key [`QueueKeys::listed`] knows (built as [`every_queue_key`]'s).
+pub(crate) fn every_listed_key() -> String {
+    glob_of(&LISTED)
+}
+
+/// A glob matching every key named with one of `prefixes` and a `:`.
+fn glob_of(prefixes: &[(KeyRole, &str)]) -> String {
+    let prefixes: Vec<Vec<char>> = prefixes
         .iter()
         .map(|(_, prefix)| format!("{prefix}:").chars().collect())
         .collect();
@@ -138,6 +172,50 @@ mod tests {
             every_queue_key(),
             "[rd]e[dl][ia][sy][sq][o_][niv][_na][dl][eu][lxe][a:s]*"
         );
+    }
+
+    #[test]
+    fn listed_keys_name_their_queue() {
+        let keys = QueueKeys::new("q");
+        for (role, _) in LISTED {
+            let key = keys.of(role).unwrap();
+            assert_eq!(QueueKeys::listed(key), Some(keys.clone()), "{key}");
+            assert!(glob_match_redis(&every_listed_key(), key), "{key}");
+        }
+        for other in [
+            "delayq_inflight_data:{q}",
+            "delayq_index:{q}",
+            "q",
+            "decoy:1",
+        ] {
+            assert_eq!(QueueKeys::listed(other), None, "{other}");
+        }
+    }
+
+    /// Redis's glob with classes, enough for the globs built here.
+    fn glob_match_redis(glob: &str, key: &str) -> bool {
+        let mut key = key.chars();
+        let mut glob = glob.chars();
+        while let Some(g) = glob.next() {
+            match g {
+                '*' => return true,
+                '[' => {
+                    let class: String = glob.by_ref().take_while(|c| *c != ']').collect();
+                    match key.next() {
+                        Some(c) if class.contains(c) => {}
+                        _ => return false,
+                    }
+                }
+                '\\' => {
+                    if glob.next() != key.next() {
+                        return false;
+                    }
+                }
+                g if Some(g) == key.next() => {}
+                _ => return false,
+            }
+        }
+        key.next().is_none()
     }
 
     #[test]

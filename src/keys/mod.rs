@@ -3,7 +3,7 @@
 mod found;
 
 pub use found::glob_match;
-pub(crate) use found::{every_channel, every_queue_key};
+pub(crate) use found::{every_channel, every_listed_key, every_queue_key};
 
 /// Prefix of the timeout zset (`redisson_delay_queue_timeout:{NAME}`).
 const TIMEOUT_PREFIX: &str = "redisson_delay_queue_timeout";

@@ -102,8 +102,11 @@ pub(crate) fn parse(record: &Bytes) -> std::result::Result<Record, &'static str>
     })
 }
 
-/// Turns a stored record into a [`DeadLetter`], decoding the value with `decode`.
-pub(crate) fn dead_letter<V>(
+/// Reads a dead-letter record as stored in `delayq_dead:{NAME}` (of the queue whose dead-letter
+/// list is `key`), decoding its value with `decode`. Given only the record's first bytes (at
+/// least [`MAX_ERROR_BYTES`] + 20 always hold its header and error), [`DeadLetter::raw`] is the
+/// value's first bytes: what a bounded read of big dead letters (a dashboard's preview) parses.
+pub fn dead_letter<V>(
     key: &str,
     record: Bytes,
     decode: impl FnOnce(Bytes) -> Result<V>,

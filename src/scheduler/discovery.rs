@@ -8,7 +8,7 @@
 
 use super::config::TransferConfig;
 use super::task::{Done, GroupTask};
-use crate::keys::{every_queue_key, glob_match, KeyKind, KeyRole, QueueKeys};
+use crate::keys::{every_listed_key, every_queue_key, glob_match, KeyKind, KeyRole, QueueKeys};
 use crate::options::QueueOptions;
 use crate::redis::ops::tidy;
 use crate::redis::script::QueueSpec;
@@ -58,6 +58,32 @@ impl Discovery {
     pub fn matching(mut self, pattern: impl Into<String>) -> Self {
         self.pattern = Some(pattern.into());
         self
+    }
+
+    /// The names of every queue with any key of its own, sorted: its timeout zset or order list,
+    /// or delayq's dead letters, values in flight, quarantine or pause flag (one `SCAN`, on
+    /// every master of a Cluster). Unlike [`scan`](Self::scan), a queue with nothing pending is
+    /// listed (Redis deletes an empty timeout zset), and a key is listed by its name alone, of
+    /// whatever type: what a dashboard shows, to report a wrong-typed key rather than hide it.
+    /// A queue whose name is not UTF-8 is left out.
+    ///
+    /// # Errors
+    ///
+    /// The scan failed.
+    pub async fn listed(&self, client: &Client) -> Result<Vec<String>> {
+        let pattern = every_listed_key();
+        let mut keys = scan_keys(client, &pattern, self.scan_count);
+        let mut names = std::collections::BTreeSet::new();
+        while let Some(key) = keys.next().await {
+            let key = key?;
+            let Some(queue) = key.as_str().and_then(QueueKeys::listed) else {
+                continue;
+            };
+            if self.takes(queue.target()) {
+                names.insert(queue.target().to_owned());
+            }
+        }
+        Ok(names.into_iter().collect())
     }
 
     /// The names of the queues a scan finds now (on every master of a Cluster), sorted: one
@@ -202,13 +228,7 @@ const TYPE_BATCH: usize = 1_000;
 /// master; the timeout zsets are then told from keys merely named like one by their `TYPE`.
 pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scanned> {
     let pattern = every_queue_key();
-    let count = Some(discovery.scan_count);
-    let mut keys = match client.is_clustered() {
-        true => client
-            .scan_cluster_buffered(pattern.as_str(), count, None)
-            .boxed(),
-        false => client.scan_buffered(pattern.as_str(), count, None).boxed(),
-    };
+    let mut keys = scan_keys(client, &pattern, discovery.scan_count);
     // Keys named like a timeout zset: the queue, or the name hex-escaped when it is not UTF-8.
     let mut timeouts: Vec<(Key, std::result::Result<QueueKeys, String>)> = Vec::new();
     // Queues with a timeout or order key, and queues with an index.
@@ -264,6 +284,20 @@ pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scann
         }
     }
     Ok(scanned)
+}
+
+/// The keys matching `pattern`, `count` looked at per `SCAN` call, on every master.
+fn scan_keys<'a>(
+    client: &'a Client,
+    pattern: &'a str,
+    count: u32,
+) -> futures::stream::BoxStream<'a, std::result::Result<Key, fred::error::Error>> {
+    match client.is_clustered() {
+        true => client
+            .scan_cluster_buffered(pattern, Some(count), None)
+            .boxed(),
+        false => client.scan_buffered(pattern, Some(count), None).boxed(),
+    }
 }
 
 /// Whether each of `keys` is a sorted set, in pipelines of [`TYPE_BATCH`].
