@@ -13,6 +13,7 @@ mod cli_connect;
 mod cli_values;
 mod clock;
 mod daemon_notices;
+mod dashboard;
 mod exit_codes;
 mod listen;
 mod observe;
