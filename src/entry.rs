@@ -185,26 +185,24 @@ fn read_len(raw: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(bytes))
 }
 
-/// `raw`, the first bytes of an entry `total` bytes long, read in the current format.
-fn as_current(raw: &[u8], total: u64) -> Option<Entry<'_>> {
+fn as_current(raw: &[u8]) -> Option<Entry<'_>> {
     let id_len = usize::from(*raw.first()?);
     let len_at = 1 + id_len;
     let value_len = read_len(raw, len_at)?;
     let value_at = len_at + LEN_FIELD;
     let expected = u64::try_from(value_at).ok()?.checked_add(value_len)?;
-    (expected == total).then(|| Entry {
+    (expected == raw.len() as u64).then(|| Entry {
         format: EntryFormat::Current,
         id: &raw[1..len_at],
         value: &raw[value_at..],
     })
 }
 
-/// `raw`, the first bytes of an entry `total` bytes long, read in the legacy format.
-fn as_legacy(raw: &[u8], total: u64) -> Option<Entry<'_>> {
+fn as_legacy(raw: &[u8]) -> Option<Entry<'_>> {
     let value_len = read_len(raw, 8)?;
     let value_at = 8 + LEN_FIELD;
     let expected = (value_at as u64).checked_add(value_len)?;
-    (expected == total).then(|| Entry {
+    (expected == raw.len() as u64).then(|| Entry {
         format: EntryFormat::Legacy,
         id: &raw[..8],
         value: &raw[value_at..],
@@ -225,29 +223,12 @@ fn as_legacy(raw: &[u8], total: u64) -> Option<Entry<'_>> {
 /// assert!(unpack(&raw[..19], EntryFormat::Current).is_err());
 /// ```
 pub fn unpack(raw: &[u8], prefer: EntryFormat) -> Result<Entry<'_>, EntryError> {
-    unpack_head(raw, raw.len() as u64, prefer)
-}
-
-/// Reads an entry `total` bytes long from its first bytes `head` (at least its header: 264
-/// bytes always do): the entry's [`Entry::value`] is then the value's first bytes, and the
-/// value is `total - (head.len() - value.len())` bytes long. What a bounded read of big
-/// entries (a dashboard's preview) unpacks.
-///
-/// ```
-/// use delayq::entry::{pack, unpack_head, EntryFormat};
-///
-/// let raw = pack(b"id", &[7u8; 1000]);
-/// let entry = unpack_head(&raw[..100], raw.len() as u64, EntryFormat::Current).unwrap();
-/// assert_eq!(entry.id, b"id");
-/// assert_eq!(entry.value.len(), 100 - 11);
-/// ```
-pub fn unpack_head(head: &[u8], total: u64, prefer: EntryFormat) -> Result<Entry<'_>, EntryError> {
-    if total < 16 || head.len() < 16 {
+    if raw.len() < 16 {
         return Err(EntryError::TooShort);
     }
     let (first, second) = match prefer {
-        EntryFormat::Current => (as_current(head, total), as_legacy(head, total)),
-        EntryFormat::Legacy => (as_legacy(head, total), as_current(head, total)),
+        EntryFormat::Current => (as_current(raw), as_legacy(raw)),
+        EntryFormat::Legacy => (as_legacy(raw), as_current(raw)),
     };
     first.or(second).ok_or(EntryError::LengthMismatch)
 }

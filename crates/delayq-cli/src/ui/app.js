@@ -124,7 +124,8 @@ function drawChart(chart) {
 }
 
 function preview(x) {
-  return x.cut ? x.value + " … (" + x.len + " bytes)" : x.value;
+  const text = x.value ?? x.hex;
+  return x.cut ? text + " … (" + x.len + " bytes)" : text;
 }
 // One list of the detail: its rows (keyed by position) and its pager.
 function fill(name, list, page, columns) {

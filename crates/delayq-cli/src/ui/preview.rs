@@ -1,91 +1,45 @@
-//! Bounded reads of a queue's lists for the dashboard: each member's first bytes and its whole
-//! length, never the whole value (a 16 MiB value would otherwise be sent, and turned into JSON,
-//! on every refresh).
+//! A page of a queue's lists for the dashboard, each value as a preview: its first bytes and
+//! its whole length, never the whole value (a 16 MiB value would otherwise be turned into JSON
+//! and sent to the browser on every refresh).
 
 use crate::text_codec::TextCodec;
 use bytes::Bytes;
 use delayq::codec::Codec;
-use delayq::entry::{unpack_head, EntryFormat};
+use delayq::entry::{unpack, EntryFormat};
 use delayq::fred::clients::Client;
-use delayq::fred::interfaces::LuaInterface;
-use delayq::fred::types::Value;
+use delayq::fred::interfaces::{ListInterface, SortedSetsInterface};
 use serde_json::json;
 
 /// Bytes of a value shown.
 pub(super) const PREVIEW: usize = 256;
-/// Bytes of a pending entry read: its longest header (a 255-byte id) and the preview.
-const ENTRY_HEAD: usize = 1 + 255 + 8 + PREVIEW;
-/// Bytes of a dead letter read: its header, its longest error and the preview.
-const DEAD_HEAD: usize = 20 + delayq::reliable::MAX_ERROR_BYTES + PREVIEW;
 
-/// For the members `ARGV[1]`..`ARGV[2]` of the list `KEYS[1]`: the first `ARGV[3]` bytes, the
-/// whole length, and (with `KEYS[2]`, the timeout zset) the member's score there. The members
-/// are copied inside Redis only; the reply holds the heads.
-const HEADS: &str = r"
-local items = redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2])
-local out = {}
-for i, item in ipairs(items) do
-  local score = false
-  if KEYS[2] then score = redis.call('ZSCORE', KEYS[2], item) end
-  out[i] = {string.sub(item, 1, tonumber(ARGV[3])), #item, score}
-end
-return out
-";
-
-/// One member's first bytes, its length and its score in the zset given.
-struct Head {
-    bytes: Bytes,
-    len: u64,
-    score: Option<f64>,
-}
-
-/// `count` members of `list` from `offset`, each read up to `head` bytes; with `zset`, their
-/// scores in it.
-async fn heads(
+/// `count` members of `list` from `offset`.
+///
+/// Redis has no command that reads part of a list member, so a big value on the page is read
+/// whole (copying it is what Redis spends on it); only its preview leaves this process.
+async fn list_page(
     client: &Client,
     list: &str,
-    zset: Option<&str>,
     offset: usize,
     count: usize,
-    head: usize,
-) -> anyhow::Result<Vec<Head>> {
-    let mut keys = vec![list.to_owned()];
-    keys.extend(zset.map(str::to_owned));
+) -> anyhow::Result<Vec<Bytes>> {
     let last = offset + count.max(1) - 1;
-    let args = vec![offset.to_string(), last.to_string(), head.to_string()];
-    let reply: Value = client.eval(HEADS, keys, args).await?;
-    let Value::Array(items) = reply else {
-        return Ok(Vec::new());
-    };
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        let Value::Array(mut parts) = item else {
-            anyhow::bail!("an unexpected reply from the preview script");
-        };
-        parts.resize(3, Value::Null);
-        let score = parts[2].as_f64();
-        out.push(Head {
-            bytes: parts[0]
-                .as_bytes()
-                .map(Bytes::copy_from_slice)
-                .unwrap_or_default(),
-            len: parts[1].as_u64().unwrap_or(0),
-            score,
-        });
-    }
-    Ok(out)
+    Ok(client.lrange(list, offset as i64, last as i64).await?)
 }
 
-/// A value's preview as JSON: `value` (decoded when whole, else its first bytes as text, or hex
-/// when they are not text), `len` (bytes) and `cut` (whether `value` is only its start).
-fn shown(codec: &TextCodec, value: &[u8], len: u64) -> serde_json::Value {
-    let cut = (value.len() as u64) < len;
+/// A value's preview as JSON: `value` (decoded, or its first bytes as text, or hex when they are
+/// not text, cut to [`PREVIEW`] bytes), `len` (bytes) and `cut` (whether `value` is only its
+/// start).
+fn shown(codec: &TextCodec, value: &[u8]) -> serde_json::Value {
+    let decoded = codec
+        .decode(value)
+        .ok()
+        .map(|text| match text.len() > PREVIEW {
+            true => text[..text.floor_char_boundary(PREVIEW)].to_owned(),
+            false => text,
+        });
     let start = &value[..value.len().min(PREVIEW)];
-    let text = match cut {
-        false => codec.decode(value).ok(),
-        true => None,
-    };
-    let text = text.unwrap_or_else(|| match std::str::from_utf8(start) {
+    let text = decoded.unwrap_or_else(|| match std::str::from_utf8(start) {
         Ok(text) => text.to_owned(),
         // Cut inside a character: the text before it.
         Err(err) if err.error_len().is_none() => {
@@ -93,14 +47,22 @@ fn shown(codec: &TextCodec, value: &[u8], len: u64) -> serde_json::Value {
         }
         Err(_) => hex(start),
     });
-    json!({ "value": text, "len": len, "cut": cut || value.len() > PREVIEW })
+    json!({ "value": text, "len": value.len(), "cut": value.len() > PREVIEW })
+}
+
+/// Bytes that are no value (a malformed entry, a quarantined one) as JSON: their length and
+/// first bytes in hex.
+fn shown_raw(bytes: &[u8]) -> serde_json::Value {
+    let cut = bytes.len() > PREVIEW;
+    json!({ "len": bytes.len(), "hex": hex(&bytes[..bytes.len().min(PREVIEW)]), "cut": cut })
 }
 
 pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Pending entries in offer order from `offset`: due time, handle and preview.
+/// Pending entries, next due first, from `offset` (by rank in the timeout zset: no walk over
+/// the entries before it): due time, handle and preview.
 pub(super) async fn pending(
     client: &Client,
     codec: &TextCodec,
@@ -109,34 +71,35 @@ pub(super) async fn pending(
     offset: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let read = heads(
-        client,
-        keys.order(),
-        Some(keys.timeout()),
-        offset,
-        count,
-        ENTRY_HEAD,
-    );
-    Ok(read
-        .await?
+    let last = offset + count.max(1) - 1;
+    let page: Vec<(Bytes, f64)> = client
+        .zrange(
+            keys.timeout(),
+            offset as i64,
+            last as i64,
+            None,
+            false,
+            None,
+            true,
+        )
+        .await?;
+    Ok(page
         .into_iter()
-        .map(|head| {
-            let due_ms = head.score.map(|s| s as i64);
-            match unpack_head(&head.bytes, head.len, format) {
-                Ok(entry) => {
-                    let header = (head.bytes.len() - entry.value.len()) as u64;
-                    let mut row = shown(codec, entry.value, head.len - header);
+        .map(|(entry, score)| {
+            let due_ms = score as i64;
+            match unpack(&entry, format) {
+                Ok(unpacked) => {
+                    let mut row = shown(codec, unpacked.value);
                     row["due_ms"] = json!(due_ms);
-                    row["handle"] = json!(hex(entry.id));
+                    row["handle"] = json!(hex(unpacked.id));
                     row
                 }
-                Err(err) => json!({
-                    "due_ms": due_ms,
-                    "value": hex(&head.bytes[..head.bytes.len().min(PREVIEW)]),
-                    "len": head.len,
-                    "cut": head.len > PREVIEW as u64,
-                    "error": format!("not an entry: {err}"),
-                }),
+                Err(err) => {
+                    let mut row = shown_raw(&entry);
+                    row["due_ms"] = json!(due_ms);
+                    row["error"] = json!(format!("not an entry: {err}"));
+                    row
+                }
             }
         })
         .collect())
@@ -150,14 +113,19 @@ pub(super) async fn dead(
     offset: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let read = heads(client, keys.dead(), None, offset, count, DEAD_HEAD).await?;
-    Ok(read
+    let page = list_page(client, keys.dead(), offset, count).await?;
+    Ok(page
         .into_iter()
-        .map(|head| {
-            let header = head.bytes.len() as u64;
-            let letter = delayq::reliable::dead_letter(keys.dead(), head.bytes, |_| Ok(()));
-            let value_len = head.len - (header - letter.raw.len() as u64);
-            let mut row = shown(codec, &letter.raw, value_len);
+        .map(|record| {
+            let letter = delayq::reliable::dead_letter(keys.dead(), record, |_| Ok(()));
+            let mut row = match letter.value {
+                Ok(()) => shown(codec, &letter.raw),
+                Err(err) => {
+                    let mut row = shown_raw(&letter.record);
+                    row["error"] = json!(err.to_string());
+                    row
+                }
+            };
             row["attempts"] = json!(letter.attempts);
             row["error"] = json!(letter.error);
             row["dead_at_ms"] = json!(letter.dead_at_ms);
@@ -173,9 +141,6 @@ pub(super) async fn quarantine(
     offset: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let read = heads(client, keys.quarantine(), None, offset, count, PREVIEW).await?;
-    Ok(read
-        .into_iter()
-        .map(|head| json!({ "len": head.len, "hex": hex(&head.bytes), "cut": head.len > PREVIEW as u64 }))
-        .collect())
+    let page = list_page(client, keys.quarantine(), offset, count).await?;
+    Ok(page.iter().map(|entry| shown_raw(entry)).collect())
 }
