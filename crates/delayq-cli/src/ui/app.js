@@ -4,11 +4,12 @@
 "use strict";
 const $ = (sel) => document.querySelector(sel);
 const COUNTS = ["pending", "ready", "in_flight", "dead", "quarantined"];
-const view = { selected: null, offset: 0, limit: 100, filter: "", lists: { pending: 0, dead: 0, quarantine: 0 } };
+const view = { selected: null, offset: 0, limit: 100, filter: "", tab: "pending", from: 0 };
 const CONFIRM = {
   replay: "Replay every dead letter of {q} onto its list?",
   "purge-dead": "Delete every dead letter of {q}? They cannot be brought back.",
   "purge-quarantine": "Delete every quarantined entry of {q}? They cannot be brought back.",
+  cancel: "Cancel the pending entry {h} of {q}? It is removed, not run.",
 };
 
 // Sets a node's text only when it changed: replacing equal text would drop a selection in it.
@@ -86,6 +87,7 @@ async function refresh() {
     const url = "/api/queues?offset=" + view.offset + "&limit=" + view.limit +
       "&q=" + encodeURIComponent(view.filter);
     const data = await getJson(url);
+    view.writes = data.writes;
     setText($("#mode"), (data.writes ? "writes allowed" : "read-only") + " · codec " + data.codec);
     sync($("#queues tbody"), data.queues, (q) => q.name, drawQueue(data.now_ms));
     const last = Math.min(data.offset + data.queues.length, data.total);
@@ -127,26 +129,62 @@ function preview(x) {
   const text = x.value ?? x.hex;
   return x.cut ? text + " … (" + x.len + " bytes)" : text;
 }
-// One list of the detail: its rows (keyed by position) and its pager.
-function fill(name, list, page, columns) {
-  sync($("#" + name + " tbody"), list.rows.map((r, i) => ({ r, i: list.from + i })), (x) => String(x.i),
-    (row, x) => {
-      const c = cells(row, columns.length, columns.map(([, cls]) => cls));
-      columns.forEach(([f], i) => setText(c[i], f(x.r)));
-    });
-  setText($("#" + name + "-page"), list.rows.length
-    ? "from " + (list.from + 1) + " to " + (list.from + list.rows.length) : "none from " + (list.from + 1));
-  $("#" + name + "-prev").disabled = list.from === 0;
-  $("#" + name + "-next").disabled = list.rows.length < page;
+// Each tab of the detail: its columns (heading, text of a row, cell class) and a row's key.
+const TABS = {
+  pending: { key: (x) => x.handle || "at " + x.at, columns: [
+    ["Due", (x) => when(x.due_ms, x.now)], ["Handle", (x) => x.handle || x.error || ""],
+    ["Value", preview, "v"], ["", null, "act"]] },
+  ready: { key: (x) => "at " + x.at, columns: [["#", (x) => String(x.at + 1), "n"], ["Value", preview, "v"]] },
+  in_flight: { key: (x) => x.id, columns: [["Deadline", (x) => when(x.deadline_ms, x.now)],
+    ["Delivery", (x) => x.id], ["Value", (x) => x.error || preview(x), "v"]] },
+  dead: { key: (x) => "at " + x.at, columns: [["Attempts", (x) => String(x.attempts), "n"],
+    ["Error", (x) => x.error], ["Dead at", (x) => new Date(x.dead_at_ms).toISOString()], ["Value", preview, "v"]] },
+  quarantine: { key: (x) => "at " + x.at, columns: [["Bytes", (x) => String(x.len), "n"], ["Hex (start)", (x) => x.hex, "v"]] },
+};
+
+// The pending entry's buttons, made once per row; they act on the row's handle.
+function entryButtons(td, row) {
+  for (const [action, label] of [["run-now", "Run now"], ["cancel", "Cancel"]]) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.dataset.entry = action;
+    b.onclick = (e) => {
+      e.stopPropagation();
+      const h = row.dataset.key;
+      if (CONFIRM[action]) ask(action, () => actOnEntry(h, action), h); else actOnEntry(h, action);
+    };
+    td.appendChild(b);
+  }
+}
+
+// The open tab's page of rows, updated in place.
+function fillList(d) {
+  const tab = TABS[d.tab];
+  const head = $("#list thead tr");
+  const headings = tab.columns.map(([h]) => h);
+  if (head.dataset.tab !== d.tab) {
+    head.replaceChildren(...headings.map((h) => Object.assign(document.createElement("th"), { textContent: h })));
+    head.dataset.tab = d.tab;
+    $("#list tbody").replaceChildren();
+  }
+  const items = d.rows.map((r, i) => Object.assign({ at: d.from + i, now: d.now_ms }, r));
+  sync($("#list tbody"), items, tab.key, (row, x, fresh) => {
+    const c = cells(row, tab.columns.length, tab.columns.map(([, , cls]) => cls));
+    tab.columns.forEach(([, f], i) => { if (f) setText(c[i], f(x)); });
+    if (fresh && d.tab === "pending" && x.handle && d.writes) entryButtons(c[c.length - 1], row);
+  });
+  for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-selected", b.dataset.tab === d.tab);
+  setText($("#list-page"), d.rows.length ? "from " + (d.from + 1) + " to " + (d.from + d.rows.length) : "none from " + (d.from + 1));
+  $("#list-prev").disabled = d.from === 0;
+  $("#list-next").disabled = d.rows.length < d.page;
 }
 
 async function showDetail() {
   const name = view.selected;
-  const l = view.lists;
   let d;
   try {
-    d = await getJson("/api/queues/" + encodeURIComponent(name) + "?pending=" + l.pending +
-      "&dead=" + l.dead + "&quarantine=" + l.quarantine);
+    d = await getJson("/api/queues/" + encodeURIComponent(name) + "?tab=" + view.tab + "&from=" + view.from);
   } catch (err) {
     if (name !== view.selected) return;
     $("#detail").hidden = false;
@@ -155,20 +193,18 @@ async function showDetail() {
     $("#detail-body").hidden = true;
     return;
   }
-  if (name !== view.selected) return;
+  if (name !== view.selected || d.tab !== view.tab) return;
+  d.writes = view.writes;
   $("#detail").hidden = false;
   $("#detail-body").hidden = false;
   setText($("#detail-error"), "");
   setText($("#detail-name"), name);
   drawChart(d.chart);
-  fill("pending", d.pending, d.page, [[(p) => when(p.due_ms, d.now_ms)], [(p) => p.handle || p.error || ""], [preview, "v"]]);
-  fill("dead", d.dead, d.page, [[(x) => String(x.attempts), "n"], [(x) => x.error],
-    [(x) => new Date(x.dead_at_ms).toISOString()], [preview, "v"]]);
-  fill("quarantine", d.quarantine, d.page, [[(x) => String(x.len), "n"], [(x) => x.hex, "v"]]);
+  fillList(d);
 }
 
 function select(name) {
-  if (name !== view.selected) view.lists = { pending: 0, dead: 0, quarantine: 0 };
+  if (name !== view.selected) view.from = 0;
   view.selected = name;
   const hash = name ? "#/queue/" + encodeURIComponent(name) : "";
   if (location.hash !== hash) history.replaceState(null, "", hash || location.pathname);
@@ -190,25 +226,36 @@ async function act(action) {
   await refresh();
 }
 
-// Asks before `action` runs; the question names the queue.
-function ask(action) {
+async function actOnEntry(handle, action) {
+  const url = "/api/queues/" + encodeURIComponent(view.selected) + "/pending/" + handle + "/" + action;
+  const res = await fetch(url, { method: "POST", headers: { Authorization: "Bearer " + $("#token").value } });
+  const body = await res.json();
+  if (!res.ok) status(action + " " + handle + " refused (" + res.status + "): " + body.error, true);
+  else status(action + " " + handle + ": done", false);
+  await refresh();
+}
+
+// Asks before `run` does `action`; the question names the queue (and the entry `handle`).
+function ask(action, run, handle) {
   const dialog = $("#confirm");
-  setText($("#confirm-text"), CONFIRM[action].replace("{q}", view.selected));
-  $("#confirm-yes").onclick = () => { dialog.close(); act(action); };
+  setText($("#confirm-text"), CONFIRM[action].replace("{q}", view.selected).replace("{h}", handle || ""));
+  $("#confirm-yes").onclick = () => { dialog.close(); run(); };
   $("#confirm-no").onclick = () => { dialog.close(); status(action + ": cancelled", false); };
   dialog.showModal();
 }
 
 for (const b of document.querySelectorAll(".actions button")) {
-  b.onclick = () => (CONFIRM[b.dataset.action] ? ask(b.dataset.action) : act(b.dataset.action));
+  const action = b.dataset.action;
+  b.onclick = () => (CONFIRM[action] ? ask(action, () => act(action)) : act(action));
 }
 $("#prev").onclick = () => { view.offset = Math.max(0, view.offset - view.limit); refresh(); };
 $("#next").onclick = () => { view.offset += view.limit; refresh(); };
 $("#filter").oninput = () => { view.filter = $("#filter").value; view.offset = 0; refresh(); };
-for (const list of ["pending", "dead", "quarantine"]) {
-  $("#" + list + "-prev").onclick = () => { view.lists[list] = Math.max(0, view.lists[list] - 50); showDetail(); };
-  $("#" + list + "-next").onclick = () => { view.lists[list] += 50; showDetail(); };
+for (const b of document.querySelectorAll(".tabs button")) {
+  b.onclick = () => { view.tab = b.dataset.tab; view.from = 0; showDetail(); };
 }
+$("#list-prev").onclick = () => { view.from = Math.max(0, view.from - 50); showDetail(); };
+$("#list-next").onclick = () => { view.from += 50; showDetail(); };
 window.addEventListener("hashchange", fromHash);
 fromHash();
 refresh();

@@ -1,6 +1,7 @@
 //! `GET /api/queues/{name}`: one queue in detail; 404 for a queue with no key at all.
 //!
-//! Query: `pending`, `dead`, `quarantine`: where each list's page starts (0 by default).
+//! Query: `tab` (`pending`, the default, `ready`, `in_flight`, `dead` or `quarantine`): the list
+//! read, a page of it from `from` (0 by default); only that list is read.
 
 use super::{failure, paging, preview, Shared};
 use axum::extract::{Path, Query, State};
@@ -25,11 +26,19 @@ pub(super) async fn queue(
     if let Some(outside) = ui.outside(&name) {
         return outside;
     }
-    let starts = match paging::numbers(&params, [("pending", 0), ("dead", 0), ("quarantine", 0)]) {
-        Ok(starts) => starts,
+    let [from] = match paging::numbers(&params, [("from", 0)]) {
+        Ok(from) => from,
         Err(refused) => return *refused,
     };
-    match super::bounded(read(&ui, &name, starts)).await {
+    let tab = params.get("tab").map_or("pending", String::as_str);
+    if !TABS.contains(&tab) {
+        let known = TABS.join(", ");
+        return failure(
+            StatusCode::BAD_REQUEST,
+            format!("tab={tab:?}: one of {known}"),
+        );
+    }
+    match super::bounded(read(&ui, &name, tab, from)).await {
         Ok(Some(body)) => Json(body).into_response(),
         Ok(None) => failure(
             StatusCode::NOT_FOUND,
@@ -39,11 +48,15 @@ pub(super) async fn queue(
     }
 }
 
-/// The queue's detail; `None` when it has no key at all.
+/// The lists of a queue the detail shows, one at a time.
+const TABS: [&str; 5] = ["pending", "ready", "in_flight", "dead", "quarantine"];
+
+/// The queue's detail with a page of the list `tab`; `None` when the queue has no key at all.
 async fn read(
     ui: &super::Ui,
     name: &str,
-    [pending_from, dead_from, quarantine_from]: [usize; 3],
+    tab: &str,
+    from: usize,
 ) -> anyhow::Result<Option<serde_json::Value>> {
     let row = ui.row(name).await?;
     let empty = ["pending", "ready", "in_flight", "dead", "quarantined"]
@@ -56,18 +69,24 @@ async fn read(
     let queue = ui.queue(name).await?;
     let (client, codec, keys) = (&ui.ctx.client, &ui.ctx.codec, queue.keys());
     let now = delayq::time::now_ms();
-    let format = queue.entry_format();
-    let pending = preview::pending(client, codec, keys, format, pending_from, LIMIT).await?;
-    let dead = preview::dead(client, codec, keys, dead_from, LIMIT).await?;
-    let quarantine = preview::quarantine(client, keys, quarantine_from, LIMIT).await?;
+    let rows = match tab {
+        "ready" => preview::ready(client, codec, keys, from, LIMIT).await?,
+        "in_flight" => preview::in_flight(client, codec, keys, from, LIMIT).await?,
+        "dead" => preview::dead(client, codec, keys, from, LIMIT).await?,
+        "quarantine" => preview::quarantine(client, keys, from, LIMIT).await?,
+        _ => {
+            let format = queue.entry_format();
+            preview::pending(client, codec, keys, format, from, LIMIT).await?
+        }
+    };
     Ok(Some(json!({
         "now_ms": now,
         "queue": row,
         "chart": chart(ui, keys.timeout(), now).await?,
         "page": LIMIT,
-        "pending": { "from": pending_from, "rows": pending },
-        "dead": { "from": dead_from, "rows": dead },
-        "quarantine": { "from": quarantine_from, "rows": quarantine },
+        "tab": tab,
+        "from": from,
+        "rows": rows,
     })))
 }
 

@@ -2,13 +2,14 @@
 //! API under `/api` that the page uses (documented in docs/operations.md).
 //!
 //! Reads: `GET /api/queues?offset=&limit=&q=` (a page of the queues' counters, with the total;
-//! `q`: a part of the name), `GET /api/queues/{name}?pending=&dead=&quarantine=` (one queue: the
-//! due times of the next hour, a page of its pending entries, dead letters and quarantine, each
-//! value as a bounded preview).
+//! `q`: a part of the name), `GET /api/queues/{name}?tab=&from=` (one queue: the due times of the
+//! next hour and a page of one of its lists, each value as a bounded preview).
 //! Writes, only with `--allow-writes` and the token as `Authorization: Bearer TOKEN`:
-//! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}`.
+//! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}` and
+//! `POST /api/queues/{name}/pending/{handle}/{cancel,run-now}`.
 
 mod detail;
+mod items;
 mod paging;
 mod preview;
 
@@ -71,6 +72,10 @@ pub(crate) fn routes(ui: Ui) -> Router {
         .route("/api/queues", get(overview))
         .route("/api/queues/{name}", get(detail::queue))
         .route("/api/queues/{name}/{action}", post(write))
+        .route(
+            "/api/queues/{name}/pending/{handle}/{action}",
+            post(items::pending),
+        )
         .with_state(Arc::new(ui))
 }
 

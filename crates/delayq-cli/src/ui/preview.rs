@@ -7,7 +7,9 @@ use bytes::Bytes;
 use delayq::codec::Codec;
 use delayq::entry::{unpack, EntryFormat};
 use delayq::fred::clients::Client;
+use delayq::fred::interfaces::HashesInterface;
 use delayq::fred::interfaces::{ListInterface, SortedSetsInterface};
+use delayq::OfferHandle;
 use serde_json::json;
 
 /// Bytes of a value shown.
@@ -31,13 +33,14 @@ async fn list_page(
 /// not text, cut to [`PREVIEW`] bytes), `len` (bytes) and `cut` (whether `value` is only its
 /// start).
 fn shown(codec: &TextCodec, value: &[u8]) -> serde_json::Value {
-    let decoded = codec
-        .decode(value)
-        .ok()
-        .map(|text| match text.len() > PREVIEW {
-            true => text[..text.floor_char_boundary(PREVIEW)].to_owned(),
-            false => text,
-        });
+    let decoded = codec.decode(value).ok().map(|mut text| {
+        let mut cut = text.len().min(PREVIEW);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text
+    });
     let start = &value[..value.len().min(PREVIEW)];
     let text = decoded.unwrap_or_else(|| match std::str::from_utf8(start) {
         Ok(text) => text.to_owned(),
@@ -91,7 +94,8 @@ pub(super) async fn pending(
                 Ok(unpacked) => {
                     let mut row = shown(codec, unpacked.value);
                     row["due_ms"] = json!(due_ms);
-                    row["handle"] = json!(hex(unpacked.id));
+                    let handle = OfferHandle::of_entry(&entry).map(|h| h.to_string());
+                    row["handle"] = json!(handle);
                     row
                 }
                 Err(err) => {
@@ -101,6 +105,59 @@ pub(super) async fn pending(
                     row
                 }
             }
+        })
+        .collect())
+}
+
+/// Values on the target list, from its head (the next one taken) at `offset`.
+pub(super) async fn ready(
+    client: &Client,
+    codec: &TextCodec,
+    keys: &delayq::QueueKeys,
+    offset: usize,
+    count: usize,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let page = list_page(client, keys.target(), offset, count).await?;
+    Ok(page.iter().map(|value| shown(codec, value)).collect())
+}
+
+/// Values taken by reliable consumers and not yet acknowledged, nearest deadline first, from
+/// `offset`: delivery id, deadline and preview.
+pub(super) async fn in_flight(
+    client: &Client,
+    codec: &TextCodec,
+    keys: &delayq::QueueKeys,
+    offset: usize,
+    count: usize,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let last = offset + count.max(1) - 1;
+    let page: Vec<(String, f64)> = client
+        .zrange(
+            keys.inflight(),
+            offset as i64,
+            last as i64,
+            None,
+            false,
+            None,
+            true,
+        )
+        .await?;
+    if page.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<&str> = page.iter().map(|(id, _)| id.as_str()).collect();
+    let values: Vec<Option<Bytes>> = client.hmget(keys.inflight_data(), ids).await?;
+    Ok(page
+        .iter()
+        .zip(values)
+        .map(|((id, deadline), value)| {
+            let mut row = match value {
+                Some(value) => shown(codec, &value),
+                None => json!({ "error": "its value is gone (acknowledged meanwhile?)" }),
+            };
+            row["id"] = json!(id);
+            row["deadline_ms"] = json!(*deadline as i64);
+            row
         })
         .collect())
 }

@@ -142,12 +142,14 @@ fn the_detail_counts_its_chart_previews_values_and_knows_no_unknown_queue() {
     );
     assert!(redis.command_calls("zcount") >= 61);
 
-    let pending = &detail["pending"]["rows"][0];
+    let pending = &detail["rows"][0];
+    assert_eq!(detail["tab"], "pending");
     assert_eq!(pending["len"], 100_000, "{pending}");
     assert_eq!(pending["cut"], true);
     assert_eq!(pending["value"].as_str().unwrap().len(), 256);
-    assert_eq!(detail["pending"]["rows"][1]["value"], "small");
-    let letter = &detail["dead"]["rows"][0];
+    assert_eq!(detail["rows"][1]["value"], "small");
+    let dead = json(port, &format!("/api/queues/{name}?tab=dead"), 200);
+    let letter = &dead["rows"][0];
     assert_eq!(
         (letter["attempts"].clone(), letter["error"].clone()),
         (3.into(), "boom".into())
@@ -155,12 +157,9 @@ fn the_detail_counts_its_chart_previews_values_and_knows_no_unknown_queue() {
     assert_eq!(letter["len"], 100_000, "{letter}");
     assert_eq!(letter["value"].as_str().unwrap().len(), 256);
 
-    let later = json(port, &format!("/api/queues/{name}?pending=1"), 200);
-    assert_eq!(
-        later["pending"]["rows"].as_array().unwrap().len(),
-        2,
-        "{later}"
-    );
+    let later = json(port, &format!("/api/queues/{name}?from=1"), 200);
+    assert_eq!(later["rows"].as_array().unwrap().len(), 2, "{later}");
+    json(port, &format!("/api/queues/{name}?tab=nothing"), 400);
     let unknown = unique_name("nobody");
     json(port, &format!("/api/queues/{unknown}"), 404);
 }
@@ -179,4 +178,84 @@ fn the_dashboard_exports_the_queues_gauges() {
             false => Err(body),
         }
     });
+}
+
+#[test]
+fn the_detail_lists_ready_and_in_flight_values_and_acts_on_one_pending_entry() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let name = unique_name("tabs");
+    redis.cli(&["RPUSH", &name, "ready-1", "ready-2"]);
+    redis.cli(&["ZADD", &format!("delayq_inflight:{{{name}}}"), "9e12", "d1"]);
+    redis.cli(&[
+        "HSET",
+        &format!("delayq_inflight_data:{{{name}}}"),
+        "d1",
+        "taken",
+    ]);
+    for value in ["a", "b"] {
+        delayq(&url, &["offer", &name, value, "--delay", "1h"]);
+    }
+    let port = free_port();
+    let token = "a-token-of-24-characters";
+    let _ui = Daemon(
+        Command::new(BIN)
+            .args(["--url", &url, "ui", "--allow-writes"])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("DELAYQ_UI_TOKEN", token)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the dashboard", PATIENCE, || match get(port, "/healthz") {
+        Ok((200, _)) => Ok(()),
+        other => Err(format!("{other:?}")),
+    });
+    let ready = json(port, &format!("/api/queues/{name}?tab=ready"), 200);
+    let values: Vec<&Value> = ready["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["value"])
+        .collect();
+    assert_eq!(values, ["ready-1", "ready-2"], "{ready}");
+    let taken = json(port, &format!("/api/queues/{name}?tab=in_flight"), 200);
+    assert_eq!(
+        (
+            taken["rows"][0]["id"].clone(),
+            taken["rows"][0]["value"].clone()
+        ),
+        ("d1".into(), "taken".into())
+    );
+
+    let pending = json(port, &format!("/api/queues/{name}"), 200);
+    let handle = |i: usize| pending["rows"][i]["handle"].as_str().unwrap().to_owned();
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+    let act = |handle: &str, action: &str| {
+        let path = format!("/api/queues/{name}/pending/{handle}/{action}");
+        crate::observe::request(port, "POST", &path, &bearer).unwrap()
+    };
+    assert_eq!(act(&handle(0), "run-now").0, 200);
+    let zset = format!("redisson_delay_queue_timeout:{{{name}}}");
+    let first: f64 = redis
+        .cli(&["ZRANGE", &zset, "0", "0", "WITHSCORES"])
+        .lines()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(first <= delayq::time::now_ms() as f64, "{first}");
+    assert_eq!(act(&handle(1), "cancel").0, 200);
+    assert_eq!(redis.cli(&["ZCARD", &zset]), "1");
+    assert_eq!(act(&handle(1), "cancel").0, 404, "cancelled twice");
+    assert_eq!(act("nothex", "cancel").0, 400);
+    let (status, _) = crate::observe::request(
+        port,
+        "POST",
+        &format!("/api/queues/{name}/pending/{}/cancel", handle(0)),
+        "",
+    )
+    .unwrap();
+    assert_eq!(status, 401, "without the token");
 }

@@ -205,7 +205,7 @@ def check_in_place(browser):
     """A refresh updates the tables in place: a selected dead letter's error text stays selected,
     its very node still on the page, and an action's message stays."""
     browser.js("""
-        const td = document.querySelector('#dead tbody tr').cells[1];
+        const td = document.querySelector('#list tbody tr').cells[1];
         td.firstChild.marked = true;
         const range = document.createRange();
         range.selectNodeContents(td);
@@ -218,7 +218,7 @@ def check_in_place(browser):
     selected = browser.js("return getSelection().toString()")
     refreshed(browser)
     assert browser.js("return getSelection().toString()") == selected, "the selection was lost"
-    assert browser.js("return document.querySelector('#dead tbody tr').cells[1].firstChild"
+    assert browser.js("return document.querySelector('#list tbody tr').cells[1].firstChild"
                       ".marked === true"), "the dead letters were rebuilt"
     assert browser.js("return document.querySelector('#queues tbody tr[data-queue=\"ui:dead\"]')"
                       ".marked === true"), "the overview was rebuilt"
@@ -240,6 +240,27 @@ def check_confirmation(browser, redis):
     refreshed(browser, 1)
     assert redis.cli("LLEN", "delayq_dead:{ui:dead}") == "2"
     print(f"purge asked {text!r}; cancelled, nothing purged")
+
+
+def check_entry_actions(browser, redis):
+    """A pending entry run now becomes due now; one cancelled (after a confirmation) is gone."""
+    browser.js("document.querySelector('tr[data-queue=\"ui:pending\"]').click()")
+    browser.js("document.querySelector('.tabs button[data-tab=\"pending\"]').click()")
+    buttons = "return document.querySelectorAll('#list tbody button[data-entry]').length"
+    wait("three pending entries with buttons", lambda: browser.js(buttons) == 6)
+    zset = "redisson_delay_queue_timeout:{ui:pending}"
+    def due_now():
+        return int(redis.cli("ZCOUNT", zset, "-inf", str(int(time.time() * 1000))))
+    assert due_now() == 0
+    browser.js("document.querySelector('#list tbody button[data-entry=\"run-now\"]').click()")
+    wait("the first entry due now", lambda: due_now() == 1)
+    browser.js("document.querySelector('#list tbody button[data-entry=\"cancel\"]').click()")
+    assert browser.js("return document.querySelector('#confirm').open"), "no confirmation asked"
+    browser.js("document.querySelector('#confirm-yes').click()")
+    wait("one entry cancelled", lambda: redis.cli("ZCARD", zset) == "2")
+    assert redis.cli("LLEN", "redisson_delay_queue:{ui:pending}") == "2"
+    browser.screenshot("entries.png")
+    print("a pending entry run now, another cancelled through the page")
 
 
 def check_deep_links(browser, ui):
@@ -321,9 +342,10 @@ def main():
                           ".classList.contains('stuck')")
         # The queue's detail: the chart and the dead letters with their errors.
         browser.js("document.querySelector('tr[data-queue=\"ui:dead\"]').click()")
+        browser.js("document.querySelector('.tabs button[data-tab=\"dead\"]').click()")
         wait("dead letters listed", lambda: browser.js(
-            "return document.querySelectorAll('#dead tbody tr').length") == 2)
-        errors = browser.js("return [...document.querySelectorAll('#dead tbody tr')]"
+            "return document.querySelectorAll('#list tbody tr').length") == 2)
+        errors = browser.js("return [...document.querySelectorAll('#list tbody tr')]"
                             ".map(r => r.cells[1].textContent)")
         assert all("exited" in e for e in errors), errors
         bars = browser.js("return document.querySelectorAll('#chart rect').length")
@@ -375,6 +397,7 @@ def main():
         status, body = http("POST", ui + "/api/queues/ui:bad/frobnicate", headers=auth)
         assert status == 404, (status, body)
 
+        check_entry_actions(browser, redis)
         check_deep_links(browser, ui)
         check_phone(browser)
         check_many(browser, redis)
