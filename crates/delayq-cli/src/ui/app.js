@@ -1,6 +1,6 @@
 // The delayq dashboard: reads a page of /api/queues every 2 s and updates the tables in place
 // (a selection or a message survives a refresh); writes send the token as a Bearer header and
-// the ones that lose or move values ask first. The selected queue is in the URL: #/queue/NAME.
+// the ones that lose or move values ask first. The selected queue is in the URL: #/queue/NAME/TAB.
 "use strict";
 const $ = (sel) => document.querySelector(sel);
 const COUNTS = ["pending", "ready", "in_flight", "dead", "quarantined"];
@@ -137,8 +137,9 @@ const TABS = {
   ready: { key: (x) => "at " + x.at, columns: [["#", (x) => String(x.at + 1), "n"], ["Value", preview, "v"]] },
   in_flight: { key: (x) => x.id, columns: [["Deadline", (x) => when(x.deadline_ms, x.now)],
     ["Delivery", (x) => x.id], ["Value", (x) => x.error || preview(x), "v"]] },
-  dead: { key: (x) => "at " + x.at, columns: [["Attempts", (x) => String(x.attempts), "n"],
-    ["Error", (x) => x.error], ["Dead at", (x) => new Date(x.dead_at_ms).toISOString()], ["Value", preview, "v"]] },
+  dead: { key: (x) => "at " + x.at, columns: [["Attempts", (x) => x.malformed ? "-" : String(x.attempts), "n"],
+    ["Error", (x) => x.malformed || x.error], ["Dead at", (x) => x.malformed ? "-" : new Date(x.dead_at_ms).toISOString()],
+    ["Value", preview, "v"]] },
   quarantine: { key: (x) => "at " + x.at, columns: [["Bytes", (x) => String(x.len), "n"], ["Hex (start)", (x) => x.hex, "v"]] },
 };
 
@@ -203,16 +204,18 @@ async function showDetail() {
   fillList(d);
 }
 
-function select(name) {
-  if (name !== view.selected) view.from = 0;
+// Shows the queue `name` (none: null) at its tab `tab`; the address says which.
+function select(name, tab) {
+  if (name !== view.selected || (tab && tab !== view.tab)) view.from = 0;
   view.selected = name;
-  const hash = name ? "#/queue/" + encodeURIComponent(name) : "";
+  view.tab = TABS[tab] ? tab : view.tab;
+  const hash = name ? "#/queue/" + encodeURIComponent(name) + "/" + view.tab : "";
   if (location.hash !== hash) history.replaceState(null, "", hash || location.pathname);
   if (name) showDetail(); else $("#detail").hidden = true;
 }
 function fromHash() {
-  const m = location.hash.match(/^#\/queue\/(.+)$/);
-  select(m ? decodeURIComponent(m[1]) : null);
+  const m = location.hash.match(/^#\/queue\/([^/]+)(?:\/(\w+))?$/);
+  if (m) select(decodeURIComponent(m[1]), m[2]); else select(null);
 }
 
 async function act(action) {
@@ -252,7 +255,7 @@ $("#prev").onclick = () => { view.offset = Math.max(0, view.offset - view.limit)
 $("#next").onclick = () => { view.offset += view.limit; refresh(); };
 $("#filter").oninput = () => { view.filter = $("#filter").value; view.offset = 0; refresh(); };
 for (const b of document.querySelectorAll(".tabs button")) {
-  b.onclick = () => { view.tab = b.dataset.tab; view.from = 0; showDetail(); };
+  b.onclick = () => select(view.selected, b.dataset.tab);
 }
 $("#list-prev").onclick = () => { view.from = Math.max(0, view.from - 50); showDetail(); };
 $("#list-next").onclick = () => { view.from += 50; showDetail(); };

@@ -175,18 +175,21 @@ pub(super) async fn dead(
         .into_iter()
         .map(|record| {
             let letter = delayq::reliable::dead_letter(keys.dead(), record, |_| Ok(()));
-            let mut row = match letter.value {
-                Ok(()) => shown(codec, &letter.raw),
-                Err(err) => {
-                    let mut row = shown_raw(&letter.record);
-                    row["error"] = json!(err.to_string());
+            match letter.value {
+                Ok(()) => {
+                    let mut row = shown(codec, &letter.raw);
+                    row["attempts"] = json!(letter.attempts);
+                    row["error"] = json!(letter.error);
+                    row["dead_at_ms"] = json!(letter.dead_at_ms);
                     row
                 }
-            };
-            row["attempts"] = json!(letter.attempts);
-            row["error"] = json!(letter.error);
-            row["dead_at_ms"] = json!(letter.dead_at_ms);
-            row
+                // Not delayq's record: its bytes, and why it does not read.
+                Err(err) => {
+                    let mut row = shown_raw(&letter.record);
+                    row["malformed"] = json!(err.to_string());
+                    row
+                }
+            }
         })
         .collect())
 }

@@ -265,9 +265,17 @@ def check_entry_actions(browser, redis):
 
 def check_deep_links(browser, ui):
     """A queue's detail has its own address; an unknown queue's says so (404)."""
-    browser.cmd("POST", "/url", {"url": ui + "/#/queue/ui%3Adead"})
+    browser.cmd("POST", "/url", {"url": ui + "/#/queue/ui%3AdeadOnly/dead".replace("O", "o")})
     wait("the linked detail", lambda: browser.js(
-        "return document.querySelector('#detail-name').textContent") == "ui:dead")
+        "return document.querySelector('#detail-name').textContent") == "ui:deadonly")
+    wait("its linked tab", lambda: browser.js(
+        "return [...document.querySelectorAll('#list tbody tr')].map(r => "
+        "r.cells[1].textContent.includes('DQD1') ? 'malformed' : r.cells[1].textContent)")
+        == ["malformed"])
+    assert browser.js("return document.querySelector('#list thead tr').dataset.tab") == "dead"
+    browser.js("document.querySelector('.tabs button[data-tab=\"ready\"]').click()")
+    wait("the tab in the address", lambda: browser.js("return location.hash") ==
+         "#/queue/ui%3Adeadonly/ready")
     browser.cmd("POST", "/url", {"url": ui + "/#/queue/ui%3Anobody"})
     wait("an unknown queue said", lambda: "no such queue" in browser.js(
         "return document.querySelector('#detail-error').textContent"))
