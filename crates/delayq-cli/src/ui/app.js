@@ -10,6 +10,7 @@ const CONFIRM = {
   "purge-dead": "Delete every dead letter of {q}? They cannot be brought back.",
   "purge-quarantine": "Delete every quarantined entry of {q}? They cannot be brought back.",
   cancel: "Cancel the pending entry {h} of {q}? It is removed, not run.",
+  delete: "Delete the dead letter {h} of {q}? It cannot be brought back.",
 };
 
 // Sets a node's text only when it changed: replacing equal text would drop a selection in it.
@@ -137,23 +138,29 @@ const TABS = {
   ready: { key: (x) => "at " + x.at, columns: [["#", (x) => String(x.at + 1), "n"], ["Value", preview, "v"]] },
   in_flight: { key: (x) => x.id, columns: [["Deadline", (x) => when(x.deadline_ms, x.now)],
     ["Delivery", (x) => x.id], ["Value", (x) => x.error || preview(x), "v"]] },
-  dead: { key: (x) => "at " + x.at, columns: [["Attempts", (x) => x.malformed ? "-" : String(x.attempts), "n"],
+  dead: { key: (x) => x.id || "at " + x.at, columns: [["Attempts", (x) => x.malformed ? "-" : String(x.attempts), "n"],
     ["Error", (x) => x.malformed || x.error], ["Dead at", (x) => x.malformed ? "-" : new Date(x.dead_at_ms).toISOString()],
-    ["Value", preview, "v"]] },
+    ["Value", preview, "v"], ["", null, "act"]] },
   quarantine: { key: (x) => "at " + x.at, columns: [["Bytes", (x) => String(x.len), "n"], ["Hex (start)", (x) => x.hex, "v"]] },
 };
 
-// The pending entry's buttons, made once per row; they act on the row's handle.
-function entryButtons(td, row) {
-  for (const [action, label] of [["run-now", "Run now"], ["cancel", "Cancel"]]) {
+// The buttons of a row of the pending or dead tab, made once per row; each acts on the item
+// the row shows (read from the row when clicked: rows are reused).
+const ITEM_ACTIONS = {
+  pending: [["run-now", "Run now"], ["cancel", "Cancel"]],
+  dead: [["retry", "Retry"], ["delete", "Delete"]],
+};
+function itemButtons(td, row, tab) {
+  for (const [action, label] of ITEM_ACTIONS[tab]) {
     const b = document.createElement("button");
     b.type = "button";
     b.textContent = label;
     b.dataset.entry = action;
     b.onclick = (e) => {
       e.stopPropagation();
-      const h = row.dataset.key;
-      if (CONFIRM[action]) ask(action, () => actOnEntry(h, action), h); else actOnEntry(h, action);
+      const path = tab === "pending" ? "pending/" + row.dataset.key : "dead/" + row.dataset.at + "/" + row.dataset.key;
+      const run = () => actOnItem(path, action, row.dataset.key);
+      if (CONFIRM[action]) ask(action, run, row.dataset.key); else run();
     };
     td.appendChild(b);
   }
@@ -173,7 +180,8 @@ function fillList(d) {
   sync($("#list tbody"), items, tab.key, (row, x, fresh) => {
     const c = cells(row, tab.columns.length, tab.columns.map(([, , cls]) => cls));
     tab.columns.forEach(([, f], i) => { if (f) setText(c[i], f(x)); });
-    if (fresh && d.tab === "pending" && x.handle && d.writes) entryButtons(c[c.length - 1], row);
+    row.dataset.at = String(x.at);
+    if (fresh && ITEM_ACTIONS[d.tab] && (x.handle || x.id) && d.writes) itemButtons(c[c.length - 1], row, d.tab);
   });
   for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-selected", b.dataset.tab === d.tab);
   setText($("#list-page"), d.rows.length ? "from " + (d.from + 1) + " to " + (d.from + d.rows.length) : "none from " + (d.from + 1));
@@ -229,12 +237,12 @@ async function act(action) {
   await refresh();
 }
 
-async function actOnEntry(handle, action) {
-  const url = "/api/queues/" + encodeURIComponent(view.selected) + "/pending/" + handle + "/" + action;
+async function actOnItem(path, action, item) {
+  const url = "/api/queues/" + encodeURIComponent(view.selected) + "/" + path + "/" + action;
   const res = await fetch(url, { method: "POST", headers: { Authorization: "Bearer " + $("#token").value } });
   const body = await res.json();
-  if (!res.ok) status(action + " " + handle + " refused (" + res.status + "): " + body.error, true);
-  else status(action + " " + handle + ": done", false);
+  if (!res.ok) status(action + " " + item + " refused (" + res.status + "): " + body.error, true);
+  else status(action + " " + item + ": done", false);
   await refresh();
 }
 

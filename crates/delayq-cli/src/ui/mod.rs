@@ -6,7 +6,8 @@
 //! next hour and a page of one of its lists, each value as a bounded preview).
 //! Writes, only with `--allow-writes` and the token as `Authorization: Bearer TOKEN`:
 //! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}` and
-//! `POST /api/queues/{name}/pending/{handle}/{cancel,run-now}`.
+//! `POST /api/queues/{name}/pending/{handle}/{cancel,run-now}`,
+//! `POST /api/queues/{name}/dead/{at}/{id}/{retry,delete}`.
 
 mod detail;
 mod items;
@@ -75,6 +76,10 @@ pub(crate) fn routes(ui: Ui) -> Router {
         .route(
             "/api/queues/{name}/pending/{handle}/{action}",
             post(items::pending),
+        )
+        .route(
+            "/api/queues/{name}/dead/{at}/{id}/{action}",
+            post(items::dead),
         )
         .with_state(Arc::new(ui))
 }

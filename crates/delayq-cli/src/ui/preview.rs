@@ -60,6 +60,15 @@ fn shown_raw(bytes: &[u8]) -> serde_json::Value {
     json!({ "len": bytes.len(), "hex": hex(&bytes[..bytes.len().min(PREVIEW)]), "cut": cut })
 }
 
+/// A dead letter's name for the actions on it: FNV-1a of its bytes, which tells it from the
+/// records around it (they may move up the list between the page and the action).
+pub(super) fn record_id(record: &[u8]) -> String {
+    let hash = record.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
 pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -178,6 +187,7 @@ pub(super) async fn dead(
             match letter.value {
                 Ok(()) => {
                     let mut row = shown(codec, &letter.raw);
+                    row["id"] = json!(record_id(&letter.record));
                     row["attempts"] = json!(letter.attempts);
                     row["error"] = json!(letter.error);
                     row["dead_at_ms"] = json!(letter.dead_at_ms);

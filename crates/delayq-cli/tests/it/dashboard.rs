@@ -259,3 +259,46 @@ fn the_detail_lists_ready_and_in_flight_values_and_acts_on_one_pending_entry() {
     .unwrap();
     assert_eq!(status, 401, "without the token");
 }
+
+#[test]
+fn one_dead_letter_is_retried_and_another_deleted() {
+    let redis = TestRedis::start_with(&[]);
+    let name = unique_name("letters");
+    let dead = format!("delayq_dead:{{{name}}}");
+    // Two records (attempts 1, error "e"), values "first" and "second".
+    let record = "for _, v in ipairs(ARGV) do redis.call('RPUSH', KEYS[1], 'DQD1' .. \
+                  string.char(0, 0, 0, 1) .. string.rep(string.char(0), 8) .. \
+                  string.char(0, 0, 0, 1) .. 'e' .. v) end";
+    redis.cli(&["EVAL", record, "1", &dead, "first", "second"]);
+    let port = free_port();
+    let token = "a-token-of-24-characters";
+    let _ui = Daemon(
+        Command::new(BIN)
+            .args(["--url", &redis.url(), "ui", "--allow-writes"])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("DELAYQ_UI_TOKEN", token)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the dashboard", PATIENCE, || match get(port, "/healthz") {
+        Ok((200, _)) => Ok(()),
+        other => Err(format!("{other:?}")),
+    });
+    let page = json(port, &format!("/api/queues/{name}?tab=dead"), 200);
+    let id = |i: usize| page["rows"][i]["id"].as_str().unwrap().to_owned();
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+    let act = |at: usize, id: &str, action: &str| {
+        let path = format!("/api/queues/{name}/dead/{at}/{id}/{action}");
+        crate::observe::request(port, "POST", &path, &bearer)
+            .unwrap()
+            .0
+    };
+    assert_eq!(act(0, &id(0), "retry"), 200);
+    assert_eq!(redis.cli(&["LRANGE", &name, "0", "-1"]), "first");
+    // The second, read at 1, is at 0 now that the first is gone: found nearer the head.
+    assert_eq!(act(1, &id(1), "delete"), 200);
+    assert_eq!(redis.cli(&["LLEN", &dead]), "0");
+    assert_eq!(act(0, &id(0), "retry"), 404, "retried twice");
+}
