@@ -198,3 +198,41 @@ async fn indexes_of_a_queue_java_ended_are_dropped() {
         .unwrap();
     assert_eq!(exists, 2, "a live queue keeps its indexes");
 }
+
+/// `Discovery::listed` names every queue with a key of its own on every master of a Cluster:
+/// one with only dead letters, one only in flight, one only quarantined, one with entries; a
+/// key merely named like a queue's, and another queue's value index, are not listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listed_names_queues_with_any_key_on_every_master() {
+    let cluster = crate::common::TestCluster::start(3);
+    let client = delayq::connect(&cluster.url()).await.unwrap();
+    let base = unique_name("listed");
+    // Names whose keys land on different masters.
+    let names: Vec<String> = (0..8).map(|i| format!("{base}-{i}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        let keys = QueueKeys::new(name.as_str());
+        let key = match i % 4 {
+            0 => keys.dead().to_owned(),
+            1 => keys.quarantine().to_owned(),
+            2 => keys.order().to_owned(),
+            _ => keys.paused().to_owned(),
+        };
+        let _: i64 = client.rpush(key, "x").await.unwrap();
+    }
+    let other = QueueKeys::new(format!("{base}-index-only"));
+    let _: () = client
+        .set(other.values(), "x", None, None, false)
+        .await
+        .unwrap();
+    let _: () = client
+        .set(format!("{base}-decoy"), "x", None, None, false)
+        .await
+        .unwrap();
+    let mine = format!("{base}-*");
+    let listed = Discovery::all()
+        .matching(mine)
+        .listed(&client)
+        .await
+        .unwrap();
+    assert_eq!(listed, names);
+}
