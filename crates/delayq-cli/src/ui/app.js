@@ -4,7 +4,12 @@
 "use strict";
 const $ = (sel) => document.querySelector(sel);
 const COUNTS = ["pending", "ready", "in_flight", "dead", "quarantined"];
-const view = { selected: null, offset: 0, limit: 100, filter: "", tab: "pending", from: 0 };
+const view = { selected: null, offset: 0, limit: 100, filter: "", order: "name", tab: "pending", from: 0 };
+// "problems first": a queue that cannot be read, then stuck, then paused, then the rest (each by
+// name, as the server pages them: the order is within the page shown).
+function trouble(q) {
+  return q.error ? 0 : q.stuck ? 1 : q.paused ? 2 : 3;
+}
 const CONFIRM = {
   replay: "Replay every dead letter of {q} onto its list?",
   "purge-dead": "Delete every dead letter of {q}? They cannot be brought back.",
@@ -90,7 +95,10 @@ async function refresh() {
     const data = await getJson(url);
     view.writes = data.writes;
     setText($("#mode"), (data.writes ? "writes allowed" : "read-only") + " · codec " + data.codec);
-    sync($("#queues tbody"), data.queues, (q) => q.name, drawQueue(data.now_ms));
+    const queues = view.order === "problems"
+      ? [...data.queues].sort((a, b) => trouble(a) - trouble(b) || (a.name < b.name ? -1 : 1))
+      : data.queues;
+    sync($("#queues tbody"), queues, (q) => q.name, drawQueue(data.now_ms));
     const last = Math.min(data.offset + data.queues.length, data.total);
     setText($("#page"), (data.total ? data.offset + 1 : 0) + "–" + last + " of " + data.total + " queues");
     $("#prev").disabled = data.offset === 0;
@@ -261,6 +269,7 @@ for (const b of document.querySelectorAll(".actions button")) {
 }
 $("#prev").onclick = () => { view.offset = Math.max(0, view.offset - view.limit); refresh(); };
 $("#next").onclick = () => { view.offset += view.limit; refresh(); };
+$("#order").onchange = () => { view.order = $("#order").value; refresh(); };
 $("#filter").oninput = () => { view.filter = $("#filter").value; view.offset = 0; refresh(); };
 for (const b of document.querySelectorAll(".tabs button")) {
   b.onclick = () => select(view.selected, b.dataset.tab);

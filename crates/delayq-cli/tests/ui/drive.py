@@ -228,6 +228,17 @@ def check_in_place(browser):
     print(f"a refresh kept the selection {selected!r}")
 
 
+def check_problems_first(browser):
+    """Ordered "problems first": the queue that cannot be read, then the stuck one."""
+    order = "return [...document.querySelectorAll('#queues tbody tr')].map(r => r.dataset.queue)"
+    browser.js("const o = document.querySelector('#order'); o.value = 'problems'; "
+               "o.dispatchEvent(new Event('change'))")
+    wait("problems first", lambda: browser.js(order)[:2] == ["ui:wrong", "ui:stuck"])
+    browser.js("const o = document.querySelector('#order'); o.value = 'name'; "
+               "o.dispatchEvent(new Event('change'))")
+    wait("by name again", lambda: browser.js(order)[0] == "ui:bad")
+
+
 def check_confirmation(browser, redis):
     """Purging asks first; cancelling leaves the dead letters where they are."""
     browser.js("document.querySelector('button[data-action=\"purge-dead\"]').click()")
@@ -359,6 +370,7 @@ def main():
         bars = browser.js("return document.querySelectorAll('#chart rect').length")
         assert bars == 60, bars
         browser.screenshot("dashboard.png")
+        check_problems_first(browser)
         check_in_place(browser)
         check_confirmation(browser, redis)
 
