@@ -104,9 +104,8 @@ pub(crate) fn parse(record: &Bytes) -> std::result::Result<Record, &'static str>
 }
 
 /// Reads a dead-letter record as stored in `delayq_dead:{NAME}` (of the queue whose dead-letter
-/// list is `key`), decoding its value with `decode`. Given only the record's first bytes (at
-/// least [`MAX_ERROR_BYTES`] + 20 always hold its header and error), [`DeadLetter::raw`] is the
-/// value's first bytes: what a bounded read of big dead letters (a dashboard's preview) parses.
+/// list is `key`), decoding its value with `decode`: for tools that read the list themselves (a
+/// dashboard's page of it). A record that does not parse is reported in [`DeadLetter::value`].
 pub fn dead_letter<V>(
     key: &str,
     record: Bytes,
