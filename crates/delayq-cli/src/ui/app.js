@@ -16,6 +16,7 @@ const CONFIRM = {
   "purge-quarantine": "Delete every quarantined entry of {q}? They cannot be brought back.",
   cancel: "Cancel the pending entry {h} of {q}? It is removed, not run.",
   delete: "Delete the dead letter {h} of {q}? It cannot be brought back.",
+  "give-back": "Give the value of delivery {h} of {q} back to the list? If its consumer still works on it, it may be processed twice.",
 };
 
 // Sets a node's text only when it changed: replacing equal text would drop a selection in it.
@@ -145,7 +146,7 @@ const TABS = {
     ["Value", preview, "v"], ["", null, "act"]] },
   ready: { key: (x) => "at " + x.at, columns: [["#", (x) => String(x.at + 1), "n"], ["Value", preview, "v"]] },
   in_flight: { key: (x) => x.id, columns: [["Deadline", (x) => when(x.deadline_ms, x.now)],
-    ["Delivery", (x) => x.id], ["Value", (x) => x.error || preview(x), "v"]] },
+    ["Delivery", (x) => x.id], ["Value", (x) => x.error || preview(x), "v"], ["", null, "act"]] },
   dead: { key: (x) => x.id || "at " + x.at, columns: [["Attempts", (x) => x.malformed ? "-" : String(x.attempts), "n"],
     ["Error", (x) => x.malformed || x.error], ["Dead at", (x) => x.malformed ? "-" : new Date(x.dead_at_ms).toISOString()],
     ["Value", preview, "v"], ["", null, "act"]] },
@@ -157,6 +158,7 @@ const TABS = {
 const ITEM_ACTIONS = {
   pending: [["run-now", "Run now"], ["cancel", "Cancel"]],
   dead: [["retry", "Retry"], ["delete", "Delete"]],
+  in_flight: [["give-back", "Give back"]],
 };
 function itemButtons(td, row, tab) {
   for (const [action, label] of ITEM_ACTIONS[tab]) {
@@ -166,7 +168,8 @@ function itemButtons(td, row, tab) {
     b.dataset.entry = action;
     b.onclick = (e) => {
       e.stopPropagation();
-      const path = tab === "pending" ? "pending/" + row.dataset.key : "dead/" + row.dataset.at + "/" + row.dataset.key;
+      const item = encodeURIComponent(row.dataset.key);
+      const path = tab === "dead" ? "dead/" + row.dataset.at + "/" + item : tab + "/" + item;
       const run = () => actOnItem(path, action, row.dataset.key);
       if (CONFIRM[action]) ask(action, run, row.dataset.key); else run();
     };
@@ -189,7 +192,10 @@ function fillList(d) {
     const c = cells(row, tab.columns.length, tab.columns.map(([, , cls]) => cls));
     tab.columns.forEach(([, f], i) => { if (f) setText(c[i], f(x)); });
     row.dataset.at = String(x.at);
-    if (fresh && ITEM_ACTIONS[d.tab] && (x.handle || x.id) && d.writes) itemButtons(c[c.length - 1], row, d.tab);
+    // An item the actions can name: a pending entry's handle, a dead letter's id (not for a
+    // record delayq did not write), a delivery whose value is still there.
+    const named = d.tab === "pending" ? x.handle : d.tab === "in_flight" ? x.id && !x.error : x.id;
+    if (fresh && ITEM_ACTIONS[d.tab] && named && d.writes) itemButtons(c[c.length - 1], row, d.tab);
   });
   for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-selected", b.dataset.tab === d.tab);
   setText($("#list-page"), d.rows.length ? "from " + (d.from + 1) + " to " + (d.from + d.rows.length) : "none from " + (d.from + 1));

@@ -6,6 +6,8 @@
 //! `POST /api/queues/{name}/dead/{at}/{id}/{action}`: the dead letter `id` (the detail's `id`),
 //! at position `at` when the page was read or nearer the head: `retry` puts it back onto the
 //! target list with a fresh attempt count, `delete` deletes it.
+//! `POST /api/queues/{name}/in_flight/{id}/give-back`: the value of the delivery `id` goes back
+//! onto the head of the target list, unprocessed (its consumer's ack then finds it gone).
 
 use super::{bounded, failure, refusal, Shared};
 use axum::extract::{Path, State};
@@ -41,6 +43,24 @@ pub(super) async fn pending(
         })
     });
     answer(done.await, &name, &handle, &action, "pending entry")
+}
+
+pub(super) async fn in_flight(
+    State(ui): State<Shared>,
+    Path((name, id, action)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(refused) = refusal(&ui, &headers).or_else(|| ui.outside(&name)) {
+        return refused;
+    }
+    let done = bounded(async {
+        let queue = ui.queue(&name).await?;
+        Ok(match action.as_str() {
+            "give-back" => Some(queue.give_back_in_flight(&id).await?),
+            _ => None,
+        })
+    });
+    answer(done.await, &name, &id, &action, "delivery")
 }
 
 /// The answer to an action on the item `item` (a `what`): done, gone, or no such action.

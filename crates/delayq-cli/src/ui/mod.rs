@@ -7,7 +7,8 @@
 //! Writes, only with `--allow-writes` and the token as `Authorization: Bearer TOKEN`:
 //! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}` and
 //! `POST /api/queues/{name}/pending/{handle}/{cancel,run-now}`,
-//! `POST /api/queues/{name}/dead/{at}/{id}/{retry,delete}`.
+//! `POST /api/queues/{name}/dead/{at}/{id}/{retry,delete}`,
+//! `POST /api/queues/{name}/in_flight/{id}/give-back`.
 
 mod detail;
 mod items;
@@ -80,6 +81,10 @@ pub(crate) fn routes(ui: Ui) -> Router {
         .route(
             "/api/queues/{name}/dead/{at}/{id}/{action}",
             post(items::dead),
+        )
+        .route(
+            "/api/queues/{name}/in_flight/{id}/{action}",
+            post(items::in_flight),
         )
         .with_state(Arc::new(ui))
 }

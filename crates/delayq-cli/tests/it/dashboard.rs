@@ -181,7 +181,7 @@ fn the_dashboard_exports_the_queues_gauges() {
 }
 
 #[test]
-fn the_detail_lists_ready_and_in_flight_values_and_acts_on_one_pending_entry() {
+fn the_detail_lists_ready_and_in_flight_values_and_acts_on_one_entry_and_one_delivery() {
     let redis = TestRedis::start_with(&[]);
     let url = redis.url();
     let name = unique_name("tabs");
@@ -250,6 +250,23 @@ fn the_detail_lists_ready_and_in_flight_values_and_acts_on_one_pending_entry() {
     assert_eq!(redis.cli(&["ZCARD", &zset]), "1");
     assert_eq!(act(&handle(1), "cancel").0, 404, "cancelled twice");
     assert_eq!(act("nothex", "cancel").0, 400);
+    // The in-flight value, given back: at the head of the target list, no longer in flight.
+    let path = format!("/api/queues/{name}/in_flight/d1/give-back");
+    let (status, body) = crate::observe::request(port, "POST", &path, &bearer).unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(redis.cli(&["LINDEX", &name, "0"]), "taken");
+    assert_eq!(
+        redis.cli(&["ZCARD", &format!("delayq_inflight:{{{name}}}")]),
+        "0"
+    );
+    // A second click is taken for a retried call (the delivery was settled just now): the value
+    // is on the list once.
+    let (status, _) = crate::observe::request(port, "POST", &path, &bearer).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(redis.cli(&["LLEN", &name]), "3");
+    let gone = format!("/api/queues/{name}/in_flight/nobody/give-back");
+    let (status, _) = crate::observe::request(port, "POST", &gone, &bearer).unwrap();
+    assert_eq!(status, 404, "a delivery never in flight");
     let (status, _) = crate::observe::request(
         port,
         "POST",
