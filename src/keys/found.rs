@@ -71,7 +71,12 @@ fn queue_after(key: &str, prefix: &str) -> Option<QueueKeys> {
 /// the prefixes have there (`[rd]e[dl]…`), then `*`. Besides those keys it matches only names
 /// starting with a blend of the prefixes, which the scan passes over.
 pub(crate) fn every_queue_key() -> String {
-    let prefixes: Vec<Vec<char>> = SCANNED
+    glob_of(&SCANNED)
+}
+
+/// A glob matching every key named with one of `prefixes` and a `:`.
+fn glob_of(prefixes: &[(KeyRole, &str)]) -> String {
+    let prefixes: Vec<Vec<char>> = prefixes
         .iter()
         .map(|(_, prefix)| format!("{prefix}:").chars().collect())
         .collect();
@@ -148,6 +153,45 @@ mod tests {
             every_queue_key(),
             "[rd]e[dl][ia][sy][sq][o_][nivdqp][_naeu][dlfau][euldrs][lxei:a]*"
         );
+    }
+
+    #[test]
+    fn every_scanned_key_matches_the_scan_glob_and_names_its_queue() {
+        let keys = QueueKeys::new("q");
+        for (role, _) in SCANNED {
+            let key = keys.of(role).unwrap();
+            assert_eq!(QueueKeys::scanned(key), Some((role, keys.clone())), "{key}");
+            assert!(glob_match_redis(&every_queue_key(), key), "{key}");
+        }
+        for other in ["delayq_inflight_data:{q}", "q", "decoy:1"] {
+            assert_eq!(QueueKeys::scanned(other), None, "{other}");
+        }
+    }
+
+    /// Redis's glob with classes, enough for the globs built here.
+    fn glob_match_redis(glob: &str, key: &str) -> bool {
+        let mut key = key.chars();
+        let mut glob = glob.chars();
+        while let Some(g) = glob.next() {
+            match g {
+                '*' => return true,
+                '[' => {
+                    let class: String = glob.by_ref().take_while(|c| *c != ']').collect();
+                    match key.next() {
+                        Some(c) if class.contains(c) => {}
+                        _ => return false,
+                    }
+                }
+                '\\' => {
+                    if glob.next() != key.next() {
+                        return false;
+                    }
+                }
+                g if Some(g) == key.next() => {}
+                _ => return false,
+            }
+        }
+        key.next().is_none()
     }
 
     #[test]

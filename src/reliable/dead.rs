@@ -21,6 +21,7 @@ use crate::redis::ops::dead_replay;
 use crate::time::Delay;
 use crate::{Error, Result};
 use bytes::Bytes;
+use fred::interfaces::ListInterface;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -102,8 +103,10 @@ pub(crate) fn parse(record: &Bytes) -> std::result::Result<Record, &'static str>
     })
 }
 
-/// Turns a stored record into a [`DeadLetter`], decoding the value with `decode`.
-pub(crate) fn dead_letter<V>(
+/// Reads a dead-letter record as stored in `delayq_dead:{NAME}` (of the queue whose dead-letter
+/// list is `key`), decoding its value with `decode`: for tools that read the list themselves (a
+/// dashboard's page of it). A record that does not parse is reported in [`DeadLetter::value`].
+pub fn dead_letter<V>(
     key: &str,
     record: Bytes,
     decode: impl FnOnce(Bytes) -> Result<V>,
@@ -186,6 +189,46 @@ impl<C: Codec> DelayedQueue<C> {
             }
         }
         Ok(replayed)
+    }
+
+    /// Puts the one dead letter `record` (exactly as stored: [`DeadLetter::record`]) back into
+    /// the queue with a fresh attempt count, due after `delay`, if it is still within the first
+    /// `within` records of the list; true when it was replayed (false: replayed, purged or
+    /// trimmed meanwhile, or not delayq's record). What an operator's "retry this one" does.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidDelay`] or a Redis error.
+    pub async fn replay_dead_letter(
+        &self,
+        record: &Bytes,
+        within: usize,
+        delay: Duration,
+    ) -> Result<bool> {
+        let delay = Delay::checked(delay)?;
+        let Ok(parts) = parse(record) else {
+            return Ok(false);
+        };
+        let records = vec![(record.clone(), parts.value)];
+        let replayed =
+            dead_replay::run(self.client(), self.spec(), delay, within + 1, records).await?;
+        Ok(replayed > 0)
+    }
+
+    /// Deletes the one dead letter `record` (exactly as stored: [`DeadLetter::record`], or any
+    /// member of the list); true when it was there.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn delete_dead_letter(&self, record: &Bytes) -> Result<bool> {
+        let key = self.keys().dead();
+        let removed: u64 = self
+            .client()
+            .lrem(key, 1, record.clone())
+            .await
+            .map_err(|e| Error::from_redis("LREM", key, e))?;
+        Ok(removed > 0)
     }
 
     /// Deletes every dead letter; returns how many there were.

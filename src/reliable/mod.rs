@@ -79,12 +79,12 @@ pub use crate::redis::ops::reap::ReapOutcome;
 pub use crate::redis::ops::reliable_stats::ReliableStats;
 pub use config::ReliableConfig;
 pub use consumer::ReliableConsumer;
-pub use dead::{DeadLetter, MAX_ERROR_BYTES};
+pub use dead::{dead_letter, DeadLetter, MAX_ERROR_BYTES};
 pub use delivery::{Delivery, Receipt};
 
 use crate::codec::Codec;
 use crate::queue::DelayedQueue;
-use crate::redis::ops::reliable_stats;
+use crate::redis::ops::{nack, reliable_stats};
 use crate::Result;
 
 /// Reliable consumption (delayq only; Java peers see none of its keys).
@@ -119,5 +119,19 @@ impl<C: Codec> DelayedQueue<C> {
     /// A Redis error.
     pub async fn reliable_stats(&self) -> Result<ReliableStats> {
         reliable_stats::run(self.client(), self.spec()).await
+    }
+
+    /// Gives the in-flight value of the delivery `delivery_id` (a member of
+    /// `delayq_inflight:{NAME}`) back onto the head of the target list, unprocessed, uncounting
+    /// its attempt, as [`Receipt::give_back`] does, without the receipt: an operator's hand on a
+    /// value whose consumer hangs. The consumer's later ack or nack then finds it no longer
+    /// its own. False when the delivery is no longer in flight.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn give_back_in_flight(&self, delivery_id: &str) -> Result<bool> {
+        let now = crate::time::Delay::checked(std::time::Duration::ZERO)?;
+        nack::run(self.client(), self.spec(), delivery_id, now, true).await
     }
 }

@@ -93,7 +93,7 @@ impl Discovery {
 
     /// The names of every queue the discovery takes that has any key a scan can tell for its
     /// own, sorted: its timeout zset or order list, or delayq's in-flight set, dead letters,
-    /// quarantine, pause flag or indexes, so that a queue with dead letters and nothing pending
+    /// quarantine or pause flag (not its indexes alone: see [`orphaned`](Self::orphaned)), so that a queue with dead letters and nothing pending
     /// is among them (unlike [`scan`](Self::scan)'s, which finds what there is to transfer). One
     /// `SCAN` (on every master of a Cluster), the same as [`scan`](Self::scan)'s; no key is
     /// read, so a queue whose keys hold the wrong type is listed too. The target list alone,
@@ -117,10 +117,12 @@ impl Discovery {
         let mut names = std::collections::BTreeSet::new();
         while let Some(key) = keys.next().await {
             let key = key?;
-            let Some((_, queue)) = key.as_str().and_then(QueueKeys::scanned) else {
+            let Some((role, queue)) = key.as_str().and_then(QueueKeys::scanned) else {
                 continue;
             };
-            if self.takes(queue.target()) {
+            // Indexes alone are what a queue another client ended left behind, not a queue.
+            let indexes_only = matches!(role, KeyRole::Index | KeyRole::Values);
+            if !indexes_only && self.takes(queue.target()) {
                 names.insert(queue.target().to_owned());
             }
         }

@@ -5,6 +5,7 @@ use crate::cli::UiArgs;
 use anyhow::{bail, Context};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Serves the dashboard until SIGINT or SIGTERM.
 pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
@@ -15,12 +16,18 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
     };
     let observed = crate::serve::Observed::new(&ctx.client, None, &args.http)?;
     let url = delayq::redact_url(&ctx.global.url);
+    let listing = Listing::start(&ctx, args.pattern.clone());
+    let gauges = crate::serve::Gauges {
+        client: ctx.client.clone(),
+        names: Box::new(listing.names()),
+        budget: args.http.metrics_read_budget,
+    };
     let pages = crate::ui::routes(crate::ui::Ui {
         ctx,
         token: token.as_ref().map(|t| t.text.clone()),
         pattern: args.pattern.clone(),
     });
-    let server = crate::serve::Server::start(bound, observed, pages, None);
+    let server = crate::serve::Server::start(bound, observed, pages, Some(gauges));
     let mode = if args.allow_writes {
         "writes allowed (with the token)"
     } else {
@@ -32,6 +39,7 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
     );
     let stopped = super::transfer::wait_for_stop_signal().await;
     server.shutdown().await;
+    listing.stop().await;
     if let Some(Token {
         made_up: Some(path),
         ..
@@ -40,6 +48,54 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
         let _ = std::fs::remove_file(path);
     }
     stopped
+}
+
+/// How often the queues whose gauges `/metrics` exports are listed again.
+const LIST_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The queues the dashboard's `/metrics` exports gauges of (every queue with a key, within
+/// `--match`), listed again every [`LIST_EVERY`] by a task stopped with [`Listing::stop`].
+struct Listing {
+    names: Arc<Mutex<Vec<String>>>,
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Listing {
+    fn start(ctx: &Ctx, pattern: Option<String>) -> Listing {
+        let names = Arc::new(Mutex::new(Vec::new()));
+        let stop = tokio_util::sync::CancellationToken::new();
+        let mut discovery = delayq::Discovery::all();
+        if let Some(pattern) = pattern {
+            discovery = discovery.matching(pattern);
+        }
+        let (client, shared, stopped) = (ctx.client.clone(), names.clone(), stop.clone());
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(LIST_EVERY);
+            loop {
+                tokio::select! {
+                    _ = stopped.cancelled() => break,
+                    _ = tick.tick() => {}
+                }
+                match discovery.list(&client).await {
+                    Ok(found) => *shared.lock().unwrap_or_else(|e| e.into_inner()) = found,
+                    Err(err) => tracing::warn!(error = %err, "cannot list the queues for /metrics"),
+                }
+            }
+        });
+        Listing { names, stop, task }
+    }
+
+    /// The latest listing, as the gauges' read asks for it.
+    fn names(&self) -> impl Fn() -> Vec<String> + Send + Sync + 'static {
+        let names = self.names.clone();
+        move || names.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
 }
 
 /// The write token, and the file it was made up into when this process made it.

@@ -1,99 +1,247 @@
-// The delayq dashboard: reads /api/queues every 2 s; writes send the token as a Bearer header.
+// The delayq dashboard: reads a page of /api/queues every 2 s and updates the tables in place
+// (a selection or a message survives a refresh); writes send the token as a Bearer header and
+// the ones that lose or move values ask first. The selected queue is in the URL: #/queue/NAME/TAB.
 "use strict";
-let selected = null;
 const $ = (sel) => document.querySelector(sel);
+const COUNTS = ["pending", "ready", "in_flight", "dead", "quarantined"];
+const view = { selected: null, offset: 0, limit: 100, filter: "", order: "name", tab: "pending", from: 0 };
+// "problems first": a queue that cannot be read, then stuck, then paused, then the rest (each by
+// name, as the server pages them: the order is within the page shown).
+function trouble(q) {
+  return q.error ? 0 : q.stuck ? 1 : q.paused ? 2 : 3;
+}
+const CONFIRM = {
+  replay: "Replay every dead letter of {q} onto its list?",
+  "purge-dead": "Delete every dead letter of {q}? They cannot be brought back.",
+  "purge-quarantine": "Delete every quarantined entry of {q}? They cannot be brought back.",
+  cancel: "Cancel the pending entry {h} of {q}? It is removed, not run.",
+  delete: "Delete the dead letter {h} of {q}? It cannot be brought back.",
+  "give-back": "Give the value of delivery {h} of {q} back to the list? If its consumer still works on it, it may be processed twice.",
+};
 
-function cell(row, text, cls) {
-  const td = row.insertCell();
-  td.textContent = text;
-  if (cls) td.className = cls;
-  return td;
+// Sets a node's text only when it changed: replacing equal text would drop a selection in it.
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
 }
 function when(ms, now) {
   if (ms === null || ms === undefined) return "-";
   const s = Math.round((ms - now) / 1000);
   return s >= 0 ? "in " + s + " s" : Math.abs(s) + " s ago";
 }
+// The outcome of the last action; it stays until the next one (refreshes do not touch it).
 function status(text, error) {
-  $("#status").textContent = text;
+  setText($("#status"), text);
   $("#status").className = error ? "error" : "";
 }
 async function getJson(url) {
   const res = await fetch(url);
   const body = await res.json();
-  if (!res.ok) throw new Error(body.error || res.status);
+  if (!res.ok) throw Object.assign(new Error(body.error || res.status), { status: res.status });
   return body;
+}
+
+// Makes `body` hold one row per item, keyed by `key(item)`, in order; `draw(row, item, fresh)`
+// fills a row (creating its cells when fresh) and reuses the rows already there.
+function sync(body, items, key, draw) {
+  const existing = new Map([...body.rows].map((r) => [r.dataset.key, r]));
+  let at = 0;
+  for (const item of items) {
+    const k = key(item);
+    let row = existing.get(k);
+    const fresh = !row;
+    if (fresh) { row = document.createElement("tr"); row.dataset.key = k; }
+    existing.delete(k);
+    if (body.rows[at] !== row) body.insertBefore(row, body.rows[at] || null);
+    draw(row, item, fresh);
+    at++;
+  }
+  for (const row of existing.values()) row.remove();
+}
+function cells(row, n, classes) {
+  while (row.cells.length < n) row.insertCell();
+  while (row.cells.length > n) row.deleteCell(-1);
+  (classes || []).forEach((c, i) => { if (c && row.cells[i].className !== c) row.cells[i].className = c; });
+  return row.cells;
+}
+
+function drawQueue(now) {
+  return (row, q, fresh) => {
+    row.dataset.queue = q.name;
+    if (fresh) row.onclick = () => select(q.name);
+    row.classList.toggle("stuck", !!q.stuck);
+    row.classList.toggle("paused", !!q.paused);
+    row.classList.toggle("failed", !!q.error);
+    if (q.error) {
+      const c = cells(row, 3, ["", "error", "state"]);
+      c[1].colSpan = 7;
+      setText(c[0], q.name);
+      setText(c[1], q.error);
+      setText(c[2], "ERROR");
+      return;
+    }
+    const c = cells(row, 9, ["", ...COUNTS.map((k) => "n " + k), "", "", "state"]);
+    c[1].colSpan = 1;
+    setText(c[0], q.name);
+    COUNTS.forEach((k, i) => setText(c[i + 1], String(q[k])));
+    setText(c[6], when(q.next_due_ms, now));
+    setText(c[7], q.overdue_ms > 0 ? Math.round(q.overdue_ms / 1000) + " s" : "-");
+    setText(c[8], q.paused ? "paused" : q.stuck ? "STUCK: overdue, no transfer seen" : "ok");
+  };
 }
 
 async function refresh() {
   try {
-    const data = await getJson("/api/queues");
-    $("#mode").textContent = (data.writes ? "writes allowed" : "read-only") + " · codec " + data.codec;
-    const body = $("#queues tbody");
-    body.replaceChildren();
-    for (const q of data.queues) {
-      const row = body.insertRow();
-      row.dataset.queue = q.name;
-      if (q.stuck) row.classList.add("stuck");
-      if (q.paused) row.classList.add("paused");
-      cell(row, q.name);
-      for (const k of ["pending", "ready", "in_flight", "dead", "quarantined"]) {
-        cell(row, String(q[k]), "n " + k);
-      }
-      cell(row, when(q.next_due_ms, data.now_ms));
-      cell(row, q.overdue_ms > 0 ? Math.round(q.overdue_ms / 1000) + " s" : "-");
-      cell(row, q.paused ? "paused" : q.stuck ? "STUCK: overdue, no transfer seen" : "ok", "state");
-      row.onclick = () => { selected = q.name; showDetail(); };
-    }
-    status("updated " + new Date(data.now_ms).toLocaleTimeString(), false);
-    if (selected) await showDetail();
+    const url = "/api/queues?offset=" + view.offset + "&limit=" + view.limit +
+      "&q=" + encodeURIComponent(view.filter);
+    const data = await getJson(url);
+    view.writes = data.writes;
+    setText($("#mode"), (data.writes ? "writes allowed" : "read-only") + " · codec " + data.codec);
+    const queues = view.order === "problems"
+      ? [...data.queues].sort((a, b) => trouble(a) - trouble(b) || (a.name < b.name ? -1 : 1))
+      : data.queues;
+    sync($("#queues tbody"), queues, (q) => q.name, drawQueue(data.now_ms));
+    const last = Math.min(data.offset + data.queues.length, data.total);
+    setText($("#page"), (data.total ? data.offset + 1 : 0) + "–" + last + " of " + data.total + " queues");
+    $("#prev").disabled = data.offset === 0;
+    $("#next").disabled = last >= data.total;
+    setText($("#updated"), "updated " + new Date(data.now_ms).toLocaleTimeString());
+    $("#updated").className = "";
+    if (view.selected) await showDetail();
   } catch (err) {
-    status("cannot read: " + err.message, true);
+    setText($("#updated"), "cannot read: " + err.message);
+    $("#updated").className = "error";
   }
 }
 
 function drawChart(chart) {
   const svg = $("#chart");
-  svg.replaceChildren();
   const max = Math.max(1, ...chart.counts);
   const w = 720 / chart.counts.length;
+  while (svg.children.length > chart.counts.length) svg.lastChild.remove();
   chart.counts.forEach((n, i) => {
+    let r = svg.children[i];
+    if (!r) {
+      r = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+      r.appendChild(document.createElementNS("http://www.w3.org/2000/svg", "title"));
+      svg.appendChild(r);
+    }
     const h = Math.round((n / max) * 120);
-    const r = document.createElementNS("http://www.w3.org/2000/svg", "rect");
     r.setAttribute("x", i * w + 1);
     r.setAttribute("y", 130 - h);
     r.setAttribute("width", w - 2);
     r.setAttribute("height", h);
-    const t = document.createElementNS("http://www.w3.org/2000/svg", "title");
-    t.textContent = "+" + i + " min: " + n;
-    r.appendChild(t);
-    svg.appendChild(r);
+    setText(r.firstChild, "+" + i + " min: " + n);
   });
-  $("#overdue").textContent = String(chart.overdue);
+  setText($("#overdue"), String(chart.overdue));
 }
 
-function fill(sel, rows, columns) {
-  const body = $(sel + " tbody");
-  body.replaceChildren();
-  for (const r of rows) {
-    const row = body.insertRow();
-    columns.forEach(([f, cls]) => cell(row, f(r), cls));
+function preview(x) {
+  const text = x.value ?? x.hex;
+  return x.cut ? text + " … (" + x.len + " bytes)" : text;
+}
+// Each tab of the detail: its columns (heading, text of a row, cell class) and a row's key.
+const TABS = {
+  pending: { key: (x) => x.handle || "at " + x.at, columns: [
+    ["Due", (x) => when(x.due_ms, x.now)], ["Handle", (x) => x.handle || x.error || ""],
+    ["Value", preview, "v"], ["", null, "act"]] },
+  ready: { key: (x) => "at " + x.at, columns: [["#", (x) => String(x.at + 1), "n"], ["Value", preview, "v"]] },
+  in_flight: { key: (x) => x.id, columns: [["Deadline", (x) => when(x.deadline_ms, x.now)],
+    ["Delivery", (x) => x.id], ["Value", (x) => x.error || preview(x), "v"], ["", null, "act"]] },
+  dead: { key: (x) => x.id || "at " + x.at, columns: [["Attempts", (x) => x.malformed ? "-" : String(x.attempts), "n"],
+    ["Error", (x) => x.malformed || x.error], ["Dead at", (x) => x.malformed ? "-" : new Date(x.dead_at_ms).toISOString()],
+    ["Value", preview, "v"], ["", null, "act"]] },
+  quarantine: { key: (x) => "at " + x.at, columns: [["Bytes", (x) => String(x.len), "n"], ["Hex (start)", (x) => x.hex, "v"]] },
+};
+
+// The buttons of a row of the pending or dead tab, made once per row; each acts on the item
+// the row shows (read from the row when clicked: rows are reused).
+const ITEM_ACTIONS = {
+  pending: [["run-now", "Run now"], ["cancel", "Cancel"]],
+  dead: [["retry", "Retry"], ["delete", "Delete"]],
+  in_flight: [["give-back", "Give back"]],
+};
+function itemButtons(td, row, tab) {
+  for (const [action, label] of ITEM_ACTIONS[tab]) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.dataset.entry = action;
+    b.onclick = (e) => {
+      e.stopPropagation();
+      const item = encodeURIComponent(row.dataset.key);
+      const path = tab === "dead" ? "dead/" + row.dataset.at + "/" + item : tab + "/" + item;
+      const run = () => actOnItem(path, action, row.dataset.key);
+      if (CONFIRM[action]) ask(action, run, row.dataset.key); else run();
+    };
+    td.appendChild(b);
   }
 }
 
+// The open tab's page of rows, updated in place.
+function fillList(d) {
+  const tab = TABS[d.tab];
+  const head = $("#list thead tr");
+  const headings = tab.columns.map(([h]) => h);
+  if (head.dataset.tab !== d.tab) {
+    head.replaceChildren(...headings.map((h) => Object.assign(document.createElement("th"), { textContent: h })));
+    head.dataset.tab = d.tab;
+    $("#list tbody").replaceChildren();
+  }
+  const items = d.rows.map((r, i) => Object.assign({ at: d.from + i, now: d.now_ms }, r));
+  sync($("#list tbody"), items, tab.key, (row, x, fresh) => {
+    const c = cells(row, tab.columns.length, tab.columns.map(([, , cls]) => cls));
+    tab.columns.forEach(([, f], i) => { if (f) setText(c[i], f(x)); });
+    row.dataset.at = String(x.at);
+    // An item the actions can name: a pending entry's handle, a dead letter's id (not for a
+    // record delayq did not write), a delivery whose value is still there.
+    const named = d.tab === "pending" ? x.handle : d.tab === "in_flight" ? x.id && !x.error : x.id;
+    if (fresh && ITEM_ACTIONS[d.tab] && named && d.writes) itemButtons(c[c.length - 1], row, d.tab);
+  });
+  for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-selected", b.dataset.tab === d.tab);
+  setText($("#list-page"), d.rows.length ? "from " + (d.from + 1) + " to " + (d.from + d.rows.length) : "none from " + (d.from + 1));
+  $("#list-prev").disabled = d.from === 0;
+  $("#list-next").disabled = d.rows.length < d.page;
+}
+
 async function showDetail() {
-  const d = await getJson("/api/queues/" + encodeURIComponent(selected));
+  const name = view.selected;
+  let d;
+  try {
+    d = await getJson("/api/queues/" + encodeURIComponent(name) + "?tab=" + view.tab + "&from=" + view.from);
+  } catch (err) {
+    if (name !== view.selected) return;
+    $("#detail").hidden = false;
+    setText($("#detail-name"), name);
+    setText($("#detail-error"), err.status === 404 ? "no such queue: " + err.message : "cannot read: " + err.message);
+    $("#detail-body").hidden = true;
+    return;
+  }
+  if (name !== view.selected || d.tab !== view.tab) return;
+  d.writes = view.writes;
   $("#detail").hidden = false;
-  $("#detail-name").textContent = selected;
+  $("#detail-body").hidden = false;
+  setText($("#detail-error"), "");
+  setText($("#detail-name"), name);
   drawChart(d.chart);
-  fill("#pending", d.pending, [[(p) => when(p.due_ms, d.now_ms)], [(p) => p.value, "v"]]);
-  fill("#dead", d.dead, [[(x) => String(x.attempts), "n"], [(x) => x.error],
-    [(x) => new Date(x.dead_at_ms).toISOString()], [(x) => x.value, "v"]]);
-  fill("#quarantine", d.quarantine, [[(x) => String(x.len), "n"], [(x) => x.hex, "v"]]);
+  fillList(d);
+}
+
+// Shows the queue `name` (none: null) at its tab `tab`; the address says which.
+function select(name, tab) {
+  if (name !== view.selected || (tab && tab !== view.tab)) view.from = 0;
+  view.selected = name;
+  view.tab = TABS[tab] ? tab : view.tab;
+  const hash = name ? "#/queue/" + encodeURIComponent(name) + "/" + view.tab : "";
+  if (location.hash !== hash) history.replaceState(null, "", hash || location.pathname);
+  if (name) showDetail(); else $("#detail").hidden = true;
+}
+function fromHash() {
+  const m = location.hash.match(/^#\/queue\/([^/]+)(?:\/(\w+))?$/);
+  if (m) select(decodeURIComponent(m[1]), m[2]); else select(null);
 }
 
 async function act(action) {
-  const res = await fetch("/api/queues/" + encodeURIComponent(selected) + "/" + action, {
+  const res = await fetch("/api/queues/" + encodeURIComponent(view.selected) + "/" + action, {
     method: "POST",
     headers: { Authorization: "Bearer " + $("#token").value },
   });
@@ -101,11 +249,40 @@ async function act(action) {
   if (!res.ok) status(action + " refused (" + res.status + "): " + body.error, true);
   else status(action + ": " + JSON.stringify(body), false);
   await refresh();
-  if (!res.ok) status(action + " refused (" + res.status + "): " + body.error, true);
+}
+
+async function actOnItem(path, action, item) {
+  const url = "/api/queues/" + encodeURIComponent(view.selected) + "/" + path + "/" + action;
+  const res = await fetch(url, { method: "POST", headers: { Authorization: "Bearer " + $("#token").value } });
+  const body = await res.json();
+  if (!res.ok) status(action + " " + item + " refused (" + res.status + "): " + body.error, true);
+  else status(action + " " + item + ": done", false);
+  await refresh();
+}
+
+// Asks before `run` does `action`; the question names the queue (and the entry `handle`).
+function ask(action, run, handle) {
+  const dialog = $("#confirm");
+  setText($("#confirm-text"), CONFIRM[action].replace("{q}", view.selected).replace("{h}", handle || ""));
+  $("#confirm-yes").onclick = () => { dialog.close(); run(); };
+  $("#confirm-no").onclick = () => { dialog.close(); status(action + ": cancelled", false); };
+  dialog.showModal();
 }
 
 for (const b of document.querySelectorAll(".actions button")) {
-  b.onclick = () => act(b.dataset.action);
+  const action = b.dataset.action;
+  b.onclick = () => (CONFIRM[action] ? ask(action, () => act(action)) : act(action));
 }
+$("#prev").onclick = () => { view.offset = Math.max(0, view.offset - view.limit); refresh(); };
+$("#next").onclick = () => { view.offset += view.limit; refresh(); };
+$("#order").onchange = () => { view.order = $("#order").value; refresh(); };
+$("#filter").oninput = () => { view.filter = $("#filter").value; view.offset = 0; refresh(); };
+for (const b of document.querySelectorAll(".tabs button")) {
+  b.onclick = () => select(view.selected, b.dataset.tab);
+}
+$("#list-prev").onclick = () => { view.from = Math.max(0, view.from - 50); showDetail(); };
+$("#list-next").onclick = () => { view.from += 50; showDetail(); };
+window.addEventListener("hashchange", fromHash);
+fromHash();
 refresh();
 setInterval(refresh, 2000);

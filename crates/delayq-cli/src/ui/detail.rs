@@ -1,85 +1,111 @@
-//! `GET /api/queues/{name}`: one queue in detail.
+//! `GET /api/queues/{name}`: one queue in detail; 404 for a queue with no key at all.
+//!
+//! Query: `tab` (`pending`, the default, `ready`, `in_flight`, `dead` or `quarantine`): the list
+//! read, a page of it from `from` (0 by default); only that list is read.
 
-use super::{failure, Shared};
-use axum::extract::{Path, State};
+use super::{failure, paging, preview, Shared};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use delayq::fred::interfaces::SortedSetsInterface;
 use serde_json::json;
+use std::collections::HashMap;
 
 /// Rows of each list shown.
-const LIMIT: usize = 50;
+pub(super) const LIMIT: usize = 50;
 /// The chart: one bar a minute over the next hour.
 const BUCKET_MS: i64 = 60_000;
 const BUCKETS: usize = 60;
 
-pub(super) async fn queue(State(ui): State<Shared>, Path(name): Path<String>) -> Response {
+pub(super) async fn queue(
+    State(ui): State<Shared>,
+    Path(name): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Response {
     if let Some(outside) = ui.outside(&name) {
         return outside;
     }
-    match super::bounded(read(&ui, &name)).await {
-        Ok(body) => Json(body).into_response(),
+    let [from] = match paging::numbers(&params, [("from", 0)]) {
+        Ok(from) => from,
+        Err(refused) => return *refused,
+    };
+    let tab = params.get("tab").map_or("pending", String::as_str);
+    if !TABS.contains(&tab) {
+        let known = TABS.join(", ");
+        return failure(
+            StatusCode::BAD_REQUEST,
+            format!("tab={tab:?}: one of {known}"),
+        );
+    }
+    match super::bounded(read(&ui, &name, tab, from)).await {
+        Ok(Some(body)) => Json(body).into_response(),
+        Ok(None) => failure(
+            StatusCode::NOT_FOUND,
+            format!("no queue {name:?}: no key of it exists"),
+        ),
         Err(err) => failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+/// The lists of a queue the detail shows, one at a time.
+const TABS: [&str; 5] = ["pending", "ready", "in_flight", "dead", "quarantine"];
 
-async fn read(ui: &super::Ui, name: &str) -> anyhow::Result<serde_json::Value> {
+/// The queue's detail with a page of the list `tab`; `None` when the queue has no key at all.
+async fn read(
+    ui: &super::Ui,
+    name: &str,
+    tab: &str,
+    from: usize,
+) -> anyhow::Result<Option<serde_json::Value>> {
     let row = ui.row(name).await?;
-    let queue = ui.queue(name).await?;
-    let now = delayq::time::now_ms();
-    let pending: Vec<_> = queue
-        .pending(LIMIT)
-        .await?
-        .into_iter()
-        .map(|p| json!({ "due_ms": p.due_ms, "value": p.value.unwrap_or_else(|_| hex(&p.raw)) }))
-        .collect();
-    let dead: Vec<_> = queue
-        .dead_letters(LIMIT)
-        .await?
-        .into_iter()
-        .map(|d| {
-            json!({
-                "attempts": d.attempts,
-                "error": d.error,
-                "dead_at_ms": d.dead_at_ms,
-                "value": d.value.unwrap_or_else(|_| hex(&d.raw)),
-            })
-        })
-        .collect();
-    let quarantine: Vec<_> = queue
-        .quarantined(LIMIT)
-        .await?
+    let empty = ["pending", "ready", "in_flight", "dead", "quarantined"]
         .iter()
-        .map(|e| json!({ "len": e.len(), "hex": hex(e) }))
-        .collect();
-    Ok(json!({
+        .all(|k| row[k] == 0)
+        && row["paused"] == false;
+    if empty {
+        return Ok(None);
+    }
+    let queue = ui.queue(name).await?;
+    let (client, codec, keys) = (&ui.ctx.client, &ui.ctx.codec, queue.keys());
+    let now = delayq::time::now_ms();
+    let rows = match tab {
+        "ready" => preview::ready(client, codec, keys, from, LIMIT).await?,
+        "in_flight" => preview::in_flight(client, codec, keys, from, LIMIT).await?,
+        "dead" => preview::dead(client, codec, keys, from, LIMIT).await?,
+        "quarantine" => preview::quarantine(client, keys, from, LIMIT).await?,
+        _ => {
+            let format = queue.entry_format();
+            preview::pending(client, codec, keys, format, from, LIMIT).await?
+        }
+    };
+    Ok(Some(json!({
         "now_ms": now,
         "queue": row,
-        "chart": chart(ui, queue.keys().timeout(), now).await?,
-        "pending": pending,
-        "dead": dead,
-        "quarantine": quarantine,
-    }))
+        "chart": chart(ui, keys.timeout(), now).await?,
+        "page": LIMIT,
+        "tab": tab,
+        "from": from,
+        "rows": rows,
+    })))
 }
 
-/// Entries due in each minute of the next hour (from the timeout zset's scores), and how many
-/// are overdue now.
+/// Entries due in each minute of the next hour, and how many are overdue now: one `ZCOUNT`
+/// each, in one pipeline (each O(log n): no member is read, however many there are).
 async fn chart(ui: &super::Ui, zset: &str, now: i64) -> anyhow::Result<serde_json::Value> {
-    let client = &ui.ctx.client;
-    let overdue: u64 = client.zcount(zset, f64::NEG_INFINITY, now as f64).await?;
-    let end = now + BUCKET_MS * BUCKETS as i64;
-    let scored: Vec<(bytes::Bytes, f64)> = client
-        .zrangebyscore(zset, (now + 1) as f64, end as f64, true, Some((0, 100_000)))
-        .await?;
-    let mut counts = vec![0u64; BUCKETS];
-    for (_, score) in scored {
-        let i = ((score as i64 - now) / BUCKET_MS).clamp(0, BUCKETS as i64 - 1) as usize;
-        counts[i] += 1;
+    let pipeline = ui.ctx.client.pipeline();
+    let _: () = pipeline.zcount(zset, f64::NEG_INFINITY, now as f64).await?;
+    for i in 0..BUCKETS as i64 {
+        let start = now + 1 + i * BUCKET_MS;
+        let _: () = pipeline
+            .zcount(zset, start as f64, (start + BUCKET_MS - 1) as f64)
+            .await?;
     }
+    let mut counts: Vec<u64> = pipeline.all().await?;
+    let overdue = if counts.is_empty() {
+        0
+    } else {
+        counts.remove(0)
+    };
     Ok(json!({ "start_ms": now, "bucket_ms": BUCKET_MS, "counts": counts, "overdue": overdue }))
 }

@@ -1,22 +1,31 @@
 //! The dashboard: its page (built into the binary, nothing fetched from elsewhere) and the JSON
 //! API under `/api` that the page uses (documented in docs/operations.md).
 //!
-//! Reads: `GET /api/queues` (every queue's counters), `GET /api/queues/{name}` (one queue: the
-//! due times of the next hour, the head of the pending entries, dead letters, quarantine).
+//! Reads: `GET /api/queues?offset=&limit=&q=` (a page of the queues' counters, with the total;
+//! `q`: a part of the name), `GET /api/queues/{name}?tab=&from=` (one queue: the due times of the
+//! next hour and a page of one of its lists, each value as a bounded preview).
 //! Writes, only with `--allow-writes` and the token as `Authorization: Bearer TOKEN`:
-//! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}`.
+//! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}` and
+//! `POST /api/queues/{name}/pending/{handle}/{cancel,run-now}`,
+//! `POST /api/queues/{name}/dead/{at}/{id}/{retry,delete}`,
+//! `POST /api/queues/{name}/in_flight/{id}/give-back`.
 
 mod detail;
+mod items;
+mod paging;
+mod preview;
 
 use crate::ctx::Ctx;
 use crate::text_codec::TextCodec;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use delayq::{DelayedQueue, Discovery};
+use futures::StreamExt;
 use serde_json::json;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 const INDEX_HTML: &str = include_str!("index.html");
@@ -29,8 +38,11 @@ pub(crate) const STUCK_MS: i64 = 10_000;
 /// How long a request waits for Redis: the client queues commands while it reconnects, so
 /// without a bound a request would wait out the whole outage.
 const REDIS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-/// How many queues the overview reads (one scan, then two short scripts each).
-const MAX_QUEUES: usize = 500;
+/// Queues on a page of the overview unless `limit` says otherwise, and the most `limit` may ask.
+const PAGE: usize = 100;
+const MAX_PAGE: usize = 500;
+/// How many queues' rows are read at once.
+const ROWS_AT_ONCE: usize = 16;
 
 /// What every request of the dashboard shares.
 pub(crate) struct Ui {
@@ -62,6 +74,18 @@ pub(crate) fn routes(ui: Ui) -> Router {
         .route("/api/queues", get(overview))
         .route("/api/queues/{name}", get(detail::queue))
         .route("/api/queues/{name}/{action}", post(write))
+        .route(
+            "/api/queues/{name}/pending/{handle}/{action}",
+            post(items::pending),
+        )
+        .route(
+            "/api/queues/{name}/dead/{at}/{id}/{action}",
+            post(items::dead),
+        )
+        .route(
+            "/api/queues/{name}/in_flight/{id}/{action}",
+            post(items::in_flight),
+        )
         .with_state(Arc::new(ui))
 }
 
@@ -121,18 +145,21 @@ impl Ui {
         Ok(self.ctx.queue(name).await?)
     }
 
-    /// Every queue's row of the overview.
-    async fn rows(&self) -> anyhow::Result<Vec<serde_json::Value>> {
+    /// The names of every queue with any key of its own (within `--match`), sorted.
+    async fn names(&self) -> anyhow::Result<Vec<String>> {
         let mut discovery = Discovery::all();
         if let Some(pattern) = &self.pattern {
             discovery = discovery.matching(pattern.as_str());
         }
-        let names = discovery.scan(&self.ctx.client).await?;
-        let mut rows = Vec::with_capacity(names.len().min(MAX_QUEUES));
-        for name in names.iter().take(MAX_QUEUES) {
-            rows.push(self.row(name).await?);
+        Ok(discovery.list(&self.ctx.client).await?)
+    }
+
+    /// The queue's row, or its name and why it could not be read (a wrong-typed key, say).
+    async fn row_or_error(&self, name: &str) -> serde_json::Value {
+        match bounded(self.row(name)).await {
+            Ok(row) => row,
+            Err(err) => json!({ "name": name, "error": format!("{err:#}") }),
         }
-        Ok(rows)
     }
 
     /// One queue's counters, next due time, most overdue entry, pause flag and stuck state.
@@ -158,18 +185,39 @@ impl Ui {
     }
 }
 
-async fn overview(State(ui): State<Shared>) -> Response {
-    match bounded(ui.rows()).await {
-        Ok(rows) => Json(json!({
-            "now_ms": delayq::time::now_ms(),
-            "writes": ui.token.is_some(),
-            "codec": codec_name(&ui.ctx),
-            "stuck_after_ms": STUCK_MS,
-            "queues": rows,
-        }))
-        .into_response(),
-        Err(err) => failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),
-    }
+/// `GET /api/queues`: one page of the queues whose name holds `q`, and how many there are.
+async fn overview(
+    State(ui): State<Shared>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Response {
+    let (offset, limit) = match paging::numbers(&params, [("offset", 0), ("limit", PAGE)]) {
+        Ok([offset, limit]) => (offset, limit.clamp(1, MAX_PAGE)),
+        Err(refused) => return *refused,
+    };
+    let part = params.get("q").map_or("", String::as_str);
+    let names = match bounded(ui.names()).await {
+        Ok(names) => names,
+        Err(err) => return failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),
+    };
+    let names: Vec<String> = names.into_iter().filter(|n| n.contains(part)).collect();
+    let page: Vec<String> = names.iter().skip(offset).take(limit).cloned().collect();
+    let ui_ref = &ui;
+    let rows: Vec<serde_json::Value> = futures::stream::iter(page)
+        .map(|name| async move { ui_ref.row_or_error(&name).await })
+        .buffered(ROWS_AT_ONCE)
+        .collect()
+        .await;
+    Json(json!({
+        "now_ms": delayq::time::now_ms(),
+        "writes": ui.token.is_some(),
+        "codec": codec_name(&ui.ctx),
+        "stuck_after_ms": STUCK_MS,
+        "total": names.len(),
+        "offset": offset,
+        "limit": limit,
+        "queues": rows,
+    }))
+    .into_response()
 }
 
 fn codec_name(ctx: &Ctx) -> String {

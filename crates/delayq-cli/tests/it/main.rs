@@ -14,6 +14,7 @@ mod cli_values;
 mod clock;
 mod daemon_env;
 mod daemon_notices;
+mod dashboard;
 mod exit_codes;
 mod json_shape;
 mod listen;

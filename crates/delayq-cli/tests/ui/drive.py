@@ -1,8 +1,11 @@
 """Drives `delayq ui` in headless Chromium through chromedriver's WebDriver HTTP API.
 
 Starts redis-server and chromedriver on free loopback ports, fills queues in known states,
-checks that the page shows Redis's numbers, that a write without the token is refused (401),
-and that replaying dead letters through the page changes the counts. Standard library only.
+checks that the page shows Redis's numbers (a queue with nothing pending too, and a queue with a
+wrong-typed key as an error in its row), that a refresh keeps a selection, that a write without
+the token is refused (401), that purges and replays ask first, that replaying dead letters
+through the page changes the counts, that a phone's width fits, and that past 500 queues the
+overview pages with a total. Standard library only.
 """
 import json
 import os
@@ -96,6 +99,11 @@ def fill(redis):
     redis.cli("RPUSH", "redisson_delay_queue:{ui:bad}", "\x01")
     time.sleep(0.3)
     delayq(redis, "transfer", "--once", "ui:ready", "ui:bad")
+    # Nothing pending, so no timeout zset: only a dead letter (not delayq's record: shown as is).
+    redis.cli("RPUSH", "delayq_dead:{ui:deadonly}", "a record from elsewhere")
+    # A wrong-typed key: the queue's row says so, and the rest of the page is shown.
+    delayq(redis, "offer", "ui:wrong", "x", "--delay", "1h")
+    redis.cli("SET", "delayq_inflight:{ui:wrong}", "not a sorted set")
     # A worker whose command always fails, one attempt each: two dead letters.
     worker = subprocess.Popen([DELAYQ, "--url", redis.url, "work", "ui:dead", "--max-attempts",
                                "1", "--", "false"],
@@ -157,6 +165,10 @@ class Browser:
 SHOWN = """
 const rows = {};
 for (const tr of document.querySelectorAll('#queues tbody tr')) {
+  if (tr.classList.contains('failed')) {
+    rows[tr.dataset.queue] = {error: tr.querySelector('td.error').textContent};
+    continue;
+  }
   const n = (k) => Number(tr.querySelector('td.' + k).textContent);
   rows[tr.dataset.queue] = {pending: n('pending'), ready: n('ready'), in_flight: n('in_flight'),
     dead: n('dead'), quarantined: n('quarantined'), state: tr.querySelector('td.state').textContent};
@@ -179,6 +191,141 @@ def check_hosts(ui):
         assert "frame-ancestors 'none'" in headers["Content-Security-Policy"], headers
 
 
+UPDATED = "return document.querySelector('#updated').textContent"
+
+
+def refreshed(browser, times=2):
+    """Waits for `times` refreshes of the page (its "updated" time changes)."""
+    for _ in range(times):
+        before = browser.js(UPDATED)
+        wait("a refresh", lambda: browser.js(UPDATED) != before)
+
+
+def check_in_place(browser):
+    """A refresh updates the tables in place: a selected dead letter's error text stays selected,
+    its very node still on the page, and an action's message stays."""
+    browser.js("""
+        const td = document.querySelector('#list tbody tr').cells[1];
+        td.firstChild.marked = true;
+        const range = document.createRange();
+        range.selectNodeContents(td);
+        getSelection().removeAllRanges();
+        getSelection().addRange(range);
+        const row = document.querySelector('#queues tbody tr[data-queue="ui:dead"]');
+        row.marked = true;
+        document.querySelector('#status').textContent = 'a message to keep';
+    """)
+    selected = browser.js("return getSelection().toString()")
+    refreshed(browser)
+    assert browser.js("return getSelection().toString()") == selected, "the selection was lost"
+    assert browser.js("return document.querySelector('#list tbody tr').cells[1].firstChild"
+                      ".marked === true"), "the dead letters were rebuilt"
+    assert browser.js("return document.querySelector('#queues tbody tr[data-queue=\"ui:dead\"]')"
+                      ".marked === true"), "the overview was rebuilt"
+    assert browser.js("return document.querySelector('#status').textContent") == \
+        "a message to keep"
+    browser.js("getSelection().removeAllRanges()")
+    print(f"a refresh kept the selection {selected!r}")
+
+
+def check_problems_first(browser):
+    """Ordered "problems first": the queue that cannot be read, then the stuck one."""
+    order = "return [...document.querySelectorAll('#queues tbody tr')].map(r => r.dataset.queue)"
+    browser.js("const o = document.querySelector('#order'); o.value = 'problems'; "
+               "o.dispatchEvent(new Event('change'))")
+    wait("problems first", lambda: browser.js(order)[:2] == ["ui:wrong", "ui:stuck"])
+    browser.js("const o = document.querySelector('#order'); o.value = 'name'; "
+               "o.dispatchEvent(new Event('change'))")
+    wait("by name again", lambda: browser.js(order)[0] == "ui:bad")
+
+
+def check_confirmation(browser, redis):
+    """Purging asks first; cancelling leaves the dead letters where they are."""
+    browser.js("document.querySelector('button[data-action=\"purge-dead\"]').click()")
+    assert browser.js("return document.querySelector('#confirm').open"), "no confirmation asked"
+    text = browser.js("return document.querySelector('#confirm-text').textContent")
+    assert "ui:dead" in text, text
+    browser.screenshot("confirm.png")
+    browser.js("document.querySelector('#confirm-no').click()")
+    assert not browser.js("return document.querySelector('#confirm').open")
+    refreshed(browser, 1)
+    assert redis.cli("LLEN", "delayq_dead:{ui:dead}") == "2"
+    print(f"purge asked {text!r}; cancelled, nothing purged")
+
+
+def check_entry_actions(browser, redis):
+    """A pending entry run now becomes due now; one cancelled (after a confirmation) is gone."""
+    browser.js("document.querySelector('tr[data-queue=\"ui:pending\"]').click()")
+    browser.js("document.querySelector('.tabs button[data-tab=\"pending\"]').click()")
+    buttons = "return document.querySelectorAll('#list tbody button[data-entry]').length"
+    wait("three pending entries with buttons", lambda: browser.js(buttons) == 6)
+    zset = "redisson_delay_queue_timeout:{ui:pending}"
+    def due_now():
+        return int(redis.cli("ZCOUNT", zset, "-inf", str(int(time.time() * 1000))))
+    assert due_now() == 0
+    browser.js("document.querySelector('#list tbody button[data-entry=\"run-now\"]').click()")
+    wait("the first entry due now", lambda: due_now() == 1)
+    browser.js("document.querySelector('#list tbody button[data-entry=\"cancel\"]').click()")
+    assert browser.js("return document.querySelector('#confirm').open"), "no confirmation asked"
+    browser.js("document.querySelector('#confirm-yes').click()")
+    wait("one entry cancelled", lambda: redis.cli("ZCARD", zset) == "2")
+    assert redis.cli("LLEN", "redisson_delay_queue:{ui:pending}") == "2"
+    browser.screenshot("entries.png")
+    print("a pending entry run now, another cancelled through the page")
+
+
+def check_deep_links(browser, ui):
+    """A queue's detail has its own address; an unknown queue's says so (404)."""
+    browser.cmd("POST", "/url", {"url": ui + "/#/queue/ui%3AdeadOnly/dead".replace("O", "o")})
+    wait("the linked detail", lambda: browser.js(
+        "return document.querySelector('#detail-name').textContent") == "ui:deadonly")
+    wait("its linked tab", lambda: browser.js(
+        "return [...document.querySelectorAll('#list tbody tr')].map(r => "
+        "r.cells[1].textContent.includes('DQD1') ? 'malformed' : r.cells[1].textContent)")
+        == ["malformed"])
+    assert browser.js("return document.querySelector('#list thead tr').dataset.tab") == "dead"
+    browser.js("document.querySelector('.tabs button[data-tab=\"ready\"]').click()")
+    wait("the tab in the address", lambda: browser.js("return location.hash") ==
+         "#/queue/ui%3Adeadonly/ready")
+    browser.cmd("POST", "/url", {"url": ui + "/#/queue/ui%3Anobody"})
+    wait("an unknown queue said", lambda: "no such queue" in browser.js(
+        "return document.querySelector('#detail-error').textContent"))
+    status, _ = http("GET", ui + "/api/queues/ui:nobody")
+    assert status == 404, status
+
+
+def check_phone(browser):
+    """At a phone's width the page fits: nothing wider than the screen but the tables' own
+    scrolling boxes."""
+    browser.cmd("POST", "/window/rect", {"width": 390, "height": 844})
+    browser.cmd("POST", "/url", {"url": browser.js("return location.href")})
+    wait("the page at a phone's width", lambda: browser.js(
+        "return document.querySelectorAll('#queues tbody tr').length") > 0)
+    assert browser.js("return !!document.querySelector('meta[name=viewport]')")
+    wide = browser.js("return document.documentElement.scrollWidth - window.innerWidth")
+    assert wide <= 0, f"the page is {wide} px wider than a phone"
+    browser.screenshot("phone.png")
+    browser.cmd("POST", "/window/rect", {"width": 1280, "height": 1000})
+
+
+def check_many(browser, redis):
+    """Past 500 queues: pages of 100 with the total, the next page reachable."""
+    script = ("for i = 1, 600 do redis.call('ZADD', 'redisson_delay_queue_timeout:{ui:many:' "
+              ".. string.format('%03d', i) .. '}', 9e12, 'e') end")
+    redis.cli("EVAL", script, "0")
+    page = "return document.querySelector('#page').textContent"
+    wait("a total past 600", lambda: browser.js(page).endswith("of 607 queues"))
+    browser.js("document.querySelector('#next').click()")
+    wait("the second page", lambda: browser.js(page).startswith("101–200"))
+    first = browser.js("return document.querySelector('#queues tbody tr').dataset.queue")
+    assert first.startswith("ui:many:"), first
+    browser.js("document.querySelector('#filter').value = 'many:6'; "
+               "document.querySelector('#filter').dispatchEvent(new Event('input'))")
+    wait("filtered", lambda: browser.js(page) == "1–1 of 1 queues")
+    browser.screenshot("many.png")
+    print("607 queues: paged by 100 with the total; filtered by name")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     redis = Redis()
@@ -189,12 +336,16 @@ def main():
           env={**os.environ, "DELAYQ_UI_TOKEN": TOKEN})
     wait("delayq ui", lambda: http("GET", ui + "/api/queues")[0] == 200)
     check_hosts(ui)
-    names = ["ui:bad", "ui:dead", "ui:pending", "ui:ready", "ui:stuck"]
+    names = ["ui:bad", "ui:dead", "ui:deadonly", "ui:pending", "ui:ready", "ui:stuck"]
     browser = Browser()
     try:
         browser.cmd("POST", "/url", {"url": ui + "/"})
-        shown = wait("five queues on the page", lambda: (lambda r: r if len(r) == 5 else None)(
+        shown = wait("seven queues on the page", lambda: (lambda r: r if len(r) == 7 else None)(
             browser.js(SHOWN)))
+        assert "WRONGTYPE" in shown["ui:wrong"]["error"] or "type" in shown["ui:wrong"]["error"], \
+            shown["ui:wrong"]
+        print(f"ui:wrong: its row shows {shown['ui:wrong']['error']!r}")
+        assert shown["ui:deadonly"]["dead"] == 1 and shown["ui:deadonly"]["pending"] == 0
         for name in names:
             want = expected(redis, name)
             got = {k: shown[name][k] for k in want}
@@ -210,19 +361,24 @@ def main():
                           ".classList.contains('stuck')")
         # The queue's detail: the chart and the dead letters with their errors.
         browser.js("document.querySelector('tr[data-queue=\"ui:dead\"]').click()")
+        browser.js("document.querySelector('.tabs button[data-tab=\"dead\"]').click()")
         wait("dead letters listed", lambda: browser.js(
-            "return document.querySelectorAll('#dead tbody tr').length") == 2)
-        errors = browser.js("return [...document.querySelectorAll('#dead tbody tr')]"
+            "return document.querySelectorAll('#list tbody tr').length") == 2)
+        errors = browser.js("return [...document.querySelectorAll('#list tbody tr')]"
                             ".map(r => r.cells[1].textContent)")
         assert all("exited" in e for e in errors), errors
         bars = browser.js("return document.querySelectorAll('#chart rect').length")
         assert bars == 60, bars
         browser.screenshot("dashboard.png")
+        check_problems_first(browser)
+        check_in_place(browser)
+        check_confirmation(browser, redis)
 
         # A write without the token: refused by the API and shown as refused on the page.
         status, body = http("POST", ui + "/api/queues/ui:dead/replay")
         assert status == 401, (status, body)
         browser.js("document.querySelector('button[data-action=\"replay\"]').click()")
+        browser.js("document.querySelector('#confirm-yes').click()")
         wait("refusal shown", lambda: "401" in browser.js(
             "return document.querySelector('#status').textContent"))
         assert redis.cli("LLEN", "delayq_dead:{ui:dead}") == "2"
@@ -231,6 +387,7 @@ def main():
         # With the token: replay through the page; the counts change on the page and in Redis.
         browser.js("document.querySelector('#token').value = arguments[0]", TOKEN)
         browser.js("document.querySelector('button[data-action=\"replay\"]').click()")
+        browser.js("document.querySelector('#confirm-yes').click()")
         wait("dead letters replayed", lambda: redis.cli("LLEN", "delayq_dead:{ui:dead}") == "0")
         after = wait("page updated", lambda: (lambda r: r if r["ui:dead"]["dead"] == 0 else None)(
             browser.js(SHOWN)))
@@ -259,6 +416,11 @@ def main():
         wait("quarantine 0 shown", lambda: browser.js(SHOWN)["ui:bad"]["quarantined"] == 0)
         status, body = http("POST", ui + "/api/queues/ui:bad/frobnicate", headers=auth)
         assert status == 404, (status, body)
+
+        check_entry_actions(browser, redis)
+        check_deep_links(browser, ui)
+        check_phone(browser)
+        check_many(browser, redis)
     finally:
         browser.close()
     print("ui browser test passed")
