@@ -27,18 +27,20 @@ pub(super) struct SettleCtx {
 impl SettleCtx {
     /// The work on delivery `id` is done.
     pub(super) async fn ack(&self, id: &str) -> Result<bool> {
-        resend_on_drop("ack", || ack::run(&self.client, &self.queue, id))
-            .instrument(self.span("ack"))
-            .await
+        settle_call(resend_on_drop("ack", || {
+            ack::run(&self.client, &self.queue, id)
+        }))
+        .instrument(self.span("ack"))
+        .await
     }
 
     /// Gives delivery `id` back: after `delay`, or at once; `unprocessed` uncounts the attempt
     /// and puts the value at the head of the target list.
     pub(super) async fn nack(&self, id: &str, delay: Duration, unprocessed: bool) -> Result<bool> {
         let delay = Delay::checked(delay)?;
-        resend_on_drop("nack", || {
+        settle_call(resend_on_drop("nack", || {
             nack::run(&self.client, &self.queue, id, delay, unprocessed)
-        })
+        }))
         .instrument(self.span(if unprocessed { "give_back" } else { "nack" }))
         .await
     }
@@ -47,9 +49,9 @@ impl SettleCtx {
     pub(super) async fn dead(&self, id: &str, attempts: u32, error: &str) -> Result<bool> {
         let header = dead::header(attempts, now_ms(), error);
         let limit = self.config.dead_letter_limit();
-        let (done, trimmed) = resend_on_drop("dead letter", || {
+        let (done, trimmed) = settle_call(resend_on_drop("dead letter", || {
             dead_op::run(&self.client, &self.queue, id, header.clone(), limit)
-        })
+        }))
         .instrument(self.span("dead_letter"))
         .await?;
         if trimmed > 0 {
@@ -85,6 +87,15 @@ impl SettleCtx {
 const RESENDS: u32 = 4;
 const FIRST_RESEND_WAIT: Duration = Duration::from_millis(100);
 const LAST_RESEND_WAIT: Duration = Duration::from_millis(800);
+
+/// A settle call's future, boxed: a caller's own future then holds a pointer instead of the
+/// whole chain of script calls and resends, which otherwise nests deeper than rustc's default
+/// recursion limit once the caller's code awaits a consumer's take and a settle in one body.
+fn settle_call<'a, T>(
+    call: impl std::future::Future<Output = Result<T>> + Send + 'a,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>> {
+    Box::pin(call)
+}
 
 /// Runs a settle call, sending it again (after 100, 200, 400, 800 ms) while it fails because
 /// the connection dropped: the call may or may not have run, and settling twice is safe (the
