@@ -91,7 +91,9 @@ fn decode_hex(text: &str) -> Result<Vec<u8>, TextCodecError> {
         .collect()
 }
 
-fn encode_hex(bytes: &[u8]) -> String {
+/// `bytes` as lower-case hex, two digits a byte: how the CLI and the dashboard show bytes that
+/// are no text.
+pub(crate) fn encode_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

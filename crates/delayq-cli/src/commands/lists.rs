@@ -90,7 +90,7 @@ pub(crate) async fn quarantine(ctx: &Ctx, action: QuarantineAction) -> anyhow::R
         QuarantineAction::List { target, limit } => {
             let queue = ctx.one(&target, "quarantine list").await?;
             for entry in queue.quarantined(limit).await? {
-                let hex: String = entry.iter().map(|b| format!("{b:02x}")).collect();
+                let hex = crate::text_codec::encode_hex(&entry);
                 ctx.print(&mut out, &format!("{}\t{hex}", entry.len()), || {
                     serde_json::json!({
                         "queue": target.queue,

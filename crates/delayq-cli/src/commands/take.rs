@@ -101,7 +101,7 @@ fn write_value(ctx: &Ctx, out: &mut impl Write, queue: &str, value: &str) -> std
 /// now: there, or (when even that fails) in this message as hex, the last place it exists.
 async fn give_back(consumer: &RawConsumer, queue: &str, raw: Vec<u8>) -> String {
     let len = raw.len();
-    let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::text_codec::encode_hex(&raw);
     match each!(consumer, c => c.give_back(&[raw]).await) {
         Ok(()) => format!("it is back at the head of {queue}"),
         Err(err) => format!(

@@ -2,7 +2,7 @@
 //! its whole length, never the whole value (a 16 MiB value would otherwise be turned into JSON
 //! and sent to the browser on every refresh).
 
-use crate::text_codec::TextCodec;
+use crate::text_codec::{encode_hex, TextCodec};
 use bytes::Bytes;
 use delayq::codec::Codec;
 use delayq::entry::{unpack, EntryFormat};
@@ -48,7 +48,7 @@ fn shown(codec: &TextCodec, value: &[u8]) -> serde_json::Value {
         Err(err) if err.error_len().is_none() => {
             String::from_utf8_lossy(&start[..err.valid_up_to()]).into_owned()
         }
-        Err(_) => hex(start),
+        Err(_) => encode_hex(start),
     });
     json!({ "value": text, "len": value.len(), "cut": value.len() > PREVIEW })
 }
@@ -57,7 +57,7 @@ fn shown(codec: &TextCodec, value: &[u8]) -> serde_json::Value {
 /// first bytes in hex.
 fn shown_raw(bytes: &[u8]) -> serde_json::Value {
     let cut = bytes.len() > PREVIEW;
-    json!({ "len": bytes.len(), "hex": hex(&bytes[..bytes.len().min(PREVIEW)]), "cut": cut })
+    json!({ "len": bytes.len(), "hex": encode_hex(&bytes[..bytes.len().min(PREVIEW)]), "cut": cut })
 }
 
 /// A dead letter's name for the actions on it: FNV-1a of its bytes, which tells it from the
@@ -67,10 +67,6 @@ pub(super) fn record_id(record: &[u8]) -> String {
         (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
     });
     format!("{hash:016x}")
-}
-
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Pending entries, next due first, from `offset` (by rank in the timeout zset: no walk over
