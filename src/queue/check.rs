@@ -14,6 +14,10 @@ use fred::interfaces::{ClientLike, LuaInterface};
 use fred::prelude::Value;
 use fred::types::{ClusterHash, CustomCommand};
 
+/// The script the access probe loads and calls with every key of the queue: it does nothing,
+/// so only the rights to run it on those keys are tested.
+const NOOP_SCRIPT: &str = "return 1";
+
 /// What [`DelayedQueue::check`] found.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -225,7 +229,7 @@ impl<C: Codec> DelayedQueue<C> {
                 command: "EVALSHA",
                 args: evalsha,
             },
-            need("SCRIPT", &["LOAD", "return 1"]),
+            need("SCRIPT", &["LOAD", NOOP_SCRIPT]),
             need("TIME", &[]),
             need("ZADD", &[keys.timeout(), "0", "m"]),
             need("ZRANGEBYSCORE", &[keys.timeout(), "-inf", "0"]),
@@ -294,7 +298,7 @@ impl<C: Codec> DelayedQueue<C> {
             }
         }
         let keys: Vec<String> = self.needs().swap_remove(0).args.split_off(2);
-        let sha = match client.script_load_cluster::<String, _>("return 1").await {
+        let sha = match client.script_load_cluster::<String, _>(NOOP_SCRIPT).await {
             Ok(sha) => sha,
             Err(_) => return (AccessCheck::NotChecked, denied),
         };

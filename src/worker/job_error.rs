@@ -147,20 +147,22 @@ fn message_chain(err: &(dyn std::error::Error + 'static)) -> String {
 mod tests {
     use super::*;
 
+    /// A handler's error with a cause.
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("payment call failed")
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
     #[test]
     fn handler_errors_keep_their_causes_and_job_errors_their_kind() {
-        #[derive(Debug)]
-        struct Outer(std::io::Error);
-        impl fmt::Display for Outer {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("payment call failed")
-            }
-        }
-        impl std::error::Error for Outer {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&self.0)
-            }
-        }
         let outer = || Outer(std::io::Error::other("connection reset"));
         let err: JobError = outer().into();
         assert_eq!(err.message(), "payment call failed: connection reset");
@@ -177,18 +179,6 @@ mod tests {
     #[cfg(feature = "anyhow")]
     #[test]
     fn anyhow_errors_keep_job_errors_and_causes() {
-        #[derive(Debug)]
-        struct Outer(std::io::Error);
-        impl fmt::Display for Outer {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("payment call failed")
-            }
-        }
-        impl std::error::Error for Outer {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&self.0)
-            }
-        }
         let outer = || Outer(std::io::Error::other("connection reset"));
         let later = JobError::new("later").with_retry_after(Duration::from_secs(3));
         let through_anyhow = anyhow::Error::from(later.clone()).context("calling the bank");
