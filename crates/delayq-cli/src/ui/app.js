@@ -1,4 +1,4 @@
-// The delayq dashboard: reads a page of /api/queues every 2 s and updates the tables in place
+// The delayq dashboard: reads a page of api/queues (relative: the page may sit under a base path) every 2 s and updates the tables in place
 // (a selection or a message survives a refresh); writes send the token as a Bearer header and
 // the ones that lose or move values ask first. The selected queue is in the URL: #/queue/NAME/TAB.
 "use strict";
@@ -91,7 +91,7 @@ function drawQueue(now) {
 
 async function refresh() {
   try {
-    const url = "/api/queues?offset=" + view.offset + "&limit=" + view.limit +
+    const url = "api/queues?offset=" + view.offset + "&limit=" + view.limit +
       "&q=" + encodeURIComponent(view.filter);
     const data = await getJson(url);
     view.writes = data.writes;
@@ -207,7 +207,7 @@ async function showDetail() {
   const name = view.selected;
   let d;
   try {
-    d = await getJson("/api/queues/" + encodeURIComponent(name) + "?tab=" + view.tab + "&from=" + view.from);
+    d = await getJson("api/queues/" + encodeURIComponent(name) + "?tab=" + view.tab + "&from=" + view.from);
   } catch (err) {
     if (name !== view.selected) return;
     $("#detail").hidden = false;
@@ -241,7 +241,7 @@ function fromHash() {
 }
 
 async function act(action) {
-  const res = await fetch("/api/queues/" + encodeURIComponent(view.selected) + "/" + action, {
+  const res = await fetch("api/queues/" + encodeURIComponent(view.selected) + "/" + action, {
     method: "POST",
     headers: { Authorization: "Bearer " + $("#token").value },
   });
@@ -252,7 +252,7 @@ async function act(action) {
 }
 
 async function actOnItem(path, action, item) {
-  const url = "/api/queues/" + encodeURIComponent(view.selected) + "/" + path + "/" + action;
+  const url = "api/queues/" + encodeURIComponent(view.selected) + "/" + path + "/" + action;
   const res = await fetch(url, { method: "POST", headers: { Authorization: "Bearer " + $("#token").value } });
   const body = await res.json();
   if (!res.ok) status(action + " " + item + " refused (" + res.status + "): " + body.error, true);
