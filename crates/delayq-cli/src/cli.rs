@@ -68,6 +68,18 @@ pub(crate) struct Global {
     #[arg(long, global = true, env = "DELAYQ_CODEC", value_enum, default_value_t = CodecName::String)]
     pub(crate) codec: CodecName,
 
+    /// A codec per queue: PATTERN=CODEC (a glob on the queue's name, like 'orders:*=kryo'),
+    /// repeatable or separated by commas or spaces; the first matching pattern wins, else
+    /// --codec.
+    #[arg(
+        long,
+        global = true,
+        env = "DELAYQ_CODEC_FOR",
+        value_name = "PATTERN=CODEC",
+        value_parser = crate::codec_choice::parse_codec_rules
+    )]
+    pub(crate) codec_for: Vec<crate::codec_choice::CodecRules>,
+
     /// Java class written as `@class` for JSON object values (with --codec json or msgpack).
     #[arg(long, global = true, env = "DELAYQ_JAVA_CLASS")]
     pub(crate) java_class: Option<String>,

@@ -1,28 +1,41 @@
 //! [`Ctx`]: what every command works with, and how it reads values and prints records.
 
 use crate::cli::{Global, ValueArgs};
-use crate::text_codec::TextCodec;
+use crate::codec_choice::Codecs;
+use crate::exit::Usage;
+use crate::text_codec::{TextCodec, AUTO_WRITES};
 use anyhow::Context;
 use delayq::fred::clients::Client;
 use delayq::{DelayedQueue, ShardedQueue};
 use std::io::{Read, Write};
 
-/// What every command works with: the connection, the codec and the global options.
+/// What every command works with: the connection, the codecs and the global options.
 pub(crate) struct Ctx {
     pub(crate) client: Client,
-    pub(crate) codec: TextCodec,
+    pub(crate) codecs: Codecs,
     pub(crate) global: Global,
 }
 
 impl Ctx {
+    /// The codec of the queue `name` (`--codec-for`, else `--codec`): every command that opens
+    /// a queue by name reads and writes its values with this one.
+    pub(crate) fn codec(&self, name: &str) -> &TextCodec {
+        self.codecs.of(name)
+    }
+
     /// The queue `name` with the global options and no scheduler of its own.
     pub(crate) async fn queue(&self, name: &str) -> delayq::Result<DelayedQueue<TextCodec>> {
         self.queue_builder(name).transfer(false).build().await
     }
 
-    /// The values a command was given: the argument, or the content of --value-file / stdin
-    /// (`-`), split at NUL bytes with --null-data.
-    pub(crate) fn values(&self, args: &ValueArgs) -> anyhow::Result<Vec<String>> {
+    /// The values a command was given for the queue `queue`: the argument, or the content of
+    /// --value-file / stdin (`-`), split at NUL bytes with --null-data. A usage error when the
+    /// queue's codec is `auto`, which cannot write them.
+    pub(crate) fn values(&self, args: &ValueArgs, queue: &str) -> anyhow::Result<Vec<String>> {
+        let codec = self.codec(queue);
+        if codec.reads_only() {
+            return Err(Usage(format!("the queue {queue}: {AUTO_WRITES}")).into());
+        }
         let from_stdin = |()| -> anyhow::Result<Vec<u8>> {
             let mut buf = Vec::new();
             std::io::stdin()
@@ -50,7 +63,7 @@ impl Ctx {
         };
         chunks
             .into_iter()
-            .map(|c| self.codec.text_of_input(c).map_err(anyhow::Error::from))
+            .map(|c| codec.text_of_input(c).map_err(anyhow::Error::from))
             .collect()
     }
 
@@ -93,11 +106,13 @@ impl Ctx {
     }
 
     /// The JSON record of a value of `queue`: `{"queue": QUEUE, "value": ...}` with the value in
-    /// its JSON form, or `"value_base64"` for the raw bytes of --codec bytes.
+    /// its JSON form, or `"value_base64"` for the raw bytes of --codec bytes; with --codec auto
+    /// also the `codec` and Java `class` recognised.
     pub(crate) fn value_record(&self, queue: &str, value: &str) -> serde_json::Value {
-        let (field, json) = self.codec.json_field(value);
         let mut record = serde_json::json!({ "queue": queue });
-        record[field] = json;
+        for (field, json) in self.codec(queue).json_fields(value) {
+            record[field] = json;
+        }
         record
     }
 
@@ -133,8 +148,9 @@ impl Ctx {
         shards: usize,
         previous: Option<usize>,
     ) -> delayq::ShardedQueueBuilder<TextCodec> {
-        let builder = ShardedQueue::builder(self.client.clone(), name, shards, self.codec.clone())
-            .options(self.global.options());
+        let builder =
+            ShardedQueue::builder(self.client.clone(), name, shards, self.codec(name).clone())
+                .options(self.global.options());
         match previous {
             Some(previous) => builder.previous_shards(previous),
             None => builder,
@@ -143,7 +159,7 @@ impl Ctx {
 
     /// A builder for the queue `name` with the global options (entry format, clock).
     pub(crate) fn queue_builder(&self, name: &str) -> delayq::DelayedQueueBuilder<TextCodec> {
-        DelayedQueue::builder(self.client.clone(), name, self.codec.clone())
+        DelayedQueue::builder(self.client.clone(), name, self.codec(name).clone())
             .options(self.global.options())
     }
 }

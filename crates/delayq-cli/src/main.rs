@@ -6,14 +6,16 @@
 //!   peek, stats, clear; `queues.rs`: every queue; `take.rs`; `lists.rs`: dead letters and
 //!   quarantine; `work.rs`; `transfer.rs`);
 //!   `target.rs`: the queue a command acts on, one or sharded (`--shards N`).
-//! - `text_codec.rs`: values as command-line text; `logging.rs`: tracing and status lines, as
-//!   text or JSON (`--log-format`).
+//! - `text_codec/`: values as command-line text (`detect.rs`: `--codec auto`);
+//!   `codec_choice.rs`: each queue's codec (`--codec-for`); `logging.rs`: tracing and status
+//!   lines, as text or JSON (`--log-format`).
 //! - `serve/`: `/metrics` and `/healthz` for `transfer`, `work` and `ui` (`--listen`).
 //! - `otel.rs` (feature `otel`): spans exported over OTLP.
 //! - `ui/`: the dashboard's page (`index.html`, `app.js`, `style.css`, built in) and its JSON
 //!   API; `commands/ui.rs` starts it.
 
 mod cli;
+mod codec_choice;
 mod commands;
 mod connection;
 mod ctx;

@@ -13,9 +13,9 @@ mod ui;
 mod work;
 
 use crate::cli::{Cli, Command, Global};
+use crate::codec_choice::Codecs;
 pub(crate) use crate::ctx::Ctx;
 use crate::exit::Usage;
-use crate::text_codec::TextCodec;
 use anyhow::{bail, Context};
 use delayq::fred::clients::Client;
 use delayq::redact_url;
@@ -77,7 +77,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
         _ => {}
     }
     let global = cli.global;
-    let codec = TextCodec::new(global.codec, global.java_class.clone()).map_err(Usage)?;
+    let codecs =
+        Codecs::new(global.codec, &global.codec_for, global.java_class.clone()).map_err(Usage)?;
     let client = match (connect(&global).await, &cli.command) {
         (Ok(client), _) => client,
         // A server busy with a script refuses the connection's first command: that is what
@@ -89,7 +90,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<bool> {
     };
     let ctx = Ctx {
         client,
-        codec,
+        codecs,
         global,
     };
     dispatch(ctx, cli.command).await
@@ -106,7 +107,7 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
             unique,
             handle,
         } => {
-            let values = ctx.values(&value)?;
+            let values = ctx.values(&value, &target.queue)?;
             let how = match (unique, handle) {
                 (true, _) => queue::OfferHow::Unique,
                 (_, true) => queue::OfferHow::WithHandle,
@@ -128,7 +129,7 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
             delay,
             exit_status,
         } => {
-            let values = ctx.values(&value)?;
+            let values = ctx.values(&value, &target.queue)?;
             queue::reschedule(&ctx, &target, &values, delay)
                 .await
                 .map(|found| found || !exit_status)
@@ -143,7 +144,7 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
             value,
             exit_status,
         } => {
-            let values = ctx.values(&value)?;
+            let values = ctx.values(&value, &target.queue)?;
             queue::remove(&ctx, &target, &values)
                 .await
                 .map(|found| found || !exit_status)

@@ -66,7 +66,8 @@ async fn take_each(
             }
         };
         let Some(raw) = taken? else { break };
-        let (what, cause) = match ctx.codec.decode(&raw) {
+        let codec = ctx.codec(queue);
+        let (what, cause) = match codec.decode(&raw) {
             Ok(value) => match write_value(ctx, &mut out, queue, &value) {
                 Ok(()) => continue,
                 Err(err) => (
@@ -77,10 +78,10 @@ async fn take_each(
             Err(err) => (
                 format!(
                     "a value taken from {queue} does not decode with the {} codec",
-                    ctx.codec.name()
+                    codec.name()
                 ),
                 anyhow::Error::from(delayq::Error::Decode {
-                    codec: ctx.codec.name(),
+                    codec: codec.name(),
                     raw: raw.clone().into(),
                     source: Box::new(err),
                 }),

@@ -34,7 +34,7 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
     let runner = Arc::new(CommandRunner::new(
         args.command.clone(),
         args.timeout.filter(|limit| !limit.is_zero()),
-        ctx.codec.clone(),
+        ctx.codecs.clone(),
     )?);
     let pause_watch = PauseWatch::start(queues.clone());
     crate::logging::status!(

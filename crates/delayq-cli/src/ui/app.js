@@ -95,7 +95,7 @@ async function refresh() {
       "&q=" + encodeURIComponent(view.filter);
     const data = await getJson(url);
     view.writes = data.writes;
-    setText($("#mode"), (data.writes ? "writes allowed" : "read-only") + " · codec " + data.codec);
+    setText($("#mode"), (data.writes ? "writes allowed" : "read-only") + " · default codec " + data.codec);
     const queues = view.order === "problems"
       ? [...data.queues].sort((a, b) => trouble(a) - trouble(b) || (a.name < b.name ? -1 : 1))
       : data.queues;
@@ -137,7 +137,7 @@ function drawChart(chart) {
 
 function preview(x) {
   const text = x.value ?? x.hex;
-  return x.cut ? text + " … (" + x.len + " bytes)" : text;
+  return (x.cut ? text + " … (" + x.len + " bytes)" : text) + codecNote(x);
 }
 // Each tab of the detail: its columns (heading, text of a row, cell class) and a row's key.
 const TABS = {
@@ -222,6 +222,7 @@ async function showDetail() {
   $("#detail-body").hidden = false;
   setText($("#detail-error"), "");
   setText($("#detail-name"), name);
+  showQueueCodec(d);
   drawChart(d.chart);
   fillList(d);
 }

@@ -67,7 +67,7 @@ async fn read(
         return Ok(None);
     }
     let queue = ui.queue(name).await?;
-    let (client, codec, keys) = (&ui.ctx.client, &ui.ctx.codec, queue.keys());
+    let (client, codec, keys) = (&ui.ctx.client, ui.ctx.codec(name), queue.keys());
     let now = delayq::time::now_ms();
     let rows = match tab {
         "ready" => preview::ready(client, codec, keys, from, LIMIT).await?,
@@ -82,6 +82,7 @@ async fn read(
     Ok(Some(json!({
         "now_ms": now,
         "queue": row,
+        "codec": delayq::codec::Codec::name(codec),
         "chart": chart(ui, keys.timeout(), now).await?,
         "page": LIMIT,
         "tab": tab,

@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
+const CODEC_JS: &str = include_str!("codec.js");
 const STYLE_CSS: &str = include_str!("style.css");
 
 /// A queue whose head has been due this long is "stuck": a running scheduler (delayq's or
@@ -66,6 +67,10 @@ pub(crate) fn routes(ui: Ui) -> Router {
         .route(
             "/app.js",
             get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/codec.js",
+            get(|| async { asset("text/javascript; charset=utf-8", CODEC_JS) }),
         )
         .route(
             "/style.css",
@@ -210,7 +215,7 @@ async fn overview(
     Json(json!({
         "now_ms": delayq::time::now_ms(),
         "writes": ui.token.is_some(),
-        "codec": codec_name(&ui.ctx),
+        "codec": delayq::codec::Codec::name(ui.ctx.codecs.default()),
         "stuck_after_ms": STUCK_MS,
         "total": names.len(),
         "offset": offset,
@@ -218,11 +223,6 @@ async fn overview(
         "queues": rows,
     }))
     .into_response()
-}
-
-fn codec_name(ctx: &Ctx) -> String {
-    clap::ValueEnum::to_possible_value(&ctx.global.codec)
-        .map_or_else(String::new, |v| v.get_name().to_owned())
 }
 
 /// Why a write is refused: read-only, or `headers` lack the token (compared in constant time).

@@ -4,7 +4,6 @@
 
 use crate::text_codec::{encode_hex, TextCodec};
 use bytes::Bytes;
-use delayq::codec::Codec;
 use delayq::entry::{unpack, EntryFormat};
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::HashesInterface;
@@ -30,27 +29,37 @@ async fn list_page(
 }
 
 /// A value's preview as JSON: `value` (decoded, or its first bytes as text, or hex when they are
-/// not text, cut to [`PREVIEW`] bytes), `len` (bytes) and `cut` (whether `value` is only its
-/// start).
+/// not text, cut to [`PREVIEW`] bytes), `len` (bytes), `cut` (whether `value` is only its
+/// start), and when it decoded, `codec` (the one that read it: the queue's, or the one
+/// `--codec auto` recognised) and `class` (the Java class its bytes name, if any).
 fn shown(codec: &TextCodec, value: &[u8]) -> serde_json::Value {
-    let decoded = codec.decode(value).ok().map(|mut text| {
-        let mut cut = text.len().min(PREVIEW);
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text
-    });
+    let decoded = codec.describe(value).ok();
     let start = &value[..value.len().min(PREVIEW)];
-    let text = decoded.unwrap_or_else(|| match std::str::from_utf8(start) {
-        Ok(text) => text.to_owned(),
-        // Cut inside a character: the text before it.
-        Err(err) if err.error_len().is_none() => {
-            String::from_utf8_lossy(&start[..err.valid_up_to()]).into_owned()
+    let text = match &decoded {
+        Some(decoded) => {
+            let mut cut = decoded.text.len().min(PREVIEW);
+            while !decoded.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            decoded.text[..cut].to_owned()
         }
-        Err(_) => encode_hex(start),
-    });
-    json!({ "value": text, "len": value.len(), "cut": value.len() > PREVIEW })
+        None => match std::str::from_utf8(start) {
+            Ok(text) => text.to_owned(),
+            // Cut inside a character: the text before it.
+            Err(err) if err.error_len().is_none() => {
+                String::from_utf8_lossy(&start[..err.valid_up_to()]).into_owned()
+            }
+            Err(_) => encode_hex(start),
+        },
+    };
+    let mut row = json!({ "value": text, "len": value.len(), "cut": value.len() > PREVIEW });
+    if let Some(decoded) = decoded {
+        row["codec"] = decoded.codec.into();
+        if let Some(class) = decoded.class {
+            row["class"] = class.into();
+        }
+    }
+    row
 }
 
 /// Bytes that are no value (a malformed entry, a quarantined one) as JSON: their length and

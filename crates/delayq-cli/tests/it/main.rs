@@ -12,6 +12,7 @@ mod cli;
 mod cli_connect;
 mod cli_values;
 mod clock;
+mod codec_per_queue;
 mod daemon_env;
 mod daemon_notices;
 mod dashboard;

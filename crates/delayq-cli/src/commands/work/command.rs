@@ -4,7 +4,7 @@
 //! handler returns only once no process of the group is left, so that the value is given back
 //! (or retried) only then: another worker never runs it while this one's command still does.
 
-use crate::text_codec::TextCodec;
+use crate::codec_choice::Codecs;
 use delayq::Job;
 use std::process::Stdio;
 use std::time::Duration;
@@ -35,7 +35,8 @@ pub(crate) struct CommandRunner {
     args: Vec<String>,
     /// `--timeout`: longest run of one command.
     timeout: Option<Duration>,
-    codec: TextCodec,
+    /// Each queue's codec: whether its values go to the command as raw bytes or as text.
+    codecs: Codecs,
     /// Ends the process groups of commands whose jobs were abandoned.
     ends: TaskTracker,
 }
@@ -44,7 +45,7 @@ impl CommandRunner {
     pub(crate) fn new(
         command: Vec<String>,
         timeout: Option<Duration>,
-        codec: TextCodec,
+        codecs: Codecs,
     ) -> anyhow::Result<Self> {
         let mut command = command.into_iter();
         let program = command
@@ -54,7 +55,7 @@ impl CommandRunner {
             program,
             args: command.collect(),
             timeout,
-            codec,
+            codecs,
             ends: TaskTracker::new(),
         })
     }
@@ -64,7 +65,10 @@ impl CommandRunner {
     pub(crate) async fn run(&self, job: Job<String>) -> anyhow::Result<()> {
         let mut child = self.command(&job).spawn()?;
         let group = Group::lead_by(&child, &self.ends);
-        let input = self.codec.file_bytes(job.value(), job.raw());
+        let input = self
+            .codecs
+            .of(job.queue())
+            .file_bytes(job.value(), job.raw());
         let stdin = child.stdin.take();
         // A command that does not read its stdin, or exits early, closes the pipe: the write
         // then fails (EPIPE; SIGPIPE is ignored) and that is no error of the job.

@@ -1,4 +1,6 @@
-//! Command-line values: text in, bytes on Redis, text out.
+//! Command-line values: text in, bytes on Redis, text out; `detect.rs`: `--codec auto`.
+
+mod detect;
 
 use delayq::codec::kryo::{JavaValue, Kryo5Codec};
 use delayq::codec::{Codec, LongCodec};
@@ -23,6 +25,30 @@ pub(crate) enum CodecName {
     /// (`"text"` for a String, `42` for a Long, `{"bigDecimal":"12.50"}`, `{"list":[..]}`, …;
     /// see delayq's `codec::kryo::json_form`). POJOs need their fields' types spelled out.
     Kryo,
+    /// Reads only: each value's codec told from its bytes (Kryo5, Jackson JSON, MessagePack, a
+    /// Long, UTF-8 text, else hex), shown with the Java class the bytes name as
+    /// `[CODEC CLASS] VALUE`. Writing needs a named codec (`--codec` or `--codec-for`).
+    #[value(alias = "detect")]
+    Auto,
+}
+
+/// A value decoded for display: its text, the codec that read it (the one chosen, or the one
+/// `auto` recognised; `hex` when none did) and the Java class its bytes name, if they name one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Decoded {
+    pub(crate) codec: &'static str,
+    pub(crate) class: Option<String>,
+    pub(crate) text: String,
+}
+
+impl Decoded {
+    /// The text `--codec auto` prints: `[CODEC CLASS] VALUE` (`[CODEC] VALUE` with no class).
+    fn labelled(&self) -> String {
+        match &self.class {
+            Some(class) => format!("[{} {class}] {}", self.codec, self.text),
+            None => format!("[{}] {}", self.codec, self.text),
+        }
+    }
 }
 
 /// A codec whose values are command-line text.
@@ -50,7 +76,7 @@ fn fail(message: impl Into<String>) -> TextCodecError {
 
 impl TextCodec {
     pub(crate) fn new(name: CodecName, java_class: Option<String>) -> Result<Self, String> {
-        if java_class.is_some() && !matches!(name, CodecName::Json | CodecName::Msgpack) {
+        if java_class.is_some() && !Self::takes_java_class(name) {
             return Err("--java-class goes with --codec json or msgpack".into());
         }
         Ok(TextCodec { name, java_class })
@@ -111,11 +137,13 @@ impl Codec for TextCodec {
             CodecName::TypedJson => "typed-json",
             CodecName::Msgpack => "msgpack",
             CodecName::Kryo => "kryo",
+            CodecName::Auto => "auto",
         }
     }
 
     fn encode(&self, text: &str) -> Result<Vec<u8>, TextCodecError> {
         match self.name {
+            CodecName::Auto => Err(fail(AUTO_WRITES)),
             CodecName::String => Ok(text.as_bytes().to_vec()),
             CodecName::Long => {
                 let n: i64 = text
@@ -144,26 +172,78 @@ impl Codec for TextCodec {
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<String, TextCodecError> {
-        match self.name {
-            CodecName::String | CodecName::Json | CodecName::TypedJson => {
-                String::from_utf8(bytes.to_vec()).map_err(|e| fail(e.to_string()))
-            }
-            CodecName::Long => LongCodec
-                .decode(bytes)
-                .map(|n| n.to_string())
-                .map_err(|e| fail(e.to_string())),
-            CodecName::Bytes => Ok(encode_hex(bytes)),
-            CodecName::Msgpack => {
-                let value: serde_json::Value = rmp_serde::from_slice(bytes)
-                    .map_err(|e| fail(format!("not MessagePack: {e}")))?;
-                Ok(value.to_string())
-            }
-            CodecName::Kryo => kryo_codec()
-                .decode_java(bytes)
-                .map(|v| v.to_json().to_string())
-                .map_err(|e| fail(e.to_string())),
-        }
+        let decoded = self.describe(bytes)?;
+        Ok(match self.name {
+            CodecName::Auto => decoded.labelled(),
+            _ => decoded.text,
+        })
     }
+}
+
+/// Why `--codec auto` writes nothing.
+pub(crate) const AUTO_WRITES: &str = "--codec auto only reads (it tells a value's codec from its \
+     bytes, and a new value has none yet): name the queue's codec with --codec or --codec-for \
+     to write";
+
+impl TextCodec {
+    /// A value's text with the codec that read it and the Java class its bytes name.
+    pub(crate) fn describe(&self, bytes: &[u8]) -> Result<Decoded, TextCodecError> {
+        let utf8 = || String::from_utf8(bytes.to_vec()).map_err(|e| fail(e.to_string()));
+        let (text, class) = match self.name {
+            CodecName::Auto => return Ok(detect::detect(bytes)),
+            CodecName::String => (utf8()?, None),
+            CodecName::Json | CodecName::TypedJson => {
+                let text = utf8()?;
+                let class = jackson_class(&text);
+                (text, class)
+            }
+            CodecName::Long => {
+                let n = LongCodec.decode(bytes).map_err(|e| fail(e.to_string()))?;
+                (n.to_string(), None)
+            }
+            CodecName::Bytes => (encode_hex(bytes), None),
+            CodecName::Msgpack => {
+                let value = msgpack_value(bytes)?;
+                let class = value["@class"].as_str().map(str::to_owned);
+                (value.to_string(), class)
+            }
+            CodecName::Kryo => {
+                let value = kryo_codec()
+                    .decode_java(bytes)
+                    .map_err(|e| fail(e.to_string()))?;
+                let class = (value != JavaValue::Null).then(|| value.java_type_name());
+                (value.to_json().to_string(), class)
+            }
+        };
+        Ok(Decoded {
+            codec: self.name(),
+            class,
+            text,
+        })
+    }
+}
+
+/// How JsonJacksonCodec starts an object it types: `@class` is its first property.
+const CLASS_FIRST: &str = r#"{"@class":""#;
+
+/// The class JsonJacksonCodec wrote as a JSON object's first property, `@class`.
+fn jackson_class(text: &str) -> Option<String> {
+    let rest = text.trim_start().strip_prefix(CLASS_FIRST)?;
+    rest.split_once('"').map(|(class, _)| class.to_owned())
+}
+
+/// One whole MessagePack value (bytes after it are an error: they are no value of this codec).
+fn msgpack_value(bytes: &[u8]) -> Result<serde_json::Value, TextCodecError> {
+    let mut rest = bytes;
+    let value: serde_json::Value =
+        rmp_serde::from_read(&mut rest).map_err(|e| fail(format!("not MessagePack: {e}")))?;
+    if !rest.is_empty() {
+        return Err(fail(format!(
+            "not MessagePack: {} bytes after the value",
+            rest.len()
+        )));
+    }
+    Ok(value)
 }
 
 /// The Kryo codec of the command line: dynamic values, maps and sets in Java's `HashMap`
@@ -207,8 +287,37 @@ impl TextCodec {
             CodecName::Json | CodecName::TypedJson | CodecName::Msgpack | CodecName::Kryo => {
                 parsed()
             }
+            CodecName::Auto => text.into(),
         };
         ("value", json)
+    }
+
+    /// The fields of a value's JSON record: [`json_field`](Self::json_field), and for
+    /// `--codec auto` the value in the form of the codec it recognised, that codec in `codec`
+    /// and the Java class in `class`.
+    pub(crate) fn json_fields(&self, text: &str) -> Vec<(&'static str, serde_json::Value)> {
+        if self.name == CodecName::Auto {
+            if let Some((codec, class, value)) = detect::unlabel(text) {
+                let read_as = TextCodec {
+                    name: detect::codec_named(codec),
+                    java_class: None,
+                };
+                let mut fields = vec![read_as.json_field(value), ("codec", codec.into())];
+                fields.extend(class.map(|class| ("class", class.into())));
+                return fields;
+            }
+        }
+        vec![self.json_field(text)]
+    }
+
+    /// Whether this is `--codec auto`, which writes nothing.
+    pub(crate) fn reads_only(&self) -> bool {
+        self.name == CodecName::Auto
+    }
+
+    /// Whether `--java-class` goes with the codec `name`: the JSON object codecs.
+    pub(crate) fn takes_java_class(name: CodecName) -> bool {
+        matches!(name, CodecName::Json | CodecName::Msgpack)
     }
 }
 
