@@ -12,8 +12,10 @@
 
 mod detail;
 mod items;
+mod job;
 mod paging;
 mod preview;
+mod search;
 
 use crate::ctx::Ctx;
 use crate::text_codec::TextCodec;
@@ -74,6 +76,7 @@ pub(crate) fn routes(ui: Ui) -> Router {
         .route("/api/queues", get(overview))
         .route("/api/queues/{name}", get(detail::queue))
         .route("/api/queues/{name}/{action}", post(write))
+        .route("/api/queues/{name}/job/{tab}/{item}", get(job::job))
         .route(
             "/api/queues/{name}/pending/{handle}/{action}",
             post(items::pending),

@@ -15,6 +15,7 @@ mod clock;
 mod daemon_env;
 mod daemon_notices;
 mod dashboard;
+mod dashboard_search;
 mod exit_codes;
 mod json_shape;
 mod listen;
