@@ -33,6 +33,7 @@ use std::sync::Arc;
 const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 const STYLE_CSS: &str = include_str!("style.css");
+const SEARCH_JS: &str = include_str!("search.js");
 
 /// A queue whose head has been due this long is "stuck": a running scheduler (delayq's or
 /// Redisson's) moves due entries within milliseconds, so no transfer has run for that long.
@@ -68,6 +69,10 @@ pub(crate) fn routes(ui: Ui) -> Router {
         .route(
             "/app.js",
             get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/search.js",
+            get(|| async { asset("text/javascript; charset=utf-8", SEARCH_JS) }),
         )
         .route(
             "/style.css",

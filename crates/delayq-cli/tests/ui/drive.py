@@ -421,6 +421,7 @@ def main():
         check_deep_links(browser, ui)
         check_phone(browser)
         check_many(browser, redis)
+        __import__("check_search").run(browser, redis, ui)
     finally:
         browser.close()
     print("ui browser test passed")
