@@ -115,24 +115,26 @@ def check_bulk(browser, redis, ui):
     before = int(redis.cli("ZCARD", ZSET))
     outcome = "return [...document.querySelectorAll('#bulk-outcome li')].map(l => l.textContent)"
 
-    def cancel_selected():
+    def cancel_selected(shot):
         browser.js("document.querySelector('#bulk-outcome').replaceChildren();"
+                   "document.querySelector('#bulk').scrollIntoView();"
                    "document.querySelector('#bulk button[data-bulk=\"cancel\"]').click()")
         assert browser.js("return document.querySelector('#confirm').open"), "no confirmation"
         question = browser.js("return document.querySelector('#confirm-text').textContent")
         assert "2 selected" in question, question
-        browser.screenshot("bulk.png")
+        if shot:
+            browser.screenshot("bulk.png")
         browser.js("document.querySelector('#confirm-yes').click()")
         wait("an outcome for each", lambda: len(browser.js(outcome)) == 2)
         assert not browser.js("return document.querySelector('#confirm').open"), "asked again"
         return question
 
     # The page was opened afresh: no token typed, so each is refused and said so; none is lost.
-    cancel_selected()
+    cancel_selected(False)
     assert all("401" in o for o in browser.js(outcome)), browser.js(outcome)
     assert int(redis.cli("ZCARD", ZSET)) == before
     browser.js("document.querySelector('#token').value = arguments[0]", TOKEN)
-    question = cancel_selected()
+    question = cancel_selected(True)
     assert all(o.endswith(": done") for o in browser.js(outcome)), browser.js(outcome)
     assert int(redis.cli("ZCARD", ZSET)) == before - 2
     assert redis.cli("LLEN", "redisson_delay_queue:{ui:search}") == str(before - 2)
