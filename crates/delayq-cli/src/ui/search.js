@@ -70,6 +70,16 @@ window.listDrawn = (d) => {
       row.cells[row.cells.length - 1].prepend(box);
     }
   }
+  const head = $("#list thead tr").lastElementChild;
+  if (pickable && head && !head.querySelector("input.pick-all")) {
+    const all = Object.assign(document.createElement("input"), { type: "checkbox", className: "pick-all" });
+    all.setAttribute("aria-label", "select every row shown");
+    all.onclick = () => {
+      for (const box of document.querySelectorAll("#list tbody input.pick")) box.checked = all.checked;
+      countPicked();
+    };
+    head.prepend(all);
+  }
   for (const b of document.querySelectorAll("#bulk button")) b.hidden = b.dataset.tab !== d.tab;
   $("#bulk").hidden = !pickable;
   countPicked();
