@@ -1,10 +1,12 @@
 // The delayq dashboard: reads a page of api/queues (relative: the page may sit under a base path) every 2 s and updates the tables in place
 // (a selection or a message survives a refresh); writes send the token as a Bearer header and
-// the ones that lose or move values ask first. The selected queue is in the URL: #/queue/NAME/TAB.
+// the ones that lose or move values ask first. The selected queue is in the URL: #/queue/NAME/TAB
+// (and an entry opened in it: #/queue/NAME/TAB/ITEM; search.js draws the entry, the search and
+// the bulk actions).
 "use strict";
 const $ = (sel) => document.querySelector(sel);
 const COUNTS = ["pending", "ready", "in_flight", "dead", "quarantined"];
-const view = { selected: null, offset: 0, limit: 100, filter: "", order: "name", tab: "pending", from: 0 };
+const view = { selected: null, offset: 0, limit: 100, filter: "", order: "name", tab: "pending", from: 0, q: "", job: null };
 // "problems first": a queue that cannot be read, then stuck, then paused, then the rest (each by
 // name, as the server pages them: the order is within the page shown).
 function trouble(q) {
@@ -201,13 +203,15 @@ function fillList(d) {
   setText($("#list-page"), d.rows.length ? "from " + (d.from + 1) + " to " + (d.from + d.rows.length) : "none from " + (d.from + 1));
   $("#list-prev").disabled = d.from === 0;
   $("#list-next").disabled = d.rows.length < d.page;
+  if (window.listDrawn) window.listDrawn(d);
 }
 
 async function showDetail() {
   const name = view.selected;
   let d;
   try {
-    d = await getJson("api/queues/" + encodeURIComponent(name) + "?tab=" + view.tab + "&from=" + view.from);
+    d = await getJson("api/queues/" + encodeURIComponent(name) + "?tab=" + view.tab + "&from=" + view.from +
+      (view.q ? "&q=" + encodeURIComponent(view.q) : ""));
   } catch (err) {
     if (name !== view.selected) return;
     $("#detail").hidden = false;
@@ -227,18 +231,22 @@ async function showDetail() {
   fillList(d);
 }
 
-// Shows the queue `name` (none: null) at its tab `tab`; the address says which.
-function select(name, tab) {
+// Shows the queue `name` (none: null) at its tab `tab`, with its entry `job` open (none: null);
+// the address says which.
+function select(name, tab, job) {
   if (name !== view.selected || (tab && tab !== view.tab)) view.from = 0;
   view.selected = name;
   view.tab = TABS[tab] ? tab : view.tab;
-  const hash = name ? "#/queue/" + encodeURIComponent(name) + "/" + view.tab : "";
+  view.job = job || null;
+  const hash = name ? "#/queue/" + encodeURIComponent(name) + "/" + view.tab +
+    (view.job ? "/" + encodeURIComponent(view.job) : "") : "";
   if (location.hash !== hash) history.replaceState(null, "", hash || location.pathname);
   if (name) showDetail(); else $("#detail").hidden = true;
+  if (window.showJob) window.showJob();
 }
 function fromHash() {
-  const m = location.hash.match(/^#\/queue\/([^/]+)(?:\/(\w+))?$/);
-  if (m) select(decodeURIComponent(m[1]), m[2]); else select(null);
+  const m = location.hash.match(/^#\/queue\/([^/]+)(?:\/(\w+))?(?:\/([^/]+))?$/);
+  if (m) select(decodeURIComponent(m[1]), m[2], m[3] && decodeURIComponent(m[3])); else select(null);
 }
 
 async function act(action) {

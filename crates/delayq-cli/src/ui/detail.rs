@@ -1,9 +1,11 @@
 //! `GET /api/queues/{name}`: one queue in detail; 404 for a queue with no key at all.
 //!
 //! Query: `tab` (`pending`, the default, `ready`, `in_flight`, `dead` or `quarantine`): the list
-//! read, a page of it from `from` (0 by default); only that list is read.
+//! read, a page of it from `from` (0 by default); only that list is read. With `q`: the entries
+//! matching it among at most [`search::WINDOW`] from `from` (see [`search`]), each with its
+//! position `at`, and where to carry on.
 
-use super::{failure, paging, preview, Shared};
+use super::{failure, paging, preview, search, Shared};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -38,7 +40,12 @@ pub(super) async fn queue(
             format!("tab={tab:?}: one of {known}"),
         );
     }
-    match super::bounded(read(&ui, &name, tab, from)).await {
+    let q = params.get("q").map_or("", String::as_str);
+    if q.len() > search::MAX_QUERY {
+        let message = format!("q: at most {} bytes", search::MAX_QUERY);
+        return failure(StatusCode::BAD_REQUEST, message);
+    }
+    match super::bounded(read(&ui, &name, tab, from, q)).await {
         Ok(Some(body)) => Json(body).into_response(),
         Ok(None) => failure(
             StatusCode::NOT_FOUND,
@@ -49,14 +56,16 @@ pub(super) async fn queue(
 }
 
 /// The lists of a queue the detail shows, one at a time.
-const TABS: [&str; 5] = ["pending", "ready", "in_flight", "dead", "quarantine"];
+pub(super) const TABS: [&str; 5] = ["pending", "ready", "in_flight", "dead", "quarantine"];
 
-/// The queue's detail with a page of the list `tab`; `None` when the queue has no key at all.
+/// The queue's detail with a page of the list `tab` (the matches of `q` when it is not empty);
+/// `None` when the queue has no key at all.
 async fn read(
     ui: &super::Ui,
     name: &str,
     tab: &str,
     from: usize,
+    q: &str,
 ) -> anyhow::Result<Option<serde_json::Value>> {
     let row = ui.row(name).await?;
     let empty = ["pending", "ready", "in_flight", "dead", "quarantined"]
@@ -67,28 +76,45 @@ async fn read(
         return Ok(None);
     }
     let queue = ui.queue(name).await?;
-    let (client, codec, keys) = (&ui.ctx.client, ui.ctx.codec(name), queue.keys());
     let now = delayq::time::now_ms();
-    let rows = match tab {
-        "ready" => preview::ready(client, codec, keys, from, LIMIT).await?,
-        "in_flight" => preview::in_flight(client, codec, keys, from, LIMIT).await?,
-        "dead" => preview::dead(client, codec, keys, from, LIMIT).await?,
-        "quarantine" => preview::quarantine(client, keys, from, LIMIT).await?,
-        _ => {
-            let format = queue.entry_format();
-            preview::pending(client, codec, keys, format, from, LIMIT).await?
-        }
-    };
-    Ok(Some(json!({
+    let mut body = json!({
         "now_ms": now,
         "queue": row,
-        "codec": delayq::codec::Codec::name(codec),
-        "chart": chart(ui, keys.timeout(), now).await?,
+        "codec": delayq::codec::Codec::name(ui.ctx.codec(queue.name())),
+        "chart": chart(ui, queue.keys().timeout(), now).await?,
         "page": LIMIT,
         "tab": tab,
         "from": from,
-        "rows": rows,
-    })))
+    });
+    let queue = &queue;
+    if q.is_empty() {
+        body["rows"] = json!(page(ui, queue, tab, from, LIMIT).await?);
+    } else {
+        let found = search::scan(from, LIMIT, q, |at, n| page(ui, queue, tab, at, n)).await?;
+        found.answer(q, &mut body);
+    }
+    Ok(Some(body))
+}
+
+/// `count` rows of the list `tab` of `queue` from `from`, each value a preview.
+async fn page(
+    ui: &super::Ui,
+    queue: &delayq::DelayedQueue<crate::text_codec::TextCodec>,
+    tab: &str,
+    from: usize,
+    count: usize,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let (client, codec, keys) = (&ui.ctx.client, ui.ctx.codec(queue.name()), queue.keys());
+    match tab {
+        "ready" => preview::ready(client, codec, keys, from, count).await,
+        "in_flight" => preview::in_flight(client, codec, keys, from, count).await,
+        "dead" => preview::dead(client, codec, keys, from, count).await,
+        "quarantine" => preview::quarantine(client, keys, from, count).await,
+        _ => {
+            let format = queue.entry_format();
+            preview::pending(client, codec, keys, format, from, count).await
+        }
+    }
 }
 
 /// Entries due in each minute of the next hour, and how many are overdue now: one `ZCOUNT`

@@ -4,7 +4,8 @@
 //! (the detail's `handle`): `cancel` removes it, `run-now` makes it due now (it keeps its bytes
 //! and its place in offer order).
 //! `POST /api/queues/{name}/dead/{at}/{id}/{action}`: the dead letter `id` (the detail's `id`),
-//! at position `at` when the page was read or nearer the head: `retry` puts it back onto the
+//! at position `at` when the page was read or nearer the head (looked for among the 1,000
+//! records up to `at`): `retry` puts it back onto the
 //! target list with a fresh attempt count, `delete` deletes it.
 //! `POST /api/queues/{name}/in_flight/{id}/give-back`: the value of the delivery `id` goes back
 //! onto the head of the target list, unprocessed (its consumer's ack then finds it gone).
@@ -14,7 +15,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use delayq::fred::interfaces::ListInterface;
 use delayq::OfferHandle;
 use serde_json::json;
 
@@ -97,17 +97,14 @@ pub(super) async fn dead(
         let queue = ui.queue(&name).await?;
         // Records only leave the head (replays, trimming), so it is at `at` or nearer the head.
         let key = queue.keys().dead();
-        let records: Vec<bytes::Bytes> = ui.ctx.client.lrange(key, 0, at as i64).await?;
-        let Some(record) = records
-            .into_iter()
-            .find(|r| super::preview::record_id(r) == id)
-        else {
+        let found = super::job::locate_dead(&ui.ctx.client, key, Some(at), &id).await?;
+        let Some((now_at, record)) = found else {
             return Ok(Some(false));
         };
         Ok(match action.as_str() {
             "retry" => Some(
                 queue
-                    .replay_dead_letter(&record, at + 1, std::time::Duration::ZERO)
+                    .replay_dead_letter(&record, now_at + 1, std::time::Duration::ZERO)
                     .await?,
             ),
             "delete" => Some(queue.delete_dead_letter(&record).await?),

@@ -12,8 +12,10 @@
 
 mod detail;
 mod items;
+mod job;
 mod paging;
 mod preview;
+mod search;
 
 use crate::ctx::Ctx;
 use crate::text_codec::TextCodec;
@@ -32,6 +34,7 @@ const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 const CODEC_JS: &str = include_str!("codec.js");
 const STYLE_CSS: &str = include_str!("style.css");
+const SEARCH_JS: &str = include_str!("search.js");
 
 /// A queue whose head has been due this long is "stuck": a running scheduler (delayq's or
 /// Redisson's) moves due entries within milliseconds, so no transfer has run for that long.
@@ -73,12 +76,17 @@ pub(crate) fn routes(ui: Ui) -> Router {
             get(|| async { asset("text/javascript; charset=utf-8", CODEC_JS) }),
         )
         .route(
+            "/search.js",
+            get(|| async { asset("text/javascript; charset=utf-8", SEARCH_JS) }),
+        )
+        .route(
             "/style.css",
             get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
         )
         .route("/api/queues", get(overview))
         .route("/api/queues/{name}", get(detail::queue))
         .route("/api/queues/{name}/{action}", post(write))
+        .route("/api/queues/{name}/job/{tab}/{item}", get(job::job))
         .route(
             "/api/queues/{name}/pending/{handle}/{action}",
             post(items::pending),

@@ -11,14 +11,14 @@ use delayq::fred::interfaces::{ListInterface, SortedSetsInterface};
 use delayq::OfferHandle;
 use serde_json::json;
 
-/// Bytes of a value shown.
+/// Bytes of a value shown in a list's row.
 pub(super) const PREVIEW: usize = 256;
 
 /// `count` members of `list` from `offset`.
 ///
 /// Redis has no command that reads part of a list member, so a big value on the page is read
 /// whole (copying it is what Redis spends on it); only its preview leaves this process.
-async fn list_page(
+pub(super) async fn list_page(
     client: &Client,
     list: &str,
     offset: usize,
@@ -28,16 +28,30 @@ async fn list_page(
     Ok(client.lrange(list, offset as i64, last as i64).await?)
 }
 
+/// `count` members of the sorted set `zset` with their scores from rank `offset`.
+pub(super) async fn zset_page<M: delayq::fred::types::FromValue>(
+    client: &Client,
+    zset: &str,
+    offset: usize,
+    count: usize,
+) -> anyhow::Result<Vec<(M, f64)>> {
+    let last = offset + count.max(1) - 1;
+    let range = (offset as i64, last as i64);
+    Ok(client
+        .zrange(zset, range.0, range.1, None, false, None, true)
+        .await?)
+}
+
 /// A value's preview as JSON: `value` (decoded, or its first bytes as text, or hex when they are
-/// not text, cut to [`PREVIEW`] bytes), `len` (bytes), `cut` (whether `value` is only its
-/// start), and when it decoded, `codec` (the one that read it: the queue's, or the one
-/// `--codec auto` recognised) and `class` (the Java class its bytes name, if any).
-fn shown(codec: &TextCodec, value: &[u8]) -> serde_json::Value {
+/// not text, cut to `limit` bytes), `len` (bytes), `cut` (whether `value` is only its start),
+/// and when it decoded, `codec` (the one that read it: the queue's, or the one `--codec auto`
+/// recognised) and `class` (the Java class its bytes name, if any).
+pub(super) fn shown(codec: &TextCodec, value: &[u8], limit: usize) -> serde_json::Value {
     let decoded = codec.describe(value).ok();
-    let start = &value[..value.len().min(PREVIEW)];
+    let start = &value[..value.len().min(limit)];
     let text = match &decoded {
         Some(decoded) => {
-            let mut cut = decoded.text.len().min(PREVIEW);
+            let mut cut = decoded.text.len().min(limit);
             while !decoded.text.is_char_boundary(cut) {
                 cut -= 1;
             }
@@ -52,7 +66,7 @@ fn shown(codec: &TextCodec, value: &[u8]) -> serde_json::Value {
             Err(_) => encode_hex(start),
         },
     };
-    let mut row = json!({ "value": text, "len": value.len(), "cut": value.len() > PREVIEW });
+    let mut row = json!({ "value": text, "len": value.len(), "cut": value.len() > limit });
     if let Some(decoded) = decoded {
         row["codec"] = decoded.codec.into();
         if let Some(class) = decoded.class {
@@ -63,10 +77,10 @@ fn shown(codec: &TextCodec, value: &[u8]) -> serde_json::Value {
 }
 
 /// Bytes that are no value (a malformed entry, a quarantined one) as JSON: their length and
-/// first bytes in hex.
-fn shown_raw(bytes: &[u8]) -> serde_json::Value {
-    let cut = bytes.len() > PREVIEW;
-    json!({ "len": bytes.len(), "hex": encode_hex(&bytes[..bytes.len().min(PREVIEW)]), "cut": cut })
+/// first `limit` bytes in hex.
+pub(super) fn shown_raw(bytes: &[u8], limit: usize) -> serde_json::Value {
+    let cut = bytes.len() > limit;
+    json!({ "len": bytes.len(), "hex": encode_hex(&bytes[..bytes.len().min(limit)]), "cut": cut })
 }
 
 /// A dead letter's name for the actions on it: FNV-1a of its bytes, which tells it from the
@@ -88,39 +102,37 @@ pub(super) async fn pending(
     offset: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let last = offset + count.max(1) - 1;
-    let page: Vec<(Bytes, f64)> = client
-        .zrange(
-            keys.timeout(),
-            offset as i64,
-            last as i64,
-            None,
-            false,
-            None,
-            true,
-        )
-        .await?;
+    let page: Vec<(Bytes, f64)> = zset_page(client, keys.timeout(), offset, count).await?;
     Ok(page
         .into_iter()
-        .map(|(entry, score)| {
-            let due_ms = score as i64;
-            match unpack(&entry, format) {
-                Ok(unpacked) => {
-                    let mut row = shown(codec, unpacked.value);
-                    row["due_ms"] = json!(due_ms);
-                    let handle = OfferHandle::of_entry(&entry).map(|h| h.to_string());
-                    row["handle"] = json!(handle);
-                    row
-                }
-                Err(err) => {
-                    let mut row = shown_raw(&entry);
-                    row["due_ms"] = json!(due_ms);
-                    row["error"] = json!(format!("not an entry: {err}"));
-                    row
-                }
-            }
-        })
+        .map(|(entry, score)| pending_row(codec, format, &entry, score, PREVIEW))
         .collect())
+}
+
+/// A pending entry (`entry`, due at `score`) as JSON: due time, handle and its value shown up
+/// to `limit` bytes.
+pub(super) fn pending_row(
+    codec: &TextCodec,
+    format: EntryFormat,
+    entry: &[u8],
+    score: f64,
+    limit: usize,
+) -> serde_json::Value {
+    let mut row = match unpack(entry, format) {
+        Ok(unpacked) => {
+            let mut row = shown(codec, unpacked.value, limit);
+            let handle = OfferHandle::of_entry(entry).map(|h| h.to_string());
+            row["handle"] = json!(handle);
+            row
+        }
+        Err(err) => {
+            let mut row = shown_raw(entry, limit);
+            row["error"] = json!(format!("not an entry: {err}"));
+            row
+        }
+    };
+    row["due_ms"] = json!(score as i64);
+    row
 }
 
 /// Values on the target list, from its head (the next one taken) at `offset`.
@@ -132,7 +144,10 @@ pub(super) async fn ready(
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let page = list_page(client, keys.target(), offset, count).await?;
-    Ok(page.iter().map(|value| shown(codec, value)).collect())
+    Ok(page
+        .iter()
+        .map(|value| shown(codec, value, PREVIEW))
+        .collect())
 }
 
 /// Values taken by reliable consumers and not yet acknowledged, nearest deadline first, from
@@ -144,18 +159,7 @@ pub(super) async fn in_flight(
     offset: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let last = offset + count.max(1) - 1;
-    let page: Vec<(String, f64)> = client
-        .zrange(
-            keys.inflight(),
-            offset as i64,
-            last as i64,
-            None,
-            false,
-            None,
-            true,
-        )
-        .await?;
+    let page: Vec<(String, f64)> = zset_page(client, keys.inflight(), offset, count).await?;
     if page.is_empty() {
         return Ok(Vec::new());
     }
@@ -166,7 +170,7 @@ pub(super) async fn in_flight(
         .zip(values)
         .map(|((id, deadline), value)| {
             let mut row = match value {
-                Some(value) => shown(codec, &value),
+                Some(value) => shown(codec, &value, PREVIEW),
                 None => json!({ "error": "its value is gone (acknowledged meanwhile?)" }),
             };
             row["id"] = json!(id);
@@ -187,26 +191,34 @@ pub(super) async fn dead(
     let page = list_page(client, keys.dead(), offset, count).await?;
     Ok(page
         .into_iter()
-        .map(|record| {
-            let letter = delayq::reliable::dead_letter(keys.dead(), record, |_| Ok(()));
-            match letter.value {
-                Ok(()) => {
-                    let mut row = shown(codec, &letter.raw);
-                    row["id"] = json!(record_id(&letter.record));
-                    row["attempts"] = json!(letter.attempts);
-                    row["error"] = json!(letter.error);
-                    row["dead_at_ms"] = json!(letter.dead_at_ms);
-                    row
-                }
-                // Not delayq's record: its bytes, and why it does not read.
-                Err(err) => {
-                    let mut row = shown_raw(&letter.record);
-                    row["malformed"] = json!(err.to_string());
-                    row
-                }
-            }
-        })
+        .map(|record| dead_row(codec, keys, record, PREVIEW))
         .collect())
+}
+
+/// A dead-letter record as JSON: id, attempts, error, time and its value shown up to `limit`
+/// bytes; a record delayq did not write: its bytes and why it does not read.
+pub(super) fn dead_row(
+    codec: &TextCodec,
+    keys: &delayq::QueueKeys,
+    record: Bytes,
+    limit: usize,
+) -> serde_json::Value {
+    let letter = delayq::reliable::dead_letter(keys.dead(), record, |_| Ok(()));
+    match letter.value {
+        Ok(()) => {
+            let mut row = shown(codec, &letter.raw, limit);
+            row["id"] = json!(record_id(&letter.record));
+            row["attempts"] = json!(letter.attempts);
+            row["error"] = json!(letter.error);
+            row["dead_at_ms"] = json!(letter.dead_at_ms);
+            row
+        }
+        Err(err) => {
+            let mut row = shown_raw(&letter.record, limit);
+            row["malformed"] = json!(err.to_string());
+            row
+        }
+    }
 }
 
 /// Quarantined entries from `offset`: their length and first bytes in hex.
@@ -217,5 +229,5 @@ pub(super) async fn quarantine(
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let page = list_page(client, keys.quarantine(), offset, count).await?;
-    Ok(page.iter().map(|entry| shown_raw(entry)).collect())
+    Ok(page.iter().map(|entry| shown_raw(entry, PREVIEW)).collect())
 }

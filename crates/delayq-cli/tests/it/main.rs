@@ -16,6 +16,7 @@ mod codec_per_queue;
 mod daemon_env;
 mod daemon_notices;
 mod dashboard;
+mod dashboard_search;
 mod exit_codes;
 mod json_shape;
 mod listen;

@@ -424,6 +424,7 @@ def main():
         check_phone(browser)
         check_many(browser, redis)
         check_codec.check_codec(browser, sys.modules[__name__])
+        __import__("check_search").run(browser, redis, ui)
     finally:
         browser.close()
     print("ui browser test passed")

@@ -1,0 +1,174 @@
+//! `GET /api/queues/{name}/job/{tab}/{item}?at=N`: one entry of a queue in detail, its value
+//! decoded and shown up to [`SHOWN`] bytes with its whole length; 404 when it is gone.
+//!
+//! `item` names the entry as the rows of the tab `tab` do: a pending entry by its offer handle,
+//! a value in flight by its delivery id, a dead letter by its id; a ready value or a quarantined
+//! entry, which have no name, by its position. `at` is the position the row had: a pending entry
+//! is looked for among [`WINDOW`] ranks around it, a dead letter from there towards the head
+//! (records leave only from the head), so no request reads more than [`WINDOW`] entries, in
+//! steps of [`STEP`].
+
+use super::preview::{self, dead_row, list_page, pending_row, record_id, zset_page};
+use super::search::{STEP, WINDOW};
+use super::{bounded, detail::TABS, failure, Shared};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bytes::Bytes;
+use delayq::fred::interfaces::{HashesInterface, ListInterface, SortedSetsInterface};
+use delayq::OfferHandle;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// Bytes of a value the detail shows.
+pub(super) const SHOWN: usize = 64 * 1024;
+
+/// What names an entry, as parsed from the address.
+enum Item {
+    Handle(OfferHandle),
+    Id(String),
+    Position(usize),
+}
+
+pub(super) async fn job(
+    State(ui): State<Shared>,
+    Path((name, tab, item)): Path<(String, String, String)>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(outside) = ui.outside(&name) {
+        return outside;
+    }
+    if !TABS.contains(&tab.as_str()) {
+        let known = TABS.join(", ");
+        return failure(StatusCode::BAD_REQUEST, format!("{tab:?}: one of {known}"));
+    }
+    let at = match params.get("at").map(|text| text.parse::<usize>()) {
+        None => None,
+        Some(Ok(at)) => Some(at),
+        Some(Err(_)) => return failure(StatusCode::BAD_REQUEST, "at: not a whole number"),
+    };
+    let parsed = match tab.as_str() {
+        "pending" => item.parse().map(Item::Handle).ok(),
+        "ready" | "quarantine" => item.parse().map(Item::Position).ok(),
+        _ => Some(Item::Id(item.clone())),
+    };
+    let Some(parsed) = parsed else {
+        let what = if tab == "pending" {
+            "an offer handle (18 hex digits)"
+        } else {
+            "a position"
+        };
+        return failure(StatusCode::BAD_REQUEST, format!("{item:?} is not {what}"));
+    };
+    match bounded(find(&ui, &name, &tab, parsed, at)).await {
+        Ok(Some(mut row)) => {
+            row["queue"] = json!(name);
+            row["tab"] = json!(tab);
+            row["item"] = json!(item);
+            row["now_ms"] = json!(delayq::time::now_ms());
+            row["shown_max"] = json!(SHOWN);
+            Json(row).into_response()
+        }
+        Ok(None) => failure(
+            StatusCode::NOT_FOUND,
+            format!("no {tab} entry {item} in {name:?} (taken, moved or removed already)"),
+        ),
+        Err(err) => failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),
+    }
+}
+
+/// The entry `item` of the list `tab` of the queue `name` as JSON, with its position `at` where
+/// it has one; `None` when it is not there.
+async fn find(
+    ui: &super::Ui,
+    name: &str,
+    tab: &str,
+    item: Item,
+    at: Option<usize>,
+) -> anyhow::Result<Option<Value>> {
+    let queue = ui.queue(name).await?;
+    let (client, codec, keys) = (&ui.ctx.client, ui.ctx.codec(queue.name()), queue.keys());
+    let placed = |(at, mut row): (usize, Value)| {
+        row["at"] = json!(at);
+        row
+    };
+    Ok(match item {
+        Item::Handle(handle) => {
+            let start = at.map_or(0, |at| at.saturating_sub(WINDOW / 2));
+            let read = |offset, count| zset_page::<Bytes>(client, keys.timeout(), offset, count);
+            let is_it = |(entry, _): &(Bytes, f64)| OfferHandle::of_entry(entry) == Some(handle);
+            let format = queue.entry_format();
+            locate(start, read, is_it)
+                .await?
+                .map(|(at, (entry, score))| {
+                    placed((at, pending_row(codec, format, &entry, score, SHOWN)))
+                })
+        }
+        Item::Id(id) if tab == "in_flight" => {
+            let deadline: Option<f64> = client.zscore(keys.inflight(), &id).await?;
+            let value: Option<Bytes> = client.hget(keys.inflight_data(), &id).await?;
+            value.zip(deadline).map(|(value, deadline)| {
+                let mut row = preview::shown(codec, &value, SHOWN);
+                row["id"] = json!(id);
+                row["deadline_ms"] = json!(deadline as i64);
+                row
+            })
+        }
+        Item::Id(id) => locate_dead(client, keys.dead(), at, &id)
+            .await?
+            .map(|(at, record)| placed((at, dead_row(codec, keys, record, SHOWN)))),
+        Item::Position(at) => {
+            let key = if tab == "ready" {
+                keys.target()
+            } else {
+                keys.quarantine()
+            };
+            let value: Option<Bytes> = client.lindex(key, at as i64).await?;
+            value.map(|value| match tab {
+                "ready" => placed((at, preview::shown(codec, &value, SHOWN))),
+                _ => placed((at, preview::shown_raw(&value, SHOWN))),
+            })
+        }
+    })
+}
+
+/// The dead letter `id` of the list `key`, read at position `at` (or from the head when not
+/// given): looked for from `WINDOW` positions nearer the head than `at`, since records leave
+/// the list only from the head; with its position now.
+pub(super) async fn locate_dead(
+    client: &delayq::fred::clients::Client,
+    key: &str,
+    at: Option<usize>,
+    id: &str,
+) -> anyhow::Result<Option<(usize, Bytes)>> {
+    let start = at.map_or(0, |at| (at + 1).saturating_sub(WINDOW));
+    let read = |offset, count| list_page(client, key, offset, count);
+    locate(start, read, |record: &Bytes| record_id(record) == id).await
+}
+
+/// The first member from position `start` for which `wanted` holds, with its position, among
+/// at most [`WINDOW`] read by `page(offset, count)` in steps of [`STEP`].
+async fn locate<T, F, Fut>(
+    start: usize,
+    mut page: F,
+    wanted: impl Fn(&T) -> bool,
+) -> anyhow::Result<Option<(usize, T)>>
+where
+    F: FnMut(usize, usize) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Vec<T>>>,
+{
+    let mut at = start;
+    while at < start + WINDOW {
+        let read = page(at, STEP).await?;
+        let got = read.len();
+        if let Some((i, member)) = read.into_iter().enumerate().find(|(_, m)| wanted(m)) {
+            return Ok(Some((at + i, member)));
+        }
+        if got < STEP {
+            break;
+        }
+        at += got;
+    }
+    Ok(None)
+}
