@@ -1,0 +1,102 @@
+//! `GET /api/queues`: the overview, a page of the queues' rows with the total.
+
+use super::{bounded, failure, paging, Shared, Ui};
+use crate::ctx::Ctx;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use delayq::Discovery;
+use futures::StreamExt;
+use serde_json::json;
+use std::collections::HashMap;
+
+/// A queue whose head has been due this long is "stuck": a running scheduler (delayq's or
+/// Redisson's) moves due entries within milliseconds, so no transfer has run for that long.
+pub(crate) const STUCK_MS: i64 = 10_000;
+/// Queues on a page of the overview unless `limit` says otherwise, and the most `limit` may ask.
+const PAGE: usize = 100;
+const MAX_PAGE: usize = 500;
+/// How many queues' rows are read at once.
+const ROWS_AT_ONCE: usize = 16;
+
+impl Ui {
+    /// The names of every queue with any key of its own (within `--match`), sorted.
+    async fn names(&self) -> anyhow::Result<Vec<String>> {
+        let mut discovery = Discovery::all();
+        if let Some(pattern) = &self.pattern {
+            discovery = discovery.matching(pattern.as_str());
+        }
+        Ok(discovery.list(&self.ctx.client).await?)
+    }
+
+    /// The queue's row, or its name and why it could not be read (a wrong-typed key, say).
+    async fn row_or_error(&self, name: &str) -> serde_json::Value {
+        match bounded(self.row(name)).await {
+            Ok(row) => row,
+            Err(err) => json!({ "name": name, "error": format!("{err:#}") }),
+        }
+    }
+
+    /// One queue's counters, next due time, most overdue entry, pause flag and stuck state.
+    pub(crate) async fn row(&self, name: &str) -> anyhow::Result<serde_json::Value> {
+        let queue = self.queue(name).await?;
+        let stats = queue.stats().await?;
+        let reliable = queue.reliable_stats().await?;
+        let paused = queue.is_paused().await?;
+        let now = delayq::time::now_ms();
+        let overdue_ms = stats.next_due_ms.map_or(0, |due| (now - due).max(0));
+        Ok(json!({
+            "name": name,
+            "pending": stats.pending,
+            "ready": stats.ready,
+            "in_flight": reliable.in_flight,
+            "dead": reliable.dead,
+            "quarantined": stats.quarantined,
+            "next_due_ms": stats.next_due_ms,
+            "overdue_ms": overdue_ms,
+            "paused": paused,
+            "stuck": overdue_ms >= STUCK_MS,
+        }))
+    }
+}
+
+/// `GET /api/queues`: one page of the queues whose name holds `q`, and how many there are.
+pub(super) async fn overview(
+    State(ui): State<Shared>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Response {
+    let (offset, limit) = match paging::numbers(&params, [("offset", 0), ("limit", PAGE)]) {
+        Ok([offset, limit]) => (offset, limit.clamp(1, MAX_PAGE)),
+        Err(refused) => return *refused,
+    };
+    let part = params.get("q").map_or("", String::as_str);
+    let names = match bounded(ui.names()).await {
+        Ok(names) => names,
+        Err(err) => return failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),
+    };
+    let names: Vec<String> = names.into_iter().filter(|n| n.contains(part)).collect();
+    let page: Vec<String> = names.iter().skip(offset).take(limit).cloned().collect();
+    let ui_ref = &ui;
+    let rows: Vec<serde_json::Value> = futures::stream::iter(page)
+        .map(|name| async move { ui_ref.row_or_error(&name).await })
+        .buffered(ROWS_AT_ONCE)
+        .collect()
+        .await;
+    Json(json!({
+        "now_ms": delayq::time::now_ms(),
+        "writes": ui.token.is_some(),
+        "codec": codec_name(&ui.ctx),
+        "stuck_after_ms": STUCK_MS,
+        "total": names.len(),
+        "offset": offset,
+        "limit": limit,
+        "queues": rows,
+    }))
+    .into_response()
+}
+
+fn codec_name(ctx: &Ctx) -> String {
+    clap::ValueEnum::to_possible_value(&ctx.global.codec)
+        .map_or_else(String::new, |v| v.get_name().to_owned())
+}
