@@ -10,8 +10,10 @@
 //! `POST /api/queues/{name}/dead/{at}/{id}/{retry,delete}`,
 //! `POST /api/queues/{name}/in_flight/{id}/give-back`.
 
+mod activity;
 mod detail;
 mod items;
+mod order;
 mod overview;
 mod paging;
 mod preview;
@@ -29,6 +31,7 @@ use std::sync::Arc;
 
 const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
+const OVERVIEW_JS: &str = include_str!("overview.js");
 const STYLE_CSS: &str = include_str!("style.css");
 
 /// How long a request waits for Redis: the client queues commands while it reconnects, so
@@ -43,6 +46,9 @@ pub(crate) struct Ui {
     /// `--match`: the queues the dashboard shows and serves; every other name is answered 404
     /// before anything is read from Redis.
     pub(crate) pattern: Option<String>,
+    /// The queues as the background read of the gauges last saw them: what the overview
+    /// orders and filters every queue by.
+    pub(crate) seen: Arc<crate::serve::Readings>,
 }
 
 type Shared = Arc<Ui>;
@@ -59,11 +65,17 @@ pub(crate) fn routes(ui: Ui) -> Router {
             get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
         )
         .route(
+            "/overview.js",
+            get(|| async { asset("text/javascript; charset=utf-8", OVERVIEW_JS) }),
+        )
+        .route(
             "/style.css",
             get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
         )
         .route("/api/queues", get(overview::overview))
         .route("/api/queues/{name}", get(detail::queue))
+        .route("/api/queues/{name}/activity", get(activity::history))
+        .route("/api/queues/{name}/processes", get(activity::processes))
         .route("/api/queues/{name}/{action}", post(write))
         .route(
             "/api/queues/{name}/pending/{handle}/{action}",

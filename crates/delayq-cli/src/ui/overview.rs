@@ -1,6 +1,6 @@
 //! `GET /api/queues`: the overview, a page of the queues' rows with the total.
 
-use super::{bounded, failure, paging, Shared, Ui};
+use super::{bounded, failure, order, paging, Shared, Ui};
 use crate::ctx::Ctx;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -30,9 +30,17 @@ impl Ui {
         Ok(discovery.list(&self.ctx.client).await?)
     }
 
-    /// The queue's row, or its name and why it could not be read (a wrong-typed key, say).
+    /// The queue's row with its recent activity and live processes, or its name and why it
+    /// could not be read (a wrong-typed key, say).
     async fn row_or_error(&self, name: &str) -> serde_json::Value {
-        match bounded(self.row(name)).await {
+        let read = async {
+            let mut row = self.row(name).await?;
+            let (activity, processes) = super::activity::recent(&self.queue(name).await?).await?;
+            row["activity"] = activity;
+            row["processes"] = json!(processes);
+            anyhow::Ok(row)
+        };
+        match bounded(read).await {
             Ok(row) => row,
             Err(err) => json!({ "name": name, "error": format!("{err:#}") }),
         }
@@ -61,7 +69,9 @@ impl Ui {
     }
 }
 
-/// `GET /api/queues`: one page of the queues whose name holds `q`, and how many there are.
+/// `GET /api/queues`: one page of the queues whose name holds `q` (in the state `state`, in
+/// the order `sort`), and how many there are. The page's rows are read now; the order and the
+/// state filter over every queue come from the gauges' snapshot, whose age the answer gives.
 pub(super) async fn overview(
     State(ui): State<Shared>,
     Query(params): Query<HashMap<String, String>>,
@@ -70,12 +80,18 @@ pub(super) async fn overview(
         Ok([offset, limit]) => (offset, limit.clamp(1, MAX_PAGE)),
         Err(refused) => return *refused,
     };
+    let (sort, state) = match order_params(&params) {
+        Ok(order) => order,
+        Err(refused) => return *refused,
+    };
     let part = params.get("q").map_or("", String::as_str);
     let names = match bounded(ui.names()).await {
         Ok(names) => names,
         Err(err) => return failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),
     };
-    let names: Vec<String> = names.into_iter().filter(|n| n.contains(part)).collect();
+    let mut names: Vec<String> = names.into_iter().filter(|n| n.contains(part)).collect();
+    let now_ms = delayq::time::now_ms();
+    let staleness = order::arrange(&mut names, sort, state, || ui.seen.seen(), now_ms);
     let page: Vec<String> = names.iter().skip(offset).take(limit).cloned().collect();
     let ui_ref = &ui;
     let rows: Vec<serde_json::Value> = futures::stream::iter(page)
@@ -83,6 +99,7 @@ pub(super) async fn overview(
         .buffered(ROWS_AT_ONCE)
         .collect()
         .await;
+    let snapshot = staleness.map(|s| json!({ "age_ms": s.age_ms, "unread": s.unread }));
     Json(json!({
         "now_ms": delayq::time::now_ms(),
         "writes": ui.token.is_some(),
@@ -91,9 +108,38 @@ pub(super) async fn overview(
         "total": names.len(),
         "offset": offset,
         "limit": limit,
+        "sort": sort,
+        "state": state,
+        "snapshot": snapshot,
         "queues": rows,
     }))
     .into_response()
+}
+
+/// `sort` (`name` when absent) and `state` (none when absent or empty), each one of the known
+/// values; else a 400 naming them.
+fn order_params(
+    params: &HashMap<String, String>,
+) -> Result<(&'static str, Option<&'static str>), Box<Response>> {
+    let known = |key: &str, value: &str, among: &[&'static str]| {
+        among.iter().copied().find(|&k| k == value).ok_or_else(|| {
+            let list = among.join(", ");
+            Box::new(failure(
+                StatusCode::BAD_REQUEST,
+                format!("{key}={value:?}: one of {list}"),
+            ))
+        })
+    };
+    let sort = known(
+        "sort",
+        params.get("sort").map_or("name", String::as_str),
+        &order::SORTS,
+    )?;
+    let state = match params.get("state").map(String::as_str) {
+        None | Some("") => None,
+        Some(state) => Some(known("state", state, &order::STATES)?),
+    };
+    Ok((sort, state))
 }
 
 fn codec_name(ctx: &Ctx) -> String {

@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::process::{Command, Stdio};
 
 /// `delayq ui` on a free loopback port of `redis`, once it answers.
-fn dashboard(redis: &TestRedis) -> (Daemon, u16) {
+pub(crate) fn dashboard(redis: &TestRedis) -> (Daemon, u16) {
     let port = free_port();
     let daemon = Daemon(
         Command::new(BIN)
@@ -28,7 +28,7 @@ fn dashboard(redis: &TestRedis) -> (Daemon, u16) {
 }
 
 /// `GET path` as JSON, which must answer `status`.
-fn json(port: u16, path: &str, status: u16) -> Value {
+pub(crate) fn json(port: u16, path: &str, status: u16) -> Value {
     let (got, body) = get(port, path).unwrap();
     assert_eq!(got, status, "{path}: {body}");
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
