@@ -70,8 +70,8 @@ function drawQueue(now) {
     row.classList.toggle("paused", !!q.paused);
     row.classList.toggle("failed", !!q.error);
     if (q.error) {
-      const c = cells(row, 3, ["", "error", "state"]);
-      c[1].colSpan = 7 + more.cells(q).length;
+      const c = cells(row, 3 + more.cells(q).length, ["", "error", "state"]);
+      c[1].colSpan = 7;
       setText(c[0], q.name);
       setText(c[1], q.error);
       setText(c[2], "ERROR");

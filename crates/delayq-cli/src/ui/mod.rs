@@ -1,9 +1,11 @@
 //! The dashboard: its page (built into the binary, nothing fetched from elsewhere) and the JSON
 //! API under `/api` that the page uses (documented in docs/operations.md).
 //!
-//! Reads: `GET /api/queues?offset=&limit=&q=` (a page of the queues' counters, with the total;
-//! `q`: a part of the name), `GET /api/queues/{name}?tab=&from=` (one queue: the due times of the
-//! next hour and a page of one of its lists, each value as a bounded preview).
+//! Reads: `GET /api/queues?offset=&limit=&q=&sort=&state=` (a page of the queues' counters, with
+//! the total; `q`: a part of the name; every queue ordered and filtered, see overview.rs),
+//! `GET /api/queues/{name}?tab=&from=` (one queue: the due times of the next hour and a page of
+//! one of its lists, each value as a bounded preview), `GET /api/queues/{name}/activity` and
+//! `/processes` (its last hour of activity, its live workers and schedulers).
 //! Writes, only with `--allow-writes` and the token as `Authorization: Bearer TOKEN`:
 //! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}` and
 //! `POST /api/queues/{name}/pending/{handle}/{cancel,run-now}`,

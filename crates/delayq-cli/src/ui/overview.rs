@@ -34,8 +34,9 @@ impl Ui {
     /// could not be read (a wrong-typed key, say).
     async fn row_or_error(&self, name: &str) -> serde_json::Value {
         let read = async {
-            let mut row = self.row(name).await?;
-            let (activity, processes) = super::activity::recent(&self.queue(name).await?).await?;
+            let recent = async { super::activity::recent(&self.queue(name).await?).await };
+            let (row, recent) = tokio::join!(self.row(name), recent);
+            let (mut row, (activity, processes)) = (row?, recent?);
             row["activity"] = activity;
             row["processes"] = json!(processes);
             anyhow::Ok(row)

@@ -17,6 +17,8 @@ import time
 import urllib.error
 import urllib.request
 
+import check_overview
+
 DELAYQ = os.path.abspath(sys.argv[1])
 OUT = os.path.abspath(os.environ.get("UI_TEST_OUT", "target/ui-test"))
 TOKEN = "ui-test-token-0123456789abcdef"
@@ -421,6 +423,7 @@ def main():
         check_deep_links(browser, ui)
         check_phone(browser)
         check_many(browser, redis)
+        check_overview.check(sys.modules[__name__], browser, redis, ui)
     finally:
         browser.close()
     print("ui browser test passed")
