@@ -26,6 +26,7 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
         ctx,
         token: token.as_ref().map(|t| t.text.clone()),
         pattern: args.pattern.clone(),
+        seen: observed.readings(),
     });
     let server = crate::serve::Server::start(bound, observed, pages, Some(gauges));
     let mode = if args.allow_writes {

@@ -7,7 +7,7 @@ use delayq::fred::clients::{Client, Pipeline};
 use delayq::fred::interfaces::{KeysInterface, ListInterface, SortedSetsInterface};
 use delayq::fred::prelude::Value;
 use delayq::QueueKeys;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -34,11 +34,38 @@ struct Reading {
     next_due_ms: Option<i64>,
     /// Since when the target list has been seen holding values, never empty in between.
     ready_since_ms: Option<i64>,
+    /// When it was read, epoch ms.
+    read_ms: i64,
 }
 
-/// The last reading of every queue, shared by the reader and `/metrics`.
+/// The last reading of every queue, shared by the reader, `/metrics` and the dashboard's order.
 #[derive(Default)]
-pub(crate) struct Readings(Mutex<BTreeMap<String, Reading>>);
+pub(crate) struct Readings(Mutex<Held>);
+
+#[derive(Default)]
+struct Held {
+    readings: BTreeMap<String, Reading>,
+    /// The queues whose last read failed (a wrong-typed key, say), and when: they keep their
+    /// last values for `/metrics`.
+    failing: BTreeMap<String, i64>,
+}
+
+/// One queue as the background read last saw it: what the dashboard sorts and filters every
+/// queue by without reading each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Seen {
+    pub(crate) pending: u64,
+    pub(crate) ready: u64,
+    pub(crate) in_flight: u64,
+    pub(crate) dead: u64,
+    pub(crate) quarantined: u64,
+    pub(crate) paused: bool,
+    pub(crate) next_due_ms: Option<i64>,
+    /// The last read failed.
+    pub(crate) failing: bool,
+    /// When it was read, epoch ms.
+    pub(crate) read_ms: i64,
+}
 
 /// The periodic read behind the gauges, stopped with the server that runs it.
 pub(crate) struct Gauges {
@@ -145,35 +172,72 @@ fn reading(replies: Vec<Result<Value, delayq::fred::error::Error>>) -> Option<Re
         paused: count(paused)? > 0,
         next_due_ms,
         ready_since_ms: None,
+        read_ms: 0,
     })
 }
 
 impl Readings {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Reading>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Forgets the queues not in the sorted `names`.
     fn retain(&self, names: &[String]) {
-        self.lock()
+        let mut held = self.lock();
+        held.readings
             .retain(|name, _| names.binary_search(name).is_ok());
+        held.failing
+            .retain(|name, _| names.binary_search(name).is_ok());
+    }
+
+    /// Every queue read so far as last seen: one copy of the map, no read of Redis.
+    pub(crate) fn seen(&self) -> HashMap<String, Seen> {
+        let held = self.lock();
+        let mut seen: HashMap<String, Seen> = held
+            .readings
+            .iter()
+            .map(|(name, r)| {
+                let seen = Seen {
+                    pending: r.pending,
+                    ready: r.ready,
+                    in_flight: r.in_flight,
+                    dead: r.dead,
+                    quarantined: r.quarantined,
+                    paused: r.paused,
+                    next_due_ms: r.next_due_ms,
+                    failing: false,
+                    read_ms: r.read_ms,
+                };
+                (name.clone(), seen)
+            })
+            .collect();
+        for (name, &failed_ms) in &held.failing {
+            let entry = seen.entry(name.clone()).or_default();
+            (entry.failing, entry.read_ms) = (true, failed_ms);
+        }
+        seen
     }
 
     /// Takes in the reads of `names` made at `now_ms`; a failed read keeps the last values.
     fn update(&self, names: &[String], reads: Vec<Option<Reading>>, now_ms: i64) {
         let mut held = self.lock();
         for (name, read) in names.iter().zip(reads) {
-            let Some(mut read) = read else { continue };
-            let since = held.get(name).and_then(|r| r.ready_since_ms);
+            let Some(mut read) = read else {
+                held.failing.insert(name.clone(), now_ms);
+                continue;
+            };
+            held.failing.remove(name);
+            let since = held.readings.get(name).and_then(|r| r.ready_since_ms);
             read.ready_since_ms = (read.ready > 0).then(|| since.unwrap_or(now_ms));
-            held.insert(name.clone(), read);
+            read.read_ms = now_ms;
+            held.readings.insert(name.clone(), read);
         }
     }
 
     /// The gauges as Prometheus text, each with its HELP and TYPE lines: a series per queue,
     /// or (aggregate) one per gauge, the counts summed and the ages their maximum.
     pub(crate) fn render(&self, mode: MetricsMode, now_ms: i64) -> String {
-        let held = self.lock();
+        let held = &self.lock().readings;
         let mut out = String::new();
         for (name, aggregate, value) in GAUGES {
             let help = delayq::metrics::metric(name).map_or("", |m| m.help);

@@ -10,7 +10,7 @@ mod listen;
 mod pulse;
 mod recorder;
 
-pub(crate) use gauges::Gauges;
+pub(crate) use gauges::{Gauges, Readings, Seen};
 pub(crate) use listen::{bind, Bound, ListenArgs};
 pub(crate) use recorder::{recorder, MetricsMode};
 
@@ -22,7 +22,6 @@ use axum::{Json, Router};
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::{ClientLike, EventInterface};
 use delayq::SchedulerGroup;
-use gauges::Readings;
 use pulse::Pulse;
 use recorder::Exporter;
 use std::net::SocketAddr;
@@ -61,6 +60,11 @@ impl Observed {
             pulse: Pulse::new(),
             unhealthy_after: args.unhealthy_after,
         })
+    }
+
+    /// The queues' gauges as the background read last saw them.
+    pub(crate) fn readings(&self) -> Arc<Readings> {
+        self.readings.clone()
     }
 }
 

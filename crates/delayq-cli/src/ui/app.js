@@ -7,11 +7,9 @@
 const $ = (sel) => document.querySelector(sel);
 const COUNTS = ["pending", "ready", "in_flight", "dead", "quarantined"];
 const view = { selected: null, offset: 0, limit: 100, filter: "", order: "name", tab: "pending", from: 0, q: "", job: null };
-// "problems first": a queue that cannot be read, then stuck, then paused, then the rest (each by
-// name, as the server pages them: the order is within the page shown).
-function trouble(q) {
-  return q.error ? 0 : q.stuck ? 1 : q.paused ? 2 : 3;
-}
+// What the parts loaded after this file fill in (overview.js): more parameters of the
+// overview's request, a look at its answer, more cells of a queue's row, more of the queue view.
+const more = { query: () => "", page: () => {}, cells: () => [], detail: () => {} };
 const CONFIRM = {
   replay: "Replay every dead letter of {q} onto its list?",
   "purge-dead": "Delete every dead letter of {q}? They cannot be brought back.",
@@ -74,14 +72,16 @@ function drawQueue(now) {
     row.classList.toggle("paused", !!q.paused);
     row.classList.toggle("failed", !!q.error);
     if (q.error) {
-      const c = cells(row, 3, ["", "error", "state"]);
+      const c = cells(row, 3 + more.cells(q).length, ["", "error", "state"]);
       c[1].colSpan = 7;
       setText(c[0], q.name);
       setText(c[1], q.error);
       setText(c[2], "ERROR");
       return;
     }
-    const c = cells(row, 9, ["", ...COUNTS.map((k) => "n " + k), "", "", "state"]);
+    const extra = more.cells(q);
+    const c = cells(row, 9 + extra.length, ["", ...COUNTS.map((k) => "n " + k), "", "", "state"]);
+    extra.forEach((text, i) => setText(c[9 + i], text));
     c[1].colSpan = 1;
     setText(c[0], q.name);
     COUNTS.forEach((k, i) => setText(c[i + 1], String(q[k])));
@@ -94,14 +94,12 @@ function drawQueue(now) {
 async function refresh() {
   try {
     const url = "api/queues?offset=" + view.offset + "&limit=" + view.limit +
-      "&q=" + encodeURIComponent(view.filter);
+      "&q=" + encodeURIComponent(view.filter) + "&sort=" + view.order + more.query();
     const data = await getJson(url);
     view.writes = data.writes;
     setText($("#mode"), (data.writes ? "writes allowed" : "read-only") + " · default codec " + data.codec);
-    const queues = view.order === "problems"
-      ? [...data.queues].sort((a, b) => trouble(a) - trouble(b) || (a.name < b.name ? -1 : 1))
-      : data.queues;
-    sync($("#queues tbody"), queues, (q) => q.name, drawQueue(data.now_ms));
+    more.page(data);
+    sync($("#queues tbody"), data.queues, (q) => q.name, drawQueue(data.now_ms));
     const last = Math.min(data.offset + data.queues.length, data.total);
     setText($("#page"), (data.total ? data.offset + 1 : 0) + "–" + last + " of " + data.total + " queues");
     $("#prev").disabled = data.offset === 0;
@@ -229,6 +227,7 @@ async function showDetail() {
   showQueueCodec(d);
   drawChart(d.chart);
   fillList(d);
+  more.detail(name);
 }
 
 // Shows the queue `name` (none: null) at its tab `tab`, with its entry `job` open (none: null);
@@ -284,7 +283,7 @@ for (const b of document.querySelectorAll(".actions button")) {
 }
 $("#prev").onclick = () => { view.offset = Math.max(0, view.offset - view.limit); refresh(); };
 $("#next").onclick = () => { view.offset += view.limit; refresh(); };
-$("#order").onchange = () => { view.order = $("#order").value; refresh(); };
+$("#order").onchange = () => { view.order = $("#order").value; view.offset = 0; refresh(); };
 $("#filter").oninput = () => { view.filter = $("#filter").value; view.offset = 0; refresh(); };
 for (const b of document.querySelectorAll(".tabs button")) {
   b.onclick = () => select(view.selected, b.dataset.tab);

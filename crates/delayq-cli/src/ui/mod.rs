@@ -1,52 +1,48 @@
 //! The dashboard: its page (built into the binary, nothing fetched from elsewhere) and the JSON
 //! API under `/api` that the page uses (documented in docs/operations.md).
 //!
-//! Reads: `GET /api/queues?offset=&limit=&q=` (a page of the queues' counters, with the total;
-//! `q`: a part of the name), `GET /api/queues/{name}?tab=&from=` (one queue: the due times of the
-//! next hour and a page of one of its lists, each value as a bounded preview).
+//! Reads: `GET /api/queues?offset=&limit=&q=&sort=&state=` (a page of the queues' counters, with
+//! the total; `q`: a part of the name; every queue ordered and filtered, see overview.rs),
+//! `GET /api/queues/{name}?tab=&from=` (one queue: the due times of the next hour and a page of
+//! one of its lists, each value as a bounded preview), `GET /api/queues/{name}/activity` and
+//! `/processes` (its last hour of activity, its live workers and schedulers).
 //! Writes, only with `--allow-writes` and the token as `Authorization: Bearer TOKEN`:
 //! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}` and
 //! `POST /api/queues/{name}/pending/{handle}/{cancel,run-now}`,
 //! `POST /api/queues/{name}/dead/{at}/{id}/{retry,delete}`,
 //! `POST /api/queues/{name}/in_flight/{id}/give-back`.
 
+mod activity;
 mod detail;
 mod items;
 mod job;
+mod order;
+mod overview;
 mod paging;
 mod preview;
 mod search;
 
 use crate::ctx::Ctx;
 use crate::text_codec::TextCodec;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use delayq::{DelayedQueue, Discovery};
-use futures::StreamExt;
+use delayq::DelayedQueue;
 use serde_json::json;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 const CODEC_JS: &str = include_str!("codec.js");
+const OVERVIEW_JS: &str = include_str!("overview.js");
 const STYLE_CSS: &str = include_str!("style.css");
 const SEARCH_JS: &str = include_str!("search.js");
 
-/// A queue whose head has been due this long is "stuck": a running scheduler (delayq's or
-/// Redisson's) moves due entries within milliseconds, so no transfer has run for that long.
-pub(crate) const STUCK_MS: i64 = 10_000;
 /// How long a request waits for Redis: the client queues commands while it reconnects, so
 /// without a bound a request would wait out the whole outage.
 const REDIS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-/// Queues on a page of the overview unless `limit` says otherwise, and the most `limit` may ask.
-const PAGE: usize = 100;
-const MAX_PAGE: usize = 500;
-/// How many queues' rows are read at once.
-const ROWS_AT_ONCE: usize = 16;
 
 /// What every request of the dashboard shares.
 pub(crate) struct Ui {
@@ -56,6 +52,9 @@ pub(crate) struct Ui {
     /// `--match`: the queues the dashboard shows and serves; every other name is answered 404
     /// before anything is read from Redis.
     pub(crate) pattern: Option<String>,
+    /// The queues as the background read of the gauges last saw them: what the overview
+    /// orders and filters every queue by.
+    pub(crate) seen: Arc<crate::serve::Readings>,
 }
 
 type Shared = Arc<Ui>;
@@ -80,11 +79,17 @@ pub(crate) fn routes(ui: Ui) -> Router {
             get(|| async { asset("text/javascript; charset=utf-8", SEARCH_JS) }),
         )
         .route(
+            "/overview.js",
+            get(|| async { asset("text/javascript; charset=utf-8", OVERVIEW_JS) }),
+        )
+        .route(
             "/style.css",
             get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
         )
-        .route("/api/queues", get(overview))
+        .route("/api/queues", get(overview::overview))
         .route("/api/queues/{name}", get(detail::queue))
+        .route("/api/queues/{name}/activity", get(activity::history))
+        .route("/api/queues/{name}/processes", get(activity::processes))
         .route("/api/queues/{name}/{action}", post(write))
         .route("/api/queues/{name}/job/{tab}/{item}", get(job::job))
         .route(
@@ -157,80 +162,6 @@ impl Ui {
         anyhow::ensure!(self.serves(name), "the queue {name:?} is outside --match");
         Ok(self.ctx.queue(name).await?)
     }
-
-    /// The names of every queue with any key of its own (within `--match`), sorted.
-    async fn names(&self) -> anyhow::Result<Vec<String>> {
-        let mut discovery = Discovery::all();
-        if let Some(pattern) = &self.pattern {
-            discovery = discovery.matching(pattern.as_str());
-        }
-        Ok(discovery.list(&self.ctx.client).await?)
-    }
-
-    /// The queue's row, or its name and why it could not be read (a wrong-typed key, say).
-    async fn row_or_error(&self, name: &str) -> serde_json::Value {
-        match bounded(self.row(name)).await {
-            Ok(row) => row,
-            Err(err) => json!({ "name": name, "error": format!("{err:#}") }),
-        }
-    }
-
-    /// One queue's counters, next due time, most overdue entry, pause flag and stuck state.
-    pub(crate) async fn row(&self, name: &str) -> anyhow::Result<serde_json::Value> {
-        let queue = self.queue(name).await?;
-        let stats = queue.stats().await?;
-        let reliable = queue.reliable_stats().await?;
-        let paused = queue.is_paused().await?;
-        let now = delayq::time::now_ms();
-        let overdue_ms = stats.next_due_ms.map_or(0, |due| (now - due).max(0));
-        Ok(json!({
-            "name": name,
-            "pending": stats.pending,
-            "ready": stats.ready,
-            "in_flight": reliable.in_flight,
-            "dead": reliable.dead,
-            "quarantined": stats.quarantined,
-            "next_due_ms": stats.next_due_ms,
-            "overdue_ms": overdue_ms,
-            "paused": paused,
-            "stuck": overdue_ms >= STUCK_MS,
-        }))
-    }
-}
-
-/// `GET /api/queues`: one page of the queues whose name holds `q`, and how many there are.
-async fn overview(
-    State(ui): State<Shared>,
-    Query(params): Query<HashMap<String, String>>,
-) -> Response {
-    let (offset, limit) = match paging::numbers(&params, [("offset", 0), ("limit", PAGE)]) {
-        Ok([offset, limit]) => (offset, limit.clamp(1, MAX_PAGE)),
-        Err(refused) => return *refused,
-    };
-    let part = params.get("q").map_or("", String::as_str);
-    let names = match bounded(ui.names()).await {
-        Ok(names) => names,
-        Err(err) => return failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),
-    };
-    let names: Vec<String> = names.into_iter().filter(|n| n.contains(part)).collect();
-    let page: Vec<String> = names.iter().skip(offset).take(limit).cloned().collect();
-    let ui_ref = &ui;
-    let rows: Vec<serde_json::Value> = futures::stream::iter(page)
-        .map(|name| async move { ui_ref.row_or_error(&name).await })
-        .buffered(ROWS_AT_ONCE)
-        .collect()
-        .await;
-    Json(json!({
-        "now_ms": delayq::time::now_ms(),
-        "writes": ui.token.is_some(),
-        "codec": delayq::codec::Codec::name(ui.ctx.codecs.default()),
-        "stuck_after_ms": STUCK_MS,
-        "total": names.len(),
-        "offset": offset,
-        "limit": limit,
-        "queues": rows,
-    }))
-    .into_response()
 }
 
 /// Why a write is refused: read-only, or `headers` lack the token (compared in constant time).

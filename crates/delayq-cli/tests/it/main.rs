@@ -24,6 +24,7 @@ mod metrics;
 mod observe;
 #[cfg(feature = "otel")]
 mod otel;
+mod overview;
 mod processes;
 mod queues;
 mod shard_count;

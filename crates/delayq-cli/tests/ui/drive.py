@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 
 import check_codec
+import check_overview
 
 DELAYQ = os.path.abspath(sys.argv[1])
 OUT = os.path.abspath(os.environ.get("UI_TEST_OUT", "target/ui-test"))
@@ -425,6 +426,7 @@ def main():
         check_many(browser, redis)
         check_codec.check_codec(browser, sys.modules[__name__])
         __import__("check_search").run(browser, redis, ui)
+        check_overview.check(sys.modules[__name__], browser, redis, ui)
     finally:
         browser.close()
     print("ui browser test passed")

@@ -1,0 +1,59 @@
+// The overview's state filter and snapshot age, each queue's rates and live processes, and in
+// the queue view its last hour of activity and the processes serving it. Loaded after app.js,
+// whose `more` hooks it fills in.
+"use strict";
+const KINDS = ["moved", "taken", "acked", "failed"];
+const SVG = "http://www.w3.org/2000/svg";
+
+more.query = () => "&state=" + encodeURIComponent($("#state").value);
+more.page = (data) => {
+  setText($("#snapshot"), data.snapshot
+    ? "order as read " + Math.round(data.snapshot.age_ms / 1000) + " s ago" +
+      (data.snapshot.unread ? " (" + data.snapshot.unread + " not read yet, last)" : "")
+    : "");
+};
+// Two cells after the state: the average per minute of each kind, and the live processes.
+more.cells = (q) => {
+  if (!q.activity) return ["", ""];
+  const a = q.activity;
+  const per = (k) => String(Math.round((a[k] / a.minutes) * 10) / 10);
+  return [KINDS.map(per).join(" · "), String(q.processes)];
+};
+more.detail = (name) => {
+  const base = "api/queues/" + encodeURIComponent(name);
+  getJson(base + "/activity").then((d) => { if (name === view.selected) drawActivity(d); }, () => {});
+  getJson(base + "/processes").then((d) => { if (name === view.selected) fillProcesses(d); }, () => {});
+};
+$("#state").onchange = () => { view.offset = 0; refresh(); };
+
+// One line a kind over the minutes, all on one scale; a minute's counts in its tooltip.
+function drawActivity(d) {
+  const svg = $("#activity");
+  const max = Math.max(1, ...d.minutes.flatMap((m) => KINDS.map((k) => m[k])));
+  const step = 720 / Math.max(1, d.minutes.length - 1);
+  const y = (n) => 130 - Math.round((n / max) * 120);
+  KINDS.forEach((k, i) => {
+    let line = svg.querySelector("polyline." + k);
+    if (!line) {
+      line = document.createElementNS(SVG, "polyline");
+      line.setAttribute("class", k);
+      svg.appendChild(line);
+    }
+    line.setAttribute("points", d.minutes.map((m, j) => j * step + "," + (y(m[k]) - i)).join(" "));
+  });
+  let title = svg.querySelector("title");
+  if (!title) title = svg.appendChild(document.createElementNS(SVG, "title"));
+  const total = (k) => d.minutes.reduce((s, m) => s + m[k], 0);
+  setText(title, "last hour: " + KINDS.map((k) => total(k) + " " + k).join(", "));
+  svg.dataset.totals = JSON.stringify(Object.fromEntries(KINDS.map((k) => [k, total(k)])));
+}
+
+function fillProcesses(d) {
+  setText($("#process-count"), String(d.processes.length));
+  const ago = (ms) => Math.max(0, Math.round((d.now_ms - ms) / 1000)) + " s ago";
+  sync($("#processes tbody"), d.processes, (p) => p.id, (row, p) => {
+    const c = cells(row, 7, ["", "", "", "n", "", "", ""]);
+    [p.kind, p.id, p.host, String(p.pid), p.version, new Date(p.started_ms).toISOString(), ago(p.beat_ms)]
+      .forEach((text, i) => setText(c[i], text));
+  });
+}
