@@ -10,6 +10,7 @@
 //! `POST /api/queues/{name}/dead/{at}/{id}/{retry,delete}`,
 //! `POST /api/queues/{name}/in_flight/{id}/give-back`.
 
+mod access;
 mod detail;
 mod items;
 mod paging;
@@ -17,6 +18,7 @@ mod preview;
 
 use crate::ctx::Ctx;
 use crate::text_codec::TextCodec;
+use access::refusal;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -223,31 +225,6 @@ async fn overview(
 fn codec_name(ctx: &Ctx) -> String {
     clap::ValueEnum::to_possible_value(&ctx.global.codec)
         .map_or_else(String::new, |v| v.get_name().to_owned())
-}
-
-/// Why a write is refused: read-only, or `headers` lack the token (compared in constant time).
-fn refusal(ui: &Ui, headers: &HeaderMap) -> Option<Response> {
-    let Some(token) = &ui.token else {
-        return Some(failure(
-            StatusCode::FORBIDDEN,
-            "read-only: start delayq ui with --allow-writes to change queues",
-        ));
-    };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    let same = given.len() == token.len()
-        && given
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    match same {
-        true => None,
-        false => Some(failure(StatusCode::UNAUTHORIZED, "a valid token is needed")),
-    }
 }
 
 /// `POST /api/queues/{name}/{action}`: replay or purge dead letters, purge the quarantine,
