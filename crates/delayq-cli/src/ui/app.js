@@ -1,5 +1,6 @@
 // The delayq dashboard: reads a page of api/queues (relative: the page may sit under a base path) every 2 s and updates the tables in place
-// (a selection or a message survives a refresh); writes send the token as a Bearer header and
+// (a selection or a message survives a refresh); writes send the token as a Bearer header
+// (access.js: the page's role, and which buttons it may use) and
 // the ones that lose or move values ask first. The selected queue is in the URL: #/queue/NAME/TAB.
 "use strict";
 const $ = (sel) => document.querySelector(sel);
@@ -95,7 +96,7 @@ async function refresh() {
       "&q=" + encodeURIComponent(view.filter);
     const data = await getJson(url);
     view.writes = data.writes;
-    setText($("#mode"), (data.writes ? "writes allowed" : "read-only") + " · codec " + data.codec);
+    setText($("#mode"), "role " + (view.role || "read-only") + " · codec " + data.codec);
     const queues = view.order === "problems"
       ? [...data.queues].sort((a, b) => trouble(a) - trouble(b) || (a.name < b.name ? -1 : 1))
       : data.queues;
@@ -243,7 +244,7 @@ function fromHash() {
 async function act(action) {
   const res = await fetch("api/queues/" + encodeURIComponent(view.selected) + "/" + action, {
     method: "POST",
-    headers: { Authorization: "Bearer " + $("#token").value },
+    headers: authHeaders(),
   });
   const body = await res.json();
   if (!res.ok) status(action + " refused (" + res.status + "): " + body.error, true);
@@ -253,7 +254,7 @@ async function act(action) {
 
 async function actOnItem(path, action, item) {
   const url = "api/queues/" + encodeURIComponent(view.selected) + "/" + path + "/" + action;
-  const res = await fetch(url, { method: "POST", headers: { Authorization: "Bearer " + $("#token").value } });
+  const res = await fetch(url, { method: "POST", headers: authHeaders() });
   const body = await res.json();
   if (!res.ok) status(action + " " + item + " refused (" + res.status + "): " + body.error, true);
   else status(action + " " + item + ": done", false);

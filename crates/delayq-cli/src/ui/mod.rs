@@ -4,7 +4,9 @@
 //! Reads: `GET /api/queues?offset=&limit=&q=` (a page of the queues' counters, with the total;
 //! `q`: a part of the name), `GET /api/queues/{name}?tab=&from=` (one queue: the due times of the
 //! next hour and a page of one of its lists, each value as a bounded preview).
-//! Writes, only with `--allow-writes` and the token as `Authorization: Bearer TOKEN`:
+//! `GET /api/whoami`: the role of the request's token and the role each action needs.
+//! Writes, each with the token of a role that may do it as `Authorization: Bearer TOKEN`
+//! (access.rs):
 //! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}` and
 //! `POST /api/queues/{name}/pending/{handle}/{cancel,run-now}`,
 //! `POST /api/queues/{name}/dead/{at}/{id}/{retry,delete}`,
@@ -19,6 +21,7 @@ mod preview;
 use crate::ctx::Ctx;
 use crate::text_codec::TextCodec;
 use access::refusal;
+pub(crate) use access::Tokens;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -33,6 +36,7 @@ use std::sync::Arc;
 const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 const STYLE_CSS: &str = include_str!("style.css");
+const ACCESS_JS: &str = include_str!("access.js");
 
 /// A queue whose head has been due this long is "stuck": a running scheduler (delayq's or
 /// Redisson's) moves due entries within milliseconds, so no transfer has run for that long.
@@ -49,8 +53,8 @@ const ROWS_AT_ONCE: usize = 16;
 /// What every request of the dashboard shares.
 pub(crate) struct Ui {
     pub(crate) ctx: Ctx,
-    /// The token writes need; `None`: read-only.
-    pub(crate) token: Option<String>,
+    /// The tokens of the roles that may write; none: read-only.
+    pub(crate) access: access::Tokens,
     /// `--match`: the queues the dashboard shows and serves; every other name is answered 404
     /// before anything is read from Redis.
     pub(crate) pattern: Option<String>,
@@ -70,9 +74,14 @@ pub(crate) fn routes(ui: Ui) -> Router {
             get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
         )
         .route(
+            "/access.js",
+            get(|| async { asset("text/javascript; charset=utf-8", ACCESS_JS) }),
+        )
+        .route(
             "/style.css",
             get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
         )
+        .route("/api/whoami", get(access::whoami))
         .route("/api/queues", get(overview))
         .route("/api/queues/{name}", get(detail::queue))
         .route("/api/queues/{name}/{action}", post(write))
@@ -211,7 +220,7 @@ async fn overview(
         .await;
     Json(json!({
         "now_ms": delayq::time::now_ms(),
-        "writes": ui.token.is_some(),
+        "writes": ui.access.writes(),
         "codec": codec_name(&ui.ctx),
         "stuck_after_ms": STUCK_MS,
         "total": names.len(),
@@ -234,7 +243,7 @@ async fn write(
     Path((name, action)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(refused) = refusal(&ui, &headers).or_else(|| ui.outside(&name)) {
+    if let Some(refused) = refusal(&ui, &headers, &action).or_else(|| ui.outside(&name)) {
         return refused;
     }
     match bounded(run_write(&ui, &name, &action)).await {
