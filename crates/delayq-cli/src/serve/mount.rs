@@ -69,8 +69,9 @@ impl BasePath {
                 .into_response();
         }
         let Some(rest) = path.strip_prefix(base).filter(|rest| rest.starts_with('/')) else {
-            let message = format!("not found: everything here is under {base}/\n");
-            return (StatusCode::NOT_FOUND, message).into_response();
+            let message = format!("not found: everything here is under {base}/");
+            let body = axum::Json(serde_json::json!({ "error": message }));
+            return (StatusCode::NOT_FOUND, body).into_response();
         };
         let inner = match request.uri().query() {
             Some(query) => format!("{rest}?{query}"),

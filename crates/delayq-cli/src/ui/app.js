@@ -196,7 +196,10 @@ function fillList(d) {
     // An item the actions can name: a pending entry's handle, a dead letter's id (not for a
     // record delayq did not write), a delivery whose value is still there.
     const named = d.tab === "pending" ? x.handle : d.tab === "in_flight" ? x.id && !x.error : x.id;
-    if (fresh && ITEM_ACTIONS[d.tab] && named && d.writes) itemButtons(c[c.length - 1], row, d.tab);
+    // Made once per row, when the overview has said writes are allowed (a deep link's first
+    // detail can come before it).
+    const bare = !c[c.length - 1].querySelector("button");
+    if (bare && ITEM_ACTIONS[d.tab] && named && d.writes) itemButtons(c[c.length - 1], row, d.tab);
   });
   for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-selected", b.dataset.tab === d.tab);
   setText($("#list-page"), d.rows.length ? "from " + (d.from + 1) + " to " + (d.from + d.rows.length) : "none from " + (d.from + 1));
