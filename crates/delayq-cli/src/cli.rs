@@ -274,8 +274,8 @@ pub(crate) enum Command {
     /// what is due now and exit).
     Transfer(TransferArgs),
     /// Serve a web dashboard of every delayed queue in the Redis (counts, due times, dead
-    /// letters, quarantine; replay, purge, pause with --allow-writes), with its JSON API under
-    /// /api and /metrics, /healthz beside it.
+    /// letters, quarantine; replay, pause with an operator's token, purge with an admin's), with
+    /// its JSON API under /api and /metrics, /healthz beside it.
     Ui(UiArgs),
     /// Print a completion script for SHELL (e.g. `delayq completions bash >
     /// /etc/bash_completion.d/delayq`).

@@ -189,7 +189,7 @@ function fillList(d) {
     $("#list tbody").replaceChildren();
   }
   const items = d.rows.map((r, i) => Object.assign({ at: d.from + i, now: d.now_ms }, r));
-  sync($("#list tbody"), items, tab.key, (row, x, fresh) => {
+  sync($("#list tbody"), items, tab.key, (row, x) => {
     const c = cells(row, tab.columns.length, tab.columns.map(([, , cls]) => cls));
     tab.columns.forEach(([, f], i) => { if (f) setText(c[i], f(x)); });
     row.dataset.at = String(x.at);
