@@ -25,8 +25,8 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
     let mode = match access.roles() {
         roles if roles.is_empty() => "read-only".to_owned(),
         roles => format!(
-            "writes by the {} role, with its token",
-            roles.join(" and the ")
+            "writes allowed to {}, each with its token",
+            roles.join(" and ")
         ),
     };
     let listing = Listing::start(&ctx, args.pattern.clone());
