@@ -286,8 +286,8 @@ pub(crate) enum Command {
     /// what is due now and exit).
     Transfer(TransferArgs),
     /// Serve a web dashboard of every delayed queue in the Redis (counts, due times, dead
-    /// letters, quarantine; replay, purge, pause with --allow-writes), with its JSON API under
-    /// /api and /metrics, /healthz beside it.
+    /// letters, quarantine; replay, pause with an operator's token, purge with an admin's), with
+    /// its JSON API under /api and /metrics, /healthz beside it.
     Ui(UiArgs),
     /// Print a completion script for SHELL (e.g. `delayq completions bash >
     /// /etc/bash_completion.d/delayq`).
@@ -376,10 +376,25 @@ pub(crate) struct UiArgs {
     pub(crate) listen: std::net::SocketAddr,
     #[command(flatten, next_help_heading = "HTTP listener")]
     pub(crate) http: crate::serve::ListenArgs,
-    /// Allow replay, purge, pause and resume (each needs the token).
-    #[arg(long, env = "DELAYQ_ALLOW_WRITES")]
+    /// Allow every write with one token, the admin's (see --token-file): as
+    /// --admin-token-file with a token found or made up.
+    #[arg(long, env = "DELAYQ_ALLOW_WRITES", conflicts_with = "admin_token_file")]
     pub(crate) allow_writes: bool,
-    /// A file whose first line is the token writes need (made up and written there, mode
+    /// A file (mode 0600, first line at least 16 characters) holding the operator's token: it
+    /// may replay and retry dead letters, run an entry now, give a delivery back, pause and
+    /// resume.
+    #[arg(long, env = "DELAYQ_OPERATOR_TOKEN_FILE", value_name = "PATH")]
+    pub(crate) operator_token_file: Option<std::path::PathBuf>,
+    /// A file (mode 0600, first line at least 16 characters) holding the admin's token: it may
+    /// do all the operator may, and what loses values (purge dead letters or the quarantine,
+    /// delete a dead letter, cancel a pending entry).
+    #[arg(long, env = "DELAYQ_ADMIN_TOKEN_FILE", value_name = "PATH")]
+    pub(crate) admin_token_file: Option<std::path::PathBuf>,
+    /// Serve every route (page, API, /metrics, /healthz) under this path, e.g. /delayq, for a
+    /// reverse proxy that forwards that path; the path itself redirects to PATH/.
+    #[arg(long, env = "DELAYQ_BASE_PATH", value_name = "PATH", value_parser = crate::serve::parse_base_path)]
+    pub(crate) base_path: Option<crate::serve::BasePath>,
+    /// With --allow-writes: a file whose first line is the admin's token (made up and written there, mode
     /// 0600, when the file does not exist); else DELAYQ_UI_TOKEN; else one is made up into
     /// $XDG_RUNTIME_DIR (or the temp dir)/delayq-ui-PID.token, removed at exit. The token is
     /// printed only to a terminal.

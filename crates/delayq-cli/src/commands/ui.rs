@@ -16,6 +16,19 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
     };
     let observed = crate::serve::Observed::new(&ctx.client, None, &args.http)?;
     let url = delayq::redact_url(&ctx.global.url);
+    let admin = match &args.admin_token_file {
+        Some(path) => Some(read_private_token(path)?),
+        None => token.as_ref().map(|t| t.text.clone()),
+    };
+    let operator = args.operator_token_file.as_deref().map(read_private_token);
+    let access = crate::ui::Tokens::new(operator.transpose()?, admin)?;
+    let mode = match access.roles() {
+        roles if roles.is_empty() => "read-only".to_owned(),
+        roles => format!(
+            "writes allowed to {}, each with its token",
+            roles.join(" and ")
+        ),
+    };
     let listing = Listing::start(&ctx, args.pattern.clone());
     let gauges = crate::serve::Gauges {
         client: ctx.client.clone(),
@@ -24,19 +37,16 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
     };
     let pages = crate::ui::routes(crate::ui::Ui {
         ctx,
-        token: token.as_ref().map(|t| t.text.clone()),
+        access,
         pattern: args.pattern.clone(),
         seen: observed.readings(),
     });
-    let server = crate::serve::Server::start(bound, observed, pages, Some(gauges));
-    let mode = if args.allow_writes {
-        "writes allowed (with the token)"
-    } else {
-        "read-only"
-    };
+    let base = args.base_path.as_ref();
+    let server = crate::serve::Server::start(bound, base, observed, pages, Some(gauges));
     crate::logging::status!(
-        "dashboard of {url} on http://{}/ ({mode}; Ctrl-C to stop)",
-        server.addr
+        "dashboard of {url} on http://{}{}/ ({mode}; Ctrl-C to stop)",
+        server.addr,
+        base.map_or("", crate::serve::BasePath::as_str)
     );
     let stopped = super::transfer::wait_for_stop_signal().await;
     server.shutdown().await;
@@ -146,6 +156,26 @@ fn token(args: &UiArgs) -> anyhow::Result<Token> {
         text,
         made_up: Some(path),
     })
+}
+
+/// A role's token from `path`, a file no one but its owner may read or write (as ssh asks of
+/// a key): a token others can read is everyone's.
+fn read_private_token(path: &Path) -> anyhow::Result<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(path)
+            .with_context(|| format!("cannot read the token file {}", path.display()))?;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            bail!(
+                "the token file {} has mode {mode:04o}: others may read or change it; \
+                 chmod 600 it",
+                path.display()
+            );
+        }
+    }
+    read_token(path)
 }
 
 fn read_token(path: &Path) -> anyhow::Result<String> {

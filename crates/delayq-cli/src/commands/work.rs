@@ -172,6 +172,7 @@ fn observe(
     let pages = axum::Router::new();
     Ok(crate::serve::Server::start(
         bound,
+        None,
         observed,
         pages,
         Some(gauges),

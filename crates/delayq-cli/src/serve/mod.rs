@@ -3,15 +3,17 @@
 //! and errors counted. `listen.rs`: the listener they share (bind rule, Host check, connection
 //! cap, header timeout); `pulse.rs`: when Redis last answered; `recorder.rs`: the metrics
 //! recorder (per queue or aggregate, series retired); `gauges.rs`: the queues' gauges, read
-//! within a budget of Redis commands.
+//! within a budget of Redis commands; `mount.rs`: `--base-path`, every route under one path.
 
 mod gauges;
 mod listen;
+mod mount;
 mod pulse;
 mod recorder;
 
 pub(crate) use gauges::{Gauges, Readings, Seen};
 pub(crate) use listen::{bind, Bound, ListenArgs};
+pub(crate) use mount::{parse_base_path, BasePath};
 pub(crate) use recorder::{recorder, MetricsMode};
 
 use axum::extract::State;
@@ -125,10 +127,11 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Serves `/metrics`, `/healthz` and `pages` on `bound`; with `gauges`, reads the queues'
-    /// gauges in the background.
+    /// Serves `/metrics`, `/healthz` and `pages` on `bound`, all under `base` when given; with
+    /// `gauges`, reads the queues' gauges in the background.
     pub(crate) fn start(
         bound: Bound,
+        base: Option<&BasePath>,
         observed: Observed,
         pages: Router,
         gauges: Option<Gauges>,
@@ -137,7 +140,11 @@ impl Server {
         let client = observed.client.clone();
         let pulse = observed.pulse.clone();
         let readings = observed.readings.clone();
-        let router = pages.merge(routes(observed));
+        let mut router = pages.merge(routes(observed));
+        if let Some(base) = base {
+            router = base.mount(router);
+        }
+        let under = base.map_or("", BasePath::as_str);
         let token = CancellationToken::new();
         let mut tasks = JoinSet::new();
         tasks.spawn(bound.serve(router, token.clone()));
@@ -146,7 +153,7 @@ impl Server {
         if let Some(gauges) = gauges {
             tasks.spawn(gauges.run(readings, token.clone()));
         }
-        crate::logging::status!("serving http://{addr}/metrics and /healthz");
+        crate::logging::status!("serving http://{addr}{under}/metrics and {under}/healthz");
         Server { token, tasks, addr }
     }
 

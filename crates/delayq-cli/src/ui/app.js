@@ -1,8 +1,8 @@
 // The delayq dashboard: reads a page of api/queues (relative: the page may sit under a base path) every 2 s and updates the tables in place
-// (a selection or a message survives a refresh); writes send the token as a Bearer header and
-// the ones that lose or move values ask first. The selected queue is in the URL: #/queue/NAME/TAB
-// (and an entry opened in it: #/queue/NAME/TAB/ITEM; search.js draws the entry, the search and
-// the bulk actions).
+// (a selection or a message survives a refresh); writes send the token as a Bearer header
+// (access.js: the page's role, and which buttons it may use) and the ones that lose or move
+// values ask first. The selected queue is in the URL: #/queue/NAME/TAB (and an entry opened in
+// it: #/queue/NAME/TAB/ITEM; search.js draws the entry, the search and the bulk actions).
 "use strict";
 const $ = (sel) => document.querySelector(sel);
 const COUNTS = ["pending", "ready", "in_flight", "dead", "quarantined"];
@@ -97,7 +97,7 @@ async function refresh() {
       "&q=" + encodeURIComponent(view.filter) + "&sort=" + view.order + more.query();
     const data = await getJson(url);
     view.writes = data.writes;
-    setText($("#mode"), (data.writes ? "writes allowed" : "read-only") + " · default codec " + data.codec);
+    setText($("#mode"), "role " + (view.role || "read-only") + " · default codec " + data.codec);
     more.page(data);
     sync($("#queues tbody"), data.queues, (q) => q.name, drawQueue(data.now_ms));
     const last = Math.min(data.offset + data.queues.length, data.total);
@@ -188,14 +188,17 @@ function fillList(d) {
     $("#list tbody").replaceChildren();
   }
   const items = d.rows.map((r, i) => Object.assign({ at: d.from + i, now: d.now_ms }, r));
-  sync($("#list tbody"), items, tab.key, (row, x, fresh) => {
+  sync($("#list tbody"), items, tab.key, (row, x) => {
     const c = cells(row, tab.columns.length, tab.columns.map(([, , cls]) => cls));
     tab.columns.forEach(([, f], i) => { if (f) setText(c[i], f(x)); });
     row.dataset.at = String(x.at);
     // An item the actions can name: a pending entry's handle, a dead letter's id (not for a
     // record delayq did not write), a delivery whose value is still there.
     const named = d.tab === "pending" ? x.handle : d.tab === "in_flight" ? x.id && !x.error : x.id;
-    if (fresh && ITEM_ACTIONS[d.tab] && named && d.writes) itemButtons(c[c.length - 1], row, d.tab);
+    // Made once per row, when the overview has said writes are allowed (a deep link's first
+    // detail can come before it).
+    const bare = !c[c.length - 1].querySelector("button");
+    if (bare && ITEM_ACTIONS[d.tab] && named && d.writes) itemButtons(c[c.length - 1], row, d.tab);
   });
   for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-selected", b.dataset.tab === d.tab);
   setText($("#list-page"), d.rows.length ? "from " + (d.from + 1) + " to " + (d.from + d.rows.length) : "none from " + (d.from + 1));
@@ -251,7 +254,7 @@ function fromHash() {
 async function act(action) {
   const res = await fetch("api/queues/" + encodeURIComponent(view.selected) + "/" + action, {
     method: "POST",
-    headers: { Authorization: "Bearer " + $("#token").value },
+    headers: authHeaders(),
   });
   const body = await res.json();
   if (!res.ok) status(action + " refused (" + res.status + "): " + body.error, true);
@@ -261,7 +264,7 @@ async function act(action) {
 
 async function actOnItem(path, action, item) {
   const url = "api/queues/" + encodeURIComponent(view.selected) + "/" + path + "/" + action;
-  const res = await fetch(url, { method: "POST", headers: { Authorization: "Bearer " + $("#token").value } });
+  const res = await fetch(url, { method: "POST", headers: authHeaders() });
   const body = await res.json();
   if (!res.ok) status(action + " " + item + " refused (" + res.status + "): " + body.error, true);
   else status(action + " " + item + ": done", false);

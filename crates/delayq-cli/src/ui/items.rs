@@ -1,4 +1,4 @@
-//! Actions on one item of a queue; writes: `--allow-writes` and the token, as every write.
+//! Actions on one item of a queue; each needs a role's token, as every write (access.rs).
 //!
 //! `POST /api/queues/{name}/pending/{handle}/{action}`: one pending entry, by its offer handle
 //! (the detail's `handle`): `cancel` removes it, `run-now` makes it due now (it keeps its bytes
@@ -23,7 +23,7 @@ pub(super) async fn pending(
     Path((name, handle, action)): Path<(String, String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(refused) = refusal(&ui, &headers).or_else(|| ui.outside(&name)) {
+    if let Some(refused) = refusal(&ui, &headers, &action).or_else(|| ui.outside(&name)) {
         return refused;
     }
     let Ok(parsed) = handle.parse::<OfferHandle>() else {
@@ -50,7 +50,7 @@ pub(super) async fn in_flight(
     Path((name, id, action)): Path<(String, String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(refused) = refusal(&ui, &headers).or_else(|| ui.outside(&name)) {
+    if let Some(refused) = refusal(&ui, &headers, &action).or_else(|| ui.outside(&name)) {
         return refused;
     }
     let done = bounded(async {
@@ -90,7 +90,7 @@ pub(super) async fn dead(
     Path((name, at, id, action)): Path<(String, usize, String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(refused) = refusal(&ui, &headers).or_else(|| ui.outside(&name)) {
+    if let Some(refused) = refusal(&ui, &headers, &action).or_else(|| ui.outside(&name)) {
         return refused;
     }
     let done = bounded(async {

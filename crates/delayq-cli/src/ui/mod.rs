@@ -6,12 +6,15 @@
 //! `GET /api/queues/{name}?tab=&from=` (one queue: the due times of the next hour and a page of
 //! one of its lists, each value as a bounded preview), `GET /api/queues/{name}/activity` and
 //! `/processes` (its last hour of activity, its live workers and schedulers).
-//! Writes, only with `--allow-writes` and the token as `Authorization: Bearer TOKEN`:
+//! `GET /api/whoami`: the role of the request's token and the role each action needs.
+//! Writes, each with the token of a role that may do it as `Authorization: Bearer TOKEN`
+//! (access.rs):
 //! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}` and
 //! `POST /api/queues/{name}/pending/{handle}/{cancel,run-now}`,
 //! `POST /api/queues/{name}/dead/{at}/{id}/{retry,delete}`,
 //! `POST /api/queues/{name}/in_flight/{id}/give-back`.
 
+mod access;
 mod activity;
 mod detail;
 mod items;
@@ -24,6 +27,8 @@ mod search;
 
 use crate::ctx::Ctx;
 use crate::text_codec::TextCodec;
+use access::refusal;
+pub(crate) use access::Tokens;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -39,6 +44,7 @@ const CODEC_JS: &str = include_str!("codec.js");
 const OVERVIEW_JS: &str = include_str!("overview.js");
 const STYLE_CSS: &str = include_str!("style.css");
 const SEARCH_JS: &str = include_str!("search.js");
+const ACCESS_JS: &str = include_str!("access.js");
 
 /// How long a request waits for Redis: the client queues commands while it reconnects, so
 /// without a bound a request would wait out the whole outage.
@@ -47,8 +53,8 @@ const REDIS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// What every request of the dashboard shares.
 pub(crate) struct Ui {
     pub(crate) ctx: Ctx,
-    /// The token writes need; `None`: read-only.
-    pub(crate) token: Option<String>,
+    /// The tokens of the roles that may write; none: read-only.
+    pub(crate) access: access::Tokens,
     /// `--match`: the queues the dashboard shows and serves; every other name is answered 404
     /// before anything is read from Redis.
     pub(crate) pattern: Option<String>,
@@ -83,9 +89,14 @@ pub(crate) fn routes(ui: Ui) -> Router {
             get(|| async { asset("text/javascript; charset=utf-8", OVERVIEW_JS) }),
         )
         .route(
+            "/access.js",
+            get(|| async { asset("text/javascript; charset=utf-8", ACCESS_JS) }),
+        )
+        .route(
             "/style.css",
             get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
         )
+        .route("/api/whoami", get(access::whoami))
         .route("/api/queues", get(overview::overview))
         .route("/api/queues/{name}", get(detail::queue))
         .route("/api/queues/{name}/activity", get(activity::history))
@@ -164,31 +175,6 @@ impl Ui {
     }
 }
 
-/// Why a write is refused: read-only, or `headers` lack the token (compared in constant time).
-fn refusal(ui: &Ui, headers: &HeaderMap) -> Option<Response> {
-    let Some(token) = &ui.token else {
-        return Some(failure(
-            StatusCode::FORBIDDEN,
-            "read-only: start delayq ui with --allow-writes to change queues",
-        ));
-    };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    let same = given.len() == token.len()
-        && given
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    match same {
-        true => None,
-        false => Some(failure(StatusCode::UNAUTHORIZED, "a valid token is needed")),
-    }
-}
-
 /// `POST /api/queues/{name}/{action}`: replay or purge dead letters, purge the quarantine,
 /// pause or resume delayq's schedulers for the queue.
 async fn write(
@@ -196,7 +182,7 @@ async fn write(
     Path((name, action)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(refused) = refusal(&ui, &headers).or_else(|| ui.outside(&name)) {
+    if let Some(refused) = refusal(&ui, &headers, &action).or_else(|| ui.outside(&name)) {
         return refused;
     }
     match bounded(run_write(&ui, &name, &action)).await {

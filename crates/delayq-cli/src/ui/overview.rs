@@ -102,7 +102,7 @@ pub(super) async fn overview(
     let snapshot = staleness.map(|s| json!({ "age_ms": s.age_ms, "unread": s.unread }));
     Json(json!({
         "now_ms": delayq::time::now_ms(),
-        "writes": ui.token.is_some(),
+        "writes": ui.access.writes(),
         "codec": delayq::codec::Codec::name(ui.ctx.codecs.default()),
         "stuck_after_ms": STUCK_MS,
         "total": names.len(),

@@ -273,16 +273,24 @@ fn the_detail_lists_ready_and_in_flight_values_and_acts_on_one_entry_and_one_del
     assert_eq!(status, 401, "without the token");
 }
 
+/// Pushes a dead-letter record (attempts 1, error "e") of each of `values` onto the dead
+/// letters of the queue `name`; their key.
+pub(crate) fn dead_letters(redis: &TestRedis, name: &str, values: &[&str]) -> String {
+    let dead = format!("delayq_dead:{{{name}}}");
+    let record = "for _, v in ipairs(ARGV) do redis.call('RPUSH', KEYS[1], 'DQD1' .. \
+                  string.char(0, 0, 0, 1) .. string.rep(string.char(0), 8) .. \
+                  string.char(0, 0, 0, 1) .. 'e' .. v) end";
+    let mut args = vec!["EVAL", record, "1", &dead];
+    args.extend_from_slice(values);
+    redis.cli(&args);
+    dead
+}
+
 #[test]
 fn one_dead_letter_is_retried_and_another_deleted() {
     let redis = TestRedis::start_with(&[]);
     let name = unique_name("letters");
-    let dead = format!("delayq_dead:{{{name}}}");
-    // Two records (attempts 1, error "e"), values "first" and "second".
-    let record = "for _, v in ipairs(ARGV) do redis.call('RPUSH', KEYS[1], 'DQD1' .. \
-                  string.char(0, 0, 0, 1) .. string.rep(string.char(0), 8) .. \
-                  string.char(0, 0, 0, 1) .. 'e' .. v) end";
-    redis.cli(&["EVAL", record, "1", &dead, "first", "second"]);
+    let dead = dead_letters(&redis, &name, &["first", "second"]);
     let port = free_port();
     let token = "a-token-of-24-characters";
     let _ui = Daemon(

@@ -7,6 +7,7 @@
 #[path = "../../../../tests/common/mod.rs"]
 mod common;
 
+mod access;
 mod check;
 mod cli;
 mod cli_connect;

@@ -40,6 +40,23 @@ pub(crate) fn request(
     path: &str,
     headers: &str,
 ) -> Result<(u16, String), String> {
+    let text = exchange(port, method, path, headers)?;
+    let status = text
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("no status in {text:?}"))?;
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    Ok((status, body.to_owned()))
+}
+
+/// `method path` on 127.0.0.1:`port` with `headers` (each ending in CRLF): the whole answer,
+/// status line and headers included.
+pub(crate) fn exchange(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &str,
+) -> Result<String, String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
@@ -53,12 +70,7 @@ pub(crate) fn request(
     stream
         .read_to_string(&mut text)
         .map_err(|e| e.to_string())?;
-    let status = text
-        .get(9..12)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("no status in {text:?}"))?;
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    Ok((status, body.to_owned()))
+    Ok(text)
 }
 
 /// The value of the sample `name` (with its labels, as rendered) in Prometheus text.

@@ -19,10 +19,16 @@ def choose(browser, select, value, event="change"):
                "s.dispatchEvent(new Event(arguments[2]))", select, value, event)
 
 
+def total(page):
+    """The number of queues that the pager's text ("1–100 of 607 queues") counts."""
+    return int(page.rsplit(" of ", 1)[1].split()[0])
+
+
 def check_sorted(drive, browser):
     choose(browser, "#filter", "", "input")
     choose(browser, "#order", "name")
-    drive.wait("ui:wrong off page one by name", lambda: browser.js(PAGE).endswith("of 607 queues")
+    # At least the 607 queues of drive.py (other checks may have added theirs).
+    drive.wait("ui:wrong off page one by name", lambda: total(browser.js(PAGE)) >= 607
                and "ui:wrong" not in browser.js(ORDER))
     choose(browser, "#order", "problems")
     drive.wait("problems first over every page",

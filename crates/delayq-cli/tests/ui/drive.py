@@ -3,7 +3,7 @@
 Starts redis-server and chromedriver on free loopback ports, fills queues in known states,
 checks that the page shows Redis's numbers (a queue with nothing pending too, and a queue with a
 wrong-typed key as an error in its row), that a refresh keeps a selection, that a write without
-the token is refused (401), that purges and replays ask first, that replaying dead letters
+the token is refused (401) and its buttons disabled, that purges and replays ask first, that replaying dead letters
 through the page changes the counts, that a phone's width fits, and that past 500 queues the
 overview pages with a total. Standard library only.
 """
@@ -19,6 +19,7 @@ import urllib.request
 
 import check_codec
 import check_overview
+import check_access
 
 DELAYQ = os.path.abspath(sys.argv[1])
 OUT = os.path.abspath(os.environ.get("UI_TEST_OUT", "target/ui-test"))
@@ -375,20 +376,24 @@ def main():
         browser.screenshot("dashboard.png")
         check_problems_first(browser)
         check_in_place(browser)
-        check_confirmation(browser, redis)
 
-        # A write without the token: refused by the API and shown as refused on the page.
+        # Without a token the page may not write: its buttons disabled, saying which role they
+        # need; the API refuses (401).
         status, body = http("POST", ui + "/api/queues/ui:dead/replay")
         assert status == 401, (status, body)
-        browser.js("document.querySelector('button[data-action=\"replay\"]').click()")
-        browser.js("document.querySelector('#confirm-yes').click()")
-        wait("refusal shown", lambda: "401" in browser.js(
-            "return document.querySelector('#status').textContent"))
+        replay = "return document.querySelector('button[data-action=\"replay\"]')"
+        wait("replay disabled", lambda: browser.js(replay + ".disabled"))
+        assert "needs the operator role" in browser.js(replay + ".title")
         assert redis.cli("LLEN", "delayq_dead:{ui:dead}") == "2"
         browser.screenshot("refused.png")
 
-        # With the token: replay through the page; the counts change on the page and in Redis.
-        browser.js("document.querySelector('#token').value = arguments[0]", TOKEN)
+        # With the (admin's) token typed in: every write button enabled.
+        check_access.type_token(browser, TOKEN)
+        wait("the admin's role shown", lambda: browser.js(
+            "return document.querySelector('#mode').textContent").startswith("role admin"))
+        check_confirmation(browser, redis)
+
+        # Replay through the page; the counts change on the page and in Redis.
         browser.js("document.querySelector('button[data-action=\"replay\"]').click()")
         browser.js("document.querySelector('#confirm-yes').click()")
         wait("dead letters replayed", lambda: redis.cli("LLEN", "delayq_dead:{ui:dead}") == "0")
@@ -427,6 +432,7 @@ def main():
         check_codec.check_codec(browser, sys.modules[__name__])
         __import__("check_search").run(browser, redis, ui)
         check_overview.check(sys.modules[__name__], browser, redis, ui)
+        check_access.check_access(sys.modules[__name__], browser, redis)
     finally:
         browser.close()
     print("ui browser test passed")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Browser test of `delayq ui`: a real redis-server on a free loopback port with queues in known
-# states, the dashboard with --allow-writes, and Debian's headless Chromium driven through
+# states, the dashboard with --allow-writes (and a second one under a base path, behind Debian's
+# nginx), and Debian's headless Chromium driven through
 # chromedriver's WebDriver HTTP API by drive.py (Python standard library only; nothing is
 # downloaded at run time). Screenshots go to $UI_TEST_OUT (default target/ui-test/).
 set -euo pipefail
@@ -9,6 +10,10 @@ cd "$(dirname "$0")/../../../.."
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     echo "installing Debian's chromium and chromium-driver"
     apt_install chromium chromium-driver
+fi
+if ! command -v nginx >/dev/null && ! [ -x /usr/sbin/nginx ]; then
+    echo "installing Debian's nginx-light (the proxy in front of the dashboard)"
+    apt_install --no-install-recommends nginx-light
 fi
 ensure_redis
 cargo build --quiet -p delayq-cli --bin delayq
