@@ -67,17 +67,14 @@ async fn read(
         return Ok(None);
     }
     let queue = ui.queue(name).await?;
-    let (client, codec, keys) = (&ui.ctx.client, &ui.ctx.codec, queue.keys());
+    let keys = queue.keys();
     let now = delayq::time::now_ms();
     let rows = match tab {
-        "ready" => preview::ready(client, codec, keys, from, LIMIT).await?,
-        "in_flight" => preview::in_flight(client, codec, keys, from, LIMIT).await?,
-        "dead" => preview::dead(client, codec, keys, from, LIMIT).await?,
-        "quarantine" => preview::quarantine(client, keys, from, LIMIT).await?,
-        _ => {
-            let format = queue.entry_format();
-            preview::pending(client, codec, keys, format, from, LIMIT).await?
-        }
+        "ready" => preview::ready(&queue, from, LIMIT).await?,
+        "in_flight" => preview::in_flight(&queue, from, LIMIT).await?,
+        "dead" => preview::dead(&queue, from, LIMIT).await?,
+        "quarantine" => preview::quarantine(&queue, from, LIMIT).await?,
+        _ => preview::pending(&queue, queue.entry_format(), from, LIMIT).await?,
     };
     Ok(Some(json!({
         "now_ms": now,
