@@ -9,12 +9,11 @@
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format (not used)
 -- Returns: { order list length, zset size, target list length, quarantine length,
---            head score as a string or false }
-local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+--            head score as a string or false (read without the head entry: it may be big) }
 return {
     redis.call('llen', KEYS[3]),
     redis.call('zcard', KEYS[2]),
     redis.call('llen', KEYS[1]),
     redis.call('llen', KEYS[5]),
-    head[2] or false,
+    delayq_first_score(KEYS[2]),
 }

@@ -141,3 +141,34 @@ async fn size_in_memory_is_redissons_sampled_figure() {
     );
     assert_eq!(queue.size_in_memory().await.unwrap(), sampled);
 }
+
+/// The counters find the head's due time without reading the head entry (which may hold a
+/// value of many MiB): no `ZRANGE` runs, and the score is exact, negative and far off included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_read_the_next_due_time_without_the_head_entry() {
+    let redis = TestRedis::start_with(&[]);
+    let client = connect(&redis.url()).await;
+    let name = unique_name("head");
+    let queue = manual_queue(&client, &name).await;
+    assert_eq!(queue.stats().await.unwrap().next_due_ms, None);
+    for due in [1_764_221_000_123_i64, -5, 0, 9_007_199_254_740_000] {
+        let timeout = queue.keys().timeout().to_owned();
+        let member = format!("entry {due}");
+        cmd(&client, "DEL", vec![arg(&timeout)]).await;
+        cmd(
+            &client,
+            "ZADD",
+            vec![arg(&timeout), due.into(), arg(&member)],
+        )
+        .await;
+        cmd(
+            &client,
+            "ZADD",
+            vec![arg(&timeout), (due + 7).into(), "later".into()],
+        )
+        .await;
+        let ranges = redis.command_calls("zrange");
+        assert_eq!(queue.stats().await.unwrap().next_due_ms, Some(due));
+        assert_eq!(redis.command_calls("zrange"), ranges, "the head was read");
+    }
+}
