@@ -4,7 +4,9 @@
 
 use super::recorder::MetricsMode;
 use delayq::fred::clients::{Client, Pipeline};
-use delayq::fred::interfaces::{KeysInterface, ListInterface, SortedSetsInterface};
+use delayq::fred::interfaces::{
+    KeysInterface, ListInterface, MemoryInterface, SortedSetsInterface,
+};
 use delayq::fred::prelude::Value;
 use delayq::QueueKeys;
 use std::collections::BTreeMap;
@@ -15,8 +17,17 @@ use tokio_util::sync::CancellationToken;
 
 /// How often a slice of the queues is read.
 const EVERY: Duration = Duration::from_secs(2);
+/// The counting commands of one queue's read (see [`queue_read`]); a `MEMORY USAGE` of each of
+/// its keys follows them.
+const COUNTS: usize = 8;
+/// Keys sampled per `MEMORY USAGE` (Redis's default): the command is O(samples), whatever the
+/// key's size.
+const MEMORY_SAMPLES: u32 = 5;
+
 /// Redis commands one queue's read takes (see [`queue_read`]).
-const COMMANDS_PER_QUEUE: u64 = 8;
+fn commands_per_queue() -> usize {
+    COUNTS + QueueKeys::new("").stored().len()
+}
 /// Queues read in one pipeline.
 const PIPELINE_QUEUES: usize = 100;
 
@@ -34,6 +45,8 @@ struct Reading {
     next_due_ms: Option<i64>,
     /// Since when the target list has been seen holding values, never empty in between.
     ready_since_ms: Option<i64>,
+    /// Bytes Redis uses for the queue's keys (those it could measure).
+    memory: u64,
 }
 
 /// The last reading of every queue, shared by the reader and `/metrics`.
@@ -53,7 +66,8 @@ impl Gauges {
     /// Reads slices of the queues into `readings` every 2 s, the queue after the last one
     /// read first, until `stop`.
     pub(crate) async fn run(self, readings: Arc<Readings>, stop: CancellationToken) {
-        let per_slice = (u64::from(self.budget) * EVERY.as_secs() / COMMANDS_PER_QUEUE).max(1);
+        let per_slice =
+            (u64::from(self.budget) * EVERY.as_secs() / commands_per_queue() as u64).max(1);
         let mut last: Option<String> = None;
         let mut tick = tokio::time::interval(EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -102,13 +116,14 @@ async fn read_chunk(client: &Client, names: &[String]) -> Vec<Option<Reading>> {
     names
         .iter()
         .map(|_| {
-            let replies: Vec<_> = replies.by_ref().take(COMMANDS_PER_QUEUE as usize).collect();
+            let replies: Vec<_> = replies.by_ref().take(commands_per_queue()).collect();
             reading(replies)
         })
         .collect()
 }
 
-/// Queues one queue's commands: every one O(1) or O(log n), none reads a value.
+/// Queues one queue's commands: every one O(1) or O(log n), then a sampled `MEMORY USAGE` of
+/// each of its keys.
 async fn queue_read(pipeline: &Pipeline<Client>, keys: &QueueKeys, now_ms: i64) {
     // Queuing only fails for a command that cannot be encoded; its reply then says so.
     let _: Result<(), _> = pipeline.llen(keys.order()).await;
@@ -123,10 +138,19 @@ async fn queue_read(pipeline: &Pipeline<Client>, keys: &QueueKeys, now_ms: i64) 
     let _: Result<(), _> = pipeline
         .zrange(keys.timeout(), 0, 0, None, false, None, true)
         .await;
+    for key in keys.stored() {
+        let _: Result<(), _> = pipeline.memory_usage(key, Some(MEMORY_SAMPLES)).await;
+    }
 }
 
 /// A queue's reading from the replies of [`queue_read`], in its order.
-fn reading(replies: Vec<Result<Value, delayq::fred::error::Error>>) -> Option<Reading> {
+fn reading(mut replies: Vec<Result<Value, delayq::fred::error::Error>>) -> Option<Reading> {
+    // A key Redis would not measure (`MEMORY` refused by an ACL) adds nothing; the counts stand.
+    let memory = replies
+        .split_off(COUNTS.min(replies.len()))
+        .into_iter()
+        .filter_map(|reply| reply.ok()?.as_u64())
+        .sum();
     let replies: Vec<Value> = replies.into_iter().collect::<Result<_, _>>().ok()?;
     let [pending, ready, quarantined, dead, in_flight, overdue, paused, head] =
         <[Value; 8]>::try_from(replies).ok()?;
@@ -145,6 +169,7 @@ fn reading(replies: Vec<Result<Value, delayq::fred::error::Error>>) -> Option<Re
         paused: count(paused)? > 0,
         next_due_ms,
         ready_since_ms: None,
+        memory,
     })
 }
 
@@ -208,7 +233,7 @@ impl Readings {
 /// queue's reading at a time (epoch ms).
 type QueueGauge = (&'static str, Aggregate, fn(&Reading, i64) -> f64);
 
-const GAUGES: [QueueGauge; 9] = [
+const GAUGES: [QueueGauge; 10] = [
     ("delayq_pending", Aggregate::Sum, |r, _| r.pending as f64),
     ("delayq_ready", Aggregate::Sum, |r, _| r.ready as f64),
     ("delayq_quarantine_size", Aggregate::Sum, |r, _| {
@@ -232,6 +257,9 @@ const GAUGES: [QueueGauge; 9] = [
         Aggregate::Max,
         |r, now| age(r.ready_since_ms, now),
     ),
+    ("delayq_memory_bytes", Aggregate::Sum, |r, _| {
+        r.memory as f64
+    }),
 ];
 
 /// Seconds from `since` to `now_ms` (0 without one, or when it is later).
