@@ -41,8 +41,9 @@ struct Reading {
     inflight_overdue: u64,
     dead: u64,
     paused: bool,
-    /// Due time of the earliest pending entry.
-    next_due_ms: Option<i64>,
+    /// Due time of the earliest pending entry when it is due (one not due is not read: the
+    /// entry, which may hold a value of many MiB, would be copied into the reply).
+    overdue_since_ms: Option<i64>,
     /// Since when the target list has been seen holding values, never empty in between.
     ready_since_ms: Option<i64>,
     /// Bytes Redis uses for the queue's keys (those it could measure).
@@ -136,7 +137,7 @@ async fn queue_read(pipeline: &Pipeline<Client>, keys: &QueueKeys, now_ms: i64) 
         .await;
     let _: Result<(), _> = pipeline.exists(keys.paused()).await;
     let _: Result<(), _> = pipeline
-        .zrange(keys.timeout(), 0, 0, None, false, None, true)
+        .zrangebyscore(keys.timeout(), "-inf", now_ms as f64, true, Some((0, 1)))
         .await;
     for key in keys.stored() {
         let _: Result<(), _> = pipeline.memory_usage(key, Some(MEMORY_SAMPLES)).await;
@@ -155,7 +156,7 @@ fn reading(mut replies: Vec<Result<Value, delayq::fred::error::Error>>) -> Optio
     let [pending, ready, quarantined, dead, in_flight, overdue, paused, head] =
         <[Value; 8]>::try_from(replies).ok()?;
     let count = |v: Value| v.as_u64();
-    let next_due_ms = match head {
+    let overdue_since_ms = match head {
         Value::Array(pair) => pair.get(1).and_then(Value::as_f64).map(|s| s as i64),
         _ => None,
     };
@@ -167,7 +168,7 @@ fn reading(mut replies: Vec<Result<Value, delayq::fred::error::Error>>) -> Optio
         in_flight: count(in_flight)?,
         inflight_overdue: count(overdue)?,
         paused: count(paused)? > 0,
-        next_due_ms,
+        overdue_since_ms,
         ready_since_ms: None,
         memory,
     })
@@ -250,7 +251,7 @@ const GAUGES: [QueueGauge; 10] = [
         f64::from(u8::from(r.paused))
     }),
     ("delayq_oldest_overdue_seconds", Aggregate::Max, |r, now| {
-        age(r.next_due_ms, now)
+        age(r.overdue_since_ms, now)
     }),
     (
         "delayq_oldest_ready_age_seconds",
