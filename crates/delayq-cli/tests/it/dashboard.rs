@@ -169,6 +169,8 @@ fn the_dashboard_exports_the_queues_gauges() {
     let redis = TestRedis::start_with(&[]);
     let name = unique_name("gauged");
     delayq(&redis.url(), &["offer", &name, "x", "--delay", "1h"]);
+    let overdue = unique_name("overdue");
+    delayq(&redis.url(), &["offer", &overdue, "x", "--delay", "1ms"]);
     let ranges = redis.command_calls("zrange");
     let (_ui, port) = dashboard(&redis);
     let line = format!("delayq_pending{{queue=\"{name}\"}} 1");
@@ -177,6 +179,15 @@ fn the_dashboard_exports_the_queues_gauges() {
         match body.lines().any(|l| l == line) {
             true => Ok(()),
             false => Err(body),
+        }
+    });
+    let series = format!("delayq_oldest_overdue_seconds{{queue=\"{overdue}\"}} ");
+    wait_until("the overdue gauge", PATIENCE, || {
+        let (_, body) = get(port, "/metrics")?;
+        let age = body.lines().find_map(|l| l.strip_prefix(series.as_str()));
+        match age.and_then(|a| a.parse::<f64>().ok()) {
+            Some(age) if age > 0.0 => Ok(()),
+            _ => Err(body),
         }
     });
     // The entry not yet due was not read (it may hold a value of many MiB).
