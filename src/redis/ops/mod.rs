@@ -17,7 +17,6 @@ pub(crate) mod offer_unique;
 pub(crate) mod pending;
 pub(crate) mod poll;
 pub(crate) mod poll_last_offer_first;
-pub(crate) mod preview;
 pub(crate) mod purge_list;
 pub(crate) mod reap;
 pub(crate) mod reliable_stats;
@@ -49,7 +48,6 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &pending::PENDING,
         &poll::POLL,
         &poll_last_offer_first::POLL_LAST_OFFER_FIRST,
-        &preview::PREVIEW,
         &purge_list::PURGE_LIST,
         &reap::REAP,
         &reliable_stats::RELIABLE_STATS,

@@ -534,7 +534,7 @@ fn given_keys(script: &str, keys: &QueueKeys) -> Vec<String> {
     match script {
         "take.lua" | "unclaim.lua" => vec![keys.claim("c1")],
         "poll_last_offer_first.lua" => vec![format!("{{{}}}:dest", keys.target())],
-        "purge_list.lua" | "preview.lua" => vec![keys.dead().to_owned()],
+        "purge_list.lua" => vec![keys.dead().to_owned()],
         _ => Vec::new(),
     }
 }

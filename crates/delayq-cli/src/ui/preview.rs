@@ -20,8 +20,8 @@ const READ: usize = 16 * 1024;
 /// its value's first [`READ`] bytes.
 const ENTRY_HEADER: usize = 1 + 255 + 8;
 
-/// `count` previews of `list` from `offset`, `shown` bytes of each: Redis copies one big member
-/// at a time and none leaves it whole (see [`DelayedQueue::previews`]).
+/// `count` previews of `list` from `offset`, `shown` bytes of each: Redis copies one member per
+/// command, and only the preview goes on to the browser (see [`DelayedQueue::previews`]).
 async fn page(
     queue: &DelayedQueue<TextCodec>,
     list: PreviewList,
