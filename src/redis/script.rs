@@ -23,9 +23,8 @@ use fred::prelude::{Error as FredError, FromValue, Key, Value};
 use tracing::Instrument;
 
 /// The helpers a script may start with, in order: a file only calls helpers defined above it.
-const PRELUDE: [&str; 8] = [
+const PRELUDE: [&str; 7] = [
     include_str!("../../lua/lib/time.lua"),
-    include_str!("../../lua/lib/zset.lua"),
     include_str!("../../lua/lib/guard.lua"),
     include_str!("../../lua/lib/entry.lua"),
     include_str!("../../lua/lib/queue.lua"),
