@@ -12,7 +12,8 @@ bench, not a test: it judges nothing and takes a few minutes. Standard library o
     python3 benches/ui_targets.py [--bin target/release/delayq] [--runs 10] [--sort problems]
         [--pending 1000000] [--queues 10000] [--big 10] [--json OUT]
 
-`--sort` adds `sort=VALUE` to the overview's requests (for a server that sorts on its side).
+`--sort` adds `sort=VALUE` to the overview's requests (for a server that sorts on its side);
+`UI_TARGETS_DEBUG=1` prints every command over 5 ms.
 """
 
 import argparse
