@@ -185,24 +185,27 @@ fn read_len(raw: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(bytes))
 }
 
-fn as_current(raw: &[u8]) -> Option<Entry<'_>> {
+/// `raw` read as a current-format entry that is `total` bytes long (`raw` may be only its start:
+/// then `value` is only the value's start).
+fn as_current(raw: &[u8], total: u64) -> Option<Entry<'_>> {
     let id_len = usize::from(*raw.first()?);
     let len_at = 1 + id_len;
     let value_len = read_len(raw, len_at)?;
     let value_at = len_at + LEN_FIELD;
     let expected = u64::try_from(value_at).ok()?.checked_add(value_len)?;
-    (expected == raw.len() as u64).then(|| Entry {
+    (expected == total).then(|| Entry {
         format: EntryFormat::Current,
         id: &raw[1..len_at],
         value: &raw[value_at..],
     })
 }
 
-fn as_legacy(raw: &[u8]) -> Option<Entry<'_>> {
+/// `raw` read as a legacy-format entry that is `total` bytes long, as [`as_current`].
+fn as_legacy(raw: &[u8], total: u64) -> Option<Entry<'_>> {
     let value_len = read_len(raw, 8)?;
     let value_at = 8 + LEN_FIELD;
     let expected = (value_at as u64).checked_add(value_len)?;
-    (expected == raw.len() as u64).then(|| Entry {
+    (expected == total).then(|| Entry {
         format: EntryFormat::Legacy,
         id: &raw[..8],
         value: &raw[value_at..],
@@ -223,12 +226,30 @@ fn as_legacy(raw: &[u8]) -> Option<Entry<'_>> {
 /// assert!(unpack(&raw[..19], EntryFormat::Current).is_err());
 /// ```
 pub fn unpack(raw: &[u8], prefer: EntryFormat) -> Result<Entry<'_>, EntryError> {
-    if raw.len() < 16 {
+    unpack_head(raw, raw.len() as u64, prefer)
+}
+
+/// Reads the start `head` of an entry that is `total` bytes long, as [`unpack`] reads a whole
+/// one: the returned `value` is the part of the value inside `head`, and the value is
+/// `total - (head.len() - value.len())` bytes long. `head` must hold the entry's length fields
+/// (the first 264 bytes always do).
+///
+/// # Examples
+///
+/// ```
+/// use delayq::entry::{unpack_head, EntryFormat};
+///
+/// let raw = [8, 1, 2, 3, 4, 5, 6, 7, 8, 3, 0, 0, 0, 0, 0, 0, 0, b'a', b'b', b'c'];
+/// let entry = unpack_head(&raw[..18], 20, EntryFormat::Current).unwrap();
+/// assert_eq!(entry.value, b"a");
+/// ```
+pub fn unpack_head(head: &[u8], total: u64, prefer: EntryFormat) -> Result<Entry<'_>, EntryError> {
+    if total < 16 || head.len() < 16 {
         return Err(EntryError::TooShort);
     }
     let (first, second) = match prefer {
-        EntryFormat::Current => (as_current(raw), as_legacy(raw)),
-        EntryFormat::Legacy => (as_legacy(raw), as_current(raw)),
+        EntryFormat::Current => (as_current(head, total), as_legacy(head, total)),
+        EntryFormat::Legacy => (as_legacy(head, total), as_current(head, total)),
     };
     first.or(second).ok_or(EntryError::LengthMismatch)
 }

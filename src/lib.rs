@@ -71,7 +71,8 @@ pub use observe::{MinuteActivity, ObserveConfig, ProcessInfo};
 pub use options::QueueOptions;
 pub use queue::{
     shard_of, AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError,
-    Pending, ShardedConsumer, ShardedHandle, ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
+    Pending, Preview, PreviewList, ShardedConsumer, ShardedHandle, ShardedQueue,
+    ShardedQueueBuilder, MAX_SHARDS,
 };
 pub use redis::ops::stats::QueueStats;
 pub use redis::ops::transfer::TransferOutcome;

@@ -182,6 +182,11 @@ pub const METRICS: &[Metric] = &[
         Gauge,
         "1 while the queue's transfers are paused",
     ),
+    Metric::new(
+        "delayq_memory_bytes",
+        Gauge,
+        "bytes Redis uses for the queue's keys (MEMORY USAGE, sampled)",
+    ),
 ];
 
 /// Every metric name, for programs that describe or filter them.

@@ -412,6 +412,23 @@ impl QueueKeys {
             .filter_map(|role| self.of(role))
     }
 
+    /// Every key of the queue in the keyspace, in the order of [`KeyRole::QUEUE`] (all of it but
+    /// the channel, which is no key): what its memory is summed over. Not in it: the claim lists,
+    /// named in the claim leases ([`claims`](Self::claims)).
+    ///
+    /// ```
+    /// let keys = delayq::QueueKeys::new("orders");
+    /// assert_eq!(keys.stored()[..2], ["orders", "redisson_delay_queue_timeout:{orders}"]);
+    /// assert!(!keys.stored().contains(&keys.channel()));
+    /// ```
+    pub fn stored(&self) -> Vec<&str> {
+        KeyRole::QUEUE
+            .into_iter()
+            .filter(|role| role.kind() != KeyKind::Channel)
+            .filter_map(|role| self.of(role))
+            .collect()
+    }
+
     /// Whether `key` is named like one of this queue's claim lists (a member of the claim
     /// leases that is not, never names a key delayq touches).
     pub(crate) fn is_claim(&self, key: &str) -> bool {

@@ -21,11 +21,13 @@ mod encoded;
 mod extras;
 mod observed;
 mod pause;
+mod preview;
 mod redisson;
 mod sharded;
 
 pub use check::{AccessCheck, CheckReport};
 pub use extras::Pending;
+pub use preview::{Preview, PreviewList};
 pub use sharded::{
     shard_of, ParseShardedHandleError, ShardedConsumer, ShardedHandle, ShardedQueue,
     ShardedQueueBuilder, MAX_SHARDS,

@@ -4,6 +4,7 @@ use crate::redis::reply;
 use crate::redis::script::{script, QueueSpec};
 use crate::Result;
 use fred::clients::Client;
+use fred::interfaces::SortedSetsInterface;
 use fred::prelude::Value;
 
 script!(
@@ -12,7 +13,7 @@ script!(
     [Target, Timeout, Order, Channel, Quarantine]
 );
 
-/// A snapshot of a queue's counters (one atomic script).
+/// A snapshot of a queue's counters (one atomic script) and its next due time (read just after).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct QueueStats {
@@ -28,11 +29,22 @@ pub struct QueueStats {
     pub next_due_ms: Option<i64>,
 }
 
-/// Reads the counters.
+/// Reads the counters (one script), then the head's due time (a `ZRANGE` of its own: the head
+/// entry, read whole, is copied into a reply, not into the script, which takes several times
+/// longer for a big one).
 pub(crate) async fn run(client: &Client, queue: &QueueSpec) -> Result<QueueStats> {
     let name = STATS.name();
     let reply: Value = STATS.call(queue).run(client).await?;
-    let [pending, scheduled, ready, quarantined, head] = reply::fixed(reply, name)?;
+    let [pending, scheduled, ready, quarantined] = reply::fixed(reply, name)?;
+    let timeout = queue.keys.timeout();
+    let head: Vec<(Value, Value)> = client
+        .zrange(timeout, 0, 0, None, false, None, true)
+        .await
+        .map_err(|e| crate::Error::from_redis("ZRANGE", timeout, e))?;
+    let head = head
+        .into_iter()
+        .next()
+        .map_or(Value::Null, |(_, score)| score);
     Ok(QueueStats {
         pending: reply::count(pending, name)?,
         scheduled: reply::count(scheduled, name)?,

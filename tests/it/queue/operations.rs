@@ -141,3 +141,45 @@ async fn size_in_memory_is_redissons_sampled_figure() {
     );
     assert_eq!(queue.size_in_memory().await.unwrap(), sampled);
 }
+
+/// The counters leave the head entry (which may hold a value of many MiB) out of their script,
+/// where copying it holds Redis several times longer than a `ZRANGE` of its own: no command a
+/// script runs reads the timeout zset's members, as `MONITOR` shows them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_read_the_head_entry_outside_their_script() {
+    use std::io::BufRead;
+    let redis = TestRedis::start_with(&[]);
+    let client = connect(&redis.url()).await;
+    let name = unique_name("head");
+    let queue = manual_queue(&client, &name).await;
+    let timeout = queue.keys().timeout().to_owned();
+    cmd(
+        &client,
+        "ZADD",
+        vec![arg(&timeout), 1_764_221_000_123_i64.into(), arg("entry")],
+    )
+    .await;
+    let mut monitor = std::process::Command::new("redis-cli")
+        .args(["-u", &redis.url(), "MONITOR"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(monitor.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "OK");
+    let stats = queue.stats().await.unwrap();
+    let marker = unique_name("done");
+    redis.cli(&["ECHO", &marker]);
+    let seen: Vec<String> = lines
+        .map(Result::unwrap)
+        .take_while(|line| !line.contains(&marker))
+        .collect();
+    monitor.kill().unwrap();
+    monitor.wait().unwrap();
+    assert_eq!(stats.next_due_ms, Some(1_764_221_000_123));
+    let in_script: Vec<&String> = seen
+        .iter()
+        .filter(|l| l.contains(" lua] ") && l.to_lowercase().contains("\"zrange\""))
+        .collect();
+    assert!(in_script.is_empty(), "{in_script:?} in {seen:?}");
+    assert!(seen.iter().any(|l| l.contains("\"ZRANGE\"")), "{seen:?}");
+}

@@ -4,7 +4,9 @@
 
 use super::recorder::MetricsMode;
 use delayq::fred::clients::{Client, Pipeline};
-use delayq::fred::interfaces::{KeysInterface, ListInterface, SortedSetsInterface};
+use delayq::fred::interfaces::{
+    KeysInterface, ListInterface, MemoryInterface, SortedSetsInterface,
+};
 use delayq::fred::prelude::Value;
 use delayq::QueueKeys;
 use std::collections::{BTreeMap, HashMap};
@@ -15,8 +17,17 @@ use tokio_util::sync::CancellationToken;
 
 /// How often a slice of the queues is read.
 const EVERY: Duration = Duration::from_secs(2);
+/// The counting commands of one queue's read (see [`queue_read`]); a `MEMORY USAGE` of each of
+/// its keys follows them.
+const COUNTS: usize = 8;
+/// Keys sampled per `MEMORY USAGE` (Redis's default): the command is O(samples), whatever the
+/// key's size.
+const MEMORY_SAMPLES: u32 = 5;
+
 /// Redis commands one queue's read takes (see [`queue_read`]).
-const COMMANDS_PER_QUEUE: u64 = 8;
+fn commands_per_queue() -> usize {
+    COUNTS + QueueKeys::new("").stored().len()
+}
 /// Queues read in one pipeline.
 const PIPELINE_QUEUES: usize = 100;
 
@@ -30,12 +41,15 @@ struct Reading {
     inflight_overdue: u64,
     dead: u64,
     paused: bool,
-    /// Due time of the earliest pending entry.
-    next_due_ms: Option<i64>,
+    /// Due time of the earliest pending entry when it is due (one not due is not read: the
+    /// entry, which may hold a value of many MiB, would be copied into the reply).
+    overdue_since_ms: Option<i64>,
     /// Since when the target list has been seen holding values, never empty in between.
     ready_since_ms: Option<i64>,
     /// When it was read, epoch ms.
     read_ms: i64,
+    /// Bytes Redis uses for the queue's keys (those it could measure).
+    memory: u64,
 }
 
 /// The last reading of every queue, shared by the reader, `/metrics` and the dashboard's order.
@@ -60,7 +74,8 @@ pub(crate) struct Seen {
     pub(crate) dead: u64,
     pub(crate) quarantined: u64,
     pub(crate) paused: bool,
-    pub(crate) next_due_ms: Option<i64>,
+    /// Due time of the earliest pending entry if it was due when read.
+    pub(crate) overdue_since_ms: Option<i64>,
     /// The last read failed.
     pub(crate) failing: bool,
     /// When it was read, epoch ms.
@@ -80,7 +95,8 @@ impl Gauges {
     /// Reads slices of the queues into `readings` every 2 s, the queue after the last one
     /// read first, until `stop`.
     pub(crate) async fn run(self, readings: Arc<Readings>, stop: CancellationToken) {
-        let per_slice = (u64::from(self.budget) * EVERY.as_secs() / COMMANDS_PER_QUEUE).max(1);
+        let per_slice =
+            (u64::from(self.budget) * EVERY.as_secs() / commands_per_queue() as u64).max(1);
         let mut last: Option<String> = None;
         let mut tick = tokio::time::interval(EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -129,13 +145,14 @@ async fn read_chunk(client: &Client, names: &[String]) -> Vec<Option<Reading>> {
     names
         .iter()
         .map(|_| {
-            let replies: Vec<_> = replies.by_ref().take(COMMANDS_PER_QUEUE as usize).collect();
+            let replies: Vec<_> = replies.by_ref().take(commands_per_queue()).collect();
             reading(replies)
         })
         .collect()
 }
 
-/// Queues one queue's commands: every one O(1) or O(log n), none reads a value.
+/// Queues one queue's commands: every one O(1) or O(log n), then a sampled `MEMORY USAGE` of
+/// each of its keys.
 async fn queue_read(pipeline: &Pipeline<Client>, keys: &QueueKeys, now_ms: i64) {
     // Queuing only fails for a command that cannot be encoded; its reply then says so.
     let _: Result<(), _> = pipeline.llen(keys.order()).await;
@@ -148,17 +165,26 @@ async fn queue_read(pipeline: &Pipeline<Client>, keys: &QueueKeys, now_ms: i64) 
         .await;
     let _: Result<(), _> = pipeline.exists(keys.paused()).await;
     let _: Result<(), _> = pipeline
-        .zrange(keys.timeout(), 0, 0, None, false, None, true)
+        .zrangebyscore(keys.timeout(), "-inf", now_ms as f64, true, Some((0, 1)))
         .await;
+    for key in keys.stored() {
+        let _: Result<(), _> = pipeline.memory_usage(key, Some(MEMORY_SAMPLES)).await;
+    }
 }
 
 /// A queue's reading from the replies of [`queue_read`], in its order.
-fn reading(replies: Vec<Result<Value, delayq::fred::error::Error>>) -> Option<Reading> {
+fn reading(mut replies: Vec<Result<Value, delayq::fred::error::Error>>) -> Option<Reading> {
+    // A key Redis would not measure (`MEMORY` refused by an ACL) adds nothing; the counts stand.
+    let memory = replies
+        .split_off(COUNTS.min(replies.len()))
+        .into_iter()
+        .filter_map(|reply| reply.ok()?.as_u64())
+        .sum();
     let replies: Vec<Value> = replies.into_iter().collect::<Result<_, _>>().ok()?;
     let [pending, ready, quarantined, dead, in_flight, overdue, paused, head] =
         <[Value; 8]>::try_from(replies).ok()?;
     let count = |v: Value| v.as_u64();
-    let next_due_ms = match head {
+    let overdue_since_ms = match head {
         Value::Array(pair) => pair.get(1).and_then(Value::as_f64).map(|s| s as i64),
         _ => None,
     };
@@ -170,9 +196,10 @@ fn reading(replies: Vec<Result<Value, delayq::fred::error::Error>>) -> Option<Re
         in_flight: count(in_flight)?,
         inflight_overdue: count(overdue)?,
         paused: count(paused)? > 0,
-        next_due_ms,
+        overdue_since_ms,
         ready_since_ms: None,
         read_ms: 0,
+        memory,
     })
 }
 
@@ -204,7 +231,7 @@ impl Readings {
                     dead: r.dead,
                     quarantined: r.quarantined,
                     paused: r.paused,
-                    next_due_ms: r.next_due_ms,
+                    overdue_since_ms: r.overdue_since_ms,
                     failing: false,
                     read_ms: r.read_ms,
                 };
@@ -272,7 +299,7 @@ impl Readings {
 /// queue's reading at a time (epoch ms).
 type QueueGauge = (&'static str, Aggregate, fn(&Reading, i64) -> f64);
 
-const GAUGES: [QueueGauge; 9] = [
+const GAUGES: [QueueGauge; 10] = [
     ("delayq_pending", Aggregate::Sum, |r, _| r.pending as f64),
     ("delayq_ready", Aggregate::Sum, |r, _| r.ready as f64),
     ("delayq_quarantine_size", Aggregate::Sum, |r, _| {
@@ -289,13 +316,16 @@ const GAUGES: [QueueGauge; 9] = [
         f64::from(u8::from(r.paused))
     }),
     ("delayq_oldest_overdue_seconds", Aggregate::Max, |r, now| {
-        age(r.next_due_ms, now)
+        age(r.overdue_since_ms, now)
     }),
     (
         "delayq_oldest_ready_age_seconds",
         Aggregate::Max,
         |r, now| age(r.ready_since_ms, now),
     ),
+    ("delayq_memory_bytes", Aggregate::Sum, |r, _| {
+        r.memory as f64
+    }),
 ];
 
 /// Seconds from `since` to `now_ms` (0 without one, or when it is later).

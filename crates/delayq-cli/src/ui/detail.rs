@@ -88,9 +88,9 @@ async fn read(
     });
     let queue = &queue;
     if q.is_empty() {
-        body["rows"] = json!(page(ui, queue, tab, from, LIMIT).await?);
+        body["rows"] = json!(page(queue, tab, from, LIMIT).await?);
     } else {
-        let found = search::scan(from, LIMIT, q, |at, n| page(ui, queue, tab, at, n)).await?;
+        let found = search::scan(from, LIMIT, q, |at, n| page(queue, tab, at, n)).await?;
         found.answer(q, &mut body);
     }
     Ok(Some(body))
@@ -98,22 +98,17 @@ async fn read(
 
 /// `count` rows of the list `tab` of `queue` from `from`, each value a preview.
 async fn page(
-    ui: &super::Ui,
     queue: &delayq::DelayedQueue<crate::text_codec::TextCodec>,
     tab: &str,
     from: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let (client, codec, keys) = (&ui.ctx.client, ui.ctx.codec(queue.name()), queue.keys());
     match tab {
-        "ready" => preview::ready(client, codec, keys, from, count).await,
-        "in_flight" => preview::in_flight(client, codec, keys, from, count).await,
-        "dead" => preview::dead(client, codec, keys, from, count).await,
-        "quarantine" => preview::quarantine(client, keys, from, count).await,
-        _ => {
-            let format = queue.entry_format();
-            preview::pending(client, codec, keys, format, from, count).await
-        }
+        "ready" => preview::ready(queue, from, count).await,
+        "in_flight" => preview::in_flight(queue, from, count).await,
+        "dead" => preview::dead(queue, from, count).await,
+        "quarantine" => preview::quarantine(queue, from, count).await,
+        _ => preview::pending(queue, queue.entry_format(), from, count).await,
     }
 }
 

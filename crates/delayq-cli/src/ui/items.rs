@@ -96,11 +96,10 @@ pub(super) async fn dead(
     let done = bounded(async {
         let queue = ui.queue(&name).await?;
         // Records only leave the head (replays, trimming), so it is at `at` or nearer the head.
-        let key = queue.keys().dead();
-        let found = super::job::locate_dead(&ui.ctx.client, key, Some(at), &id).await?;
-        let Some((now_at, record)) = found else {
+        let Some(record) = dead_record(&ui.ctx.client, &queue, at, &id).await? else {
             return Ok(Some(false));
         };
+        let (now_at, record) = record;
         Ok(match action.as_str() {
             "retry" => Some(
                 queue
@@ -112,4 +111,25 @@ pub(super) async fn dead(
         })
     });
     answer(done.await, &name, &id, &action, "dead letter")
+}
+
+/// The whole dead-letter record `id` of `queue` (read at `at` by the page) and where it is now:
+/// found by its first bytes (one record per command, at most a window of them), then read whole
+/// by its position, the one command that copies it; `None` when it is gone, or moved between
+/// the two reads.
+async fn dead_record(
+    client: &delayq::fred::clients::Client,
+    queue: &delayq::DelayedQueue<crate::text_codec::TextCodec>,
+    at: usize,
+    id: &str,
+) -> anyhow::Result<Option<(usize, bytes::Bytes)>> {
+    use delayq::fred::interfaces::ListInterface;
+    let read = super::preview::READ;
+    let Some((now_at, _)) = super::job::locate_dead(queue, Some(at), id, read).await? else {
+        return Ok(None);
+    };
+    let record: Option<bytes::Bytes> = client.lindex(queue.keys().dead(), now_at as i64).await?;
+    Ok(record
+        .filter(|record| super::preview::record_id(record) == id)
+        .map(|record| (now_at, record)))
 }

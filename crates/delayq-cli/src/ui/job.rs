@@ -8,16 +8,17 @@
 //! (records leave only from the head), so no request reads more than [`WINDOW`] entries, in
 //! steps of [`STEP`].
 
-use super::preview::{self, dead_row, list_page, pending_row, record_id, zset_page};
+use super::preview::{self, dead_row, pending_row, record_id_of, ENTRY_HEADER, READ};
 use super::search::{STEP, WINDOW};
 use super::{bounded, detail::TABS, failure, Shared};
+use crate::text_codec::TextCodec;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
 use delayq::fred::interfaces::{HashesInterface, ListInterface, SortedSetsInterface};
-use delayq::OfferHandle;
+use delayq::{DelayedQueue, OfferHandle, Preview, PreviewList};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -88,7 +89,7 @@ async fn find(
     at: Option<usize>,
 ) -> anyhow::Result<Option<Value>> {
     let queue = ui.queue(name).await?;
-    let (client, codec, keys) = (&ui.ctx.client, ui.ctx.codec(queue.name()), queue.keys());
+    let (client, codec, keys) = (&ui.ctx.client, queue.codec(), queue.keys());
     let placed = |(at, mut row): (usize, Value)| {
         row["at"] = json!(at);
         row
@@ -96,28 +97,28 @@ async fn find(
     Ok(match item {
         Item::Handle(handle) => {
             let start = at.map_or(0, |at| at.saturating_sub(WINDOW / 2));
-            let read = |offset, count| zset_page::<Bytes>(client, keys.timeout(), offset, count);
-            let is_it = |(entry, _): &(Bytes, f64)| OfferHandle::of_entry(entry) == Some(handle);
+            let shown = SHOWN + ENTRY_HEADER;
+            let read =
+                |offset, count| preview::page(&queue, PreviewList::Pending, offset, count, shown);
+            let is_it = |member: &Preview| OfferHandle::of_entry(&member.head) == Some(handle);
             let format = queue.entry_format();
             locate(start, read, is_it)
                 .await?
-                .map(|(at, (entry, score))| {
-                    placed((at, pending_row(codec, format, &entry, score, SHOWN)))
-                })
+                .map(|(at, member)| placed((at, pending_row(codec, format, &member, SHOWN))))
         }
         Item::Id(id) if tab == "in_flight" => {
             let deadline: Option<f64> = client.zscore(keys.inflight(), &id).await?;
             let value: Option<Bytes> = client.hget(keys.inflight_data(), &id).await?;
             value.zip(deadline).map(|(value, deadline)| {
-                let mut row = preview::shown(codec, &value, SHOWN);
+                let mut row = preview::shown(codec, &value, value.len() as u64, SHOWN);
                 row["id"] = json!(id);
                 row["deadline_ms"] = json!(deadline as i64);
                 row
             })
         }
-        Item::Id(id) => locate_dead(client, keys.dead(), at, &id)
+        Item::Id(id) => locate_dead(&queue, at, &id, SHOWN)
             .await?
-            .map(|(at, record)| placed((at, dead_row(codec, keys, record, SHOWN)))),
+            .map(|(at, member)| placed((at, dead_row(&queue, &member, SHOWN)))),
         Item::Position(at) => {
             let key = if tab == "ready" {
                 keys.target()
@@ -125,26 +126,32 @@ async fn find(
                 keys.quarantine()
             };
             let value: Option<Bytes> = client.lindex(key, at as i64).await?;
-            value.map(|value| match tab {
-                "ready" => placed((at, preview::shown(codec, &value, SHOWN))),
-                _ => placed((at, preview::shown_raw(&value, SHOWN))),
+            value.map(|value| {
+                let len = value.len() as u64;
+                match tab {
+                    "ready" => placed((at, preview::shown(codec, &value, len, SHOWN))),
+                    _ => placed((at, preview::shown_raw(&value, len, SHOWN))),
+                }
             })
         }
     })
 }
 
-/// The dead letter `id` of the list `key`, read at position `at` (or from the head when not
-/// given): looked for from `WINDOW` positions nearer the head than `at`, since records leave
-/// the list only from the head; with its position now.
+/// The dead letter `id` of `queue`, read at position `at` (or from the head when not given),
+/// its first `shown` bytes: looked for from `WINDOW` positions nearer the head than `at`, since
+/// records leave the list only from the head; with its position now.
 pub(super) async fn locate_dead(
-    client: &delayq::fred::clients::Client,
-    key: &str,
+    queue: &DelayedQueue<TextCodec>,
     at: Option<usize>,
     id: &str,
-) -> anyhow::Result<Option<(usize, Bytes)>> {
+    shown: usize,
+) -> anyhow::Result<Option<(usize, Preview)>> {
     let start = at.map_or(0, |at| (at + 1).saturating_sub(WINDOW));
-    let read = |offset, count| list_page(client, key, offset, count);
-    locate(start, read, |record: &Bytes| record_id(record) == id).await
+    // The id is made from a record's first READ bytes: read at least those.
+    let shown = shown.max(READ);
+    let read = |offset, count| preview::page(queue, PreviewList::Dead, offset, count, shown);
+    let is_it = |member: &Preview| record_id_of(&member.head, member.len.unwrap_or_default()) == id;
+    locate(start, read, is_it).await
 }
 
 /// The first member from position `start` for which `wanted` holds, with its position, among

@@ -26,7 +26,7 @@ pub(super) const STATES: [&str; 4] = ["failing", "stuck", "paused", "ok"];
 
 /// The state of a queue as `seen` at `now_ms`: one of [`STATES`].
 pub(super) fn state(seen: &Seen, now_ms: i64) -> &'static str {
-    let overdue_ms = seen.next_due_ms.map_or(0, |due| now_ms - due);
+    let overdue_ms = seen.overdue_since_ms.map_or(0, |due| now_ms - due);
     match () {
         _ if seen.failing => "failing",
         _ if overdue_ms >= STUCK_MS => "stuck",
@@ -86,7 +86,7 @@ fn rank(s: &Seen, sort: &str, now_ms: i64) -> i64 {
         "in_flight" => count(s.in_flight),
         "dead" => count(s.dead),
         "quarantined" => count(s.quarantined),
-        "overdue" => -s.next_due_ms.map_or(0, |due| (now_ms - due).max(0)),
+        "overdue" => -s.overdue_since_ms.map_or(0, |due| (now_ms - due).max(0)),
         _ => 0,
     }
 }
@@ -95,10 +95,10 @@ fn rank(s: &Seen, sort: &str, now_ms: i64) -> i64 {
 mod tests {
     use super::*;
 
-    fn seen(dead: u64, next_due_ms: Option<i64>, paused: bool, failing: bool) -> Seen {
+    fn seen(dead: u64, overdue_since_ms: Option<i64>, paused: bool, failing: bool) -> Seen {
         Seen {
             dead,
-            next_due_ms,
+            overdue_since_ms,
             paused,
             failing,
             read_ms: 1_000,

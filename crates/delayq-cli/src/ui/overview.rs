@@ -141,4 +141,3 @@ fn order_params(
     };
     Ok((sort, state))
 }
-

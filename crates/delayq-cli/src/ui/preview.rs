@@ -3,50 +3,40 @@
 //! and sent to the browser on every refresh).
 
 use crate::text_codec::{encode_hex, TextCodec};
-use bytes::Bytes;
-use delayq::entry::{unpack, EntryFormat};
-use delayq::fred::clients::Client;
-use delayq::fred::interfaces::HashesInterface;
-use delayq::fred::interfaces::{ListInterface, SortedSetsInterface};
-use delayq::OfferHandle;
+use delayq::entry::{unpack_head, EntryFormat};
+use delayq::{DelayedQueue, OfferHandle, Preview, PreviewList};
 use serde_json::json;
 
-/// Bytes of a value shown in a list's row.
+/// Bytes of a value shown.
 pub(super) const PREVIEW: usize = 256;
 
-/// `count` members of `list` from `offset`.
-///
-/// Redis has no command that reads part of a list member, so a big value on the page is read
-/// whole (copying it is what Redis spends on it); only its preview leaves this process.
-pub(super) async fn list_page(
-    client: &Client,
-    list: &str,
+/// Bytes of each member read for a row: a value up to this long is decoded whole with the
+/// queue's codec (a longer one is decoded from its start, or shown as text or hex), and a dead
+/// letter's header and the start of its value fit in it.
+pub(super) const READ: usize = 16 * 1024;
+
+/// Room for a pending entry's header (id length, id of up to 255 bytes, value length) ahead of
+/// its value's first [`READ`] bytes.
+pub(super) const ENTRY_HEADER: usize = 1 + 255 + 8;
+
+/// `count` previews of `list` from `offset`, `shown` bytes of each: Redis copies one member per
+/// command, and only the preview goes on to the browser (see [`DelayedQueue::previews`]).
+pub(super) async fn page(
+    queue: &DelayedQueue<TextCodec>,
+    list: PreviewList,
     offset: usize,
     count: usize,
-) -> anyhow::Result<Vec<Bytes>> {
-    let last = offset + count.max(1) - 1;
-    Ok(client.lrange(list, offset as i64, last as i64).await?)
+    shown: usize,
+) -> anyhow::Result<Vec<Preview>> {
+    Ok(queue.previews(list, offset, count.max(1), shown).await?)
 }
 
-/// `count` members of the sorted set `zset` with their scores from rank `offset`.
-pub(super) async fn zset_page<M: delayq::fred::types::FromValue>(
-    client: &Client,
-    zset: &str,
-    offset: usize,
-    count: usize,
-) -> anyhow::Result<Vec<(M, f64)>> {
-    let last = offset + count.max(1) - 1;
-    let range = (offset as i64, last as i64);
-    Ok(client
-        .zrange(zset, range.0, range.1, None, false, None, true)
-        .await?)
-}
-
-/// A value's preview as JSON: `value` (decoded, or its first bytes as text, or hex when they are
-/// not text, cut to `limit` bytes), `len` (bytes), `cut` (whether `value` is only its start),
-/// and when it decoded, `codec` (the one that read it: the queue's, or the one `--codec auto`
-/// recognised) and `class` (the Java class its bytes name, if any).
-pub(super) fn shown(codec: &TextCodec, value: &[u8], limit: usize) -> serde_json::Value {
+/// A value `len` bytes long that starts with `value` as JSON: `value` (decoded, or its first
+/// bytes as text, or hex when they are not text, cut to `limit` bytes), `len` (bytes), `cut`
+/// (whether `value` is only its start), and when it decoded, `codec` (the one that read it: the
+/// queue's, or the one `--codec auto` recognised) and `class` (the Java class its bytes name,
+/// if any).
+pub(super) fn shown(codec: &TextCodec, value: &[u8], len: u64, limit: usize) -> serde_json::Value {
     let decoded = codec.describe(value).ok();
     let start = &value[..value.len().min(limit)];
     let text = match &decoded {
@@ -66,7 +56,7 @@ pub(super) fn shown(codec: &TextCodec, value: &[u8], limit: usize) -> serde_json
             Err(_) => encode_hex(start),
         },
     };
-    let mut row = json!({ "value": text, "len": value.len(), "cut": value.len() > limit });
+    let mut row = json!({ "value": text, "len": len, "cut": len > limit as u64 });
     if let Some(decoded) = decoded {
         row["codec"] = decoded.codec.into();
         if let Some(class) = decoded.class {
@@ -76,105 +66,116 @@ pub(super) fn shown(codec: &TextCodec, value: &[u8], limit: usize) -> serde_json
     row
 }
 
-/// Bytes that are no value (a malformed entry, a quarantined one) as JSON: their length and
-/// first `limit` bytes in hex.
-pub(super) fn shown_raw(bytes: &[u8], limit: usize) -> serde_json::Value {
-    let cut = bytes.len() > limit;
-    json!({ "len": bytes.len(), "hex": encode_hex(&bytes[..bytes.len().min(limit)]), "cut": cut })
+/// Bytes that are no value (a malformed entry, a quarantined one) as JSON: their length `len`
+/// and first `limit` bytes in hex, from `head`, their start.
+pub(super) fn shown_raw(head: &[u8], len: u64, limit: usize) -> serde_json::Value {
+    let cut = len > limit as u64;
+    json!({ "len": len, "hex": encode_hex(&head[..head.len().min(limit)]), "cut": cut })
 }
 
-/// A dead letter's name for the actions on it: FNV-1a of its bytes, which tells it from the
-/// records around it (they may move up the list between the page and the action).
+/// A dead letter's name for the actions on it, which tells it from the records around it (they
+/// may move up the list between the page and the action).
 pub(super) fn record_id(record: &[u8]) -> String {
-    let hash = record.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
-    });
+    record_id_of(&record[..record.len().min(READ)], record.len() as u64)
+}
+
+/// [`record_id`] of a record `len` bytes long that starts with `head`: FNV-1a of its length
+/// and first [`READ`] bytes (which hold its attempts, time of death and error), so a page
+/// names a record without reading it whole.
+pub(super) fn record_id_of(head: &[u8], len: u64) -> String {
+    let head = &head[..head.len().min(READ)];
+    let hash = len
+        .to_le_bytes()
+        .iter()
+        .chain(head)
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+        });
     format!("{hash:016x}")
 }
 
 /// Pending entries, next due first, from `offset` (by rank in the timeout zset: no walk over
 /// the entries before it): due time, handle and preview.
 pub(super) async fn pending(
-    client: &Client,
-    codec: &TextCodec,
-    keys: &delayq::QueueKeys,
+    queue: &DelayedQueue<TextCodec>,
     format: EntryFormat,
     offset: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let page: Vec<(Bytes, f64)> = zset_page(client, keys.timeout(), offset, count).await?;
+    let codec = queue.codec();
+    let page = page(
+        queue,
+        PreviewList::Pending,
+        offset,
+        count,
+        READ + ENTRY_HEADER,
+    )
+    .await?;
     Ok(page
-        .into_iter()
-        .map(|(entry, score)| pending_row(codec, format, &entry, score, PREVIEW))
+        .iter()
+        .map(|member| pending_row(codec, format, member, PREVIEW))
         .collect())
 }
 
-/// A pending entry (`entry`, due at `score`) as JSON: due time, handle and its value shown up
-/// to `limit` bytes.
+/// A pending entry read as `member` as JSON: due time, handle and its value shown up to `limit`
+/// bytes.
 pub(super) fn pending_row(
     codec: &TextCodec,
     format: EntryFormat,
-    entry: &[u8],
-    score: f64,
+    member: &Preview,
     limit: usize,
 ) -> serde_json::Value {
-    let mut row = match unpack(entry, format) {
-        Ok(unpacked) => {
-            let mut row = shown(codec, unpacked.value, limit);
-            let handle = OfferHandle::of_entry(entry).map(|h| h.to_string());
+    let len = member.len.unwrap_or_default();
+    let mut row = match unpack_head(&member.head, len, format) {
+        Ok(entry) => {
+            let value_len = len - (member.head.len() - entry.value.len()) as u64;
+            let mut row = shown(codec, entry.value, value_len, limit);
+            let handle = OfferHandle::of_entry(&member.head).map(|h| h.to_string());
             row["handle"] = json!(handle);
             row
         }
         Err(err) => {
-            let mut row = shown_raw(entry, limit);
+            let mut row = shown_raw(&member.head, len, limit);
             row["error"] = json!(format!("not an entry: {err}"));
             row
         }
     };
-    row["due_ms"] = json!(score as i64);
+    row["due_ms"] = json!(member.at_ms);
     row
 }
 
 /// Values on the target list, from its head (the next one taken) at `offset`.
 pub(super) async fn ready(
-    client: &Client,
-    codec: &TextCodec,
-    keys: &delayq::QueueKeys,
+    queue: &DelayedQueue<TextCodec>,
     offset: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let page = list_page(client, keys.target(), offset, count).await?;
+    let page = page(queue, PreviewList::Ready, offset, count, READ).await?;
+    let codec = queue.codec();
     Ok(page
         .iter()
-        .map(|value| shown(codec, value, PREVIEW))
+        .map(|member| shown(codec, &member.head, member.len.unwrap_or_default(), PREVIEW))
         .collect())
 }
 
 /// Values taken by reliable consumers and not yet acknowledged, nearest deadline first, from
 /// `offset`: delivery id, deadline and preview.
 pub(super) async fn in_flight(
-    client: &Client,
-    codec: &TextCodec,
-    keys: &delayq::QueueKeys,
+    queue: &DelayedQueue<TextCodec>,
     offset: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let page: Vec<(String, f64)> = zset_page(client, keys.inflight(), offset, count).await?;
-    if page.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids: Vec<&str> = page.iter().map(|(id, _)| id.as_str()).collect();
-    let values: Vec<Option<Bytes>> = client.hmget(keys.inflight_data(), ids).await?;
+    let page = page(queue, PreviewList::InFlight, offset, count, READ).await?;
+    let codec = queue.codec();
     Ok(page
         .iter()
-        .zip(values)
-        .map(|((id, deadline), value)| {
-            let mut row = match value {
-                Some(value) => shown(codec, &value, PREVIEW),
+        .map(|member| {
+            let mut row = match member.len {
+                Some(len) => shown(codec, &member.head, len, PREVIEW),
                 None => json!({ "error": "its value is gone (acknowledged meanwhile?)" }),
             };
-            row["id"] = json!(id);
-            row["deadline_ms"] = json!(*deadline as i64);
+            row["id"] = json!(member.id);
+            row["deadline_ms"] = json!(member.at_ms);
             row
         })
         .collect())
@@ -182,39 +183,40 @@ pub(super) async fn in_flight(
 
 /// Dead letters, oldest first, from `offset`: attempts, error, time and preview.
 pub(super) async fn dead(
-    client: &Client,
-    codec: &TextCodec,
-    keys: &delayq::QueueKeys,
+    queue: &DelayedQueue<TextCodec>,
     offset: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let page = list_page(client, keys.dead(), offset, count).await?;
+    let page = page(queue, PreviewList::Dead, offset, count, READ).await?;
     Ok(page
-        .into_iter()
-        .map(|record| dead_row(codec, keys, record, PREVIEW))
+        .iter()
+        .map(|member| dead_row(queue, member, PREVIEW))
         .collect())
 }
 
-/// A dead-letter record as JSON: id, attempts, error, time and its value shown up to `limit`
-/// bytes; a record delayq did not write: its bytes and why it does not read.
+/// A dead-letter record read as `member` as JSON: id, attempts, error, time and its value shown
+/// up to `limit` bytes; a record delayq did not write: its bytes and why it does not read.
 pub(super) fn dead_row(
-    codec: &TextCodec,
-    keys: &delayq::QueueKeys,
-    record: Bytes,
+    queue: &DelayedQueue<TextCodec>,
+    member: &Preview,
     limit: usize,
 ) -> serde_json::Value {
-    let letter = delayq::reliable::dead_letter(keys.dead(), record, |_| Ok(()));
+    let (codec, key) = (queue.codec(), queue.keys().dead());
+    let len = member.len.unwrap_or_default();
+    let letter = delayq::reliable::dead_letter(key, member.head.clone(), |_| Ok(()));
     match letter.value {
         Ok(()) => {
-            let mut row = shown(codec, &letter.raw, limit);
-            row["id"] = json!(record_id(&letter.record));
+            let header = member.head.len() - letter.raw.len();
+            let mut row = shown(codec, &letter.raw, len - header as u64, limit);
+            row["id"] = json!(record_id_of(&member.head, len));
             row["attempts"] = json!(letter.attempts);
             row["error"] = json!(letter.error);
             row["dead_at_ms"] = json!(letter.dead_at_ms);
             row
         }
+        // Not delayq's record: its bytes, and why it does not read.
         Err(err) => {
-            let mut row = shown_raw(&letter.record, limit);
+            let mut row = shown_raw(&member.head, len, limit);
             row["malformed"] = json!(err.to_string());
             row
         }
@@ -223,11 +225,13 @@ pub(super) fn dead_row(
 
 /// Quarantined entries from `offset`: their length and first bytes in hex.
 pub(super) async fn quarantine(
-    client: &Client,
-    keys: &delayq::QueueKeys,
+    queue: &DelayedQueue<TextCodec>,
     offset: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let page = list_page(client, keys.quarantine(), offset, count).await?;
-    Ok(page.iter().map(|entry| shown_raw(entry, PREVIEW)).collect())
+    let page = page(queue, PreviewList::Quarantine, offset, count, PREVIEW).await?;
+    Ok(page
+        .iter()
+        .map(|member| shown_raw(&member.head, member.len.unwrap_or_default(), PREVIEW))
+        .collect())
 }

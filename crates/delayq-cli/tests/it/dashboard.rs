@@ -169,6 +169,9 @@ fn the_dashboard_exports_the_queues_gauges() {
     let redis = TestRedis::start_with(&[]);
     let name = unique_name("gauged");
     delayq(&redis.url(), &["offer", &name, "x", "--delay", "1h"]);
+    let overdue = unique_name("overdue");
+    delayq(&redis.url(), &["offer", &overdue, "x", "--delay", "1ms"]);
+    let ranges = redis.command_calls("zrange");
     let (_ui, port) = dashboard(&redis);
     let line = format!("delayq_pending{{queue=\"{name}\"}} 1");
     wait_until("the pending gauge", PATIENCE, || {
@@ -178,6 +181,17 @@ fn the_dashboard_exports_the_queues_gauges() {
             false => Err(body),
         }
     });
+    let series = format!("delayq_oldest_overdue_seconds{{queue=\"{overdue}\"}} ");
+    wait_until("the overdue gauge", PATIENCE, || {
+        let (_, body) = get(port, "/metrics")?;
+        let age = body.lines().find_map(|l| l.strip_prefix(series.as_str()));
+        match age.and_then(|a| a.parse::<f64>().ok()) {
+            Some(age) if age > 0.0 => Ok(()),
+            _ => Err(body),
+        }
+    });
+    // The entry not yet due was not read (it may hold a value of many MiB).
+    assert_eq!(redis.command_calls("zrange"), ranges, "the head was read");
 }
 
 #[test]
@@ -322,4 +336,52 @@ fn one_dead_letter_is_retried_and_another_deleted() {
     assert_eq!(act(1, &id(1), "delete"), 200);
     assert_eq!(redis.cli(&["LLEN", &dead]), "0");
     assert_eq!(act(0, &id(0), "retry"), 404, "retried twice");
+}
+
+/// Every tab of a queue whose values are 2 MiB each answers with their previews, on a Redis
+/// that closes any connection whose replies outgrow 3 MiB: no command copies more than one
+/// value (a page of 16 MiB values read in one command held Redis 65 ms).
+#[test]
+fn no_command_of_a_page_copies_more_than_one_big_value() {
+    let redis = TestRedis::start_with(&["--client-output-buffer-limit", "normal 3mb 3mb 0"]);
+    let name = unique_name("big");
+    let fill = "local v = string.rep('b', 2 * 1024 * 1024) \
+                for i = 1, 3 do \
+                  redis.call('RPUSH', KEYS[1], v) \
+                  local entry = struct.pack('Bc0Lc0', 8, '1234567' .. i, #v, v) \
+                  redis.call('ZADD', KEYS[2], 1000 * i, entry) \
+                  redis.call('ZADD', KEYS[3], 2000 * i, 'delivery' .. i) \
+                  redis.call('HSET', KEYS[4], 'delivery' .. i, v) \
+                  redis.call('RPUSH', KEYS[5], 'DQD1' .. string.char(0, 0, 0, 3) .. \
+                    string.rep(string.char(0), 8) .. string.char(0, 0, 0, 4) .. 'boom' .. v) \
+                  redis.call('RPUSH', KEYS[6], 'q' .. v) \
+                end";
+    let keys = [
+        name.clone(),
+        format!("redisson_delay_queue_timeout:{{{name}}}"),
+        format!("delayq_inflight:{{{name}}}"),
+        format!("delayq_inflight_data:{{{name}}}"),
+        format!("delayq_dead:{{{name}}}"),
+        format!("delayq_quarantine:{{{name}}}"),
+    ];
+    let mut args = vec!["EVAL", fill, "6"];
+    args.extend(keys.iter().map(String::as_str));
+    redis.cli(&args);
+    let (_ui, port) = dashboard(&redis);
+    let two_mib = 2 * 1024 * 1024;
+    for tab in ["pending", "ready", "in_flight", "dead"] {
+        let detail = json(port, &format!("/api/queues/{name}?tab={tab}"), 200);
+        let rows = detail["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 3, "{tab}: {detail}");
+        for row in rows {
+            assert_eq!(row["len"], two_mib, "{tab}: {row}");
+            assert_eq!(row["cut"], true, "{tab}: {row}");
+            assert_eq!(row["value"], "b".repeat(256), "{tab}: {row}");
+        }
+    }
+    let quarantine = json(port, &format!("/api/queues/{name}?tab=quarantine"), 200);
+    let rows = quarantine["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{quarantine}");
+    assert_eq!(rows[0]["len"], two_mib + 1, "{quarantine}");
+    assert_eq!(rows[0]["hex"].as_str().unwrap().len(), 512, "{quarantine}");
 }

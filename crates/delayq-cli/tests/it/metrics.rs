@@ -193,7 +193,10 @@ fn gauge_reads_keep_to_their_budget_and_reach_every_queue() {
     let url = redis.url();
     let prefix = unique_name("budget");
     let names = many_queues(&redis, &prefix, 60);
-    // 80 commands a second: 10 queues a second, each queue every 6 s (2 s without a budget).
+    // 80 commands a second: 160 every 2 s, so 7 queues every 2 s at 22 commands a queue (eight
+    // counts and a MEMORY USAGE of each of its 14 keys).
+    let per_queue = 8 + QueueKeys::new("x").stored().len();
+    let per_slice = (160 / per_queue) as f64;
     let pattern = format!("{prefix}-*");
     let args = [
         "transfer",
@@ -219,9 +222,9 @@ fn gauge_reads_keep_to_their_budget_and_reach_every_queue() {
             n => Err(format!("{n} queues unread")),
         }
     });
-    // One ZCOUNT a queue read: at most 20 queues every 2 s, and one slice more at the start.
+    // One ZCOUNT a queue read: at most a slice every 2 s, and one slice more at the start.
     let (reads, seconds) = (zcounts() - before, began.elapsed().as_secs_f64());
-    let allowed = 20.0 * (seconds / 2.0).ceil() + 20.0;
+    let allowed = per_slice * (seconds / 2.0).ceil() + per_slice;
     assert!(
         reads as f64 <= allowed,
         "{reads} queue reads in {seconds:.1} s, over {allowed}"
@@ -249,4 +252,19 @@ fn the_aggregate_mode_sums_the_queues_away() {
     let text = scrape_until(port, "delayq_pending", |v| v == 30.0);
     assert!(!text.contains("queue=\""), "{text}");
     assert_eq!(sample(&text, "delayq_paused"), Some(0.0), "{text}");
+    scrape_until(port, "delayq_memory_bytes", |v| v >= 30.0 * 100.0);
+}
+
+/// A queue holding a 1 MiB value on its target list reports at least that much memory.
+#[test]
+fn the_memory_gauge_counts_every_key_of_a_queue() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let name = unique_name("memory");
+    delayq(&url, &["offer", &name, "small", "--delay", "1h"]);
+    let fill = "redis.call('RPUSH', KEYS[1], string.rep('m', 1024 * 1024))";
+    redis.cli(&["EVAL", fill, "1", &name]);
+    let (_daemon, port) = listening(&url, &["transfer", "--all", "--match", &name]);
+    let series = format!("delayq_memory_bytes{{queue=\"{name}\"}}");
+    scrape_until(port, &series, |v| v >= 1024.0 * 1024.0);
 }
