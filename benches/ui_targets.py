@@ -12,7 +12,7 @@ bench, not a test: it judges nothing and takes a few minutes. Standard library o
     python3 benches/ui_targets.py [--bin target/release/delayq] [--runs 10] [--sort problems]
         [--pending 1000000] [--queues 10000] [--big 10] [--json OUT]
 
-`--sort` adds `sort=VALUE` to the overview's requests (for a server that sorts on its side);
+`--sort` measures the overview's pages in that order too (`sort=VALUE`, e.g. `problems`);
 `UI_TARGETS_DEBUG=1` prints every command over 5 ms.
 """
 
@@ -228,12 +228,19 @@ def baseline(redis, runs):
 
 
 def requests(sort, queues):
-    sort_arg = f"&sort={sort}" if sort else ""
+    """The requests measured: the overview's first, middle and last page by name (and in the
+    order `sort` too, when given), every tab of the big queue, a search window (pending from the
+    middle, ready over the big values), an entry's detail, the activity and processes views."""
+    sorts = [""] + ([f"&sort={sort}"] if sort else [])
     paths = [f"/api/queues?offset={offset}&limit=100{sort_arg}"
-             for offset in (0, queues // 2, max(0, queues - 100))]
+             for sort_arg in sorts for offset in (0, queues // 2, max(0, queues - 100))]
     paths += [f"/api/queues/{QUEUE}?tab={tab}"
               for tab in ("pending", "ready", "in_flight", "dead", "quarantine")]
-    paths += [f"/api/queues/{QUEUE}?tab=pending&from=500000", "/metrics"]
+    paths += [f"/api/queues/{QUEUE}?tab=pending&from=500000",
+              f"/api/queues/{QUEUE}?tab=pending&from=500000&q=value-0005",
+              f"/api/queues/{QUEUE}?tab=ready&q=nothing-starts-so",
+              f"/api/queues/{QUEUE}/job/ready/0",
+              f"/api/queues/{QUEUE}/activity", f"/api/queues/{QUEUE}/processes", "/metrics"]
     return paths
 
 

@@ -116,7 +116,8 @@ async fn find(
                 row
             })
         }
-        Item::Id(id) => locate_dead(&queue, at, &id, SHOWN)
+        // A record's header (attempts, time, error) comes before its value: room for it too.
+        Item::Id(id) => locate_dead(&queue, at, &id, SHOWN + READ)
             .await?
             .map(|(at, member)| placed((at, dead_row(&queue, &member, SHOWN)))),
         Item::Position(at) => {

@@ -1,6 +1,6 @@
 //! Search inside one of a queue's lists, bounded: Redis cannot search a list or a sorted set by
 //! a member's start without reading it, so one request reads at most [`WINDOW`] entries from
-//! `from`, in pages of [`STEP`] (each its own short command), and answers the matches with the
+//! `from`, in pages of [`STEP`] (read a member per command, see `preview.rs`), and answers the matches with the
 //! position where the next request carries on (`next`; none at the end of the list).
 //!
 //! An entry matches `q` when the text its row shows starts with it (the decoded value, or the
