@@ -43,7 +43,9 @@ async function whoami() {
   gateAll();
 }
 
-// Item buttons are made as rows appear: each is gated when it is added.
-new MutationObserver(gateAll).observe($("#list tbody"), { childList: true, subtree: true });
+// Item buttons are made as rows (or an entry's detail) appear: each is gated when it is added.
+for (const made of ["#list tbody", "#job-actions"]) {
+  new MutationObserver(gateAll).observe($(made), { childList: true, subtree: true });
+}
 $("#token").addEventListener("input", whoami);
 whoami();

@@ -193,7 +193,7 @@ function jobButtons(j) {
   const path = j.tab === "dead" ? "dead/" + j.at + "/" + encodeURIComponent(j.id) : j.tab + "/" + encodeURIComponent(named);
   const buttons = (view.writes && named && ITEM_ACTIONS[j.tab] || []).map(([action, label]) => {
     const b = Object.assign(document.createElement("button"), { type: "button", textContent: label });
-    b.dataset.job = action;
+    b.dataset.entry = action; // gated by role like the rows' buttons (access.js)
     const run = async () => { await actOnItem(path, action, named); await window.showJob(); };
     b.onclick = () => (CONFIRM[action] ? ask(action, run, named) : run());
     return b;

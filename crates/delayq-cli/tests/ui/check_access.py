@@ -72,6 +72,14 @@ def check_access(drive, browser, redis):
     assert redis.cli("LRANGE", "ui:roles", "0", "-1") == "first"
     drive.wait("the retry said", lambda: "done" in browser.js(
         "return document.querySelector('#status').textContent"))
+    # The entry's detail gates its buttons as the rows do: an operator retries, never deletes.
+    drive.wait("one dead letter left", lambda: browser.js(rows) == 1)
+    browser.js("document.querySelector('#list tbody tr td').click()")
+    drive.wait("the detail's buttons gated", lambda: [
+        b[:2] for b in browser.js(state, "#job-actions button")] == [["retry", False],
+                                                                      ["delete", True]])
+    title = browser.js(state, "#job-actions button")[1][2]
+    assert "needs the admin role" in title, title
     # One row in the overview, so that the detail with its disabled buttons is in the picture.
     browser.js("const f = document.querySelector('#filter'); f.value = 'roles'; "
                "f.dispatchEvent(new Event('input'))")
