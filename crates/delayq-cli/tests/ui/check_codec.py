@@ -47,7 +47,7 @@ def check_codec(browser, drive):
     assert values == ['"hello from Java"  [java.lang.String]',
                       '{"map":[["sku","x-1"]]}  [java.util.HashMap]'], values
     assert codec == "codec kryo", codec
-    browser.screenshot("codec.png")
+    browser.screenshot("codec.png", at="#search")
     print(f"codec:kryo (Kryo on a string dashboard): {values}")
 
     values, codec = shows(browser, drive, ui, "codec:mixed", 2)

@@ -56,7 +56,7 @@ def check_search(browser, redis, ui):
     browser.js("document.querySelector('#search-further').click()")
     wait("found further on", lambda: browser.js(VALUES) == ["needle-1050"])
     assert info(browser).startswith("1 found among entries 1001–1100"), info(browser)
-    browser.screenshot("search.png")
+    browser.screenshot("search.png", at="#search")
     # An entry past the first page by its handle, searched from the start.
     status, page = http("GET", ui + "/api/queues/ui:search?from=700")
     assert status == 200, page

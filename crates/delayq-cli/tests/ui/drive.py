@@ -155,8 +155,11 @@ class Browser:
     def js(self, script, *args):
         return self.cmd("POST", "/execute/sync", {"script": script, "args": list(args)})
 
-    def screenshot(self, name):
+    def screenshot(self, name, at=None):
+        """Saves the window as OUT/name, scrolled first to the element `at` (a selector) if given."""
         import base64
+        if at:
+            self.js("document.querySelector(arguments[0]).scrollIntoView({block: 'start'})", at)
         path = os.path.join(OUT, name)
         with open(path, "wb") as f:
             f.write(base64.b64decode(self.cmd("GET", "/screenshot")))
