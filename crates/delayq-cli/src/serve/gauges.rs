@@ -18,16 +18,43 @@ use tokio_util::sync::CancellationToken;
 /// How often a slice of the queues is read.
 const EVERY: Duration = Duration::from_secs(2);
 /// The counting commands of one queue's read (see [`queue_read`]); a `MEMORY USAGE` of each of
-/// its keys follows them.
+/// its keys follows them when its memory is measured.
 const COUNTS: usize = 8;
 /// Keys sampled per `MEMORY USAGE` (Redis's default): the command is O(samples), whatever the
 /// key's size.
 const MEMORY_SAMPLES: u32 = 5;
+/// A queue's memory is measured on every this many passes over all the queues (and on the
+/// first, so a fresh process has figures), its last figure kept between: the `MEMORY USAGE`s
+/// outnumber the counts and memory changes slowly, while the counts drive alerts and the
+/// dashboard's order, so the budget goes to them.
+const MEMORY_EVERY: u64 = 4;
 
-/// Redis commands one queue's read takes (see [`queue_read`]).
-fn commands_per_queue() -> usize {
-    COUNTS + QueueKeys::new("").stored().len()
+/// Whether the queue at `position` of the sorted names has its memory measured in `pass`: all
+/// on the first pass, then one in [`MEMORY_EVERY`] each pass, in turn, so every slice costs
+/// about the same.
+fn measures_memory(pass: u64, position: usize) -> bool {
+    pass == 0 || (pass + position as u64).is_multiple_of(MEMORY_EVERY)
 }
+
+/// Redis commands one queue's read takes (see [`queue_read`]), with or without its `memory`.
+fn commands_per_queue(memory: bool) -> usize {
+    COUNTS
+        + if memory {
+            QueueKeys::new("").stored().len()
+        } else {
+            0
+        }
+}
+
+/// Queues one slice reads in `pass` within `budget` commands a second: what a queue takes on
+/// average, counted over [`MEMORY_EVERY`] queues (every one measured on the first pass).
+fn queues_per_slice(budget: u32, pass: u64) -> usize {
+    let measured = if pass == 0 { MEMORY_EVERY } else { 1 };
+    let commands = (MEMORY_EVERY - measured) * commands_per_queue(false) as u64
+        + measured * commands_per_queue(true) as u64;
+    (u64::from(budget) * EVERY.as_secs() * MEMORY_EVERY / commands).max(1) as usize
+}
+
 /// Queues read in one pipeline.
 const PIPELINE_QUEUES: usize = 100;
 
@@ -48,8 +75,8 @@ struct Reading {
     ready_since_ms: Option<i64>,
     /// When it was read, epoch ms.
     read_ms: i64,
-    /// Bytes Redis uses for the queue's keys (those it could measure).
-    memory: u64,
+    /// Bytes Redis uses for the queue's keys (those it could measure) when last measured.
+    memory: Option<u64>,
 }
 
 /// The last reading of every queue, shared by the reader, `/metrics` and the dashboard's order.
@@ -95,9 +122,7 @@ impl Gauges {
     /// Reads slices of the queues into `readings` every 2 s, the queue after the last one
     /// read first, until `stop`.
     pub(crate) async fn run(self, readings: Arc<Readings>, stop: CancellationToken) {
-        let per_slice =
-            (u64::from(self.budget) * EVERY.as_secs() / commands_per_queue() as u64).max(1);
-        let mut last: Option<String> = None;
+        let mut rotation = Rotation::default();
         let mut tick = tokio::time::interval(EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -109,8 +134,7 @@ impl Gauges {
             names.sort_unstable();
             names.dedup();
             readings.retain(&names);
-            let slice = next_slice(&names, last.as_deref(), per_slice as usize);
-            last = slice.last().cloned();
+            let slice = rotation.next_slice(&names, self.budget);
             for chunk in slice.chunks(PIPELINE_QUEUES) {
                 let read = tokio::select! {
                     _ = stop.cancelled() => return,
@@ -122,38 +146,59 @@ impl Gauges {
     }
 }
 
-/// Up to `count` of the sorted `names`, from the one after `last`, wrapping around.
-fn next_slice(names: &[String], last: Option<&str>, count: usize) -> Vec<String> {
-    let start = last.map_or(0, |last| names.partition_point(|n| n.as_str() <= last));
-    names
-        .iter()
-        .cycle()
-        .skip(start)
-        .take(count.min(names.len()))
-        .cloned()
-        .collect()
+/// Where the reads are in their turn over the queues.
+#[derive(Default)]
+struct Rotation {
+    /// The last queue read.
+    last: Option<String>,
+    /// Passes over all the queues completed.
+    pass: u64,
 }
 
-/// Reads each queue of `names` in one pipeline; a queue whose read failed is `None`.
-async fn read_chunk(client: &Client, names: &[String]) -> Vec<Option<Reading>> {
+impl Rotation {
+    /// The next slice of the sorted `names` within `budget` commands a second, from the one
+    /// after the last read, wrapping around: each name with whether its memory is measured.
+    fn next_slice(&mut self, names: &[String], budget: u32) -> Vec<(String, bool)> {
+        let len = names.len().max(1);
+        let count = queues_per_slice(budget, self.pass).min(names.len());
+        let start = self.last.as_deref().map_or(0, |last| {
+            names.partition_point(|n| n.as_str() <= last) % len
+        });
+        let slice: Vec<_> = (start..start + count)
+            .map(|at| {
+                let measure = measures_memory(self.pass + (at / len) as u64, at % len);
+                (names[at % len].clone(), measure)
+            })
+            .collect();
+        self.pass += ((start + count) / len) as u64;
+        if let Some((name, _)) = slice.last() {
+            self.last = Some(name.clone());
+        }
+        slice
+    }
+}
+
+/// Reads each queue of `queues` (its memory too where marked) in one pipeline; a queue whose
+/// read failed is `None`.
+async fn read_chunk(client: &Client, queues: &[(String, bool)]) -> Vec<Option<Reading>> {
     let pipeline = client.pipeline();
     let now = delayq::time::now_ms();
-    for name in names {
-        queue_read(&pipeline, &QueueKeys::new(name.as_str()), now).await;
+    for (name, memory) in queues {
+        queue_read(&pipeline, &QueueKeys::new(name.as_str()), now, *memory).await;
     }
     let mut replies = pipeline.try_all::<Value>().await.into_iter();
-    names
+    queues
         .iter()
-        .map(|_| {
-            let replies: Vec<_> = replies.by_ref().take(commands_per_queue()).collect();
-            reading(replies)
+        .map(|&(_, memory)| {
+            let replies = replies.by_ref().take(commands_per_queue(memory)).collect();
+            reading(replies, memory)
         })
         .collect()
 }
 
-/// Queues one queue's commands: every one O(1) or O(log n), then a sampled `MEMORY USAGE` of
-/// each of its keys.
-async fn queue_read(pipeline: &Pipeline<Client>, keys: &QueueKeys, now_ms: i64) {
+/// Queues one queue's commands: every one O(1) or O(log n), then, with `memory`, a sampled
+/// `MEMORY USAGE` of each of its keys.
+async fn queue_read(pipeline: &Pipeline<Client>, keys: &QueueKeys, now_ms: i64, memory: bool) {
     // Queuing only fails for a command that cannot be encoded; its reply then says so.
     let _: Result<(), _> = pipeline.llen(keys.order()).await;
     let _: Result<(), _> = pipeline.llen(keys.target()).await;
@@ -167,19 +212,26 @@ async fn queue_read(pipeline: &Pipeline<Client>, keys: &QueueKeys, now_ms: i64) 
     let _: Result<(), _> = pipeline
         .zrangebyscore(keys.timeout(), "-inf", now_ms as f64, true, Some((0, 1)))
         .await;
-    for key in keys.stored() {
-        let _: Result<(), _> = pipeline.memory_usage(key, Some(MEMORY_SAMPLES)).await;
+    if memory {
+        for key in keys.stored() {
+            let _: Result<(), _> = pipeline.memory_usage(key, Some(MEMORY_SAMPLES)).await;
+        }
     }
 }
 
-/// A queue's reading from the replies of [`queue_read`], in its order.
-fn reading(mut replies: Vec<Result<Value, delayq::fred::error::Error>>) -> Option<Reading> {
+/// A queue's reading from the replies of [`queue_read`], in its order (`memory`: it measured
+/// the memory).
+fn reading(
+    mut replies: Vec<Result<Value, delayq::fred::error::Error>>,
+    memory: bool,
+) -> Option<Reading> {
     // A key Redis would not measure (`MEMORY` refused by an ACL) adds nothing; the counts stand.
-    let memory = replies
+    let measured = replies
         .split_off(COUNTS.min(replies.len()))
         .into_iter()
         .filter_map(|reply| reply.ok()?.as_u64())
         .sum();
+    let memory = memory.then_some(measured);
     let replies: Vec<Value> = replies.into_iter().collect::<Result<_, _>>().ok()?;
     let [pending, ready, quarantined, dead, in_flight, overdue, paused, head] =
         <[Value; 8]>::try_from(replies).ok()?;
@@ -245,16 +297,19 @@ impl Readings {
         seen
     }
 
-    /// Takes in the reads of `names` made at `now_ms`; a failed read keeps the last values.
-    fn update(&self, names: &[String], reads: Vec<Option<Reading>>, now_ms: i64) {
+    /// Takes in the reads of `queues` made at `now_ms`; a failed read keeps the last values, a
+    /// read that did not measure the memory its last figure.
+    fn update(&self, queues: &[(String, bool)], reads: Vec<Option<Reading>>, now_ms: i64) {
         let mut held = self.lock();
-        for (name, read) in names.iter().zip(reads) {
+        for ((name, _), read) in queues.iter().zip(reads) {
             let Some(mut read) = read else {
                 held.failing.insert(name.clone(), now_ms);
                 continue;
             };
             held.failing.remove(name);
-            let since = held.readings.get(name).and_then(|r| r.ready_since_ms);
+            let last = held.readings.get(name);
+            let since = last.and_then(|r| r.ready_since_ms);
+            read.memory = read.memory.or(last.and_then(|r| r.memory));
             read.ready_since_ms = (read.ready > 0).then(|| since.unwrap_or(now_ms));
             read.read_ms = now_ms;
             held.readings.insert(name.clone(), read);
@@ -324,7 +379,7 @@ const GAUGES: [QueueGauge; 10] = [
         |r, now| age(r.ready_since_ms, now),
     ),
     ("delayq_memory_bytes", Aggregate::Sum, |r, _| {
-        r.memory as f64
+        r.memory.unwrap_or(0) as f64
     }),
 ];
 
@@ -361,16 +416,70 @@ fn escaped(value: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The names of the slice after `last` in pass 0 with `budget`.
+    fn slice_after(names: &[String], last: Option<&str>, budget: u32) -> Vec<String> {
+        let mut rotation = Rotation {
+            last: last.map(String::from),
+            pass: 0,
+        };
+        let slice = rotation.next_slice(names, budget);
+        slice.into_iter().map(|(name, _)| name).collect()
+    }
+
     #[test]
     fn slices_rotate_over_the_sorted_names() {
         let names: Vec<String> = ["a", "b", "c", "d", "e"].map(String::from).to_vec();
-        assert_eq!(next_slice(&names, None, 2), ["a", "b"]);
-        assert_eq!(next_slice(&names, Some("b"), 2), ["c", "d"]);
-        assert_eq!(next_slice(&names, Some("d"), 2), ["e", "a"]);
+        // 22 commands a second: two queues of 22 commands in each 2 s slice.
+        assert_eq!(slice_after(&names, None, 22), ["a", "b"]);
+        assert_eq!(slice_after(&names, Some("b"), 22), ["c", "d"]);
+        assert_eq!(slice_after(&names, Some("d"), 22), ["e", "a"]);
         // The last one read left meanwhile: the next after where it was.
-        assert_eq!(next_slice(&names, Some("bb"), 2), ["c", "d"]);
-        assert_eq!(next_slice(&names, Some("e"), 9), names);
-        assert!(next_slice(&[], Some("a"), 2).is_empty());
+        assert_eq!(slice_after(&names, Some("bb"), 22), ["c", "d"]);
+        assert_eq!(slice_after(&names, Some("e"), 1_000), names);
+        assert!(slice_after(&[], Some("a"), 22).is_empty());
+    }
+
+    #[test]
+    fn memory_is_measured_on_the_first_pass_then_on_every_fourth() {
+        let keys = QueueKeys::new("").stored().len();
+        assert_eq!(
+            (commands_per_queue(false), commands_per_queue(true)),
+            (8, 22)
+        );
+        // The first pass measures every queue, so it reads fewer of them a slice: 22 commands
+        // each. Later ones average 8 + 14 / 4 = 11.5 commands a queue.
+        assert_eq!(queues_per_slice(1_000, 0), 2_000 / 22);
+        assert_eq!(queues_per_slice(1_000, 1), 173);
+        assert_eq!(queues_per_slice(1_000, 7), 173);
+
+        let names: Vec<String> = (0..1_000).map(|n| format!("q{n:04}")).collect();
+        let mut rotation = Rotation::default();
+        let mut measured: HashMap<String, Vec<u64>> = HashMap::new();
+        while rotation.pass < 9 {
+            let pass = rotation.pass;
+            let slice = rotation.next_slice(&names, 1_000);
+            let commands: usize = slice
+                .iter()
+                .map(|&(_, memory)| commands_per_queue(memory))
+                .sum();
+            // Within the 2,000 commands of a slice, give or take one queue's keys.
+            assert!(commands <= 2_000 + keys, "pass {pass}: {commands} commands");
+            let first = slice[0].0.clone();
+            for (name, memory) in slice {
+                // A name before the slice's first is past the wrap: in the next pass.
+                let pass = pass + u64::from(name < first);
+                if memory && pass < 9 {
+                    measured.entry(name).or_default().push(pass);
+                }
+            }
+        }
+        for name in &names {
+            let passes = &measured[name];
+            // Measured on the first pass, then once in each four of the eight after it.
+            assert_eq!(passes[0], 0, "{name}: {passes:?}");
+            assert_eq!(passes.len(), 3, "{name}: {passes:?}");
+            assert_eq!(passes[2] - passes[1], 4, "{name}: {passes:?}");
+        }
     }
 
     #[test]
