@@ -38,13 +38,22 @@ use delayq::DelayedQueue;
 use serde_json::json;
 use std::sync::Arc;
 
-const INDEX_HTML: &str = include_str!("index.html");
-const APP_JS: &str = include_str!("app.js");
-const CODEC_JS: &str = include_str!("codec.js");
-const OVERVIEW_JS: &str = include_str!("overview.js");
-const STYLE_CSS: &str = include_str!("style.css");
-const SEARCH_JS: &str = include_str!("search.js");
-const ACCESS_JS: &str = include_str!("access.js");
+const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
+/// The page and its assets, built into the binary: path, content type, body (index.html loads
+/// the scripts, `app.js` first: the others add their parts to it).
+const ASSETS: [(&str, &str, &str); 7] = [
+    ("/", "text/html; charset=utf-8", include_str!("index.html")),
+    (
+        "/style.css",
+        "text/css; charset=utf-8",
+        include_str!("style.css"),
+    ),
+    ("/app.js", JAVASCRIPT, include_str!("app.js")),
+    ("/access.js", JAVASCRIPT, include_str!("access.js")),
+    ("/codec.js", JAVASCRIPT, include_str!("codec.js")),
+    ("/search.js", JAVASCRIPT, include_str!("search.js")),
+    ("/overview.js", JAVASCRIPT, include_str!("overview.js")),
+];
 
 /// How long a request waits for Redis: the client queues commands while it reconnects, so
 /// without a bound a request would wait out the whole outage.
@@ -67,35 +76,11 @@ type Shared = Arc<Ui>;
 
 /// The page, its assets and the API.
 pub(crate) fn routes(ui: Ui) -> Router {
-    Router::new()
-        .route(
-            "/",
-            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
-        )
-        .route(
-            "/app.js",
-            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
-        )
-        .route(
-            "/codec.js",
-            get(|| async { asset("text/javascript; charset=utf-8", CODEC_JS) }),
-        )
-        .route(
-            "/search.js",
-            get(|| async { asset("text/javascript; charset=utf-8", SEARCH_JS) }),
-        )
-        .route(
-            "/overview.js",
-            get(|| async { asset("text/javascript; charset=utf-8", OVERVIEW_JS) }),
-        )
-        .route(
-            "/access.js",
-            get(|| async { asset("text/javascript; charset=utf-8", ACCESS_JS) }),
-        )
-        .route(
-            "/style.css",
-            get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
-        )
+    let mut router = Router::new();
+    for (path, content_type, body) in ASSETS {
+        router = router.route(path, get(move || async move { asset(content_type, body) }));
+    }
+    router
         .route("/api/whoami", get(access::whoami))
         .route("/api/queues", get(overview::overview))
         .route("/api/queues/{name}", get(detail::queue))

@@ -5,7 +5,7 @@ the token already typed into the page).
 """
 import subprocess
 
-from drive import DELAYQ, TOKEN, http, wait
+from drive import DELAYQ, TOKEN, dead_letters, http, wait
 
 QUEUE = "ui:search"
 ZSET = "redisson_delay_queue_timeout:{ui:search}"
@@ -76,14 +76,7 @@ def check_job(browser, redis, ui):
     payload = '{"order": 42, "note": "a job"}'
     subprocess.run([DELAYQ, "--url", redis.url, "offer", "ui:jobs", payload, "--delay", "100ms"],
                    check=True, stdout=subprocess.DEVNULL)
-    worker = subprocess.Popen([DELAYQ, "--url", redis.url, "work", "ui:jobs", "--max-attempts",
-                               "1", "--", "false"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait("a dead letter", lambda: redis.cli("LLEN", "delayq_dead:{ui:jobs}") == "1")
-    finally:
-        worker.terminate()
-        worker.wait(timeout=30)
+    dead_letters(redis, "ui:jobs", 1)
     browser.cmd("POST", "/url", {"url": ui + "/#/queue/ui%3Ajobs/dead"})
     wait("the dead letter listed", lambda: len(browser.js(ROWS)) == 1)
     browser.js(ROWS + "[0].click()")

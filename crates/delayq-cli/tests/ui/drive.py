@@ -108,12 +108,18 @@ def fill(redis):
     # A wrong-typed key: the queue's row says so, and the rest of the page is shown.
     delayq(redis, "offer", "ui:wrong", "x", "--delay", "1h")
     redis.cli("SET", "delayq_inflight:{ui:wrong}", "not a sorted set")
-    # A worker whose command always fails, one attempt each: two dead letters.
-    worker = subprocess.Popen([DELAYQ, "--url", redis.url, "work", "ui:dead", "--max-attempts",
+    dead_letters(redis, "ui:dead", 2)
+
+
+def dead_letters(redis, queue, count):
+    """Runs a real worker on `queue` whose command always fails, one attempt each, until the
+    queue has `count` dead letters."""
+    worker = subprocess.Popen([DELAYQ, "--url", redis.url, "work", queue, "--max-attempts",
                                "1", "--", "false"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait("2 dead letters", lambda: redis.cli("LLEN", "delayq_dead:{ui:dead}") == "2")
+        wait(f"{count} dead letters", lambda: redis.cli("LLEN", f"delayq_dead:{{{queue}}}")
+             == str(count))
     finally:
         worker.terminate()
         worker.wait(timeout=30)
