@@ -52,6 +52,7 @@ mod queue;
 mod redis;
 pub mod reliable;
 pub mod retry;
+mod schedule;
 mod scheduler;
 mod telemetry;
 pub mod time;
@@ -80,6 +81,9 @@ pub use reliable::{
     DeadLetter, Delivery, ReapOutcome, Receipt, ReliableConfig, ReliableConsumer, ReliableStats,
 };
 pub use retry::{Backoff, RetryPolicy};
+pub use schedule::{
+    FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules,
+};
 pub use scheduler::{
     Discovery, GroupConfig, Scheduler, SchedulerBuilder, SchedulerGroup, SchedulerHandle,
     SchedulerStats, TransferConfig,

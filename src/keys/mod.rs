@@ -43,6 +43,10 @@ const SHARDS_PREFIX: &str = "delayq_shards";
 const ACTIVITY_PREFIX: &str = "delayq_activity";
 /// Prefix of delayq's zset of the live processes serving a queue (record → deadline ms).
 const PROCS_PREFIX: &str = "delayq_procs";
+/// Prefix of delayq's zset of a queue's recurring schedules (schedule id → next occurrence ms).
+const SCHEDULES_PREFIX: &str = "delayq_schedules";
+/// Prefix of one recurring schedule's hash (followed by `:` and the schedule's id).
+const SCHEDULE_PREFIX: &str = "delayq_schedule";
 /// Prefix of delayq's zset of the live processes that find queues by discovery.
 const DISCOVERING_PREFIX: &str = "delayq_discovering";
 
@@ -84,6 +88,8 @@ pub struct QueueKeys {
     index: String,
     values: String,
     paused: String,
+    schedules: String,
+    schedule_prefix: String,
 }
 
 impl QueueKeys {
@@ -106,6 +112,8 @@ impl QueueKeys {
             index: prefix_name(INDEX_PREFIX, &target),
             values: prefix_name(VALUES_PREFIX, &target),
             paused: prefix_name(PAUSED_PREFIX, &target),
+            schedules: prefix_name(SCHEDULES_PREFIX, &target),
+            schedule_prefix: prefix_name(SCHEDULE_PREFIX, &target),
             target,
         }
     }
@@ -225,6 +233,29 @@ impl QueueKeys {
     pub fn values(&self) -> &str {
         &self.values
     }
+
+    /// delayq's zset of the queue's recurring schedules: schedule id → its next occurrence in
+    /// epoch ms, `+inf` while paused or ended (`delayq_schedules:{NAME}`). Firing reads it by
+    /// score, so only the schedules that are due cost anything.
+    ///
+    /// ```
+    /// let keys = delayq::QueueKeys::new("orders");
+    /// assert_eq!(keys.schedules(), "delayq_schedules:{orders}");
+    /// ```
+    pub fn schedules(&self) -> &str {
+        &self.schedules
+    }
+
+    /// The hash of the recurring schedule `id` (`delayq_schedule:{NAME}:ID`): its definition,
+    /// value, revision, next and last occurrence (fields in `docs/schedules.md`).
+    ///
+    /// ```
+    /// let keys = delayq::QueueKeys::new("orders");
+    /// assert_eq!(keys.schedule("nightly"), "delayq_schedule:{orders}:nightly");
+    /// ```
+    pub fn schedule(&self, id: &str) -> String {
+        format!("{}:{id}", self.schedule_prefix)
+    }
 }
 
 /// A key a Lua script declares, by what it holds. Scripts declare their keys in this order
@@ -262,6 +293,10 @@ pub(crate) enum KeyRole {
     Dead,
     /// delayq's zset of claim-list leases.
     Claims,
+    /// delayq's zset of recurring schedules by next occurrence.
+    Schedules,
+    /// Given per call: one recurring schedule's hash.
+    Schedule,
     /// Given per call: one reliable consumer's claim list.
     Claim,
     /// Given per call: a list outside the queue (in its slot).
@@ -332,7 +367,7 @@ impl KeyRole {
     pub(crate) fn owned(self) -> bool {
         use KeyRole::*;
         match self {
-            Target | Channel | Destination | OwnList => false,
+            Target | Channel | Destination | OwnList | Schedules | Schedule => false,
             Timeout | Order | Quarantine | Index | Values | Paused | Inflight | InflightData
             | Attempts | AttemptsSeen | Settled | Dead | Claims | Claim => true,
         }
@@ -343,8 +378,10 @@ impl KeyRole {
         use KeyRole::*;
         match self {
             Target | Order | Quarantine | Dead | Claim | Destination | OwnList => KeyKind::List,
-            Timeout | Index | Inflight | AttemptsSeen | Settled | Claims => KeyKind::Zset,
-            InflightData | Attempts | Values => KeyKind::Hash,
+            Timeout | Index | Inflight | AttemptsSeen | Settled | Claims | Schedules => {
+                KeyKind::Zset
+            }
+            InflightData | Attempts | Values | Schedule => KeyKind::Hash,
             Channel => KeyKind::Channel,
             Paused => KeyKind::Flag,
         }
@@ -371,6 +408,8 @@ impl KeyRole {
             Dead => "delayq_dead:{NAME}",
             Claims => "delayq_claims:{NAME}",
             Claim => "delayq_claim:{NAME}:CONSUMER",
+            Schedules => "delayq_schedules:{NAME}",
+            Schedule => "delayq_schedule:{NAME}:ID",
             Destination => "DESTINATION",
             OwnList => "LIST",
         }
@@ -397,7 +436,8 @@ impl QueueKeys {
             Settled => self.settled(),
             Dead => self.dead(),
             Claims => self.claims(),
-            Claim | Destination | OwnList => return None,
+            Schedules => self.schedules(),
+            Claim | Schedule | Destination | OwnList => return None,
         })
     }
 }
@@ -422,8 +462,9 @@ impl QueueKeys {
 
     /// The `ACL SETUSER` selectors of everything the queue uses: `~KEY` for each of its keys
     /// (the channel too, which scripts declare as a key to be routed to the queue's slot) and
-    /// its registry of processes, a `~` pattern for its claim lists and one for its activity
-    /// buckets, and `&CHANNEL` for its channel. Glob characters of the name are escaped.
+    /// its registry of processes and its zset of schedules, a `~` pattern for its claim lists,
+    /// one for its activity buckets and one for its schedules' hashes, and `&CHANNEL` for its
+    /// channel. Glob characters of the name are escaped.
     ///
     /// # Examples
     ///
@@ -443,6 +484,8 @@ impl QueueKeys {
         rules.push(format!("~{}:*", glob_escape(&self.claim_prefix)));
         rules.push(format!("~{}:*", glob_escape(&self.activity_prefix())));
         rules.push(format!("~{}", glob_escape(&self.processes())));
+        rules.push(format!("~{}", glob_escape(self.schedules())));
+        rules.push(format!("~{}:*", glob_escape(&self.schedule_prefix)));
         rules.push(format!("&{}", glob_escape(self.channel())));
         rules
     }
@@ -564,7 +607,8 @@ mod tests {
         assert!(rules.contains(&"~delayq_claim:{a\\*b}:*".to_owned()));
         assert!(rules.contains(&"~delayq_activity:{a\\*b}:*".to_owned()));
         assert!(rules.contains(&"~delayq_procs:{a\\*b}".to_owned()));
-        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 4);
+        assert!(rules.contains(&"~delayq_schedule:{a\\*b}:*".to_owned()));
+        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 6);
     }
 
     #[test]

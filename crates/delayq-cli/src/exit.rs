@@ -68,9 +68,10 @@ fn of_delayq(err: &Error) -> Status {
     match err {
         Error::WrongType { .. } => Status::WrongType,
         Error::Encode { .. } | Error::Decode { .. } => Status::Codec,
-        Error::InvalidDelay(_) | Error::InvalidConfig(_) | Error::ValueTooLarge { .. } => {
-            Status::Usage
-        }
+        Error::InvalidDelay(_)
+        | Error::InvalidConfig(_)
+        | Error::InvalidSchedule(_)
+        | Error::ValueTooLarge { .. } => Status::Usage,
         Error::Refused {
             refusal: Refusal::NoPermission,
             ..
