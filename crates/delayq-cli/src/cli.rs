@@ -13,7 +13,7 @@ use std::time::Duration;
     version,
     about,
     after_help = "Exit codes: 0 success; 1 false (remove/reschedule/cancel with --exit-status), \
-                  warnings (check) or a queue it could not read (queues); 2 usage or invalid input; 3 cannot reach Redis; 4 \
+                  warnings (check), a queue it could not read (queues) or no such schedule; 2 usage or invalid input; 3 cannot reach Redis; 4 \
                   authentication or ACL refused; 5 a key of the wrong type; 6 a value the codec \
                   cannot encode or decode; 7 Redis refused (out of memory, busy, read-only, \
                   loading); 8 any other error."
@@ -270,6 +270,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         target: QueueArg,
     },
+    /// Recurring schedules: cron expressions or intervals that offer a value at every
+    /// occurrence, fired by every running `transfer` and `work` of the queue, each occurrence
+    /// once (see docs/schedules.md).
+    Schedule {
+        #[command(subcommand)]
+        action: crate::schedule_args::ScheduleAction,
+    },
     /// Run transfer schedulers for the queues until SIGINT or SIGTERM (or, with --once, move
     /// what is due now and exit).
     Transfer(TransferArgs),
@@ -319,6 +326,13 @@ pub(crate) struct TransferArgs {
     /// faster.
     #[arg(long, env = "DELAYQ_MAX_BATCH", value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub(crate) max_batch: u32,
+    /// How far ahead of its time a recurring schedule's occurrence is offered (due at its time
+    /// all the same); `off` fires no schedules.
+    #[arg(long, env = "DELAYQ_SCHEDULE_LEAD", value_name = "DURATION", default_value = "2s", value_parser = crate::schedule_args::parse_lead)]
+    pub(crate) schedule_lead: crate::schedule_args::Lead,
+    /// How often each queue's due recurring schedules are read (one read by score a queue).
+    #[arg(long, env = "DELAYQ_SCHEDULE_TICK", value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub(crate) schedule_tick: Duration,
     /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464; a
     /// loopback address unless --allow-remote.
     #[arg(long, env = "DELAYQ_LISTEN", value_name = "ADDR")]

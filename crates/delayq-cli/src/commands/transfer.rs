@@ -3,7 +3,7 @@
 use super::Ctx;
 use crate::cli::TransferArgs;
 use anyhow::Context;
-use delayq::{Discovery, GroupConfig, SchedulerGroup, TransferConfig};
+use delayq::{Discovery, FiringConfig, GroupConfig, SchedulerGroup, TransferConfig};
 
 pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<()> {
     if args.once {
@@ -20,7 +20,14 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     }
     // One group for every queue: one pub/sub connection, one timer, one budgeted sweep.
     let config = args.transfer_config();
-    let group_config = GroupConfig::default().with_server_check(args.watch.server_check);
+    let firing = args.schedule_lead.0.map(|lead| {
+        FiringConfig::default()
+            .with_lead(lead)
+            .with_tick(args.schedule_tick)
+    });
+    let group_config = GroupConfig::default()
+        .with_server_check(args.watch.server_check)
+        .with_schedules(firing);
     let group = SchedulerGroup::spawn(ctx.client.clone(), group_config).await?;
     let options = ctx.global.options();
     for queue in &args.queues {

@@ -24,6 +24,7 @@ mod observe;
 mod otel;
 mod processes;
 mod queues;
+mod schedule;
 mod shard_count;
 mod take_handoff;
 mod work;
