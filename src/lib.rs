@@ -118,6 +118,9 @@ struct ReliableDocs;
 #[doc = include_str!("../docs/many-queues.md")]
 struct ManyQueuesDocs;
 #[cfg(doctest)]
+#[doc = include_str!("../docs/schedules.md")]
+struct SchedulesDocs;
+#[cfg(doctest)]
 #[doc = include_str!("../docs/sharding.md")]
 struct ShardingDocs;
 #[cfg(doctest)]

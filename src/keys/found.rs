@@ -153,7 +153,7 @@ mod tests {
     fn the_scan_glob_covers_each_scanned_prefix() {
         assert_eq!(
             every_queue_key(),
-            "[rd]e[dl][ia][sy][sq][o_][nivdqp][_naeu][dlfau][euldrs][lxei:a]*"
+            "[rd]e[dl][ia][sy][sq][o_][nivdqps][_naeuc][dlfauh][euldrs][lxei:ad]*"
         );
     }
 

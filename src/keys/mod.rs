@@ -2,6 +2,7 @@
 
 mod found;
 mod observe;
+mod schedule;
 
 pub use found::glob_match;
 pub(crate) use found::{every_channel, every_queue_key};
@@ -233,29 +234,6 @@ impl QueueKeys {
     pub fn values(&self) -> &str {
         &self.values
     }
-
-    /// delayq's zset of the queue's recurring schedules: schedule id → its next occurrence in
-    /// epoch ms, `+inf` while paused or ended (`delayq_schedules:{NAME}`). Firing reads it by
-    /// score, so only the schedules that are due cost anything.
-    ///
-    /// ```
-    /// let keys = delayq::QueueKeys::new("orders");
-    /// assert_eq!(keys.schedules(), "delayq_schedules:{orders}");
-    /// ```
-    pub fn schedules(&self) -> &str {
-        &self.schedules
-    }
-
-    /// The hash of the recurring schedule `id` (`delayq_schedule:{NAME}:ID`): its definition,
-    /// value, revision, next and last occurrence (fields in `docs/schedules.md`).
-    ///
-    /// ```
-    /// let keys = delayq::QueueKeys::new("orders");
-    /// assert_eq!(keys.schedule("nightly"), "delayq_schedule:{orders}:nightly");
-    /// ```
-    pub fn schedule(&self, id: &str) -> String {
-        format!("{}:{id}", self.schedule_prefix)
-    }
 }
 
 /// A key a Lua script declares, by what it holds. Scripts declare their keys in this order
@@ -461,10 +439,9 @@ impl QueueKeys {
     }
 
     /// The `ACL SETUSER` selectors of everything the queue uses: `~KEY` for each of its keys
-    /// (the channel too, which scripts declare as a key to be routed to the queue's slot) and
-    /// its registry of processes and its zset of schedules, a `~` pattern for its claim lists,
-    /// one for its activity buckets and one for its schedules' hashes, and `&CHANNEL` for its
-    /// channel. Glob characters of the name are escaped.
+    /// (the channel too, which scripts declare as a key to be routed to the queue's slot), its
+    /// registries of processes and schedules, `~` patterns for its claim lists, activity buckets
+    /// and schedules' hashes, `&CHANNEL` for its channel; glob characters of the name escaped.
     ///
     /// # Examples
     ///
