@@ -130,6 +130,8 @@ pub struct FireTally {
     pub lost: u64,
     /// Schedules that were due.
     pub due: u64,
+    /// Due schedules whose hash could not be read (logged; the others fire all the same).
+    pub invalid: u64,
 }
 
 /// Fires the due schedules of `queue` at `now_ms`.
@@ -149,13 +151,22 @@ pub(crate) async fn fire_due(
     let mut tally = FireTally::default();
     for id in ids {
         let span = tracing::debug_span!("schedule_fire", queue = queue.keys.target(), id = %id);
-        let fired = fire_one(client, queue, &id, horizon)
-            .instrument(span)
-            .await?;
+        let fired = fire_one(client, queue, &id, horizon).instrument(span).await;
         tally.due += 1;
         match fired {
-            Some(offered) => tally.offered += offered,
-            None => tally.lost += 1,
+            Ok(Some(offered)) => tally.offered += offered,
+            Ok(None) => tally.lost += 1,
+            // A hash another writer got wrong stops that schedule only, not its neighbours.
+            Err(Error::InvalidSchedule(detail)) => {
+                tally.invalid += 1;
+                tracing::warn!(
+                    queue = queue.keys.target(),
+                    schedule = %id,
+                    %detail,
+                    "a schedule that cannot be read is not fired"
+                );
+            }
+            Err(err) => return Err(err),
         }
     }
     Ok(tally)

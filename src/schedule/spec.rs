@@ -234,7 +234,10 @@ impl ScheduleInfo {
             Some(Value::String(text)) => text.as_bytes().to_vec(),
             _ => return Err(bad("no value")),
         };
-        let missed = Missed::parse(&field_text(&fields, "missed").unwrap_or_default())?;
+        let missed = match field_text(&fields, "missed") {
+            Some(text) => Missed::parse(&text)?,
+            None => Missed::Skip,
+        };
         let schedule = Schedule {
             id: id.to_owned(),
             recurrence,

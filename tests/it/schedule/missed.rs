@@ -103,3 +103,37 @@ async fn pause_resume_and_trigger() {
     assert!(!schedules.remove("p").await.unwrap());
     assert!(schedules.get("p").await.unwrap().is_none());
 }
+
+/// A schedule hash another writer got wrong is logged and left alone; the queue's other
+/// schedules fire all the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_schedule_does_not_stop_its_neighbours() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let queue = unique_name("bad-hash");
+    let keys = delayq::QueueKeys::new(queue.as_str());
+    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let every = Recurrence::every(Duration::from_secs(60)).unwrap();
+    schedules
+        .set(Schedule::new("good", every, b"v".to_vec()).start_ms(START))
+        .await
+        .unwrap();
+    let bad = keys.schedule("bad");
+    redis.cli(&[
+        "HSET",
+        &bad,
+        "cron",
+        "not a cron",
+        "value",
+        "v",
+        "next_ms",
+        "0",
+        "rev",
+        "1",
+    ]);
+    redis.cli(&["ZADD", keys.schedules(), "0", "bad"]);
+    let config = FiringConfig::default().with_lead(Duration::ZERO);
+    let tally = schedules.fire_due(START + 1_000, &config).await.unwrap();
+    assert_eq!((tally.invalid, tally.offered), (1, 1));
+    assert_eq!(offered(&client, &queue).await, minutes([0]));
+}

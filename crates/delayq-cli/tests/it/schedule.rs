@@ -248,3 +248,44 @@ async fn three_transfer_processes_one_killed_one_ahead_deliver_each_occurrence_o
     }
     assert!(arrivals.is_empty(), "values nobody scheduled: {arrivals:?}");
 }
+
+/// `transfer --all` finds a queue that has schedules and nothing pending, and fires them; the
+/// value arrives like any offer's.
+#[tokio::test(flavor = "multi_thread")]
+async fn transfer_all_fires_the_schedules_of_a_queue_with_nothing_pending() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let q = unique_name("all");
+    let set = delayq(
+        &redis,
+        &[
+            "schedule", "set", &q, "tick", "--every", "200ms", "--value", "t",
+        ],
+    );
+    assert!(set.status.success(), "{set:?}");
+    let mut child = Command::new(BIN)
+        .args([
+            "--url",
+            &redis.url(),
+            "transfer",
+            "--all",
+            "--schedule-tick",
+            "50ms",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    let mut taken = None;
+    while taken.is_none() && Instant::now() < deadline {
+        taken = client
+            .lpop::<Option<String>, _>(q.as_str(), None)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(taken.as_deref(), Some("t"));
+}
