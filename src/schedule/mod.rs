@@ -28,6 +28,13 @@
 //! due schedule. [`Schedules::fire_due`] is the same step for a program that hosts it itself,
 //! or a test that gives the clock.
 //!
+//! **Building on it.** A view (a dashboard, `delayq schedule list`) reads [`Schedules::list`]:
+//! each [`ScheduleInfo`] has the definition, `next_ms`, `last_ms` and `paused`. A measurement
+//! or a metric reads the [`FireTally`] of each [`Schedules::fire_due`] (offered, lost races,
+//! unreadable schedules); lateness is the firing instant minus the occurrences it offered. A
+//! benchmark or a test drives [`Schedules::fire_due`] with the instant it chooses.
+//! [`Schedule::occurrence_at_or_after`] computes occurrences without Redis.
+//!
 //! - `recur.rs`: [`Recurrence`] and the occurrence math (the daylight-saving rule);
 //! - `spec.rs`: [`Schedule`], [`Missed`], [`ScheduleInfo`], their hash fields;
 //! - `plan.rs`: what one firing offers; `fire.rs`: firing a queue's due schedules.

@@ -47,6 +47,7 @@ fn minutes(range: impl IntoIterator<Item = i64>) -> Vec<i64> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn each_policy_fires_what_it_says_and_the_late_ones_always() {
+    let (captured, _guard) = crate::logs::Captured::start();
     let redis = TestRedis::start();
     // Missed: minutes 0..=9 (older than a minute at 10:01); late: minute 10.
     let (skip, later) = fired_with(&redis, Missed::Skip).await;
@@ -58,6 +59,13 @@ async fn each_policy_fires_what_it_says_and_the_late_ones_always() {
     assert_eq!(capped, minutes([7, 8, 9, 10]));
     let (every, _) = fired_with(&redis, Missed::All { cap: 100 }).await;
     assert_eq!(every, minutes(0..=10));
+    // One line per decision, by the firing that counted (not by the repeated one).
+    let decisions = captured.lines_with("missed occurrences of a schedule");
+    assert_eq!(decisions.len(), 4, "{decisions:#?}");
+    for (line, policy) in decisions.iter().zip(["skip", "latest", "all:3", "all:100"]) {
+        assert!(line.contains(&format!("policy={policy} ")), "{line}");
+    }
+    assert!(decisions[2].contains("capped=true"), "{}", decisions[2]);
 }
 
 /// A paused schedule fires nothing; resumed, it goes on from the first occurrence after the
@@ -136,4 +144,27 @@ async fn a_malformed_schedule_does_not_stop_its_neighbours() {
     let tally = schedules.fire_due(START + 1_000, &config).await.unwrap();
     assert_eq!((tally.invalid, tally.offered), (1, 1));
     assert_eq!(offered(&client, &queue).await, minutes([0]));
+}
+
+/// A schedule set again (a new value, the same recurrence) goes on after the last occurrence it
+/// fired: that occurrence is not offered twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replaced_schedule_does_not_fire_its_last_occurrence_again() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let queue = unique_name("replaced");
+    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let every = Recurrence::every(Duration::from_secs(60)).unwrap();
+    let config = FiringConfig::default().with_lead(Duration::ZERO);
+    for value in ["v1", "v2"] {
+        let schedule = Schedule::new("r", every.clone(), value.as_bytes().to_vec()).start_ms(START);
+        schedules.set(schedule).await.unwrap();
+        schedules.fire_due(START + 1_000, &config).await.unwrap();
+    }
+    assert_eq!(offered(&client, &queue).await, minutes([0]));
+    let info = schedules.get("r").await.unwrap().unwrap();
+    assert_eq!(
+        (info.next_ms, info.schedule.value),
+        (Some(START + MINUTE), b"v2".to_vec())
+    );
 }
