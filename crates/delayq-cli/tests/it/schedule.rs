@@ -193,15 +193,18 @@ async fn three_transfer_processes_one_killed_one_ahead_deliver_each_occurrence_o
     let mut killed = transfer(&redis, &q, "2s");
     let mut arrivals: HashMap<String, Vec<i64>> = HashMap::new();
     let (deadline, mut kills, mut last_kill) = (Instant::now() + PATIENCE, 0, Instant::now());
-    let timeout = delayq::QueueKeys::new(q.as_str()).timeout().to_owned();
+    let keys = delayq::QueueKeys::new(q.as_str());
+    let (timeout, schedules) = (keys.timeout(), keys.schedules());
     loop {
         let value: Option<String> = client.lpop(q.as_str(), None).await.unwrap();
         if let Some(value) = value {
             arrivals.entry(value).or_default().push(now_ms());
             continue;
         }
-        let pending: u64 = client.zcard(&timeout).await.unwrap();
-        if now_ms() > end + 1_000 && pending == 0 || Instant::now() > deadline {
+        let pending: u64 = client.zcard(timeout).await.unwrap();
+        // Schedules not ended yet are scored by their next occurrence, ended ones `+inf`.
+        let running: u64 = client.zcount(schedules, f64::MIN, f64::MAX).await.unwrap();
+        if running == 0 && pending == 0 || Instant::now() > deadline {
             break;
         }
         if ahead.is_none() && now_ms() > start + OCCURRENCES * EVERY_MS / 2 {
