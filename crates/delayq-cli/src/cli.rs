@@ -326,13 +326,8 @@ pub(crate) struct TransferArgs {
     /// faster.
     #[arg(long, env = "DELAYQ_MAX_BATCH", value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub(crate) max_batch: u32,
-    /// How far ahead of its time a recurring schedule's occurrence is offered (due at its time
-    /// all the same); `off` fires no schedules.
-    #[arg(long, env = "DELAYQ_SCHEDULE_LEAD", value_name = "DURATION", default_value = "2s", value_parser = crate::schedule_args::parse_lead)]
-    pub(crate) schedule_lead: crate::schedule_args::Lead,
-    /// How often each queue's due recurring schedules are read (one read by score a queue).
-    #[arg(long, env = "DELAYQ_SCHEDULE_TICK", value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
-    pub(crate) schedule_tick: Duration,
+    #[command(flatten)]
+    pub(crate) firing: crate::schedule_args::FiringArgs,
     /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464; a
     /// loopback address unless --allow-remote.
     #[arg(long, env = "DELAYQ_LISTEN", value_name = "ADDR")]
@@ -460,6 +455,8 @@ pub(crate) struct WorkArgs {
     #[cfg(feature = "otel")]
     #[command(flatten, next_help_heading = "OpenTelemetry")]
     pub(crate) otlp: OtlpArgs,
+    #[command(flatten)]
+    pub(crate) firing: crate::schedule_args::FiringArgs,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     pub(crate) command: Vec<String>,

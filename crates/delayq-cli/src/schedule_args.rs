@@ -92,6 +92,29 @@ fn parse_time(text: &str) -> Result<i64, String> {
     delayq::time::parse_instant(text).map_err(|err| err.to_string())
 }
 
+/// How a `transfer` or `work` process fires the recurring schedules of its queues.
+#[derive(Debug, Args)]
+pub(crate) struct FiringArgs {
+    /// How far ahead of its time a recurring schedule's occurrence is offered (due at its time
+    /// all the same); `off` fires no schedules.
+    #[arg(long, env = "DELAYQ_SCHEDULE_LEAD", value_name = "DURATION", default_value = "2s", value_parser = parse_lead)]
+    pub(crate) schedule_lead: Lead,
+    /// How often each queue's due recurring schedules are read (one read by score a queue).
+    #[arg(long, env = "DELAYQ_SCHEDULE_TICK", value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub(crate) schedule_tick: Duration,
+}
+
+impl FiringArgs {
+    /// The firing settings, or `None` with `--schedule-lead off`.
+    pub(crate) fn config(&self) -> Option<delayq::FiringConfig> {
+        self.schedule_lead.0.map(|lead| {
+            delayq::FiringConfig::default()
+                .with_lead(lead)
+                .with_tick(self.schedule_tick)
+        })
+    }
+}
+
 /// `--schedule-lead`: how far ahead occurrences are offered; `None`: no schedules fired.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Lead(pub(crate) Option<Duration>);

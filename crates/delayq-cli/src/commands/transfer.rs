@@ -3,7 +3,7 @@
 use super::Ctx;
 use crate::cli::TransferArgs;
 use anyhow::Context;
-use delayq::{Discovery, FiringConfig, GroupConfig, SchedulerGroup, TransferConfig};
+use delayq::{Discovery, GroupConfig, SchedulerGroup, TransferConfig};
 
 pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<()> {
     if args.once {
@@ -150,12 +150,7 @@ pub(crate) async fn wait_for_stop_signal() -> anyhow::Result<()> {
 
 /// The group's settings: the server check, and how it fires recurring schedules.
 fn group_config(args: &TransferArgs) -> GroupConfig {
-    let firing = args.schedule_lead.0.map(|lead| {
-        FiringConfig::default()
-            .with_lead(lead)
-            .with_tick(args.schedule_tick)
-    });
     GroupConfig::default()
         .with_server_check(args.watch.server_check)
-        .with_schedules(firing)
+        .with_schedules(args.firing.config())
 }

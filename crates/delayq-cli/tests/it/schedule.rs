@@ -292,3 +292,40 @@ async fn transfer_all_fires_the_schedules_of_a_queue_with_nothing_pending() {
     child.wait().unwrap();
     assert_eq!(taken.as_deref(), Some("t"));
 }
+
+/// `delayq work QUEUE` fires the queue's schedules too, and hands each occurrence's value to
+/// its command.
+#[tokio::test(flavor = "multi_thread")]
+async fn work_fires_its_queues_schedules() {
+    let redis = TestRedis::start();
+    let q = unique_name("work");
+    let set = delayq(
+        &redis,
+        &[
+            "schedule", "set", &q, "w", "--every", "200ms", "--value", "job",
+        ],
+    );
+    assert!(set.status.success(), "{set:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("handled.log");
+    let script = format!("echo \"$DELAYQ_VALUE\" >> {}", log.display());
+    let mut child = Command::new(BIN)
+        .args(["--url", &redis.url(), "work", &q, "--schedule-tick", "50ms"])
+        .args(["--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    let handled = loop {
+        let handled = std::fs::read_to_string(&log).unwrap_or_default();
+        if handled.lines().count() >= 2 || Instant::now() > deadline {
+            break handled;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(handled.lines().take(2).all(|l| l == "job"), "{handled:?}");
+    assert!(handled.lines().count() >= 2, "{handled:?}");
+}
