@@ -1,9 +1,10 @@
 //! The group's task firing the recurring schedules of its queues: every tick, each queue's
-//! due schedules ([`Schedules::fire_due`]), one queue after another; stopped with the group.
+//! due schedules ([`Schedules::fire_due`]), one queue after another, by the queue's clock (the
+//! host's, or the server's `TIME` read once a tick); stopped with the group.
 
 use super::group::GroupShared;
 use crate::schedule::{FiringConfig, Schedules};
-use crate::time::now_ms;
+use crate::time::{now_ms, Clock};
 use fred::clients::Client;
 use std::collections::HashMap;
 use std::sync::Weak;
@@ -37,13 +38,24 @@ pub(super) fn spawn(
             let Some(queues) = shared.upgrade().map(|group| group.queues()) else {
                 break;
             };
+            // The server's clock for the queues that go by it, read once a tick (the host's
+            // when it cannot be read: firing early or late never delivers early).
+            let server_now = match queues.iter().any(|(_, o)| o.clock == Clock::Server) {
+                true => crate::redis::server::time_ms(&client).await,
+                false => None,
+            };
+            let host_now = now_ms();
             for (name, options) in queues {
                 if token.is_cancelled() {
                     break;
                 }
+                let now = match options.clock {
+                    Clock::Server => server_now.unwrap_or(host_now),
+                    _ => host_now,
+                };
                 let schedules = Schedules::new(client.clone(), name.clone(), options);
                 let span = tracing::debug_span!("schedules", queue = %name);
-                match schedules.fire_due(now_ms(), &config).instrument(span).await {
+                match schedules.fire_due(now, &config).instrument(span).await {
                     Ok(tally) if tally.offered > 0 => {
                         tracing::debug!(queue = %name, offered = tally.offered, "schedules fired");
                     }

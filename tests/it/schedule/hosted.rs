@@ -7,7 +7,8 @@ use delayq::codec::StringCodec;
 use delayq::fred::interfaces::ListInterface;
 use delayq::time::now_ms;
 use delayq::{
-    FiringConfig, GroupConfig, QueueOptions, Recurrence, Schedule, SchedulerGroup, Schedules,
+    Clock, FiringConfig, GroupConfig, QueueOptions, Recurrence, Schedule, SchedulerGroup,
+    Schedules, TransferConfig,
 };
 use std::time::{Duration, Instant};
 
@@ -52,4 +53,34 @@ async fn a_group_fires_its_queues_schedules_until_it_shuts_down() {
         stopped,
         "nothing fires after the group's shutdown"
     );
+}
+
+/// A queue that goes by the server's clock is fired by it too (`TIME`, once a tick).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_queue_on_the_servers_clock_is_fired_by_it() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let queue = unique_name("server-clock");
+    let firing = FiringConfig::default().with_tick(Duration::from_millis(50));
+    let config = GroupConfig::default().with_schedules(firing);
+    let group = SchedulerGroup::spawn(client.clone(), config).await.unwrap();
+    let options = QueueOptions::default().clock(Clock::Server);
+    group
+        .add_with(queue.as_str(), options, TransferConfig::default())
+        .await
+        .unwrap();
+    let schedules = Schedules::new(client.clone(), queue.as_str(), options);
+    let every = Recurrence::every(Duration::from_millis(100)).unwrap();
+    schedules
+        .set(Schedule::new("s", every, b"v".to_vec()))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    let mut taken: Option<String> = None;
+    while taken.is_none() && Instant::now() < deadline {
+        taken = client.lpop(queue.as_str(), None).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(taken.as_deref(), Some("v"));
+    group.shutdown().await;
 }
