@@ -130,6 +130,20 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
 
+    /// A recurring schedule that cannot be kept: a bad cron expression or time zone, an
+    /// interval of zero, an end before its start, an id that is empty.
+    #[error("invalid schedule: {0}")]
+    InvalidSchedule(String),
+
+    /// No recurring schedule of that id on the queue.
+    #[error("no schedule {id:?} on queue {queue:?}")]
+    NoSuchSchedule {
+        /// The queue.
+        queue: String,
+        /// The schedule's id.
+        id: String,
+    },
+
     /// Redis answered with something this crate did not expect.
     #[error("unexpected reply from {context}: {detail}")]
     UnexpectedReply {

@@ -52,6 +52,7 @@ mod queue;
 mod redis;
 pub mod reliable;
 pub mod retry;
+mod schedule;
 mod scheduler;
 mod telemetry;
 pub mod time;
@@ -81,6 +82,9 @@ pub use reliable::{
     DeadLetter, Delivery, ReapOutcome, Receipt, ReliableConfig, ReliableConsumer, ReliableStats,
 };
 pub use retry::{Backoff, RetryPolicy};
+pub use schedule::{
+    FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules,
+};
 pub use scheduler::{
     Discovery, GroupConfig, Scheduler, SchedulerBuilder, SchedulerGroup, SchedulerHandle,
     SchedulerStats, TransferConfig,
@@ -114,6 +118,9 @@ struct ReliableDocs;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/many-queues.md")]
 struct ManyQueuesDocs;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/schedules.md")]
+struct SchedulesDocs;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/sharding.md")]
 struct ShardingDocs;

@@ -142,6 +142,30 @@ pub(crate) fn due_time(now_ms: i64, delay: Duration) -> Result<i64> {
         })
 }
 
+/// An instant typed by a person or a config file: RFC 3339 with its offset
+/// (`2026-12-01T00:00:00Z`, `2026-12-01T01:00:00+01:00`) or epoch milliseconds; epoch ms.
+///
+/// ```
+/// use delayq::time::parse_instant;
+///
+/// assert_eq!(parse_instant("1970-01-01T01:00:01+01:00").unwrap(), 1_000);
+/// assert_eq!(parse_instant("1764547200000").unwrap(), 1_764_547_200_000);
+/// assert!(parse_instant("tomorrow").is_err());
+/// ```
+pub fn parse_instant(text: &str) -> Result<i64> {
+    if let Ok(ms) = text.trim().parse::<i64>() {
+        return Ok(ms);
+    }
+    text.trim()
+        .parse::<jiff::Timestamp>()
+        .map(|at| at.as_millisecond())
+        .map_err(|err| {
+            Error::InvalidSchedule(format!(
+                "{text:?} is not a time ({err}); use RFC 3339 (2026-12-01T00:00:00Z) or epoch ms"
+            ))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

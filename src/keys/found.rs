@@ -4,14 +4,15 @@
 use super::{KeyRole, QueueKeys};
 use super::{
     CHANNEL_PREFIX, DEAD_PREFIX, INDEX_PREFIX, INFLIGHT_PREFIX, ORDER_PREFIX, PAUSED_PREFIX,
-    QUARANTINE_PREFIX, TIMEOUT_PREFIX, VALUES_PREFIX,
+    QUARANTINE_PREFIX, SCHEDULES_PREFIX, TIMEOUT_PREFIX, VALUES_PREFIX,
 };
 
 /// The keys discovery's scan looks for: a queue's Redisson keys, delayq's indexes of its order
 /// list (which outlive the queue when another client deletes it), and the delayq keys a queue
 /// with nothing pending may still have (in flight, dead letters, quarantine, the pause flag),
-/// by which a listing of every queue finds it.
-const SCANNED: [(KeyRole, &str); 8] = [
+/// by which a listing of every queue finds it, and its recurring schedules (a queue with
+/// schedules is one to fire, pending entries or not).
+const SCANNED: [(KeyRole, &str); 9] = [
     (KeyRole::Timeout, TIMEOUT_PREFIX),
     (KeyRole::Order, ORDER_PREFIX),
     (KeyRole::Index, INDEX_PREFIX),
@@ -20,6 +21,7 @@ const SCANNED: [(KeyRole, &str); 8] = [
     (KeyRole::Dead, DEAD_PREFIX),
     (KeyRole::Quarantine, QUARANTINE_PREFIX),
     (KeyRole::Paused, PAUSED_PREFIX),
+    (KeyRole::Schedules, SCHEDULES_PREFIX),
 ];
 
 impl QueueKeys {
@@ -42,8 +44,8 @@ impl QueueKeys {
     }
 
     /// What `key`, found by discovery's scan, is to its queue (its timeout zset, order list,
-    /// position index, value index, in-flight zset, dead letters, quarantine or pause flag), and
-    /// the queue; `None` for any other key.
+    /// position index, value index, in-flight zset, dead letters, quarantine, pause flag or
+    /// schedules), and the queue; `None` for any other key.
     pub(crate) fn scanned(key: &str) -> Option<(KeyRole, QueueKeys)> {
         SCANNED
             .into_iter()
@@ -151,7 +153,7 @@ mod tests {
     fn the_scan_glob_covers_each_scanned_prefix() {
         assert_eq!(
             every_queue_key(),
-            "[rd]e[dl][ia][sy][sq][o_][nivdqp][_naeu][dlfau][euldrs][lxei:a]*"
+            "[rd]e[dl][ia][sy][sq][o_][nivdqps][_naeuc][dlfauh][euldrs][lxei:ad]*"
         );
     }
 

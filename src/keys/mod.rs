@@ -2,10 +2,14 @@
 
 mod found;
 mod observe;
+mod schedule;
+mod shard;
 
 pub use found::glob_match;
 pub(crate) use found::{every_channel, every_queue_key};
 pub(crate) use observe::{activity_key, discovering_processes, processes_key};
+pub(crate) use shard::shard_name;
+pub use shard::{logical_queue, shard_count_key};
 
 /// Prefix of the timeout zset (`redisson_delay_queue_timeout:{NAME}`).
 const TIMEOUT_PREFIX: &str = "redisson_delay_queue_timeout";
@@ -43,6 +47,10 @@ const SHARDS_PREFIX: &str = "delayq_shards";
 const ACTIVITY_PREFIX: &str = "delayq_activity";
 /// Prefix of delayq's zset of the live processes serving a queue (record → deadline ms).
 const PROCS_PREFIX: &str = "delayq_procs";
+/// Prefix of delayq's zset of a queue's recurring schedules (schedule id → next occurrence ms).
+const SCHEDULES_PREFIX: &str = "delayq_schedules";
+/// Prefix of one recurring schedule's hash (followed by `:` and the schedule's id).
+const SCHEDULE_PREFIX: &str = "delayq_schedule";
 /// Prefix of delayq's zset of the live processes that find queues by discovery.
 const DISCOVERING_PREFIX: &str = "delayq_discovering";
 
@@ -84,6 +92,8 @@ pub struct QueueKeys {
     index: String,
     values: String,
     paused: String,
+    schedules: String,
+    schedule_prefix: String,
 }
 
 impl QueueKeys {
@@ -106,6 +116,8 @@ impl QueueKeys {
             index: prefix_name(INDEX_PREFIX, &target),
             values: prefix_name(VALUES_PREFIX, &target),
             paused: prefix_name(PAUSED_PREFIX, &target),
+            schedules: prefix_name(SCHEDULES_PREFIX, &target),
+            schedule_prefix: prefix_name(SCHEDULE_PREFIX, &target),
             target,
         }
     }
@@ -262,6 +274,10 @@ pub(crate) enum KeyRole {
     Dead,
     /// delayq's zset of claim-list leases.
     Claims,
+    /// delayq's zset of recurring schedules by next occurrence.
+    Schedules,
+    /// Given per call: one recurring schedule's hash.
+    Schedule,
     /// Given per call: one reliable consumer's claim list.
     Claim,
     /// Given per call: a list outside the queue (in its slot).
@@ -332,7 +348,7 @@ impl KeyRole {
     pub(crate) fn owned(self) -> bool {
         use KeyRole::*;
         match self {
-            Target | Channel | Destination | OwnList => false,
+            Target | Channel | Destination | OwnList | Schedules | Schedule => false,
             Timeout | Order | Quarantine | Index | Values | Paused | Inflight | InflightData
             | Attempts | AttemptsSeen | Settled | Dead | Claims | Claim => true,
         }
@@ -343,8 +359,10 @@ impl KeyRole {
         use KeyRole::*;
         match self {
             Target | Order | Quarantine | Dead | Claim | Destination | OwnList => KeyKind::List,
-            Timeout | Index | Inflight | AttemptsSeen | Settled | Claims => KeyKind::Zset,
-            InflightData | Attempts | Values => KeyKind::Hash,
+            Timeout | Index | Inflight | AttemptsSeen | Settled | Claims | Schedules => {
+                KeyKind::Zset
+            }
+            InflightData | Attempts | Values | Schedule => KeyKind::Hash,
             Channel => KeyKind::Channel,
             Paused => KeyKind::Flag,
         }
@@ -371,6 +389,8 @@ impl KeyRole {
             Dead => "delayq_dead:{NAME}",
             Claims => "delayq_claims:{NAME}",
             Claim => "delayq_claim:{NAME}:CONSUMER",
+            Schedules => "delayq_schedules:{NAME}",
+            Schedule => "delayq_schedule:{NAME}:ID",
             Destination => "DESTINATION",
             OwnList => "LIST",
         }
@@ -397,7 +417,8 @@ impl QueueKeys {
             Settled => self.settled(),
             Dead => self.dead(),
             Claims => self.claims(),
-            Claim | Destination | OwnList => return None,
+            Schedules => self.schedules(),
+            Claim | Schedule | Destination | OwnList => return None,
         })
     }
 }
@@ -438,9 +459,9 @@ impl QueueKeys {
     }
 
     /// The `ACL SETUSER` selectors of everything the queue uses: `~KEY` for each of its keys
-    /// (the channel too, which scripts declare as a key to be routed to the queue's slot) and
-    /// its registry of processes, a `~` pattern for its claim lists and one for its activity
-    /// buckets, and `&CHANNEL` for its channel. Glob characters of the name are escaped.
+    /// (the channel too, which scripts declare as a key to be routed to the queue's slot), its
+    /// registries of processes and schedules, `~` patterns for its claim lists, activity buckets
+    /// and schedules' hashes, `&CHANNEL` for its channel; glob characters of the name escaped.
     ///
     /// # Examples
     ///
@@ -460,40 +481,11 @@ impl QueueKeys {
         rules.push(format!("~{}:*", glob_escape(&self.claim_prefix)));
         rules.push(format!("~{}:*", glob_escape(&self.activity_prefix())));
         rules.push(format!("~{}", glob_escape(&self.processes())));
+        rules.push(format!("~{}", glob_escape(self.schedules())));
+        rules.push(format!("~{}:*", glob_escape(&self.schedule_prefix)));
         rules.push(format!("&{}", glob_escape(self.channel())));
         rules
     }
-}
-
-/// The string key holding the number of shards the sharded queue `name` is spread over
-/// (`delayq_shards:{NAME}`): every handle of the queue checks its count against it. The key is
-/// in the slot of the tag `NAME` (a sharded queue's name has no braces), apart from the shards'
-/// slots, and the ACL pattern `~*{NAME}*` covers it.
-///
-/// ```
-/// assert_eq!(delayq::shard_count_key("orders"), "delayq_shards:{orders}");
-/// ```
-pub fn shard_count_key(name: &str) -> String {
-    prefix_name(SHARDS_PREFIX, name)
-}
-
-/// The Redisson queue name of shard `shard` of the sharded queue `name`: `NAME:{SHARD}`.
-pub(crate) fn shard_name(name: &str, shard: usize) -> String {
-    format!("{name}:{{{shard}}}")
-}
-
-/// The sharded queue a shard's queue name belongs to (`orders` for `orders:{3}`), or `None`
-/// when `name` is not a shard's (a sharded queue's own name has no braces).
-///
-/// ```
-/// assert_eq!(delayq::logical_queue("orders:{3}"), Some("orders"));
-/// assert_eq!(delayq::logical_queue("orders"), None);
-/// assert_eq!(delayq::logical_queue("{orders}:{3}"), None);
-/// ```
-pub fn logical_queue(name: &str) -> Option<&str> {
-    let (logical, shard) = name.strip_suffix('}')?.rsplit_once(":{")?;
-    let numbered = !shard.is_empty() && shard.bytes().all(|b| b.is_ascii_digit());
-    (numbered && !logical.is_empty() && !logical.contains(['{', '}'])).then_some(logical)
 }
 
 /// `text` as a glob that matches only itself.
@@ -581,7 +573,8 @@ mod tests {
         assert!(rules.contains(&"~delayq_claim:{a\\*b}:*".to_owned()));
         assert!(rules.contains(&"~delayq_activity:{a\\*b}:*".to_owned()));
         assert!(rules.contains(&"~delayq_procs:{a\\*b}".to_owned()));
-        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 4);
+        assert!(rules.contains(&"~delayq_schedule:{a\\*b}:*".to_owned()));
+        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 6);
     }
 
     #[test]

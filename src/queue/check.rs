@@ -213,6 +213,7 @@ impl<C: Codec> DelayedQueue<C> {
         let claim = keys.claim("check");
         // What workers and schedulers keep about the queue (any bucket's name will do).
         let (activity, processes) = (keys.activity(0), keys.processes());
+        let schedule = keys.schedule("check");
         let need = |command: &'static str, args: &[&str]| Need {
             command,
             args: args.iter().map(|a| (*a).to_owned()).collect(),
@@ -221,7 +222,13 @@ impl<C: Codec> DelayedQueue<C> {
             .into_iter()
             .filter_map(|role| keys.of(role))
             .collect();
-        all_keys.extend([claim.as_str(), &activity, &processes]);
+        all_keys.extend([
+            claim.as_str(),
+            &activity,
+            &processes,
+            keys.schedules(),
+            &schedule,
+        ]);
         let mut evalsha = vec!["0".repeat(40), all_keys.len().to_string()];
         evalsha.extend(all_keys.iter().map(|k| (*k).to_owned()));
         vec![
@@ -261,6 +268,8 @@ impl<C: Codec> DelayedQueue<C> {
             need("PEXPIRE", &[&activity, "60000"]),
             need("ZADD", &[&processes, "0", "r"]),
             need("ZREMRANGEBYSCORE", &[&processes, "-inf", "0"]),
+            need("ZRANGEBYSCORE", &[keys.schedules(), "-inf", "0"]),
+            need("HGETALL", &[&schedule]),
         ]
     }
 

@@ -32,6 +32,20 @@ pub(crate) async fn maxmemory_policy(client: &Client) -> Option<String> {
     }
 }
 
+/// The server's clock (`TIME`) in epoch ms, or `None` when it cannot be read.
+pub(crate) async fn time_ms(client: &Client) -> Option<i64> {
+    let reply: Vec<String> = client
+        .custom(
+            CustomCommand::new_static("TIME", ClusterHash::Random, false),
+            Vec::<String>::new(),
+        )
+        .await
+        .ok()?;
+    let seconds: i64 = reply.first()?.parse().ok()?;
+    let micros: i64 = reply.get(1)?.parse().ok()?;
+    Some(seconds * 1000 + micros / 1000)
+}
+
 /// The field `name` of `INFO section`, or `None` when INFO is refused or has no such field.
 pub(crate) async fn info_field(client: &Client, section: &str, name: &str) -> Option<String> {
     info(client, section)

@@ -4,6 +4,7 @@
 
 use crate::observe::ObserveConfig;
 use crate::redis::ops::transfer::TransferLimits;
+use crate::schedule::FiringConfig;
 use crate::{Error, Result};
 use std::time::Duration;
 
@@ -32,6 +33,7 @@ pub struct GroupConfig {
     max_concurrent_transfers: usize,
     server_check: Option<Duration>,
     observe: ObserveConfig,
+    schedules: Option<FiringConfig>,
 }
 
 impl Default for GroupConfig {
@@ -42,6 +44,7 @@ impl Default for GroupConfig {
             max_concurrent_transfers: 8,
             server_check: Some(Duration::from_secs(60)),
             observe: ObserveConfig::default(),
+            schedules: Some(FiringConfig::default()),
         }
     }
 }
@@ -115,8 +118,26 @@ impl GroupConfig {
         self.observe
     }
 
+    /// Sets how the group fires the recurring schedules of its queues
+    /// ([`Schedules`](crate::Schedules)), or, with `None`, that it does not (on by default:
+    /// every process that transfers a queue takes part in firing its schedules, each occurrence
+    /// offered once whoever fires it).
+    #[must_use]
+    pub fn with_schedules(mut self, firing: impl Into<Option<FiringConfig>>) -> Self {
+        self.schedules = firing.into();
+        self
+    }
+
+    /// How the group fires recurring schedules; `None`: it does not.
+    pub fn schedules(&self) -> Option<FiringConfig> {
+        self.schedules
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         self.observe.validate()?;
+        if let Some(firing) = &self.schedules {
+            firing.validate()?;
+        }
         if self.max_concurrent_transfers == 0 || self.sweep_budget == 0 {
             return Err(Error::InvalidConfig(
                 "max_concurrent_transfers and sweep_budget must be at least 1".into(),

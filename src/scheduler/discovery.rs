@@ -265,9 +265,11 @@ pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scann
             continue;
         }
         match role {
-            KeyRole::Timeout | KeyRole::Order => {
+            // A queue with recurring schedules is one to transfer (its schedules fire in the
+            // group that transfers it), pending entries or not.
+            KeyRole::Timeout | KeyRole::Order | KeyRole::Schedules => {
                 alive.insert(queue.target().to_owned());
-                if role == KeyRole::Timeout {
+                if role != KeyRole::Order {
                     timeouts.push((key, Ok(queue)));
                 }
             }

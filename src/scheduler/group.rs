@@ -46,6 +46,10 @@ pub(super) struct GroupShared {
     join: Mutex<Option<JoinHandle<()>>>,
     finished: AtomicBool,
     counters: Mutex<HashMap<String, Arc<Counters>>>,
+    /// Each queue's options, for firing its recurring schedules.
+    options: Mutex<HashMap<String, QueueOptions>>,
+    /// The task firing recurring schedules, when the config has one.
+    firing: Mutex<Option<JoinHandle<()>>>,
     /// The counters of queues the group had and removed, by name (added up when a name came
     /// and went more than once): the group's totals count them.
     retired: Mutex<HashMap<String, SchedulerStats>>,
@@ -58,11 +62,23 @@ pub(super) struct GroupShared {
 }
 
 impl GroupShared {
-    pub(super) fn register(&self, name: &str, counters: Arc<Counters>) {
+    pub(super) fn register(&self, name: &str, counters: Arc<Counters>, options: QueueOptions) {
         self.counters().insert(name.to_owned(), counters);
+        lock(&self.options).insert(name.to_owned(), options);
+    }
+
+    /// The queues of the group with their options, sorted by name.
+    pub(super) fn queues(&self) -> Vec<(String, QueueOptions)> {
+        let mut queues: Vec<_> = lock(&self.options)
+            .iter()
+            .map(|(name, options)| (name.clone(), *options))
+            .collect();
+        queues.sort_by(|a, b| a.0.cmp(&b.0));
+        queues
     }
 
     pub(super) fn unregister(&self, name: &str) {
+        lock(&self.options).remove(name);
         let Some(counters) = self.counters().remove(name) else {
             return;
         };
@@ -155,6 +171,8 @@ impl SchedulerGroup {
             join: Mutex::new(None),
             finished: AtomicBool::new(false),
             counters: Mutex::default(),
+            options: Mutex::default(),
+            firing: Mutex::default(),
             retired: Mutex::default(),
             moved: broadcast::channel(MOVED_BACKLOG).0,
             subscriber: subscriber.clone(),
@@ -162,6 +180,10 @@ impl SchedulerGroup {
         });
         let eviction =
             crate::redis::server::warn_if_evicting(&client, "transfer scheduler", "*").await;
+        let firing = config
+            .schedules()
+            .map(|config| super::firing::spawn(client.clone(), Arc::downgrade(&shared), config));
+        *lock(&shared.firing) = firing;
         let task = match GroupTask::new(client, subscriber.clone(), config, shared.clone()) {
             Ok(task) => task,
             Err(err) => {
@@ -321,6 +343,12 @@ impl SchedulerGroup {
                 tracing::warn!(error = %err, "scheduler group task failed");
             }
         }
+        let firing = lock(&self.shared.firing).take();
+        if let Some(join) = firing {
+            if let Err(err) = join.await {
+                tracing::warn!(error = %err, "schedule firing task failed");
+            }
+        }
     }
 
     /// The names of queues as the group moves values onto their target lists (a listener that
@@ -341,4 +369,8 @@ impl SchedulerGroup {
     pub(super) fn from_shared(shared: Arc<GroupShared>) -> SchedulerGroup {
         SchedulerGroup { shared }
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

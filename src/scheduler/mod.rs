@@ -15,10 +15,12 @@
 //! - `group.rs`: [`SchedulerGroup`]; `discovery.rs`: [`Discovery`] and its scans.
 //! - `task.rs`: the group's loop; `sweep.rs`: the safety sweep; `queue_state.rs`: one queue's
 //!   state and drain; `timer.rs`: the precise timer.
+//! - `firing.rs`: the group's task firing the recurring schedules of its queues.
 //! - `shared.rs`: one group per client, shared by the queue handles that want a scheduler.
 
 mod config;
 mod discovery;
+mod firing;
 mod group;
 mod queue_state;
 pub(crate) mod shared;

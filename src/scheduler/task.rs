@@ -313,7 +313,7 @@ impl GroupTask {
         state.due_now();
         let counters = state.counters.clone();
         if let Some(shared) = self.shared.upgrade() {
-            shared.register(&name, counters.clone());
+            shared.register(&name, counters.clone(), state.spec.options);
         }
         self.queues.insert(name.clone(), state);
         self.by_channel.insert(channel, name.clone());

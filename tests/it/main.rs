@@ -16,5 +16,6 @@ mod observe;
 mod input;
 mod queue;
 mod reliable;
+mod schedule;
 mod scheduler;
 mod topology;

@@ -13,7 +13,7 @@ use std::time::Duration;
     version,
     about,
     after_help = "Exit codes: 0 success; 1 false (remove/reschedule/cancel with --exit-status), \
-                  warnings (check) or a queue it could not read (queues); 2 usage or invalid input; 3 cannot reach Redis; 4 \
+                  warnings (check), a queue it could not read (queues) or no such schedule; 2 usage or invalid input; 3 cannot reach Redis; 4 \
                   authentication or ACL refused; 5 a key of the wrong type; 6 a value the codec \
                   cannot encode or decode; 7 Redis refused (out of memory, busy, read-only, \
                   loading); 8 any other error."
@@ -282,6 +282,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         target: QueueArg,
     },
+    /// Recurring schedules: cron expressions or intervals that offer a value at every
+    /// occurrence, fired by every running `transfer` and `work` of the queue, each occurrence
+    /// once (see docs/schedules.md).
+    Schedule {
+        #[command(subcommand)]
+        action: crate::schedule_args::ScheduleAction,
+    },
     /// Run transfer schedulers for the queues until SIGINT or SIGTERM (or, with --once, move
     /// what is due now and exit).
     Transfer(TransferArgs),
@@ -331,6 +338,8 @@ pub(crate) struct TransferArgs {
     /// faster.
     #[arg(long, env = "DELAYQ_MAX_BATCH", value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub(crate) max_batch: u32,
+    #[command(flatten)]
+    pub(crate) firing: crate::schedule_args::FiringArgs,
     /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464; a
     /// loopback address unless --allow-remote.
     #[arg(long, env = "DELAYQ_LISTEN", value_name = "ADDR")]
@@ -473,6 +482,8 @@ pub(crate) struct WorkArgs {
     #[cfg(feature = "otel")]
     #[command(flatten, next_help_heading = "OpenTelemetry")]
     pub(crate) otlp: OtlpArgs,
+    #[command(flatten)]
+    pub(crate) firing: crate::schedule_args::FiringArgs,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     pub(crate) command: Vec<String>,

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 /// Exit statuses by error class; `delayq --help` lists them, docs/cli.md too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
-    /// 1: a false answer with `--exit-status`, `check` warnings, or a queue `queues` could not
-    /// read.
+    /// 1: a false answer with `--exit-status`, `check` warnings, a queue `queues` could not
+    /// read, or a schedule that does not exist.
     False = 1,
     /// 2: usage or invalid input (clap uses 2 for usage errors too).
     Usage = 2,
@@ -67,10 +67,12 @@ pub(crate) fn status(err: &anyhow::Error) -> Status {
 fn of_delayq(err: &Error) -> Status {
     match err {
         Error::WrongType { .. } => Status::WrongType,
+        Error::NoSuchSchedule { .. } => Status::False,
         Error::Encode { .. } | Error::Decode { .. } => Status::Codec,
-        Error::InvalidDelay(_) | Error::InvalidConfig(_) | Error::ValueTooLarge { .. } => {
-            Status::Usage
-        }
+        Error::InvalidDelay(_)
+        | Error::InvalidConfig(_)
+        | Error::InvalidSchedule(_)
+        | Error::ValueTooLarge { .. } => Status::Usage,
         Error::Refused {
             refusal: Refusal::NoPermission,
             ..

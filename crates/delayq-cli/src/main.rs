@@ -25,6 +25,7 @@ mod logging;
 #[cfg(feature = "otel")]
 mod otel;
 mod progress;
+mod schedule_args;
 mod serve;
 mod show;
 mod text_codec;

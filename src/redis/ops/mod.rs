@@ -22,6 +22,9 @@ pub(crate) mod reap;
 pub(crate) mod reliable_stats;
 pub(crate) mod remove;
 pub(crate) mod reschedule;
+pub(crate) mod schedule_fire;
+pub(crate) mod schedule_remove;
+pub(crate) mod schedule_set;
 pub(crate) mod stats;
 pub(crate) mod take;
 pub(crate) mod tidy;
@@ -53,6 +56,9 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &reliable_stats::RELIABLE_STATS,
         &remove::REMOVE,
         &reschedule::RESCHEDULE,
+        &schedule_fire::SCHEDULE_FIRE,
+        &schedule_remove::SCHEDULE_REMOVE,
+        &schedule_set::SCHEDULE_SET,
         &stats::STATS,
         &take::TAKE,
         &tidy::TIDY,

@@ -6,6 +6,7 @@ mod lists;
 mod pause;
 mod queue;
 mod queues;
+mod schedule;
 mod take;
 mod target;
 mod transfer;
@@ -158,6 +159,7 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
         Command::Work(args) => done(work::work(&ctx, args).await),
         Command::Dead { action } => done(lists::dead(&ctx, action).await),
         Command::Quarantine { action } => done(lists::quarantine(&ctx, action).await),
+        Command::Schedule { action } => schedule::schedule(&ctx, action).await,
         Command::Transfer(args) => done(transfer::transfer(&ctx, &args).await),
         Command::Ui(args) => done(ui::ui(ctx, args).await),
         Command::Completions { .. } | Command::Man => Ok(true),

@@ -20,7 +20,7 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     }
     // One group for every queue: one pub/sub connection, one timer, one budgeted sweep.
     let config = args.transfer_config();
-    let group_config = GroupConfig::default().with_server_check(args.watch.server_check);
+    let group_config = group_config(args);
     let group = SchedulerGroup::spawn(ctx.client.clone(), group_config).await?;
     let options = ctx.global.options();
     for queue in &args.queues {
@@ -147,4 +147,11 @@ pub(crate) async fn wait_for_stop_signal() -> anyhow::Result<()> {
         .await
         .context("cannot listen for Ctrl-C")?;
     Ok(())
+}
+
+/// The group's settings: the server check, and how it fires recurring schedules.
+fn group_config(args: &TransferArgs) -> GroupConfig {
+    GroupConfig::default()
+        .with_server_check(args.watch.server_check)
+        .with_schedules(args.firing.config())
 }

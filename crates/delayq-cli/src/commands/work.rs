@@ -132,7 +132,9 @@ async fn open_queues(
     ctx: &Ctx,
     args: &WorkArgs,
 ) -> anyhow::Result<Vec<delayq::DelayedQueue<crate::text_codec::TextCodec>>> {
-    let group_config = GroupConfig::default().with_server_check(None);
+    let group_config = GroupConfig::default()
+        .with_server_check(None)
+        .with_schedules(args.firing.config());
     let mut queues = Vec::with_capacity(args.queues.len());
     match (args.shards, args.queues.as_slice()) {
         (Some(n), [name]) => {

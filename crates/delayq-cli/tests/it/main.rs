@@ -28,6 +28,7 @@ mod otel;
 mod overview;
 mod processes;
 mod queues;
+mod schedule;
 mod shard_count;
 mod take_handoff;
 mod work;

@@ -1,0 +1,228 @@
+//! Firing one queue's due schedules: a read by score of the schedules zset, then per due
+//! schedule its hash, its [plan](super::plan), and the firing script.
+
+use super::plan::{plan, Horizon, MissedDecision, Plan};
+use super::spec::ScheduleInfo;
+use crate::redis::ops::schedule_fire::{self, ReadAt};
+use crate::redis::script::QueueSpec;
+use crate::{Error, Result};
+use fred::clients::Client;
+use fred::interfaces::{HashesInterface, SortedSetsInterface};
+use fred::prelude::Value;
+use std::collections::HashMap;
+use std::time::Duration;
+use tracing::Instrument;
+
+/// How a scheduler group fires the schedules of its queues
+/// ([`GroupConfig::with_schedules`](crate::GroupConfig::with_schedules)).
+///
+/// # Examples
+///
+/// ```
+/// use delayq::FiringConfig;
+/// use std::time::Duration;
+///
+/// let firing = FiringConfig::default().with_lead(Duration::from_secs(5));
+/// assert_eq!(firing.tick(), Duration::from_secs(1));
+/// assert_eq!(firing.missed_after(), Duration::from_secs(60));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FiringConfig {
+    tick: Duration,
+    lead: Duration,
+    missed_after: Duration,
+    per_tick: usize,
+}
+
+impl Default for FiringConfig {
+    /// A tick of 1 s, a lead of 2 s (an occurrence is offered one to two seconds before its
+    /// time, so the transfer moves it on time), missed after 60 s, 100 schedules per queue and
+    /// tick.
+    fn default() -> Self {
+        FiringConfig {
+            tick: Duration::from_secs(1),
+            lead: Duration::from_secs(2),
+            missed_after: Duration::from_secs(60),
+            per_tick: 100,
+        }
+    }
+}
+
+impl FiringConfig {
+    /// How often each queue's due schedules are read.
+    #[must_use]
+    pub fn with_tick(mut self, tick: Duration) -> Self {
+        self.tick = tick;
+        self
+    }
+
+    /// How far ahead of its time an occurrence is offered (due at its time all the same).
+    #[must_use]
+    pub fn with_lead(mut self, lead: Duration) -> Self {
+        self.lead = lead;
+        self
+    }
+
+    /// How old an occurrence is when found before it counts as missed (the schedule's
+    /// [`Missed`](crate::Missed) policy decides) rather than late (it fires).
+    #[must_use]
+    pub fn with_missed_after(mut self, missed_after: Duration) -> Self {
+        self.missed_after = missed_after;
+        self
+    }
+
+    /// The most due schedules of one queue fired per tick (the rest in the next ticks).
+    #[must_use]
+    pub fn with_per_tick(mut self, schedules: usize) -> Self {
+        self.per_tick = schedules;
+        self
+    }
+
+    /// See [`with_tick`](Self::with_tick).
+    pub fn tick(&self) -> Duration {
+        self.tick
+    }
+
+    /// See [`with_lead`](Self::with_lead).
+    pub fn lead(&self) -> Duration {
+        self.lead
+    }
+
+    /// See [`with_missed_after`](Self::with_missed_after).
+    pub fn missed_after(&self) -> Duration {
+        self.missed_after
+    }
+
+    /// See [`with_per_tick`](Self::with_per_tick).
+    pub fn per_tick(&self) -> usize {
+        self.per_tick
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.tick.is_zero() || self.per_tick == 0 {
+            return Err(Error::InvalidConfig(
+                "schedule firing: the tick and the schedules per tick must be above zero".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn horizon(&self, now_ms: i64) -> Horizon {
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4);
+        Horizon {
+            fire_until_ms: now_ms.saturating_add(ms(self.lead)),
+            missed_before_ms: now_ms.saturating_sub(ms(self.missed_after)),
+            most: OCCURRENCES_PER_CALL,
+        }
+    }
+}
+
+/// The most occurrences one firing call offers (a long catch-up goes in several).
+const OCCURRENCES_PER_CALL: usize = 1_000;
+
+/// What one firing of a queue's due schedules did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct FireTally {
+    /// Entries offered.
+    pub offered: u64,
+    /// Firings another process (or a change of the schedule) got to first: no-ops.
+    pub lost: u64,
+    /// Schedules that were due.
+    pub due: u64,
+    /// Due schedules whose hash could not be read (logged; the others fire all the same).
+    pub invalid: u64,
+}
+
+/// Fires the due schedules of `queue` at `now_ms`.
+pub(crate) async fn fire_due(
+    client: &Client,
+    queue: &QueueSpec,
+    now_ms: i64,
+    config: &FiringConfig,
+) -> Result<FireTally> {
+    let horizon = config.horizon(now_ms);
+    let key = queue.keys.schedules();
+    let limit = Some((0, i64::try_from(config.per_tick).unwrap_or(i64::MAX)));
+    let ids: Vec<String> = client
+        .zrangebyscore(key, "-inf", horizon.fire_until_ms, false, limit)
+        .await
+        .map_err(|e| Error::from_redis("ZRANGEBYSCORE", key, e))?;
+    let mut tally = FireTally::default();
+    for id in ids {
+        let span = tracing::debug_span!("schedule_fire", queue = queue.keys.target(), id = %id);
+        let fired = fire_one(client, queue, &id, horizon).instrument(span).await;
+        tally.due += 1;
+        match fired {
+            Ok(Some(offered)) => tally.offered += offered,
+            Ok(None) => tally.lost += 1,
+            // A hash another writer got wrong stops that schedule only, not its neighbours.
+            Err(Error::InvalidSchedule(detail)) => {
+                tally.invalid += 1;
+                tracing::warn!(
+                    queue = queue.keys.target(),
+                    schedule = %id,
+                    %detail,
+                    "a schedule that cannot be read is not fired"
+                );
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(tally)
+}
+
+/// Fires the schedule `id`: the entries offered, `None` when another got there first.
+async fn fire_one(
+    client: &Client,
+    queue: &QueueSpec,
+    id: &str,
+    horizon: Horizon,
+) -> Result<Option<u64>> {
+    let key = queue.keys.schedule(id);
+    let fields: HashMap<String, Value> = client
+        .hgetall(&key)
+        .await
+        .map_err(|e| Error::from_redis("HGETALL", &key, e))?;
+    let Some(info) = ScheduleInfo::from_fields(id, fields)? else {
+        return Ok(None);
+    };
+    let Some(plan) = plan(&info, horizon)? else {
+        return Ok(Some(0));
+    };
+    let read = ReadAt {
+        rev: info.rev,
+        next_ms: plan.from_ms,
+    };
+    let offered =
+        schedule_fire::run(client, queue, id, read, &plan.occurrences, plan.then_ms).await?;
+    if offered.is_some() {
+        log_decision(queue, id, &plan);
+    }
+    Ok(offered)
+}
+
+/// The log line of a missed-occurrence decision (only by the process whose firing counted).
+fn log_decision(queue: &QueueSpec, id: &str, plan: &Plan) {
+    let Some(MissedDecision {
+        policy,
+        first_ms,
+        latest_ms,
+        fired,
+        capped,
+    }) = plan.missed
+    else {
+        return;
+    };
+    tracing::info!(
+        queue = queue.keys.target(),
+        schedule = id,
+        policy = %policy,
+        first_missed_ms = first_ms,
+        latest_missed_ms = latest_ms,
+        fired,
+        capped,
+        next_ms = ?plan.then_ms,
+        "missed occurrences of a schedule: fired {fired} by its policy"
+    );
+}

@@ -1,0 +1,74 @@
+//! The group's task firing the recurring schedules of its queues: every tick, each queue's
+//! due schedules ([`Schedules::fire_due`]), one queue after another, by the queue's clock (the
+//! host's, or the server's `TIME` read once a tick); stopped with the group.
+
+use super::group::GroupShared;
+use crate::schedule::{FiringConfig, Schedules};
+use crate::time::{now_ms, Clock};
+use fred::clients::Client;
+use std::collections::HashMap;
+use std::sync::Weak;
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+use tracing::Instrument;
+
+/// How often one queue's failing firing is logged (it is tried every tick).
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// Starts the firing task of the group `shared` (held weakly: the group's last handle dropped
+/// stops it, as it stops the transfers).
+pub(super) fn spawn(
+    client: Client,
+    shared: Weak<GroupShared>,
+    config: FiringConfig,
+) -> JoinHandle<()> {
+    let token = match shared.upgrade() {
+        Some(group) => group.token.clone(),
+        None => return tokio::spawn(async {}),
+    };
+    tokio::spawn(async move {
+        let mut warned: HashMap<String, Instant> = HashMap::new();
+        let mut ticks = tokio::time::interval(config.tick());
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = token.cancelled() => break,
+                _ = ticks.tick() => {}
+            }
+            let Some(queues) = shared.upgrade().map(|group| group.queues()) else {
+                break;
+            };
+            // The server's clock for the queues that go by it, read once a tick (the host's
+            // when it cannot be read: firing early or late never delivers early).
+            let server_now = match queues.iter().any(|(_, o)| o.clock == Clock::Server) {
+                true => crate::redis::server::time_ms(&client).await,
+                false => None,
+            };
+            let host_now = now_ms();
+            for (name, options) in queues {
+                if token.is_cancelled() {
+                    break;
+                }
+                let now = match options.clock {
+                    Clock::Server => server_now.unwrap_or(host_now),
+                    _ => host_now,
+                };
+                let schedules = Schedules::new(client.clone(), name.clone(), options);
+                let span = tracing::debug_span!("schedules", queue = %name);
+                match schedules.fire_due(now, &config).instrument(span).await {
+                    Ok(tally) if tally.offered > 0 => {
+                        tracing::debug!(queue = %name, offered = tally.offered, "schedules fired");
+                    }
+                    Ok(_) => {}
+                    Err(err) => {
+                        let last = warned.get(&name).copied();
+                        if last.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+                            tracing::warn!(queue = %name, error = %err, "firing schedules failed");
+                            warned.insert(name, Instant::now());
+                        }
+                    }
+                }
+            }
+        }
+    })
+}

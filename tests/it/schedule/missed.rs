@@ -1,0 +1,170 @@
+//! The missed-occurrence policies: a schedule of one minute whose occurrences nobody fired for
+//! ten minutes, found with a given clock: `skip` fires none of the missed, `latest` the latest
+//! once, `all:CAP` the latest CAP; late (not missed) occurrences always fire; firing again at
+//! the same instant offers nothing more.
+
+use super::offered;
+use crate::common::queue::connect;
+use crate::common::{unique_name, TestRedis};
+use delayq::{FiringConfig, Missed, QueueOptions, Recurrence, Schedule, Schedules};
+use std::time::Duration;
+
+const MINUTE: i64 = 60_000;
+/// The schedule's start: its first occurrence.
+const START: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+
+/// The occurrences offered for `missed` when found 10 min 1 s after the start, then again at
+/// the same instant and one minute later.
+async fn fired_with(redis: &TestRedis, missed: Missed) -> (Vec<i64>, Vec<i64>) {
+    let client = connect(&redis.url()).await;
+    let queue = unique_name("missed");
+    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let every = Recurrence::every(Duration::from_secs(60)).unwrap();
+    let schedule = Schedule::new("m", every, b"v".to_vec())
+        .start_ms(START)
+        .missed(missed);
+    schedules.set(schedule).await.unwrap();
+    let config = FiringConfig::default()
+        .with_lead(Duration::ZERO)
+        .with_missed_after(Duration::from_secs(60));
+    let now = START + 10 * MINUTE + 1_000;
+    let first = schedules.fire_due(now, &config).await.unwrap();
+    let again = schedules.fire_due(now, &config).await.unwrap();
+    assert_eq!(again.offered, 0, "{missed}: fired twice at one instant");
+    let found = offered(&client, &queue).await;
+    assert_eq!(first.offered as usize, found.len());
+    schedules.fire_due(now + MINUTE, &config).await.unwrap();
+    let later = offered(&client, &queue).await;
+    let info = schedules.get("m").await.unwrap().unwrap();
+    assert_eq!(info.last_ms, Some(START + 11 * MINUTE));
+    assert_eq!(info.next_ms, Some(START + 12 * MINUTE));
+    (found, later)
+}
+
+fn minutes(range: impl IntoIterator<Item = i64>) -> Vec<i64> {
+    range.into_iter().map(|m| START + m * MINUTE).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_policy_fires_what_it_says_and_the_late_ones_always() {
+    let (captured, _guard) = crate::logs::Captured::start();
+    let redis = TestRedis::start();
+    // Missed: minutes 0..=9 (older than a minute at 10:01); late: minute 10.
+    let (skip, later) = fired_with(&redis, Missed::Skip).await;
+    assert_eq!(skip, minutes([10]));
+    assert_eq!(later, minutes([10, 11]));
+    let (latest, _) = fired_with(&redis, Missed::Latest).await;
+    assert_eq!(latest, minutes([9, 10]));
+    let (capped, _) = fired_with(&redis, Missed::All { cap: 3 }).await;
+    assert_eq!(capped, minutes([7, 8, 9, 10]));
+    let (every, _) = fired_with(&redis, Missed::All { cap: 100 }).await;
+    assert_eq!(every, minutes(0..=10));
+    // One line per decision, by the firing that counted (not by the repeated one).
+    let decisions = captured.lines_with("missed occurrences of a schedule");
+    assert_eq!(decisions.len(), 4, "{decisions:#?}");
+    for (line, policy) in decisions.iter().zip(["skip", "latest", "all:3", "all:100"]) {
+        assert!(line.contains(&format!("policy={policy} ")), "{line}");
+    }
+    assert!(decisions[2].contains("capped=true"), "{}", decisions[2]);
+}
+
+/// A paused schedule fires nothing; resumed, it goes on from the first occurrence after the
+/// resume (the pause's occurrences are not missed ones), and a trigger offers one more entry
+/// due now without moving it.
+#[tokio::test(flavor = "multi_thread")]
+async fn pause_resume_and_trigger() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let queue = unique_name("pause");
+    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let every = Recurrence::every(Duration::from_secs(60)).unwrap();
+    let start = delayq::time::now_ms() - 5 * MINUTE;
+    let schedule = Schedule::new("p", every, b"v".to_vec())
+        .start_ms(start)
+        .missed(Missed::All { cap: 100 });
+    schedules.set(schedule).await.unwrap();
+    let paused = schedules.pause("p").await.unwrap();
+    assert!(paused.schedule.paused);
+    let config = FiringConfig::default().with_lead(Duration::ZERO);
+    let now = delayq::time::now_ms();
+    assert_eq!(schedules.fire_due(now, &config).await.unwrap().due, 0);
+    let resumed = schedules.resume("p").await.unwrap();
+    let next = resumed.next_ms.unwrap();
+    assert!(
+        next >= now && next < now + MINUTE + 1_000,
+        "{next} vs {now}"
+    );
+    assert_eq!(schedules.fire_due(now, &config).await.unwrap().offered, 0);
+    schedules.trigger("p").await.unwrap();
+    let found = offered(&client, &queue).await;
+    assert_eq!(found.len(), 1);
+    assert!(found[0] >= now && found[0] < next);
+    assert_eq!(
+        schedules.get("p").await.unwrap().unwrap().next_ms,
+        Some(next)
+    );
+    assert!(matches!(
+        schedules.pause("nope").await,
+        Err(delayq::Error::NoSuchSchedule { .. })
+    ));
+    assert!(schedules.remove("p").await.unwrap());
+    assert!(!schedules.remove("p").await.unwrap());
+    assert!(schedules.get("p").await.unwrap().is_none());
+}
+
+/// A schedule hash another writer got wrong is logged and left alone; the queue's other
+/// schedules fire all the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_schedule_does_not_stop_its_neighbours() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let queue = unique_name("bad-hash");
+    let keys = delayq::QueueKeys::new(queue.as_str());
+    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let every = Recurrence::every(Duration::from_secs(60)).unwrap();
+    schedules
+        .set(Schedule::new("good", every, b"v".to_vec()).start_ms(START))
+        .await
+        .unwrap();
+    let bad = keys.schedule("bad");
+    redis.cli(&[
+        "HSET",
+        &bad,
+        "cron",
+        "not a cron",
+        "value",
+        "v",
+        "next_ms",
+        "0",
+        "rev",
+        "1",
+    ]);
+    redis.cli(&["ZADD", keys.schedules(), "0", "bad"]);
+    let config = FiringConfig::default().with_lead(Duration::ZERO);
+    let tally = schedules.fire_due(START + 1_000, &config).await.unwrap();
+    assert_eq!((tally.invalid, tally.offered), (1, 1));
+    assert_eq!(offered(&client, &queue).await, minutes([0]));
+}
+
+/// A schedule set again (a new value, the same recurrence) goes on after the last occurrence it
+/// fired: that occurrence is not offered twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replaced_schedule_does_not_fire_its_last_occurrence_again() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let queue = unique_name("replaced");
+    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let every = Recurrence::every(Duration::from_secs(60)).unwrap();
+    let config = FiringConfig::default().with_lead(Duration::ZERO);
+    for value in ["v1", "v2"] {
+        let schedule = Schedule::new("r", every.clone(), value.as_bytes().to_vec()).start_ms(START);
+        schedules.set(schedule).await.unwrap();
+        schedules.fire_due(START + 1_000, &config).await.unwrap();
+    }
+    assert_eq!(offered(&client, &queue).await, minutes([0]));
+    let info = schedules.get("r").await.unwrap().unwrap();
+    assert_eq!(
+        (info.next_ms, info.schedule.value),
+        (Some(START + MINUTE), b"v2".to_vec())
+    );
+}
