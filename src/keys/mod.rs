@@ -433,8 +433,8 @@ impl QueueKeys {
             .filter_map(|role| self.of(role))
     }
 
-    /// Every key of the queue in the keyspace, in the order of [`KeyRole::QUEUE`] (all of it but
-    /// the channel, which is no key): what its memory is summed over. Not in it: the claim lists,
+    /// Every key of the queue in the keyspace (all its keys but the channel, which is no key),
+    /// the target list and Redisson's first, then delayq's own: what its memory is summed over. Not in it: the claim lists,
     /// named in the claim leases ([`claims`](Self::claims)).
     ///
     /// ```
