@@ -24,7 +24,9 @@ import tempfile
 import time
 import urllib.request
 
-from ui_targets import MANY, Redis, free_port, wait_for
+# The dashboard bench's client and fill, imported without a __pycache__ left in the checkout.
+sys.dont_write_bytecode = True
+from ui_targets import MANY, Redis, free_port, wait_for  # noqa: E402
 
 # The commands of the gauges' reads (serve/gauges.rs): eight counts a queue, its keys' memory
 # on some passes. ZCARD is once a queue, so its calls are the queues read; so is EXISTS (the
