@@ -18,10 +18,12 @@ more.detail = (name) => {
   });
 };
 
+// An interval in the largest unit that divides it: "every 1 h", "every 90 s".
+const UNITS = [[86400000, "d"], [3600000, "h"], [60000, "min"], [1000, "s"], [1, "ms"]];
 function recurrence(s) {
   if (s.cron !== undefined) return "cron " + s.cron + " (" + s.zone + ")";
-  const ms = s.every_ms;
-  return "every " + (ms % 1000 ? ms + " ms" : ms / 1000 + " s");
+  const [size, unit] = UNITS.find(([size]) => s.every_ms % size === 0);
+  return "every " + s.every_ms / size + " " + unit;
 }
 function at(ms, now) {
   return ms === null ? "-" : new Date(ms).toISOString() + " (" + when(ms, now) + ")";
