@@ -23,6 +23,9 @@
 
 use crate::error::Error;
 
+mod schedules;
+pub(crate) use schedules::FiringMetrics;
+
 /// What kind of metric a [`Metric`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -186,6 +189,21 @@ pub const METRICS: &[Metric] = &[
         "delayq_memory_bytes",
         Gauge,
         "bytes Redis uses for the queue's keys (MEMORY USAGE, sampled)",
+    ),
+    Metric::new(
+        "delayq_schedule_fired_total",
+        Counter,
+        "occurrences of recurring schedules offered",
+    ),
+    Metric::new(
+        "delayq_schedule_lateness_seconds",
+        Histogram,
+        "from an occurrence's time to its offer (0 when offered ahead of it)",
+    ),
+    Metric::new(
+        "delayq_schedule_missed_total",
+        Counter,
+        "missed-occurrence policy decisions, by policy",
     ),
 ];
 

@@ -2,7 +2,8 @@
 //! schedule its hash, its [plan](super::plan), and the firing script.
 
 use super::plan::{plan, Horizon, MissedDecision, Plan};
-use super::spec::ScheduleInfo;
+use super::spec::{Missed, ScheduleInfo};
+use crate::metrics::FiringMetrics;
 use crate::redis::ops::schedule_fire::{self, ReadAt};
 use crate::redis::script::QueueSpec;
 use crate::{Error, Result};
@@ -149,9 +150,17 @@ pub(crate) async fn fire_due(
         .await
         .map_err(|e| Error::from_redis("ZRANGEBYSCORE", key, e))?;
     let mut tally = FireTally::default();
+    if ids.is_empty() {
+        return Ok(tally);
+    }
+    let firing = Firing {
+        horizon,
+        now_ms,
+        metrics: FiringMetrics::new(queue.keys.target()),
+    };
     for id in ids {
         let span = tracing::debug_span!("schedule_fire", queue = queue.keys.target(), id = %id);
-        let fired = fire_one(client, queue, &id, horizon).instrument(span).await;
+        let fired = fire_one(client, queue, &id, &firing).instrument(span).await;
         tally.due += 1;
         match fired {
             Ok(Some(offered)) => tally.offered += offered,
@@ -172,12 +181,19 @@ pub(crate) async fn fire_due(
     Ok(tally)
 }
 
+/// One pass's instants, and the handles it records with.
+struct Firing {
+    horizon: Horizon,
+    now_ms: i64,
+    metrics: FiringMetrics,
+}
+
 /// Fires the schedule `id`: the entries offered, `None` when another got there first.
 async fn fire_one(
     client: &Client,
     queue: &QueueSpec,
     id: &str,
-    horizon: Horizon,
+    firing: &Firing,
 ) -> Result<Option<u64>> {
     let key = queue.keys.schedule(id);
     let fields: HashMap<String, Value> = client
@@ -187,7 +203,7 @@ async fn fire_one(
     let Some(info) = ScheduleInfo::from_fields(id, fields)? else {
         return Ok(None);
     };
-    let Some(plan) = plan(&info, horizon)? else {
+    let Some(plan) = plan(&info, firing.horizon)? else {
         return Ok(Some(0));
     };
     let read = ReadAt {
@@ -198,6 +214,7 @@ async fn fire_one(
         schedule_fire::run(client, queue, id, read, &plan.occurrences, plan.then_ms).await?;
     if offered.is_some() {
         log_decision(queue, id, &plan);
+        record(firing, &plan);
     }
     Ok(offered)
 }
@@ -225,4 +242,16 @@ fn log_decision(queue: &QueueSpec, id: &str, plan: &Plan) {
         next_ms = ?plan.then_ms,
         "missed occurrences of a schedule: fired {fired} by its policy"
     );
+}
+
+/// The metrics of a firing that counted (only the process whose firing counted records it).
+fn record(firing: &Firing, plan: &Plan) {
+    firing.metrics.fired(firing.now_ms, &plan.occurrences);
+    if let Some(decision) = plan.missed {
+        firing.metrics.missed(match decision.policy {
+            Missed::Skip => "skip",
+            Missed::Latest => "latest",
+            Missed::All { .. } => "all",
+        });
+    }
 }

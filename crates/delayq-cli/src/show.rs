@@ -3,6 +3,20 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
+/// A schedule's recurrence into its JSON `record`: `cron` and `zone`, or `every_ms`.
+pub(crate) fn recurrence_fields(record: &mut serde_json::Value, recurrence: &delayq::Recurrence) {
+    match recurrence {
+        delayq::Recurrence::Cron { expr, zone } => {
+            record["cron"] = expr.as_str().into();
+            record["zone"] = zone.as_str().into();
+        }
+        delayq::Recurrence::Every(every) => {
+            record["every_ms"] = (every.as_millis() as u64).into();
+        }
+        _ => {}
+    }
+}
+
 /// The latest epoch ms RFC 3339 can show (9999-12-31T23:59:59.999Z).
 const LAST_RFC3339_MS: i64 = 253_402_300_799_999;
 

@@ -121,14 +121,7 @@ fn describe(ctx: &Ctx, queue: &str, info: &ScheduleInfo, now: i64) -> String {
 fn record(ctx: &Ctx, queue: &str, info: &ScheduleInfo) -> serde_json::Value {
     let schedule = &info.schedule;
     let mut record = serde_json::json!({ "queue": queue, "id": schedule.id });
-    match &schedule.recurrence {
-        Recurrence::Cron { expr, zone } => {
-            record["cron"] = expr.as_str().into();
-            record["zone"] = zone.as_str().into();
-        }
-        Recurrence::Every(every) => record["every_ms"] = (every.as_millis() as u64).into(),
-        _ => {}
-    }
+    show::recurrence_fields(&mut record, &schedule.recurrence);
     match ctx.codec(queue).decode(&schedule.value) {
         Ok(text) => {
             let (field, json) = ctx.codec(queue).json_field(&text);

@@ -29,9 +29,10 @@ const RETIRE_AFTER: Duration = Duration::from_millis(1);
 const QUEUE_LABELS: [&str; 2] = ["queue", "logical_queue"];
 /// The scheduler's histograms: one per process whatever `--metrics` says (eighteen lines a
 /// queue each would be most of a scrape of thousands of queues).
-const PROCESS_HISTOGRAMS: [&str; 2] = [
+const PROCESS_HISTOGRAMS: [&str; 3] = [
     "delayq_transfer_duration_seconds",
     "delayq_transfer_lateness_seconds",
+    "delayq_schedule_lateness_seconds",
 ];
 
 /// Which series `/metrics` shows (`--metrics`).

@@ -1,6 +1,7 @@
 //! Who may change queues. Three roles: read-only (no token: reads only), operator (the actions
-//! that keep every value: replay, retry, run now, give back, pause, resume) and admin (also the
-//! actions that lose values: purges, deleting a dead letter, cancelling a pending entry). Each
+//! that keep every value: replay, retry, run now, give back, pause, resume, trigger a schedule)
+//! and admin (also the actions that lose values: purges, deleting a dead letter, cancelling a
+//! pending entry, removing a schedule). Each
 //! writing role has its own token, sent as `Authorization: Bearer TOKEN` and compared in
 //! constant time; [`NEEDS`] says which role each action needs, and `GET /api/whoami` tells the
 //! page its role and that table, so that it disables what the role may not use.
@@ -38,10 +39,12 @@ const NEEDS: &[(&str, Role)] = &[
     ("give-back", Role::Operator),
     ("pause", Role::Operator),
     ("resume", Role::Operator),
+    ("trigger", Role::Operator),
     ("purge-dead", Role::Admin),
     ("purge-quarantine", Role::Admin),
     ("delete", Role::Admin),
     ("cancel", Role::Admin),
+    ("remove", Role::Admin),
 ];
 
 /// The role `action` needs; an action not in [`NEEDS`] needs admin (its handler then answers

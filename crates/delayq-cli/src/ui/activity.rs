@@ -87,7 +87,7 @@ pub(super) async fn processes(State(ui): State<Shared>, Path(name): Path<String>
 }
 
 /// The JSON `read` makes of the queue `name`, or why not (outside `--match`, Redis failing).
-async fn answer<F, Fut>(ui: &Ui, name: &str, read: F) -> Response
+pub(super) async fn answer<F, Fut>(ui: &Ui, name: &str, read: F) -> Response
 where
     F: FnOnce(DelayedQueue<TextCodec>) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<serde_json::Value>>,

@@ -13,6 +13,8 @@
 //! `POST /api/queues/{name}/pending/{handle}/{cancel,run-now}`,
 //! `POST /api/queues/{name}/dead/{at}/{id}/{retry,delete}`,
 //! `POST /api/queues/{name}/in_flight/{id}/give-back`.
+//! A queue's recurring schedules: `GET /api/queues/{name}/schedules` and
+//! `POST /api/queues/{name}/schedules/{id}/{pause,resume,trigger,remove}` (schedules.rs).
 
 mod access;
 mod activity;
@@ -23,6 +25,7 @@ mod order;
 mod overview;
 mod paging;
 mod preview;
+mod schedules;
 mod search;
 
 use crate::ctx::Ctx;
@@ -41,7 +44,7 @@ use std::sync::Arc;
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
 /// The page and its assets, built into the binary: path, content type, body (index.html loads
 /// the scripts, `app.js` first: the others add their parts to it).
-const ASSETS: [(&str, &str, &str); 7] = [
+const ASSETS: [(&str, &str, &str); 8] = [
     ("/", "text/html; charset=utf-8", include_str!("index.html")),
     (
         "/style.css",
@@ -53,6 +56,7 @@ const ASSETS: [(&str, &str, &str); 7] = [
     ("/codec.js", JAVASCRIPT, include_str!("codec.js")),
     ("/search.js", JAVASCRIPT, include_str!("search.js")),
     ("/overview.js", JAVASCRIPT, include_str!("overview.js")),
+    ("/schedules.js", JAVASCRIPT, include_str!("schedules.js")),
 ];
 
 /// How long a request waits for Redis: the client queues commands while it reconnects, so
@@ -86,6 +90,11 @@ pub(crate) fn routes(ui: Ui) -> Router {
         .route("/api/queues/{name}", get(detail::queue))
         .route("/api/queues/{name}/activity", get(activity::history))
         .route("/api/queues/{name}/processes", get(activity::processes))
+        .route("/api/queues/{name}/schedules", get(schedules::list))
+        .route(
+            "/api/queues/{name}/schedules/{id}/{action}",
+            post(schedules::act),
+        )
         .route("/api/queues/{name}/{action}", post(write))
         .route("/api/queues/{name}/job/{tab}/{item}", get(job::job))
         .route(

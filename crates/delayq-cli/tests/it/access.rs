@@ -9,8 +9,8 @@ use crate::observe::{delayq, exchange, free_port, get, request, Daemon, BIN};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const OPERATOR: &str = "operator-token-0123456789";
-const ADMIN: &str = "admin-token-0123456789abcd";
+pub(crate) const OPERATOR: &str = "operator-token-0123456789";
+pub(crate) const ADMIN: &str = "admin-token-0123456789abcd";
 
 /// The token files of both roles in `dir`, mode 0600: (operator, admin).
 fn token_files(dir: &Path) -> (PathBuf, PathBuf) {
@@ -30,7 +30,7 @@ fn set_mode(path: &Path, mode: u32) {
 
 /// `delayq ui` of `redis` with both roles' tokens, `extra` arguments and `env`, its stdout
 /// and stderr into files of those names in `dir`; its port once `health` answers 200.
-fn dashboard(
+pub(crate) fn dashboard(
     redis: &TestRedis,
     dir: &Path,
     extra: &[&str],
@@ -67,12 +67,12 @@ fn dashboard(
     (daemon, port)
 }
 
-fn bearer(token: &str) -> String {
+pub(crate) fn bearer(token: &str) -> String {
     format!("Authorization: Bearer {token}\r\n")
 }
 
 /// Every key of the queue `name`, dumped: equal before and after means nothing changed.
-fn snapshot(redis: &TestRedis, name: &str) -> String {
+pub(crate) fn snapshot(redis: &TestRedis, name: &str) -> String {
     let script = "local out = {} \
         for _, k in ipairs(redis.call('KEYS', ARGV[1])) do \
         table.insert(out, k .. '=' .. redis.call('DUMP', k)) end \

@@ -268,3 +268,45 @@ fn the_memory_gauge_counts_every_key_of_a_queue() {
     let series = format!("delayq_memory_bytes{{queue=\"{name}\"}}");
     scrape_until(port, &series, |v| v >= 1024.0 * 1024.0);
 }
+
+/// A schedule whose last occurrence was missed an hour ago fires it once by its `latest`
+/// policy: the fired counter, the lateness histogram (an hour late) and the policy's decision
+/// show on `/metrics` of `transfer --listen`.
+#[test]
+fn a_fired_schedule_counts_its_occurrence_its_lateness_and_its_missed_decision() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let q = unique_name("sched");
+    // Occurrences two hours and one hour ago (missed), the next one in a minute.
+    let start = (delayq::time::now_ms() - 2 * 3_600_000 + 60_000).to_string();
+    let set = [
+        "schedule", "set", &q, "hourly", "--every", "1h", "--value", "v", "--start", &start,
+        "--missed", "latest",
+    ];
+    delayq(&url, &set);
+    let (_daemon, port) = listening(&url, &["transfer", &q, "--schedule-tick", "50ms"]);
+
+    let fired = format!("delayq_schedule_fired_total{{queue=\"{q}\"}}");
+    let text = scrape_until(port, &fired, |v| v >= 1.0);
+    assert_eq!(sample(&text, &fired), Some(1.0), "{text}");
+    let missed = format!("delayq_schedule_missed_total{{queue=\"{q}\",policy=\"latest\"}}");
+    assert_eq!(sample(&text, &missed), Some(1.0), "{text}");
+    // One process-wide histogram: one occurrence, offered about an hour after its time.
+    let count = sample(&text, "delayq_schedule_lateness_seconds_count");
+    let sum = sample(&text, "delayq_schedule_lateness_seconds_sum").unwrap_or(0.0);
+    assert_eq!(count, Some(1.0), "{text}");
+    assert!(
+        (3_540.0..3_700.0).contains(&sum),
+        "lateness {sum} s: {text}"
+    );
+    for name in [
+        "delayq_schedule_fired_total",
+        "delayq_schedule_lateness_seconds",
+        "delayq_schedule_missed_total",
+    ] {
+        assert!(
+            text.contains(&format!("# HELP {name} ")),
+            "no HELP of {name}"
+        );
+    }
+}

@@ -441,6 +441,7 @@ def main():
         check_codec.check_codec(browser, sys.modules[__name__])
         __import__("check_search").run(browser, redis, ui)
         check_overview.check(sys.modules[__name__], browser, redis, ui)
+        __import__("check_schedules").check(sys.modules[__name__], browser, redis, ui)
         check_access.check_access(sys.modules[__name__], browser, redis)
     finally:
         browser.close()

@@ -1,0 +1,142 @@
+//! A queue's recurring schedules in the dashboard, and the actions on each.
+//!
+//! `GET /api/queues/{name}/schedules?offset=&limit=`: a page of the queue's schedules, by next
+//! occurrence (paused and ended ones last), with their total: a `ZCARD` and a `ZRANGE` of the
+//! page's ids from the schedules zset, then one `HGETALL` per schedule of the page (at most
+//! [`MOST`]), so a queue of thousands of schedules costs no more than the page shown. Each row:
+//! `id`, `cron` and `zone` or `every_ms`, `next_ms`, `last_ms`, `paused`, `missed`,
+//! `start_ms`, `end_ms` and `value`, a bounded preview with the queue's codec.
+//! `POST /api/queues/{name}/schedules/{id}/{pause,resume,trigger,remove}`: each with the role
+//! [`access`](super::access) says (remove loses the schedule: admin; the others keep it).
+
+use super::activity::answer;
+use super::preview::{shown, PREVIEW};
+use super::{bounded, failure, refusal, Shared};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use delayq::fred::interfaces::SortedSetsInterface;
+use delayq::{Error, QueueKeys, ScheduleInfo, Schedules};
+use serde_json::json;
+use std::collections::HashMap;
+
+/// Schedules of a page when the request does not say.
+const PAGE: usize = 50;
+/// The most schedules one page reads.
+const MOST: usize = 200;
+
+fn schedules(ui: &super::Ui, name: &str) -> Schedules {
+    Schedules::new(ui.ctx.client.clone(), name, ui.ctx.global.options())
+}
+
+/// `GET /api/queues/{name}/schedules`.
+pub(super) async fn list(
+    State(ui): State<Shared>,
+    Path(name): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Response {
+    let [offset, limit] = match super::paging::numbers(&params, [("offset", 0), ("limit", PAGE)]) {
+        Ok(numbers) => numbers,
+        Err(bad) => return *bad,
+    };
+    let limit = limit.clamp(1, MOST);
+    let read = |_queue| async {
+        let keys = QueueKeys::new(name.as_str());
+        let client = &ui.ctx.client;
+        let total: u64 = client.zcard(keys.schedules()).await?;
+        let (first, last) = (offset as i64, (offset + limit - 1) as i64);
+        let ids: Vec<String> = client
+            .zrange(keys.schedules(), first, last, None, false, None, false)
+            .await?;
+        let of_queue = schedules(&ui, &name);
+        let mut rows = Vec::with_capacity(ids.len());
+        for id in ids {
+            // Removed between the two reads: left out.
+            if let Some(info) = of_queue.get(&id).await? {
+                rows.push(row(&ui, &name, &info));
+            }
+        }
+        Ok(json!({
+            "now_ms": delayq::time::now_ms(),
+            "total": total,
+            "offset": offset,
+            "limit": limit,
+            "schedules": rows,
+        }))
+    };
+    answer(&ui, &name, read).await
+}
+
+/// A schedule as the page shows it.
+fn row(ui: &super::Ui, name: &str, info: &ScheduleInfo) -> serde_json::Value {
+    let schedule = &info.schedule;
+    let value = &schedule.value;
+    let mut row = json!({
+        "id": schedule.id,
+        "next_ms": info.next_ms,
+        "last_ms": info.last_ms,
+        "paused": schedule.paused,
+        "missed": schedule.missed.to_string(),
+        "start_ms": schedule.start_ms,
+        "end_ms": schedule.end_ms,
+        "value": shown(ui.ctx.codec(name), value, value.len() as u64, PREVIEW),
+    });
+    crate::show::recurrence_fields(&mut row, &schedule.recurrence);
+    row
+}
+
+/// `POST /api/queues/{name}/schedules/{id}/{action}`.
+pub(super) async fn act(
+    State(ui): State<Shared>,
+    Path((name, id, action)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(refused) = refusal(&ui, &headers, &action).or_else(|| ui.outside(&name)) {
+        return refused;
+    }
+    let of_queue = schedules(&ui, &name);
+    let done = bounded(async {
+        Ok(match action.as_str() {
+            "pause" => Some(
+                of_queue
+                    .pause(&id)
+                    .await
+                    .map(|i| json!({ "next_ms": i.next_ms })),
+            ),
+            "resume" => Some(
+                of_queue
+                    .resume(&id)
+                    .await
+                    .map(|i| json!({ "next_ms": i.next_ms })),
+            ),
+            "trigger" => Some(
+                of_queue
+                    .trigger(&id)
+                    .await
+                    .map(|handle| json!({ "handle": handle.to_string() })),
+            ),
+            "remove" => Some(match of_queue.remove(&id).await {
+                Ok(true) => Ok(json!({ "removed": true })),
+                Ok(false) => Err(Error::NoSuchSchedule {
+                    queue: name.clone(),
+                    id: id.clone(),
+                }),
+                Err(err) => Err(err),
+            }),
+            _ => None,
+        })
+    });
+    match done.await {
+        Ok(Some(Ok(body))) => {
+            tracing::info!(queue = %name, schedule = %id, action, "dashboard write");
+            Json(body).into_response()
+        }
+        Ok(Some(Err(err @ Error::NoSuchSchedule { .. }))) => {
+            failure(StatusCode::NOT_FOUND, err.to_string())
+        }
+        Ok(Some(Err(err))) => failure(StatusCode::BAD_GATEWAY, err.to_string()),
+        Ok(None) => failure(StatusCode::NOT_FOUND, format!("no action {action:?}")),
+        Err(err) => failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),
+    }
+}
