@@ -42,6 +42,7 @@
 mod fire;
 mod plan;
 mod recur;
+pub(crate) mod registry;
 mod spec;
 
 pub use fire::{FireTally, FiringConfig};
@@ -118,12 +119,16 @@ impl Schedules {
             schedule.start_ms = Some(crate::time::due_time(now_ms(), *every)?);
         }
         let from = schedule.start_ms.unwrap_or_else(now_ms);
-        self.write(&schedule.id.clone(), move |old| {
-            let after_last = old.and_then(|o| o.last_ms).map(|ms| ms + 1);
-            let next = schedule.occurrence_at_or_after(from.max(after_last.unwrap_or(from)))?;
-            Ok((schedule.clone(), next))
-        })
-        .await
+        registry::register(&self.client, &self.queue).await?;
+        let info = self
+            .write(&schedule.id.clone(), move |old| {
+                let after_last = old.and_then(|o| o.last_ms).map(|ms| ms + 1);
+                let next = schedule.occurrence_at_or_after(from.max(after_last.unwrap_or(from)))?;
+                Ok((schedule.clone(), next))
+            })
+            .await?;
+        registry::register(&self.client, &self.queue).await?;
+        Ok(info)
     }
 
     /// The schedule `id`, or `None`.
@@ -154,7 +159,9 @@ impl Schedules {
 
     /// Removes the schedule `id` (entries it offered stay); false when there was none.
     pub async fn remove(&self, id: &str) -> Result<bool> {
-        schedule_remove::run(&self.client, &self.queue, id).await
+        let existed = schedule_remove::run(&self.client, &self.queue, id).await?;
+        registry::unregister_if_empty(&self.client, &self.queue).await?;
+        Ok(existed)
     }
 
     /// Pauses the schedule `id`: nothing fires until [`resume`](Self::resume).
