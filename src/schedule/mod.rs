@@ -24,8 +24,9 @@
 //! `missed_after` well above the clocks' error.
 //!
 //! **Hosting.** A [`SchedulerGroup`](crate::SchedulerGroup) fires the schedules of the queues it
-//! transfers (see [`FiringConfig`]): one read by score per queue per tick, then one script per
-//! due schedule. [`Schedules::fire_due`] is the same step for a program that hosts it itself,
+//! transfers (see [`FiringConfig`]): one read of the registry of queues with schedules per
+//! tick, one read by score per registered queue, then one script per due schedule, a bounded
+//! number in flight. [`Schedules::fire_due`] is the same step for a program that hosts it itself,
 //! or a test that gives the clock.
 //!
 //! **Building on it.** A view (a dashboard, `delayq schedule list`) reads [`Schedules::list`]:
@@ -37,7 +38,8 @@
 //!
 //! - `recur.rs`: [`Recurrence`] and the occurrence math (the daylight-saving rule);
 //! - `spec.rs`: [`Schedule`], [`Missed`], [`ScheduleInfo`], their hash fields;
-//! - `plan.rs`: what one firing offers; `fire.rs`: firing a queue's due schedules.
+//! - `plan.rs`: what one firing offers; `fire.rs`: firing a queue's due schedules;
+//! - `registry.rs`: the registry of queues that have schedules.
 
 mod fire;
 mod plan;
