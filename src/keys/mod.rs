@@ -8,6 +8,7 @@ mod shard;
 pub use found::glob_match;
 pub(crate) use found::{every_channel, every_queue_key};
 pub(crate) use observe::{activity_key, discovering_processes, processes_key};
+pub(crate) use schedule::scheduled_queues;
 pub(crate) use shard::shard_name;
 pub use shard::{logical_queue, shard_count_key};
 
@@ -53,6 +54,8 @@ const SCHEDULES_PREFIX: &str = "delayq_schedules";
 const SCHEDULE_PREFIX: &str = "delayq_schedule";
 /// Prefix of delayq's zset of the live processes that find queues by discovery.
 const DISCOVERING_PREFIX: &str = "delayq_discovering";
+/// Prefix of delayq's set of the queues that have recurring schedules (one for the server).
+const SCHEDULED_PREFIX: &str = "delayq_scheduled";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
 ///

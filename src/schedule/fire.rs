@@ -10,6 +10,7 @@ use crate::{Error, Result};
 use fred::clients::Client;
 use fred::interfaces::{HashesInterface, SortedSetsInterface};
 use fred::prelude::Value;
+use futures::stream::{self, StreamExt};
 use std::collections::HashMap;
 use std::time::Duration;
 use tracing::Instrument;
@@ -33,18 +34,20 @@ pub struct FiringConfig {
     lead: Duration,
     missed_after: Duration,
     per_tick: usize,
+    in_flight: usize,
 }
 
 impl Default for FiringConfig {
     /// A tick of 1 s, a lead of 2 s (an occurrence is offered one to two seconds before its
-    /// time, so the transfer moves it on time), missed after 60 s, 100 schedules per queue and
-    /// tick.
+    /// time, so the transfer moves it on time), missed after 60 s, 10,000 schedules per queue
+    /// and tick, 64 firings in flight.
     fn default() -> Self {
         FiringConfig {
             tick: Duration::from_secs(1),
             lead: Duration::from_secs(2),
             missed_after: Duration::from_secs(60),
-            per_tick: 100,
+            per_tick: 10_000,
+            in_flight: 64,
         }
     }
 }
@@ -79,6 +82,16 @@ impl FiringConfig {
         self
     }
 
+    /// How many due schedules of a queue are fired at once (their reads and scripts pipelined
+    /// on the connection): a pass over `n` due schedules takes about `n / in_flight` round
+    /// trips. Each firing is its own compare-and-set, so concurrency never fires an occurrence
+    /// twice.
+    #[must_use]
+    pub fn with_in_flight(mut self, firings: usize) -> Self {
+        self.in_flight = firings;
+        self
+    }
+
     /// See [`with_tick`](Self::with_tick).
     pub fn tick(&self) -> Duration {
         self.tick
@@ -99,10 +112,17 @@ impl FiringConfig {
         self.per_tick
     }
 
+    /// See [`with_in_flight`](Self::with_in_flight).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
-        if self.tick.is_zero() || self.per_tick == 0 {
+        if self.tick.is_zero() || self.per_tick == 0 || self.in_flight == 0 {
             return Err(Error::InvalidConfig(
-                "schedule firing: the tick and the schedules per tick must be above zero".into(),
+                "schedule firing: the tick, the schedules per tick and the firings in flight \
+                 must be above zero"
+                    .into(),
             ));
         }
         Ok(())
@@ -135,7 +155,11 @@ pub struct FireTally {
     pub invalid: u64,
 }
 
-/// Fires the due schedules of `queue` at `now_ms`.
+/// Due schedules read at once: a page is fired (`in_flight` at a time) before the next is read.
+const PAGE: usize = 500;
+
+/// Fires the due schedules of `queue` at `now_ms`: the due set read in pages, each page's
+/// schedules fired `in_flight` at a time, up to `per_tick` schedules.
 pub(crate) async fn fire_due(
     client: &Client,
     queue: &QueueSpec,
@@ -143,42 +167,91 @@ pub(crate) async fn fire_due(
     config: &FiringConfig,
 ) -> Result<FireTally> {
     let horizon = config.horizon(now_ms);
-    let key = queue.keys.schedules();
-    let limit = Some((0, i64::try_from(config.per_tick).unwrap_or(i64::MAX)));
-    let ids: Vec<String> = client
-        .zrangebyscore(key, "-inf", horizon.fire_until_ms, false, limit)
-        .await
-        .map_err(|e| Error::from_redis("ZRANGEBYSCORE", key, e))?;
     let mut tally = FireTally::default();
-    if ids.is_empty() {
-        return Ok(tally);
-    }
-    let firing = Firing {
-        horizon,
-        now_ms,
-        metrics: FiringMetrics::new(queue.keys.target()),
-    };
-    for id in ids {
-        let span = tracing::debug_span!("schedule_fire", queue = queue.keys.target(), id = %id);
-        let fired = fire_one(client, queue, &id, &firing).instrument(span).await;
-        tally.due += 1;
-        match fired {
-            Ok(Some(offered)) => tally.offered += offered,
-            Ok(None) => tally.lost += 1,
-            // A hash another writer got wrong stops that schedule only, not its neighbours.
-            Err(Error::InvalidSchedule(detail)) => {
-                tally.invalid += 1;
-                tracing::warn!(
-                    queue = queue.keys.target(),
-                    schedule = %id,
-                    %detail,
-                    "a schedule that cannot be read is not fired"
-                );
+    // Fired schedules leave the due range; the unreadable ones stay in it and are skipped by
+    // the next page's offset. A schedule another process moves meanwhile shifts
+    // the offset by one: whatever that skips is due still, and fires at the next tick.
+    let mut stayed = 0;
+    // The metric handles are made once a pass finds a due schedule: a queue whose schedules
+    // are not due gets no series.
+    let mut firing: Option<Firing> = None;
+    loop {
+        let room = config.per_tick.saturating_sub(tally_len(&tally));
+        let ids = due_page(client, queue, &horizon, stayed, room.min(PAGE)).await?;
+        let read = ids.len();
+        if read == 0 {
+            return Ok(tally);
+        }
+        let firing = &*firing.get_or_insert_with(|| Firing {
+            horizon,
+            now_ms,
+            metrics: FiringMetrics::new(queue.keys.target()),
+        });
+        let mut fired = stream::iter(ids)
+            .map(|id| async move {
+                let span =
+                    tracing::debug_span!("schedule_fire", queue = queue.keys.target(), id = %id);
+                let fired = fire_one(client, queue, &id, firing).instrument(span).await;
+                (id, fired)
+            })
+            .buffer_unordered(config.in_flight);
+        while let Some((id, fired)) = fired.next().await {
+            tally.due += 1;
+            match fired {
+                Ok(Fired::Offered(offered)) => tally.offered += offered,
+                Ok(Fired::Lost) => tally.lost += 1,
+                Ok(Fired::Untouched) => {}
+                // A hash another writer got wrong stops that schedule only, not its neighbours.
+                Err(Error::InvalidSchedule(detail)) => {
+                    tally.invalid += 1;
+                    stayed += 1;
+                    tracing::warn!(
+                        queue = queue.keys.target(),
+                        schedule = %id,
+                        %detail,
+                        "a schedule that cannot be read is not fired"
+                    );
+                }
+                Err(err) => return Err(err),
             }
-            Err(err) => return Err(err),
+        }
+        if read < PAGE || tally_len(&tally) >= config.per_tick {
+            return Ok(tally);
         }
     }
-    Ok(tally)
+}
+
+/// How many due schedules a pass has handled so far.
+fn tally_len(tally: &FireTally) -> usize {
+    usize::try_from(tally.due).unwrap_or(usize::MAX)
+}
+
+/// Up to `count` ids of due schedules after the first `skip`, by next occurrence.
+async fn due_page(
+    client: &Client,
+    queue: &QueueSpec,
+    horizon: &Horizon,
+    skip: usize,
+    count: usize,
+) -> Result<Vec<String>> {
+    let key = queue.keys.schedules();
+    let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let limit = Some((as_i64(skip), as_i64(count)));
+    client
+        .zrangebyscore(key, "-inf", horizon.fire_until_ms, false, limit)
+        .await
+        .map_err(|e| Error::from_redis("ZRANGEBYSCORE", key, e))
+}
+
+/// What firing one schedule did.
+enum Fired {
+    /// The firing counted: entries offered (none when its policy skipped missed ones).
+    Offered(u64),
+    /// Another process (or a change of the schedule) got there first.
+    Lost,
+    /// Nothing to fire (its hash says it is paused, ended or not due: it has left the due
+    /// range since the read), nothing written.
+    Untouched,
 }
 
 /// One pass's instants, and the handles it records with.
@@ -188,23 +261,18 @@ struct Firing {
     metrics: FiringMetrics,
 }
 
-/// Fires the schedule `id`: the entries offered, `None` when another got there first.
-async fn fire_one(
-    client: &Client,
-    queue: &QueueSpec,
-    id: &str,
-    firing: &Firing,
-) -> Result<Option<u64>> {
+/// Fires the schedule `id`.
+async fn fire_one(client: &Client, queue: &QueueSpec, id: &str, firing: &Firing) -> Result<Fired> {
     let key = queue.keys.schedule(id);
     let fields: HashMap<String, Value> = client
         .hgetall(&key)
         .await
         .map_err(|e| Error::from_redis("HGETALL", &key, e))?;
     let Some(info) = ScheduleInfo::from_fields(id, fields)? else {
-        return Ok(None);
+        return Ok(Fired::Lost);
     };
     let Some(plan) = plan(&info, firing.horizon)? else {
-        return Ok(Some(0));
+        return Ok(Fired::Untouched);
     };
     let read = ReadAt {
         rev: info.rev,
@@ -212,11 +280,12 @@ async fn fire_one(
     };
     let offered =
         schedule_fire::run(client, queue, id, read, &plan.occurrences, plan.then_ms).await?;
-    if offered.is_some() {
-        log_decision(queue, id, &plan);
-        record(firing, &plan);
-    }
-    Ok(offered)
+    let Some(offered) = offered else {
+        return Ok(Fired::Lost);
+    };
+    log_decision(queue, id, &plan);
+    record(firing, &plan);
+    Ok(Fired::Offered(offered))
 }
 
 /// The log line of a missed-occurrence decision (only by the process whose firing counted).

@@ -24,8 +24,9 @@
 //! `missed_after` well above the clocks' error.
 //!
 //! **Hosting.** A [`SchedulerGroup`](crate::SchedulerGroup) fires the schedules of the queues it
-//! transfers (see [`FiringConfig`]): one read by score per queue per tick, then one script per
-//! due schedule. [`Schedules::fire_due`] is the same step for a program that hosts it itself,
+//! transfers (see [`FiringConfig`]): one read of the registry of queues with schedules per
+//! tick, one read by score per registered queue, then one script per due schedule, a bounded
+//! number in flight. [`Schedules::fire_due`] is the same step for a program that hosts it itself,
 //! or a test that gives the clock.
 //!
 //! **Building on it.** A view (a dashboard, `delayq schedule list`) reads [`Schedules::list`]:
@@ -37,11 +38,13 @@
 //!
 //! - `recur.rs`: [`Recurrence`] and the occurrence math (the daylight-saving rule);
 //! - `spec.rs`: [`Schedule`], [`Missed`], [`ScheduleInfo`], their hash fields;
-//! - `plan.rs`: what one firing offers; `fire.rs`: firing a queue's due schedules.
+//! - `plan.rs`: what one firing offers; `fire.rs`: firing a queue's due schedules;
+//! - `registry.rs`: the registry of queues that have schedules.
 
 mod fire;
 mod plan;
 mod recur;
+pub(crate) mod registry;
 mod spec;
 
 pub use fire::{FireTally, FiringConfig};
@@ -118,12 +121,16 @@ impl Schedules {
             schedule.start_ms = Some(crate::time::due_time(now_ms(), *every)?);
         }
         let from = schedule.start_ms.unwrap_or_else(now_ms);
-        self.write(&schedule.id.clone(), move |old| {
-            let after_last = old.and_then(|o| o.last_ms).map(|ms| ms + 1);
-            let next = schedule.occurrence_at_or_after(from.max(after_last.unwrap_or(from)))?;
-            Ok((schedule.clone(), next))
-        })
-        .await
+        registry::register(&self.client, &self.queue).await?;
+        let info = self
+            .write(&schedule.id.clone(), move |old| {
+                let after_last = old.and_then(|o| o.last_ms).map(|ms| ms + 1);
+                let next = schedule.occurrence_at_or_after(from.max(after_last.unwrap_or(from)))?;
+                Ok((schedule.clone(), next))
+            })
+            .await?;
+        registry::register(&self.client, &self.queue).await?;
+        Ok(info)
     }
 
     /// The schedule `id`, or `None`.
@@ -154,7 +161,9 @@ impl Schedules {
 
     /// Removes the schedule `id` (entries it offered stay); false when there was none.
     pub async fn remove(&self, id: &str) -> Result<bool> {
-        schedule_remove::run(&self.client, &self.queue, id).await
+        let existed = schedule_remove::run(&self.client, &self.queue, id).await?;
+        registry::unregister_if_empty(&self.client, &self.queue).await?;
+        Ok(existed)
     }
 
     /// Pauses the schedule `id`: nothing fires until [`resume`](Self::resume).

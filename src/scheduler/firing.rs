@@ -1,9 +1,11 @@
-//! The group's task firing the recurring schedules of its queues: every tick, each queue's
-//! due schedules ([`Schedules::fire_due`]), one queue after another, by the queue's clock (the
-//! host's, or the server's `TIME` read once a tick); stopped with the group.
+//! The group's task firing the recurring schedules of its queues: every tick, the registry of
+//! queues with schedules is read once, then each registered queue's due schedules
+//! ([`Schedules::fire_due`]), one queue after another, by the queue's clock (the host's, or the
+//! server's `TIME` read once a tick); stopped with the group. A queue without schedules costs
+//! no command.
 
 use super::group::GroupShared;
-use crate::schedule::{FiringConfig, Schedules};
+use crate::schedule::{registry, FiringConfig, Schedules};
 use crate::time::{now_ms, Clock};
 use fred::clients::Client;
 use std::collections::HashMap;
@@ -35,9 +37,18 @@ pub(super) fn spawn(
                 () = token.cancelled() => break,
                 _ = ticks.tick() => {}
             }
-            let Some(queues) = shared.upgrade().map(|group| group.queues()) else {
+            let Some(mut queues) = shared.upgrade().map(|group| group.queues()) else {
                 break;
             };
+            if queues.is_empty() {
+                continue;
+            }
+            // Without the registry (a user whose rights end at its queues' keys) every queue's
+            // schedules are read, as the registry would have said nothing.
+            match registry::scheduled(&client).await {
+                Ok(scheduled) => queues.retain(|(name, _)| scheduled.contains(name)),
+                Err(err) => warn_once(&mut warned, REGISTRY, &err),
+            }
             // The server's clock for the queues that go by it, read once a tick (the host's
             // when it cannot be read: firing early or late never delivers early).
             let server_now = match queues.iter().any(|(_, o)| o.clock == Clock::Server) {
@@ -60,15 +71,26 @@ pub(super) fn spawn(
                         tracing::debug!(queue = %name, offered = tally.offered, "schedules fired");
                     }
                     Ok(_) => {}
-                    Err(err) => {
-                        let last = warned.get(&name).copied();
-                        if last.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
-                            tracing::warn!(queue = %name, error = %err, "firing schedules failed");
-                            warned.insert(name, Instant::now());
-                        }
-                    }
+                    Err(err) => warn_once(&mut warned, &name, &err),
                 }
             }
         }
     })
+}
+
+/// What the warnings about reading the registry are filed under (no queue has this name).
+const REGISTRY: &str = "";
+
+/// Logs that firing `queue`'s schedules failed, once every [`WARN_EVERY`].
+fn warn_once(warned: &mut HashMap<String, Instant>, queue: &str, err: &crate::Error) {
+    let last = warned.get(queue).copied();
+    if last.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+        match queue {
+            REGISTRY => {
+                tracing::warn!(error = %err, "reading the registry of scheduled queues failed")
+            }
+            _ => tracing::warn!(queue = %queue, error = %err, "firing schedules failed"),
+        }
+        warned.insert(queue.to_owned(), Instant::now());
+    }
 }

@@ -6,6 +6,7 @@ mod dst;
 mod exactly_once;
 mod hosted;
 mod missed;
+mod scale;
 
 use crate::common::queue::zset;
 use delayq::fred::clients::Client;
