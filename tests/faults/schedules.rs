@@ -24,8 +24,9 @@ const KILL_EVERY: Duration = Duration::from_secs(5);
 const SKEW: &str = "2s";
 const SKEWED_LEAD: &str = "4s";
 
-/// Arrival times (the checker's clock, epoch ms) of each value read off the target list.
-type Arrived = Arc<Mutex<BTreeMap<String, Vec<i64>>>>;
+/// Every value read off the target list, in the list's order, with the time it was read (the
+/// checker's clock, epoch ms).
+type Arrived = Arc<Mutex<Vec<(String, i64)>>>;
 
 /// Reads every value off the target list with the time it was read, until `stop`.
 async fn receive(client: Client, arrived: Arrived, stop: delayq::CancellationToken) {
@@ -48,10 +49,8 @@ async fn receive(client: Client, arrived: Arrived, stop: delayq::CancellationTok
         let rest: Result<Option<Vec<String>>, _> = client.lpop(QUEUE, Some(1_000)).await;
         got.extend(rest.ok().flatten().unwrap_or_default());
         let now = now_ms();
-        let mut map = arrived.lock().unwrap_or_else(|e| e.into_inner());
-        for value in got {
-            map.entry(value).or_default().push(now);
-        }
+        let mut list = arrived.lock().unwrap_or_else(|e| e.into_inner());
+        list.extend(got.into_iter().map(|value| (value, now)));
     }
 }
 
@@ -63,18 +62,39 @@ struct Verdict {
     duplicates: usize,
     missed: usize,
     early: usize,
-    /// Arrivals a whole interval or more after their occurrence: a duplicate and a miss could
-    /// hide each other there, so the run does not pass with any.
+    /// Arrivals a whole interval or more after their occurrence: a duplicate and a miss of one
+    /// schedule could hide each other in the counts there.
     ambiguous: usize,
+    /// The values arrived in exactly the order of the occurrences' times (all schedules'), so
+    /// each arrival is its occurrence by its place in the list, no timing involved: then the
+    /// counts cannot hide a duplicate behind a miss, however late anything was.
+    in_order: bool,
     foreign: usize,
     lateness: Vec<i64>,
 }
 
 /// Matches each schedule's arrivals, in order, to its occurrences, in order. An arrival before
 /// the occurrence it is matched to means something was delivered early (more values had arrived
-/// by then than were due).
-fn judge(expected: &BTreeMap<String, Vec<i64>>, arrived: &BTreeMap<String, Vec<i64>>) -> Verdict {
+/// by then than were due). The transfer moves due entries in due order and every occurrence is
+/// offered ahead of its time, so the list should also hold all schedules' values in the order of
+/// their occurrences' times (distinct: the starts are staggered).
+fn judge(expected: &BTreeMap<String, Vec<i64>>, list: &[(String, i64)]) -> Verdict {
+    let mut arrived: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for (value, at) in list {
+        arrived.entry(value.clone()).or_default().push(*at);
+    }
+    let mut defined: Vec<(i64, &str)> = expected
+        .iter()
+        .flat_map(|(value, times)| times.iter().map(move |t| (*t, value.as_str())))
+        .collect();
+    defined.sort_unstable();
+    let in_order = defined.len() == list.len()
+        && defined
+            .iter()
+            .zip(list)
+            .all(|((_, want), (got, _))| *want == got.as_str());
     let mut v = Verdict {
+        in_order,
         foreign: arrived
             .iter()
             .filter(|(value, _)| !expected.contains_key(*value))
@@ -221,8 +241,8 @@ fn write_report(
          by 3 `delayq transfer` processes: one steady, one firing as a process whose clock is \
          {SKEW} ahead does (`--schedule-lead {SKEWED_LEAD}`: the default lead plus {SKEW}), one \
          killed with SIGKILL every {} s and started again at once ({kills} kills). The checker \
-         reads every value off the target list and matches each schedule's arrivals, in order, \
-         to its occurrences.\n",
+         reads every value off the target list, matches each schedule's arrivals, in order, \
+         to its occurrences, and compares the list's order with the occurrences' order.\n",
         EVERY_MS / 1_000,
         run.as_secs(),
         KILL_EVERY.as_secs(),
@@ -234,6 +254,10 @@ fn write_report(
         ("**duplicates**", v.duplicates),
         ("**missed**", v.missed),
         ("**early** (received before the occurrence's time)", v.early),
+        (
+            "received in exactly the occurrences' order (1: yes)",
+            usize::from(v.in_order),
+        ),
         ("received a whole interval late or more", v.ambiguous),
         ("received but never defined", v.foreign),
         ("SIGKILLs", kills),
@@ -254,7 +278,7 @@ fn write_report(
         && v.duplicates == 0
         && v.missed == 0
         && v.early == 0
-        && v.ambiguous == 0
+        && (v.in_order || v.ambiguous == 0)
         && v.foreign == 0;
     let _ = writeln!(
         report,
