@@ -4,7 +4,7 @@
 //! schedules define: none duplicated, none missed, none early.
 
 use super::{percentile, AnyResult, Env, Proc};
-use crate::common::TestRedis;
+use crate::common::{TestRedis, PATIENCE};
 use delayq::time::now_ms;
 use delayq::{QueueOptions, Recurrence, Schedule, Schedules};
 use fred::clients::Client;
@@ -213,7 +213,7 @@ pub(crate) async fn part_schedules(
         killed = env.scheduler_with(&url, QUEUE, &format!("fire-killed-{kills}"), &[])?;
         next += KILL_EVERY;
     }
-    let ended = wait_ended(&url, &schedules, Duration::from_secs(60)).await?;
+    let ended = wait_ended(&url, &schedules, PATIENCE).await?;
     stop.cancel();
     let _ = checker.await;
     for p in [&mut steady, &mut ahead, &mut killed] {
@@ -287,7 +287,7 @@ fn write_report(
         if ended {
             ""
         } else {
-            " (the schedules had not ended and drained within 60 s)"
+            " (the schedules had not ended and drained within the harness's patience, 60 s)"
         }
     );
     pass
