@@ -15,10 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const QUEUE: &str = "recurring";
-/// More than one process fires of a queue per tick (100), so that no process keeps up alone and
-/// the three read, and race for, the same due schedules.
-const SCHEDULES: usize = 250;
-const EVERY_MS: i64 = 1_000;
+/// 250 due a second: more than one process fires of a queue per tick (100), so that no process
+/// keeps up alone and the three read, and race for, the same due schedules. The interval is the
+/// margin of the checker's fallback (see `judge`): an arrival must come before its schedule's
+/// next occurrence when the list's order cannot tell the occurrences apart.
+const SCHEDULES: usize = 2_500;
+const EVERY_MS: i64 = 10_000;
 const KILL_EVERY: Duration = Duration::from_secs(5);
 /// How much earlier the "clock ahead" process fires: its lead is the default (2 s) plus this.
 const SKEW: &str = "2s";
@@ -123,7 +125,7 @@ fn judge(expected: &BTreeMap<String, Vec<i64>>, list: &[(String, i64)]) -> Verdi
     v
 }
 
-/// Sets the schedules: each every second from a start a few seconds ahead, ending after `run`;
+/// Sets the schedules: each every interval from a start a few seconds ahead, ending after `run`;
 /// returns each one's value and its occurrences.
 async fn set_schedules(
     schedules: &Schedules,
@@ -134,7 +136,7 @@ async fn set_schedules(
     let mut expected = BTreeMap::new();
     for i in 0..SCHEDULES {
         let value = format!("occurrence-of-s{i}");
-        // Staggered within the second, so the schedules' firings spread over it.
+        // Staggered over the interval, so the schedules' firings spread over it.
         let first = start + i as i64 * EVERY_MS / SCHEDULES as i64;
         let schedule = Schedule::new(
             format!("s{i}"),
@@ -237,7 +239,7 @@ fn write_report(
     let _ = writeln!(
         report,
         "## 4. Recurring schedules: three firing processes, one killed, one ahead\n\n\
-         {SCHEDULES} interval schedules (every {} s, staggered within the second) fired for {} s \
+         {SCHEDULES} interval schedules (every {} s, starts staggered over the interval) fired for {} s \
          by 3 `delayq transfer` processes: one steady, one firing as a process whose clock is \
          {SKEW} ahead does (`--schedule-lead {SKEWED_LEAD}`: the default lead plus {SKEW}), one \
          killed with SIGKILL every {} s and started again at once ({kills} kills). The checker \
