@@ -2,10 +2,11 @@
 # Fault-injection and soak suite: real redis-server / redis-sentinel processes, delayq scheduler
 # processes, a Java Redisson scheduler, reliable consumers, faults injected under load.
 #
-#   tests/faults/run.sh            # short run (< 3 min): 20k values, each fault kind once
+#   tests/faults/run.sh            # short run (< 3 min, and ~40 s of schedules): 20k values, each fault kind once
 #   tests/faults/run.sh --long     # the soak: 1M values; writes target/faults/RESULTS.md
 #   tests/faults/run.sh --long --update           # ... into the committed tests/faults/RESULTS.md
-#   tests/faults/run.sh --parts soak,consumers    # a subset (soak, failover, consumers)
+#   tests/faults/run.sh --parts soak,consumers    # a subset (soak, failover, consumers, schedules)
+#   tests/faults/run.sh --parts schedules --schedule-secs 600   # the schedules part, 10 minutes
 #
 # Exits non-zero on any lost or duplicated value that Redis's own guarantees do not explain.
 # Needs cargo, redis-server/redis-sentinel/redis-cli (installed from Debian when missing),
@@ -24,6 +25,7 @@ while [ $# -gt 0 ]; do
         --long) mode=long; extra+=(--long) ;;
         --update) update=true ;;
         --parts) extra+=(--parts "$2"); shift ;;
+        --schedule-secs) extra+=(--schedule-secs "$2"); shift ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift

@@ -3,8 +3,8 @@
 //! see `tests/faults/README.md` for what each part does and how the figures are computed.
 //!
 //! ```text
-//! delayq-soak run [--long] [--parts soak,failover,consumers] --delayq-bin PATH [--java-cp FILE]
-//!          [--java-src FILE] --workdir DIR --results FILE
+//! delayq-soak run [--long] [--parts soak,failover,consumers,schedules] [--schedule-secs S]
+//!          --delayq-bin PATH [--java-cp FILE] [--java-src FILE] --workdir DIR --results FILE
 //! delayq-soak offer --url U --queue Q --prefix P --count N --duration-ms D --max-delay-ms M --out FILE
 //! delayq-soak work --url U --queue Q --log FILE --concurrency C --job-ms J --visibility-ms V
 //! ```
@@ -17,6 +17,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod schedules;
 
 use common::{TestCluster, TestRedis, TestSentinel};
 use delayq::codec::StringCodec;
@@ -339,9 +340,15 @@ struct Env {
 
 impl Env {
     fn scheduler(&self, url: &str, queue: &str, tag: &str) -> AnyResult<Proc> {
+        self.scheduler_with(url, queue, tag, &[])
+    }
+
+    /// A `delayq transfer` process with `extra` options.
+    fn scheduler_with(&self, url: &str, queue: &str, tag: &str, extra: &[&str]) -> AnyResult<Proc> {
         let mut command = Command::new(&self.delayq_bin);
         command
             .args(["--url", url, "transfer", queue])
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null());
         Proc::spawn(
@@ -1814,7 +1821,13 @@ async fn run_main(opts: Opts) -> AnyResult<bool> {
     let long = opts.flag("long");
     let parts = opts
         .str("parts")
-        .unwrap_or_else(|_| "soak,failover,consumers".into());
+        .unwrap_or_else(|_| "soak,failover,consumers,schedules".into());
+    // The schedules part's length: 10 minutes in the long run, 30 s in the short one.
+    let schedule_secs = match opts.num("schedule-secs") {
+        Ok(secs) => secs,
+        Err(_) if long => 600,
+        Err(_) => 30,
+    };
     let workdir = PathBuf::from(opts.str("workdir")?);
     std::fs::create_dir_all(&workdir)?;
     let java_cp = match opts.str("java-cp") {
@@ -1839,6 +1852,10 @@ async fn run_main(opts: Opts) -> AnyResult<bool> {
             "soak" => part_soak(&env, long, &mut report).await?,
             "failover" => part_failover(&env, long, &mut report).await?,
             "consumers" => part_consumers(&env, long, &mut report).await?,
+            "schedules" => {
+                let run = Duration::from_secs(schedule_secs);
+                schedules::part_schedules(&env, run, &mut report).await?
+            }
             other => return Err(format!("unknown part {other:?}").into()),
         };
         eprintln!("== {part}: {}", if ok { "PASS" } else { "FAIL" });

@@ -12,7 +12,8 @@ use crate::kinds::{hex, Kind};
 use crate::{err, field, now_ms, reply, u64_field, BoxFut, OpenOpts, Ops, Reply, POLL_SLICE};
 use delayq::codec::Codec;
 use delayq::{
-    Consumer, DelayedQueue, Job, JobError, ReliableConsumer, ShardedConsumer, ShardedQueue,
+    Consumer, DelayedQueue, Job, JobError, Recurrence, ReliableConsumer, Schedule, Schedules,
+    ShardedConsumer, ShardedQueue,
 };
 use serde_json::{json, Value};
 use std::borrow::Borrow;
@@ -182,6 +183,25 @@ where
                         _ => q.reschedule_by_id(&handle, delay()?).await,
                     }
                 }))
+            }
+            "schedule_every" => {
+                // A recurring schedule on the queue, its value encoded with the queue's codec;
+                // the queue's own scheduler (open with `transfer`) fires it.
+                let q = self.one(op)?;
+                let bytes = self.codec.encode(self.value(args)?.borrow()).map_err(err)?;
+                let every = Duration::from_millis(u64_field(args, "every_ms")?);
+                let schedule = Schedule::new(
+                    field(args, "schedule")?
+                        .as_str()
+                        .ok_or("field \"schedule\" is not a string")?,
+                    Recurrence::every(every).map_err(err)?,
+                    bytes,
+                )
+                .start_ms(u64_field(args, "start_ms")? as i64)
+                .end_ms(u64_field(args, "end_ms")? as i64);
+                let schedules = Schedules::new(q.client().clone(), q.name(), q.options());
+                let info = schedules.set(schedule).await.map_err(err)?;
+                reply(vec![("next_ms", json!(info.next_ms))])
             }
             "shard_for" => {
                 let Target::Sharded(sharded) = q else {

@@ -542,6 +542,77 @@ class CompatMatrixTest {
         cell(c, 9, ShardedScenario::run);
     }
 
+    // ---------------------------------------------------------------------------------------
+    // 10. delayq fires a recurring schedule; a Java consumer takes each occurrence once, on time.
+
+    /** Occurrences of the S10 schedule, and its interval (ms). */
+    static final int OCCURRENCES = 5;
+    static final long EVERY_MS = 1000;
+
+    @ParameterizedTest(name = "S10 delayq fires a schedule, java takes each occurrence: {0}")
+    @MethodSource("codecs")
+    void s10DelayqFiresJavaTakes(Case c) throws Exception {
+        cell(c, 10, x -> {
+            // Two delayq processes fire the queue's schedules and transfer; Java transfers too.
+            x.open(x.env.peerA, true, null);
+            x.open(x.env.peerB, true, null);
+            RBlockingQueue<Object> bq = x.bq(x.env.javaA);
+            RDelayedQueue<Object> dq = x.env.javaA.getDelayedQueue(bq);
+            try {
+                Object value = c.value(0);
+                long start = now() + 1500;
+                long[] occurrence = new long[OCCURRENCES];
+                for (int i = 0; i < OCCURRENCES; i++) {
+                    occurrence[i] = start + i * EVERY_MS;
+                }
+                long last = occurrence[OCCURRENCES - 1];
+                x.peer(x.env.peerA, "schedule_every", "schedule", "tick", "value", x.pv(value),
+                        "every_ms", EVERY_MS, "start_ms", start, "end_ms", last);
+
+                // The value is the same every time: the i-th taken is matched to the i-th
+                // occurrence. Taken before it: something was early; taken after the next one's
+                // time: a duplicate and a miss could hide each other, so that fails too.
+                long deadline = last + 10_000;
+                int taken = 0;
+                while (taken < OCCURRENCES && now() < deadline) {
+                    Object v = bq.poll(Math.max(1, deadline - now()), MILLISECONDS);
+                    long at = now();
+                    if (v == null) {
+                        continue;
+                    }
+                    check(Case.same(value, v), "Java took an unexpected value " + Case.show(v));
+                    check(at >= occurrence[taken], "occurrence " + taken + " taken "
+                            + (occurrence[taken] - at) + " ms before its time");
+                    check(taken + 1 == OCCURRENCES || at < occurrence[taken + 1],
+                            "occurrence " + taken + " taken after the next occurrence's time");
+                    x.javaLate.add(at - occurrence[taken]);
+                    taken++;
+                }
+                eq(OCCURRENCES, taken, "occurrences taken by Java");
+
+                // Ended: the schedule's hash has no next occurrence once its last one fired;
+                // then nothing may be pending or ready (a second copy of an occurrence).
+                var schedule = x.env.javaA.<String, String>getMap(x.prefixed("delayq_schedule") + ":tick",
+                        org.redisson.client.codec.StringCodec.INSTANCE);
+                long endBy = now() + 10_000;
+                while (schedule.get("next_ms") != null && now() < endBy) {
+                    Thread.sleep(50);
+                }
+                eq(null, schedule.get("next_ms"), "the schedule's next occurrence");
+                eq(String.valueOf(last), schedule.get("last_ms"), "the schedule's last occurrence");
+                eq(0L, x.timeoutCard(), "timeout set after the last occurrence");
+                eq(0L, x.orderLen(), "order list after the last occurrence");
+                eq(0, x.target().size(), "target list after the last occurrence");
+            } finally {
+                dq.destroy();
+                x.peer(x.env.peerA, "destroy");
+                x.peer(x.env.peerB, "destroy");
+                x.env.javaA.getKeys().delete(x.prefixed("delayq_schedules"),
+                        x.prefixed("delayq_schedule") + ":tick");
+            }
+        });
+    }
+
     @ParameterizedTest(name = "S7 delayq reliable consumer with Java peers: {0}")
     @MethodSource("cases")
     void s7ReliableConsumerWithJavaPeers(Case c) throws Exception {
