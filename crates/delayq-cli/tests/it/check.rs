@@ -67,6 +67,20 @@ async fn every_command_works_and_check_passes_under_the_documented_acl() {
     assert_eq!(report["pending"], 1, "{report}");
     assert_eq!(as_app(&url, &["clear", &name]), "true\n");
 
+    // Recurring schedules, whose registry of scheduled queues is outside the queue's tag.
+    let schedule = |verb: &str| as_app(&url, &["schedule", verb, &name, "hourly"]);
+    as_app(
+        &url,
+        &[
+            "schedule", "set", &name, "hourly", "--every", "1h", "--value", "tick",
+        ],
+    );
+    assert!(as_app(&url, &["schedule", "list", &name]).contains("hourly"));
+    for verb in ["pause", "resume", "trigger", "remove"] {
+        schedule(verb);
+    }
+    assert_eq!(as_app(&url, &["clear", &name]), "true\n");
+
     // The worker (with its transfer scheduler and reliable consumer) hands a value over and
     // says nothing but that it started and stopped.
     as_app(&url, &["offer", &name, "job", "--delay", "200ms"]);
