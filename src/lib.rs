@@ -70,11 +70,13 @@ pub use error::{BoxError, Error, Refusal, Result, TlsFailure};
 pub use keys::{glob_match, logical_queue, shard_count_key, QueueKeys};
 pub use observe::{MinuteActivity, ObserveConfig, ProcessInfo};
 pub use options::QueueOptions;
+pub use queue::MAX_DEDUP_KEY_LEN;
 pub use queue::{
-    shard_of, AccessCheck, CheckReport, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError,
-    Pending, Preview, PreviewList, ShardedConsumer, ShardedHandle, ShardedQueue,
-    ShardedQueueBuilder, MAX_SHARDS,
+    shard_of, AccessCheck, CheckReport, Dedup, DelayedQueue, DelayedQueueBuilder,
+    ParseShardedHandleError, Pending, Preview, PreviewList, ShardedConsumer, ShardedHandle,
+    ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
 };
+pub use redis::ops::offer_dedup::{DedupMode, DedupOutcome};
 pub use redis::ops::stats::QueueStats;
 pub use redis::ops::transfer::TransferOutcome;
 pub use redis::{client_builder, connect, connect_with, redact_url, ConnectOptions, TlsOptions};

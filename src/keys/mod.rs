@@ -1,5 +1,6 @@
 //! Redisson's key and channel names for a delayed queue.
 
+mod dedup;
 mod found;
 mod observe;
 mod schedule;
@@ -227,8 +228,8 @@ impl QueueKeys {
         format!("{}:{consumer}", self.claim_prefix)
     }
 
-    /// delayq's position index of the order list (`delayq_index:{NAME}`), which lets a transfer
-    /// find due entries without scanning the list; rebuilt whenever it is found stale.
+    /// delayq's position index of the order list (`delayq_index:{NAME}`): transfers find due
+    /// entries by it without scanning the list; rebuilt whenever it is found stale.
     pub fn index(&self) -> &str {
         &self.index
     }
@@ -287,6 +288,8 @@ pub(crate) enum KeyRole {
     Destination,
     /// Given per call: one of the queue's own lists (dead letters or quarantine).
     OwnList,
+    /// Given per call: a dedup key's mapping (string).
+    Dedup,
 }
 
 /// The Redis type a key role holds.
@@ -298,6 +301,8 @@ pub(crate) enum KeyKind {
     Zset,
     /// A hash.
     Hash,
+    /// A string.
+    String,
     /// A pub/sub channel (not a key in the keyspace; never type-checked).
     Channel,
     /// A key whose existence is all that counts (never type-checked).
@@ -311,6 +316,7 @@ impl KeyKind {
             KeyKind::List => "list",
             KeyKind::Zset => "zset",
             KeyKind::Hash => "hash",
+            KeyKind::String => "string",
             KeyKind::Channel => "channel",
             KeyKind::Flag => "any",
         }
@@ -351,7 +357,7 @@ impl KeyRole {
     pub(crate) fn owned(self) -> bool {
         use KeyRole::*;
         match self {
-            Target | Channel | Destination | OwnList | Schedules | Schedule => false,
+            Target | Channel | Destination | OwnList | Schedules | Schedule | Dedup => false,
             Timeout | Order | Quarantine | Index | Values | Paused | Inflight | InflightData
             | Attempts | AttemptsSeen | Settled | Dead | Claims | Claim => true,
         }
@@ -368,6 +374,7 @@ impl KeyRole {
             InflightData | Attempts | Values | Schedule => KeyKind::Hash,
             Channel => KeyKind::Channel,
             Paused => KeyKind::Flag,
+            Dedup => KeyKind::String,
         }
     }
 
@@ -396,6 +403,7 @@ impl KeyRole {
             Schedule => "delayq_schedule:{NAME}:ID",
             Destination => "DESTINATION",
             OwnList => "LIST",
+            Dedup => "delayq_dedup:{NAME}:KEY",
         }
     }
 }
@@ -421,7 +429,7 @@ impl QueueKeys {
             Dead => self.dead(),
             Claims => self.claims(),
             Schedules => self.schedules(),
-            Claim | Schedule | Destination | OwnList => return None,
+            Claim | Schedule | Destination | OwnList | Dedup => return None,
         })
     }
 }
@@ -436,9 +444,8 @@ impl QueueKeys {
             .filter_map(|role| self.of(role))
     }
 
-    /// Every key of the queue in the keyspace (all its keys but the channel, which is no key),
-    /// the target list and Redisson's first, then delayq's own: what its memory is summed over. Not in it: the claim lists,
-    /// named in the claim leases ([`claims`](Self::claims)).
+    /// Every key of the queue in the keyspace but the claim lists (named in the claim leases)
+    /// and the dedup keys' mappings: the target list and Redisson's first, then delayq's own.
     ///
     /// ```
     /// let keys = delayq::QueueKeys::new("orders");
@@ -486,6 +493,7 @@ impl QueueKeys {
         rules.push(format!("~{}", glob_escape(&self.processes())));
         rules.push(format!("~{}", glob_escape(self.schedules())));
         rules.push(format!("~{}:*", glob_escape(&self.schedule_prefix)));
+        rules.push(format!("~{}:*", glob_escape(&self.dedup_prefix())));
         rules.push(format!("&{}", glob_escape(self.channel())));
         rules
     }
@@ -577,7 +585,7 @@ mod tests {
         assert!(rules.contains(&"~delayq_activity:{a\\*b}:*".to_owned()));
         assert!(rules.contains(&"~delayq_procs:{a\\*b}".to_owned()));
         assert!(rules.contains(&"~delayq_schedule:{a\\*b}:*".to_owned()));
-        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 6);
+        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 7);
     }
 
     #[test]

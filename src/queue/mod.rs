@@ -5,6 +5,8 @@
 //! - `redisson.rs`: the `RDelayedQueue` operations (`offer` … `size_in_memory`).
 //! - `extras.rs`: delayq's own producer operations (`reschedule`, `offer_unique`, `pending`,
 //!   `stats`, quarantine, one-off transfers).
+//! - `dedup.rs`: [`offer_dedup`](DelayedQueue::offer_dedup), offers deduplicated by a business
+//!   key within a window.
 //! - `check.rs`: [`check`](DelayedQueue::check), what an operator should know about the server.
 //! - `encoded.rs`: the operations on values already encoded, which the public ones above and
 //!   the sharded queue's call, so that each is written once and a value encoded once.
@@ -17,6 +19,7 @@
 //! [`worker`](crate::worker).
 
 mod check;
+mod dedup;
 mod encoded;
 mod extras;
 mod observed;
@@ -26,6 +29,7 @@ mod redisson;
 mod sharded;
 
 pub use check::{AccessCheck, CheckReport};
+pub use dedup::{Dedup, MAX_DEDUP_KEY_LEN};
 pub use extras::Pending;
 pub use preview::{Preview, PreviewList};
 pub use sharded::{

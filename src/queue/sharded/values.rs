@@ -3,7 +3,8 @@
 
 use super::{shard_of, ShardedHandle, ShardedQueue};
 use crate::codec::{encode_value, Codec};
-use crate::queue::DelayedQueue;
+use crate::queue::{Dedup, DelayedQueue};
+use crate::redis::ops::offer_dedup::DedupOutcome;
 use crate::redis::ops::remove::RemoveMode;
 use crate::redis::ops::reschedule::Which;
 use crate::time::Delay;
@@ -207,5 +208,29 @@ impl<C: Codec> ShardedQueue<C> {
             }
         }
         shards[0].offer_unique_encoded(delay, value).await
+    }
+
+    /// Offers `value` to its shard deduplicated by the business key of `dedup`; see
+    /// [`DelayedQueue::offer_dedup`]. The value's bytes pick the shard, as for every other
+    /// offer (so [`remove`](Self::remove), [`contains`](Self::contains) and Java peers find it
+    /// there), and the key's mapping lives in that shard's slot: offers of one key are
+    /// deduplicated among those whose values land on one shard: all of them when the key's
+    /// offers carry one value; a debounced value that changes may land on another shard, where
+    /// it is offered apart (see `docs/dedup.md`). Returns the outcome with the shard.
+    ///
+    /// # Errors
+    ///
+    /// As [`DelayedQueue::offer_dedup`].
+    pub async fn offer_dedup(
+        &self,
+        value: &C::Borrowed,
+        delay: Duration,
+        dedup: &Dedup,
+    ) -> Result<(usize, DedupOutcome)> {
+        let delay = Delay::checked(delay)?;
+        let value = self.encode(value)?;
+        let (index, shard) = self.home(&value);
+        let outcome = shard.offer_dedup_encoded(delay, value, dedup).await?;
+        Ok((index, outcome))
     }
 }

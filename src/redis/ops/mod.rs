@@ -13,6 +13,7 @@ pub(crate) mod extend;
 pub(crate) mod index_values;
 pub(crate) mod nack;
 pub(crate) mod offer;
+pub(crate) mod offer_dedup;
 pub(crate) mod offer_unique;
 pub(crate) mod pending;
 pub(crate) mod poll;
@@ -47,6 +48,7 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &index_values::INDEX_VALUES,
         &nack::NACK,
         &offer::OFFER,
+        &offer_dedup::OFFER_DEDUP,
         &offer_unique::OFFER_UNIQUE,
         &pending::PENDING,
         &poll::POLL,

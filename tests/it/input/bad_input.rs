@@ -535,6 +535,7 @@ fn given_keys(script: &str, keys: &QueueKeys) -> Vec<String> {
         "take.lua" | "unclaim.lua" => vec![keys.claim("c1")],
         "poll_last_offer_first.lua" => vec![format!("{{{}}}:dest", keys.target())],
         "purge_list.lua" => vec![keys.dead().to_owned()],
+        "offer_dedup.lua" => vec![keys.dedup("k1")],
         "schedule_fire.lua" | "schedule_set.lua" | "schedule_remove.lua" => {
             vec![keys.schedule("s1")]
         }

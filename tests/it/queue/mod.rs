@@ -1,8 +1,9 @@
 //! The producer side: every queue operation and what it leaves in the keys, entry bytes, the
-//! keys' lifetime, rescheduling, the at-most-once consumer, the value index, sharded queues and
-//! their recorded shard count.
+//! keys' lifetime, deduplicated offers, rescheduling, the at-most-once consumer, the value
+//! index, sharded queues and their recorded shard count.
 
 mod consumer;
+mod dedup;
 mod lifecycle;
 mod offer_keys;
 mod operations;

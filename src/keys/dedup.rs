@@ -1,0 +1,27 @@
+//! The names of a queue's dedup keys: one string per business key, mapping it to the pending
+//! entry its last offer made.
+
+use super::{prefix_name, QueueKeys};
+
+/// Prefix of a dedup key's mapping (followed by `:` and the business key).
+const DEDUP_PREFIX: &str = "delayq_dedup";
+
+impl QueueKeys {
+    /// The mapping of the business key `key` to its pending entry
+    /// (`delayq_dedup:{NAME}:KEY`, a string holding the entry's bytes, expiring at the end of
+    /// its window), in the queue's slot whatever `key` holds: the queue's hash tag comes first.
+    ///
+    /// ```
+    /// let keys = delayq::QueueKeys::new("orders");
+    /// assert_eq!(keys.dedup("order-42"), "delayq_dedup:{orders}:order-42");
+    /// assert_eq!(keys.dedup("{x}"), "delayq_dedup:{orders}:{x}");
+    /// ```
+    pub fn dedup(&self, key: &str) -> String {
+        format!("{}:{key}", self.dedup_prefix())
+    }
+
+    /// `delayq_dedup:{NAME}`, which every dedup key's mapping extends.
+    pub(crate) fn dedup_prefix(&self) -> String {
+        prefix_name(DEDUP_PREFIX, self.target())
+    }
+}
