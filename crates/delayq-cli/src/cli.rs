@@ -165,13 +165,14 @@ pub(crate) enum Command {
         /// Delay, like 250ms, 10s, 1.5s, 1h30m, 2d.
         #[arg(long, value_parser = parse_duration, default_value = "0s", allow_hyphen_values = true)]
         delay: Duration,
-        /// Replace an equal pending value's due time instead of adding a second entry; prints
-        /// true when one was replaced.
+        /// Give an equal pending value this due time instead of a second entry; prints true if so.
         #[arg(long, conflicts_with = "handle")]
         unique: bool,
         /// Print the new entry's handle (SHARD:HANDLE with --shards), for `delayq cancel`.
         #[arg(long)]
         handle: bool,
+        #[command(flatten)]
+        dedup: crate::dedup_args::DedupArgs,
     },
     /// Cancel the pending entry `offer --handle` printed HANDLE for, whatever its value; prints
     /// true or false (not pending: already due, removed or cancelled).

@@ -107,8 +107,12 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
             delay,
             unique,
             handle,
+            dedup,
         } => {
             let values = ctx.values(&value, &target.queue)?;
+            if let Some(dedup) = dedup.dedup() {
+                return done(queue::offer_dedup(&ctx, &target, &values, delay, &dedup).await);
+            }
             let how = match (unique, handle) {
                 (true, _) => queue::OfferHow::Unique,
                 (_, true) => queue::OfferHow::WithHandle,

@@ -7,7 +7,7 @@ use crate::cli::QueueArg;
 use crate::exit::Usage;
 use crate::show;
 use delayq::time::now_ms;
-use delayq::{OfferHandle, QueueStats, ShardedHandle};
+use delayq::{Dedup, OfferHandle, QueueStats, ShardedHandle};
 use std::io::Write;
 use std::time::Duration;
 
@@ -53,6 +53,44 @@ pub(crate) async fn offer(
                 each!(&queue, q => q.offer_all(&items).await)?
             }
         },
+    }
+    Ok(())
+}
+
+/// Offers each value deduplicated by `dedup`'s key; prints what happened and the key's pending
+/// entry's handle: `offered HANDLE`, `kept HANDLE` (dropped: that entry stays) or `replaced
+/// HANDLE`, and with --json `{"queue", "outcome", "handle", "due_ms"}`. A dropped offer is no
+/// error (exit 0).
+pub(crate) async fn offer_dedup(
+    ctx: &Ctx,
+    target: &QueueArg,
+    values: &[String],
+    delay: Duration,
+    dedup: &Dedup,
+) -> anyhow::Result<()> {
+    let queue = ctx.target(target).await?;
+    let mut out = std::io::stdout().lock();
+    for value in values {
+        let (outcome, handle) = match &queue {
+            Target::One(q) => {
+                let outcome = q.offer_dedup(value.as_str(), delay, dedup).await?;
+                (outcome, outcome.handle().to_string())
+            }
+            Target::Sharded(q) => {
+                let (shard, outcome) = q.offer_dedup(value.as_str(), delay, dedup).await?;
+                let handle = ShardedHandle::new(shard, outcome.handle());
+                (outcome, handle.to_string())
+            }
+        };
+        let text = format!("{} {handle}", outcome.as_str());
+        ctx.print(&mut out, &text, || {
+            serde_json::json!({
+                "queue": target.queue,
+                "outcome": outcome.as_str(),
+                "handle": handle,
+                "due_ms": outcome.due_ms(),
+            })
+        })?;
     }
     Ok(())
 }

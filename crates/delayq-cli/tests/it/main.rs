@@ -19,6 +19,7 @@ mod daemon_notices;
 mod dashboard;
 mod dashboard_schedules;
 mod dashboard_search;
+mod dedup;
 mod exit_codes;
 mod json_shape;
 mod listen;
