@@ -66,7 +66,12 @@ if mapped_due then
 end
 
 local entry = delayq_pack(legacy, ARGV[4], ARGV[5])
-delayq_schedule(KEYS[2], KEYS[3], KEYS[4], due, entry)
+-- Pending already: this very offer sent again after its reply was lost, once its window had
+-- ended (see offer.lua); a second list element would never leave.
+if redis.call('zadd', KEYS[2], due, entry) == 1 then
+    redis.call('rpush', KEYS[3], entry)
+end
+delayq_publish_if_head(KEYS[2], KEYS[4], entry, due)
 if vx then
     delayq_values_add(vx, entry)
     delayq_values_commit(vx)

@@ -127,6 +127,9 @@ struct SchedulesDocs;
 #[doc = include_str!("../docs/sharding.md")]
 struct ShardingDocs;
 #[cfg(doctest)]
+#[doc = include_str!("../docs/dedup.md")]
+struct DedupDocs;
+#[cfg(doctest)]
 #[doc = include_str!("../docs/production.md")]
 struct ProductionDocs;
 #[cfg(doctest)]

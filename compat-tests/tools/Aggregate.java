@@ -11,7 +11,7 @@ import java.util.Map;
  * Usage: java Aggregate.java RESULTS_DIR OUT.md VERSION... ; exits 1 on any FAIL or missing run.
  */
 public class Aggregate {
-    static final String[] SCENARIOS = {"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10"};
+    static final String[] SCENARIOS = {"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11"};
 
     public static void main(String[] args) throws Exception {
         Path dir = Path.of(args[0]);
@@ -37,7 +37,8 @@ public class Aggregate {
         md.append("- **S7** delayq's reliable consumer takes Java offers: a nacked value goes back as a normal pending entry that Java's `size`/`contains` see and Java's scheduler and `poll` deliver when due; an acked value leaves nothing.\n");
         md.append("- **S8** delayq's index-backed `remove`/`contains`/`contains_all`/`remove_all`/`offer_unique`/`reschedule`/`cancel` while two Java clients offer, poll, remove and transfer on the same queue; then, step by step after each Java change, the order list entry by entry (bytes included) and the result are what Redisson's algorithm gives on the list it saw, and the timeout set holds exactly the list's entries; last, Java ends the queue (`delete()`, `clear()` or `expire(Duration)`, by row) and delayq's scheduler drops its indexes of it.\n");
         md.append("- **S9** sharded queues (6 shards `NAME:{i}` on a 3-master Cluster, every master serving some) against Java's recipe (JDK `CRC32` of the codec's bytes mod 6, one `RDelayedQueue` per shard): Java producers offer, delayq's scheduler and sharded worker deliver every value exactly once, none early, each from the recipe's shard; delayq's `ShardedQueue` offers, Java's transfer and per-shard consumers take every value exactly once from the recipe's shard; remove by value across languages; delayq's `shard_for` and handles agree with the recipe for every value.\n");
-        md.append("- **S10** two delayq processes fire a recurring schedule (every 1 s, 5 occurrences, the value encoded with the row's codec) while their schedulers and Java's `RDelayedQueue` transfer; Java `poll(timeout)` takes each occurrence once, none before its time, none left over.\n\n");
+        md.append("- **S10** two delayq processes fire a recurring schedule (every 1 s, 5 occurrences, the value encoded with the row's codec) while their schedulers and Java's `RDelayedQueue` transfer; Java `poll(timeout)` takes each occurrence once, none before its time, none left over.\n");
+        md.append("- **S11** delayq's deduplicated offers of one key (`offer_dedup`, a minute's window): a throttled offer keeps the pending entry; Java's `remove(value)` of it makes the next offer a new entry; a debounced offer replaces value and due time, and the new value is moved when due (both schedulers run) and taken by Java's `poll`; after Java took it, the next offer is a new entry again.\n\n");
         md.append("Cells: `PASS`/`FAIL`/`n/a`, then delivery lateness (take time minus due time) as average/max ms, ");
         md.append("`j` measured on Java's side (Java scheduler + Java take), `d` on delayq's. ");
         md.append("Every cell runs delayq's own codec for its row on the Rust side (the suite has no fallback that ");

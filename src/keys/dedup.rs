@@ -1,10 +1,7 @@
 //! The names of a queue's dedup keys: one string per business key, mapping it to the pending
 //! entry its last offer made.
 
-use super::{prefix_name, QueueKeys};
-
-/// Prefix of a dedup key's mapping (followed by `:` and the business key).
-const DEDUP_PREFIX: &str = "delayq_dedup";
+use super::{prefix_name, QueueKeys, DEDUP_PREFIX};
 
 impl QueueKeys {
     /// The mapping of the business key `key` to its pending entry

@@ -57,6 +57,8 @@ const SCHEDULE_PREFIX: &str = "delayq_schedule";
 const DISCOVERING_PREFIX: &str = "delayq_discovering";
 /// Prefix of delayq's set of the queues that have recurring schedules (one for the server).
 const SCHEDULED_PREFIX: &str = "delayq_scheduled";
+/// Prefix of a dedup key's mapping to its entry (followed by `:` and the business key).
+const DEDUP_PREFIX: &str = "delayq_dedup";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
 ///
@@ -234,10 +236,9 @@ impl QueueKeys {
         &self.index
     }
 
-    /// delayq's value index of the pending entries (`delayq_values:{NAME}`, a hash), which finds
-    /// the entries carrying a value, or an offer's handle, without reading the order list; built
-    /// and kept up to date by the calls that use it and by the queue's scheduler once it
-    /// exists, checked on every use.
+    /// delayq's value index of the pending entries (`delayq_values:{NAME}`, a hash): finds the
+    /// entries carrying a value, or an offer's handle, without reading the order list; kept up
+    /// to date by the calls that use it and the queue's scheduler, checked on every use.
     pub fn values(&self) -> &str {
         &self.values
     }
@@ -435,8 +436,7 @@ impl QueueKeys {
 }
 
 impl QueueKeys {
-    /// The keys of [`KeyRole::QUEUE`] that the queue owns ([`KeyRole::owned`]), in that order;
-    /// the claim lists are found through [`claims`](Self::claims).
+    /// The keys of [`KeyRole::QUEUE`] the queue owns ([`KeyRole::owned`]), in that order.
     pub(crate) fn owned(&self) -> impl Iterator<Item = &str> {
         KeyRole::QUEUE
             .into_iter()

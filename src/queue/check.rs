@@ -214,6 +214,7 @@ impl<C: Codec> DelayedQueue<C> {
         // What workers and schedulers keep about the queue (any bucket's name will do).
         let (activity, processes) = (keys.activity(0), keys.processes());
         let schedule = keys.schedule("check");
+        let dedup = keys.dedup("check");
         let need = |command: &'static str, args: &[&str]| Need {
             command,
             args: args.iter().map(|a| (*a).to_owned()).collect(),
@@ -228,6 +229,7 @@ impl<C: Codec> DelayedQueue<C> {
             &processes,
             keys.schedules(),
             &schedule,
+            &dedup,
         ]);
         let mut evalsha = vec!["0".repeat(40), all_keys.len().to_string()];
         evalsha.extend(all_keys.iter().map(|k| (*k).to_owned()));
@@ -255,6 +257,7 @@ impl<C: Codec> DelayedQueue<C> {
             need("ZADD", &[keys.index(), "0", "m"]),
             need("HSET", &[keys.values(), "v", "e"]),
             need("SET", &[keys.paused(), "1"]),
+            need("SET", &[&dedup, "e", "PX", "1"]),
             need("DEL", &[keys.paused()]),
             need("UNLINK", &[keys.index()]),
             need("RPUSH", &[keys.quarantine(), "e"]),

@@ -163,6 +163,42 @@ where
                 .map_err(err)?;
                 reply(vec![("handle", json!(handle))])
             }
+            "offer_dedup" => {
+                let v = self.value(args)?;
+                let key = field(args, "key")?
+                    .as_str()
+                    .ok_or("field \"key\" is not a string")?;
+                let window = Duration::from_millis(u64_field(args, "window_ms")?);
+                let debounce = args.get("debounce").and_then(Value::as_bool) == Some(true);
+                let dedup = match debounce {
+                    true => delayq::Dedup::debounce(key, window),
+                    false => delayq::Dedup::throttle(key, window),
+                };
+                let (outcome, handle) = match q {
+                    Target::One(q) => {
+                        let outcome = q
+                            .offer_dedup(v.borrow(), delay()?, &dedup)
+                            .await
+                            .map_err(err)?;
+                        (outcome, outcome.handle().to_string())
+                    }
+                    Target::Sharded(q) => {
+                        let (shard, outcome) = q
+                            .offer_dedup(v.borrow(), delay()?, &dedup)
+                            .await
+                            .map_err(err)?;
+                        (
+                            outcome,
+                            delayq::ShardedHandle::new(shard, outcome.handle()).to_string(),
+                        )
+                    }
+                };
+                reply(vec![
+                    ("outcome", json!(outcome.as_str())),
+                    ("handle", json!(handle)),
+                    ("due_ms", json!(outcome.due_ms())),
+                ])
+            }
             "offer_unique" => {
                 let v = self.value(args)?;
                 result(each!(q, q => q.offer_unique(v.borrow(), delay()?).await))

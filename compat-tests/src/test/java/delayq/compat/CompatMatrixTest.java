@@ -613,6 +613,71 @@ class CompatMatrixTest {
         });
     }
 
+    // ---------------------------------------------------------------------------------------
+    // 11. delayq's deduplicated offers while Java removes and takes the key's entry.
+
+    @ParameterizedTest(name = "S11 delayq dedup offers, java removes and takes the entry: {0}")
+    @MethodSource("codecs")
+    void s11DedupWithJavaRemovingAndTaking(Case c) throws Exception {
+        cell(c, 11, x -> {
+            Peer p = x.env.peerA;
+            // Both sides' schedulers run: the debounced value is moved when due whichever sees it
+            // first (a Java scheduler re-armed by two channel messages at once may keep the later
+            // time; S5 covers the channel itself).
+            x.open(p, true, null);
+            RBlockingQueue<Object> bq = x.bq(x.env.javaA);
+            RDelayedQueue<Object> dq = x.env.javaA.getDelayedQueue(bq);
+            String mapping = x.prefixed("delayq_dedup") + ":k";
+            try {
+                List<Object> v = new ArrayList<>();
+                for (int i = 0; i < 5; i++) {
+                    v.add(c.value(i));
+                }
+                JsonNode first = dedup(x, p, v.get(0), FAR, false);
+                eq("offered", first.path("outcome").asText(), "first dedup offer");
+                JsonNode kept = dedup(x, p, v.get(1), FAR, false);
+                eq("kept", kept.path("outcome").asText(), "throttled offer within the window");
+                eq(first.path("handle").asText(), kept.path("handle").asText(), "kept entry's handle");
+                sameList(List.of(v.get(0)), dq.readAll(), "Java readAll after the throttled offer");
+
+                // Java removes the key's entry by value: the mapping is stale, the next offer goes in.
+                eq(true, dq.remove(v.get(0)), "Java remove of delayq's deduplicated entry");
+                JsonNode fresh = dedup(x, p, v.get(2), FAR, false);
+                eq("offered", fresh.path("outcome").asText(), "dedup offer after Java's remove");
+                check(!fresh.path("handle").asText().equals(first.path("handle").asText()), "a new entry");
+                sameList(List.of(v.get(2)), dq.readAll(), "Java readAll after the new offer");
+
+                // Debounce: the value and due time replaced; moved when due, Java takes it.
+                long offered = now();
+                JsonNode replaced = dedup(x, p, v.get(3), 300, true);
+                eq("replaced", replaced.path("outcome").asText(), "debounced offer");
+                check(replaced.path("due_ms").asLong() >= offered + 300, "debounced due time");
+                eq(false, dq.contains(v.get(2)), "Java contains the replaced value");
+                Object took = bq.poll(10_000, MILLISECONDS);
+                long at = now();
+                check(Case.same(v.get(3), took), "Java took " + Case.show(took) + ", expected the debounced value");
+                check(at >= replaced.path("due_ms").asLong(), "debounced value taken before due");
+                x.javaLate.add(at - replaced.path("due_ms").asLong());
+
+                // Java took the key's entry within the window: the next offer goes in.
+                JsonNode again = dedup(x, p, v.get(4), FAR, false);
+                eq("offered", again.path("outcome").asText(), "dedup offer after Java took the entry");
+                sameList(List.of(v.get(4)), dq.readAll(), "Java readAll at the end");
+                eq(1L, x.timeoutCard(), "timeout set at the end");
+            } finally {
+                dq.destroy();
+                x.peer(p, "destroy");
+                x.env.javaA.getKeys().delete(mapping);
+            }
+        });
+    }
+
+    /** delayq's offer of v under the key "k" with a minute's window (debounced or throttled). */
+    static JsonNode dedup(Ctx x, Peer p, Object v, long delayMs, boolean debounce) {
+        return x.peer(p, "offer_dedup", "value", x.pv(v), "delay_ms", delayMs, "key", "k",
+                "window_ms", 60_000, "debounce", debounce);
+    }
+
     @ParameterizedTest(name = "S7 delayq reliable consumer with Java peers: {0}")
     @MethodSource("cases")
     void s7ReliableConsumerWithJavaPeers(Case c) throws Exception {
