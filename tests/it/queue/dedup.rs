@@ -94,7 +94,7 @@ async fn a_thousand_concurrent_throttled_offers_leave_the_first_entry() {
         pending_handles(&client, keys).await,
         [(first.handle(), first.due_ms())]
     );
-    assert_eq!(queues[0].read_all().await.unwrap(), [first_value.clone()]);
+    assert_eq!(queues[0].read_all().await.unwrap(), [first_value.as_str()]);
     // The value index finds it, and the handle cancels it.
     assert!(queues[0].contains(first_value).await.unwrap());
     assert!(queues[0].cancel(&first.handle()).await.unwrap());
@@ -131,7 +131,7 @@ async fn a_thousand_concurrent_debounced_offers_leave_the_last_entry() {
         .find(|(_, o)| o.handle() == pending[0].0)
         .expect("the entry left is one an offer returned");
     assert_eq!(pending[0].1, last.due_ms(), "due at the last offer's time");
-    assert_eq!(queues[0].read_all().await.unwrap(), [last_value.clone()]);
+    assert_eq!(queues[0].read_all().await.unwrap(), [last_value.as_str()]);
     // The value index and the position index were kept in step: lookups by value and by
     // handle find only the last entry.
     for (value, outcome) in outcomes.iter().take(50) {
