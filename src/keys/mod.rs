@@ -230,8 +230,8 @@ impl QueueKeys {
         format!("{}:{consumer}", self.claim_prefix)
     }
 
-    /// delayq's position index of the order list (`delayq_index:{NAME}`): transfers find due
-    /// entries by it without scanning the list; rebuilt whenever it is found stale.
+    /// delayq's position index of the order list (`delayq_index:{NAME}`), which lets a transfer
+    /// find due entries without scanning the list; rebuilt whenever it is found stale.
     pub fn index(&self) -> &str {
         &self.index
     }
@@ -444,8 +444,8 @@ impl QueueKeys {
             .filter_map(|role| self.of(role))
     }
 
-    /// Every key of the queue in the keyspace but the claim lists (named in the claim leases)
-    /// and the dedup keys' mappings: the target list and Redisson's first, then delayq's own.
+    /// Every key of the queue in the keyspace but the claim lists (named in the claim leases) and
+    /// the dedup keys' mappings, target list and Redisson's first: what its memory is summed over.
     ///
     /// ```
     /// let keys = delayq::QueueKeys::new("orders");

@@ -65,7 +65,7 @@ impl Dedup {
         self.mode
     }
 
-    /// The window in whole ms, refused when empty or a key that is empty or too long.
+    /// The window in whole ms; refuses an empty or too long key and a window under 1 ms.
     pub(crate) fn checked_window_ms(&self) -> Result<i64> {
         if self.key.is_empty() {
             return Err(Error::InvalidConfig("a dedup key is empty".into()));
