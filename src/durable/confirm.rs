@@ -66,22 +66,37 @@ impl Acks {
 pub(crate) struct Confirmer {
     client: Client,
     requests: mpsc::UnboundedSender<Request>,
-    has_waitaof: bool,
+    /// Why `WAITAOF` cannot be used here (unknown command, refused by an ACL), if it cannot.
+    no_waitaof: Option<String>,
 }
 
 impl Confirmer {
-    /// Opens a connection like `like`'s (same servers, credentials, TLS) and starts the task.
+    /// Opens a connection like `like`'s (same servers, credentials, TLS; following Sentinel's
+    /// master switches as the queue's own does) and starts the task.
     pub(crate) async fn connect(like: &Client) -> Result<Confirmer> {
         let client = like.clone_new();
-        let _connection_task = client.init().await?;
-        let has_waitaof = has_command(&client, "WAITAOF").await;
+        crate::redis::init_client(&client).await?;
+        // Waits for nothing, and returns at once: whether this user may wait at all (an ACL
+        // without `+wait` fails here, before anything is written), and whether WAITAOF exists.
+        if let Err(err) = client
+            .custom::<Value, _>(wait_command("WAIT"), vec![0, 0])
+            .await
+        {
+            let _ = client.quit().await;
+            return Err(err.into());
+        }
+        let no_waitaof = client
+            .custom::<Value, _>(wait_command("WAITAOF"), vec![0, 0, 0])
+            .await
+            .err()
+            .map(|err| err.details().to_owned());
         let (requests, receiver) = mpsc::unbounded_channel();
         let span = tracing::debug_span!("durable.confirmer");
         tokio::spawn(serve(client.clone(), receiver).instrument(span));
         Ok(Confirmer {
             client,
             requests,
-            has_waitaof,
+            no_waitaof,
         })
     }
 
@@ -92,14 +107,13 @@ impl Confirmer {
 
     /// Refuses, before anything is written, a durability this server cannot give.
     pub(crate) fn check(&self, durability: Durability) -> Result<()> {
-        if durability.uses_aof() && !self.has_waitaof {
-            return Err(Error::InvalidConfig(
+        match &self.no_waitaof {
+            Some(why) if durability.uses_aof() => Err(Error::InvalidConfig(format!(
                 "waiting for the append-only file needs WAITAOF (Redis 7.2 or later, Valkey), \
-                 which this server does not have; nothing was written"
-                    .into(),
-            ));
+                 which this server refused ({why}); nothing was written"
+            ))),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Waits until the write just made on [`client`](Self::client) to `key` has what
@@ -139,19 +153,10 @@ fn connection_id(client: &Client, server: Option<&Server>) -> Option<i64> {
     }
 }
 
-/// Whether the server knows `command` (`COMMAND INFO`); true when it will not say, so that the
-/// wait itself reports what is wrong.
-async fn has_command(client: &Client, command: &str) -> bool {
-    let reply: std::result::Result<Value, _> = client
-        .custom(
-            CustomCommand::new_static("COMMAND", ClusterHash::Random, false),
-            vec!["INFO", command],
-        )
-        .await;
-    match reply {
-        Ok(Value::Array(items)) => items.first().is_some_and(|item| !item.is_null()),
-        _ => true,
-    }
+/// `WAIT` or `WAITAOF`: blocking (fred sends nothing after it on its connection until it
+/// returns, as Redis runs nothing more of that client meanwhile).
+fn wait_command(name: &'static str) -> CustomCommand {
+    CustomCommand::new_static(name, ClusterHash::Random, true)
 }
 
 /// The task: takes every request waiting, confirms them one wait per durability and node.
@@ -222,10 +227,7 @@ async fn wait(client: &Client, durability: Durability, server: Option<&Server>) 
     let timeout = durability.timeout_ms();
     if durability.uses_aof() {
         let reply: Vec<u64> = client
-            .custom(
-                CustomCommand::new_static("WAITAOF", ClusterHash::Random, true),
-                vec![1, replicas, timeout],
-            )
+            .custom(wait_command("WAITAOF"), vec![1, replicas, timeout])
             .await?;
         let (local, replicas) = match reply.as_slice() {
             [local, replicas] => (*local, *replicas),
@@ -242,10 +244,7 @@ async fn wait(client: &Client, durability: Durability, server: Option<&Server>) 
         });
     }
     let replicas: u64 = client
-        .custom(
-            CustomCommand::new_static("WAIT", ClusterHash::Random, true),
-            vec![replicas, timeout],
-        )
+        .custom(wait_command("WAIT"), vec![replicas, timeout])
         .await?;
     Ok(Acks {
         replicas: u32::try_from(replicas).unwrap_or(u32::MAX),

@@ -290,3 +290,36 @@ async fn dead_letters_of_a_durable_queue_wait_for_the_replica() {
     assert_eq!(master.llen::<u64, _>(&dead).await.unwrap(), 2);
     drop(frozen);
 }
+
+/// The documented ACL user has no `+wait`: a durable write is refused before anything is
+/// written, and with `+wait` added it goes through (docs/durability.md says so).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_acl_user_without_wait_is_refused_before_writing() {
+    let redis = TestRedis::start_setup(&crate::common::Setup::password("admin-pass"), &[]);
+    let name = unique_name("durable-acl");
+    let mut args = vec!["ACL", "SETUSER", "app"];
+    let rules = crate::common::documented_acl(&name, "app-pass", &[]);
+    args.extend(rules.iter().map(String::as_str));
+    assert_eq!(redis.cli(&args), "OK");
+    let url = format!("redis://app:app-pass@127.0.0.1:{}", redis.port);
+    let client = crate::common::queue::connect(&url).await;
+    let queue = crate::common::queue::manual_queue(&client, &name).await;
+    // No replica: a wait that runs confirms nothing, so the timeout is short.
+    let wanted = Durability::replicas(1).timeout(Duration::from_millis(50));
+    let err = queue
+        .with_durability(wanted)
+        .offer("x", Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("NOPERM"), "{err}");
+    assert!(queue.is_empty().await.unwrap());
+
+    assert_eq!(redis.cli(&["ACL", "SETUSER", "app", "+wait"]), "OK");
+    let err = queue
+        .with_durability(wanted)
+        .offer("x", Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
+    assert_eq!(queue.size().await.unwrap(), 1);
+}
