@@ -9,7 +9,9 @@
 #
 # Options: --out DIR (where results go), --no-chart (skip the PNG and its Python venv),
 #          --only offer,transfer,lookup,latency,drain,rss,many,shard (a subset of the phases, for
-#          development; shard alone needs no Java).
+#          development; shard alone needs no Java); --only durable (durable offers beside plain
+#          ones, on the server and a replica of it that this script starts; no Java; not part of
+#          the full run).
 #
 # Builds go under the workspace's target/ (the Java side, the chart's venv): a run leaves the
 # checkout as it was, but for the results folder of a full run.
@@ -45,11 +47,14 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 [[ "$target_dir" == /* ]] || target_dir="$root/$target_dir"
 work="$(mktemp -d "${TMPDIR:-/tmp}/delayq-bench.XXXXXX")"
 redis_pid=""
+replica_pid=""
 cleanup() {
-  if [[ -n "$redis_pid" ]]; then
-    kill "$redis_pid" 2>/dev/null || true
-    wait "$redis_pid" 2>/dev/null || true
-  fi
+  for pid in "$replica_pid" "$redis_pid"; do
+    if [[ -n "$pid" ]]; then
+      kill "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -71,11 +76,15 @@ mkdir -p "$out"
 results_json="$out/results.json"
 results_md="$out/RESULTS.md"
 
-echo "== building the Java side (Redisson from Maven Central)"
-java_build="$target_dir/bench-java"
-mvn -B -q -f "$here/java/pom.xml" -Dbench.build.dir="$java_build" package >"$work/maven.log" 2>&1 \
-  || { cat "$work/maven.log" >&2; echo "run.sh: Maven build failed" >&2; exit 1; }
-classpath="$java_build/classes:$(cat "$java_build/classpath.txt")"
+# The shard and durable phases, alone, need no Java.
+classpath=""
+if [[ "$only" != shard && "$only" != durable ]]; then
+  echo "== building the Java side (Redisson from Maven Central)"
+  java_build="$target_dir/bench-java"
+  mvn -B -q -f "$here/java/pom.xml" -Dbench.build.dir="$java_build" package >"$work/maven.log" 2>&1 \
+    || { cat "$work/maven.log" >&2; echo "run.sh: Maven build failed" >&2; exit 1; }
+  classpath="$java_build/classes:$(cat "$java_build/classpath.txt")"
+fi
 
 echo "== building the delayq driver (cargo bench profile) and the delayq CLI (release)"
 (cd "$root" && cargo bench --quiet --bench delayq_bench --no-run \
@@ -94,13 +103,32 @@ done
 redis-cli -p "$port" ping >/dev/null || { echo "run.sh: redis-server did not start" >&2; exit 1; }
 echo "   redis $(redis-server --version | grep -o 'v=[0-9.]*') on 127.0.0.1:$port"
 
+replica_args=()
+if [[ ",$only," == *,durable,* ]]; then
+  echo "== starting a replica of it (the durable phase)"
+  replica_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  redis-cli -p "$port" config set repl-diskless-sync-delay 0 >/dev/null
+  mkdir -p "$work/replica"
+  redis-server --port "$replica_port" --bind 127.0.0.1 --save "" --appendonly no \
+    --dir "$work/replica" --logfile "$work/replica.log" --replicaof 127.0.0.1 "$port" &
+  replica_pid=$!
+  for _ in $(seq 300); do
+    redis-cli -p "$replica_port" info replication 2>/dev/null | grep -q 'master_link_status:up' && break
+    sleep 0.1
+  done
+  redis-cli -p "$replica_port" info replication | grep -q 'master_link_status:up' \
+    || { echo "run.sh: the replica did not link to the master" >&2; exit 1; }
+  echo "   replica on 127.0.0.1:$replica_port"
+  replica_args=(--replica-port "$replica_port")
+fi
+
 export BENCH_DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 export BENCH_COMMIT="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 export BENCH_JAVA_VERSION="$(java -version 2>&1 | head -1)"
 
 echo "== running the $mode benchmark"
 args=(--port "$port" --java-classpath "$classpath" --out "$results_json" --work-dir "$work"
-      --delayq-bin "$target_dir/release/delayq")
+      --delayq-bin "$target_dir/release/delayq" "${replica_args[@]}")
 [[ "$mode" == smoke ]] && args+=(--smoke)
 [[ -n "$only" ]] && args+=(--only "$only")
 (cd "$root" && cargo bench --quiet --bench delayq_bench -- "${args[@]}") \

@@ -9,6 +9,7 @@
 //! Every phase checks what it did (entries counted, lists emptied, due order kept) and the driver
 //! exits non-zero when a component fails; a missed performance target never fails it.
 
+mod durable;
 mod java;
 mod many;
 mod phases;
@@ -107,6 +108,8 @@ struct Args {
     plan: Plan,
     only: Option<Vec<String>>,
     delayq_bin: Option<String>,
+    /// A replica of the server at `port` (the durable phase's).
+    replica_port: Option<u16>,
 }
 
 fn parse_args(mut it: impl Iterator<Item = String>) -> BoxResult<Args> {
@@ -117,6 +120,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> BoxResult<Args> {
     let mut smoke = false;
     let mut only = None;
     let mut delayq_bin = None;
+    let mut replica_port = None;
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
         match arg.as_str() {
@@ -127,6 +131,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> BoxResult<Args> {
             "--only" => only = Some(value()?.split(',').map(str::to_owned).collect()),
             "--smoke" => smoke = true,
             "--delayq-bin" => delayq_bin = Some(value()?),
+            "--replica-port" => replica_port = Some(value()?.parse()?),
             // cargo bench passes this to harness-less benches.
             "--bench" => {}
             other => return Err(format!("unknown argument {other}").into()),
@@ -140,6 +145,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> BoxResult<Args> {
         plan: if smoke { Plan::smoke() } else { Plan::full() },
         only,
         delayq_bin,
+        replica_port,
     })
 }
 
@@ -172,22 +178,35 @@ fn main() {
 }
 
 async fn run(args: Args) -> BoxResult<()> {
-    // The shard phase needs only its own Cluster, no Java: alone, it runs without the rest.
-    if args.only.as_deref() == Some(&["shard".to_owned()][..]) {
+    // The shard phase needs only its own Cluster, the durable phase the server and its replica,
+    // neither Java: alone, each runs without the rest.
+    let alone = match args.only.as_deref() {
+        Some([one]) if one == "shard" || one == "durable" => Some(one.clone()),
+        _ => None,
+    };
+    if let Some(phase) = alone {
         let started = std::time::Instant::now();
         let meta = serde_json::json!({
-            "mode": "shard",
+            "mode": phase,
             "date": std::env::var("BENCH_DATE").unwrap_or_default(),
             "commit": std::env::var("BENCH_COMMIT").unwrap_or_default(),
             "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
             "loadavg_start": phases::loadavg(),
         });
-        let figures = shard::phase(&args.plan, &args.work_dir).await?;
+        let figures = match phase.as_str() {
+            "shard" => shard::phase(&args.plan, &args.work_dir).await?,
+            _ => {
+                let replica = args
+                    .replica_port
+                    .ok_or("the durable phase needs --replica-port")?;
+                durable::phase(&args.plan, args.port, replica).await?
+            }
+        };
         let mut meta = meta;
         meta["loadavg_end"] = serde_json::json!(phases::loadavg());
         let results = serde_json::json!({
             "meta": meta,
-            "shard": figures,
+            phase.as_str(): figures,
             "total_secs": started.elapsed().as_secs_f64(),
         });
         let text = serde_json::to_string_pretty(&results)?;

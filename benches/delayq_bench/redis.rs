@@ -186,6 +186,15 @@ pub(crate) async fn script_calls(client: &Client) -> BoxResult<ScriptCalls> {
     Ok(out)
 }
 
+/// How many times the server ran `command` (lower case) since its stats were last reset.
+pub(crate) async fn command_calls(client: &Client, command: &str) -> BoxResult<u64> {
+    let stats = command_stats(client).await?;
+    Ok(stats
+        .get(command)
+        .and_then(|fields| fields.get("calls"))
+        .map_or(0, |calls| *calls as u64))
+}
+
 /// INFO commandstats: command (lower case) -> its numeric fields (`calls`, `usec`,
 /// `usec_per_call`, ...).
 async fn command_stats(client: &Client) -> BoxResult<HashMap<String, HashMap<String, f64>>> {

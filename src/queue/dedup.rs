@@ -120,7 +120,8 @@ impl<C: Codec> DelayedQueue<C> {
     /// [`Error::InvalidConfig`] for an empty key, a key over [`MAX_DEDUP_KEY_LEN`] bytes or a
     /// window under 1 ms; [`Error::InvalidDelay`], [`Error::Encode`]; [`Error::WrongType`] when
     /// the mapping's name holds something else than a string (nothing is written); or a Redis
-    /// error.
+    /// error. On a queue with a [`Durability`](crate::Durability), the offer waits for it like
+    /// [`offer`](Self::offer) and may return [`Error::NotConfirmed`].
     pub async fn offer_dedup(
         &self,
         value: &C::Borrowed,
@@ -150,6 +151,11 @@ impl<C: Codec> DelayedQueue<C> {
             delay,
             value,
         };
-        offer_dedup::run(self.client(), self.spec(), offer).await
+        let writer = self.writer().await?;
+        let outcome = offer_dedup::run(writer.client(), self.spec(), offer).await?;
+        // A kept offer wrote nothing, but the entry it names was written on this connection or
+        // another: the wait still tells the caller whether the replicas have what it kept.
+        writer.confirm(self.name()).await?;
+        Ok(outcome)
     }
 }

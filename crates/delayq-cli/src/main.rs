@@ -20,6 +20,7 @@ mod commands;
 mod connection;
 mod ctx;
 mod dedup_args;
+mod durability_args;
 mod duration;
 mod exit;
 mod logging;

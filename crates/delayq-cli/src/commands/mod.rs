@@ -108,17 +108,19 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
             unique,
             handle,
             dedup,
+            durability,
         } => {
             let values = ctx.values(&value, &target.queue)?;
             if let Some(dedup) = dedup.dedup() {
-                return done(queue::offer_dedup(&ctx, &target, &values, delay, &dedup).await);
+                return done(queue::offer_dedup(&ctx, &target, &values, delay, &dedup, durability.durability())
+                        .await);
             }
             let how = match (unique, handle) {
                 (true, _) => queue::OfferHow::Unique,
                 (_, true) => queue::OfferHow::WithHandle,
                 _ => queue::OfferHow::Plain,
             };
-            done(queue::offer(&ctx, &target, &values, delay, how).await)
+            done(queue::offer(&ctx, &target, &values, delay, how, durability.durability()).await)
         }
         Command::Cancel {
             target,

@@ -7,20 +7,21 @@ use crate::cli::QueueArg;
 use crate::exit::Usage;
 use crate::show;
 use delayq::time::now_ms;
-use delayq::{Dedup, OfferHandle, QueueStats, ShardedHandle};
+use delayq::{Dedup, Durability, OfferHandle, QueueStats, ShardedHandle};
 use std::io::Write;
 use std::time::Duration;
 
 /// Offers each value; prints whether an equal one was replaced (`unique`), or each new entry's
-/// handle for `delayq cancel` (`handle`).
+/// handle for `delayq cancel` (`handle`); each write waits for `durability`.
 pub(crate) async fn offer(
     ctx: &Ctx,
     target: &QueueArg,
     values: &[String],
     delay: Duration,
     how: OfferHow,
+    durability: Durability,
 ) -> anyhow::Result<()> {
-    let queue = ctx.target(target).await?;
+    let queue = durable_target(ctx, target, durability).await?;
     let mut out = std::io::stdout().lock();
     let name = target.queue.as_str();
     match how {
@@ -57,18 +58,40 @@ pub(crate) async fn offer(
     Ok(())
 }
 
+/// The queue `target` names, its writes waiting for `durability` (one queue only: a sharded
+/// queue's writes go to several masters).
+async fn durable_target(
+    ctx: &Ctx,
+    target: &QueueArg,
+    durability: Durability,
+) -> anyhow::Result<Target> {
+    Ok(match ctx.target(target).await? {
+        Target::One(queue) => Target::One(queue.with_durability(durability)),
+        Target::Sharded(_) if !durability.is_none() => {
+            return Err(Usage(
+                "--wait-replicas and --wait-aof take one queue, not --shards: offer to each \
+                 shard by name"
+                    .into(),
+            )
+            .into())
+        }
+        sharded => sharded,
+    })
+}
+
 /// Offers each value deduplicated by `dedup`'s key; prints what happened and the key's pending
 /// entry's handle: `offered HANDLE`, `kept HANDLE` (dropped: that entry stays) or `replaced
 /// HANDLE`, and with --json `{"queue", "outcome", "handle", "due_ms"}`. A dropped offer is no
-/// error (exit 0).
+/// error (exit 0). Each offer waits for `durability`.
 pub(crate) async fn offer_dedup(
     ctx: &Ctx,
     target: &QueueArg,
     values: &[String],
     delay: Duration,
     dedup: &Dedup,
+    durability: Durability,
 ) -> anyhow::Result<()> {
-    let queue = ctx.target(target).await?;
+    let queue = durable_target(ctx, target, durability).await?;
     let mut out = std::io::stdout().lock();
     for value in values {
         let (outcome, handle) = match &queue {
