@@ -7,7 +7,7 @@
 
 use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
-use delayq::{DelayedQueue, Durability, Error};
+use delayq::{Dedup, DelayedQueue, Durability, Error};
 use fred::interfaces::{ListInterface, SortedSetsInterface};
 use std::time::{Duration, Instant};
 
@@ -124,6 +124,28 @@ async fn an_unconfirmed_offer_is_not_confirmed_and_is_on_the_master() {
     assert_eq!(pending_on(&pair.master, &queue).await, 1);
     // Plain offers of the same queue still return at once.
     queue.offer("plain", Duration::from_secs(60)).await.unwrap();
+    drop(frozen);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deduplicated_offers_wait_for_the_replica() {
+    let pair = Pair::start(&[]);
+    let queue = queue_on(&pair.master, "durable-dedup").await;
+    let durable =
+        queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(300)));
+    let dedup = Dedup::throttle("order-7", Duration::from_secs(60));
+    let first = durable
+        .offer_dedup("first", Duration::from_secs(60), &dedup)
+        .await
+        .unwrap();
+    assert_eq!(first.as_str(), "offered");
+    assert_eq!(pending_on(&pair.replica, &queue).await, 1);
+    let frozen = pair.freeze();
+    let err = durable
+        .offer_dedup("second", Duration::from_secs(60), &dedup)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
     drop(frozen);
 }
 
