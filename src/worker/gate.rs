@@ -449,7 +449,8 @@ impl Slot {
         }
     }
 
-    /// Releases `slot`, if the job had one.
+    /// Releases `slot`, if the job had one (after the job's permit is freed: the next take need
+    /// not wait for this round trip; a take refused meanwhile is woken by it).
     pub(super) async fn release_any(slot: Option<Slot>) {
         if let Some(slot) = slot {
             slot.release().await;

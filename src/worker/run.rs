@@ -92,7 +92,6 @@ where
         tracker.spawn(tracing::Instrument::instrument(
             async move {
                 job.run(queue, delivery, metrics, handling).await;
-                // The next take need not wait for the release's round trip.
                 drop(permit);
                 Slot::release_any(slot).await;
             },
