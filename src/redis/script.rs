@@ -23,7 +23,7 @@ use fred::prelude::{Error as FredError, FromValue, Key, Value};
 use tracing::Instrument;
 
 /// The helpers a script may start with, in order: a file only calls helpers defined above it.
-const PRELUDE: [&str; 7] = [
+const PRELUDE: [&str; 8] = [
     include_str!("../../lua/lib/time.lua"),
     include_str!("../../lua/lib/guard.lua"),
     include_str!("../../lua/lib/entry.lua"),
@@ -31,6 +31,7 @@ const PRELUDE: [&str; 7] = [
     include_str!("../../lua/lib/values_field.lua"),
     include_str!("../../lua/lib/values.lua"),
     include_str!("../../lua/lib/settle.lua"),
+    include_str!("../../lua/lib/limit.lua"),
 ];
 
 /// What every call of one queue's scripts needs: its keys, and its options (the entry format it
@@ -259,6 +260,14 @@ impl<'a> ScriptCall<'a> {
     /// [`KeyRole::Destination`], [`KeyRole::OwnList`]).
     pub(crate) fn key(mut self, key: &'a str) -> Self {
         self.given.push(key);
+        self
+    }
+
+    /// The limit keys ([`LimitKeys`](crate::keys::LimitKeys)) the script declares, as its next
+    /// keys given per call.
+    pub(crate) fn limit_keys(mut self, keys: &'a crate::keys::LimitKeys) -> Self {
+        let roles = self.script.keys.iter();
+        self.given.extend(roles.filter_map(|role| keys.of(*role)));
         self
     }
 

@@ -12,7 +12,8 @@
 use super::Counters;
 use crate::codec::Codec;
 use crate::queue::DelayedQueue;
-use crate::reliable::{Delivery, ReliableConfig, ReliableConsumer};
+use crate::redis::ops::limit_take::TakeGate;
+use crate::reliable::{Delivery, GatedTake, ReliableConfig, ReliableConsumer};
 use crate::retry::{Backoff, FailureLog, Retrying};
 use crate::Result;
 use fred::interfaces::ListInterface;
@@ -72,21 +73,64 @@ impl<C: Codec> Sources<C> {
         )))
     }
 
-    /// The next value and the name of its queue, or `None` once `stop` is cancelled.
+    /// The next value and the name of its queue, or `None` once `stop` is cancelled or `until`
+    /// has passed. A single queue takes under `gate` (its queue-wide limits), if given.
     ///
     /// An error of the single queue is returned (the caller backs off); with several queues, a
     /// queue that fails is logged and benched for its own backoff while the others go on.
     pub(super) async fn next(
         &mut self,
         stop: &CancellationToken,
+        until: Option<Instant>,
+        gate: Option<&TakeGate>,
         counters: &Counters,
-    ) -> Result<Option<(Arc<str>, Delivery<C::Value>)>> {
+    ) -> Result<Option<(Arc<str>, GatedTake<C::Value>)>> {
         match self {
             Sources::One(consumer) => Ok(consumer
-                .take_or_stop(stop)
+                .take_or_stop(stop, until, gate)
                 .await?
-                .map(|delivery| (Arc::from(consumer.name()), delivery))),
-            Sources::Many(many) => Ok(many.next(stop, counters).await),
+                .map(|taken| (Arc::from(consumer.name()), taken))),
+            Sources::Many(many) => {
+                let value = |taken: Option<(Arc<str>, Delivery<C::Value>)>| {
+                    taken.map(|(name, delivery)| (name, GatedTake::Value(delivery)))
+                };
+                let Some(until) = until else {
+                    return Ok(value(many.next(stop, counters).await));
+                };
+                // Polling queues wait in sleeps, which a cut ends cleanly.
+                let cut = stop.child_token();
+                let timer = async {
+                    tokio::time::sleep_until(until).await;
+                    cut.cancel();
+                    std::future::pending::<()>().await
+                };
+                tokio::select! {
+                    taken = many.next(&cut, counters) => Ok(value(taken)),
+                    () = timer => Ok(None),
+                }
+            }
+        }
+    }
+
+    /// The consumer of the queue `name`.
+    pub(super) fn consumer(&self, name: &str) -> Option<&ReliableConsumer<C>> {
+        match self {
+            Sources::One(consumer) => Some(consumer).filter(|c| c.name() == name),
+            Sources::Many(many) => many
+                .sources
+                .iter()
+                .find(|s| &*s.name == name)
+                .map(|s| &s.consumer),
+        }
+    }
+
+    /// Takes nothing from the queue `name` until `until` (its limits let nothing start before);
+    /// a single queue's worker waits holding its value instead.
+    pub(super) fn rest(&mut self, name: &str, until: Instant) {
+        if let Sources::Many(many) = self {
+            if let Some(source) = many.sources.iter_mut().find(|s| &*s.name == name) {
+                source.resting_until = Some(until);
+            }
         }
     }
 
@@ -112,11 +156,14 @@ struct Source<C: Codec> {
     retrying: Retrying,
     failures: FailureLog,
     benched_until: Option<Instant>,
+    /// Until when the queue's limits let none of its values start (see `gate.rs`).
+    resting_until: Option<Instant>,
 }
 
 impl<C: Codec> Source<C> {
     fn benched(&self, now: Instant) -> bool {
         self.benched_until.is_some_and(|until| until > now)
+            || self.resting_until.is_some_and(|until| until > now)
     }
 
     /// Notes how a call on this queue went; an error benches the queue for its backoff.
@@ -170,6 +217,7 @@ impl<C: Codec> Many<C> {
                 retrying: Retrying::new(take_backoff()),
                 failures: FailureLog::default(),
                 benched_until: None,
+                resting_until: None,
             })
             .collect();
         let by_name = sources.iter().map(|s| s.name.clone()).zip(0..).collect();

@@ -533,14 +533,36 @@ async fn full_queue(client: &Client) -> DelayedQueue<StringCodec> {
 fn given_keys(script: &str, keys: &QueueKeys) -> Vec<String> {
     match script {
         "take.lua" | "unclaim.lua" => vec![keys.claim("c1")],
+        "limit_take.lua" => [vec![keys.claim("c1")], limit_keys(script, keys)].concat(),
         "poll_last_offer_first.lua" => vec![format!("{{{}}}:dest", keys.target())],
         "purge_list.lua" => vec![keys.dead().to_owned()],
         "offer_dedup.lua" => vec![keys.dedup("k1")],
         "schedule_fire.lua" | "schedule_set.lua" | "schedule_remove.lua" => {
             vec![keys.schedule("s1")]
         }
+        _ if script.starts_with("limit_") => limit_keys(script, keys),
         _ => Vec::new(),
     }
+}
+
+/// The limit keys a limit script declares, in its KEYS order (after the target list).
+fn limit_keys(script: &str, keys: &QueueKeys) -> Vec<String> {
+    let name = keys.target();
+    let header = delayq::__internal::script_source(script).unwrap();
+    let mut out = Vec::new();
+    for line in header.lines().filter(|l| l.starts_with("-- KEYS[")) {
+        if let Some(pattern) = line
+            .split_whitespace()
+            .find(|w| w.starts_with("delayq_limit"))
+        {
+            out.push(
+                pattern
+                    .replace("{NAME}", &format!("{{{name}}}"))
+                    .replace(":KEY", ":k1"),
+            );
+        }
+    }
+    out
 }
 
 /// Every key's serialized content (`DUMP`), to prove a refused call changed nothing.

@@ -1,0 +1,82 @@
+//! The worker's takes: from the target lists, retried with backoff, and ended by a wake-up
+//! time when the limits want to look at Redis again (see `gate.rs`).
+
+use super::sources::Sources;
+use super::Counters;
+use crate::codec::Codec;
+use crate::redis::ops::limit_acquire::Acquired;
+use crate::redis::ops::limit_take::TakeGate;
+use crate::reliable::{Delivery, GatedTake};
+use crate::retry::{FailureLog, Retrying};
+use std::sync::Arc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// What a take brought.
+pub(super) enum Took<V> {
+    /// A value of the queue named; `true` when taken with its slot and token (under a gate).
+    Value(Arc<str>, Delivery<V>, bool),
+    /// The queue-wide limits refused (nothing taken), or changed.
+    Limited(Acquired),
+    /// The wake-up time passed first.
+    Woke,
+    /// The worker is asked to stop.
+    Stopped,
+}
+
+/// Takes the worker's values, retrying failed takes with backoff until a stop.
+pub(super) struct Taker<'a, C: Codec> {
+    pub(super) sources: &'a mut Sources<C>,
+    pub(super) stop: &'a CancellationToken,
+    pub(super) counters: &'a Counters,
+    pub(super) name: &'a str,
+    pub(super) retrying: Retrying,
+    pub(super) failures: FailureLog,
+}
+
+impl<C: Codec> Taker<'_, C> {
+    /// The next delivery; [`Took::Woke`] once `wake` has passed, [`Took::Stopped`] once the
+    /// worker is asked to stop. Each kind of error is logged once, then again only when it
+    /// changes; the recovery is logged too.
+    pub(super) async fn next_until(
+        &mut self,
+        wake: Option<Instant>,
+        gate: Option<&TakeGate>,
+    ) -> Took<C::Value> {
+        let name = self.name;
+        loop {
+            match self
+                .sources
+                .next(self.stop, wake, gate, self.counters)
+                .await
+            {
+                Ok(Some((queue, taken))) => {
+                    self.retrying.succeeded();
+                    if self.failures.recovered() > 0 {
+                        tracing::info!(queue = %name, "takes work again");
+                    }
+                    return match taken {
+                        GatedTake::Value(delivery) => Took::Value(queue, delivery, gate.is_some()),
+                        GatedTake::Limited(refused) => Took::Limited(refused),
+                    };
+                }
+                Ok(None) if self.stop.is_cancelled() => return Took::Stopped,
+                Ok(None) => return Took::Woke,
+                Err(err) => {
+                    Counters::bump(&self.counters.errors);
+                    let wait = self.retrying.failed();
+                    let retry_in_ms = wait.as_millis() as u64;
+                    if self.failures.first_of_kind(&err.to_string()) {
+                        tracing::warn!(queue = %name, error = %err, retry_in_ms, "take failed; retrying (repeats of this error are logged at debug)");
+                    } else {
+                        tracing::debug!(queue = %name, error = %err, retry_in_ms, "take failed again");
+                    }
+                    tokio::select! {
+                        _ = self.stop.cancelled() => return Took::Stopped,
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        }
+    }
+}
