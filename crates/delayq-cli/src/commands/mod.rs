@@ -112,8 +112,17 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
         } => {
             let values = ctx.values(&value, &target.queue)?;
             if let Some(dedup) = dedup.dedup() {
-                return done(queue::offer_dedup(&ctx, &target, &values, delay, &dedup, durability.durability())
-                        .await);
+                return done(
+                    queue::offer_dedup(
+                        &ctx,
+                        &target,
+                        &values,
+                        delay,
+                        &dedup,
+                        durability.durability(),
+                    )
+                    .await,
+                );
             }
             let how = match (unique, handle) {
                 (true, _) => queue::OfferHow::Unique,
