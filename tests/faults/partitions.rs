@@ -165,8 +165,7 @@ fn consumer_cut(d: &Deployment) -> AnyResult<Measured> {
     let start = now_ms();
     d.net.set("c2", Link::Blackhole)?;
     sleep_until(start + 1_000);
-    d.force_failover()?;
-    let (new, promoted_at) = d.wait_promotion(old)?;
+    let (new, promoted_at) = d.forced_failover(old)?;
     sleep_until(promoted_at + 2_000);
     d.net.set("c2", Link::Main)?;
     let end = now_ms();

@@ -262,16 +262,25 @@ impl Deployment {
         })
     }
 
-    /// Asks the sentinels for a failover of `SERVICE` until one starts it.
-    pub fn force_failover(&self) -> AnyResult<()> {
-        wait_for("SENTINEL FAILOVER accepted", SETTLE, || {
-            let reply = self.cli("s1", &["SENTINEL", "FAILOVER", SERVICE])?;
-            if reply.trim() == "OK" {
-                Ok(())
-            } else {
-                Err(reply)
+    /// Forces a failover away from `old` (`SENTINEL FAILOVER`) and waits for the promotion;
+    /// asks again when a failover aborts (another sentinel with an older view may turn the
+    /// chosen replica back before it is seen as master). Returns the new master and when it was
+    /// first named.
+    pub fn forced_failover(&self, old: &str) -> AnyResult<(&'static str, i64)> {
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            let asked = self.cli("s1", &["SENTINEL", "FAILOVER", SERVICE]);
+            let attempt_end = Instant::now() + Duration::from_secs(15);
+            while Instant::now() < attempt_end {
+                match self.majority_master() {
+                    Ok(m) if m != old => return Ok((m, delayq::time::now_ms())),
+                    _ => std::thread::sleep(Duration::from_millis(50)),
+                }
             }
-        })
+            if Instant::now() > deadline {
+                return Err(format!("no promotion after SENTINEL FAILOVER: {asked:?}").into());
+            }
+        }
     }
 
     /// A command running `program` on `host` (a client host).
