@@ -5,7 +5,7 @@
 #   tests/faults/run.sh            # short run (< 3 min, and ~40 s of schedules): 20k values, each fault kind once
 #   tests/faults/run.sh --long     # the soak: 1M values; writes target/faults/RESULTS.md
 #   tests/faults/run.sh --long --update           # ... into the committed tests/faults/RESULTS.md
-#   tests/faults/run.sh --parts soak,consumers    # a subset (soak, failover, consumers, schedules)
+#   tests/faults/run.sh --parts soak,consumers    # a subset (soak, failover, consumers, schedules, partitions)
 #   tests/faults/run.sh --parts schedules --schedule-secs 600   # the schedules part, 10 minutes
 #   tests/faults/run.sh --parts partitions        # network partitions (root: network namespaces)
 #
