@@ -122,6 +122,34 @@ pub enum Error {
         limit: u64,
     },
 
+    /// A durable write ([`Durability`](crate::Durability)) whose confirmations did not come in
+    /// time. The value **was written** on the master, but fewer replicas (or no AOF fsync)
+    /// confirmed it than asked: it may or may not survive a failover. Not a success, and not a
+    /// failure to write either: treat the outcome as unknown (check before writing it again,
+    /// or write it again if a duplicate is harmless).
+    #[error(
+        "the value was written on the master but not confirmed: {acked_replicas} of \
+         {wanted_replicas} replicas acknowledged it{aof} within {timeout:?}; it may or may not \
+         survive a failover",
+        aof = match (wanted_local_aof, local_aof) {
+            (true, false) => " and the master's AOF did not confirm it",
+            _ => "",
+        }
+    )]
+    NotConfirmed {
+        /// Replicas the write waited for.
+        wanted_replicas: u32,
+        /// Replicas that acknowledged it (0 also when the wait could not run on the write's
+        /// connection: dropped, or replaced by a reconnection).
+        acked_replicas: u32,
+        /// Whether the write waited for the master's AOF.
+        wanted_local_aof: bool,
+        /// Whether the master's AOF confirmed it.
+        local_aof: bool,
+        /// How long the write waited.
+        timeout: std::time::Duration,
+    },
+
     /// A delay that is negative or does not fit Redisson's millisecond timestamps.
     #[error("invalid delay: {0}")]
     InvalidDelay(String),

@@ -26,6 +26,8 @@
 //!   (the one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
 //!   arguments and reply).
 //! - [`metrics`]: every metric delayq records (feature `metrics`), with its name and labels.
+//! - [`Durability`] (`durable/`): durable writes' own connection, and the task that confirms
+//!   them with one `WAIT`/`WAITAOF` for every writer waiting.
 //! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).
 //! - [`Scheduler`] (`scheduler/`): the transfer task (Redisson's `QueueTransferTask`).
 //! - [`DelayedQueue`] (`queue/`): the producer side (`RDelayedQueue`): `redisson.rs` holds
@@ -42,6 +44,7 @@
 
 pub mod codec;
 mod consumer;
+mod durable;
 pub mod entry;
 mod error;
 mod keys;
@@ -65,6 +68,7 @@ pub use fred;
 pub use tokio_util::sync::CancellationToken;
 
 pub use consumer::Consumer;
+pub use durable::Durability;
 pub use entry::{EntryFormat, OfferHandle};
 pub use error::{BoxError, Error, Refusal, Result, TlsFailure};
 pub use keys::{glob_match, logical_queue, shard_count_key, QueueKeys};
@@ -127,6 +131,9 @@ struct ShardingDocs;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/production.md")]
 struct ProductionDocs;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/durability.md")]
+struct DurabilityDocs;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/operations.md")]
 struct OperationsDocs;

@@ -54,8 +54,9 @@ impl<C: Codec> DelayedQueue<C> {
         async {
             self.check_sizes(entries.iter().map(|(_, value)| value.as_slice()))
                 .await?;
-            offer::run(self.client(), self.spec(), entries).await?;
-            Ok(())
+            let writer = self.writer().await?;
+            offer::run(writer.client(), self.spec(), entries).await?;
+            writer.confirm(self.name()).await
         }
         .instrument(span)
         .await
@@ -86,7 +87,10 @@ impl<C: Codec> DelayedQueue<C> {
         let span = self.offer_span(1, Some(delay));
         let handle = async {
             self.check_sizes([value.as_slice()]).await?;
-            offer::run_with_handle(self.client(), self.spec(), delay, value).await
+            let writer = self.writer().await?;
+            let handle = offer::run_with_handle(writer.client(), self.spec(), delay, value).await?;
+            writer.confirm(self.name()).await?;
+            Ok::<_, Error>(handle)
         }
         .instrument(span.clone())
         .await?;
@@ -99,7 +103,11 @@ impl<C: Codec> DelayedQueue<C> {
     pub(crate) async fn offer_unique_encoded(&self, delay: Delay, value: Vec<u8>) -> Result<bool> {
         async {
             self.check_sizes([value.as_slice()]).await?;
-            Ok(offer_unique::run(self.client(), self.spec(), delay, value).await? > 0)
+            let writer = self.writer().await?;
+            // A new entry or an equal one's new due time: a write either way.
+            let replaced = offer_unique::run(writer.client(), self.spec(), delay, value).await?;
+            writer.confirm(self.name()).await?;
+            Ok(replaced > 0)
         }
         .instrument(self.offer_span(1, Some(delay)))
         .await

@@ -8,6 +8,8 @@
 //! - `check.rs`: [`check`](DelayedQueue::check), what an operator should know about the server.
 //! - `encoded.rs`: the operations on values already encoded, which the public ones above and
 //!   the sharded queue's call, so that each is written once and a value encoded once.
+//! - `durable.rs`: [`with_durability`](DelayedQueue::with_durability) and the one way a write
+//!   waits for its confirmations ([`Durability`](crate::Durability)).
 //! - `pause.rs`: [`pause`](DelayedQueue::pause), [`resume`](DelayedQueue::resume) and
 //!   [`is_paused`](DelayedQueue::is_paused): delayq's pause flag.
 //! - `sharded/`: [`ShardedQueue`], one logical queue over N ordinary queues (shards).
@@ -17,6 +19,7 @@
 //! [`worker`](crate::worker).
 
 mod check;
+mod durable;
 mod encoded;
 mod extras;
 mod observed;
@@ -35,6 +38,7 @@ pub use sharded::{
 
 use crate::codec::{decode_value, Codec};
 use crate::consumer::Consumer;
+use crate::durable::{Confirmer, Durability};
 use crate::entry::EntryFormat;
 use crate::keys::QueueKeys;
 use crate::options::QueueOptions;
@@ -59,9 +63,21 @@ pub struct DelayedQueueBuilder<C: Codec> {
     transfer: bool,
     transfer_config: TransferConfig,
     group_config: Option<GroupConfig>,
+    durability: Durability,
 }
 
 impl<C: Codec> DelayedQueueBuilder<C> {
+    /// What this queue's writes wait for before they are reported done (offers, replays of dead
+    /// letters): replicas (`WAIT`), the append-only file (`WAITAOF`). Default:
+    /// [`Durability::none`], plain writes. Calls that should wait otherwise can use
+    /// [`DelayedQueue::with_durability`]. With a durability set, [`build`](Self::build) opens
+    /// the connection durable writes go on, and fails when the server cannot give it (an AOF
+    /// wait on a server without `WAITAOF`).
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
     /// The entry format and clock (see [`QueueOptions`]), used by every call of this queue, the
     /// scheduler it starts and its reliable consumers. Default: current entries, this process's
     /// clock.
@@ -97,7 +113,9 @@ impl<C: Codec> DelayedQueueBuilder<C> {
     ///
     /// # Errors
     ///
-    /// An empty name, an invalid scheduler config, or the scheduler could not subscribe.
+    /// An empty name, an invalid scheduler config, or the scheduler could not subscribe; with a
+    /// [`durability`](Self::durability), no connection for durable writes or a server that
+    /// cannot give it.
     pub async fn build(self) -> Result<DelayedQueue<C>> {
         if self.name.is_empty() {
             return Err(Error::InvalidConfig("queue name is empty".into()));
@@ -118,7 +136,7 @@ impl<C: Codec> DelayedQueueBuilder<C> {
         } else {
             None
         };
-        Ok(DelayedQueue {
+        let queue = DelayedQueue {
             inner: Arc::new(Inner {
                 client: self.client,
                 spec,
@@ -126,8 +144,14 @@ impl<C: Codec> DelayedQueueBuilder<C> {
                 lease: Mutex::new(lease),
                 pass_cost: PassCost::default(),
                 bulk_limit: tokio::sync::OnceCell::new(),
+                confirmer: tokio::sync::OnceCell::new(),
             }),
-        })
+            durability: self.durability,
+        };
+        if !queue.durability.is_none() {
+            queue.confirmer().await?.check(queue.durability)?;
+        }
+        Ok(queue)
     }
 }
 
@@ -155,12 +179,15 @@ impl<C: Codec> DelayedQueueBuilder<C> {
 #[derive(Debug)]
 pub struct DelayedQueue<C: Codec> {
     inner: Arc<Inner<C>>,
+    /// What this handle's writes wait for (clones by `with_durability` differ only in it).
+    durability: Durability,
 }
 
 impl<C: Codec> Clone for DelayedQueue<C> {
     fn clone(&self) -> Self {
         DelayedQueue {
             inner: self.inner.clone(),
+            durability: self.durability,
         }
     }
 }
@@ -175,6 +202,8 @@ struct Inner<C> {
     pass_cost: PassCost,
     /// The server's `proto-max-bulk-len`, read when a value first needs it.
     bulk_limit: tokio::sync::OnceCell<u64>,
+    /// Durable writes' connection, opened by the first handle that needs it.
+    confirmer: tokio::sync::OnceCell<Confirmer>,
 }
 
 impl<C: Codec> DelayedQueue<C> {
@@ -198,6 +227,7 @@ impl<C: Codec> DelayedQueue<C> {
             transfer: true,
             transfer_config: TransferConfig::default(),
             group_config: None,
+            durability: Durability::none(),
         }
     }
 

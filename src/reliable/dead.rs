@@ -160,6 +160,10 @@ impl<C: Codec> DelayedQueue<C> {
     /// Goes 500 records to a call (each call reads only the head of the dead-letter list), so a
     /// long replay never holds Redis long; a failure part-way leaves the calls before it done.
     ///
+    /// With a [`durability`](DelayedQueue::with_durability), each call waits for its
+    /// confirmations; [`Error::NotConfirmed`] then means the records of that call were replayed
+    /// on the master (and the calls before it confirmed) but not confirmed.
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidDelay`] or a Redis error.
@@ -181,8 +185,7 @@ impl<C: Codec> DelayedQueue<C> {
             kept_ahead += read - records.len();
             // Where they were, plus as many again for records that came in between.
             let window = kept_ahead + 2 * records.len();
-            replayed +=
-                dead_replay::run(self.client(), self.spec(), delay, window, records).await?;
+            replayed += self.replay_records(delay, window, records).await?;
             left = left.saturating_sub(read);
             if read < page {
                 break;
@@ -195,6 +198,10 @@ impl<C: Codec> DelayedQueue<C> {
     /// the queue with a fresh attempt count, due after `delay`, if it is still within the first
     /// `within` records of the list; true when it was replayed (false: replayed, purged or
     /// trimmed meanwhile, or not delayq's record). What an operator's "retry this one" does.
+    ///
+    /// With a [`durability`](DelayedQueue::with_durability), each call waits for its
+    /// confirmations; [`Error::NotConfirmed`] then means the records of that call were replayed
+    /// on the master (and the calls before it confirmed) but not confirmed.
     ///
     /// # Errors
     ///
@@ -210,9 +217,24 @@ impl<C: Codec> DelayedQueue<C> {
             return Ok(false);
         };
         let records = vec![(record.clone(), parts.value)];
+        Ok(self.replay_records(delay, within + 1, records).await? > 0)
+    }
+
+    /// One `dead_replay.lua` call, on this handle's [`writer`](DelayedQueue::writer): confirmed
+    /// as its [`durability`](DelayedQueue::durability) asks when it replayed any.
+    async fn replay_records(
+        &self,
+        delay: Delay,
+        window: usize,
+        records: Vec<(Bytes, Bytes)>,
+    ) -> Result<u64> {
+        let writer = self.writer().await?;
         let replayed =
-            dead_replay::run(self.client(), self.spec(), delay, within + 1, records).await?;
-        Ok(replayed > 0)
+            dead_replay::run(writer.client(), self.spec(), delay, window, records).await?;
+        if replayed > 0 {
+            writer.confirm(self.name()).await?;
+        }
+        Ok(replayed)
     }
 
     /// Deletes the one dead letter `record` (exactly as stored: [`DeadLetter::record`], or any

@@ -1,5 +1,6 @@
 //! The command line: options and subcommands (clap), and duration parsing.
 
+use crate::durability_args::DurabilityArgs;
 use crate::duration::parse_duration;
 use crate::text_codec::CodecName;
 use clap::{Args, Parser, Subcommand};
@@ -16,7 +17,8 @@ use std::time::Duration;
                   warnings (check), a queue it could not read (queues) or no such schedule; 2 usage or invalid input; 3 cannot reach Redis; 4 \
                   authentication or ACL refused; 5 a key of the wrong type; 6 a value the codec \
                   cannot encode or decode; 7 Redis refused (out of memory, busy, read-only, \
-                  loading); 8 any other error."
+                  loading); 8 any other error; 9 a durable write (--wait-replicas, --wait-aof) \
+                  written on the master but not confirmed in time."
 )]
 pub(crate) struct Cli {
     #[command(flatten, next_help_heading = "Global options")]
@@ -172,6 +174,8 @@ pub(crate) enum Command {
         /// Print the new entry's handle (SHARD:HANDLE with --shards), for `delayq cancel`.
         #[arg(long)]
         handle: bool,
+        #[command(flatten)]
+        durability: DurabilityArgs,
     },
     /// Cancel the pending entry `offer --handle` printed HANDLE for, whatever its value; prints
     /// true or false (not pending: already due, removed or cancelled).
@@ -414,19 +418,6 @@ pub(crate) struct UiArgs {
     pub(crate) pattern: Option<String>,
 }
 
-impl TransferArgs {
-    /// The transfer settings these options ask for.
-    pub(crate) fn transfer_config(&self) -> delayq::TransferConfig {
-        let config = delayq::TransferConfig::default();
-        let max = self.max_batch as usize;
-        if max <= config.batch_size() {
-            config.with_batch_size(max)
-        } else {
-            config.with_adaptive_batch(max, Duration::from_millis(5))
-        }
-    }
-}
-
 /// `delayq work`'s options.
 #[derive(Debug, Args)]
 pub(crate) struct WorkArgs {
@@ -510,6 +501,8 @@ pub(crate) enum DeadAction {
         /// Due after this delay (0: straight onto the target list).
         #[arg(long, value_parser = parse_duration, default_value = "0s")]
         delay: Duration,
+        #[command(flatten)]
+        durability: DurabilityArgs,
     },
     /// Delete them all; prints how many there were.
     Purge {

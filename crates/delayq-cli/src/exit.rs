@@ -24,6 +24,8 @@ pub(crate) enum Status {
     Refused = 7,
     /// 8: anything else.
     Other = 8,
+    /// 9: a durable write on the master that its replicas (or AOF) did not confirm in time.
+    NotConfirmed = 9,
 }
 
 impl From<Status> for ExitCode {
@@ -67,6 +69,7 @@ pub(crate) fn status(err: &anyhow::Error) -> Status {
 fn of_delayq(err: &Error) -> Status {
     match err {
         Error::WrongType { .. } => Status::WrongType,
+        Error::NotConfirmed { .. } => Status::NotConfirmed,
         Error::NoSuchSchedule { .. } => Status::False,
         Error::Encode { .. } | Error::Decode { .. } => Status::Codec,
         Error::InvalidDelay(_)

@@ -19,6 +19,7 @@ mod codec_choice;
 mod commands;
 mod connection;
 mod ctx;
+mod durability_args;
 mod duration;
 mod exit;
 mod logging;

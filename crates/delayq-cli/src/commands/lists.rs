@@ -5,6 +5,7 @@ use super::Ctx;
 use crate::cli::{DeadAction, QuarantineAction, QueueArg};
 use crate::progress::Progress;
 use crate::text_codec::base64_of;
+use delayq::Durability;
 use std::time::Duration;
 
 pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
@@ -40,8 +41,9 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
             target,
             limit,
             delay,
+            durability,
         } => {
-            let replayed = replay(ctx, &target, limit, delay).await?;
+            let replayed = replay(ctx, &target, limit, delay, durability.durability()).await?;
             ctx.print_answer(&mut out, &target.queue, "replayed", replayed)?;
         }
         DeadAction::Purge { target } => {
@@ -54,15 +56,17 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
 }
 
 /// Dead letters replayed a chunk at a time (one short script each), with progress; stops at a
-/// chunk of records that do not parse.
+/// chunk of records that do not parse. Each chunk waits for `durability`.
 async fn replay(
     ctx: &Ctx,
     target: &QueueArg,
     limit: usize,
     delay: Duration,
+    durability: Durability,
 ) -> anyhow::Result<u64> {
     const CHUNK: usize = 1_000;
     let queue = ctx.one(target, "dead replay").await?;
+    let queue = queue.with_durability(durability);
     let dead = queue.reliable_stats().await?.dead;
     let total = if limit == 0 {
         dead

@@ -107,6 +107,7 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
             delay,
             unique,
             handle,
+            durability,
         } => {
             let values = ctx.values(&value, &target.queue)?;
             let how = match (unique, handle) {
@@ -114,7 +115,7 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
                 (_, true) => queue::OfferHow::WithHandle,
                 _ => queue::OfferHow::Plain,
             };
-            done(queue::offer(&ctx, &target, &values, delay, how).await)
+            done(queue::offer(&ctx, &target, &values, delay, how, durability.durability()).await)
         }
         Command::Cancel {
             target,

@@ -7,20 +7,32 @@ use crate::cli::QueueArg;
 use crate::exit::Usage;
 use crate::show;
 use delayq::time::now_ms;
-use delayq::{OfferHandle, QueueStats, ShardedHandle};
+use delayq::{Durability, OfferHandle, QueueStats, ShardedHandle};
 use std::io::Write;
 use std::time::Duration;
 
 /// Offers each value; prints whether an equal one was replaced (`unique`), or each new entry's
-/// handle for `delayq cancel` (`handle`).
+/// handle for `delayq cancel` (`handle`); each write waits for `durability`.
 pub(crate) async fn offer(
     ctx: &Ctx,
     target: &QueueArg,
     values: &[String],
     delay: Duration,
     how: OfferHow,
+    durability: Durability,
 ) -> anyhow::Result<()> {
-    let queue = ctx.target(target).await?;
+    let queue = match ctx.target(target).await? {
+        Target::One(queue) => Target::One(queue.with_durability(durability)),
+        Target::Sharded(_) if !durability.is_none() => {
+            return Err(Usage(
+                "--wait-replicas and --wait-aof take one queue, not --shards: offer to each \
+                 shard by name"
+                    .into(),
+            )
+            .into())
+        }
+        sharded => sharded,
+    };
     let mut out = std::io::stdout().lock();
     let name = target.queue.as_str();
     match how {

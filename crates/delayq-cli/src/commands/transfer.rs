@@ -5,6 +5,19 @@ use crate::cli::TransferArgs;
 use anyhow::Context;
 use delayq::{Discovery, GroupConfig, SchedulerGroup, TransferConfig};
 
+impl TransferArgs {
+    /// The transfer settings these options ask for.
+    pub(crate) fn transfer_config(&self) -> TransferConfig {
+        let config = TransferConfig::default();
+        let max = self.max_batch as usize;
+        if max <= config.batch_size() {
+            config.with_batch_size(max)
+        } else {
+            config.with_adaptive_batch(max, std::time::Duration::from_millis(5))
+        }
+    }
+}
+
 pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<()> {
     if args.once {
         return transfer_once(ctx, &args.queues, &args.transfer_config()).await;

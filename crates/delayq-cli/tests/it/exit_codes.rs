@@ -82,10 +82,11 @@ fn every_row_of_the_exit_status_table_is_what_the_binary_does() {
     let redis = TestRedis::start_with(&["--proto-max-bulk-len", "1mb"]);
     let port = redis.port;
     let name = unique_name("exit");
-    let (ok, wrong, undecodable) = (
+    let (ok, wrong, undecodable, durable) = (
         format!("{name}-ok"),
         format!("{name}-wrong"),
         format!("{name}-undecodable"),
+        format!("{name}-durable"),
     );
     redis.cli(&[
         "SET",
@@ -170,6 +171,20 @@ fn every_row_of_the_exit_status_table_is_what_the_binary_does() {
             out: Out::Full,
             ..scenario(8, "take onto a full disk", &["take", &ok])
         },
+        // This server has no replica: the offer is written, and never confirmed.
+        scenario(
+            9,
+            "a durable offer no replica confirms",
+            &[
+                "offer",
+                &durable,
+                "v",
+                "--wait-replicas",
+                "1",
+                "--wait-timeout",
+                "50ms",
+            ],
+        ),
     ];
     // Last, as it leaves the server refusing writes: out of memory.
     let oom = scenario(7, "out of memory", &["offer", &ok, "v"]);
@@ -205,5 +220,13 @@ fn every_row_of_the_exit_status_table_is_what_the_binary_does() {
     assert_eq!(
         redis.cli(&["ZCARD", &format!("redisson_delay_queue_timeout:{{{ok}}}")]),
         "0"
+    );
+    // The durable offer that exited 9 was written all the same.
+    assert_eq!(
+        redis.cli(&[
+            "ZCARD",
+            &format!("redisson_delay_queue_timeout:{{{durable}}}")
+        ]),
+        "1"
     );
 }

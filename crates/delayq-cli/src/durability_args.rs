@@ -1,0 +1,36 @@
+//! What a write of the command line waits for (`offer`, `dead replay`): replicas, the AOF.
+
+use crate::duration::parse_duration;
+use clap::Args;
+use delayq::Durability;
+use std::time::Duration;
+
+/// The options of a durable write.
+#[derive(Debug, Clone, Copy, Args)]
+pub(crate) struct DurabilityArgs {
+    /// Wait until N replicas acknowledged each write (Redis WAIT). A write they do not confirm
+    /// within --wait-timeout exits 9: it IS on the master, but may or may not survive a
+    /// failover.
+    #[arg(long, value_name = "N")]
+    pub(crate) wait_replicas: Option<u32>,
+    /// How long a write waits for --wait-replicas / --wait-aof.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1s")]
+    pub(crate) wait_timeout: Duration,
+    /// Also wait until the master fsynced the write to its append-only file (WAITAOF: Redis
+    /// 7.2+ or Valkey, with appendonly yes); replicas then count once they fsynced theirs.
+    #[arg(long)]
+    pub(crate) wait_aof: bool,
+}
+
+impl DurabilityArgs {
+    /// What these options ask for ([`Durability::none`] without --wait-replicas or --wait-aof).
+    pub(crate) fn durability(&self) -> Durability {
+        let replicas = Durability::replicas(self.wait_replicas.unwrap_or(0));
+        let wanted = if self.wait_aof {
+            replicas.local_aof()
+        } else {
+            replicas
+        };
+        wanted.timeout(self.wait_timeout)
+    }
+}

@@ -1,0 +1,264 @@
+//! Durable offers on a real master and replica: a write waits for the replica (`WAIT`) or the
+//! append-only files (`WAITAOF`), reports [`Error::NotConfirmed`] when they do not confirm it in
+//! time (with the value on the master all the same), and concurrent writes share their waits.
+//!
+//! A frozen replica (SIGSTOP) keeps its link to the master but acknowledges nothing: what a
+//! replica cut off by a partition looks like to the master until its timeout.
+
+use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
+use delayq::codec::StringCodec;
+use delayq::{DelayedQueue, Durability, Error};
+use fred::interfaces::{ListInterface, SortedSetsInterface};
+use std::time::{Duration, Instant};
+
+/// A master and a replica of it whose link is up; both with `extra` arguments.
+struct Pair {
+    master: TestRedis,
+    replica: TestRedis,
+}
+
+impl Pair {
+    fn start(extra: &[&str]) -> Pair {
+        let master = TestRedis::start_with(extra);
+        let port = master.port.to_string();
+        let mut args = vec!["--replicaof", "127.0.0.1", port.as_str()];
+        args.extend_from_slice(extra);
+        let replica = TestRedis::start_with(&args);
+        wait_until("the replica's link to the master", PATIENCE, || {
+            let info = master.cli(&["INFO", "replication"]);
+            match info.contains("connected_slaves:1") && info.contains("state=online") {
+                true => Ok(()),
+                false => Err(info),
+            }
+        });
+        Pair { master, replica }
+    }
+
+    /// Freezes the replica: it stays connected but acknowledges nothing until `thaw`.
+    fn freeze(&self) -> Frozen {
+        let pid = self.replica.pid().expect("the replica runs");
+        signal(pid, "-STOP");
+        Frozen(pid)
+    }
+}
+
+/// A frozen replica, thawed when dropped (also when the test fails).
+struct Frozen(u32);
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        signal(self.0, "-CONT");
+    }
+}
+
+fn signal(pid: u32, which: &str) {
+    let status = std::process::Command::new("kill")
+        .args([which, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {which} {pid}");
+}
+
+async fn queue_on(redis: &TestRedis, prefix: &str) -> DelayedQueue<StringCodec> {
+    let client = crate::common::queue::connect(&redis.url()).await;
+    crate::common::queue::manual_queue(&client, &unique_name(prefix)).await
+}
+
+/// How many entries the queue's timeout set holds on `redis`.
+async fn pending_on(redis: &TestRedis, queue: &DelayedQueue<StringCodec>) -> u64 {
+    let client = crate::common::queue::connect(&redis.url()).await;
+    client.zcard(queue.keys().timeout()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_durable_offer_is_on_the_replica_when_it_returns() {
+    let pair = Pair::start(&[]);
+    let queue = queue_on(&pair.master, "durable-ok").await;
+    let durable = queue.with_durability(Durability::replicas(1).timeout(PATIENCE));
+    let waits = pair.master.command_calls("wait");
+    durable.offer("a", Duration::from_secs(60)).await.unwrap();
+    durable
+        .offer_all(&[("b".into(), Duration::from_secs(60))])
+        .await
+        .unwrap();
+    durable
+        .offer_with_handle("c", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let replaced = durable.offer_unique("d", Duration::from_secs(60)).await;
+    assert!(!replaced.unwrap());
+    // WAIT returned 1: the replica has applied every write the connection made before it.
+    assert_eq!(pending_on(&pair.replica, &queue).await, 4);
+    assert!(pair.master.command_calls("wait") > waits);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unconfirmed_offer_is_not_confirmed_and_is_on_the_master() {
+    let pair = Pair::start(&[]);
+    let queue = queue_on(&pair.master, "durable-unconfirmed").await;
+    let timeout = Duration::from_millis(300);
+    let durable = queue.with_durability(Durability::replicas(1).timeout(timeout));
+    let frozen = pair.freeze();
+    let started = Instant::now();
+    let err = durable
+        .offer("kept", Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    match &err {
+        Error::NotConfirmed {
+            wanted_replicas: 1,
+            acked_replicas: 0,
+            ..
+        } => {}
+        other => panic!("expected NotConfirmed, got {other:?}"),
+    }
+    assert!(
+        err.to_string().contains("was written on the master"),
+        "{err}"
+    );
+    assert!(
+        took >= timeout,
+        "returned after {took:?}, before the timeout"
+    );
+    assert_eq!(pending_on(&pair.master, &queue).await, 1);
+    // Plain offers of the same queue still return at once.
+    queue.offer("plain", Duration::from_secs(60)).await.unwrap();
+    drop(frozen);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_durable_offers_share_their_waits() {
+    let pair = Pair::start(&[]);
+    let queue = queue_on(&pair.master, "durable-batch").await;
+    let durable = queue.with_durability(Durability::replicas(1).timeout(PATIENCE));
+    // Opens the durable connection, so the 16 writes below are all that is left to do.
+    durable
+        .offer("warm-up", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let waits = pair.master.command_calls("wait");
+    // A wait blocks its connection (Redis runs nothing more of that client until it returns),
+    // so the writes that come in meanwhile go after it, together, and share the next wait.
+    let offers: Vec<_> = (0..16)
+        .map(|i| {
+            let durable = durable.clone();
+            tokio::spawn(async move {
+                durable
+                    .offer(&format!("v{i}"), Duration::from_secs(60))
+                    .await
+            })
+        })
+        .collect();
+    for offer in offers {
+        offer.await.unwrap().unwrap();
+    }
+    let used = pair.master.command_calls("wait") - waits;
+    assert!(
+        (1..=8).contains(&used),
+        "16 concurrent offers sent {used} waits"
+    );
+    assert_eq!(pending_on(&pair.replica, &queue).await, 17);
+}
+
+/// A dead letter of `value` as the dead list holds it (see `src/reliable/dead.rs`).
+fn dead_record(value: &str) -> Vec<u8> {
+    let error = b"failed";
+    let mut record = b"DQD1".to_vec();
+    record.extend_from_slice(&3u32.to_be_bytes());
+    record.extend_from_slice(&delayq::time::now_ms().to_be_bytes());
+    record.extend_from_slice(&(error.len() as u32).to_be_bytes());
+    record.extend_from_slice(error);
+    record.extend_from_slice(value.as_bytes());
+    record
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replays_of_dead_letters_wait_for_the_replica() {
+    let pair = Pair::start(&[]);
+    let queue = queue_on(&pair.master, "durable-replay").await;
+    let master = crate::common::queue::connect(&pair.master.url()).await;
+    let dead = queue.keys().dead().to_owned();
+    let _: u64 = master
+        .rpush(&dead, vec![dead_record("one"), dead_record("two")])
+        .await
+        .unwrap();
+    let durable = queue.with_durability(Durability::replicas(1).timeout(PATIENCE));
+    assert_eq!(
+        durable
+            .replay_dead_letters(1, Duration::ZERO)
+            .await
+            .unwrap(),
+        1
+    );
+    let replica = crate::common::queue::connect(&pair.replica.url()).await;
+    let on_replica: Vec<String> = replica.lrange(queue.name(), 0, -1).await.unwrap();
+    assert_eq!(on_replica, ["one"]);
+
+    let frozen = pair.freeze();
+    let durable =
+        queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(200)));
+    let left = queue.dead_letters(0).await.unwrap();
+    let err = durable
+        .replay_dead_letter(&left[0].record, 10, Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
+    let on_master: Vec<String> = master.lrange(queue.name(), 0, -1).await.unwrap();
+    assert_eq!(on_master, ["one", "two"]);
+    drop(frozen);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn aof_waits_need_waitaof_and_confirm_the_fsync() {
+    let pair = Pair::start(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let queue = queue_on(&pair.master, "durable-aof").await;
+    let wanted = Durability::replicas(1).local_aof().timeout(PATIENCE);
+    let has_waitaof = !pair
+        .master
+        .cli(&["COMMAND", "INFO", "WAITAOF"])
+        .trim()
+        .is_empty();
+    if !has_waitaof {
+        // Redis before 7.2: a clear error before anything is written, at build and per call.
+        let client = crate::common::queue::connect(&pair.master.url()).await;
+        let built = DelayedQueue::builder(client, queue.name(), StringCodec)
+            .transfer(false)
+            .durability(wanted)
+            .build()
+            .await;
+        assert!(matches!(built, Err(Error::InvalidConfig(ref m)) if m.contains("WAITAOF")));
+        let err = queue
+            .with_durability(wanted)
+            .offer("x", Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidConfig(ref m) if m.contains("nothing was written")));
+        assert_eq!(pending_on(&pair.master, &queue).await, 0);
+        assert!(queue.is_empty().await.unwrap());
+        return;
+    }
+    let durable = queue.with_durability(wanted);
+    durable
+        .offer("fsynced", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(pair.master.command_calls("waitaof") >= 1);
+    assert_eq!(pending_on(&pair.replica, &queue).await, 1);
+    let frozen = pair.freeze();
+    let durable = queue.with_durability(wanted.timeout(Duration::from_millis(200)));
+    let err = durable
+        .offer("local only", Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    match err {
+        Error::NotConfirmed {
+            acked_replicas: 0,
+            local_aof: true,
+            ..
+        } => {}
+        other => panic!("expected NotConfirmed with the local AOF, got {other:?}"),
+    }
+    assert_eq!(pending_on(&pair.master, &queue).await, 2);
+    drop(frozen);
+}
