@@ -73,7 +73,10 @@ impl Confirmer {
     /// Opens a connection like `like`'s (same servers, credentials, TLS) and starts the task.
     pub(crate) async fn connect(like: &Client) -> Result<Confirmer> {
         let client = like.clone_new();
-        let _connection_task = client.init().await?;
+        // Like every connection of a client made through Sentinel, it follows `+switch-master`:
+        // left on the old master, durable writes would be refused (no replica to confirm them)
+        // until Sentinel demotes it, or confirmed by a replica still following it and lost.
+        crate::redis::init_client(&client).await?;
         let has_waitaof = has_command(&client, "WAITAOF").await;
         let (requests, receiver) = mpsc::unbounded_channel();
         let span = tracing::debug_span!("durable.confirmer");
