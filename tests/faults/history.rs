@@ -13,7 +13,7 @@
 
 use super::{now_ms, AnyResult, Opts};
 use delayq::codec::StringCodec;
-use delayq::{DelayedQueue, ReliableConfig};
+use delayq::{DelayedQueue, Durability, Error, ReliableConfig};
 use rand::Rng;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
@@ -64,7 +64,9 @@ fn stdin_closed() -> Arc<AtomicBool> {
 }
 
 /// Child `p-offer`: offers batches of `batch` values (delays 0..=`max-delay-ms`) every
-/// `interval-ms` until stdin closes, one call at a time, each bounded by `timeout-ms`.
+/// `interval-ms` until stdin closes, one call at a time, each bounded by `timeout-ms`; with
+/// `--durable N`, each call waits for N replicas (1 s at most), and one they did not confirm
+/// (`Error::NotConfirmed`: on the master, not confirmed) is `unk`.
 pub async fn offer_main(opts: Opts) -> AnyResult<bool> {
     let prefix = opts.str("prefix")?;
     let history = History::open(&opts.str("history")?, &opts.str("host")?)?;
@@ -73,11 +75,16 @@ pub async fn offer_main(opts: Opts) -> AnyResult<bool> {
     let interval = Duration::from_millis(opts.num("interval-ms")?);
     let timeout = Duration::from_millis(opts.num("timeout-ms")?);
     let client = delayq::connect(&opts.str("url")?).await?;
-    let queue = DelayedQueue::builder(client.clone(), opts.str("queue")?, StringCodec)
+    let mut queue = DelayedQueue::builder(client.clone(), opts.str("queue")?, StringCodec)
         .transfer(false)
         .build()
         .await?;
+    if let Ok(replicas) = opts.num("durable") {
+        let durability = Durability::replicas(replicas as u32).timeout(Duration::from_secs(1));
+        queue = queue.with_durability(durability);
+    }
     let stop = stdin_closed();
+    let mut not_confirmed = 0u64;
     let mut i = 0u64;
     while !stop.load(Ordering::SeqCst) {
         let invoked = now_ms();
@@ -94,13 +101,25 @@ pub async fn offer_main(opts: Opts) -> AnyResult<bool> {
         i += batch;
         let outcome = match tokio::time::timeout(timeout, queue.offer_all(&items)).await {
             Ok(Ok(())) => "ok",
-            Ok(Err(_)) | Err(_) => "unk",
+            Ok(Err(Error::NotConfirmed { .. })) => {
+                not_confirmed += 1;
+                "unk"
+            }
+            Ok(Err(e)) => {
+                eprintln!("{} offer {prefix}: {e}", now_ms());
+                "unk"
+            }
+            Err(_) => {
+                eprintln!("{} offer {prefix}: no reply within {timeout:?}", now_ms());
+                "unk"
+            }
         };
         for (value, _) in &items {
             history.record("offer", value, invoked, outcome);
         }
         tokio::time::sleep(interval).await;
     }
+    eprintln!("offer {prefix}: {not_confirmed} calls not confirmed");
     Ok(true)
 }
 
@@ -258,11 +277,12 @@ pub struct Verdict {
 }
 
 /// The fault kind whose window (from 1 s before it began until `after_ms` after it ended)
-/// holds `at`, or `none`.
+/// holds `at`, or `none`; where windows overlap, the latest fault begun by then.
 fn fault_at(faults: &[FaultSpan], at: i64, after_ms: i64) -> String {
     faults
         .iter()
-        .find(|f| at >= f.start - 1_000 && at <= f.end + after_ms)
+        .filter(|f| at >= f.start - 1_000 && at <= f.end + after_ms)
+        .max_by_key(|f| f.start)
         .map_or_else(|| "none".to_string(), |f| f.kind.clone())
 }
 
@@ -334,7 +354,10 @@ pub fn check(events: &[Event], faults: &[FaultSpan], left_in_redis: &[String]) -
 /// Fault kinds during which the sentinels may promote a replica: writes acknowledged by the old
 /// master in them can be dropped when it rejoins as a replica.
 pub fn fault_promotes(kind: &str) -> bool {
-    matches!(kind, "isolation" | "consumer-cut" | "flapping")
+    matches!(
+        kind,
+        "isolation" | "consumer-cut" | "flapping" | "forced-failover"
+    )
 }
 
 /// Tokens that look like values in raw Redis output (entries carry the value's bytes).

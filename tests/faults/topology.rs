@@ -99,6 +99,9 @@ impl Deployment {
                 &DATA_PORT.to_string(),
             ])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+            // A replica re-attached after a promotion syncs at once, not after the default 5 s
+            // wait for more replicas to share a diskless transfer.
+            .args(["--repl-diskless-sync-delay", "0"])
             .arg("--dir")
             .arg(&dir)
             .stdin(Stdio::null());
