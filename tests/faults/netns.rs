@@ -193,3 +193,31 @@ pub fn leftovers(prefix: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// Deletes every namespace named `PREFIX-…` (killing what runs inside).
+pub fn remove_all(prefix: &str) {
+    for ns in leftovers(prefix) {
+        delete_namespace(&ns);
+    }
+}
+
+/// On SIGINT or SIGTERM, deletes the run's namespaces before exiting (the orchestrator's
+/// children die with it: they are started with `PR_SET_PDEATHSIG`).
+pub fn remove_on_signal(prefix: String) {
+    use tokio::signal::unix::{signal, SignalKind};
+    tokio::spawn(async move {
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        eprintln!("interrupted: removing the network namespaces {prefix}-*");
+        remove_all(&prefix);
+        std::process::exit(130);
+    });
+}

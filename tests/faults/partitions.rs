@@ -353,7 +353,7 @@ fn run_mode(
 ) -> AnyResult<(Verdict, Vec<Measured>, Vec<history::Event>)> {
     let dir = env.workdir.join(format!("partitions-{}", mode.name()));
     std::fs::create_dir_all(&dir)?;
-    let d = Deployment::start(&format!("{prefix}{}", &mode.name()[..1]), &dir)?;
+    let d = Deployment::start(&format!("{prefix}-{}", mode.name()), &dir)?;
     let mut w = start_workload(env, &d, mode, &dir)?;
     let mut measured = Vec::new();
     let mut faults_log = String::new();

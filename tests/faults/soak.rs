@@ -1868,6 +1868,7 @@ async fn run_main(opts: Opts) -> AnyResult<bool> {
                 let prefix = opts
                     .str("net-prefix")
                     .unwrap_or_else(|_| format!("dqp{}", std::process::id()));
+                netns::remove_on_signal(prefix.clone());
                 tokio::task::block_in_place(|| {
                     partitions::part_partitions(&env, long, &prefix, &mut report)
                 })?
