@@ -2,7 +2,7 @@
 # Fault-injection and soak suite: real redis-server / redis-sentinel processes, delayq scheduler
 # processes, a Java Redisson scheduler, reliable consumers, faults injected under load.
 #
-#   tests/faults/run.sh            # short run (< 3 min, and ~40 s of schedules): 20k values, each fault kind once
+#   tests/faults/run.sh            # short run (< 3 min, ~40 s of schedules, < 3 min of partitions): each fault kind once
 #   tests/faults/run.sh --long     # the soak: 1M values; writes target/faults/RESULTS.md
 #   tests/faults/run.sh --long --update           # ... into the committed tests/faults/RESULTS.md
 #   tests/faults/run.sh --parts soak,consumers    # a subset (soak, failover, consumers, schedules, partitions)
