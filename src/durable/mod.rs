@@ -4,6 +4,8 @@
 //! - `mod.rs`: [`Durability`], what a queue asks for.
 //! - `confirm.rs`: the [`Confirmer`]: the connection durable writes go on, and the one task
 //!   that sends `WAIT`/`WAITAOF` on it for every writer waiting at that moment.
+//! - `writes.rs`: [`DurableWrites`], a queue's confirmer opened on first use, and [`Writer`],
+//!   the one way a write picks its connection and waits.
 //!
 //! `WAIT` covers the writes its connection made before it, so the writes and the wait must go
 //! on the same connection; the confirmer's connection is its own (not the queue's client) so
@@ -11,8 +13,10 @@
 //! other calls or its scheduler.
 
 mod confirm;
+mod writes;
 
 pub(crate) use confirm::Confirmer;
+pub(crate) use writes::{DurableWrites, Writer};
 
 use std::time::Duration;
 

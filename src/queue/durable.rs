@@ -1,39 +1,17 @@
-//! Durable writes: [`with_durability`](DelayedQueue::with_durability), and [`Writer`], the one
-//! way a write goes on the right connection and waits for its confirmations.
+//! Durable writes: [`with_durability`](DelayedQueue::with_durability), and the
+//! [`Writer`] of this handle's next write.
 
 use super::DelayedQueue;
 use crate::codec::Codec;
-use crate::durable::{Confirmer, Durability};
+use crate::durable::{Durability, DurableWrites, Writer};
 use crate::Result;
-use fred::clients::Client;
-
-/// Where a write goes, and what it waits for once done: see [`DelayedQueue::writer`].
-#[derive(Debug)]
-pub(crate) struct Writer<'a> {
-    client: &'a Client,
-    confirm: Option<(&'a Confirmer, Durability)>,
-}
-
-impl Writer<'_> {
-    /// The connection to send the write on.
-    pub(crate) fn client(&self) -> &Client {
-        self.client
-    }
-
-    /// After the write to `key` came back: waits for its confirmations, if any are wanted.
-    pub(crate) async fn confirm(&self, key: &str) -> Result<()> {
-        match self.confirm {
-            Some((confirmer, durability)) => confirmer.confirm(durability, key).await,
-            None => Ok(()),
-        }
-    }
-}
 
 impl<C: Codec> DelayedQueue<C> {
     /// This queue with writes that wait for `durability` (a cheap clone sharing everything
     /// else, the scheduler lease too): offers, [`offer_all`](Self::offer_all),
-    /// [`offer_with_handle`](Self::offer_with_handle), [`offer_unique`](Self::offer_unique) and
-    /// replays of dead letters. [`Durability::none`] gives plain writes.
+    /// [`offer_with_handle`](Self::offer_with_handle), [`offer_unique`](Self::offer_unique),
+    /// replays of dead letters, and the dead letters of the reliable consumers and workers made
+    /// from the returned handle. [`Durability::none`] gives plain writes.
     ///
     /// A durable write returns:
     /// - `Ok` once the master has the value **and** the confirmations asked for came;
@@ -75,29 +53,14 @@ impl<C: Codec> DelayedQueue<C> {
         self.durability
     }
 
-    /// The connection for durable writes, opened once per queue.
-    pub(super) async fn confirmer(&self) -> Result<&Confirmer> {
-        self.inner
-            .confirmer
-            .get_or_try_init(|| Confirmer::connect(&self.inner.client))
-            .await
+    /// The queue's durable-write connection (opened on first use), shared with its reliable
+    /// consumers.
+    pub(crate) fn durable_writes(&self) -> &DurableWrites {
+        &self.inner.durable
     }
 
-    /// Where this handle's next write goes: the queue's client for plain writes; for durable
-    /// ones the confirmer's connection (after checking the server can give the durability),
-    /// whose [`Writer::confirm`] then waits.
+    /// Where this handle's next write goes, and what it then waits for.
     pub(crate) async fn writer(&self) -> Result<Writer<'_>> {
-        if self.durability.is_none() {
-            return Ok(Writer {
-                client: self.client(),
-                confirm: None,
-            });
-        }
-        let confirmer = self.confirmer().await?;
-        confirmer.check(self.durability)?;
-        Ok(Writer {
-            client: confirmer.client(),
-            confirm: Some((confirmer, self.durability)),
-        })
+        self.inner.durable.writer(self.durability).await
     }
 }

@@ -38,7 +38,7 @@ pub use sharded::{
 
 use crate::codec::{decode_value, Codec};
 use crate::consumer::Consumer;
-use crate::durable::{Confirmer, Durability};
+use crate::durable::{Durability, DurableWrites};
 use crate::entry::EntryFormat;
 use crate::keys::QueueKeys;
 use crate::options::QueueOptions;
@@ -68,7 +68,8 @@ pub struct DelayedQueueBuilder<C: Codec> {
 
 impl<C: Codec> DelayedQueueBuilder<C> {
     /// What this queue's writes wait for before they are reported done (offers, replays of dead
-    /// letters): replicas (`WAIT`), the append-only file (`WAITAOF`). Default:
+    /// letters, and the dead letters its reliable consumers and workers write): replicas
+    /// (`WAIT`), the append-only file (`WAITAOF`). Default:
     /// [`Durability::none`], plain writes. Calls that should wait otherwise can use
     /// [`DelayedQueue::with_durability`]. With a durability set, [`build`](Self::build) opens
     /// the connection durable writes go on, and fails when the server cannot give it (an AOF
@@ -138,18 +139,18 @@ impl<C: Codec> DelayedQueueBuilder<C> {
         };
         let queue = DelayedQueue {
             inner: Arc::new(Inner {
+                durable: DurableWrites::new(self.client.clone()),
                 client: self.client,
                 spec,
                 codec: self.codec,
                 lease: Mutex::new(lease),
                 pass_cost: PassCost::default(),
                 bulk_limit: tokio::sync::OnceCell::new(),
-                confirmer: tokio::sync::OnceCell::new(),
             }),
             durability: self.durability,
         };
         if !queue.durability.is_none() {
-            queue.confirmer().await?.check(queue.durability)?;
+            queue.writer().await?;
         }
         Ok(queue)
     }
@@ -202,8 +203,8 @@ struct Inner<C> {
     pass_cost: PassCost,
     /// The server's `proto-max-bulk-len`, read when a value first needs it.
     bulk_limit: tokio::sync::OnceCell<u64>,
-    /// Durable writes' connection, opened by the first handle that needs it.
-    confirmer: tokio::sync::OnceCell<Confirmer>,
+    /// Durable writes' connection, opened by the first write that needs it.
+    durable: DurableWrites,
 }
 
 impl<C: Codec> DelayedQueue<C> {

@@ -105,6 +105,8 @@ impl<C: Codec> ReliableConsumer<C> {
                 client: queue.client().clone(),
                 queue: queue.spec().clone(),
                 config,
+                durable: queue.durable_writes().clone(),
+                durability: queue.durability(),
                 returns: tx,
             }),
             returns: Mutex::new(rx),

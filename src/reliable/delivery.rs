@@ -101,11 +101,13 @@ impl Receipt {
     }
 
     /// Gives the value up: it moves to the dead-letter list with `error` and its attempt count.
-    /// False when the value was no longer ours.
+    /// False when the value was no longer ours. With a queue handle of some
+    /// [`durability`](crate::DelayedQueue::with_durability), the move then waits for it.
     ///
     /// # Errors
     ///
-    /// A Redis error (the value then comes back after its deadline).
+    /// A Redis error (the value then comes back after its deadline), or
+    /// [`Error::NotConfirmed`](crate::Error::NotConfirmed): moved on the master, not confirmed.
     pub async fn dead_letter(mut self, error: &str) -> Result<bool> {
         self.settled = true;
         self.ctx.dead(&self.id, self.attempt, error).await

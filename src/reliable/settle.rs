@@ -3,6 +3,7 @@
 
 use super::config::ReliableConfig;
 use super::dead;
+use crate::durable::{Durability, DurableWrites};
 use crate::redis::ops::{ack, dead as dead_op, extend, nack};
 use crate::redis::script::QueueSpec;
 use crate::retry::{Backoff, Retrying};
@@ -20,6 +21,9 @@ pub(super) struct SettleCtx {
     pub(super) client: Client,
     pub(super) queue: QueueSpec,
     pub(super) config: ReliableConfig,
+    /// Where dead letters are written, and what they wait for: the queue handle's durability.
+    pub(super) durable: DurableWrites,
+    pub(super) durability: Durability,
     /// Ids of deliveries dropped unsettled, for the consumer to give back.
     pub(super) returns: mpsc::UnboundedSender<String>,
 }
@@ -45,15 +49,20 @@ impl SettleCtx {
         .await
     }
 
-    /// Dead-letters delivery `id` after `attempts` with `error`.
+    /// Dead-letters delivery `id` after `attempts` with `error`, confirmed as the queue's
+    /// durability asks when it moved.
     pub(super) async fn dead(&self, id: &str, attempts: u32, error: &str) -> Result<bool> {
         let header = dead::header(attempts, now_ms(), error);
         let limit = self.config.dead_letter_limit();
+        let writer = self.durable.writer(self.durability).await?;
         let (done, trimmed) = settle_call(resend_on_drop("dead letter", || {
-            dead_op::run(&self.client, &self.queue, id, header.clone(), limit)
+            dead_op::run(writer.client(), &self.queue, id, header.clone(), limit)
         }))
         .instrument(self.span("dead_letter"))
         .await?;
+        if done {
+            writer.confirm(self.queue.keys.target()).await?;
+        }
         if trimmed > 0 {
             tracing::warn!(
                 queue = self.queue.keys.target(),

@@ -262,3 +262,31 @@ async fn aof_waits_need_waitaof_and_confirm_the_fsync() {
     assert_eq!(pending_on(&pair.master, &queue).await, 2);
     drop(frozen);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dead_letters_of_a_durable_queue_wait_for_the_replica() {
+    let pair = Pair::start(&[]);
+    let queue = queue_on(&pair.master, "durable-dead").await;
+    let durable =
+        queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(200)));
+    let master = crate::common::queue::connect(&pair.master.url()).await;
+    let _: u64 = master
+        .rpush(queue.name(), vec!["kept", "frozen"])
+        .await
+        .unwrap();
+    let consumer = durable.reliable_consumer().await.unwrap();
+
+    let delivery = consumer.take().await.unwrap();
+    assert!(delivery.dead_letter("gave up").await.unwrap());
+    // Confirmed: the replica has the dead letter.
+    let replica = crate::common::queue::connect(&pair.replica.url()).await;
+    let dead = queue.keys().dead().to_owned();
+    assert_eq!(replica.llen::<u64, _>(&dead).await.unwrap(), 1);
+
+    let delivery = consumer.take().await.unwrap();
+    let frozen = pair.freeze();
+    let err = delivery.dead_letter("gave up").await.unwrap_err();
+    assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
+    assert_eq!(master.llen::<u64, _>(&dead).await.unwrap(), 2);
+    drop(frozen);
+}
