@@ -117,6 +117,10 @@ struct Measured {
     promoted_at: Option<i64>,
     /// The hosts whose offers count as the majority side's.
     majority_offerers: Vec<&'static str>,
+    /// When the links were healed. The span ends later, when the set is healthy again: until
+    /// the sentinels demote it, an old master reached again takes writes (acks too) that it
+    /// drops on resyncing.
+    healed_at: i64,
 }
 
 fn sleep_until(at: i64) {
@@ -140,7 +144,7 @@ fn isolation(d: &Deployment) -> AnyResult<Measured> {
     for h in &hosts {
         d.net.set(h, Link::Main)?;
     }
-    let end = now_ms();
+    let healed_at = now_ms();
     eprintln!(
         "isolation: {old} -> {new}, promoted after {} ms",
         promoted_at - start
@@ -150,11 +154,12 @@ fn isolation(d: &Deployment) -> AnyResult<Measured> {
         span: FaultSpan {
             kind: "isolation".into(),
             start,
-            end,
+            end: now_ms(),
             hosts,
         },
         promoted_at: Some(promoted_at),
         majority_offerers: vec!["o2"],
+        healed_at,
     })
 }
 
@@ -171,18 +176,19 @@ fn consumer_cut(d: &Deployment) -> AnyResult<Measured> {
     sleep_until(promoted_at + 2_000);
     d.net.set(old, Link::Main)?;
     d.net.set("c2", Link::Main)?;
-    let end = now_ms();
+    let healed_at = now_ms();
     eprintln!("consumer cut: {old} -> {new}");
     d.wait_healthy(new)?;
     Ok(Measured {
         span: FaultSpan {
             kind: "consumer-cut".into(),
             start,
-            end,
+            end: now_ms(),
             hosts: vec!["c2".into(), old.to_string()],
         },
         promoted_at: Some(promoted_at),
         majority_offerers: vec!["o1", "o2"],
+        healed_at,
     })
 }
 
@@ -192,18 +198,19 @@ fn forced_failover(d: &Deployment) -> AnyResult<Measured> {
     let old = d.majority_master()?;
     let start = now_ms();
     let (new, promoted_at) = d.forced_failover(old)?;
-    let end = now_ms();
+    let healed_at = now_ms();
     eprintln!("forced failover: {old} -> {new}");
     d.wait_healthy(new)?;
     Ok(Measured {
         span: FaultSpan {
             kind: "forced-failover".into(),
             start,
-            end: end.max(now_ms()),
+            end: now_ms(),
             hosts: Vec::new(),
         },
         promoted_at: Some(promoted_at),
         majority_offerers: vec!["o1", "o2"],
+        healed_at,
     })
 }
 
@@ -214,15 +221,17 @@ fn scheduler_cut(d: &Deployment) -> AnyResult<Measured> {
     d.net.set("t1", Link::Blackhole)?;
     sleep_until(start + 5_000);
     d.net.set("t1", Link::Main)?;
+    let healed_at = now_ms();
     Ok(Measured {
         span: FaultSpan {
             kind: "scheduler-cut".into(),
             start,
-            end: now_ms(),
+            end: healed_at,
             hosts: vec!["t1".into()],
         },
         promoted_at: None,
         majority_offerers: Vec::new(),
+        healed_at,
     })
 }
 
@@ -237,7 +246,7 @@ fn flapping(d: &Deployment) -> AnyResult<Measured> {
         d.net.set(old, Link::Main)?;
         sleep_until(start + (i + 1) * 1_400);
     }
-    let end = now_ms();
+    let healed_at = now_ms();
     // Let the sentinels finish what they started before judging who is master.
     let master = d.wait_settled()?;
     let promoted_at = (master != old).then(now_ms);
@@ -246,11 +255,12 @@ fn flapping(d: &Deployment) -> AnyResult<Measured> {
         span: FaultSpan {
             kind: "flapping".into(),
             start,
-            end,
+            end: now_ms(),
             hosts: vec![old.to_string()],
         },
         promoted_at,
         majority_offerers: vec!["o1", "o2"],
+        healed_at,
     })
 }
 
@@ -417,8 +427,8 @@ fn consumer_bounds(measured: &[Measured], events: &[history::Event]) -> Vec<Opti
             events
                 .iter()
                 .filter(|e| e.kind == "take" && m.span.hosts.contains(&e.host))
-                .filter(|e| e.completed >= m.span.end)
-                .map(|e| e.completed - m.span.end)
+                .filter(|e| e.completed >= m.healed_at)
+                .map(|e| e.completed - m.healed_at)
                 .min()
         })
         .collect()
