@@ -75,6 +75,9 @@ impl Confirmer {
     /// master switches as the queue's own does) and starts the task.
     pub(crate) async fn connect(like: &Client) -> Result<Confirmer> {
         let client = like.clone_new();
+        // Like every connection of a client made through Sentinel, it follows `+switch-master`:
+        // left on the old master, durable writes would be refused (no replica to confirm them)
+        // until Sentinel demotes it, or confirmed by a replica still following it and lost.
         crate::redis::init_client(&client).await?;
         // Waits for nothing, and returns at once: whether this user may wait at all (an ACL
         // without `+wait` fails here, before anything is written), and whether WAITAOF exists.

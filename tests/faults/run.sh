@@ -2,11 +2,12 @@
 # Fault-injection and soak suite: real redis-server / redis-sentinel processes, delayq scheduler
 # processes, a Java Redisson scheduler, reliable consumers, faults injected under load.
 #
-#   tests/faults/run.sh            # short run (< 3 min, and ~40 s of schedules): 20k values, each fault kind once
+#   tests/faults/run.sh            # short run (< 3 min, ~40 s of schedules, < 3 min of partitions): each fault kind once
 #   tests/faults/run.sh --long     # the soak: 1M values; writes target/faults/RESULTS.md
 #   tests/faults/run.sh --long --update           # ... into the committed tests/faults/RESULTS.md
-#   tests/faults/run.sh --parts soak,consumers    # a subset (soak, failover, consumers, schedules)
+#   tests/faults/run.sh --parts soak,consumers    # a subset (soak, failover, consumers, schedules, partitions)
 #   tests/faults/run.sh --parts schedules --schedule-secs 600   # the schedules part, 10 minutes
+#   tests/faults/run.sh --parts partitions        # network partitions (root: network namespaces)
 #
 # Exits non-zero on any lost or duplicated value that Redis's own guarantees do not explain.
 # Needs cargo, redis-server/redis-sentinel/redis-cli (installed from Debian when missing),
@@ -66,12 +67,26 @@ else
     results=$workdir/RESULTS-short.md
 fi
 
+# The partitions part's network namespaces are named dqp<this pid>-*; whatever ends the run
+# (failure, Ctrl-C), none of them outlives it.
+net_prefix="dqp$$"
+remove_namespaces() {
+    command -v ip >/dev/null || return 0
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$net_prefix-" || true); do
+        for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+        ip netns del "$ns" 2>/dev/null || true
+    done
+}
+trap remove_namespaces EXIT
+trap 'remove_namespaces; exit 130' INT TERM
+
 status=0
 "$target_dir/$profile_dir/delayq-soak" run "${extra[@]}" \
     --delayq-bin "$target_dir/$profile_dir/delayq" \
     --java-cp "$workdir/java-cp.txt" \
     --java-src tests/faults/java/JavaScheduler.java \
     --workdir "$workdir" \
+    --net-prefix "$net_prefix" \
     --results "$results" || status=$?
 
 cat "$results" 2>/dev/null || true

@@ -3,10 +3,11 @@
 //! see `tests/faults/README.md` for what each part does and how the figures are computed.
 //!
 //! ```text
-//! delayq-soak run [--long] [--parts soak,failover,consumers,schedules] [--schedule-secs S]
+//! delayq-soak run [--long] [--parts soak,failover,consumers,schedules,partitions] [--schedule-secs S] [--net-prefix P]
 //!          --delayq-bin PATH [--java-cp FILE] [--java-src FILE] --workdir DIR --results FILE
 //! delayq-soak offer --url U --queue Q --prefix P --count N --duration-ms D --max-delay-ms M --out FILE
 //! delayq-soak work --url U --queue Q --log FILE --concurrency C --job-ms J --visibility-ms V
+//! delayq-soak p-offer|p-work ... --history FILE --host H   (the partitions part's, history.rs)
 //! ```
 //!
 //! `run` is the orchestrator: it starts real `redis-server` / `redis-sentinel` processes (the
@@ -17,7 +18,11 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod history;
+mod netns;
+mod partitions;
 mod schedules;
+mod topology;
 
 use common::{TestCluster, TestRedis, TestSentinel};
 use delayq::codec::StringCodec;
@@ -100,6 +105,9 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("offer") => runtime.block_on(offer_main(opts)),
         Some("work") => runtime.block_on(work_main(opts)),
+        Some("p-offer") => runtime.block_on(history::offer_main(opts)),
+        Some("p-work") => runtime.block_on(history::work_main(opts)),
+        Some("check-history") => history::check_main(opts),
         Some("run") => runtime.block_on(run_main(opts)),
         _ => Err("usage: soak run|offer|work [options] (see tests/faults/soak.rs)".into()),
     };
@@ -1821,7 +1829,7 @@ async fn run_main(opts: Opts) -> AnyResult<bool> {
     let long = opts.flag("long");
     let parts = opts
         .str("parts")
-        .unwrap_or_else(|_| "soak,failover,consumers,schedules".into());
+        .unwrap_or_else(|_| "soak,failover,consumers,schedules,partitions".into());
     // The schedules part's length: 10 minutes in the long run, 30 s in the short one.
     let schedule_secs = match opts.num("schedule-secs") {
         Ok(secs) => secs,
@@ -1855,6 +1863,15 @@ async fn run_main(opts: Opts) -> AnyResult<bool> {
             "schedules" => {
                 let run = Duration::from_secs(schedule_secs);
                 schedules::part_schedules(&env, run, &mut report).await?
+            }
+            "partitions" => {
+                let prefix = opts
+                    .str("net-prefix")
+                    .unwrap_or_else(|_| format!("dqp{}", std::process::id()));
+                netns::remove_on_signal(prefix.clone());
+                tokio::task::block_in_place(|| {
+                    partitions::part_partitions(&env, long, &prefix, &mut report)
+                })?
             }
             other => return Err(format!("unknown part {other:?}").into()),
         };
