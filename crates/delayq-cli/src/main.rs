@@ -24,6 +24,7 @@ mod exit;
 mod logging;
 #[cfg(feature = "otel")]
 mod otel;
+mod limit_args;
 mod progress;
 mod schedule_args;
 mod serve;
