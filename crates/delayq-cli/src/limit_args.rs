@@ -99,16 +99,9 @@ impl<T> Setting<T> {
 
 /// `N` from 1 to 4294967295, or `off`.
 fn parse_count(text: &str) -> Result<Setting<u32>, String> {
-    if text.trim() == "off" {
-        return Ok(Setting::Off);
-    }
-    match text.trim().parse::<u32>() {
-        Ok(0) => Err("a limit is at least 1 (`off` removes it)".to_owned()),
-        Ok(n) => Ok(Setting::To(n)),
-        Err(_) => Err(format!(
-            "{text:?} is not a whole number from 1 to {} (or `off`)",
-            u32::MAX
-        )),
+    match text.trim() {
+        "off" => Ok(Setting::Off),
+        _ => crate::limit_view::count_of(text).map(Setting::To),
     }
 }
 
