@@ -135,6 +135,12 @@ pub enum Error {
     #[error("invalid schedule: {0}")]
     InvalidSchedule(String),
 
+    /// Limits that cannot work ([`Limits`](crate::limit::Limits)): a count or rate of 0, a key
+    /// rule that does not compile, or a stored limits hash that delayq did not write (a field
+    /// it does not know, a value that is not a number).
+    #[error("invalid limits: {0}")]
+    InvalidLimits(String),
+
     /// No recurring schedule of that id on the queue.
     #[error("no schedule {id:?} on queue {queue:?}")]
     NoSuchSchedule {

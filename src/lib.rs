@@ -32,6 +32,8 @@
 //!   Redisson's operations, `extras.rs` delayq's own, `encoded.rs` the operations on encoded
 //!   values that both kinds of queue call; `sharded/`: [`ShardedQueue`], one logical queue over
 //!   N shards `NAME:{i}` (the JDK's CRC32 of a value's bytes picks its shard).
+//! - [`limit`]: limits across processes ([`Limits`](limit::Limits)), stored per queue and
+//!   enforced by the worker.
 //! - [`reliable`]: beyond Redisson: [`ReliableConsumer`] (acknowledged takes), dead letters.
 //! - [`worker`]: `queue.worker(n, handler)` ([`WorkerBuilder`]), also over every shard of a
 //!   [`ShardedQueue`] (`sharded.rs`).
@@ -45,6 +47,7 @@ mod consumer;
 pub mod entry;
 mod error;
 mod keys;
+pub mod limit;
 pub mod metrics;
 mod observe;
 mod options;

@@ -1,13 +1,17 @@
 //! Redisson's key and channel names for a delayed queue.
 
 mod found;
+mod limit;
 mod observe;
+mod role;
 mod schedule;
 mod shard;
 
 pub use found::glob_match;
 pub(crate) use found::{every_channel, every_queue_key};
+pub(crate) use limit::LimitKeys;
 pub(crate) use observe::{activity_key, discovering_processes, processes_key};
+pub(crate) use role::KeyKind;
 pub(crate) use schedule::scheduled_queues;
 pub(crate) use shard::shard_name;
 pub use shard::{logical_queue, shard_count_key};
@@ -287,34 +291,22 @@ pub(crate) enum KeyRole {
     Destination,
     /// Given per call: one of the queue's own lists (dead letters or quarantine).
     OwnList,
-}
-
-/// The Redis type a key role holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum KeyKind {
-    /// A list.
-    List,
-    /// A sorted set.
-    Zset,
-    /// A hash.
-    Hash,
-    /// A pub/sub channel (not a key in the keyspace; never type-checked).
-    Channel,
-    /// A key whose existence is all that counts (never type-checked).
-    Flag,
-}
-
-impl KeyKind {
-    /// The name `TYPE` returns, as the scripts' guard compares it.
-    pub(crate) fn redis_type(self) -> &'static str {
-        match self {
-            KeyKind::List => "list",
-            KeyKind::Zset => "zset",
-            KeyKind::Hash => "hash",
-            KeyKind::Channel => "channel",
-            KeyKind::Flag => "any",
-        }
-    }
+    /// Given per call: the queue's stored limits (hash).
+    Limits,
+    /// Given per call: the queue-wide slots held (zset).
+    LimitSlots,
+    /// Given per call: the rate limits' theoretical arrival times (zset).
+    LimitTat,
+    /// Given per call: the keys with values held back (zset).
+    LimitHeld,
+    /// Given per call: the keys with slots held (zset).
+    LimitBusy,
+    /// Given per call: one key's slots held (zset).
+    #[allow(dead_code)] // the worker's scripts declare it
+    LimitKeySlots,
+    /// Given per call: one key's values held back (list).
+    #[allow(dead_code)] // the worker's scripts declare it
+    LimitParked,
 }
 
 impl KeyRole {
@@ -352,6 +344,8 @@ impl KeyRole {
         use KeyRole::*;
         match self {
             Target | Channel | Destination | OwnList | Schedules | Schedule => false,
+            Limits | LimitSlots | LimitTat | LimitHeld | LimitBusy | LimitKeySlots
+            | LimitParked => false,
             Timeout | Order | Quarantine | Index | Values | Paused | Inflight | InflightData
             | Attempts | AttemptsSeen | Settled | Dead | Claims | Claim => true,
         }
@@ -361,11 +355,12 @@ impl KeyRole {
     pub(crate) fn kind(self) -> KeyKind {
         use KeyRole::*;
         match self {
-            Target | Order | Quarantine | Dead | Claim | Destination | OwnList => KeyKind::List,
-            Timeout | Index | Inflight | AttemptsSeen | Settled | Claims | Schedules => {
-                KeyKind::Zset
+            Target | Order | Quarantine | Dead | Claim | Destination | OwnList | LimitParked => {
+                KeyKind::List
             }
-            InflightData | Attempts | Values | Schedule => KeyKind::Hash,
+            Timeout | Index | Inflight | AttemptsSeen | Settled | Claims | Schedules
+            | LimitSlots | LimitTat | LimitHeld | LimitBusy | LimitKeySlots => KeyKind::Zset,
+            InflightData | Attempts | Values | Schedule | Limits => KeyKind::Hash,
             Channel => KeyKind::Channel,
             Paused => KeyKind::Flag,
         }
@@ -396,6 +391,7 @@ impl KeyRole {
             Schedule => "delayq_schedule:{NAME}:ID",
             Destination => "DESTINATION",
             OwnList => "LIST",
+            limit => limit::pattern(limit),
         }
     }
 }
@@ -422,6 +418,8 @@ impl QueueKeys {
             Claims => self.claims(),
             Schedules => self.schedules(),
             Claim | Schedule | Destination | OwnList => return None,
+            Limits | LimitSlots | LimitTat | LimitHeld | LimitBusy | LimitKeySlots
+            | LimitParked => return None,
         })
     }
 }

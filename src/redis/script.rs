@@ -262,6 +262,14 @@ impl<'a> ScriptCall<'a> {
         self
     }
 
+    /// The limit keys ([`LimitKeys`](crate::keys::LimitKeys)) the script declares, as its next
+    /// keys given per call.
+    pub(crate) fn limit_keys(mut self, keys: &'a crate::keys::LimitKeys) -> Self {
+        let roles = self.script.keys.iter();
+        self.given.extend(roles.filter_map(|role| keys.of(*role)));
+        self
+    }
+
     /// Goes by `now` instead of the time the call was built at (calls that share one instant).
     pub(crate) fn at(mut self, now: crate::time::Now) -> Self {
         self.args[0] = now.to_arg();

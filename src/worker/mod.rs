@@ -172,7 +172,12 @@ pub struct WorkerBuilder<C: Codec, F> {
     observe: ObserveConfig,
     stop: CancellationToken,
     on_signal: bool,
+    /// The per-key limits' key of a value, instead of the stored [`KeyRule`](crate::limit::KeyRule).
+    limit_key: Option<LimitKeyFn<C::Value>>,
 }
+
+/// A worker's [`WorkerBuilder::limit_key`] closure.
+type LimitKeyFn<V> = Arc<dyn Fn(&V) -> Option<String> + Send + Sync>;
 
 impl<C: Codec, F> fmt::Debug for WorkerBuilder<C, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -194,6 +199,7 @@ impl<C: Codec, F> fmt::Debug for WorkerBuilder<C, F> {
             .field("server_check", &self.server_check)
             .field("observe", &self.observe)
             .field("on_signal", &self.on_signal)
+            .field("limit_key", &self.limit_key.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -238,6 +244,7 @@ impl<C: Codec, F> WorkerBuilder<C, F> {
             observe: ObserveConfig::default(),
             stop: CancellationToken::new(),
             on_signal: false,
+            limit_key: None,
         }
     }
 }
@@ -280,6 +287,29 @@ where
     /// ```
     pub fn with_queue(mut self, queue: &DelayedQueue<C>) -> Self {
         self.queues.push(queue.clone());
+        self
+    }
+
+    /// The key of a value for the queues' per-key limits
+    /// ([`Limits::key_concurrency`](crate::limit::Limits::key_concurrency),
+    /// [`key_rate`](crate::limit::Limits::key_rate)), read from the decoded value; `None` gives
+    /// the value only the queue-wide limits. Without it the stored
+    /// [`KeyRule`](crate::limit::KeyRule) reads the key from the value's bytes.
+    ///
+    /// ```no_run
+    /// # async fn ex(queue: delayq::DelayedQueue<delayq::codec::StringCodec>) -> Result<(), delayq::Error> {
+    /// queue
+    ///     .worker(8, |job: delayq::Job<String>| async move { Ok::<(), delayq::JobError>(()) })
+    ///     .limit_key(|order: &String| order.split(':').next().map(str::to_owned))
+    ///     .run()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn limit_key(
+        mut self,
+        key: impl Fn(&C::Value) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.limit_key = Some(Arc::new(key));
         self
     }
 

@@ -1,6 +1,6 @@
 //! delayq's integration tests: one test crate (one link step), grouped by area, one module per
 //! behaviour, on real `redis-server` processes started by `tests/common` (standalone, Cluster,
-//! Sentinel): `queue/`, `input/`, `scheduler/`, `reliable/` and `topology/`.
+//! Sentinel): `queue/`, `input/`, `scheduler/`, `reliable/`, `limit/` and `topology/`.
 //!
 //! Run them all with `cargo test --all-features --test it`, or one area or module with
 //! `cargo test --all-features --test it -- scheduler::` (`-- queue::sharded::`). The codec
@@ -14,6 +14,7 @@ mod logs;
 mod observe;
 
 mod input;
+mod limit;
 mod queue;
 mod reliable;
 mod schedule;

@@ -11,6 +11,8 @@ pub(crate) mod dead_replay;
 pub(crate) mod expire;
 pub(crate) mod extend;
 pub(crate) mod index_values;
+pub(crate) mod limit_set;
+pub(crate) mod limit_usage;
 pub(crate) mod nack;
 pub(crate) mod offer;
 pub(crate) mod offer_unique;
@@ -45,6 +47,8 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &expire::EXPIRE,
         &extend::EXTEND,
         &index_values::INDEX_VALUES,
+        &limit_set::LIMIT_SET,
+        &limit_usage::LIMIT_USAGE,
         &nack::NACK,
         &offer::OFFER,
         &offer_unique::OFFER_UNIQUE,

@@ -538,8 +538,29 @@ fn given_keys(script: &str, keys: &QueueKeys) -> Vec<String> {
         "schedule_fire.lua" | "schedule_set.lua" | "schedule_remove.lua" => {
             vec![keys.schedule("s1")]
         }
+        _ if script.starts_with("limit_") => limit_keys(script, keys),
         _ => Vec::new(),
     }
+}
+
+/// The limit keys a limit script declares, in its KEYS order (after the target list).
+fn limit_keys(script: &str, keys: &QueueKeys) -> Vec<String> {
+    let name = keys.target();
+    let header = delayq::__internal::script_source(script).unwrap();
+    let mut out = Vec::new();
+    for line in header.lines().filter(|l| l.starts_with("-- KEYS[")) {
+        if let Some(pattern) = line
+            .split_whitespace()
+            .find(|w| w.starts_with("delayq_limit"))
+        {
+            out.push(
+                pattern
+                    .replace("{NAME}", &format!("{{{name}}}"))
+                    .replace(":KEY", ":k1"),
+            );
+        }
+    }
+    out
 }
 
 /// Every key's serialized content (`DUMP`), to prove a refused call changed nothing.

@@ -1,0 +1,109 @@
+//! The names of a queue's limits and of what enforcing them keeps: all in the queue's slot
+//! (`{NAME}`), all delayq's own (Java peers never read them).
+
+use super::{prefix_name, KeyRole, QueueKeys};
+
+/// Prefix of the hash of a queue's limits.
+const LIMITS_PREFIX: &str = "delayq_limits";
+/// Prefix of the zset of queue-wide slots held (delivery id → lease end ms).
+const SLOTS_PREFIX: &str = "delayq_limit_slots";
+/// Prefix of the zset of rate state (`q` or `k:KEY` → theoretical arrival time ms).
+const TAT_PREFIX: &str = "delayq_limit_tat";
+/// Prefix of the zset of keys with values held back (key → when to try it again ms).
+const HELD_PREFIX: &str = "delayq_limit_held";
+/// Prefix of the zset of keys with slots held (key → latest lease end ms).
+const BUSY_PREFIX: &str = "delayq_limit_busy";
+/// Prefix of one key's slots (followed by `:` and the key).
+const KEY_SLOTS_PREFIX: &str = "delayq_limit_key";
+/// Prefix of one key's values held back (followed by `:` and the key).
+const PARKED_PREFIX: &str = "delayq_limit_parked";
+
+impl QueueKeys {
+    /// delayq's hash of the queue's limits (`delayq_limits:{NAME}`; fields in
+    /// [`Limits`](crate::limit::Limits)' docs).
+    ///
+    /// ```
+    /// let keys = delayq::QueueKeys::new("orders");
+    /// assert_eq!(keys.limits(), "delayq_limits:{orders}");
+    /// ```
+    pub fn limits(&self) -> String {
+        prefix_name(LIMITS_PREFIX, self.target())
+    }
+
+    /// The list of values held back for the limit key `key`
+    /// (`delayq_limit_parked:{NAME}:KEY`), oldest first.
+    ///
+    /// ```
+    /// let keys = delayq::QueueKeys::new("orders");
+    /// assert_eq!(keys.limit_parked("acme"), "delayq_limit_parked:{orders}:acme");
+    /// ```
+    pub fn limit_parked(&self, key: &str) -> String {
+        format!("{}:{key}", self.limit_parked_prefix())
+    }
+
+    pub(crate) fn limit_parked_prefix(&self) -> String {
+        prefix_name(PARKED_PREFIX, self.target())
+    }
+
+    pub(crate) fn limit_key_slots_prefix(&self) -> String {
+        prefix_name(KEY_SLOTS_PREFIX, self.target())
+    }
+}
+
+/// Every key a limit script may be given, for one queue and one limit key (the empty key when
+/// the value has none).
+#[derive(Debug, Clone)]
+pub(crate) struct LimitKeys {
+    pub(crate) limits: String,
+    pub(crate) slots: String,
+    pub(crate) tat: String,
+    pub(crate) held: String,
+    pub(crate) busy: String,
+    pub(crate) key_slots: String,
+    pub(crate) parked: String,
+}
+
+impl LimitKeys {
+    /// The keys of the queue `keys` for the limit key `key`.
+    pub(crate) fn new(keys: &QueueKeys, key: &str) -> LimitKeys {
+        let target = keys.target();
+        LimitKeys {
+            limits: keys.limits(),
+            slots: prefix_name(SLOTS_PREFIX, target),
+            tat: prefix_name(TAT_PREFIX, target),
+            held: prefix_name(HELD_PREFIX, target),
+            busy: prefix_name(BUSY_PREFIX, target),
+            key_slots: format!("{}:{key}", keys.limit_key_slots_prefix()),
+            parked: keys.limit_parked(key),
+        }
+    }
+
+    /// The key of a limit role.
+    pub(crate) fn of(&self, role: KeyRole) -> Option<&str> {
+        Some(match role {
+            KeyRole::Limits => &self.limits,
+            KeyRole::LimitSlots => &self.slots,
+            KeyRole::LimitTat => &self.tat,
+            KeyRole::LimitHeld => &self.held,
+            KeyRole::LimitBusy => &self.busy,
+            KeyRole::LimitKeySlots => &self.key_slots,
+            KeyRole::LimitParked => &self.parked,
+            _ => return None,
+        })
+    }
+}
+
+/// The name pattern of a limit role, as the Lua headers write it.
+#[cfg(test)]
+pub(super) fn pattern(role: KeyRole) -> &'static str {
+    match role {
+        KeyRole::Limits => "delayq_limits:{NAME}",
+        KeyRole::LimitSlots => "delayq_limit_slots:{NAME}",
+        KeyRole::LimitTat => "delayq_limit_tat:{NAME}",
+        KeyRole::LimitHeld => "delayq_limit_held:{NAME}",
+        KeyRole::LimitBusy => "delayq_limit_busy:{NAME}",
+        KeyRole::LimitKeySlots => "delayq_limit_key:{NAME}:KEY",
+        KeyRole::LimitParked => "delayq_limit_parked:{NAME}:KEY",
+        _ => "",
+    }
+}

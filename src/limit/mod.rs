@@ -1,0 +1,161 @@
+//! Limits across processes: a concurrency cap and a rate per queue, and per key, stored in
+//! Redis and enforced by every delayq worker of the queue.
+//!
+//! - `rule.rs`: [`Rate`] and [`KeyRule`] (and how a key is read from a value's bytes).
+//! - `stored.rs`: the limits' Redis hash (`delayq_limits:{NAME}`) and reading it back.
+//! - `usage.rs`: [`LimitUsage`], what the limits hold now.
+//!
+//! ```no_run
+//! # async fn ex(queue: delayq::DelayedQueue<delayq::codec::StringCodec>) -> Result<(), delayq::Error> {
+//! use delayq::limit::{KeyRule, Limits};
+//!
+//! let limits = Limits::default()
+//!     .with_concurrency(3)
+//!     .with_rate("100/1s".parse()?)
+//!     .with_key(KeyRule::JsonPointer("/customer".into()))
+//!     .with_key_concurrency(1);
+//! queue.set_limits(&limits).await?;
+//! assert_eq!(queue.limits().await?, Some(limits));
+//! # Ok(()) }
+//! ```
+//!
+//! # How the worker enforces them
+//!
+//! Everything runs by the Redis server's clock (`TIME`), in scripts of the queue's hash slot,
+//! so every process sees the same slots and tokens.
+//!
+//! - **Concurrency cap**: a zset of slot holders (delivery id → lease end). A slot is taken in
+//!   one script with the rate tokens, after the value is taken into flight and before the
+//!   handler runs; its lease is the visibility timeout, renewed with the job's heartbeats and
+//!   released when the job settles. A killed process's slots free at their lease's end (the
+//!   acquiring script drops run-out leases).
+//! - **Rate N per period**: GCRA with emission interval `T = period / N`: a start is granted
+//!   when `now >= TAT`, then `TAT = max(TAT, now - T/2) + T`. Keeping the arrival time within
+//!   `T/2` of a late start keeps throughput at N per period when waiters wake a little late,
+//!   and bounds bursts: each grant's TAT is at least `T/2` past it, and each TAT at least `T`
+//!   past the one before, so grants `k` apart are at least `(k - 1)T - T/2` apart, and any
+//!   window of length `W` sees at most `ceil((W + T/2) / T)` starts: at most `N + 1` in any one
+//!   period.
+//! - **Waiting**: a worker at a queue-wide limit takes no more values. It holds the one it has
+//!   (in flight, heartbeats on) and waits for the moment the script names: the next token for a
+//!   rate; for a cap, the earliest lease end, waking early when a job of this process settles,
+//!   and otherwise asking again every 50 ms (other processes' releases are not announced), so
+//!   it never polls in a busy loop.
+//! - **Per key**: a value's key comes from the worker's
+//!   [`limit_key`](crate::WorkerBuilder::limit_key) closure, else the stored [`KeyRule`]; a
+//!   value without one gets only the queue-wide limits. A value whose key is at its cap, out of
+//!   tokens, or already has values held back is **held back**: in the same script it leaves
+//!   the in-flight set (its attempt given back) for the key's list (`delayq_limit_parked:{NAME}:KEY`,
+//!   oldest first), and the key enters a zset scored by when it may be tried again (its next
+//!   lease end or token; now when one of its slots is released, and for every key when the
+//!   limits change). Workers take from a due held key (its oldest value, in the script that
+//!   acquires) before the target list. So a value is always in flight or on a list in Redis,
+//!   keeps its order within its key, and a burst for one key is moved aside instead of holding
+//!   other keys behind it.
+//! - **Changes** take effect without a restart: each limited call carries the version of the
+//!   limits the worker read, and the script answers "stale" when it changed, so the worker
+//!   reads them again at its next take; a worker without limits looks for new ones once a
+//!   second. Clearing the per-key limits moves the values held back to the head of the target
+//!   list (each key's oldest first).
+//! - **Java consumers** taking from the target list directly are not limited.
+
+mod rule;
+mod stored;
+mod usage;
+
+pub use rule::{KeyRule, Rate};
+pub use usage::LimitUsage;
+
+#[allow(unused_imports)] // the worker reads keys with it
+pub(crate) use rule::KeyReader;
+pub(crate) use stored::from_fields;
+
+use crate::Result;
+use rule::invalid;
+
+/// A queue's limits, stored in Redis ([`DelayedQueue::set_limits`](crate::DelayedQueue::set_limits))
+/// and enforced by every delayq worker of the queue (see the [module docs](self)). A field left
+/// `None` is no limit.
+///
+/// Stored as the hash `delayq_limits:{NAME}`: `concurrency`, `rate_count` and `rate_period_ms`,
+/// `key_pointer` or `key_regex`, `key_concurrency`, `key_rate_count` and `key_rate_period_ms`,
+/// and a `version` token that changes with every store.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Limits {
+    /// The most jobs of the queue running at once, across every worker process.
+    pub concurrency: Option<u32>,
+    /// The most jobs of the queue started per period, across every worker process.
+    pub rate: Option<Rate>,
+    /// How a value's key is read, for workers without a
+    /// [`limit_key`](crate::WorkerBuilder::limit_key) closure.
+    pub key: Option<KeyRule>,
+    /// The most jobs of one key running at once.
+    pub key_concurrency: Option<u32>,
+    /// The most jobs of one key started per period.
+    pub key_rate: Option<Rate>,
+}
+
+impl Limits {
+    /// A queue-wide concurrency cap.
+    pub fn with_concurrency(mut self, n: u32) -> Self {
+        self.concurrency = Some(n);
+        self
+    }
+
+    /// A queue-wide rate.
+    pub fn with_rate(mut self, rate: Rate) -> Self {
+        self.rate = Some(rate);
+        self
+    }
+
+    /// How a value's key is read from its bytes.
+    pub fn with_key(mut self, rule: KeyRule) -> Self {
+        self.key = Some(rule);
+        self
+    }
+
+    /// A concurrency cap per key.
+    pub fn with_key_concurrency(mut self, n: u32) -> Self {
+        self.key_concurrency = Some(n);
+        self
+    }
+
+    /// A rate per key.
+    pub fn with_key_rate(mut self, rate: Rate) -> Self {
+        self.key_rate = Some(rate);
+        self
+    }
+
+    /// Whether any per-key limit is set.
+    pub fn per_key(&self) -> bool {
+        self.key_concurrency.is_some() || self.key_rate.is_some()
+    }
+
+    /// Whether no limit is set at all.
+    pub fn is_empty(&self) -> bool {
+        self.concurrency.is_none() && self.rate.is_none() && !self.per_key()
+    }
+
+    /// Refuses caps of 0, bad rates and key rules that do not compile (or a JSON pointer
+    /// without the feature `json`). Per-key limits without a key rule are allowed: workers
+    /// then need a [`limit_key`](crate::WorkerBuilder::limit_key) closure, and a worker without
+    /// one applies only the queue-wide limits (it says so in a warning).
+    pub fn validate(&self) -> Result<()> {
+        for (name, cap) in [
+            ("concurrency", self.concurrency),
+            ("key concurrency", self.key_concurrency),
+        ] {
+            if cap == Some(0) {
+                return Err(invalid(format!("{name} 0: a cap must be at least 1")));
+            }
+        }
+        for rate in [self.rate, self.key_rate].into_iter().flatten() {
+            rate.validate()?;
+        }
+        if let Some(rule) = &self.key {
+            rule.validate()?;
+        }
+        Ok(())
+    }
+}

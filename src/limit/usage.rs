@@ -1,0 +1,91 @@
+//! [`LimitUsage`], and the [`DelayedQueue`] calls that store, read and clear limits.
+
+use super::{from_fields, stored, Limits};
+use crate::codec::Codec;
+use crate::queue::DelayedQueue;
+use crate::redis::ops::{limit_set, limit_usage};
+use crate::Result;
+use fred::interfaces::HashesInterface;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How many keys [`DelayedQueue::limit_usage`] names.
+const TOP_KEYS: usize = 10;
+
+/// What a queue's limits hold now (by the server's clock).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LimitUsage {
+    /// Queue-wide slots held (leases not yet run out).
+    pub slots_held: u64,
+    /// Keys with slots held.
+    pub keys_busy: u64,
+    /// Keys with values held back.
+    pub keys_held: u64,
+    /// Values held back, over the first 1,000 keys held back (all of them when there are no
+    /// more keys than that).
+    pub values_held: u64,
+    /// The keys with the most values held back (at most 10), most first.
+    pub top_held: Vec<(String, u64)>,
+    /// When the queue-wide rate has its next token, if it has none now.
+    pub next_token_at: Option<SystemTime>,
+}
+
+impl<C: Codec> DelayedQueue<C> {
+    /// The queue's limits, if any are stored; [`Error::InvalidLimits`](crate::Error::InvalidLimits)
+    /// for a hash delayq did not write (an unknown field, a value that is not a number).
+    pub async fn limits(&self) -> Result<Option<Limits>> {
+        Ok(self.limits_versioned().await?.map(|(limits, _)| limits))
+    }
+
+    /// The stored limits and their version token.
+    pub(crate) async fn limits_versioned(&self) -> Result<Option<(Limits, String)>> {
+        let key = self.keys().limits();
+        let fields: Vec<(String, String)> = self
+            .client()
+            .hgetall::<std::collections::HashMap<String, String>, _>(key.as_str())
+            .await
+            .map_err(|e| crate::Error::from_redis("HGETALL", &key, e))?
+            .into_iter()
+            .collect();
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        from_fields(self.name(), fields).map(Some)
+    }
+
+    /// Stores the queue's limits (validated first; nothing is stored when they are refused).
+    /// Running workers apply them at their next take (a worker that had no limits, within a
+    /// second); keys held back are tried again under the new limits at once, and when no
+    /// per-key limit remains their values go back to the head of the target list.
+    pub async fn set_limits(&self, limits: &Limits) -> Result<()> {
+        limits.validate()?;
+        let fields = stored::to_fields(limits);
+        limit_set::run(self.client(), self.spec(), Some(fields), limits.per_key()).await?;
+        Ok(())
+    }
+
+    /// Clears the queue's limits; whether any were stored. Values held back go back to the head
+    /// of the target list (each key's oldest first); workers are unlimited from their next take.
+    pub async fn clear_limits(&self) -> Result<bool> {
+        let outcome = limit_set::run(self.client(), self.spec(), None, false).await?;
+        Ok(outcome.existed)
+    }
+
+    /// What the limits hold now: slots, busy keys, values held back (the most held keys named),
+    /// the next token of the queue-wide rate.
+    pub async fn limit_usage(&self) -> Result<LimitUsage> {
+        let reply = limit_usage::run(self.client(), self.spec(), TOP_KEYS).await?;
+        let next_token_at = reply
+            .next_token_ms
+            .filter(|tat| *tat > reply.now_ms)
+            .map(|tat| UNIX_EPOCH + Duration::from_millis(tat as u64));
+        Ok(LimitUsage {
+            slots_held: reply.slots_held,
+            keys_busy: reply.keys_busy,
+            keys_held: reply.keys_held,
+            values_held: reply.values_held,
+            top_held: reply.top,
+            next_token_at,
+        })
+    }
+}
