@@ -221,9 +221,9 @@ def drain_rate(bench, queue, values):
     worker = bench.workers(queue, 1, ["--concurrency", "10"], ["true"])
     redis = bench.redis
     try:
-        wait_until("the queue drained", lambda: redis("LLEN", queue) == 0 and redis(
-            "ZCARD", f"delayq_inflight:{{{queue}}}") == 0 and time.monotonic() - began > 0.5,
-            600)
+        wait_until("the queue drained", lambda: redis(
+            "ZCARD", f"redisson_delay_queue_timeout:{{{queue}}}") == 0 and redis(
+            "LLEN", queue) == 0 and redis("ZCARD", f"delayq_inflight:{{{queue}}}") == 0, 600)
     finally:
         stop(worker)
     return values / (time.monotonic() - began)

@@ -1,8 +1,8 @@
 //! `delayq limit`'s subcommands and their options (clap).
 
-use crate::duration::parse_rate;
+use crate::limit_view::{count_of, rate_of};
 use clap::{Args, Subcommand};
-use std::time::Duration;
+use delayq::limit::Rate;
 
 /// A queue's flow-control limits: what every worker of it obeys, in every process.
 #[derive(Debug, Subcommand)]
@@ -40,7 +40,7 @@ pub(crate) struct LimitSetArgs {
     /// Starts per period across every worker process, smooth (no burst at a window's start):
     /// N/PERIOD like 100/s, 5/min, 10/250ms, 1000/1h; `off` removes it.
     #[arg(long, value_name = "N/PERIOD|off", value_parser = parse_rate_setting)]
-    pub(crate) rate: Option<Setting<(u32, Duration)>>,
+    pub(crate) rate: Option<Setting<Rate>>,
     /// The key of each value for the per-key limits: the string or number at this JSON pointer
     /// of the value (RFC 6901, e.g. /customer/id); a value without it has no key.
     #[arg(long, value_name = "POINTER", conflicts_with_all = ["key_regex", "no_key"])]
@@ -52,14 +52,15 @@ pub(crate) struct LimitSetArgs {
     /// Remove the key rule, and with it the per-key limits.
     #[arg(long, conflicts_with_all = ["key_concurrency", "key_rate"])]
     pub(crate) no_key: bool,
-    /// Values of one key handled at once across every process; `off` removes it. Needs a key
-    /// rule (given or stored).
+    /// Values of one key handled at once across every process; `off` removes it. `delayq work`
+    /// needs a key rule (given or stored) for it; the library's workers may read keys their own
+    /// way.
     #[arg(long, value_name = "N|off", value_parser = parse_count)]
     pub(crate) key_concurrency: Option<Setting<u32>>,
-    /// Starts of one key's values per period across every process; `off` removes it. Needs a
-    /// key rule (given or stored).
+    /// Starts of one key's values per period across every process; `off` removes it; a key
+    /// rule as for --key-concurrency.
     #[arg(long, value_name = "N/PERIOD|off", value_parser = parse_rate_setting)]
-    pub(crate) key_rate: Option<Setting<(u32, Duration)>>,
+    pub(crate) key_rate: Option<Setting<Rate>>,
     /// Store exactly the limits given (every other limit removed) instead of changing the
     /// stored ones.
     #[arg(long)]
@@ -101,15 +102,15 @@ impl<T> Setting<T> {
 fn parse_count(text: &str) -> Result<Setting<u32>, String> {
     match text.trim() {
         "off" => Ok(Setting::Off),
-        _ => crate::limit_view::count_of(text).map(Setting::To),
+        _ => count_of(text).map(Setting::To),
     }
 }
 
-/// A rate as [`parse_rate`] reads it, or `off`.
-fn parse_rate_setting(text: &str) -> Result<Setting<(u32, Duration)>, String> {
+/// A rate as `--rate` takes it, or `off`.
+fn parse_rate_setting(text: &str) -> Result<Setting<Rate>, String> {
     match text.trim() {
         "off" => Ok(Setting::Off),
-        _ => parse_rate(text).map(Setting::To),
+        _ => rate_of(text).map(Setting::To),
     }
 }
 
@@ -118,6 +119,7 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
+    use std::time::Duration;
 
     fn set_args(args: &[&str]) -> Result<LimitSetArgs, clap::Error> {
         let argv = ["delayq", "limit", "set", "q"].iter().chain(args);
@@ -135,7 +137,9 @@ mod tests {
         assert_eq!(args.concurrency, Some(Setting::To(3)));
         assert_eq!(args.rate, Some(Setting::Off));
         let args = set_args(&["--key-pointer", "/tenant", "--key-rate", "5/s"]).unwrap();
-        assert_eq!(args.key_rate, Some(Setting::To((5, Duration::from_secs(1)))));
+        let five = Rate::new(5, Duration::from_secs(1)).unwrap();
+        assert_eq!(args.key_rate, Some(Setting::To(five)));
+        assert!(set_args(&["--rate", "1/400d"]).is_err());
         assert!(set_args(&["--concurrency", "0"]).is_err());
         assert!(set_args(&["--concurrency", "x"]).is_err());
         assert!(set_args(&["--rate", "5"]).is_err());

@@ -3,25 +3,14 @@
 //! dashboard take (`100/s`, `off`).
 
 use crate::duration::parse_rate;
-use delayq::{KeyRule, LimitUsage, Limits, Rate};
+use delayq::limit::{KeyRule, LimitUsage, Limits, Rate};
 use serde_json::{json, Value};
 
-/// How many keys with values held back `limit get`, `stats` and the dashboard show, the most
-/// held back first.
-pub(crate) const TOP_KEYS: usize = 10;
-
-/// A rate as `--rate` takes it: `100/1s`, `10/250ms`, `5/1m`.
-pub(crate) fn rate_text(rate: &Rate) -> String {
-    format!(
-        "{}/{}",
-        rate.count,
-        humantime::format_duration(rate.period)
-    )
-}
-
-/// A rate from the text `--rate` takes.
+/// A rate from the text `--rate` takes (`100/s`, `5/min`, `10/250ms`), within the library's
+/// bounds.
 pub(crate) fn rate_of(text: &str) -> Result<Rate, String> {
-    parse_rate(text).map(|(count, period)| Rate::new(count, period))
+    let (count, period) = parse_rate(text)?;
+    Rate::new(count, period).map_err(|e| format!("{text:?}: {e}"))
 }
 
 /// A limit's count: 1 to 4294967295.
@@ -46,11 +35,11 @@ pub(crate) fn limits_json(limits: &Limits) -> Value {
     };
     json!({
         "concurrency": limits.concurrency,
-        "rate": limits.rate.as_ref().map(rate_text),
+        "rate": limits.rate.as_ref().map(Rate::to_string),
         "key_pointer": pointer,
         "key_regex": regex,
         "key_concurrency": limits.key_concurrency,
-        "key_rate": limits.key_rate.as_ref().map(rate_text),
+        "key_rate": limits.key_rate.as_ref().map(Rate::to_string),
     })
 }
 
@@ -61,12 +50,12 @@ pub(crate) fn summary(limits: &Limits) -> String {
         parts.push(format!("concurrency {n}"));
     }
     if let Some(rate) = &limits.rate {
-        parts.push(format!("rate {}", rate_text(rate)));
+        parts.push(format!("rate {rate}"));
     }
     let key = match &limits.key {
-        Some(KeyRule::JsonPointer(p)) => Some(format!("pointer {p}")),
-        Some(KeyRule::Regex(r)) => Some(format!("regex {r}")),
-        _ => None,
+        Some(rule) => Some(rule.to_string()),
+        None if limits.per_key() => Some("keys from the worker's closure".to_owned()),
+        None => None,
     };
     if let Some(key) = key {
         let mut per = Vec::new();
@@ -74,7 +63,7 @@ pub(crate) fn summary(limits: &Limits) -> String {
             per.push(format!("concurrency {n}"));
         }
         if let Some(rate) = &limits.key_rate {
-            per.push(format!("rate {}", rate_text(rate)));
+            per.push(format!("rate {rate}"));
         }
         let per = match per.is_empty() {
             true => "no limit".to_owned(),
@@ -88,37 +77,44 @@ pub(crate) fn summary(limits: &Limits) -> String {
     }
 }
 
-/// What is in use as one JSON object: `slots_held`, `held_back` (values parked in all) and
-/// `held_back_keys` (the [`TOP_KEYS`] keys with the most parked: `key`, `held_back`,
-/// `running`).
+/// What is in use as one JSON object: `slots_held`, `keys_busy` (keys with slots held),
+/// `keys_held` and `values_held` (values held back for their key), `top_held` (the keys with
+/// the most held back, most first: `key`, `values`), `next_token_ms` (when the queue-wide rate
+/// has its next start, `null` when it has one now).
 pub(crate) fn usage_json(usage: &LimitUsage) -> Value {
-    let keys: Vec<Value> = usage
-        .keys
+    let top: Vec<Value> = usage
+        .top_held
         .iter()
-        .take(TOP_KEYS)
-        .map(|k| json!({ "key": k.key, "held_back": k.held_back, "running": k.running }))
+        .map(|(key, values)| json!({ "key": key, "values": values }))
         .collect();
     json!({
         "slots_held": usage.slots_held,
-        "held_back": usage.held_back,
-        "held_back_keys": keys,
+        "keys_busy": usage.keys_busy,
+        "keys_held": usage.keys_held,
+        "values_held": usage.values_held,
+        "top_held": top,
+        "next_token_ms": usage.next_token_at.map(epoch_ms),
     })
 }
 
-/// What is in use in one line: `2 slots held, 120 held back (A 100, B 20)`.
+fn epoch_ms(at: std::time::SystemTime) -> u64 {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What is in use in one line: `2 slots held, 120 values held back for 2 keys (A 100, B 20)`.
 pub(crate) fn usage_line(usage: &LimitUsage) -> String {
-    let keys: Vec<String> = usage
-        .keys
+    let top: Vec<String> = usage
+        .top_held
         .iter()
-        .take(TOP_KEYS)
-        .map(|k| format!("{} {}", k.key, k.held_back))
+        .map(|(key, values)| format!("{key} {values}"))
         .collect();
     let mut line = format!(
-        "{} slots held, {} held back",
-        usage.slots_held, usage.held_back
+        "{} slots held, {} values held back for {} keys",
+        usage.slots_held, usage.values_held, usage.keys_held
     );
-    if !keys.is_empty() {
-        line.push_str(&format!(" ({})", keys.join(", ")));
+    if !top.is_empty() {
+        line.push_str(&format!(" ({})", top.join(", ")));
     }
     line
 }
@@ -132,9 +128,11 @@ pub(crate) fn is_empty(limits: &Limits) -> bool {
         && limits.key_rate.is_none()
 }
 
-/// The reason `limits` cannot be stored as they are, if any: a per-key limit needs a key rule.
-pub(crate) fn incomplete(limits: &Limits) -> Option<&'static str> {
-    let per_key = limits.key_concurrency.is_some() || limits.key_rate.is_some();
-    (per_key && limits.key.is_none())
-        .then_some("a per-key limit needs a key rule: give --key-pointer or --key-regex")
+/// A caution for per-key limits without a key rule: `delayq work` then applies only the
+/// queue-wide ones (a library worker may read keys with its own closure).
+pub(crate) fn keyless_caution(limits: &Limits) -> Option<&'static str> {
+    (limits.per_key() && limits.key.is_none()).then_some(
+        "per-key limits without a key rule: `delayq work` applies only the queue-wide limits \
+         (give --key-pointer or --key-regex; a library worker may read keys with its closure)",
+    )
 }

@@ -22,11 +22,11 @@ mod connection;
 mod ctx;
 mod duration;
 mod exit;
+mod limit_args;
+mod limit_view;
 mod logging;
 #[cfg(feature = "otel")]
 mod otel;
-mod limit_args;
-mod limit_view;
 mod progress;
 mod schedule_args;
 mod serve;

@@ -4,8 +4,8 @@
 use super::Ctx;
 use crate::exit::Usage;
 use crate::limit_args::{LimitAction, LimitSetArgs};
-use crate::limit_view::{self, incomplete, is_empty, limits_json, summary};
-use delayq::{KeyRule, LimitUsage, Limits, Rate};
+use crate::limit_view::{self, is_empty, keyless_caution, limits_json, summary};
+use delayq::limit::{KeyRule, LimitUsage, Limits};
 use std::io::Write;
 
 /// Runs the action; false when `clear --exit-status` found no limits.
@@ -38,8 +38,8 @@ async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
         false => queue.limits().await?,
     };
     let limits = merged(stored.unwrap_or_default(), args);
-    if let Some(why) = incomplete(&limits) {
-        return Err(Usage(why.into()).into());
+    if let Some(caution) = keyless_caution(&limits) {
+        crate::logging::status_line(format_args!("{caution}"));
     }
     match is_empty(&limits) {
         true => {
@@ -52,12 +52,11 @@ async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
 
 /// `stored` with the limits `args` gives replaced (`off`: removed).
 fn merged(mut limits: Limits, args: &LimitSetArgs) -> Limits {
-    let rate = |(count, period)| Rate::new(count, period);
     if let Some(setting) = args.concurrency {
         limits.concurrency = setting.value();
     }
     if let Some(setting) = args.rate {
-        limits.rate = setting.value().map(rate);
+        limits.rate = setting.value();
     }
     if let Some(pointer) = &args.key_pointer {
         limits.key = Some(KeyRule::JsonPointer(pointer.clone()));
@@ -74,7 +73,7 @@ fn merged(mut limits: Limits, args: &LimitSetArgs) -> Limits {
         limits.key_concurrency = setting.value();
     }
     if let Some(setting) = args.key_rate {
-        limits.key_rate = setting.value().map(rate);
+        limits.key_rate = setting.value();
     }
     limits
 }

@@ -182,7 +182,7 @@ pub(crate) async fn stats(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<()> {
 }
 
 /// A queue's stored limits, if any, and what is in use of them.
-type StoredLimits = (Option<delayq::Limits>, delayq::LimitUsage);
+type StoredLimits = (Option<delayq::limit::Limits>, delayq::limit::LimitUsage);
 
 /// How far a sharded queue's change of its number of shards has come.
 struct Layout {
@@ -269,7 +269,9 @@ fn print_stats(
             writeln!(out, "layout:      {}", layout.describe())?;
         }
         if let Some((limits, usage)) = &limits {
-            let text = limits.as_ref().map_or("none".to_owned(), limit_view::summary);
+            let text = limits
+                .as_ref()
+                .map_or("none".to_owned(), limit_view::summary);
             writeln!(out, "limits:      {text}")?;
             if limits.is_some() {
                 writeln!(out, "limit use:   {}", limit_view::usage_line(usage))?;

@@ -23,7 +23,8 @@ function describeLimits(l) {
   const parts = [];
   if (l.concurrency !== null) parts.push("concurrency " + l.concurrency);
   if (l.rate !== null) parts.push("rate " + l.rate);
-  const key = l.key_pointer !== null ? "pointer " + l.key_pointer : l.key_regex !== null ? "regex " + l.key_regex : null;
+  const key = l.key_pointer !== null ? "pointer " + l.key_pointer : l.key_regex !== null ? "regex " + l.key_regex
+    : l.key_concurrency !== null || l.key_rate !== null ? "keys from the worker's closure" : null;
   if (key) {
     const per = [];
     if (l.key_concurrency !== null) per.push(l.key_concurrency + " at a time");
@@ -37,14 +38,13 @@ function fillLimits(name, d) {
   setText($("#limits-summary"), describeLimits(d.limits));
   const u = d.usage;
   const slots = d.limits && d.limits.concurrency !== null ? u.slots_held + " of " + d.limits.concurrency : String(u.slots_held);
-  setText($("#limits-usage"), "slots held " + slots + " · held back " + u.held_back);
-  sync($("#limits-keys tbody"), u.held_back_keys, (k) => k.key, (row, k) => {
-    const c = cells(row, 3, ["", "", ""]);
+  setText($("#limits-usage"), "slots held " + slots + " · held back " + u.values_held + " (" + u.keys_held + (u.keys_held === 1 ? " key)" : " keys)"));
+  sync($("#limits-keys tbody"), u.top_held, (k) => k.key, (row, k) => {
+    const c = cells(row, 2, ["", ""]);
     setText(c[0], k.key);
-    setText(c[1], String(k.held_back));
-    setText(c[2], String(k.running));
+    setText(c[1], String(k.values));
   });
-  $("#limits-keys").hidden = u.held_back_keys.length === 0;
+  $("#limits-keys").hidden = u.top_held.length === 0;
   // The form shows what is stored when the queue is opened or its limits change, never while
   // somebody types into it.
   const stored = JSON.stringify(d.limits);

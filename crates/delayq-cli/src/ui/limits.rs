@@ -9,13 +9,13 @@
 
 use super::activity::answer;
 use super::{bounded, failure, refusal, Shared};
-use crate::limit_view::{self, count_of, incomplete, is_empty, limits_json, rate_of};
+use crate::limit_view::{self, count_of, is_empty, limits_json, rate_of};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use delayq::{KeyRule, Limits};
+use delayq::limit::{KeyRule, Limits};
 use serde_json::json;
 
 /// `GET /api/queues/{name}/limits`.
@@ -95,10 +95,9 @@ fn limits_of(form: &Form) -> Result<Limits, String> {
     if let Some(text) = &form.key_rate {
         limits.key_rate = Some(rate_of(text).map_err(|e| named("key rate", e))?);
     }
-    match (incomplete(&limits), is_empty(&limits)) {
-        (Some(why), _) => Err(why.into()),
-        (None, true) => Err("no limit given: clear the limits instead".into()),
-        (None, false) => Ok(limits),
+    match is_empty(&limits) {
+        true => Err("no limit given: clear the limits instead".into()),
+        false => Ok(limits),
     }
 }
 
@@ -113,12 +112,10 @@ pub(super) async fn act(
         return refused;
     }
     let limits = match action.as_str() {
-        "set-limits" => {
-            match Form::parse(&body).and_then(|form| limits_of(&form)) {
-                Ok(limits) => Some(limits),
-                Err(why) => return failure(StatusCode::BAD_REQUEST, why),
-            }
-        }
+        "set-limits" => match Form::parse(&body).and_then(|form| limits_of(&form)) {
+            Ok(limits) => Some(limits),
+            Err(why) => return failure(StatusCode::BAD_REQUEST, why),
+        },
         "clear-limits" => None,
         _ => return failure(StatusCode::NOT_FOUND, format!("no action {action:?}")),
     };
@@ -140,7 +137,7 @@ pub(super) async fn act(
         Err(err) => {
             // Limits the library refuses (a bad regex or pointer) are the request's fault.
             let status = match err.downcast_ref::<delayq::Error>() {
-                Some(delayq::Error::InvalidConfig(_)) => StatusCode::BAD_REQUEST,
+                Some(delayq::Error::InvalidLimits(_)) => StatusCode::BAD_REQUEST,
                 _ => StatusCode::BAD_GATEWAY,
             };
             failure(status, format!("{err:#}"))

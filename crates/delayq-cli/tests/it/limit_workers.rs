@@ -8,7 +8,8 @@
 
 use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
-use delayq::{DelayedQueue, KeyRule, Limits, Rate};
+use delayq::limit::{KeyRule, Limits, Rate};
+use delayq::DelayedQueue;
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -32,7 +33,6 @@ fn now_us() -> i64 {
 #[derive(Debug, Clone)]
 struct Run {
     value: String,
-    pid: u32,
     worker: u32,
     start_us: i64,
     end_us: Option<i64>,
@@ -71,7 +71,6 @@ impl Records {
                     by_pid.insert(pid.parse().unwrap(), runs.len());
                     runs.push(Run {
                         value: (*value).to_owned(),
-                        pid: pid.parse().unwrap(),
                         worker: ppid.parse().unwrap(),
                         start_us: time.parse().unwrap(),
                         end_us: None,
@@ -218,13 +217,19 @@ async fn offer_now(queue: &DelayedQueue<StringCodec>, values: impl Iterator<Item
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cap_holds_across_processes_and_a_killed_ones_slots_come_back() {
     let redis = TestRedis::start();
-    let limits = Limits::default().concurrency(3);
+    let limits = Limits::default().with_concurrency(3);
     let queue = queue_with(&redis, "cap", &limits).await;
     let dir = tempfile::tempdir().unwrap();
     let records = Records::new(dir.path());
     let visibility = Duration::from_secs(2);
     let flags = ["--concurrency", "10", "--visibility", "2s"];
-    let mut fleet = Fleet::start(&redis.url(), queue.name(), 4, &flags, &records.command("0.25"));
+    let mut fleet = Fleet::start(
+        &redis.url(),
+        queue.name(),
+        4,
+        &flags,
+        &records.command("0.25"),
+    );
     let values = 60;
     offer_now(&queue, (0..values).map(|i| format!("v{i}"))).await;
 
@@ -232,7 +237,10 @@ async fn a_cap_holds_across_processes_and_a_killed_ones_slots_come_back() {
     let victim = fleet.pid(0);
     wait_until("a command of the first worker", PATIENCE, || {
         let runs = records.runs();
-        match runs.iter().any(|r| r.worker == victim && r.end_us.is_none()) {
+        match runs
+            .iter()
+            .any(|r| r.worker == victim && r.end_us.is_none())
+        {
             true => Ok(()),
             false => Err(format!("{} runs so far", runs.len())),
         }
@@ -263,7 +271,10 @@ async fn a_cap_holds_across_processes_and_a_killed_ones_slots_come_back() {
     let (most_after, first_full_us) = most_at_once(&after, i64::MAX);
     let back_ms = (first_full_us - killed_us) / 1000;
     eprintln!("the killed worker's slots were back {back_ms} ms after the kill");
-    assert_eq!(most_after, 3, "the survivors never ran 3 at once again: {after:?}");
+    assert_eq!(
+        most_after, 3,
+        "the survivors never ran 3 at once again: {after:?}"
+    );
     // Loose on purpose (a loaded machine is slow, never early): a lease and as much again.
     assert!(
         back_ms <= 2 * visibility.as_millis() as i64 + 2_000,
@@ -276,7 +287,7 @@ async fn a_cap_holds_across_processes_and_a_killed_ones_slots_come_back() {
 async fn a_rate_holds_across_processes() {
     let redis = TestRedis::start();
     let (per_period, period) = (5u32, Duration::from_secs(1));
-    let limits = Limits::default().rate(Rate::new(per_period, period));
+    let limits = Limits::default().with_rate(Rate::new(per_period, period).unwrap());
     let queue = queue_with(&redis, "rate", &limits).await;
     let dir = tempfile::tempdir().unwrap();
     let records = Records::new(dir.path());
@@ -313,15 +324,25 @@ async fn a_rate_holds_across_processes() {
 async fn one_keys_burst_does_not_hold_another_key() {
     let redis = TestRedis::start();
     let limits = Limits::default()
-        .key(KeyRule::JsonPointer("/k".into()))
-        .key_concurrency(1);
+        .with_key(KeyRule::JsonPointer("/k".into()))
+        .with_key_concurrency(1);
     let queue = queue_with(&redis, "perkey", &limits).await;
     let dir = tempfile::tempdir().unwrap();
     let records = Records::new(dir.path());
     let flags = ["--concurrency", "4"];
-    let _fleet = Fleet::start(&redis.url(), queue.name(), 2, &flags, &records.command("0.1"));
+    let _fleet = Fleet::start(
+        &redis.url(),
+        queue.name(),
+        2,
+        &flags,
+        &records.command("0.1"),
+    );
     let burst = 1_000;
-    offer_now(&queue, (0..burst).map(|i| format!(r#"{{"k":"A","i":{i}}}"#))).await;
+    offer_now(
+        &queue,
+        (0..burst).map(|i| format!(r#"{{"k":"A","i":{i}}}"#)),
+    )
+    .await;
     let offered_b_us = now_us();
     offer_now(&queue, (0..3).map(|i| format!(r#"{{"k":"B","i":{i}}}"#))).await;
 

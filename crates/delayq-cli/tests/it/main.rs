@@ -21,6 +21,7 @@ mod dashboard_schedules;
 mod dashboard_search;
 mod exit_codes;
 mod json_shape;
+mod limit_cli;
 mod limit_workers;
 mod listen;
 mod metrics;
