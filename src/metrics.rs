@@ -23,7 +23,10 @@
 
 use crate::error::Error;
 
+mod limits;
 mod schedules;
+pub use limits::record_limit_gauges;
+pub(crate) use limits::LimitMetrics;
 pub(crate) use schedules::FiringMetrics;
 
 /// What kind of metric a [`Metric`] is.
@@ -204,6 +207,26 @@ pub const METRICS: &[Metric] = &[
         "delayq_schedule_missed_total",
         Counter,
         "missed-occurrence policy decisions, by policy",
+    ),
+    Metric::new(
+        "delayq_limit_wait_seconds",
+        Histogram,
+        "time a worker waited for a slot or a token of the queue's limits, by reason",
+    ),
+    Metric::new(
+        "delayq_limit_held_back_total",
+        Counter,
+        "values held back on their key's list by per-key limits",
+    ),
+    Metric::new(
+        "delayq_limit_slots_held",
+        Gauge,
+        "slots of the queue's concurrency cap held now",
+    ),
+    Metric::new(
+        "delayq_limit_held_values",
+        Gauge,
+        "values held back by per-key limits now",
     ),
 ];
 

@@ -302,10 +302,8 @@ pub(crate) enum KeyRole {
     /// Given per call: the keys with slots held (zset).
     LimitBusy,
     /// Given per call: one key's slots held (zset).
-    #[allow(dead_code)] // the worker's scripts declare it
     LimitKeySlots,
     /// Given per call: one key's values held back (list).
-    #[allow(dead_code)] // the worker's scripts declare it
     LimitParked,
 }
 

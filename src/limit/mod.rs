@@ -66,7 +66,6 @@ mod usage;
 pub use rule::{KeyRule, Rate};
 pub use usage::LimitUsage;
 
-#[allow(unused_imports)] // the worker reads keys with it
 pub(crate) use rule::KeyReader;
 pub(crate) use stored::from_fields;
 

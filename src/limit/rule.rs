@@ -162,13 +162,11 @@ impl fmt::Display for KeyRule {
 
 /// A compiled [`KeyRule`].
 #[derive(Debug, Clone)]
-#[allow(dead_code)] // the worker reads keys with it
 pub(crate) enum KeyReader {
     Pointer(String),
     Regex(regex_lite::Regex),
 }
 
-#[allow(dead_code)]
 impl KeyReader {
     /// The key of the value `raw`, if it has one.
     pub(crate) fn key_of(&self, raw: &[u8]) -> Option<String> {
@@ -185,7 +183,6 @@ impl KeyReader {
 }
 
 #[cfg(feature = "json")]
-#[allow(dead_code)]
 fn pointer_key(text: &str, pointer: &str) -> Option<String> {
     let doc: serde_json::Value = serde_json::from_str(text).ok()?;
     match doc.pointer(pointer)? {

@@ -23,7 +23,7 @@ use fred::prelude::{Error as FredError, FromValue, Key, Value};
 use tracing::Instrument;
 
 /// The helpers a script may start with, in order: a file only calls helpers defined above it.
-const PRELUDE: [&str; 7] = [
+const PRELUDE: [&str; 8] = [
     include_str!("../../lua/lib/time.lua"),
     include_str!("../../lua/lib/guard.lua"),
     include_str!("../../lua/lib/entry.lua"),
@@ -31,6 +31,7 @@ const PRELUDE: [&str; 7] = [
     include_str!("../../lua/lib/values_field.lua"),
     include_str!("../../lua/lib/values.lua"),
     include_str!("../../lua/lib/settle.lua"),
+    include_str!("../../lua/lib/limit.lua"),
 ];
 
 /// What every call of one queue's scripts needs: its keys, and its options (the entry format it

@@ -71,7 +71,7 @@ pub struct ReliableConsumer<C: Codec> {
 }
 
 /// 16 random bytes as hex: a delivery id, or a consumer's.
-fn random_id() -> String {
+pub(crate) fn random_id() -> String {
     let bytes: [u8; 16] = rand::random();
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -229,6 +229,19 @@ impl<C: Codec> ReliableConsumer<C> {
             Some(err) => Err(err),
             None => Ok(deliveries),
         }
+    }
+
+    /// The delivery of a value another script took into flight for this consumer's queue (the
+    /// worker's limits take held-back values that way), settled like any other.
+    pub(crate) fn adopt(
+        &self,
+        id: String,
+        raw: bytes::Bytes,
+        attempt: u32,
+        deadline_ms: i64,
+    ) -> Delivery<C::Value> {
+        let receipt = Receipt::new(self.ctx.clone(), id, raw.clone(), attempt, deadline_ms);
+        Delivery::new(decode_value(&*self.codec, raw), receipt)
     }
 
     /// Blocks until a value arrives on the target list (or `slice` passes) and moves it onto this

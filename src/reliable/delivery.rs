@@ -184,6 +184,12 @@ impl<V> Delivery<V> {
         self.receipt.deadline_ms()
     }
 
+    /// Drops the delivery as settled: a script has already moved its value out of flight (the
+    /// worker's limits held it back), so there is nothing to give back.
+    pub(crate) fn forget(mut self) {
+        self.receipt.settled = true;
+    }
+
     /// Splits into the decoded value and the receipt that settles it.
     pub fn into_parts(self) -> (Result<V>, Receipt) {
         (self.value, self.receipt)

@@ -3,6 +3,9 @@
 //!
 //! - `mod.rs`: [`Job`], [`WorkerBuilder`], [`WorkerHandle`], [`WorkerStats`].
 //! - `job_error.rs`: [`JobError`] and [`HandlerError`], why a job failed.
+//! - `taker.rs`: takes from the target lists, cut short when a held-back value is due.
+//! - `gate.rs`: the queues' limits ([`crate::limit`]): slots and tokens acquired before a
+//!   handler runs, values held back per key and taken back, slots renewed and released.
 //! - `run.rs`: the loop (take, spawn, grace, give back) and one job's life (decode and attempt
 //!   check, the handler with heartbeats, settling the outcome).
 //!
@@ -28,10 +31,12 @@
 //! # Ok(()) }
 //! ```
 
+mod gate;
 mod job_error;
 mod run;
 mod sharded;
 mod sources;
+mod taker;
 mod tally;
 
 use crate::codec::Codec;

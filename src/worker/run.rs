@@ -1,6 +1,8 @@
 //! Running a worker: the take loop, and one job's life.
 
+use super::gate::{next_job, Gates, Slot};
 use super::sources::{take_backoff, Sources};
+use super::taker::Taker;
 use super::tally::{self, JobTally};
 use super::{Counters, HandlerError, Job, JobError, WorkerBuilder, WorkerStats};
 use crate::codec::Codec;
@@ -60,6 +62,7 @@ where
     let server_check = check_server(builder.queues[0].client(), builder.server_check, &name).await;
     tracing::info!(queue = %name, concurrency = builder.concurrency, "worker started");
 
+    let mut gates = Gates::new(&builder.queues, builder.limit_key.clone(), job.visibility);
     let mut taker = Taker {
         sources: &mut sources,
         stop: &stop,
@@ -77,7 +80,7 @@ where
                 Err(_) => break,
             },
         };
-        let Some((queue, delivery)) = taker.next().await else {
+        let Some((queue, delivery, slot)) = next_job(&mut gates, &mut taker).await else {
             break;
         };
         Counters::bump(&counters.taken);
@@ -89,6 +92,7 @@ where
         tracker.spawn(tracing::Instrument::instrument(
             async move {
                 job.run(queue, delivery, metrics, handling).await;
+                Slot::release_any(slot).await;
                 drop(permit);
             },
             span,
@@ -158,50 +162,6 @@ async fn close_sources<C: Codec>(
         "Redis did not take back the values the worker's consumers hold in time; they stay \
          in the in-flight set and the reaper gives them back after their visibility deadline"
     );
-}
-
-/// Takes the worker's values, retrying failed takes with backoff until a stop.
-struct Taker<'a, C: Codec> {
-    sources: &'a mut Sources<C>,
-    stop: &'a CancellationToken,
-    counters: &'a Counters,
-    name: &'a str,
-    retrying: Retrying,
-    failures: FailureLog,
-}
-
-impl<C: Codec> Taker<'_, C> {
-    /// The next delivery, or `None` once the worker is asked to stop. Each kind of error is
-    /// logged once, then again only when it changes; the recovery is logged too.
-    async fn next(&mut self) -> Option<(Arc<str>, Delivery<C::Value>)> {
-        let name = self.name;
-        loop {
-            match self.sources.next(self.stop, self.counters).await {
-                Ok(Some(taken)) => {
-                    self.retrying.succeeded();
-                    if self.failures.recovered() > 0 {
-                        tracing::info!(queue = %name, "takes work again");
-                    }
-                    return Some(taken);
-                }
-                Ok(None) => return None,
-                Err(err) => {
-                    Counters::bump(&self.counters.errors);
-                    let wait = self.retrying.failed();
-                    let retry_in_ms = wait.as_millis() as u64;
-                    if self.failures.first_of_kind(&err.to_string()) {
-                        tracing::warn!(queue = %name, error = %err, retry_in_ms, "take failed; retrying (repeats of this error are logged at debug)");
-                    } else {
-                        tracing::debug!(queue = %name, error = %err, retry_in_ms, "take failed again");
-                    }
-                    tokio::select! {
-                        _ = self.stop.cancelled() => return None,
-                        _ = tokio::time::sleep(wait) => {}
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// Stops taking; lets running handlers finish within `grace` (or until `job.abort` is

@@ -90,6 +90,18 @@ impl<C: Codec> Sources<C> {
         }
     }
 
+    /// The consumer of the queue `name`.
+    pub(super) fn consumer(&self, name: &str) -> Option<&ReliableConsumer<C>> {
+        match self {
+            Sources::One(consumer) => Some(consumer).filter(|c| c.name() == name),
+            Sources::Many(many) => many
+                .sources
+                .iter()
+                .find(|s| &*s.name == name)
+                .map(|s| &s.consumer),
+        }
+    }
+
     /// Closes every consumer (gives back what they hold unsettled).
     pub(super) async fn close(self) {
         match self {

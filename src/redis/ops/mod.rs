@@ -11,7 +11,10 @@ pub(crate) mod dead_replay;
 pub(crate) mod expire;
 pub(crate) mod extend;
 pub(crate) mod index_values;
+pub(crate) mod limit_acquire;
+pub(crate) mod limit_lease;
 pub(crate) mod limit_set;
+pub(crate) mod limit_unpark;
 pub(crate) mod limit_usage;
 pub(crate) mod nack;
 pub(crate) mod offer;
@@ -47,7 +50,10 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &expire::EXPIRE,
         &extend::EXTEND,
         &index_values::INDEX_VALUES,
+        &limit_acquire::LIMIT_ACQUIRE,
+        &limit_lease::LIMIT_LEASE,
         &limit_set::LIMIT_SET,
+        &limit_unpark::LIMIT_UNPARK,
         &limit_usage::LIMIT_USAGE,
         &nack::NACK,
         &offer::OFFER,

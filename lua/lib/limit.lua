@@ -1,0 +1,96 @@
+-- delayq lib/limit.lua: the slots and tokens of a queue's limits (delayq_limit_*:{NAME}).
+--
+-- Times are the server's (TIME), in ms with a fraction. A slot is a zset member (delivery id ->
+-- lease end); a cap is full while as many leases have not run out. A rate is GCRA: member 'q'
+-- (the queue) or 'k:KEY' of the rate zset holds its theoretical arrival time (TAT); a start is
+-- granted when now >= TAT, and then TAT = max(TAT, now - T/2) + T, T = period / count (see
+-- src/limit/mod.rs for the bound that gives).
+-- delayq_limit_spec(i): the six limit arguments from ARGV[i] (0 is no limit): cap, count, period
+-- (queue-wide), key_cap, key_count, key_period.
+-- delayq_limit_fresh(limits, version): whether the stored limits still carry that version.
+-- delayq_limit_queue_wait(slots, tat, now, spec): 0 when the queue-wide limits let a job start
+-- now; else ms until they may, and 'slot' or 'token'.
+-- delayq_limit_key_wait(key_slots, tat, key, now, spec): the same for one key's limits.
+-- delayq_limit_grant(slots, tat, busy, key_slots, spec, now, id, key, lease_end): takes the
+-- slots and tokens of a start (the key's when key is not '').
+local function delayq_limit_spec(i)
+    local n = {}
+    for j = 0, 5 do
+        n[j + 1] = tonumber(ARGV[i + j]) or 0
+    end
+    return { cap = n[1], count = n[2], period = n[3], key_cap = n[4], key_count = n[5], key_period = n[6] }
+end
+
+local function delayq_limit_fresh(limits, version)
+    return (redis.call('hget', limits, 'version') or '') == version
+end
+
+local function delayq_limit_slots_wait(slots, now, cap)
+    if cap <= 0 then
+        return 0
+    end
+    redis.call('zremrangebyscore', slots, '-inf', delayq_ms(math.floor(now)))
+    if redis.call('zcard', slots) < cap then
+        return 0
+    end
+    local first = redis.call('zrange', slots, 0, 0, 'withscores')
+    return math.max(1, tonumber(first[2]) - now)
+end
+
+local function delayq_limit_tat_wait(tat, member, now, count)
+    if count <= 0 then
+        return 0
+    end
+    local at = tonumber(redis.call('zscore', tat, member) or 0)
+    return math.max(0, at - now)
+end
+
+local function delayq_limit_tat_take(tat, member, now, count, period, horizon)
+    if count <= 0 then
+        return
+    end
+    local t = period / count
+    local at = tonumber(redis.call('zscore', tat, member) or 0)
+    redis.call('zadd', tat, string.format('%.3f', math.max(at, now - t / 2) + t), member)
+    -- An arrival time that far back is worth no more than none.
+    redis.call('zremrangebyscore', tat, '-inf', '(' .. delayq_ms(now - horizon))
+end
+
+local function delayq_limit_queue_wait(slots, tat, now, spec)
+    local wait = delayq_limit_slots_wait(slots, now, spec.cap)
+    if wait > 0 then
+        return wait, 'slot'
+    end
+    wait = delayq_limit_tat_wait(tat, 'q', now, spec.count)
+    if wait > 0 then
+        return wait, 'token'
+    end
+    return 0, ''
+end
+
+local function delayq_limit_key_wait(key_slots, tat, key, now, spec)
+    local wait = delayq_limit_slots_wait(key_slots, now, spec.key_cap)
+    if wait > 0 then
+        return wait
+    end
+    return delayq_limit_tat_wait(tat, 'k:' .. key, now, spec.key_count)
+end
+
+local function delayq_limit_grant(slots, tat, busy, key_slots, spec, now, id, key, lease_end)
+    local horizon = math.max(spec.period, spec.key_period)
+    if spec.cap > 0 then
+        redis.call('zadd', slots, delayq_ms(lease_end), id)
+    end
+    delayq_limit_tat_take(tat, 'q', now, spec.count, spec.period, horizon)
+    if key == '' then
+        return
+    end
+    if spec.key_cap > 0 then
+        redis.call('zadd', key_slots, delayq_ms(lease_end), id)
+        redis.call('zremrangebyscore', busy, '-inf', delayq_ms(math.floor(now)))
+        if (tonumber(redis.call('zscore', busy, key)) or 0) < lease_end then
+            redis.call('zadd', busy, delayq_ms(lease_end), key)
+        end
+    end
+    delayq_limit_tat_take(tat, 'k:' .. key, now, spec.key_count, spec.key_period, horizon)
+end

@@ -1,0 +1,461 @@
+//! The queues' limits in the take loop (see [`crate::limit`] for the design): before a value's
+//! handler runs, its slots and tokens are acquired, or it is held back on its key's list, or
+//! the loop waits holding it; held-back values of due keys are taken before the target lists.
+
+use super::sources::Sources;
+use super::taker::{Taker, Took};
+use super::LimitKeyFn;
+use crate::codec::Codec;
+use crate::limit::{KeyReader, Limits};
+use crate::metrics::LimitMetrics;
+use crate::queue::DelayedQueue;
+use crate::redis::ops::limit_acquire::{self, Acquired, LimitArgs, WaitFor};
+use crate::redis::ops::limit_unpark::{self, Unparked};
+use crate::reliable::Delivery;
+use crate::time::Delay;
+use crate::Result;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How often a worker without limits looks for new ones.
+const READ_EVERY: Duration = Duration::from_secs(1);
+/// The longest a worker waits on a concurrency cap (or for a key held back) before asking
+/// again: other processes' releases are not announced.
+const POLL_CAP: Duration = Duration::from_millis(50);
+/// The longest a worker sleeps for a token before asking again (so a change of limits is seen).
+const POLL_TOKEN: Duration = Duration::from_secs(1);
+
+/// The limits a worker goes by, as last read.
+struct Active {
+    version: String,
+    args: LimitArgs,
+    reader: Option<KeyReader>,
+    per_key: bool,
+}
+
+impl Active {
+    fn new(limits: &Limits, version: String) -> Active {
+        let cap = |n: Option<u32>| i64::from(n.unwrap_or(0));
+        let rate = |r: Option<crate::limit::Rate>| {
+            r.map_or((0, 0), |r| (i64::from(r.count), r.period_ms() as i64))
+        };
+        let (count, period) = rate(limits.rate);
+        let (key_count, key_period) = rate(limits.key_rate);
+        let args = [
+            cap(limits.concurrency),
+            count,
+            period,
+            cap(limits.key_concurrency),
+            key_count,
+            key_period,
+        ];
+        // A rule that does not compile was refused when stored; one that cannot run here (a
+        // pointer without JSON support) leaves the values keyless.
+        let reader = limits.key.as_ref().and_then(|rule| rule.compile().ok());
+        Active {
+            version,
+            args,
+            reader,
+            per_key: limits.per_key(),
+        }
+    }
+}
+
+/// One queue's limits.
+struct Gate<C: Codec> {
+    queue: DelayedQueue<C>,
+    active: Option<Active>,
+    read_at: Option<Instant>,
+    /// When to look for a due key held back next.
+    held_check_at: Instant,
+    warned: bool,
+    metrics: LimitMetrics,
+}
+
+/// What became of a value taken (one per take, moved on at once: not worth a box).
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Admit<V> {
+    /// Its handler may run; the slot (if the queue has limits) is released after it settles.
+    Start(Delivery<V>, Option<Slot>),
+    /// It is held back on its key's list, or no longer ours.
+    Away,
+    /// The worker is asked to stop (the value goes back, like any unsettled delivery).
+    Stopped,
+}
+
+/// The limits of every queue of a worker.
+pub(super) struct Gates<C: Codec> {
+    gates: Vec<Gate<C>>,
+    key_fn: Option<LimitKeyFn<C::Value>>,
+    lease: Duration,
+    /// Woken when a job of this worker releases its slot.
+    released: Arc<Notify>,
+}
+
+impl<C: Codec> Gates<C> {
+    /// The gates of `queues`; leases last `lease` (the visibility timeout).
+    pub(super) fn new(
+        queues: &[DelayedQueue<C>],
+        key_fn: Option<LimitKeyFn<C::Value>>,
+        lease: Duration,
+    ) -> Self {
+        let now = Instant::now();
+        let gates = queues
+            .iter()
+            .map(|queue| Gate {
+                queue: queue.clone(),
+                active: None,
+                read_at: None,
+                held_check_at: now,
+                warned: false,
+                metrics: LimitMetrics::new(queue.name()),
+            })
+            .collect();
+        Gates {
+            gates,
+            key_fn,
+            lease,
+            released: Arc::new(Notify::new()),
+        }
+    }
+
+    fn index(&self, name: &str) -> usize {
+        self.gates
+            .iter()
+            .position(|g| g.queue.name() == name)
+            .unwrap_or(0)
+    }
+
+    /// Reads the limits of gate `i` again when `force`d or when the last read is a second old.
+    async fn refresh(&mut self, i: usize, force: bool) {
+        let gate = &mut self.gates[i];
+        if !force && gate.read_at.is_some_and(|at| at.elapsed() < READ_EVERY) {
+            return;
+        }
+        gate.read_at = Some(Instant::now());
+        match gate.queue.limits_versioned().await {
+            Ok(found) => {
+                let active = found.map(|(limits, version)| Active::new(&limits, version));
+                if active.is_some() != gate.active.is_some() {
+                    tracing::info!(queue = %gate.queue.name(), limited = active.is_some(), "limits read");
+                }
+                gate.active = active;
+                gate.held_check_at = Instant::now();
+            }
+            // The last good limits stay in force.
+            Err(err) => {
+                tracing::error!(queue = %gate.queue.name(), error = %err, "cannot read the queue's limits; keeping the last good ones")
+            }
+        }
+    }
+
+    /// When the take loop should stop waiting on the target lists: to read the limits again
+    /// (a worker without limits learns of new ones so), or to look at keys held back.
+    pub(super) fn wake_at(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.gates
+            .iter()
+            .map(|g| {
+                let read = g.read_at.map_or(now, |at| at + READ_EVERY);
+                match g.active.as_ref().is_some_and(|a| a.per_key) {
+                    true => read.min(g.held_check_at),
+                    false => read,
+                }
+            })
+            .min()
+    }
+
+    /// The value's key under gate `i`'s limits.
+    fn key_of(&mut self, i: usize, delivery: &Delivery<C::Value>) -> String {
+        let gate = &mut self.gates[i];
+        let Some(active) = gate.active.as_ref().filter(|a| a.per_key) else {
+            return String::new();
+        };
+        let key = match (&self.key_fn, delivery.value(), &active.reader) {
+            (Some(key_fn), Some(value), _) => key_fn(value),
+            (Some(_), None, _) => None,
+            (None, _, Some(reader)) => reader.key_of(delivery.raw()),
+            (None, _, None) => {
+                if !std::mem::replace(&mut gate.warned, true) {
+                    tracing::warn!(queue = %gate.queue.name(), "per-key limits without a key rule or a limit_key closure: only the queue-wide limits apply");
+                }
+                None
+            }
+        };
+        key.unwrap_or_default()
+    }
+
+    /// Acquires the slots and tokens of `delivery` (of queue `name`), holds it back, or waits
+    /// holding it (heartbeats on) until the limits let it start.
+    pub(super) async fn admit(
+        &mut self,
+        name: &str,
+        mut delivery: Delivery<C::Value>,
+        stop: &CancellationToken,
+    ) -> Admit<C::Value> {
+        let i = self.index(name);
+        let mut beat_at = Instant::now() + self.lease / 3;
+        loop {
+            self.refresh(i, false).await;
+            if self.gates[i].active.is_none() {
+                return Admit::Start(delivery, None);
+            }
+            let key = self.key_of(i, &delivery);
+            let started = Instant::now();
+            match self.acquire(i, delivery.id(), &key).await {
+                Ok(Acquired::Started) => {
+                    let slot = Slot::hold(&self.gates[i].queue, delivery.id(), key, self);
+                    return Admit::Start(delivery, Some(slot));
+                }
+                Ok(Acquired::HeldBack { wait, first }) => {
+                    self.held_back(i, &key, wait, first);
+                    delivery.forget();
+                    return Admit::Away;
+                }
+                Ok(Acquired::Gone) => {
+                    delivery.forget();
+                    return Admit::Away;
+                }
+                Ok(Acquired::Stale) => self.refresh(i, true).await,
+                Ok(Acquired::Wait(wait, why)) => {
+                    tracing::debug!(queue = %name, reason = why.label(), wait_ms = wait.as_millis() as u64, "waiting for the limits");
+                    if !self.wait(wait, why, stop).await {
+                        return Admit::Stopped;
+                    }
+                    let spent = started.elapsed();
+                    self.gates[i].metrics.waiting(why == WaitFor::Slot, spent);
+                }
+                Err(err) => {
+                    tracing::warn!(queue = %name, error = %err, "limits: acquiring failed; trying again");
+                    if !self.wait(POLL_CAP * 4, WaitFor::Slot, stop).await {
+                        return Admit::Stopped;
+                    }
+                }
+            }
+            if Instant::now() >= beat_at {
+                beat_at = Instant::now() + self.lease / 3;
+                if let Err(err) = delivery.extend(self.lease).await {
+                    tracing::warn!(queue = %name, error = %err, "heartbeat of a value held for the limits failed");
+                }
+            }
+        }
+    }
+
+    async fn acquire(&self, i: usize, id: &str, key: &str) -> Result<Acquired> {
+        let gate = &self.gates[i];
+        let Some(active) = &gate.active else {
+            return Ok(Acquired::Started);
+        };
+        let queue = &gate.queue;
+        let lease = Delay::span(self.lease)?;
+        limit_acquire::run(
+            queue.client(),
+            queue.spec(),
+            &active.version,
+            lease,
+            id,
+            active.args,
+            key,
+        )
+        .await
+    }
+
+    fn held_back(&mut self, i: usize, key: &str, wait: Duration, first: bool) {
+        let gate = &mut self.gates[i];
+        gate.metrics.held_back();
+        let wait_ms = wait.as_millis() as u64;
+        if first {
+            tracing::info!(queue = %gate.queue.name(), key, wait_ms, "key at its limits: its values are held back");
+        } else {
+            tracing::debug!(queue = %gate.queue.name(), key, wait_ms, "value held back behind its key");
+        }
+    }
+
+    /// Sleeps for a refused start: `wait` for a token (at most [`POLL_TOKEN`]), at most
+    /// [`POLL_CAP`] for a slot, less when a job of this worker releases one; false on a stop.
+    async fn wait(&self, wait: Duration, why: WaitFor, stop: &CancellationToken) -> bool {
+        let most = match why {
+            WaitFor::Slot => POLL_CAP,
+            WaitFor::Token => POLL_TOKEN,
+        };
+        let sleep = wait.clamp(Duration::from_millis(1), most);
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => false,
+            _ = self.released.notified() => true,
+            _ = tokio::time::sleep(sleep) => true,
+        }
+    }
+
+    /// A held-back value of a due key, taken into flight with its slots, if a queue has one.
+    pub(super) async fn unpark(
+        &mut self,
+        sources: &Sources<C>,
+    ) -> Option<(Arc<str>, Admit<C::Value>)> {
+        for i in 0..self.gates.len() {
+            self.refresh(i, false).await;
+            let due = self.gates[i].held_check_at <= Instant::now();
+            if !due || !self.gates[i].active.as_ref().is_some_and(|a| a.per_key) {
+                continue;
+            }
+            if let Some(found) = self.unpark_one(i, sources).await {
+                return Some(found);
+            }
+        }
+        None
+    }
+
+    async fn unpark_one(
+        &mut self,
+        i: usize,
+        sources: &Sources<C>,
+    ) -> Option<(Arc<str>, Admit<C::Value>)> {
+        self.gates[i].held_check_at = Instant::now() + POLL_CAP;
+        let gate = &self.gates[i];
+        let active = gate.active.as_ref()?;
+        let name: Arc<str> = Arc::from(gate.queue.name());
+        let consumer = sources.consumer(&name)?;
+        let id = crate::reliable::random_id();
+        let lease = Delay::span(self.lease).ok()?;
+        let queue = &gate.queue;
+        let reply = limit_unpark::run(
+            queue.client(),
+            queue.spec(),
+            &active.version,
+            lease,
+            &id,
+            active.args,
+        )
+        .await;
+        let next_check = match reply {
+            Ok(Unparked::Taken {
+                deadline_ms,
+                raw,
+                attempt,
+                key,
+            }) => {
+                let delivery = consumer.adopt(id.clone(), raw, attempt, deadline_ms);
+                let slot = Slot::hold(queue, &id, key, self);
+                return Some((name, Admit::Start(delivery, Some(slot))));
+            }
+            Ok(Unparked::NoneDue(next)) => next.unwrap_or(POLL_CAP).min(POLL_CAP),
+            Ok(Unparked::Other(Acquired::Stale)) => {
+                self.refresh(i, true).await;
+                Duration::ZERO
+            }
+            Ok(Unparked::Other(Acquired::Wait(wait, _))) => wait.min(POLL_CAP),
+            Ok(Unparked::Other(_)) => POLL_CAP,
+            Err(err) => {
+                tracing::warn!(queue = %name, error = %err, "limits: taking a held-back value failed");
+                POLL_CAP * 4
+            }
+        };
+        self.gates[i].held_check_at = Instant::now() + next_check;
+        None
+    }
+}
+
+/// The slots a started job holds: renewed every third of the lease while it runs, released
+/// when it settles (a killed process's run out with their lease).
+#[derive(Debug)]
+pub(super) struct Slot {
+    queue: crate::redis::script::QueueSpec,
+    client: fred::clients::Client,
+    id: String,
+    key: String,
+    renewal: tokio::task::JoinHandle<()>,
+    released: Arc<Notify>,
+}
+
+impl Slot {
+    fn hold<C: Codec>(queue: &DelayedQueue<C>, id: &str, key: String, gates: &Gates<C>) -> Slot {
+        let (client, spec) = (queue.client().clone(), queue.spec().clone());
+        let lease = gates.lease;
+        let renewal = {
+            let (client, spec, id, key) =
+                (client.clone(), spec.clone(), id.to_owned(), key.clone());
+            tokio::spawn(async move {
+                let Ok(delay) = Delay::span(lease) else {
+                    return;
+                };
+                loop {
+                    tokio::time::sleep((lease / 3).max(Duration::from_millis(5))).await;
+                    let renewed =
+                        crate::redis::ops::limit_lease::run(&client, &spec, &id, &key, Some(delay))
+                            .await;
+                    if let Err(err) = renewed {
+                        tracing::warn!(error = %err, "limits: renewing a slot's lease failed");
+                    }
+                }
+            })
+        };
+        Slot {
+            queue: spec,
+            client,
+            id: id.to_owned(),
+            key,
+            renewal,
+            released: gates.released.clone(),
+        }
+    }
+
+    /// Releases `slot`, if the job had one.
+    pub(super) async fn release_any(slot: Option<Slot>) {
+        if let Some(slot) = slot {
+            slot.release().await;
+        }
+    }
+
+    /// Releases the slots (the job settled), and wakes this worker's waits on them.
+    pub(super) async fn release(self) {
+        self.renewal.abort();
+        let released = crate::redis::ops::limit_lease::run(
+            &self.client,
+            &self.queue,
+            &self.id,
+            &self.key,
+            None,
+        );
+        match tokio::time::timeout(Duration::from_secs(5), released).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "limits: releasing a slot failed; it frees at its lease's end")
+            }
+            Err(_) => {
+                tracing::warn!("limits: releasing a slot timed out; it frees at its lease's end")
+            }
+        }
+        self.released.notify_waiters();
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.renewal.abort();
+    }
+}
+
+/// The next job to start: a held-back value of a due key first, else a value taken from the
+/// target lists and admitted by the limits; `None` once the worker is asked to stop.
+pub(super) async fn next_job<C: Codec>(
+    gates: &mut Gates<C>,
+    taker: &mut Taker<'_, C>,
+) -> Option<(Arc<str>, Delivery<C::Value>, Option<Slot>)> {
+    loop {
+        if let Some((queue, Admit::Start(delivery, slot))) = gates.unpark(taker.sources).await {
+            return Some((queue, delivery, slot));
+        }
+        match taker.next_until(gates.wake_at()).await {
+            Took::Stopped => return None,
+            Took::Woke => {}
+            Took::Value(queue, delivery) => match gates.admit(&queue, delivery, taker.stop).await {
+                Admit::Start(delivery, slot) => return Some((queue, delivery, slot)),
+                Admit::Away => {}
+                Admit::Stopped => return None,
+            },
+        }
+    }
+}

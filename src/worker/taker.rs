@@ -1,0 +1,90 @@
+//! The worker's takes: from the target lists, retried with backoff, and cut short when the
+//! limits have a held-back value due (see `gate.rs`).
+
+use super::sources::Sources;
+use super::Counters;
+use crate::codec::Codec;
+use crate::reliable::Delivery;
+use crate::retry::{FailureLog, Retrying};
+use std::sync::Arc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// What a take brought.
+pub(super) enum Took<V> {
+    /// A value of the queue named.
+    Value(Arc<str>, Delivery<V>),
+    /// The wake-up time passed first.
+    Woke,
+    /// The worker is asked to stop.
+    Stopped,
+}
+
+/// Takes the worker's values, retrying failed takes with backoff until a stop.
+pub(super) struct Taker<'a, C: Codec> {
+    pub(super) sources: &'a mut Sources<C>,
+    pub(super) stop: &'a CancellationToken,
+    pub(super) counters: &'a Counters,
+    pub(super) name: &'a str,
+    pub(super) retrying: Retrying,
+    pub(super) failures: FailureLog,
+}
+
+impl<C: Codec> Taker<'_, C> {
+    /// The next delivery; [`Took::Woke`] when `wake` comes first (only a blocking wait is cut
+    /// short, never a take script in flight), [`Took::Stopped`] once the worker is asked to stop.
+    pub(super) async fn next_until(&mut self, wake: Option<Instant>) -> Took<C::Value> {
+        let Some(wake) = wake else {
+            return self.next(self.stop.clone()).await;
+        };
+        let cut = self.stop.child_token();
+        let timer = {
+            let cut = cut.clone();
+            async move {
+                tokio::time::sleep_until(wake).await;
+                cut.cancel();
+                std::future::pending::<()>().await
+            }
+        };
+        tokio::select! {
+            took = self.next(cut) => took,
+            () = timer => Took::Woke,
+        }
+    }
+
+    /// The next delivery, or why there is none. Each kind of error is logged once, then again
+    /// only when it changes; the recovery is logged too.
+    async fn next(&mut self, cut: CancellationToken) -> Took<C::Value> {
+        let name = self.name;
+        loop {
+            match self.sources.next(&cut, self.counters).await {
+                Ok(Some((queue, delivery))) => {
+                    self.retrying.succeeded();
+                    if self.failures.recovered() > 0 {
+                        tracing::info!(queue = %name, "takes work again");
+                    }
+                    return Took::Value(queue, delivery);
+                }
+                Ok(None) if self.stop.is_cancelled() => return Took::Stopped,
+                Ok(None) => return Took::Woke,
+                Err(err) => {
+                    Counters::bump(&self.counters.errors);
+                    let wait = self.retrying.failed();
+                    let retry_in_ms = wait.as_millis() as u64;
+                    if self.failures.first_of_kind(&err.to_string()) {
+                        tracing::warn!(queue = %name, error = %err, retry_in_ms, "take failed; retrying (repeats of this error are logged at debug)");
+                    } else {
+                        tracing::debug!(queue = %name, error = %err, retry_in_ms, "take failed again");
+                    }
+                    tokio::select! {
+                        _ = cut.cancelled() => return match self.stop.is_cancelled() {
+                            true => Took::Stopped,
+                            false => Took::Woke,
+                        },
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Per-key limits: each key's cap holds and its values keep their order; a burst for one key
+//! does not hold another key's values behind it; nothing is lost when a worker dies while values
+//! are held back.
+
+use super::{eventually, push, setup, values, worker, Shared};
+use delayq::limit::{KeyRule, Limits};
+use fred::interfaces::ListInterface;
+use std::time::{Duration, Instant};
+
+const LEASE: Duration = Duration::from_secs(5);
+
+/// The values of each key start one at a time, in the order they were offered; another key's
+/// run meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_cap_holds_and_keeps_the_order_within_the_key() {
+    let (_redis, client, queue) = setup("limit-key-cap").await;
+    queue
+        .set_limits(&Limits::default().with_key_concurrency(1))
+        .await
+        .unwrap();
+    let probe = Shared::default();
+    let workers: Vec<_> = (0..2)
+        .map(|_| worker(&queue, 6, &probe, LEASE, |_| Duration::from_millis(15)))
+        .collect();
+    let mut offered = Vec::new();
+    for i in 0..15 {
+        for key in ["a", "b", "c"] {
+            offered.push(format!("{key}:{i}"));
+        }
+    }
+    push(&client, &queue, &offered).await;
+    eventually("45 jobs done", || probe.lock().unwrap().done == 45).await;
+    for w in workers {
+        let stats = w.shutdown().await.unwrap();
+        assert_eq!((stats.lost, stats.errors), (0, 0));
+    }
+    let usage = queue.limit_usage().await.unwrap();
+    assert_eq!((usage.values_held, usage.keys_held), (0, 0));
+    let probe = probe.lock().unwrap();
+    for key in ["a", "b", "c"] {
+        assert_eq!(probe.most_by_key[key], 1, "key {key} ran several at once");
+        let order: Vec<usize> = probe
+            .starts
+            .iter()
+            .filter(|(v, _)| v.starts_with(&format!("{key}:")))
+            .map(|(v, _)| v[2..].parse().unwrap())
+            .collect();
+        assert_eq!(order, (0..15).collect::<Vec<_>>(), "key {key}'s order");
+    }
+    assert!(probe.most >= 2, "the keys never ran side by side");
+}
+
+/// 2,000 values of key A, then 10 of key B, key cap 1: B's values start once the workers have
+/// held back what is ahead of them, long before A's values are done; A's cap holds.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_for_one_key_does_not_hold_another_key_behind_it() {
+    let (_redis, client, queue) = setup("limit-key-fair").await;
+    let burst = std::env::var("DELAYQ_TEST_BURST").map_or(2_000, |n| n.parse().unwrap());
+    queue
+        .set_limits(&Limits::default().with_key_concurrency(1))
+        .await
+        .unwrap();
+    let probe = Shared::default();
+    let slow_a = |v: &str| match v.starts_with("A:") {
+        true => Duration::from_millis(200),
+        false => Duration::from_millis(5),
+    };
+    let workers: Vec<_> = (0..2)
+        .map(|_| worker(&queue, 4, &probe, LEASE, slow_a))
+        .collect();
+    let mut offered = values("A", burst);
+    offered.extend(values("B", 10));
+    let pushed = Instant::now();
+    push(&client, &queue, &offered).await;
+    eventually("B's 10 values to start", || {
+        let p = probe.lock().unwrap();
+        p.starts.iter().filter(|(v, _)| v.starts_with("B:")).count() == 10
+    })
+    .await;
+    let b_after = pushed.elapsed();
+    let usage = queue.limit_usage().await.unwrap();
+    for w in workers {
+        w.shutdown().await.unwrap();
+    }
+    let p = probe.lock().unwrap();
+    assert_eq!(p.most_by_key["A"], 1, "A's cap");
+    let a_started = p.starts.iter().filter(|(v, _)| v.starts_with("A:")).count();
+    assert!(
+        a_started < burst / 2,
+        "B waited for {a_started} of A's values"
+    );
+    // Generous for a loaded 2-core machine; the figure measured is printed.
+    assert!(
+        b_after < Duration::from_secs(30),
+        "B started {b_after:?} after the burst"
+    );
+    assert!(
+        usage.values_held > 0 && usage.top_held[0].0 == "A",
+        "{usage:?}"
+    );
+    eprintln!(
+        "B's 10 values started within {b_after:?} behind {burst} of A ({} of A held back then)",
+        usage.values_held
+    );
+}
+
+/// A worker dies (its runtime dropped) while values are held back: the other worker finishes
+/// every value, each key's values in order, and nothing is left held back or in flight.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_value_is_lost_when_a_worker_dies_with_values_held_back() {
+    let (redis, client, queue) = setup("limit-key-kill").await;
+    let lease = Duration::from_secs(2);
+    queue
+        .set_limits(
+            &Limits::default()
+                .with_key(KeyRule::Regex("^(\\w+):".into()))
+                .with_key_concurrency(1),
+        )
+        .await
+        .unwrap();
+    let offered: Vec<String> = (0..40).map(|i| format!("k{}:{i}", i % 4)).collect();
+    push(&client, &queue, &offered).await;
+    let doomed = Shared::default();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    {
+        let (url, name, probe) = (redis.url(), queue.name().to_owned(), doomed.clone());
+        runtime.spawn(async move {
+            let client = delayq::connect(&url).await.unwrap();
+            let queue = delayq::DelayedQueue::builder(client, name, delayq::codec::StringCodec)
+                .build()
+                .await
+                .unwrap();
+            let _handle = worker(&queue, 8, &probe, lease, |_| Duration::from_millis(40));
+            std::future::pending::<()>().await;
+        });
+    }
+    eventually("some values held back and some done", || {
+        doomed.lock().unwrap().done >= 4
+    })
+    .await;
+    assert!(queue.limit_usage().await.unwrap().values_held > 0);
+    runtime.shutdown_background();
+
+    let probe = Shared::default();
+    let survivor = worker(&queue, 8, &probe, lease, |_| Duration::from_millis(5));
+    let all_done = || {
+        let (d, p) = (doomed.lock().unwrap(), probe.lock().unwrap());
+        let mut seen: Vec<&String> = d.starts.iter().chain(&p.starts).map(|(v, _)| v).collect();
+        seen.sort();
+        seen.dedup();
+        seen.len() == 40
+    };
+    eventually("every value started", all_done).await;
+    eventually("every value done", || {
+        let (d, p) = (doomed.lock().unwrap(), probe.lock().unwrap());
+        p.starts.len() == p.done && d.done + p.done >= 40
+    })
+    .await;
+    survivor.shutdown().await.unwrap();
+    let usage = queue.limit_usage().await.unwrap();
+    assert_eq!((usage.values_held, usage.keys_held), (0, 0));
+    let inflight: u64 =
+        fred::interfaces::SortedSetsInterface::zcard(&client, queue.keys().inflight())
+            .await
+            .unwrap();
+    assert_eq!(inflight, 0);
+    assert_eq!(client.llen::<u64, _>(queue.name()).await.unwrap(), 0);
+    assert!(probe.lock().unwrap().most_by_key.values().all(|n| *n == 1));
+}

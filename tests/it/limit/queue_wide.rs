@@ -1,0 +1,166 @@
+//! Queue-wide limits: a concurrency cap and a rate across workers, slots of a killed worker
+//! freed at their lease's end, limits changed and cleared while workers run.
+
+use super::{eventually, push, setup, values, worker, Probe, Shared};
+use delayq::limit::{Limits, Rate};
+use std::time::{Duration, Instant};
+
+const LEASE: Duration = Duration::from_secs(5);
+
+fn quick(_: &str) -> Duration {
+    Duration::from_millis(20)
+}
+
+/// Cap 3 over three workers of concurrency 10: the handlers never see more than 3 running.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cap_holds_across_workers() {
+    let (_redis, client, queue) = setup("limit-cap").await;
+    queue
+        .set_limits(&Limits::default().with_concurrency(3))
+        .await
+        .unwrap();
+    let probe = Shared::default();
+    let workers: Vec<_> = (0..3)
+        .map(|_| worker(&queue, 10, &probe, LEASE, quick))
+        .collect();
+    push(&client, &queue, &values("v", 60)).await;
+    eventually("60 jobs done", || probe.lock().unwrap().done == 60).await;
+    for w in workers {
+        let stats = w.shutdown().await.unwrap();
+        assert_eq!((stats.lost, stats.errors), (0, 0));
+    }
+    let most = probe.lock().unwrap().most;
+    assert!(most <= 3, "{most} jobs ran at once under a cap of 3");
+    assert_eq!(queue.limit_usage().await.unwrap().slots_held, 0);
+}
+
+/// A worker whose runtime is dropped (a killed process) never releases its slots; they free
+/// at their lease's end and another worker takes over.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_workers_slots_free_within_one_lease() {
+    let (redis, client, queue) = setup("limit-killed").await;
+    let lease = Duration::from_secs(2);
+    queue
+        .set_limits(&Limits::default().with_concurrency(2))
+        .await
+        .unwrap();
+    push(&client, &queue, &values("v", 6)).await;
+    let doomed = Shared::default();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    {
+        let (url, name, probe) = (redis.url(), queue.name().to_owned(), doomed.clone());
+        runtime.spawn(async move {
+            let client = delayq::connect(&url).await.unwrap();
+            let queue = delayq::DelayedQueue::builder(client, name, delayq::codec::StringCodec)
+                .build()
+                .await
+                .unwrap();
+            let handle = worker(&queue, 10, &probe, lease, |_| Duration::from_secs(3600));
+            std::future::pending::<()>().await;
+            drop(handle);
+        });
+    }
+    eventually("the doomed worker to hold both slots", || {
+        doomed.lock().unwrap().running == 2
+    })
+    .await;
+    assert_eq!(queue.limit_usage().await.unwrap().slots_held, 2);
+    runtime.shutdown_background();
+    let killed = Instant::now();
+
+    let probe = Shared::default();
+    let survivor = worker(&queue, 10, &probe, lease, quick);
+    eventually("a job to start after the kill", || {
+        !probe.lock().unwrap().starts.is_empty()
+    })
+    .await;
+    let freed_after = killed.elapsed();
+    eventually("every value done", || probe.lock().unwrap().done >= 6).await;
+    survivor.shutdown().await.unwrap();
+    assert!(probe.lock().unwrap().most <= 2);
+    // One lease, plus a generous margin for a loaded machine (reap interval, polls).
+    assert!(
+        freed_after < lease + Duration::from_secs(10),
+        "slots freed after {freed_after:?}, lease {lease:?}"
+    );
+    eprintln!("slots of the killed worker freed after {freed_after:?} (lease {lease:?})");
+}
+
+/// Rate 10/s across two workers: no window of one second sees more than 11 starts (N + 1),
+/// and 30 starts take at least the time the rate allows (loosely).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_holds_across_workers() {
+    let (_redis, client, queue) = setup("limit-rate").await;
+    let rate = Rate::new(10, Duration::from_secs(1)).unwrap();
+    queue
+        .set_limits(&Limits::default().with_rate(rate))
+        .await
+        .unwrap();
+    let probe = Shared::default();
+    let workers: Vec<_> = (0..2)
+        .map(|_| worker(&queue, 4, &probe, LEASE, quick))
+        .collect();
+    push(&client, &queue, &values("v", 30)).await;
+    eventually("30 jobs done", || probe.lock().unwrap().done == 30).await;
+    for w in workers {
+        w.shutdown().await.unwrap();
+    }
+    let mut starts: Vec<Instant> = probe.lock().unwrap().starts.iter().map(|s| s.1).collect();
+    starts.sort();
+    // Handlers start a little after their grant; the window is shortened by what a loaded
+    // machine may add between two grants' handlers (the bound is for server-clock windows).
+    let window = Duration::from_millis(900);
+    let most = (0..starts.len())
+        .map(|i| {
+            starts[i..]
+                .iter()
+                .take_while(|t| **t - starts[i] < window)
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert!(most <= 11, "{most} starts within {window:?} under 10/s");
+    let span = starts[29] - starts[0];
+    assert!(
+        span >= Duration::from_millis(2_000),
+        "30 starts in {span:?} under 10/s"
+    );
+    eprintln!("30 starts under 10/s spanned {span:?}; at most {most} in any {window:?}");
+}
+
+/// Limits set while workers run apply at their next take; cleared, the workers are
+/// unlimited again.
+#[tokio::test(flavor = "multi_thread")]
+async fn limits_changed_or_cleared_at_run_time_take_effect() {
+    let (_redis, client, queue) = setup("limit-change").await;
+    queue
+        .set_limits(&Limits::default().with_concurrency(8))
+        .await
+        .unwrap();
+    let slow = |_: &str| Duration::from_millis(300);
+    let probe = Shared::default();
+    let handle = worker(&queue, 8, &probe, LEASE, slow);
+    let batch = |round: usize| values(&format!("r{round}"), 8);
+
+    push(&client, &queue, &batch(1)).await;
+    eventually("round 1 done", || probe.lock().unwrap().done == 8).await;
+    let first = std::mem::take(&mut probe.lock().unwrap().most);
+    assert!(first >= 2, "round 1 ran {first} at once, under a cap of 8");
+
+    queue
+        .set_limits(&Limits::default().with_concurrency(1))
+        .await
+        .unwrap();
+    push(&client, &queue, &batch(2)).await;
+    eventually("round 2 done", || probe.lock().unwrap().done == 16).await;
+    let second = std::mem::take(&mut probe.lock().unwrap().most);
+    assert_eq!(second, 1, "round 2 ran {second} at once, under a cap of 1");
+
+    assert!(queue.clear_limits().await.unwrap());
+    push(&client, &queue, &batch(3)).await;
+    eventually("round 3 done", || probe.lock().unwrap().done == 24).await;
+    let third = probe.lock().unwrap().most;
+    assert!(third >= 2, "round 3 ran {third} at once with no limits");
+    handle.shutdown().await.unwrap();
+    let _ = Probe::default();
+}
