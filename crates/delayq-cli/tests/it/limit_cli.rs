@@ -4,7 +4,7 @@
 //! only the admin change or clear them.
 
 use crate::access::{bearer, dashboard, snapshot, ADMIN, OPERATOR};
-use crate::common::{unique_name, TestRedis};
+use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
 use crate::dashboard::json;
 use crate::observe::{delayq, BIN};
 use serde_json::{json, Value};
@@ -170,4 +170,56 @@ fn the_dashboard_shows_limits_to_all_and_lets_only_the_admin_change_them() {
     let at = format!("{path}/clear-limits");
     assert_eq!(post(port, &at, &bearer(ADMIN), "").0, 200);
     assert_eq!(stored(&url, &name)["limits"], Value::Null);
+}
+
+/// `delayq ui`'s /metrics: what a queue's limits hold, while a real worker holds two slots of a
+/// cap of 2 (and a third value waits); no limit series for a queue without limits.
+#[test]
+fn the_dashboards_metrics_show_what_the_limits_hold() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let (limited, plain) = (unique_name("limit-gauge"), unique_name("plain-gauge"));
+    delayq(&url, &["limit", "set", &limited, "--concurrency", "2"]);
+    delayq(&url, &["offer", &plain, "x", "--delay", "1h"]);
+    let mut worker = crate::observe::Daemon(
+        Command::new(BIN)
+            .args([
+                "--url",
+                &url,
+                "work",
+                &limited,
+                "--concurrency",
+                "3",
+                "--grace",
+                "1s",
+            ])
+            .args(["--", "sleep", "30"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    for value in ["a", "b", "c"] {
+        delayq(&url, &["offer", &limited, value]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_ui, port) = dashboard(&redis, dir.path(), &[], &[], "/healthz");
+    let slots = format!("delayq_limit_slots_held{{queue=\"{limited}\"}} 2");
+    let values = format!("delayq_limit_held_values{{queue=\"{limited}\"}} 0");
+    let metrics = wait_until("two slots held on /metrics", PATIENCE, || {
+        let (_, body) = crate::observe::get(port, "/metrics")?;
+        match body.lines().any(|l| l == slots) {
+            true => Ok(body),
+            false => Err(body),
+        }
+    });
+    assert!(metrics.lines().any(|l| l == values), "{metrics}");
+    assert!(
+        !metrics.contains(&format!("delayq_limit_slots_held{{queue=\"{plain}\"}}")),
+        "{metrics}"
+    );
+    // SIGTERM: the worker ends its commands after --grace, leaving no `sleep` behind.
+    let pid = worker.0.id().to_string();
+    assert!(Command::new("kill").arg(&pid).status().unwrap().success());
+    worker.0.wait().unwrap();
 }
