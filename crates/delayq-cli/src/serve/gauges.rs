@@ -421,8 +421,11 @@ fn write_gauge(
     out.push('\n');
 }
 
-/// The gauges of what a queue's limits hold, from its (slots held, values held back).
-const LIMIT_GAUGES: [(&str, fn((u64, u64)) -> f64); 2] = [
+/// A gauge of what a queue's limits hold: its name, and its value from the queue's (slots
+/// held, values held back).
+type LimitGauge = (&'static str, fn((u64, u64)) -> f64);
+
+const LIMIT_GAUGES: [LimitGauge; 2] = [
     ("delayq_limit_slots_held", |(slots, _)| slots as f64),
     ("delayq_limit_held_values", |(_, values)| values as f64),
 ];
