@@ -509,14 +509,14 @@ mod tests {
     #[test]
     fn slices_rotate_over_the_sorted_names() {
         let names: Vec<String> = ["a", "b", "c", "d", "e"].map(String::from).to_vec();
-        // 22 commands a second: two queues of 22 commands in each 2 s slice.
-        assert_eq!(slice_after(&names, None, 22), ["a", "b"]);
-        assert_eq!(slice_after(&names, Some("b"), 22), ["c", "d"]);
-        assert_eq!(slice_after(&names, Some("d"), 22), ["e", "a"]);
+        // 23 commands a second: two queues of 23 commands in each 2 s slice.
+        assert_eq!(slice_after(&names, None, 23), ["a", "b"]);
+        assert_eq!(slice_after(&names, Some("b"), 23), ["c", "d"]);
+        assert_eq!(slice_after(&names, Some("d"), 23), ["e", "a"]);
         // The last one read left meanwhile: the next after where it was.
-        assert_eq!(slice_after(&names, Some("bb"), 22), ["c", "d"]);
+        assert_eq!(slice_after(&names, Some("bb"), 23), ["c", "d"]);
         assert_eq!(slice_after(&names, Some("e"), 1_000), names);
-        assert!(slice_after(&[], Some("a"), 22).is_empty());
+        assert!(slice_after(&[], Some("a"), 23).is_empty());
     }
 
     #[test]
@@ -524,13 +524,13 @@ mod tests {
         let keys = QueueKeys::new("").stored().len();
         assert_eq!(
             (commands_per_queue(false), commands_per_queue(true)),
-            (8, 22)
+            (9, 23)
         );
-        // The first pass measures every queue, so it reads fewer of them a slice: 22 commands
-        // each. Later ones average 8 + 14 / 4 = 11.5 commands a queue.
-        assert_eq!(queues_per_slice(1_000, 0), 2_000 / 22);
-        assert_eq!(queues_per_slice(1_000, 1), 173);
-        assert_eq!(queues_per_slice(1_000, 7), 173);
+        // The first pass measures every queue, so it reads fewer of them a slice: 23 commands
+        // each. Later ones average 9 + 14 / 4 = 12.5 commands a queue.
+        assert_eq!(queues_per_slice(1_000, 0), 2_000 / 23);
+        assert_eq!(queues_per_slice(1_000, 1), 160);
+        assert_eq!(queues_per_slice(1_000, 7), 160);
 
         let names: Vec<String> = (0..1_000).map(|n| format!("q{n:04}")).collect();
         let mut rotation = Rotation::default();

@@ -181,6 +181,8 @@ fn the_dashboards_metrics_show_what_the_limits_hold() {
     let (limited, plain) = (unique_name("limit-gauge"), unique_name("plain-gauge"));
     delayq(&url, &["limit", "set", &limited, "--concurrency", "2"]);
     delayq(&url, &["offer", &plain, "x", "--delay", "1h"]);
+    // The commands last until the worker is stopped, so the slots stay held however slow the
+    // machine is.
     let mut worker = crate::observe::Daemon(
         Command::new(BIN)
             .args([
@@ -193,7 +195,7 @@ fn the_dashboards_metrics_show_what_the_limits_hold() {
                 "--grace",
                 "1s",
             ])
-            .args(["--", "sleep", "30"])
+            .args(["--", "sleep", "600"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -202,6 +204,7 @@ fn the_dashboards_metrics_show_what_the_limits_hold() {
     for value in ["a", "b", "c"] {
         delayq(&url, &["offer", &limited, value]);
     }
+    // Started after the offers: it finds the queues at its start (a later one at its rescan).
     let dir = tempfile::tempdir().unwrap();
     let (_ui, port) = dashboard(&redis, dir.path(), &[], &[], "/healthz");
     let slots = format!("delayq_limit_slots_held{{queue=\"{limited}\"}} 2");
