@@ -163,11 +163,13 @@ impl<C: Codec> ReliableConsumer<C> {
         }
     }
 
-    /// Like [`take`](Self::take), but returns `None` as soon as `stop` is cancelled; only the
-    /// blocking wait is cut short, never a take script in flight.
+    /// Like [`take`](Self::take), but returns `None` as soon as `stop` is cancelled (only the
+    /// blocking wait is cut short, never a take script in flight), or once `until` has passed:
+    /// the blocking waits end by then, so none is left running on the connection.
     pub(crate) async fn take_or_stop(
         &self,
         stop: &CancellationToken,
+        until: Option<tokio::time::Instant>,
     ) -> Result<Option<Delivery<C::Value>>> {
         loop {
             if stop.is_cancelled() {
@@ -177,10 +179,18 @@ impl<C: Codec> ReliableConsumer<C> {
             if let Some(delivery) = self.try_take(1).await?.pop() {
                 return Ok(Some(delivery));
             }
+            let mut slice = self.config().wait_slice();
+            if let Some(until) = until {
+                let left = until.saturating_duration_since(tokio::time::Instant::now());
+                if left.is_zero() {
+                    return Ok(None);
+                }
+                slice = slice.min(left.max(Duration::from_millis(10)));
+            }
             tokio::select! {
                 biased;
                 _ = stop.cancelled() => return Ok(None),
-                waited = self.wait_ready(self.config().wait_slice()) => waited?,
+                waited = self.wait_ready(slice) => waited?,
             }
         }
     }

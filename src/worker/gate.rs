@@ -82,6 +82,8 @@ pub(super) enum Admit<V> {
     Start(Delivery<V>, Option<Slot>),
     /// It is held back on its key's list, or no longer ours.
     Away,
+    /// Given back: its queue (one of several) lets nothing start until then.
+    Rest(Instant),
     /// The worker is asked to stop (the value goes back, like any unsettled delivery).
     Stopped,
 }
@@ -220,6 +222,13 @@ impl<C: Codec> Gates<C> {
                     return Admit::Away;
                 }
                 Ok(Acquired::Stale) => self.refresh(i, true).await,
+                Ok(Acquired::Wait(wait, why)) if self.gates.len() > 1 => {
+                    tracing::debug!(queue = %name, reason = why.label(), wait_ms = wait.as_millis() as u64, "limits: the queue rests, its value given back");
+                    if let Err(err) = delivery.give_back().await {
+                        tracing::warn!(queue = %name, error = %err, "giving a value back failed; it returns after its deadline");
+                    }
+                    return Admit::Rest(Instant::now() + wait.min(poll_most(why)));
+                }
                 Ok(Acquired::Wait(wait, why)) => {
                     tracing::debug!(queue = %name, reason = why.label(), wait_ms = wait.as_millis() as u64, "waiting for the limits");
                     if !self.wait(wait, why, stop).await {
@@ -277,11 +286,7 @@ impl<C: Codec> Gates<C> {
     /// Sleeps for a refused start: `wait` for a token (at most [`POLL_TOKEN`]), at most
     /// [`POLL_CAP`] for a slot, less when a job of this worker releases one; false on a stop.
     async fn wait(&self, wait: Duration, why: WaitFor, stop: &CancellationToken) -> bool {
-        let most = match why {
-            WaitFor::Slot => POLL_CAP,
-            WaitFor::Token => POLL_TOKEN,
-        };
-        let sleep = wait.clamp(Duration::from_millis(1), most);
+        let sleep = wait.clamp(Duration::from_millis(1), poll_most(why));
         tokio::select! {
             biased;
             _ = stop.cancelled() => false,
@@ -355,6 +360,14 @@ impl<C: Codec> Gates<C> {
         };
         self.gates[i].held_check_at = Instant::now() + next_check;
         None
+    }
+}
+
+/// The longest a refused start waits before asking again.
+fn poll_most(why: WaitFor) -> Duration {
+    match why {
+        WaitFor::Slot => POLL_CAP,
+        WaitFor::Token => POLL_TOKEN,
     }
 }
 
@@ -454,6 +467,7 @@ pub(super) async fn next_job<C: Codec>(
             Took::Value(queue, delivery) => match gates.admit(&queue, delivery, taker.stop).await {
                 Admit::Start(delivery, slot) => return Some((queue, delivery, slot)),
                 Admit::Away => {}
+                Admit::Rest(until) => taker.sources.rest(&queue, until),
                 Admit::Stopped => return None,
             },
         }

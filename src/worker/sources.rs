@@ -72,21 +72,38 @@ impl<C: Codec> Sources<C> {
         )))
     }
 
-    /// The next value and the name of its queue, or `None` once `stop` is cancelled.
+    /// The next value and the name of its queue, or `None` once `stop` is cancelled or `until`
+    /// has passed.
     ///
     /// An error of the single queue is returned (the caller backs off); with several queues, a
     /// queue that fails is logged and benched for its own backoff while the others go on.
     pub(super) async fn next(
         &mut self,
         stop: &CancellationToken,
+        until: Option<Instant>,
         counters: &Counters,
     ) -> Result<Option<(Arc<str>, Delivery<C::Value>)>> {
         match self {
             Sources::One(consumer) => Ok(consumer
-                .take_or_stop(stop)
+                .take_or_stop(stop, until)
                 .await?
                 .map(|delivery| (Arc::from(consumer.name()), delivery))),
-            Sources::Many(many) => Ok(many.next(stop, counters).await),
+            Sources::Many(many) => {
+                let Some(until) = until else {
+                    return Ok(many.next(stop, counters).await);
+                };
+                // Polling queues wait in sleeps, which a cut ends cleanly.
+                let cut = stop.child_token();
+                let timer = async {
+                    tokio::time::sleep_until(until).await;
+                    cut.cancel();
+                    std::future::pending::<()>().await
+                };
+                tokio::select! {
+                    taken = many.next(&cut, counters) => Ok(taken),
+                    () = timer => Ok(None),
+                }
+            }
         }
     }
 
@@ -99,6 +116,16 @@ impl<C: Codec> Sources<C> {
                 .iter()
                 .find(|s| &*s.name == name)
                 .map(|s| &s.consumer),
+        }
+    }
+
+    /// Takes nothing from the queue `name` until `until` (its limits let nothing start before);
+    /// a single queue's worker waits holding its value instead.
+    pub(super) fn rest(&mut self, name: &str, until: Instant) {
+        if let Sources::Many(many) = self {
+            if let Some(source) = many.sources.iter_mut().find(|s| &*s.name == name) {
+                source.resting_until = Some(until);
+            }
         }
     }
 
@@ -124,11 +151,14 @@ struct Source<C: Codec> {
     retrying: Retrying,
     failures: FailureLog,
     benched_until: Option<Instant>,
+    /// Until when the queue's limits let none of its values start (see `gate.rs`).
+    resting_until: Option<Instant>,
 }
 
 impl<C: Codec> Source<C> {
     fn benched(&self, now: Instant) -> bool {
         self.benched_until.is_some_and(|until| until > now)
+            || self.resting_until.is_some_and(|until| until > now)
     }
 
     /// Notes how a call on this queue went; an error benches the queue for its backoff.
@@ -182,6 +212,7 @@ impl<C: Codec> Many<C> {
                 retrying: Retrying::new(take_backoff()),
                 failures: FailureLog::default(),
                 benched_until: None,
+                resting_until: None,
             })
             .collect();
         let by_name = sources.iter().map(|s| s.name.clone()).zip(0..).collect();

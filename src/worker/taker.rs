@@ -1,5 +1,5 @@
-//! The worker's takes: from the target lists, retried with backoff, and cut short when the
-//! limits have a held-back value due (see `gate.rs`).
+//! The worker's takes: from the target lists, retried with backoff, and ended by a wake-up
+//! time when the limits want to look at Redis again (see `gate.rs`).
 
 use super::sources::Sources;
 use super::Counters;
@@ -31,33 +31,13 @@ pub(super) struct Taker<'a, C: Codec> {
 }
 
 impl<C: Codec> Taker<'_, C> {
-    /// The next delivery; [`Took::Woke`] when `wake` comes first (only a blocking wait is cut
-    /// short, never a take script in flight), [`Took::Stopped`] once the worker is asked to stop.
+    /// The next delivery; [`Took::Woke`] once `wake` has passed, [`Took::Stopped`] once the
+    /// worker is asked to stop. Each kind of error is logged once, then again only when it
+    /// changes; the recovery is logged too.
     pub(super) async fn next_until(&mut self, wake: Option<Instant>) -> Took<C::Value> {
-        let Some(wake) = wake else {
-            return self.next(self.stop.clone()).await;
-        };
-        let cut = self.stop.child_token();
-        let timer = {
-            let cut = cut.clone();
-            async move {
-                tokio::time::sleep_until(wake).await;
-                cut.cancel();
-                std::future::pending::<()>().await
-            }
-        };
-        tokio::select! {
-            took = self.next(cut) => took,
-            () = timer => Took::Woke,
-        }
-    }
-
-    /// The next delivery, or why there is none. Each kind of error is logged once, then again
-    /// only when it changes; the recovery is logged too.
-    async fn next(&mut self, cut: CancellationToken) -> Took<C::Value> {
         let name = self.name;
         loop {
-            match self.sources.next(&cut, self.counters).await {
+            match self.sources.next(self.stop, wake, self.counters).await {
                 Ok(Some((queue, delivery))) => {
                     self.retrying.succeeded();
                     if self.failures.recovered() > 0 {
@@ -77,10 +57,7 @@ impl<C: Codec> Taker<'_, C> {
                         tracing::debug!(queue = %name, error = %err, retry_in_ms, "take failed again");
                     }
                     tokio::select! {
-                        _ = cut.cancelled() => return match self.stop.is_cancelled() {
-                            true => Took::Stopped,
-                            false => Took::Woke,
-                        },
+                        _ = self.stop.cancelled() => return Took::Stopped,
                         _ = tokio::time::sleep(wait) => {}
                     }
                 }

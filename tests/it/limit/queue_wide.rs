@@ -162,5 +162,52 @@ async fn limits_changed_or_cleared_at_run_time_take_effect() {
     let third = probe.lock().unwrap().most;
     assert!(third >= 2, "round 3 ran {third} at once with no limits");
     handle.shutdown().await.unwrap();
-    let _ = Probe::default();
+}
+
+/// One worker over two queues: the first queue's cap holds, the second (no limits) runs its
+/// values side by side.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_over_several_queues_limits_each_by_its_own() {
+    let (_redis, client, capped) = setup("limit-many-a").await;
+    let free = delayq::DelayedQueue::builder(
+        client.clone(),
+        crate::common::unique_name("limit-many-b"),
+        delayq::codec::StringCodec,
+    )
+    .build()
+    .await
+    .unwrap();
+    capped
+        .set_limits(&Limits::default().with_concurrency(1))
+        .await
+        .unwrap();
+    let probe = Shared::default();
+    let handle = {
+        let probe = probe.clone();
+        capped
+            .worker(6, move |job: delayq::Job<String>| {
+                let probe = probe.clone();
+                async move {
+                    // Values are `c:N` on the capped queue, `f:N` on the free one.
+                    Probe::start(&probe, job.value());
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    Probe::end(&probe, job.value());
+                    Ok::<(), delayq::JobError>(())
+                }
+            })
+            .with_queue(&free)
+            .reliable_config(super::fast(LEASE))
+            .spawn()
+            .unwrap()
+    };
+    push(&client, &capped, &values("c", 6)).await;
+    push(&client, &free, &values("f", 6)).await;
+    eventually("12 jobs done", || probe.lock().unwrap().done == 12).await;
+    handle.shutdown().await.unwrap();
+    let p = probe.lock().unwrap();
+    assert_eq!(p.most_by_key["c"], 1, "the capped queue");
+    assert!(
+        p.most_by_key["f"] >= 2,
+        "the free queue never ran two at once"
+    );
 }
