@@ -133,14 +133,11 @@ impl Fleet {
         Fleet(workers)
     }
 
-    fn pid(&self, worker: usize) -> u32 {
-        self.0[worker].id()
-    }
-
-    /// `kill -9` of one worker and of every command it runs, as when its host dies: stopped
-    /// first so that it starts no command meanwhile. Returns the time they were all gone.
-    fn kill_host(&mut self, worker: usize) -> i64 {
-        let pid = self.pid(worker);
+    /// `kill -9` of the worker `pid` and of every command it runs, as when its host dies:
+    /// stopped first so that it starts no command meanwhile. Returns the time they were all
+    /// gone.
+    fn kill_host(&mut self, pid: u32) -> i64 {
+        let worker = self.0.iter().position(|c| c.id() == pid).unwrap();
         signal("-STOP", pid);
         let commands = children(pid);
         signal("-KILL", pid);
@@ -233,19 +230,16 @@ async fn a_cap_holds_across_processes_and_a_killed_ones_slots_come_back() {
     let values = 60;
     offer_now(&queue, (0..values).map(|i| format!("v{i}"))).await;
 
-    // Kill the first worker while one of its commands runs.
-    let victim = fleet.pid(0);
-    wait_until("a command of the first worker", PATIENCE, || {
+    // Kill the first worker seen running a command, early, so that most values are left for
+    // the survivors to show the slots coming back.
+    let victim = wait_until("a command running", PATIENCE, || {
         let runs = records.runs();
-        match runs
-            .iter()
-            .any(|r| r.worker == victim && r.end_us.is_none())
-        {
-            true => Ok(()),
-            false => Err(format!("{} runs so far", runs.len())),
+        match runs.iter().find(|r| r.end_us.is_none()) {
+            Some(run) => Ok(run.worker),
+            None => Err(format!("{} runs so far", runs.len())),
         }
     });
-    let killed_us = fleet.kill_host(0);
+    let killed_us = fleet.kill_host(victim);
 
     // Every value ends in a command of a survivor (the killed one's come back after its lease).
     let runs = wait_until("every value handled", PATIENCE, || {
