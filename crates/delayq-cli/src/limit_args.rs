@@ -9,7 +9,7 @@ use delayq::limit::Rate;
 pub(crate) enum LimitAction {
     /// Change the queue's limits: each flag given replaces that limit (`off` removes it), the
     /// others stay as stored (with --replace: only the flags given). Every running worker of the
-    /// queue (`delayq work` and the library's) obeys the new limits within a second or so; Java
+    /// queue (`delayq work` and the library's) obeys the new limits from its next take; Java
     /// consumers are not limited. Prints the limits now stored.
     Set(LimitSetArgs),
     /// Print the queue's limits and how much of them is in use (slots held, values held back
