@@ -7,6 +7,8 @@ use super::reaper;
 use super::settle::SettleCtx;
 use crate::codec::{decode_value, Codec};
 use crate::queue::DelayedQueue;
+use crate::redis::ops::limit_acquire::Acquired;
+use crate::redis::ops::limit_take::{self, LimitedTake, TakeGate};
 use crate::redis::ops::reap::ReapOutcome;
 use crate::redis::ops::take;
 use crate::redis::resend_refused;
@@ -68,6 +70,15 @@ pub struct ReliableConsumer<C: Codec> {
     last_reap: Mutex<Option<Instant>>,
     /// Keeps the queue's scheduler lease while the consumer lives.
     _queue: DelayedQueue<C>,
+}
+
+/// What a take under limits brought.
+#[derive(Debug)]
+pub(crate) enum GatedTake<V> {
+    /// A value (with its slot and token, when taken under a gate).
+    Value(Delivery<V>),
+    /// The limits refused, or changed.
+    Limited(Acquired),
 }
 
 /// 16 random bytes as hex: a delivery id, or a consumer's.
@@ -165,19 +176,26 @@ impl<C: Codec> ReliableConsumer<C> {
 
     /// Like [`take`](Self::take), but returns `None` as soon as `stop` is cancelled (only the
     /// blocking wait is cut short, never a take script in flight), or once `until` has passed:
-    /// the blocking waits end by then, so none is left running on the connection.
+    /// the blocking waits end by then, so none is left running on the connection. Under a
+    /// `gate` (queue-wide limits) a value is taken only with its slot and token; the limits'
+    /// refusal is returned instead.
     pub(crate) async fn take_or_stop(
         &self,
         stop: &CancellationToken,
         until: Option<tokio::time::Instant>,
-    ) -> Result<Option<Delivery<C::Value>>> {
+        gate: Option<&TakeGate>,
+    ) -> Result<Option<GatedTake<C::Value>>> {
         loop {
             if stop.is_cancelled() {
                 return Ok(None);
             }
             self.housekeeping().await?;
-            if let Some(delivery) = self.try_take(1).await?.pop() {
-                return Ok(Some(delivery));
+            let taken = match gate {
+                None => self.try_take(1).await?.pop().map(GatedTake::Value),
+                Some(gate) => self.try_take_gated(gate).await?,
+            };
+            if taken.is_some() {
+                return Ok(taken);
             }
             let mut slice = self.config().wait_slice();
             if let Some(until) = until {
@@ -193,6 +211,33 @@ impl<C: Codec> ReliableConsumer<C> {
                 waited = self.wait_ready(slice) => waited?,
             }
         }
+    }
+
+    /// One value with its slot and token, the limits' refusal, or `None` when nothing is ready.
+    async fn try_take_gated(&self, gate: &TakeGate) -> Result<Option<GatedTake<C::Value>>> {
+        let config = self.config();
+        let visibility = Delay::span(config.visibility())?;
+        let lease = Delay::span(config.visibility() + config.wait_slice() * 2)?;
+        let (client, queue) = (&self.ctx.client, &self.ctx.queue);
+        let reply = limit_take::run(
+            client,
+            queue,
+            &self.claim,
+            visibility,
+            lease,
+            gate,
+            random_id(),
+        );
+        Ok(match reply.await? {
+            LimitedTake::Taken {
+                deadline_ms,
+                id,
+                raw,
+                attempt,
+            } => Some(GatedTake::Value(self.adopt(id, raw, attempt, deadline_ms))),
+            LimitedTake::Empty => None,
+            LimitedTake::Limited(refused) => Some(GatedTake::Limited(refused)),
+        })
     }
 
     /// Takes up to `max` values that are ready now, without waiting.

@@ -78,8 +78,8 @@ mod settle;
 pub use crate::redis::ops::reap::ReapOutcome;
 pub use crate::redis::ops::reliable_stats::ReliableStats;
 pub use config::ReliableConfig;
-pub(crate) use consumer::random_id;
 pub use consumer::ReliableConsumer;
+pub(crate) use consumer::{random_id, GatedTake};
 pub use dead::{dead_letter, DeadLetter, MAX_ERROR_BYTES};
 pub use delivery::{Delivery, Receipt};
 

@@ -10,6 +10,7 @@ use crate::limit::{KeyReader, Limits};
 use crate::metrics::LimitMetrics;
 use crate::queue::DelayedQueue;
 use crate::redis::ops::limit_acquire::{self, Acquired, LimitArgs, WaitFor};
+use crate::redis::ops::limit_take::TakeGate;
 use crate::redis::ops::limit_unpark::{self, Unparked};
 use crate::reliable::Delivery;
 use crate::time::Delay;
@@ -151,6 +152,39 @@ impl<C: Codec> Gates<C> {
             Err(err) => {
                 tracing::error!(queue = %gate.queue.name(), error = %err, "cannot read the queue's limits; keeping the last good ones")
             }
+        }
+    }
+
+    /// The gate a single queue with only queue-wide limits takes under.
+    pub(super) fn take_gate(&self) -> Option<TakeGate> {
+        let [gate] = self.gates.as_slice() else {
+            return None;
+        };
+        let active = gate.active.as_ref().filter(|a| !a.per_key)?;
+        Some(TakeGate {
+            version: active.version.clone(),
+            args: active.args,
+        })
+    }
+
+    /// Follows the limits' refusal of a gated take (nothing was taken): waits the time named,
+    /// or reads the limits again; false on a stop.
+    pub(super) async fn refused(&mut self, refused: Acquired, stop: &CancellationToken) -> bool {
+        match refused {
+            Acquired::Wait(wait, why) => {
+                let started = Instant::now();
+                tracing::debug!(queue = %self.gates[0].queue.name(), reason = why.label(), wait_ms = wait.as_millis() as u64, "waiting for the limits before taking");
+                let going = self.wait(wait, why, stop).await;
+                self.gates[0]
+                    .metrics
+                    .waiting(why == WaitFor::Slot, started.elapsed());
+                going
+            }
+            Acquired::Stale => {
+                self.refresh(0, true).await;
+                true
+            }
+            _ => true,
         }
     }
 
@@ -415,7 +449,8 @@ impl Slot {
         }
     }
 
-    /// Releases `slot`, if the job had one.
+    /// Releases `slot`, if the job had one (after the job's permit is freed: the next take need
+    /// not wait for this round trip; a take refused meanwhile is woken by it).
     pub(super) async fn release_any(slot: Option<Slot>) {
         if let Some(slot) = slot {
             slot.release().await;
@@ -452,7 +487,9 @@ impl Drop for Slot {
 }
 
 /// The next job to start: a held-back value of a due key first, else a value taken from the
-/// target lists and admitted by the limits; `None` once the worker is asked to stop.
+/// target lists and admitted by the limits (a single queue with only queue-wide limits takes
+/// with its slot and token in one script, and takes nothing while they refuse); `None` once the
+/// worker is asked to stop.
 pub(super) async fn next_job<C: Codec>(
     gates: &mut Gates<C>,
     taker: &mut Taker<'_, C>,
@@ -461,15 +498,27 @@ pub(super) async fn next_job<C: Codec>(
         if let Some((queue, Admit::Start(delivery, slot))) = gates.unpark(taker.sources).await {
             return Some((queue, delivery, slot));
         }
-        match taker.next_until(gates.wake_at()).await {
+        let gate = gates.take_gate();
+        match taker.next_until(gates.wake_at(), gate.as_ref()).await {
             Took::Stopped => return None,
             Took::Woke => {}
-            Took::Value(queue, delivery) => match gates.admit(&queue, delivery, taker.stop).await {
-                Admit::Start(delivery, slot) => return Some((queue, delivery, slot)),
-                Admit::Away => {}
-                Admit::Rest(until) => taker.sources.rest(&queue, until),
-                Admit::Stopped => return None,
-            },
+            Took::Limited(refused) => {
+                if !gates.refused(refused, taker.stop).await {
+                    return None;
+                }
+            }
+            Took::Value(queue, delivery, true) => {
+                let slot = Slot::hold(&gates.gates[0].queue, delivery.id(), String::new(), gates);
+                return Some((queue, delivery, Some(slot)));
+            }
+            Took::Value(queue, delivery, false) => {
+                match gates.admit(&queue, delivery, taker.stop).await {
+                    Admit::Start(delivery, slot) => return Some((queue, delivery, slot)),
+                    Admit::Away => {}
+                    Admit::Rest(until) => taker.sources.rest(&queue, until),
+                    Admit::Stopped => return None,
+                }
+            }
         }
     }
 }

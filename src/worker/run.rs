@@ -92,8 +92,8 @@ where
         tracker.spawn(tracing::Instrument::instrument(
             async move {
                 job.run(queue, delivery, metrics, handling).await;
-                Slot::release_any(slot).await;
                 drop(permit);
+                Slot::release_any(slot).await;
             },
             span,
         ));

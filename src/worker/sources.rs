@@ -12,7 +12,8 @@
 use super::Counters;
 use crate::codec::Codec;
 use crate::queue::DelayedQueue;
-use crate::reliable::{Delivery, ReliableConfig, ReliableConsumer};
+use crate::redis::ops::limit_take::TakeGate;
+use crate::reliable::{Delivery, GatedTake, ReliableConfig, ReliableConsumer};
 use crate::retry::{Backoff, FailureLog, Retrying};
 use crate::Result;
 use fred::interfaces::ListInterface;
@@ -73,7 +74,7 @@ impl<C: Codec> Sources<C> {
     }
 
     /// The next value and the name of its queue, or `None` once `stop` is cancelled or `until`
-    /// has passed.
+    /// has passed. A single queue takes under `gate` (its queue-wide limits), if given.
     ///
     /// An error of the single queue is returned (the caller backs off); with several queues, a
     /// queue that fails is logged and benched for its own backoff while the others go on.
@@ -81,16 +82,20 @@ impl<C: Codec> Sources<C> {
         &mut self,
         stop: &CancellationToken,
         until: Option<Instant>,
+        gate: Option<&TakeGate>,
         counters: &Counters,
-    ) -> Result<Option<(Arc<str>, Delivery<C::Value>)>> {
+    ) -> Result<Option<(Arc<str>, GatedTake<C::Value>)>> {
         match self {
             Sources::One(consumer) => Ok(consumer
-                .take_or_stop(stop, until)
+                .take_or_stop(stop, until, gate)
                 .await?
-                .map(|delivery| (Arc::from(consumer.name()), delivery))),
+                .map(|taken| (Arc::from(consumer.name()), taken))),
             Sources::Many(many) => {
+                let value = |taken: Option<(Arc<str>, Delivery<C::Value>)>| {
+                    taken.map(|(name, delivery)| (name, GatedTake::Value(delivery)))
+                };
                 let Some(until) = until else {
-                    return Ok(many.next(stop, counters).await);
+                    return Ok(value(many.next(stop, counters).await));
                 };
                 // Polling queues wait in sleeps, which a cut ends cleanly.
                 let cut = stop.child_token();
@@ -100,7 +105,7 @@ impl<C: Codec> Sources<C> {
                     std::future::pending::<()>().await
                 };
                 tokio::select! {
-                    taken = many.next(&cut, counters) => Ok(taken),
+                    taken = many.next(&cut, counters) => Ok(value(taken)),
                     () = timer => Ok(None),
                 }
             }

@@ -4,7 +4,9 @@
 use super::sources::Sources;
 use super::Counters;
 use crate::codec::Codec;
-use crate::reliable::Delivery;
+use crate::redis::ops::limit_acquire::Acquired;
+use crate::redis::ops::limit_take::TakeGate;
+use crate::reliable::{Delivery, GatedTake};
 use crate::retry::{FailureLog, Retrying};
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -12,8 +14,10 @@ use tokio_util::sync::CancellationToken;
 
 /// What a take brought.
 pub(super) enum Took<V> {
-    /// A value of the queue named.
-    Value(Arc<str>, Delivery<V>),
+    /// A value of the queue named; `true` when taken with its slot and token (under a gate).
+    Value(Arc<str>, Delivery<V>, bool),
+    /// The queue-wide limits refused (nothing taken), or changed.
+    Limited(Acquired),
     /// The wake-up time passed first.
     Woke,
     /// The worker is asked to stop.
@@ -34,16 +38,27 @@ impl<C: Codec> Taker<'_, C> {
     /// The next delivery; [`Took::Woke`] once `wake` has passed, [`Took::Stopped`] once the
     /// worker is asked to stop. Each kind of error is logged once, then again only when it
     /// changes; the recovery is logged too.
-    pub(super) async fn next_until(&mut self, wake: Option<Instant>) -> Took<C::Value> {
+    pub(super) async fn next_until(
+        &mut self,
+        wake: Option<Instant>,
+        gate: Option<&TakeGate>,
+    ) -> Took<C::Value> {
         let name = self.name;
         loop {
-            match self.sources.next(self.stop, wake, self.counters).await {
-                Ok(Some((queue, delivery))) => {
+            match self
+                .sources
+                .next(self.stop, wake, gate, self.counters)
+                .await
+            {
+                Ok(Some((queue, taken))) => {
                     self.retrying.succeeded();
                     if self.failures.recovered() > 0 {
                         tracing::info!(queue = %name, "takes work again");
                     }
-                    return Took::Value(queue, delivery);
+                    return match taken {
+                        GatedTake::Value(delivery) => Took::Value(queue, delivery, gate.is_some()),
+                        GatedTake::Limited(refused) => Took::Limited(refused),
+                    };
                 }
                 Ok(None) if self.stop.is_cancelled() => return Took::Stopped,
                 Ok(None) => return Took::Woke,

@@ -14,6 +14,7 @@ pub(crate) mod index_values;
 pub(crate) mod limit_acquire;
 pub(crate) mod limit_lease;
 pub(crate) mod limit_set;
+pub(crate) mod limit_take;
 pub(crate) mod limit_unpark;
 pub(crate) mod limit_usage;
 pub(crate) mod nack;
@@ -53,6 +54,7 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &limit_acquire::LIMIT_ACQUIRE,
         &limit_lease::LIMIT_LEASE,
         &limit_set::LIMIT_SET,
+        &limit_take::LIMIT_TAKE,
         &limit_unpark::LIMIT_UNPARK,
         &limit_usage::LIMIT_USAGE,
         &nack::NACK,

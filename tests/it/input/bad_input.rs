@@ -533,6 +533,7 @@ async fn full_queue(client: &Client) -> DelayedQueue<StringCodec> {
 fn given_keys(script: &str, keys: &QueueKeys) -> Vec<String> {
     match script {
         "take.lua" | "unclaim.lua" => vec![keys.claim("c1")],
+        "limit_take.lua" => [vec![keys.claim("c1")], limit_keys(script, keys)].concat(),
         "poll_last_offer_first.lua" => vec![format!("{{{}}}:dest", keys.target())],
         "purge_list.lua" => vec![keys.dead().to_owned()],
         "schedule_fire.lua" | "schedule_set.lua" | "schedule_remove.lua" => {
