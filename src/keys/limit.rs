@@ -1,7 +1,7 @@
 //! The names of a queue's limits and of what enforcing them keeps: all in the queue's slot
 //! (`{NAME}`), all delayq's own (Java peers never read them).
 
-use super::{glob_escape, prefix_name, KeyRole, QueueKeys};
+use super::{prefix_name, KeyRole, QueueKeys};
 
 /// Prefix of the hash of a queue's limits.
 const LIMITS_PREFIX: &str = "delayq_limits";
@@ -47,19 +47,6 @@ impl QueueKeys {
 
     pub(crate) fn limit_key_slots_prefix(&self) -> String {
         prefix_name(KEY_SLOTS_PREFIX, self.target())
-    }
-
-    /// The `ACL SETUSER` selectors of the limits' keys (see [`QueueKeys::acl_selectors`]).
-    pub(super) fn limit_acl_selectors(&self) -> Vec<String> {
-        let keys = LimitKeys::new(self, "");
-        let mut rules: Vec<String> = [keys.limits, keys.slots, keys.tat, keys.held, keys.busy]
-            .iter()
-            .map(|key| format!("~{}", glob_escape(key)))
-            .collect();
-        for prefix in [self.limit_key_slots_prefix(), self.limit_parked_prefix()] {
-            rules.push(format!("~{}:*", glob_escape(&prefix)));
-        }
-        rules
     }
 }
 

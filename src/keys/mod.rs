@@ -482,7 +482,6 @@ impl QueueKeys {
         rules.push(format!("~{}", glob_escape(&self.processes())));
         rules.push(format!("~{}", glob_escape(self.schedules())));
         rules.push(format!("~{}:*", glob_escape(&self.schedule_prefix)));
-        rules.extend(self.limit_acl_selectors());
         rules.push(format!("&{}", glob_escape(self.channel())));
         rules
     }
@@ -574,8 +573,7 @@ mod tests {
         assert!(rules.contains(&"~delayq_activity:{a\\*b}:*".to_owned()));
         assert!(rules.contains(&"~delayq_procs:{a\\*b}".to_owned()));
         assert!(rules.contains(&"~delayq_schedule:{a\\*b}:*".to_owned()));
-        assert!(rules.contains(&"~delayq_limit_parked:{a\\*b}:*".to_owned()));
-        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 13);
+        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 6);
     }
 
     #[test]

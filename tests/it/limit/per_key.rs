@@ -164,3 +164,30 @@ async fn no_value_is_lost_when_a_worker_dies_with_values_held_back() {
     assert_eq!(client.llen::<u64, _>(queue.name()).await.unwrap(), 0);
     assert!(probe.lock().unwrap().most_by_key.values().all(|n| *n == 1));
 }
+
+/// Clearing the per-key limits puts the values held back at the head of the target list, each
+/// key's oldest first, for any consumer to take.
+#[tokio::test(flavor = "multi_thread")]
+async fn clearing_per_key_limits_gives_the_values_held_back_to_the_target_list() {
+    let (_redis, client, queue) = setup("limit-key-clear").await;
+    queue
+        .set_limits(&Limits::default().with_key_concurrency(1))
+        .await
+        .unwrap();
+    let probe = Shared::default();
+    let handle = worker(&queue, 4, &probe, LEASE, |_| Duration::from_millis(1_500));
+    push(&client, &queue, &values("a", 5)).await;
+    let mut usage = queue.limit_usage().await.unwrap();
+    let deadline = Instant::now() + crate::common::PATIENCE;
+    while usage.values_held < 4 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        usage = queue.limit_usage().await.unwrap();
+    }
+    assert_eq!(usage.top_held, vec![("a".to_owned(), 4)]);
+    // Stopped, the worker takes nothing more; its running job ends within its 1.5 s.
+    handle.shutdown().await.unwrap();
+    assert!(queue.clear_limits().await.unwrap());
+    let listed: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
+    assert_eq!(listed, values("a", 5)[1..].to_vec());
+    assert_eq!(queue.limit_usage().await.unwrap().values_held, 0);
+}
