@@ -41,7 +41,7 @@ pub(crate) struct Global {
         env = "REDIS_URL",
         hide_env_values = true,
         default_value = "redis://127.0.0.1:6379",
-        value_parser = parse_url
+        value_parser = crate::connection::parse_url
     )]
     pub(crate) url: String,
 
@@ -301,6 +301,12 @@ pub(crate) enum Command {
     /// letters, quarantine; replay, pause with an operator's token, purge with an admin's), with
     /// its JSON API under /api and /metrics, /healthz beside it.
     Ui(UiArgs),
+    /// A queue's flow-control limits across every worker process: a concurrency cap, a rate,
+    /// per-key caps and rates (see docs/limits.md).
+    Limit {
+        #[command(subcommand)]
+        action: crate::limit_args::LimitAction,
+    },
     /// Print a completion script for SHELL (e.g. `delayq completions bash >
     /// /etc/bash_completion.d/delayq`).
     Completions {
@@ -541,48 +547,9 @@ fn parse_shards(text: &str) -> Result<usize, String> {
     }
 }
 
-/// The URL forms fred reads; anything else is a usage error (not a DNS failure later).
-fn parse_url(text: &str) -> Result<String, String> {
-    const SCHEMES: [&str; 13] = [
-        "redis",
-        "rediss",
-        "redis-cluster",
-        "rediss-cluster",
-        "redis-sentinel",
-        "rediss-sentinel",
-        "valkey",
-        "valkeys",
-        "valkey-cluster",
-        "valkeys-cluster",
-        "valkey-sentinel",
-        "valkeys-sentinel",
-        "unix",
-    ];
-    match text.split_once("://") {
-        Some((scheme, rest)) if SCHEMES.contains(&scheme) && !rest.is_empty() => {
-            Ok(text.to_owned())
-        }
-        Some((scheme, _)) => Err(format!(
-            "unknown URL scheme {scheme:?}: use {}",
-            SCHEMES.map(|s| format!("{s}://")).join(", ")
-        )),
-        None => Err("a Redis URL looks like redis://host:port".to_owned()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_are_checked_as_usage() {
-        assert!(parse_url("redis://127.0.0.1:6380").is_ok());
-        assert!(parse_url("rediss-cluster://h:1?node=h:2").is_ok());
-        assert!(parse_url("http://127.0.0.1")
-            .unwrap_err()
-            .contains("unknown URL scheme"));
-        assert!(parse_url("127.0.0.1:6379").is_err());
-    }
 
     #[test]
     fn quarantine_has_no_replay() {

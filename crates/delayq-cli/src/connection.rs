@@ -138,3 +138,47 @@ pub(crate) fn tls_hint(failure: TlsFailure) -> &'static str {
         _ => "check the server's certificate (--tls-insecure skips verification, for tests only)",
     }
 }
+
+/// The URL forms fred reads; anything else is a usage error (not a DNS failure later).
+pub(crate) fn parse_url(text: &str) -> Result<String, String> {
+    const SCHEMES: [&str; 13] = [
+        "redis",
+        "rediss",
+        "redis-cluster",
+        "rediss-cluster",
+        "redis-sentinel",
+        "rediss-sentinel",
+        "valkey",
+        "valkeys",
+        "valkey-cluster",
+        "valkeys-cluster",
+        "valkey-sentinel",
+        "valkeys-sentinel",
+        "unix",
+    ];
+    match text.split_once("://") {
+        Some((scheme, rest)) if SCHEMES.contains(&scheme) && !rest.is_empty() => {
+            Ok(text.to_owned())
+        }
+        Some((scheme, _)) => Err(format!(
+            "unknown URL scheme {scheme:?}: use {}",
+            SCHEMES.map(|s| format!("{s}://")).join(", ")
+        )),
+        None => Err("a Redis URL looks like redis://host:port".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked_as_usage() {
+        assert!(parse_url("redis://127.0.0.1:6380").is_ok());
+        assert!(parse_url("rediss-cluster://h:1?node=h:2").is_ok());
+        assert!(parse_url("http://127.0.0.1")
+            .unwrap_err()
+            .contains("unknown URL scheme"));
+        assert!(parse_url("127.0.0.1:6379").is_err());
+    }
+}

@@ -75,6 +75,7 @@ fn of_delayq(err: &Error) -> Status {
         Error::InvalidDelay(_)
         | Error::InvalidConfig(_)
         | Error::InvalidSchedule(_)
+        | Error::InvalidLimits(_)
         | Error::ValueTooLarge { .. } => Status::Usage,
         Error::Refused {
             refusal: Refusal::NoPermission,

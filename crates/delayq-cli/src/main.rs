@@ -4,7 +4,8 @@
 //!   TLS) and the URL without its secrets.
 //! - `commands/`: one file per command group (`queue.rs`: offer, reschedule, remove, cancel,
 //!   peek, stats, clear; `queues.rs`: every queue; `take.rs`; `lists.rs`: dead letters and
-//!   quarantine; `work.rs`; `transfer.rs`);
+//!   quarantine; `work.rs`; `transfer.rs`; `limit.rs`: flow-control limits, shown by
+//!   `limit_view.rs` there, in `stats` and in the dashboard);
 //!   `target.rs`: the queue a command acts on, one or sharded (`--shards N`).
 //! - `text_codec/`: values as command-line text (`detect.rs`: `--codec auto`);
 //!   `codec_choice.rs`: each queue's codec (`--codec-for`); `logging.rs`: tracing and status
@@ -23,6 +24,8 @@ mod dedup_args;
 mod durability_args;
 mod duration;
 mod exit;
+mod limit_args;
+mod limit_view;
 mod logging;
 #[cfg(feature = "otel")]
 mod otel;

@@ -5,6 +5,7 @@ use super::target::{each, Target};
 use super::Ctx;
 use crate::cli::QueueArg;
 use crate::exit::Usage;
+use crate::limit_view;
 use crate::show;
 use delayq::time::now_ms;
 use delayq::{Dedup, Durability, OfferHandle, QueueStats, ShardedHandle};
@@ -233,8 +234,16 @@ pub(crate) async fn stats(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<()> {
         }),
         _ => None,
     };
-    print_stats(ctx, &target.queue, &stats, paused, layout)
+    // Limits are a queue's own: a sharded queue's shards each have theirs (`limit get` each).
+    let limits = match &queue {
+        Target::One(q) => Some((q.limits().await?, q.limit_usage().await?)),
+        Target::Sharded(_) => None,
+    };
+    print_stats(ctx, &target.queue, &stats, paused, layout, limits)
 }
+
+/// A queue's stored limits, if any, and what is in use of them.
+type StoredLimits = (Option<delayq::limit::Limits>, delayq::limit::LimitUsage);
 
 /// How far a sharded queue's change of its number of shards has come.
 struct Layout {
@@ -268,6 +277,7 @@ fn print_stats(
     stats: &QueueStats,
     paused: bool,
     layout: Option<Layout>,
+    limits: Option<StoredLimits>,
 ) -> anyhow::Result<()> {
     let json = ctx.global.json;
     let now = now_ms();
@@ -290,6 +300,10 @@ fn print_stats(
             object["previous_shards"] = layout.previous.into();
             object["misplaced"] = layout.misplaced.into();
             object["drained"] = layout.drained.into();
+        }
+        if let Some((limits, usage)) = &limits {
+            object["limits"] = limits.as_ref().map(limit_view::limits_json).into();
+            object["limit_usage"] = limit_view::usage_json(usage);
         }
         writeln!(out, "{object}")?;
     } else {
@@ -314,6 +328,15 @@ fn print_stats(
         writeln!(out, "paused:      {paused}")?;
         if let Some(layout) = &layout {
             writeln!(out, "layout:      {}", layout.describe())?;
+        }
+        if let Some((limits, usage)) = &limits {
+            let text = limits
+                .as_ref()
+                .map_or("none".to_owned(), limit_view::summary);
+            writeln!(out, "limits:      {text}")?;
+            if limits.is_some() {
+                writeln!(out, "limit use:   {}", limit_view::usage_line(usage))?;
+            }
         }
     }
     Ok(())

@@ -1,14 +1,17 @@
 //! The queues' gauges: read in the background at a bounded rate of Redis commands, a slice of
 //! the queues at a time in rotation, and rendered from the last values on each scrape (a
-//! scrape never waits on Redis). A queue that leaves the list loses its series at once.
+//! scrape never waits on Redis). A queue that leaves the list loses its series at once. A queue
+//! with flow-control limits also gets what they hold (slots, values held back), read with the
+//! library's `limit_usage` (one script call) after its counts.
 
 use super::recorder::MetricsMode;
+use delayq::codec::ByteArrayCodec;
 use delayq::fred::clients::{Client, Pipeline};
 use delayq::fred::interfaces::{
     KeysInterface, ListInterface, MemoryInterface, SortedSetsInterface,
 };
 use delayq::fred::prelude::Value;
-use delayq::QueueKeys;
+use delayq::{DelayedQueue, QueueKeys};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 const EVERY: Duration = Duration::from_secs(2);
 /// The counting commands of one queue's read (see [`queue_read`]); a `MEMORY USAGE` of each of
 /// its keys follows them when its memory is measured.
-const COUNTS: usize = 8;
+const COUNTS: usize = 9;
 /// Keys sampled per `MEMORY USAGE` (Redis's default): the command is O(samples), whatever the
 /// key's size.
 const MEMORY_SAMPLES: u32 = 5;
@@ -77,6 +80,10 @@ struct Reading {
     read_ms: i64,
     /// Bytes Redis uses for the queue's keys (those it could measure) when last measured.
     memory: Option<u64>,
+    /// The queue has flow-control limits stored.
+    limited: bool,
+    /// What its limits hold: slots held and values held back (read only when it has limits).
+    limit_use: Option<(u64, u64)>,
 }
 
 /// The last reading of every queue, shared by the reader, `/metrics` and the dashboard's order.
@@ -123,6 +130,7 @@ impl Gauges {
     /// read first, until `stop`.
     pub(crate) async fn run(self, readings: Arc<Readings>, stop: CancellationToken) {
         let mut rotation = Rotation::default();
+        let mut limited = LimitReads::default();
         let mut tick = tokio::time::interval(EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -134,11 +142,16 @@ impl Gauges {
             names.sort_unstable();
             names.dedup();
             readings.retain(&names);
+            limited.retain(&names);
             let slice = rotation.next_slice(&names, self.budget);
             for chunk in slice.chunks(PIPELINE_QUEUES) {
                 let read = tokio::select! {
                     _ = stop.cancelled() => return,
                     read = read_chunk(&self.client, chunk) => read,
+                };
+                let read = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    read = limited.read(&self.client, chunk, read) => read,
                 };
                 readings.update(chunk, read, delayq::time::now_ms());
             }
@@ -178,6 +191,44 @@ impl Rotation {
     }
 }
 
+/// The handles the limits of queues are read with, made once per queue (a handle is cheap,
+/// but making one says again what its name means).
+#[derive(Default)]
+struct LimitReads(HashMap<String, DelayedQueue<ByteArrayCodec>>);
+
+impl LimitReads {
+    /// Forgets the queues not in the sorted `names`.
+    fn retain(&mut self, names: &[String]) {
+        self.0.retain(|name, _| names.binary_search(name).is_ok());
+    }
+
+    /// `reads` of `queues` with, for each queue that has limits, what they hold (left out
+    /// when that read fails: the counts stand).
+    async fn read(
+        &mut self,
+        client: &Client,
+        queues: &[(String, bool)],
+        mut reads: Vec<Option<Reading>>,
+    ) -> Vec<Option<Reading>> {
+        for ((name, _), read) in queues.iter().zip(reads.iter_mut()) {
+            let Some(read) = read.as_mut().filter(|r| r.limited) else {
+                continue;
+            };
+            if !self.0.contains_key(name) {
+                let builder = DelayedQueue::builder(client.clone(), name.as_str(), ByteArrayCodec);
+                let Ok(queue) = builder.transfer(false).build().await else {
+                    continue;
+                };
+                self.0.insert(name.clone(), queue);
+            }
+            if let Ok(usage) = self.0[name].limit_usage().await {
+                read.limit_use = Some((usage.slots_held, usage.values_held));
+            }
+        }
+        reads
+    }
+}
+
 /// Reads each queue of `queues` (its memory too where marked) in one pipeline; a queue whose
 /// read failed is `None`.
 async fn read_chunk(client: &Client, queues: &[(String, bool)]) -> Vec<Option<Reading>> {
@@ -209,6 +260,7 @@ async fn queue_read(pipeline: &Pipeline<Client>, keys: &QueueKeys, now_ms: i64, 
         .zcount(keys.inflight(), f64::NEG_INFINITY, now_ms as f64)
         .await;
     let _: Result<(), _> = pipeline.exists(keys.paused()).await;
+    let _: Result<(), _> = pipeline.exists(keys.limits()).await;
     let _: Result<(), _> = pipeline
         .zrangebyscore(keys.timeout(), "-inf", now_ms as f64, true, Some((0, 1)))
         .await;
@@ -233,8 +285,8 @@ fn reading(
         .sum();
     let memory = memory.then_some(measured);
     let replies: Vec<Value> = replies.into_iter().collect::<Result<_, _>>().ok()?;
-    let [pending, ready, quarantined, dead, in_flight, overdue, paused, head] =
-        <[Value; 8]>::try_from(replies).ok()?;
+    let [pending, ready, quarantined, dead, in_flight, overdue, paused, limited, head] =
+        <[Value; COUNTS]>::try_from(replies).ok()?;
     let count = |v: Value| v.as_u64();
     let overdue_since_ms = match head {
         Value::Array(pair) => pair.get(1).and_then(Value::as_f64).map(|s| s as i64),
@@ -252,6 +304,8 @@ fn reading(
         ready_since_ms: None,
         read_ms: 0,
         memory,
+        limited: count(limited)? > 0,
+        limit_use: None,
     })
 }
 
@@ -317,38 +371,64 @@ impl Readings {
     }
 
     /// The gauges as Prometheus text, each with its HELP and TYPE lines: a series per queue,
-    /// or (aggregate) one per gauge, the counts summed and the ages their maximum.
+    /// or (aggregate) one per gauge, the counts summed and the ages their maximum. The limits'
+    /// gauges have series only for queues with limits.
     pub(crate) fn render(&self, mode: MetricsMode, now_ms: i64) -> String {
         let held = &self.lock().readings;
         let mut out = String::new();
         for (name, aggregate, value) in GAUGES {
-            let help = delayq::metrics::metric(name).map_or("", |m| m.help);
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-            match mode {
-                MetricsMode::PerQueue => {
-                    for (queue, reading) in held.iter() {
-                        let _ = writeln!(
-                            out,
-                            "{name}{{{}}} {}",
-                            labels(queue),
-                            value(reading, now_ms)
-                        );
-                    }
-                }
-                MetricsMode::Aggregate => {
-                    let values = held.values().map(|r| value(r, now_ms));
-                    let total = match aggregate {
-                        Aggregate::Sum => values.sum(),
-                        Aggregate::Max => values.fold(0.0, f64::max),
-                    };
-                    let _ = writeln!(out, "{name} {total}");
-                }
-            }
-            out.push('\n');
+            write_gauge(&mut out, (name, aggregate), held, mode, |r| {
+                Some(value(r, now_ms))
+            });
+        }
+        for (name, value) in LIMIT_GAUGES {
+            write_gauge(&mut out, (name, Aggregate::Sum), held, mode, |r| {
+                r.limit_use.map(value)
+            });
         }
         out
     }
 }
+
+/// One gauge with its HELP and TYPE lines: a series per queue that `value` has a value for, or
+/// (aggregate) one series of them all.
+fn write_gauge(
+    out: &mut String,
+    (name, aggregate): (&str, Aggregate),
+    held: &BTreeMap<String, Reading>,
+    mode: MetricsMode,
+    value: impl Fn(&Reading) -> Option<f64>,
+) {
+    let help = delayq::metrics::metric(name).map_or("", |m| m.help);
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+    match mode {
+        MetricsMode::PerQueue => {
+            for (queue, reading) in held.iter() {
+                if let Some(value) = value(reading) {
+                    let _ = writeln!(out, "{name}{{{}}} {value}", labels(queue));
+                }
+            }
+        }
+        MetricsMode::Aggregate => {
+            let values = held.values().filter_map(value);
+            let total = match aggregate {
+                Aggregate::Sum => values.sum(),
+                Aggregate::Max => values.fold(0.0, f64::max),
+            };
+            let _ = writeln!(out, "{name} {total}");
+        }
+    }
+    out.push('\n');
+}
+
+/// A gauge of what a queue's limits hold: its name, and its value from the queue's (slots
+/// held, values held back).
+type LimitGauge = (&'static str, fn((u64, u64)) -> f64);
+
+const LIMIT_GAUGES: [LimitGauge; 2] = [
+    ("delayq_limit_slots_held", |(slots, _)| slots as f64),
+    ("delayq_limit_held_values", |(_, values)| values as f64),
+];
 
 /// A gauge read from Redis: its name, how it sums over the queues, and its value for one
 /// queue's reading at a time (epoch ms).
@@ -429,14 +509,14 @@ mod tests {
     #[test]
     fn slices_rotate_over_the_sorted_names() {
         let names: Vec<String> = ["a", "b", "c", "d", "e"].map(String::from).to_vec();
-        // 22 commands a second: two queues of 22 commands in each 2 s slice.
-        assert_eq!(slice_after(&names, None, 22), ["a", "b"]);
-        assert_eq!(slice_after(&names, Some("b"), 22), ["c", "d"]);
-        assert_eq!(slice_after(&names, Some("d"), 22), ["e", "a"]);
+        // 23 commands a second: two queues of 23 commands in each 2 s slice.
+        assert_eq!(slice_after(&names, None, 23), ["a", "b"]);
+        assert_eq!(slice_after(&names, Some("b"), 23), ["c", "d"]);
+        assert_eq!(slice_after(&names, Some("d"), 23), ["e", "a"]);
         // The last one read left meanwhile: the next after where it was.
-        assert_eq!(slice_after(&names, Some("bb"), 22), ["c", "d"]);
+        assert_eq!(slice_after(&names, Some("bb"), 23), ["c", "d"]);
         assert_eq!(slice_after(&names, Some("e"), 1_000), names);
-        assert!(slice_after(&[], Some("a"), 22).is_empty());
+        assert!(slice_after(&[], Some("a"), 23).is_empty());
     }
 
     #[test]
@@ -444,13 +524,13 @@ mod tests {
         let keys = QueueKeys::new("").stored().len();
         assert_eq!(
             (commands_per_queue(false), commands_per_queue(true)),
-            (8, 22)
+            (9, 23)
         );
-        // The first pass measures every queue, so it reads fewer of them a slice: 22 commands
-        // each. Later ones average 8 + 14 / 4 = 11.5 commands a queue.
-        assert_eq!(queues_per_slice(1_000, 0), 2_000 / 22);
-        assert_eq!(queues_per_slice(1_000, 1), 173);
-        assert_eq!(queues_per_slice(1_000, 7), 173);
+        // The first pass measures every queue, so it reads fewer of them a slice: 23 commands
+        // each. Later ones average 9 + 14 / 4 = 12.5 commands a queue.
+        assert_eq!(queues_per_slice(1_000, 0), 2_000 / 23);
+        assert_eq!(queues_per_slice(1_000, 1), 160);
+        assert_eq!(queues_per_slice(1_000, 7), 160);
 
         let names: Vec<String> = (0..1_000).map(|n| format!("q{n:04}")).collect();
         let mut rotation = Rotation::default();

@@ -1,7 +1,7 @@
 //! Who may change queues. Three roles: read-only (no token: reads only), operator (the actions
 //! that keep every value: replay, retry, run now, give back, pause, resume, trigger a schedule)
 //! and admin (also the actions that lose values: purges, deleting a dead letter, cancelling a
-//! pending entry, removing a schedule). Each
+//! pending entry, removing a schedule, changing or clearing a queue's limits). Each
 //! writing role has its own token, sent as `Authorization: Bearer TOKEN` and compared in
 //! constant time; [`NEEDS`] says which role each action needs, and `GET /api/whoami` tells the
 //! page its role and that table, so that it disables what the role may not use.
@@ -45,6 +45,8 @@ const NEEDS: &[(&str, Role)] = &[
     ("delete", Role::Admin),
     ("cancel", Role::Admin),
     ("remove", Role::Admin),
+    ("set-limits", Role::Admin),
+    ("clear-limits", Role::Admin),
 ];
 
 /// The role `action` needs; an action not in [`NEEDS`] needs admin (its handler then answers

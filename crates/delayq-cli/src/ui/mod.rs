@@ -15,12 +15,15 @@
 //! `POST /api/queues/{name}/in_flight/{id}/give-back`.
 //! A queue's recurring schedules: `GET /api/queues/{name}/schedules` and
 //! `POST /api/queues/{name}/schedules/{id}/{pause,resume,trigger,remove}` (schedules.rs).
+//! A queue's flow-control limits and their use: `GET /api/queues/{name}/limits` and
+//! `POST /api/queues/{name}/limits/{set-limits,clear-limits}` (limits.rs).
 
 mod access;
 mod activity;
 mod detail;
 mod items;
 mod job;
+mod limits;
 mod order;
 mod overview;
 mod paging;
@@ -44,7 +47,7 @@ use std::sync::Arc;
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
 /// The page and its assets, built into the binary: path, content type, body (index.html loads
 /// the scripts, `app.js` first: the others add their parts to it).
-const ASSETS: [(&str, &str, &str); 8] = [
+const ASSETS: [(&str, &str, &str); 9] = [
     ("/", "text/html; charset=utf-8", include_str!("index.html")),
     (
         "/style.css",
@@ -57,6 +60,7 @@ const ASSETS: [(&str, &str, &str); 8] = [
     ("/search.js", JAVASCRIPT, include_str!("search.js")),
     ("/overview.js", JAVASCRIPT, include_str!("overview.js")),
     ("/schedules.js", JAVASCRIPT, include_str!("schedules.js")),
+    ("/limits.js", JAVASCRIPT, include_str!("limits.js")),
 ];
 
 /// How long a request waits for Redis: the client queues commands while it reconnects, so
@@ -95,6 +99,8 @@ pub(crate) fn routes(ui: Ui) -> Router {
             "/api/queues/{name}/schedules/{id}/{action}",
             post(schedules::act),
         )
+        .route("/api/queues/{name}/limits", get(limits::get))
+        .route("/api/queues/{name}/limits/{action}", post(limits::act))
         .route("/api/queues/{name}/{action}", post(write))
         .route("/api/queues/{name}/job/{tab}/{item}", get(job::job))
         .route(

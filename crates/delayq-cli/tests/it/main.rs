@@ -22,6 +22,8 @@ mod dashboard_search;
 mod dedup;
 mod exit_codes;
 mod json_shape;
+mod limit_cli;
+mod limit_workers;
 mod listen;
 mod metrics;
 mod observe;

@@ -442,6 +442,7 @@ def main():
         __import__("check_search").run(browser, redis, ui)
         check_overview.check(sys.modules[__name__], browser, redis, ui)
         __import__("check_schedules").check(sys.modules[__name__], browser, redis, ui)
+        __import__("check_limits").check(sys.modules[__name__], browser, redis, ui)
         check_access.check_access(sys.modules[__name__], browser, redis)
     finally:
         browser.close()

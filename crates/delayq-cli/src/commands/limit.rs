@@ -1,0 +1,115 @@
+//! `delayq limit set|get|clear`: a queue's flow-control limits, stored in Redis and obeyed by
+//! every worker of the queue in every process.
+
+use super::Ctx;
+use crate::exit::Usage;
+use crate::limit_args::{LimitAction, LimitSetArgs};
+use crate::limit_view::{self, is_empty, keyless_caution, limits_json, summary};
+use delayq::limit::{KeyRule, LimitUsage, Limits};
+use std::io::Write;
+
+/// Runs the action; false when `clear --exit-status` found no limits.
+pub(crate) async fn limit(ctx: &Ctx, action: LimitAction) -> anyhow::Result<bool> {
+    match action {
+        LimitAction::Set(args) => set(ctx, &args).await.map(|()| true),
+        LimitAction::Get { queue } => get(ctx, &queue).await.map(|()| true),
+        LimitAction::Clear { queue, exit_status } => {
+            let had = ctx.queue(&queue).await?.clear_limits().await?;
+            ctx.print_answer(&mut std::io::stdout(), &queue, "cleared", had)?;
+            Ok(had || !exit_status)
+        }
+    }
+}
+
+/// Stores the stored limits changed by the flags (or exactly the flags, `--replace`); prints
+/// what is stored then.
+async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
+    if !args.changes_anything() {
+        return Err(Usage(
+            "give a limit to set (--concurrency, --rate, --key-pointer or --key-regex, \
+             --key-concurrency, --key-rate, --no-key); `delayq limit clear` removes them all"
+                .into(),
+        )
+        .into());
+    }
+    let queue = ctx.queue(&args.queue).await?;
+    let stored = match args.replace {
+        true => None,
+        false => queue.limits().await?,
+    };
+    let limits = merged(stored.unwrap_or_default(), args);
+    if let Some(caution) = keyless_caution(&limits) {
+        crate::logging::status_line(format_args!("{caution}"));
+    }
+    match is_empty(&limits) {
+        true => {
+            queue.clear_limits().await?;
+        }
+        false => queue.set_limits(&limits).await?,
+    }
+    print_limits(ctx, &args.queue, Some(&limits), None)
+}
+
+/// `stored` with the limits `args` gives replaced (`off`: removed).
+fn merged(mut limits: Limits, args: &LimitSetArgs) -> Limits {
+    if let Some(setting) = args.concurrency {
+        limits.concurrency = setting.value();
+    }
+    if let Some(setting) = args.rate {
+        limits.rate = setting.value();
+    }
+    if let Some(pointer) = &args.key_pointer {
+        limits.key = Some(KeyRule::JsonPointer(pointer.clone()));
+    }
+    if let Some(regex) = &args.key_regex {
+        limits.key = Some(KeyRule::Regex(regex.clone()));
+    }
+    if args.no_key {
+        limits.key = None;
+        limits.key_concurrency = None;
+        limits.key_rate = None;
+    }
+    if let Some(setting) = args.key_concurrency {
+        limits.key_concurrency = setting.value();
+    }
+    if let Some(setting) = args.key_rate {
+        limits.key_rate = setting.value();
+    }
+    limits
+}
+
+/// Prints the queue's limits and what is in use of them.
+async fn get(ctx: &Ctx, name: &str) -> anyhow::Result<()> {
+    let queue = ctx.queue(name).await?;
+    let limits = queue.limits().await?;
+    let usage = queue.limit_usage().await?;
+    print_limits(ctx, name, limits.as_ref(), Some(&usage))
+}
+
+/// One record: `{"queue", "limits": {...} or null, "usage": {...}}` with --json, else a line
+/// per limit (`none` without any) and one of their use.
+fn print_limits(
+    ctx: &Ctx,
+    name: &str,
+    limits: Option<&Limits>,
+    usage: Option<&LimitUsage>,
+) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if ctx.global.json {
+        let mut record = serde_json::json!({ "queue": name, "limits": limits.map(limits_json) });
+        if let Some(usage) = usage {
+            record["usage"] = limit_view::usage_json(usage);
+        }
+        writeln!(out, "{record}")?;
+        return Ok(());
+    }
+    let text = match limits {
+        Some(limits) => summary(limits),
+        None => "none".to_owned(),
+    };
+    writeln!(out, "limits: {text}")?;
+    if let Some(usage) = usage {
+        writeln!(out, "in use: {}", limit_view::usage_line(usage))?;
+    }
+    Ok(())
+}
