@@ -112,25 +112,16 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
             durability,
         } => {
             let values = ctx.values(&value, &target.queue)?;
-            if let Some(dedup) = dedup.dedup() {
-                return done(
-                    queue::offer_dedup(
-                        &ctx,
-                        &target,
-                        &values,
-                        delay,
-                        &dedup,
-                        durability.durability(),
-                    )
-                    .await,
-                );
-            }
-            let how = match (unique, handle) {
-                (true, _) => queue::OfferHow::Unique,
-                (_, true) => queue::OfferHow::WithHandle,
-                _ => queue::OfferHow::Plain,
-            };
-            done(queue::offer(&ctx, &target, &values, delay, how, durability.durability()).await)
+            let durability = durability.durability();
+            done(match dedup.dedup() {
+                Some(dedup) => {
+                    queue::offer_dedup(&ctx, &target, &values, delay, &dedup, durability).await
+                }
+                None => {
+                    let how = queue::OfferHow::of(unique, handle);
+                    queue::offer(&ctx, &target, &values, delay, how, durability).await
+                }
+            })
         }
         Command::Cancel {
             target,

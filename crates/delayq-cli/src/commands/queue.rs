@@ -130,6 +130,17 @@ pub(crate) enum OfferHow {
     WithHandle,
 }
 
+impl OfferHow {
+    /// What `--unique` and `--handle` ask for (`--unique` wins; clap refuses both).
+    pub(crate) fn of(unique: bool, handle: bool) -> OfferHow {
+        match (unique, handle) {
+            (true, _) => OfferHow::Unique,
+            (_, true) => OfferHow::WithHandle,
+            _ => OfferHow::Plain,
+        }
+    }
+}
+
 /// Prints whether an entry was rescheduled, and returns it.
 pub(crate) async fn reschedule(
     ctx: &Ctx,
