@@ -351,8 +351,9 @@ pub fn check(events: &[Event], faults: &[FaultSpan], left_in_redis: &[String]) -
     v
 }
 
-/// Fault kinds during which the sentinels may promote a replica: writes acknowledged by the old
-/// master in them can be dropped when it rejoins as a replica.
+/// Fault kinds during which the sentinels may promote a replica that lacks writes the old master
+/// acknowledged: those are dropped when it rejoins as a replica. A planned failover is not one
+/// of them (the old master's writes are paused until every replica has them).
 pub fn fault_promotes(kind: &str) -> bool {
     matches!(
         kind,

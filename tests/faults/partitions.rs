@@ -214,6 +214,36 @@ fn forced_failover(d: &Deployment) -> AnyResult<Measured> {
     })
 }
 
+/// No partition: the planned failover of the operators' recipe (`docs/durability.md`): writes
+/// paused on the master until both replicas have everything, `SENTINEL FAILOVER`, the old
+/// master demoted as soon as the sentinels name the new one, then unpaused. Nothing
+/// acknowledged may be lost, in either mode. `FAULTS_PLANNED_WITHOUT_PAUSE=1` leaves the pause
+/// out (the run must then fail).
+fn planned_failover(d: &Deployment) -> AnyResult<Measured> {
+    let pause = std::env::var("FAULTS_PLANNED_WITHOUT_PAUSE").map_or(true, |v| v != "1");
+    let old = d.majority_master()?;
+    let start = now_ms();
+    let (new, promoted_at) = d.planned_failover(old, pause)?;
+    let healed_at = now_ms();
+    eprintln!(
+        "planned failover: {old} -> {new}, {} ms from start to the old master's demotion ({})",
+        healed_at - start,
+        if pause { "writes paused" } else { "no pause" }
+    );
+    d.wait_healthy(new)?;
+    Ok(Measured {
+        span: FaultSpan {
+            kind: "planned-failover".into(),
+            start,
+            end: now_ms(),
+            hosts: Vec::new(),
+        },
+        promoted_at: Some(promoted_at),
+        majority_offerers: vec!["o1", "o2"],
+        healed_at,
+    })
+}
+
 /// A scheduler's link silently dropped for 5 s (its channel subscription and its connection go
 /// half-open) while the other one runs.
 fn scheduler_cut(d: &Deployment) -> AnyResult<Measured> {
@@ -345,15 +375,16 @@ fn plant(d: &Deployment, w: &Workload) -> AnyResult<()> {
 }
 
 type Scenario = fn(&Deployment) -> AnyResult<Measured>;
-const SCENARIOS: [Scenario; 5] = [
+const SCENARIOS: [Scenario; 6] = [
     isolation,
     consumer_cut,
     scheduler_cut,
     flapping,
     forced_failover,
+    planned_failover,
 ];
 
-/// One mode's run: `rounds` of the five faults, 3 s of plain load between them, then the drain
+/// One mode's run: `rounds` of the six faults, 3 s of plain load between them, then the drain
 /// and the check. Returns the verdict and the faults measured.
 fn run_mode(
     env: &Env,
@@ -493,7 +524,9 @@ fn report_mode(
     // Losses in a promoting fault are what asynchronous replication explains, without durable
     // offers. With them nothing acknowledged may be lost in a partition; a forced failover's
     // are reported: `WAIT 1` counts the replica that is not promoted, which keeps following the
-    // old master (and confirming its writes) until the sentinels reconfigure it.
+    // old master (and confirming its writes) until the sentinels reconfigure it. A planned
+    // failover (writes paused until the replicas caught up) may lose nothing in either mode:
+    // `fault_promotes` leaves it out.
     let explained = |kind: &str| match mode {
         Mode::Plain => history::fault_promotes(kind),
         Mode::Durable => kind == "forced-failover",
@@ -526,15 +559,16 @@ fn report_mode(
 /// The modes run, side by side.
 const MODES: [Mode; 2] = [Mode::Plain, Mode::Durable];
 
-const SCENARIO_KINDS: [&str; 5] = [
+const SCENARIO_KINDS: [&str; 6] = [
     "isolation",
     "consumer-cut",
     "scheduler-cut",
     "flapping",
     "forced-failover",
+    "planned-failover",
 ];
 
-/// The part: both modes, `rounds` rounds of the five faults each.
+/// The part: both modes, `rounds` rounds of the six faults each.
 pub fn part_partitions(
     env: &Env,
     long: bool,
@@ -551,7 +585,9 @@ pub fn part_partitions(
          (the rest promotes a replica; healed 3 s later), a consumer's link dropped silently \
          while the master alone is cut off and a replica promoted, a scheduler's link dropped \
          silently for 5 s, the master's link flapping 6 times, and (no partition) a \
-         `SENTINEL FAILOVER`; 3 s of plain load between faults. Plain offers, then durable \
+         `SENTINEL FAILOVER` and a planned one (writes paused on the master until the replicas \
+         caught up, the old master demoted as soon as the sentinels name the new one, then \
+         unpaused); 3 s of plain load between faults. Plain offers, then durable \
          ones (`Durability::replicas(1)`, 1 s timeout), each on a fresh deployment.\n"
     );
     let mut pass = true;

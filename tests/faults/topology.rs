@@ -286,6 +286,60 @@ impl Deployment {
         }
     }
 
+    /// Whether every replica `master` lists has acknowledged its whole replication stream
+    /// (`INFO replication`: each `slaveN:...,offset=` equal to `master_repl_offset`).
+    fn replicas_caught_up(&self, master: &str) -> Result<(), String> {
+        let info = self.cli(master, &["INFO", "replication"])?;
+        let field = |line: &str, key: &str| -> Option<String> {
+            line.split(',')
+                .find_map(|kv| kv.trim().strip_prefix(key).map(str::to_string))
+        };
+        let own = info
+            .lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("master_repl_offset:")
+                    .map(str::to_string)
+            })
+            .ok_or_else(|| format!("{master}: no master_repl_offset"))?;
+        let replicas: Vec<String> = info
+            .lines()
+            .filter(|l| l.starts_with("slave") && l.contains("offset="))
+            .filter_map(|l| field(l, "offset="))
+            .collect();
+        if replicas.len() == DATA_HOSTS.len() - 1 && replicas.iter().all(|o| *o == own) {
+            Ok(())
+        } else {
+            Err(format!("{master} at {own}, replicas at {replicas:?}"))
+        }
+    }
+
+    /// A planned failover away from `old` that loses no acknowledged write: writes paused on
+    /// the old master (`CLIENT PAUSE WRITE`; reads go on) until every replica has all it
+    /// acknowledged, `SENTINEL FAILOVER`, the old master made a replica of the new one as soon
+    /// as the sentinels name it, then unpaused: the writes it held run on a replica and fail
+    /// (`READONLY`), so nothing it did not pass on is ever acknowledged. `pause: false` does
+    /// the same without the pause (the run must then fail: the check of the check). Returns the
+    /// new master and when it was first named.
+    pub fn planned_failover(&self, old: &str, pause: bool) -> AnyResult<(&'static str, i64)> {
+        if pause {
+            // A bound in case this run dies; the unpause below ends it.
+            self.cli(old, &["CLIENT", "PAUSE", "30000", "WRITE"])?;
+            wait_for("the replicas caught up", SETTLE, || {
+                self.replicas_caught_up(old)
+            })?;
+        }
+        let switched = self.forced_failover(old).and_then(|(new, named_at)| {
+            let port = DATA_PORT.to_string();
+            self.cli(old, &["REPLICAOF", &self.net.addr(new), &port])?;
+            Ok((new, named_at))
+        });
+        if pause {
+            self.cli(old, &["CLIENT", "UNPAUSE"])?;
+        }
+        switched
+    }
+
     /// A command running `program` on `host` (a client host).
     pub fn command(&self, host: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {
         self.net.command(host, program)
