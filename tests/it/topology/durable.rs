@@ -131,8 +131,9 @@ async fn an_unconfirmed_offer_is_not_confirmed_and_is_on_the_master() {
 async fn deduplicated_offers_wait_for_the_replica() {
     let pair = Pair::start(&[]);
     let queue = queue_on(&pair.master, "durable-dedup").await;
-    let durable =
-        queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(300)));
+    // Confirmed with time to spare on a loaded machine; refused quickly once frozen.
+    let durable = queue.with_durability(Durability::replicas(1).timeout(PATIENCE));
+    let hasty = queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(300)));
     let dedup = Dedup::throttle("order-7", Duration::from_secs(60));
     let first = durable
         .offer_dedup("first", Duration::from_secs(60), &dedup)
@@ -141,7 +142,7 @@ async fn deduplicated_offers_wait_for_the_replica() {
     assert_eq!(first.as_str(), "offered");
     assert_eq!(pending_on(&pair.replica, &queue).await, 1);
     let frozen = pair.freeze();
-    let err = durable
+    let err = hasty
         .offer_dedup("second", Duration::from_secs(60), &dedup)
         .await
         .unwrap_err();
@@ -289,8 +290,9 @@ async fn aof_waits_need_waitaof_and_confirm_the_fsync() {
 async fn dead_letters_of_a_durable_queue_wait_for_the_replica() {
     let pair = Pair::start(&[]);
     let queue = queue_on(&pair.master, "durable-dead").await;
-    let durable =
-        queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(200)));
+    // Confirmed with time to spare on a loaded machine; refused quickly once frozen.
+    let durable = queue.with_durability(Durability::replicas(1).timeout(PATIENCE));
+    let hasty = queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(200)));
     let master = crate::common::queue::connect(&pair.master.url()).await;
     let _: u64 = master
         .rpush(queue.name(), vec!["kept", "frozen"])
@@ -300,6 +302,8 @@ async fn dead_letters_of_a_durable_queue_wait_for_the_replica() {
 
     let delivery = consumer.take().await.unwrap();
     assert!(delivery.dead_letter("gave up").await.unwrap());
+    consumer.close().await;
+    let consumer = hasty.reliable_consumer().await.unwrap();
     // Confirmed: the replica has the dead letter.
     let replica = crate::common::queue::connect(&pair.replica.url()).await;
     let dead = queue.keys().dead().to_owned();
