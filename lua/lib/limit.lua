@@ -33,6 +33,10 @@ local function delayq_limit_slots_wait(slots, now, cap)
     if cap <= 0 then
         return 0
     end
+    -- Run-out leases are dropped only when they would fill the cap: below it they cost nothing.
+    if redis.call('zcard', slots) < cap then
+        return 0
+    end
     redis.call('zremrangebyscore', slots, '-inf', delayq_ms(math.floor(now)))
     if redis.call('zcard', slots) < cap then
         return 0
