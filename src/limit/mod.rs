@@ -74,8 +74,9 @@
 //!   (the take takes the slot and token, the ack releases them, the heartbeat renews them);
 //!   with per-key limits each take adds one (the acquiring script). Measured with
 //!   `benches/run.sh --only limits` (one worker of concurrency 16, empty handlers, release
-//!   build, loaded 2-core machine; medians of alternating rounds): 0.77 of the throughput
-//!   without limits under a cap of 1,000 and 1,000,000/s, 0.53 under a key cap of 1,000.
+//!   build, loaded 2-core machine; each run the median of five alternating rounds, seven
+//!   runs): about 0.77 of the throughput without limits (0.73-0.86) under a cap of 1,000 and
+//!   1,000,000/s, about 0.55 (0.53-0.56) under a key cap of 1,000.
 //! - **Changes** take effect without a restart: each limited call carries the version of the
 //!   limits the worker read, and the script answers "stale" when it changed, so the worker
 //!   reads them again at once; a worker without limits looks for new ones once a second.
