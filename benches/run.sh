@@ -11,7 +11,8 @@
 #          --only offer,transfer,lookup,latency,drain,rss,many,shard (a subset of the phases, for
 #          development; shard alone needs no Java); --only durable (durable offers beside plain
 #          ones, on the server and a replica of it that this script starts; no Java; not part of
-#          the full run).
+#          the full run); --only limits (one worker with and without limits that never bind;
+#          no Java; not part of the full run).
 #
 # Builds go under the workspace's target/ (the Java side, the chart's venv): a run leaves the
 # checkout as it was, but for the results folder of a full run.
@@ -78,7 +79,7 @@ results_md="$out/RESULTS.md"
 
 # The shard and durable phases, alone, need no Java.
 classpath=""
-if [[ "$only" != shard && "$only" != durable ]]; then
+if [[ "$only" != shard && "$only" != durable && "$only" != limits ]]; then
   echo "== building the Java side (Redisson from Maven Central)"
   java_build="$target_dir/bench-java"
   mvn -B -q -f "$here/java/pom.xml" -Dbench.build.dir="$java_build" package >"$work/maven.log" 2>&1 \

@@ -12,13 +12,4 @@
 -- ARGV[3]: delivery id
 -- Returns: 1 (also when this delivery was settled in the last minute: a retried call), or 0 when
 -- the delivery is no longer in flight (its deadline passed and a reaper returned it).
-local value, reply = delayq_leave_flight(KEYS[2], KEYS[3], KEYS[6], ARGV[3])
-if reply then
-    return reply
-end
-if value then
-    redis.call('hdel', KEYS[4], value)
-    redis.call('zrem', KEYS[5], value)
-end
-delayq_remember_settled(KEYS[6], ARGV[3])
-return 1
+return delayq_ack(KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[3])

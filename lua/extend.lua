@@ -9,9 +9,4 @@
 -- ARGV[4]: delivery id
 -- Returns: the new deadline in ms, or false when the delivery is no longer in flight (a reaper
 -- has already given the value back: another consumer may be working on it).
-if not redis.call('zscore', KEYS[2], ARGV[4]) then
-    return false
-end
-local deadline = delayq_now(ARGV[1]) + tonumber(ARGV[3])
-redis.call('zadd', KEYS[2], 'xx', delayq_ms(deadline), ARGV[4])
-return deadline
+return delayq_extend(KEYS[2], delayq_now(ARGV[1]), tonumber(ARGV[3]), ARGV[4])

@@ -18,31 +18,8 @@
 -- Returns: 1 when the delivery held a queue-wide or key slot, else 0.
 local id, key = ARGV[4], ARGV[5]
 local now = delayq_server_us() / 1000
-local held = 0
 if ARGV[3] == 'renew' then
-    local lease_end = delayq_ms(math.floor(now) + tonumber(ARGV[6]))
-    if redis.call('zscore', KEYS[2], id) then
-        redis.call('zadd', KEYS[2], lease_end, id)
-        held = 1
-    end
-    if key ~= '' and redis.call('zscore', KEYS[5], id) then
-        redis.call('zadd', KEYS[5], lease_end, id)
-        redis.call('zadd', KEYS[4], lease_end, key)
-        held = 1
-    end
-    return held
+    local lease_end = math.floor(now) + tonumber(ARGV[6])
+    return delayq_limit_renew(KEYS[2], KEYS[4], KEYS[5], id, key, lease_end)
 end
-held = redis.call('zrem', KEYS[2], id)
-if key ~= '' then
-    held = math.max(held, redis.call('zrem', KEYS[5], id))
-    if redis.call('llen', KEYS[6]) > 0 then
-        local score = tonumber(redis.call('zscore', KEYS[3], key))
-        if not score or score > now then
-            redis.call('zadd', KEYS[3], delayq_ms(math.floor(now)), key)
-        end
-    end
-    if redis.call('zcard', KEYS[5]) == 0 then
-        redis.call('zrem', KEYS[4], key)
-    end
-end
-return held
+return delayq_limit_release(KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], id, key, now)

@@ -11,6 +11,7 @@
 
 mod durable;
 mod java;
+mod limits;
 mod many;
 mod phases;
 mod redis;
@@ -179,9 +180,9 @@ fn main() {
 
 async fn run(args: Args) -> BoxResult<()> {
     // The shard phase needs only its own Cluster, the durable phase the server and its replica,
-    // neither Java: alone, each runs without the rest.
+    // the limits phase the server: none needs Java; alone, each runs without the rest.
     let alone = match args.only.as_deref() {
-        Some([one]) if one == "shard" || one == "durable" => Some(one.clone()),
+        Some([one]) if ["shard", "durable", "limits"].contains(&one.as_str()) => Some(one.clone()),
         _ => None,
     };
     if let Some(phase) = alone {
@@ -195,6 +196,7 @@ async fn run(args: Args) -> BoxResult<()> {
         });
         let figures = match phase.as_str() {
             "shard" => shard::phase(&args.plan, &args.work_dir).await?,
+            "limits" => limits::phase(&args.plan, args.port).await?,
             _ => {
                 let replica = args
                     .replica_port

@@ -13,6 +13,10 @@
 -- delayq_limit_key_wait(key_slots, tat, key, now, spec): the same for one key's limits.
 -- delayq_limit_grant(slots, tat, busy, key_slots, spec, now, id, key, lease_end): takes the
 -- slots and tokens of a start (the key's when key is not '').
+-- delayq_limit_renew(slots, busy, key_slots, id, key, lease_end): pushes delivery id's leases
+-- (queue-wide, and the key's when key is not '') to lease_end; 1 when it held one, else 0.
+-- delayq_limit_release(slots, held, busy, key_slots, parked, id, key, now): drops them (the job
+-- settled), making the key due at once when it has values held back; 1 when it held one.
 local function delayq_limit_spec(i)
     local n = {}
     for j = 0, 5 do
@@ -27,6 +31,10 @@ end
 
 local function delayq_limit_slots_wait(slots, now, cap)
     if cap <= 0 then
+        return 0
+    end
+    -- Run-out leases are dropped only when they would fill the cap: below it they cost nothing.
+    if redis.call('zcard', slots) < cap then
         return 0
     end
     redis.call('zremrangebyscore', slots, '-inf', delayq_ms(math.floor(now)))
@@ -93,4 +101,36 @@ local function delayq_limit_grant(slots, tat, busy, key_slots, spec, now, id, ke
         end
     end
     delayq_limit_tat_take(tat, 'k:' .. key, now, spec.key_count, spec.key_period, horizon)
+end
+
+local function delayq_limit_renew(slots, busy, key_slots, id, key, lease_end)
+    local held = 0
+    if redis.call('zscore', slots, id) then
+        redis.call('zadd', slots, delayq_ms(lease_end), id)
+        held = 1
+    end
+    if key ~= '' and redis.call('zscore', key_slots, id) then
+        redis.call('zadd', key_slots, delayq_ms(lease_end), id)
+        redis.call('zadd', busy, delayq_ms(lease_end), key)
+        held = 1
+    end
+    return held
+end
+
+local function delayq_limit_release(slots, held, busy, key_slots, parked, id, key, now)
+    local had = redis.call('zrem', slots, id)
+    if key == '' then
+        return had
+    end
+    had = math.max(had, redis.call('zrem', key_slots, id))
+    if redis.call('llen', parked) > 0 then
+        local score = tonumber(redis.call('zscore', held, key))
+        if not score or score > now then
+            redis.call('zadd', held, delayq_ms(math.floor(now)), key)
+        end
+    end
+    if redis.call('zcard', key_slots) == 0 then
+        redis.call('zrem', busy, key)
+    end
+    return had
 end

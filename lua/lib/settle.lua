@@ -8,6 +8,10 @@
 -- settle call gives at once: 1 when id was settled in the last minute (this call is a retry), 0
 -- when it is no longer in flight (a reaper gave it back).
 -- delayq_remember_settled(settled, id): notes that id was settled, by the server's clock.
+-- delayq_ack(inflight, data, attempts, seen, settled, id): acknowledges delivery id (forgets
+-- its value and attempt counter); ack.lua's reply.
+-- delayq_extend(inflight, now, visibility, id): pushes delivery id's deadline to visibility ms
+-- past now; the new deadline, or false when it is no longer in flight.
 -- delayq_is_claim_of(claims, key): whether key is named like a claim list of the queue whose
 -- claim leases are claims (delayq_claims:{NAME} -> delayq_claim:{NAME}:CONSUMER).
 local DELAYQ_SETTLED_KEEP_MS = 60000
@@ -35,4 +39,26 @@ end
 local function delayq_is_claim_of(claims, key)
     local prefix = 'delayq_claim:' .. string.sub(claims, string.len('delayq_claims:') + 1) .. ':'
     return string.sub(key, 1, string.len(prefix)) == prefix and string.len(key) > string.len(prefix)
+end
+
+local function delayq_ack(inflight, data, attempts, seen, settled, id)
+    local value, reply = delayq_leave_flight(inflight, data, settled, id)
+    if reply then
+        return reply
+    end
+    if value then
+        redis.call('hdel', attempts, value)
+        redis.call('zrem', seen, value)
+    end
+    delayq_remember_settled(settled, id)
+    return 1
+end
+
+local function delayq_extend(inflight, now, visibility, id)
+    if not redis.call('zscore', inflight, id) then
+        return false
+    end
+    local deadline = now + visibility
+    redis.call('zadd', inflight, 'xx', delayq_ms(deadline), id)
+    return deadline
 end

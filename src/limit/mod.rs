@@ -28,9 +28,11 @@
 //!   one script with the rate tokens before the handler runs: under queue-wide limits alone,
 //!   by the script that takes the value (`limit_take.lua`: nothing is taken while the limits
 //!   refuse); with per-key limits, right after the take, once the value's key is known
-//!   (`limit_acquire.lua`). Its lease is the visibility timeout, renewed every third of it
-//!   while the job runs (the heartbeats' rhythm) and released when the job settles. A killed
-//!   process's slots free at their lease's end (the acquiring scripts drop run-out leases).
+//!   (`limit_acquire.lua`). Its lease is the visibility timeout, renewed by the job's heartbeats
+//!   (every third of it: `limit_extend.lua` pushes the value's deadline and the leases back in
+//!   one call) and released when the job settles (an ack releases them in the same call,
+//!   `limit_ack.lua`; a retry or a dead letter with a second one). A killed process's slots
+//!   free at their lease's end (the acquiring scripts drop run-out leases).
 //! - **Rate N per period**: GCRA with emission interval `T = period / N`: a start is granted
 //!   when `now >= TAT`, then `TAT = max(TAT, now - T/2) + T`. Keeping the arrival time within
 //!   `T/2` of a late start keeps throughput at N per period when waiters wake a little late,
@@ -68,10 +70,13 @@
 //!   (tests/it/limit, two workers of a debug build on a loaded 2-core machine, key cap 1): with
 //!   2,000 values of key A ahead, key B's ten values all started within 1.0 s; with 10,000
 //!   ahead, within 11 s. The test asserts 30 s for 2,000, for a loaded machine.
-//! - **Cost**: limits that do not bind cost a script per job more (the release) and a heavier
-//!   take. Measured with empty handlers (one worker of concurrency 16, release build, loaded
-//!   2-core machine): about 7,700 jobs/s under a cap of 1,000 and a rate of 1,000,000/s, against
-//!   10,400-10,800 without limits (-27%); with per-key limits each take adds a round trip.
+//! - **Cost**: a job under limits that do not bind makes as many round trips as one without
+//!   (the take takes the slot and token, the ack releases them, the heartbeat renews them);
+//!   with per-key limits each take adds one (the acquiring script). Measured with
+//!   `benches/run.sh --only limits` (one worker of concurrency 16, empty handlers, release
+//!   build, loaded 2-core machine; each run the median of five alternating rounds, seven
+//!   runs): about 0.77 of the throughput without limits (0.73-0.86) under a cap of 1,000 and
+//!   1,000,000/s, about 0.55 (0.53-0.56) under a key cap of 1,000.
 //! - **Changes** take effect without a restart: each limited call carries the version of the
 //!   limits the worker read, and the script answers "stale" when it changed, so the worker
 //!   reads them again at once; a worker without limits looks for new ones once a second.

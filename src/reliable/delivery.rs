@@ -20,6 +20,9 @@ pub struct Receipt {
     attempt: u32,
     deadline_ms: i64,
     settled: bool,
+    /// The limit key of the slots the job holds under its queue's limits (`""` for a value
+    /// without a key), when it holds any: its heartbeats renew them and settling releases them.
+    slots: Option<String>,
 }
 
 impl Receipt {
@@ -38,6 +41,7 @@ impl Receipt {
             attempt,
             deadline_ms,
             settled: false,
+            slots: None,
         }
     }
 
@@ -72,7 +76,7 @@ impl Receipt {
     /// reach through all of them is the outcome unknown: acked, or back after its deadline.
     pub async fn ack(mut self) -> Result<bool> {
         self.settled = true;
-        self.ctx.ack(&self.id).await
+        self.ctx.ack(&self.id, self.slots.as_deref()).await
     }
 
     /// The attempt failed: give the value back, due again after `delay` (at once for zero).
@@ -86,7 +90,9 @@ impl Receipt {
     /// [`Error::InvalidDelay`], or a Redis error (the value then comes back after its deadline).
     pub async fn nack(mut self, delay: Duration) -> Result<bool> {
         self.settled = true;
-        self.ctx.nack(&self.id, delay, false).await
+        let nacked = self.ctx.nack(&self.id, delay, false).await;
+        self.ctx.release(&self.id, self.slots.as_deref()).await;
+        nacked
     }
 
     /// Gives the value back unprocessed, onto the head of the target list, uncounting this
@@ -97,7 +103,9 @@ impl Receipt {
     /// A Redis error (the value then comes back after its deadline).
     pub async fn give_back(mut self) -> Result<bool> {
         self.settled = true;
-        self.ctx.nack(&self.id, Duration::ZERO, true).await
+        let given = self.ctx.nack(&self.id, Duration::ZERO, true).await;
+        self.ctx.release(&self.id, self.slots.as_deref()).await;
+        given
     }
 
     /// Gives the value up: it moves to the dead-letter list with `error` and its attempt count.
@@ -110,7 +118,9 @@ impl Receipt {
     /// [`Error::NotConfirmed`](crate::Error::NotConfirmed): moved on the master, not confirmed.
     pub async fn dead_letter(mut self, error: &str) -> Result<bool> {
         self.settled = true;
-        self.ctx.dead(&self.id, self.attempt, error).await
+        let dead = self.ctx.dead(&self.id, self.attempt, error).await;
+        self.ctx.release(&self.id, self.slots.as_deref()).await;
+        dead
     }
 
     /// Pushes the deadline back to `visibility` from now (a heartbeat for long jobs). False when
@@ -120,13 +130,25 @@ impl Receipt {
     ///
     /// [`Error::InvalidDelay`] or a Redis error.
     pub async fn extend(&mut self, visibility: Duration) -> Result<bool> {
-        match self.ctx.extend(&self.id, visibility).await? {
+        match self
+            .ctx
+            .extend(&self.id, visibility, self.slots.as_deref())
+            .await?
+        {
             Some(deadline) => {
                 self.deadline_ms = deadline;
                 Ok(true)
             }
             None => Ok(false),
         }
+    }
+}
+
+impl Receipt {
+    /// Notes that the job holds slots under its queue's limits for the limit key `key`: its
+    /// heartbeats renew their leases, and settling releases them (an ack in the same call).
+    pub(crate) fn hold_slots(&mut self, key: String) {
+        self.slots = Some(key);
     }
 }
 
@@ -190,6 +212,11 @@ impl<V> Delivery<V> {
     /// worker's limits held it back), so there is nothing to give back.
     pub(crate) fn forget(mut self) {
         self.receipt.settled = true;
+    }
+
+    /// See [`Receipt::hold_slots`].
+    pub(crate) fn hold_slots(&mut self, key: String) {
+        self.receipt.hold_slots(key);
     }
 
     /// Splits into the decoded value and the receipt that settles it.

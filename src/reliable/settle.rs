@@ -4,7 +4,7 @@
 use super::config::ReliableConfig;
 use super::dead;
 use crate::durable::{Durability, DurableWrites};
-use crate::redis::ops::{ack, dead as dead_op, extend, nack};
+use crate::redis::ops::{ack, dead as dead_op, extend, limit_ack, limit_extend, limit_lease, nack};
 use crate::redis::script::QueueSpec;
 use crate::retry::{Backoff, Retrying};
 use crate::telemetry::{messaging_span, Operation};
@@ -29,13 +29,35 @@ pub(super) struct SettleCtx {
 }
 
 impl SettleCtx {
-    /// The work on delivery `id` is done.
-    pub(super) async fn ack(&self, id: &str) -> Result<bool> {
-        settle_call(resend_on_drop("ack", || {
-            ack::run(&self.client, &self.queue, id)
+    /// The work on delivery `id` is done; the slots it holds for the limit key `slots` (if
+    /// any) are released in the same call.
+    pub(super) async fn ack(&self, id: &str, slots: Option<&str>) -> Result<bool> {
+        settle_call(resend_on_drop("ack", || async move {
+            match slots {
+                Some(key) => limit_ack::run(&self.client, &self.queue, id, key).await,
+                None => ack::run(&self.client, &self.queue, id).await,
+            }
         }))
         .instrument(self.span("ack"))
         .await
+    }
+
+    /// Releases the slots delivery `id` holds for the limit key `slots`, if any (it settled
+    /// otherwise than by an ack). A failure is logged: they free at their lease's end.
+    pub(super) async fn release(&self, id: &str, slots: Option<&str>) {
+        let Some(key) = slots else {
+            return;
+        };
+        let released = limit_lease::run(&self.client, &self.queue, id, key, None);
+        match tokio::time::timeout(RELEASE_TIMEOUT, released).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "limits: releasing a slot failed; it frees at its lease's end")
+            }
+            Err(_) => {
+                tracing::warn!("limits: releasing a slot timed out; it frees at its lease's end")
+            }
+        }
     }
 
     /// Gives delivery `id` back: after `delay`, or at once; `unprocessed` uncounts the attempt
@@ -86,11 +108,24 @@ impl SettleCtx {
         )
     }
 
-    /// Pushes delivery `id`'s deadline to `visibility` from now.
-    pub(super) async fn extend(&self, id: &str, visibility: Duration) -> Result<Option<i64>> {
-        extend::run(&self.client, &self.queue, id, Delay::span(visibility)?).await
+    /// Pushes delivery `id`'s deadline, and the leases of the slots it holds for the limit key
+    /// `slots` (if any), to `visibility` from now.
+    pub(super) async fn extend(
+        &self,
+        id: &str,
+        visibility: Duration,
+        slots: Option<&str>,
+    ) -> Result<Option<i64>> {
+        let visibility = Delay::span(visibility)?;
+        match slots {
+            Some(key) => limit_extend::run(&self.client, &self.queue, id, key, visibility).await,
+            None => extend::run(&self.client, &self.queue, id, visibility).await,
+        }
     }
 }
+
+/// The longest a slot's release is waited for (it frees at its lease's end anyway).
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How often a settle call is sent again after its connection dropped, and the first wait.
 const RESENDS: u32 = 4;

@@ -243,7 +243,7 @@ impl<C: Codec> Gates<C> {
             let started = Instant::now();
             match self.acquire(i, delivery.id(), &key).await {
                 Ok(Acquired::Started) => {
-                    let slot = Slot::hold(&self.gates[i].queue, delivery.id(), key, self);
+                    let slot = Slot::hold(&mut delivery, key, self);
                     return Admit::Start(delivery, Some(slot));
                 }
                 Ok(Acquired::HeldBack { wait, first }) => {
@@ -376,8 +376,8 @@ impl<C: Codec> Gates<C> {
                 attempt,
                 key,
             }) => {
-                let delivery = consumer.adopt(id.clone(), raw, attempt, deadline_ms);
-                let slot = Slot::hold(queue, &id, key, self);
+                let mut delivery = consumer.adopt(id, raw, attempt, deadline_ms);
+                let slot = Slot::hold(&mut delivery, key, self);
                 return Some((name, Admit::Start(delivery, Some(slot))));
             }
             Ok(Unparked::NoneDue(next)) => next.unwrap_or(POLL_CAP).min(POLL_CAP),
@@ -405,84 +405,30 @@ fn poll_most(why: WaitFor) -> Duration {
     }
 }
 
-/// The slots a started job holds: renewed every third of the lease while it runs, released
-/// when it settles (a killed process's run out with their lease).
+/// The slots a started job holds. Its receipt carries them: the job's heartbeats renew their
+/// leases (every third of the lease: the visibility timeout) and settling releases them, an
+/// ack in the same script call; a killed process's run out with their lease. What is left here
+/// is waking this worker's waits on a cap once the job has settled.
 #[derive(Debug)]
 pub(super) struct Slot {
-    queue: crate::redis::script::QueueSpec,
-    client: fred::clients::Client,
-    id: String,
-    key: String,
-    renewal: tokio::task::JoinHandle<()>,
     released: Arc<Notify>,
 }
 
 impl Slot {
-    fn hold<C: Codec>(queue: &DelayedQueue<C>, id: &str, key: String, gates: &Gates<C>) -> Slot {
-        let (client, spec) = (queue.client().clone(), queue.spec().clone());
-        let lease = gates.lease;
-        let renewal = {
-            let (client, spec, id, key) =
-                (client.clone(), spec.clone(), id.to_owned(), key.clone());
-            tokio::spawn(async move {
-                let Ok(delay) = Delay::span(lease) else {
-                    return;
-                };
-                loop {
-                    tokio::time::sleep((lease / 3).max(Duration::from_millis(5))).await;
-                    let renewed =
-                        crate::redis::ops::limit_lease::run(&client, &spec, &id, &key, Some(delay))
-                            .await;
-                    if let Err(err) = renewed {
-                        tracing::warn!(error = %err, "limits: renewing a slot's lease failed");
-                    }
-                }
-            })
-        };
+    /// The slots of `delivery` (limit key `key`, `""` for none), noted on its receipt.
+    fn hold<C: Codec>(delivery: &mut Delivery<C::Value>, key: String, gates: &Gates<C>) -> Slot {
+        delivery.hold_slots(key);
         Slot {
-            queue: spec,
-            client,
-            id: id.to_owned(),
-            key,
-            renewal,
             released: gates.released.clone(),
         }
     }
 
-    /// Releases `slot`, if the job had one (after the job's permit is freed: the next take need
-    /// not wait for this round trip; a take refused meanwhile is woken by it).
-    pub(super) async fn release_any(slot: Option<Slot>) {
+    /// The job holding `slot` (if the queue has limits) has settled: its slots are released,
+    /// so this worker's waits on a cap may ask again.
+    pub(super) fn settled(slot: Option<Slot>) {
         if let Some(slot) = slot {
-            slot.release().await;
+            slot.released.notify_waiters();
         }
-    }
-
-    /// Releases the slots (the job settled), and wakes this worker's waits on them.
-    pub(super) async fn release(self) {
-        self.renewal.abort();
-        let released = crate::redis::ops::limit_lease::run(
-            &self.client,
-            &self.queue,
-            &self.id,
-            &self.key,
-            None,
-        );
-        match tokio::time::timeout(Duration::from_secs(5), released).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(err)) => {
-                tracing::warn!(error = %err, "limits: releasing a slot failed; it frees at its lease's end")
-            }
-            Err(_) => {
-                tracing::warn!("limits: releasing a slot timed out; it frees at its lease's end")
-            }
-        }
-        self.released.notify_waiters();
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.renewal.abort();
     }
 }
 
@@ -507,8 +453,8 @@ pub(super) async fn next_job<C: Codec>(
                     return None;
                 }
             }
-            Took::Value(queue, delivery, true) => {
-                let slot = Slot::hold(&gates.gates[0].queue, delivery.id(), String::new(), gates);
+            Took::Value(queue, mut delivery, true) => {
+                let slot = Slot::hold(&mut delivery, String::new(), gates);
                 return Some((queue, delivery, Some(slot)));
             }
             Took::Value(queue, delivery, false) => {

@@ -93,7 +93,7 @@ where
             async move {
                 job.run(queue, delivery, metrics, handling).await;
                 drop(permit);
-                Slot::release_any(slot).await;
+                Slot::settled(slot);
             },
             span,
         ));
@@ -274,6 +274,10 @@ fn stop_on_signal(stop: CancellationToken, abort: CancellationToken) -> Result<J
     }))
 }
 
+/// A delivery whose value goes to the dead letters without running: its receipt, and why (boxed:
+/// the receipt is large, and this is the rare way).
+type Unrunnable = Box<(Receipt, String)>;
+
 /// How one job ended.
 enum Outcome {
     Done,
@@ -330,7 +334,8 @@ impl<F> JobCtx<F> {
         m.started(delivery.attempt());
         let (job, mut receipt) = match self.prepare(queue, delivery) {
             Ok(ready) => ready,
-            Err((receipt, message)) => {
+            Err(refused) => {
+                let (receipt, message) = *refused;
                 drop(handling);
                 self.settle_dead(receipt, &message, &m).await;
                 return m.finished();
@@ -354,12 +359,12 @@ impl<F> JobCtx<F> {
         &self,
         queue: Arc<str>,
         delivery: Delivery<V>,
-    ) -> std::result::Result<(Job<V>, Receipt), (Receipt, String)> {
+    ) -> std::result::Result<(Job<V>, Receipt), Unrunnable> {
         let (value, receipt) = delivery.into_parts();
         let attempt = receipt.attempt();
         let value = match value {
             Ok(value) => value,
-            Err(err) => return Err((receipt, format!("value does not decode: {err}"))),
+            Err(err) => return Err(Box::new((receipt, format!("value does not decode: {err}")))),
         };
         if attempt > self.retry.max_attempts() {
             let message = format!(
@@ -367,7 +372,7 @@ impl<F> JobCtx<F> {
                  (its workers crashed or missed the visibility deadline)",
                 self.retry.max_attempts()
             );
-            return Err((receipt, message));
+            return Err(Box::new((receipt, message)));
         }
         let job = Job {
             value,

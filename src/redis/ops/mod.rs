@@ -11,7 +11,9 @@ pub(crate) mod dead_replay;
 pub(crate) mod expire;
 pub(crate) mod extend;
 pub(crate) mod index_values;
+pub(crate) mod limit_ack;
 pub(crate) mod limit_acquire;
+pub(crate) mod limit_extend;
 pub(crate) mod limit_lease;
 pub(crate) mod limit_set;
 pub(crate) mod limit_take;
@@ -52,7 +54,9 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &expire::EXPIRE,
         &extend::EXTEND,
         &index_values::INDEX_VALUES,
+        &limit_ack::LIMIT_ACK,
         &limit_acquire::LIMIT_ACQUIRE,
+        &limit_extend::LIMIT_EXTEND,
         &limit_lease::LIMIT_LEASE,
         &limit_set::LIMIT_SET,
         &limit_take::LIMIT_TAKE,

@@ -211,3 +211,34 @@ async fn a_worker_over_several_queues_limits_each_by_its_own() {
         "the free queue never ran two at once"
     );
 }
+
+/// Jobs that run for several leases keep their slots: their heartbeats renew the leases (the
+/// queue's and the key's), so a second worker never starts a job beside them, and every slot
+/// is free once they are done.
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_longer_than_their_lease_keep_their_slots() {
+    let (_redis, client, queue) = setup("limit-long").await;
+    let lease = Duration::from_millis(1_500);
+    let limits = Limits::default()
+        .with_concurrency(1)
+        .with_key_concurrency(1);
+    queue.set_limits(&limits).await.unwrap();
+    let probe = Shared::default();
+    let long = |_: &str| Duration::from_secs(4);
+    let workers: Vec<_> = (0..2)
+        .map(|_| worker(&queue, 4, &probe, lease, long))
+        .collect();
+    push(&client, &queue, &values("k", 2)).await;
+    eventually("both jobs done", || probe.lock().unwrap().done == 2).await;
+    for w in workers {
+        let stats = w.shutdown().await.unwrap();
+        assert_eq!((stats.lost, stats.errors), (0, 0));
+    }
+    let seen = {
+        let p = probe.lock().unwrap();
+        (p.most, p.most_by_key["k"], p.starts.len())
+    };
+    assert_eq!(seen, (1, 1, 2));
+    let usage = queue.limit_usage().await.unwrap();
+    assert_eq!((usage.slots_held, usage.keys_busy), (0, 0));
+}
