@@ -120,8 +120,9 @@ impl<C: Codec> DelayedQueue<C> {
     /// [`Error::InvalidConfig`] for an empty key, a key over [`MAX_DEDUP_KEY_LEN`] bytes or a
     /// window under 1 ms; [`Error::InvalidDelay`], [`Error::Encode`]; [`Error::WrongType`] when
     /// the mapping's name holds something else than a string (nothing is written); or a Redis
-    /// error. On a queue with a [`Durability`](crate::Durability), the offer waits for it like
-    /// [`offer`](Self::offer) and may return [`Error::NotConfirmed`].
+    /// error. On a queue with a [`Durability`](crate::Durability), an offer that wrote (offered
+    /// or replaced) waits for it like [`offer`](Self::offer) and may return
+    /// [`Error::NotConfirmed`]; a kept one wrote nothing and waits for nothing.
     pub async fn offer_dedup(
         &self,
         value: &C::Borrowed,
@@ -153,9 +154,11 @@ impl<C: Codec> DelayedQueue<C> {
         };
         let writer = self.writer().await?;
         let outcome = offer_dedup::run(writer.client(), self.spec(), offer).await?;
-        // A kept offer wrote nothing, but the entry it names was written on this connection or
-        // another: the wait still tells the caller whether the replicas have what it kept.
-        writer.confirm(self.name()).await?;
+        // A kept offer wrote nothing: there is nothing of its own to confirm (the entry it names
+        // was confirmed, or reported unconfirmed, to the offer that wrote it).
+        if outcome.is_pending() {
+            writer.confirm(self.name()).await?;
+        }
         Ok(outcome)
     }
 }

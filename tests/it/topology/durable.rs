@@ -142,11 +142,19 @@ async fn deduplicated_offers_wait_for_the_replica() {
     assert_eq!(first.as_str(), "offered");
     assert_eq!(pending_on(&pair.replica, &queue).await, 1);
     let frozen = pair.freeze();
+    // Dropped: nothing written, nothing to wait for (Valkey answers such a wait at once anyway).
+    let kept = hasty
+        .offer_dedup("again", Duration::from_secs(60), &dedup)
+        .await
+        .unwrap();
+    assert_eq!(kept.as_str(), "kept");
+    let other = Dedup::throttle("order-8", Duration::from_secs(60));
     let err = hasty
-        .offer_dedup("second", Duration::from_secs(60), &dedup)
+        .offer_dedup("second", Duration::from_secs(60), &other)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
+    assert_eq!(pending_on(&pair.master, &queue).await, 2);
     drop(frozen);
 }
 
