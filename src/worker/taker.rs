@@ -14,8 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 /// What a take brought.
 pub(super) enum Took<V> {
-    /// A value of the queue named; `true` when taken with its slot and token (under a gate).
-    Value(Arc<str>, Delivery<V>, bool),
+    /// A value of the queue named; when taken with its slot and token (under a gate), the
+    /// time they were granted (the Redis server's clock, epoch ms).
+    Value(Arc<str>, Delivery<V>, Option<i64>),
     /// The queue-wide limits refused (nothing taken), or changed.
     Limited(Acquired),
     /// The wake-up time passed first.
@@ -56,7 +57,9 @@ impl<C: Codec> Taker<'_, C> {
                         tracing::info!(queue = %name, "takes work again");
                     }
                     return match taken {
-                        GatedTake::Value(delivery) => Took::Value(queue, delivery, gate.is_some()),
+                        GatedTake::Value(delivery, admitted_ms) => {
+                            Took::Value(queue, delivery, admitted_ms)
+                        }
                         GatedTake::Limited(refused) => Took::Limited(refused),
                     };
                 }
