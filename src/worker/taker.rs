@@ -12,7 +12,8 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// What a take brought.
+/// What a take brought (one per take, moved on at once: not worth a box).
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Took<V> {
     /// A value of the queue named; when taken with its slot and token (under a gate), the
     /// time they were granted (the Redis server's clock, epoch ms).
