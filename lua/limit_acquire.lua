@@ -24,7 +24,8 @@
 -- ARGV[6..11]: cap, rate count, rate period ms, key cap, key rate count, key rate period ms
 -- (0: none)
 -- ARGV[12]: the value's key ('' for none)
--- Returns: { 1 } started; { 0, wait ms, 'slot' or 'token' } refused queue-wide; { 2, wait ms,
+-- Returns: { 1, granted ms } started (granted: the server's TIME at which the slots and tokens
+-- were granted, epoch ms); { 0, wait ms, 'slot' or 'token' } refused queue-wide; { 2, wait ms,
 -- 1 when the key was not held back before } held back; { 3 } the limits changed (read them
 -- again); { 4 } the delivery is no longer in flight.
 if not delayq_limit_fresh(KEYS[5], ARGV[3]) then
@@ -65,4 +66,4 @@ if wait > 0 then
     return { 0, delayq_ms(math.ceil(wait)), why }
 end
 delayq_limit_grant(KEYS[6], KEYS[7], KEYS[9], KEYS[10], spec, now, id, key, now + tonumber(ARGV[4]))
-return { 1 }
+return { 1, math.floor(now) }

@@ -21,7 +21,8 @@
 -- ARGV[6]: fresh delivery id
 -- ARGV[7..12]: cap, rate count, rate period ms, key cap, key rate count, key rate period ms
 -- (0: none; the key limits are not used)
--- Returns: { 1, deadline ms, id, value, attempt } taken; { 0, wait ms, 'slot' or 'token' }
+-- Returns: { 1, deadline ms, id, value, attempt, granted ms } taken (granted: the server's TIME
+-- at which the slot and token were granted, epoch ms); { 0, wait ms, 'slot' or 'token' }
 -- refused; { 3 } the limits changed (read them again); { 6 } nothing to take.
 if not delayq_limit_fresh(KEYS[8], ARGV[5]) then
     return { 3 }
@@ -48,4 +49,4 @@ redis.call('hset', KEYS[3], id, value)
 local attempt = redis.call('hincrby', KEYS[4], value, 1)
 redis.call('zadd', KEYS[5], delayq_ms(now), value)
 delayq_limit_grant(KEYS[9], KEYS[10], nil, nil, spec, server_now, id, '', server_now + tonumber(ARGV[3]))
-return { 1, deadline, id, value, attempt }
+return { 1, deadline, id, value, attempt, math.floor(server_now) }

@@ -24,7 +24,8 @@
 -- ARGV[12]: prefix of the keys' lists (delayq_limit_parked:{NAME}), ':' KEY follows
 -- ARGV[13]: prefix of the keys' slots (delayq_limit_key:{NAME}), ':' KEY follows
 -- ARGV[14]: most due keys to look at
--- Returns: { 1, deadline ms, value, attempt, key } taken; { 0, wait ms, 'slot' or 'token' }
+-- Returns: { 1, deadline ms, value, attempt, key, granted ms } taken (granted: the server's TIME
+-- at which the slots and tokens were granted, epoch ms); { 0, wait ms, 'slot' or 'token' }
 -- refused queue-wide; { 5, ms until the next key is due, or false for none held } nothing due;
 -- { 3 } the limits changed (read them again).
 if not delayq_limit_fresh(KEYS[6], ARGV[3]) then
@@ -67,7 +68,7 @@ for _, key in ipairs(due) do
         local attempt = redis.call('hincrby', KEYS[4], value, 1)
         redis.call('zadd', KEYS[5], delayq_ms(math.floor(now)), value)
         delayq_limit_grant(KEYS[7], KEYS[8], KEYS[10], key_slots, spec, now, id, key, deadline)
-        return { 1, deadline, value, attempt, key }
+        return { 1, deadline, value, attempt, key, math.floor(now) }
     end
 end
 return { 5, 0 }

@@ -39,7 +39,8 @@
 //!   and bounds bursts: each grant's TAT is at least `T/2` past it, and each TAT at least `T`
 //!   past the one before, so grants `k` apart are at least `(k - 1)T - T/2` apart, and any
 //!   window of length `W` sees at most `ceil((W + T/2) / T)` starts: at most `N + 1` in any one
-//!   period.
+//!   period. The grant time of each job is its [`admitted_ms`](crate::Job::admitted_ms): the
+//!   bound holds for those times exactly, whenever the handlers start.
 //! - **Waiting**: a worker at a queue-wide limit takes no more values. It holds the one it has
 //!   (in flight, heartbeats on) and waits for the moment the script names: the next token for a
 //!   rate (asking again at least every second, so a change of limits is seen); for a cap, the

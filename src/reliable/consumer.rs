@@ -75,8 +75,9 @@ pub struct ReliableConsumer<C: Codec> {
 /// What a take under limits brought.
 #[derive(Debug)]
 pub(crate) enum GatedTake<V> {
-    /// A value (with its slot and token, when taken under a gate).
-    Value(Delivery<V>),
+    /// A value; when taken under a gate, with its slot and token and the time they were
+    /// granted (the Redis server's clock, epoch ms).
+    Value(Delivery<V>, Option<i64>),
     /// The limits refused, or changed.
     Limited(Acquired),
 }
@@ -193,7 +194,11 @@ impl<C: Codec> ReliableConsumer<C> {
             }
             self.housekeeping().await?;
             let taken = match gate {
-                None => self.try_take(1).await?.pop().map(GatedTake::Value),
+                None => self
+                    .try_take(1)
+                    .await?
+                    .pop()
+                    .map(|delivery| GatedTake::Value(delivery, None)),
                 Some(gate) => self.try_take_gated(gate).await?,
             };
             if taken.is_some() {
@@ -236,7 +241,11 @@ impl<C: Codec> ReliableConsumer<C> {
                 id,
                 raw,
                 attempt,
-            } => Some(GatedTake::Value(self.adopt(id, raw, attempt, deadline_ms))),
+                admitted_ms,
+            } => Some(GatedTake::Value(
+                self.adopt(id, raw, attempt, deadline_ms),
+                Some(admitted_ms),
+            )),
             LimitedTake::Empty => None,
             LimitedTake::Limited(refused) => Some(GatedTake::Limited(refused)),
         })

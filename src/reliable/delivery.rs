@@ -23,6 +23,8 @@ pub struct Receipt {
     /// The limit key of the slots the job holds under its queue's limits (`""` for a value
     /// without a key), when it holds any: its heartbeats renew them and settling releases them.
     slots: Option<String>,
+    /// When the limits granted those slots and tokens (the Redis server's clock, epoch ms).
+    admitted_ms: Option<i64>,
 }
 
 impl Receipt {
@@ -42,6 +44,7 @@ impl Receipt {
             deadline_ms,
             settled: false,
             slots: None,
+            admitted_ms: None,
         }
     }
 
@@ -145,10 +148,18 @@ impl Receipt {
 }
 
 impl Receipt {
-    /// Notes that the job holds slots under its queue's limits for the limit key `key`: its
-    /// heartbeats renew their leases, and settling releases them (an ack in the same call).
-    pub(crate) fn hold_slots(&mut self, key: String) {
+    /// Notes that the job holds slots under its queue's limits for the limit key `key`,
+    /// granted at `admitted_ms` (the Redis server's clock, epoch ms): its heartbeats renew
+    /// their leases, and settling releases them (an ack in the same call).
+    pub(crate) fn hold_slots(&mut self, key: String, admitted_ms: i64) {
         self.slots = Some(key);
+        self.admitted_ms = Some(admitted_ms);
+    }
+
+    /// When the queue's limits granted this job its slots and tokens (the Redis server's
+    /// clock, epoch ms); `None` when it holds none.
+    pub(crate) fn admitted_ms(&self) -> Option<i64> {
+        self.admitted_ms
     }
 }
 
@@ -215,8 +226,8 @@ impl<V> Delivery<V> {
     }
 
     /// See [`Receipt::hold_slots`].
-    pub(crate) fn hold_slots(&mut self, key: String) {
-        self.receipt.hold_slots(key);
+    pub(crate) fn hold_slots(&mut self, key: String, admitted_ms: i64) {
+        self.receipt.hold_slots(key, admitted_ms);
     }
 
     /// Splits into the decoded value and the receipt that settles it.

@@ -242,8 +242,8 @@ impl<C: Codec> Gates<C> {
             let key = self.key_of(i, &delivery);
             let started = Instant::now();
             match self.acquire(i, delivery.id(), &key).await {
-                Ok(Acquired::Started) => {
-                    let slot = Slot::hold(&mut delivery, key, self);
+                Ok(Acquired::Started { admitted_ms }) => {
+                    let slot = Slot::hold(&mut delivery, key, admitted_ms, self);
                     return Admit::Start(delivery, Some(slot));
                 }
                 Ok(Acquired::HeldBack { wait, first }) => {
@@ -290,7 +290,8 @@ impl<C: Codec> Gates<C> {
     async fn acquire(&self, i: usize, id: &str, key: &str) -> Result<Acquired> {
         let gate = &self.gates[i];
         let Some(active) = &gate.active else {
-            return Ok(Acquired::Started);
+            // Cleared since the caller looked: read them again.
+            return Ok(Acquired::Stale);
         };
         let queue = &gate.queue;
         let lease = Delay::span(self.lease)?;
@@ -375,9 +376,10 @@ impl<C: Codec> Gates<C> {
                 raw,
                 attempt,
                 key,
+                admitted_ms,
             }) => {
                 let mut delivery = consumer.adopt(id, raw, attempt, deadline_ms);
-                let slot = Slot::hold(&mut delivery, key, self);
+                let slot = Slot::hold(&mut delivery, key, admitted_ms, self);
                 return Some((name, Admit::Start(delivery, Some(slot))));
             }
             Ok(Unparked::NoneDue(next)) => next.unwrap_or(POLL_CAP).min(POLL_CAP),
@@ -415,9 +417,15 @@ pub(super) struct Slot {
 }
 
 impl Slot {
-    /// The slots of `delivery` (limit key `key`, `""` for none), noted on its receipt.
-    fn hold<C: Codec>(delivery: &mut Delivery<C::Value>, key: String, gates: &Gates<C>) -> Slot {
-        delivery.hold_slots(key);
+    /// The slots of `delivery` (limit key `key`, `""` for none), granted at `admitted_ms`,
+    /// noted on its receipt.
+    fn hold<C: Codec>(
+        delivery: &mut Delivery<C::Value>,
+        key: String,
+        admitted_ms: i64,
+        gates: &Gates<C>,
+    ) -> Slot {
+        delivery.hold_slots(key, admitted_ms);
         Slot {
             released: gates.released.clone(),
         }
@@ -453,11 +461,11 @@ pub(super) async fn next_job<C: Codec>(
                     return None;
                 }
             }
-            Took::Value(queue, mut delivery, true) => {
-                let slot = Slot::hold(&mut delivery, String::new(), gates);
+            Took::Value(queue, mut delivery, Some(admitted_ms)) => {
+                let slot = Slot::hold(&mut delivery, String::new(), admitted_ms, gates);
                 return Some((queue, delivery, Some(slot)));
             }
-            Took::Value(queue, delivery, false) => {
+            Took::Value(queue, delivery, None) => {
                 match gates.admit(&queue, delivery, taker.stop).await {
                     Admit::Start(delivery, slot) => return Some((queue, delivery, slot)),
                     Admit::Away => {}

@@ -64,6 +64,7 @@ pub struct Job<V> {
     id: String,
     raw: Bytes,
     queue: Arc<str>,
+    admitted_ms: Option<i64>,
     abort: CancellationToken,
 }
 
@@ -97,6 +98,14 @@ impl<V> Job<V> {
     /// The value's bytes, as the codec wrote them.
     pub fn raw(&self) -> &Bytes {
         &self.raw
+    }
+
+    /// When the queue's [limits](crate::limit) granted this job its slot and token: the Redis
+    /// server's clock (`TIME`, epoch ms) in the script that granted them. `None` when the queue
+    /// has no limits. The rate's bound (at most N + 1 starts in any one period) holds for these
+    /// times exactly, whatever delays the handler's start; record them to audit a rate.
+    pub fn admitted_ms(&self) -> Option<i64> {
+        self.admitted_ms
     }
 
     /// Cancelled when the worker's shutdown grace period is over and this job is abandoned: a

@@ -380,6 +380,7 @@ impl<F> JobCtx<F> {
             id: receipt.id().to_owned(),
             raw: receipt.raw().clone(),
             queue,
+            admitted_ms: receipt.admitted_ms(),
             abort: self.abort.clone(),
         };
         Ok((job, receipt))

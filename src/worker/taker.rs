@@ -12,10 +12,12 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// What a take brought.
+/// What a take brought (one per take, moved on at once: not worth a box).
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Took<V> {
-    /// A value of the queue named; `true` when taken with its slot and token (under a gate).
-    Value(Arc<str>, Delivery<V>, bool),
+    /// A value of the queue named; when taken with its slot and token (under a gate), the
+    /// time they were granted (the Redis server's clock, epoch ms).
+    Value(Arc<str>, Delivery<V>, Option<i64>),
     /// The queue-wide limits refused (nothing taken), or changed.
     Limited(Acquired),
     /// The wake-up time passed first.
@@ -56,7 +58,9 @@ impl<C: Codec> Taker<'_, C> {
                         tracing::info!(queue = %name, "takes work again");
                     }
                     return match taken {
-                        GatedTake::Value(delivery) => Took::Value(queue, delivery, gate.is_some()),
+                        GatedTake::Value(delivery, admitted_ms) => {
+                            Took::Value(queue, delivery, admitted_ms)
+                        }
                         GatedTake::Limited(refused) => Took::Limited(refused),
                     };
                 }

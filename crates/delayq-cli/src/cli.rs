@@ -213,8 +213,9 @@ pub(crate) enum Command {
     },
     /// Run a reliable worker: each value is handed to COMMAND on its stdin and in the
     /// environment variable DELAYQ_VALUE (left out, with DELAYQ_VALUE_ON_STDIN_ONLY=1, for a
-    /// value over 64 KiB or with a NUL byte), with DELAYQ_ATTEMPT and DELAYQ_QUEUE; exit 0
-    /// acknowledges it, anything else is a failed attempt, retried with backoff and
+    /// value over 64 KiB or with a NUL byte), with DELAYQ_ATTEMPT and DELAYQ_QUEUE (and, when
+    /// the queue has limits, DELAYQ_ADMITTED_MS: when they granted the job, by the Redis
+    /// server's clock, epoch ms); exit 0 acknowledges it, anything else is a failed attempt, retried with backoff and
     /// dead-lettered after --max-attempts. Each command runs in a process group of its own.
     /// Runs until SIGINT or SIGTERM, then lets running commands finish (within --grace; a
     /// second signal ends the wait).

@@ -50,8 +50,9 @@ impl WaitFor {
 /// What the script did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Acquired {
-    /// The job may start: its slots and tokens are taken.
-    Started,
+    /// The job may start: its slots and tokens were granted at `admitted_ms` (the Redis
+    /// server's clock, epoch ms).
+    Started { admitted_ms: i64 },
     /// The queue-wide limits refuse for now; try again after the wait.
     Wait(Duration, WaitFor),
     /// The value was held back on its key's list; `first` when the key was not held before.
@@ -90,7 +91,8 @@ pub(crate) async fn run(
     parse(reply, LIMIT_ACQUIRE.name())
 }
 
-/// Reads `{ code, ... }`, the shape the limit scripts share for codes 0, 2, 3 and 4.
+/// Reads `{ code, ... }`, the shape the limit scripts share for codes 0, 2, 3 and 4 (and 1 of
+/// `limit_acquire.lua`: `{ 1, granted ms }`).
 pub(crate) fn parse(reply: Value, name: &'static str) -> Result<Acquired> {
     let bad = |reply: &Value| Error::UnexpectedReply {
         context: name,
@@ -107,8 +109,14 @@ pub(crate) fn parse(reply: Value, name: &'static str) -> Result<Acquired> {
             .flatten();
         Ok(Duration::from_millis(ms.unwrap_or(0).max(0) as u64))
     };
+    let admitted_ms = || -> Result<i64> {
+        let ms = items.get(1).map(|v| reply::score(v, name)).transpose()?;
+        ms.flatten().ok_or_else(|| bad(&reply))
+    };
     Ok(match items.first().and_then(Value::as_i64) {
-        Some(1) => Acquired::Started,
+        Some(1) => Acquired::Started {
+            admitted_ms: admitted_ms()?,
+        },
         Some(0) => {
             let why = match items.get(2).and_then(Value::as_str).as_deref() {
                 Some("slot") => WaitFor::Slot,

@@ -37,12 +37,14 @@ pub(crate) struct TakeGate {
 /// What the script did.
 #[derive(Debug)]
 pub(crate) enum LimitedTake {
-    /// A value taken, with its slot and token.
+    /// A value taken, with its slot and token granted at `admitted_ms` (the Redis server's
+    /// clock, epoch ms).
     Taken {
         deadline_ms: i64,
         id: String,
         raw: Bytes,
         attempt: u32,
+        admitted_ms: i64,
     },
     /// Nothing ready.
     Empty,
@@ -79,12 +81,13 @@ pub(crate) async fn run(
     };
     match code {
         Some(1) => {
-            let [_, deadline, id, raw, attempt] = reply::fixed(reply, name)?;
+            let [_, deadline, id, raw, attempt, admitted] = reply::fixed(reply, name)?;
             Ok(LimitedTake::Taken {
                 deadline_ms: reply::score(&deadline, name)?.unwrap_or(0),
                 id: String::from_utf8_lossy(&reply::bytes(id, name)?).into_owned(),
                 raw: reply::bytes(raw, name)?,
                 attempt: u32::try_from(reply::count(attempt, name)?).unwrap_or(u32::MAX),
+                admitted_ms: reply::score(&admitted, name)?.unwrap_or(0),
             })
         }
         Some(6) => Ok(LimitedTake::Empty),

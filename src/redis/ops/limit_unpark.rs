@@ -35,12 +35,14 @@ const KEYS_PER_CALL: i64 = 16;
 /// What the script did.
 #[derive(Debug)]
 pub(crate) enum Unparked {
-    /// A value taken into flight under delivery id given, with its slots and tokens.
+    /// A value taken into flight under delivery id given, with its slots and tokens granted at
+    /// `admitted_ms` (the Redis server's clock, epoch ms).
     Taken {
         deadline_ms: i64,
         raw: Bytes,
         attempt: u32,
         key: String,
+        admitted_ms: i64,
     },
     /// No key held back is due: the next one is in the duration given (`None`: none held).
     NoneDue(Option<Duration>),
@@ -77,12 +79,13 @@ pub(crate) async fn run(
     };
     match code {
         Some(1) => {
-            let [_, deadline, raw, attempt, key] = reply::fixed(reply, name)?;
+            let [_, deadline, raw, attempt, key, admitted] = reply::fixed(reply, name)?;
             Ok(Unparked::Taken {
                 deadline_ms: reply::score(&deadline, name)?.unwrap_or(0),
                 raw: reply::bytes(raw, name)?,
                 attempt: u32::try_from(reply::count(attempt, name)?).unwrap_or(u32::MAX),
                 key: String::from_utf8_lossy(&reply::bytes(key, name)?).into_owned(),
+                admitted_ms: reply::score(&admitted, name)?.unwrap_or(0),
             })
         }
         Some(5) => {

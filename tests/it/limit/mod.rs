@@ -57,7 +57,7 @@ async fn push(
 }
 
 /// What the handlers saw: jobs running now (all, and per key: the part before ':'), the most
-/// at once, and every start with its time.
+/// at once, every start with its time, and every job's grant time (`Job::admitted_ms`).
 #[derive(Default)]
 struct Probe {
     running: usize,
@@ -65,6 +65,7 @@ struct Probe {
     by_key: HashMap<String, usize>,
     most_by_key: HashMap<String, usize>,
     starts: Vec<(String, Instant)>,
+    admitted: Vec<(String, Option<i64>)>,
     done: usize,
 }
 
@@ -75,8 +76,10 @@ fn key_of(value: &str) -> String {
 }
 
 impl Probe {
-    fn start(shared: &Shared, value: &str) {
+    fn start(shared: &Shared, job: &Job<String>) {
+        let value = job.value().as_str();
         let mut p = shared.lock().unwrap();
+        p.admitted.push((value.to_owned(), job.admitted_ms()));
         p.running += 1;
         p.most = p.most.max(p.running);
         let n = {
@@ -111,7 +114,7 @@ fn worker(
         .worker(concurrency, move |job: Job<String>| {
             let probe = probe.clone();
             async move {
-                Probe::start(&probe, job.value());
+                Probe::start(&probe, &job);
                 tokio::time::sleep(work(job.value())).await;
                 Probe::end(&probe, job.value());
                 Ok::<(), JobError>(())

@@ -45,6 +45,13 @@ async fn a_key_cap_holds_and_keeps_the_order_within_the_key() {
         assert_eq!(order, (0..15).collect::<Vec<_>>(), "key {key}'s order");
     }
     assert!(probe.most >= 2, "the keys never ran side by side");
+    // Started through the per-key scripts (acquired, or taken back from a key held back).
+    let missing: Vec<_> = probe
+        .admitted
+        .iter()
+        .filter(|(_, ms)| ms.is_none())
+        .collect();
+    assert!(missing.is_empty(), "jobs without a grant time: {missing:?}");
 }
 
 /// 2,000 values of key A, then 10 of key B, key cap 1: B's values start once the workers have

@@ -3,7 +3,8 @@
 //!
 //! The limits are stored through the library; the workers read them from Redis. Each command
 //! writes its own start and end (bash's `$EPOCHREALTIME`, the same clock as this process's
-//! `SystemTime`), so what is checked is what the commands saw. `DELAYQ_LIMIT_TEST_BIN` runs
+//! `SystemTime`) and its grant time (`$DELAYQ_ADMITTED_MS`, by the test Redis's clock: the same
+//! host's), so what is checked is what the commands saw. `DELAYQ_LIMIT_TEST_BIN` runs
 //! another `delayq` binary (one without the limits must fail every test here).
 
 use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
@@ -29,13 +30,15 @@ fn now_us() -> i64 {
         .as_micros() as i64
 }
 
-/// One command's run as it wrote it: `s TIME PID PPID VALUE` then `e TIME PID`.
+/// One command's run as it wrote it: `s TIME PID PPID ADMITTED VALUE` (ADMITTED `-` when
+/// `DELAYQ_ADMITTED_MS` is unset) then `e TIME PID`.
 #[derive(Debug, Clone)]
 struct Run {
     value: String,
     worker: u32,
     start_us: i64,
     end_us: Option<i64>,
+    admitted_ms: Option<i64>,
 }
 
 /// The commands' records: a bash command that writes its start, sleeps `hold` and writes its
@@ -54,8 +57,8 @@ impl Records {
     fn command(&self, hold: &str) -> Vec<String> {
         let log = self.path.display();
         let script = format!(
-            "echo \"s ${{EPOCHREALTIME/./}} $$ $PPID $DELAYQ_VALUE\" >> {log}; sleep {hold}; \
-             echo \"e ${{EPOCHREALTIME/./}} $$\" >> {log}"
+            "echo \"s ${{EPOCHREALTIME/./}} $$ $PPID ${{DELAYQ_ADMITTED_MS:--}} $DELAYQ_VALUE\" \
+             >> {log}; sleep {hold}; echo \"e ${{EPOCHREALTIME/./}} $$\" >> {log}"
         );
         vec!["bash".into(), "-c".into(), script]
     }
@@ -65,15 +68,22 @@ impl Records {
         let mut runs: Vec<Run> = Vec::new();
         let mut by_pid: HashMap<u32, usize> = HashMap::new();
         for line in text.lines() {
-            let fields: Vec<&str> = line.splitn(5, ' ').collect();
+            let fields: Vec<&str> = line.splitn(6, ' ').collect();
             match fields.as_slice() {
-                ["s", time, pid, ppid, value] => {
+                ["s", time, pid, ppid, admitted, value] => {
                     by_pid.insert(pid.parse().unwrap(), runs.len());
+                    let admitted_ms = match *admitted {
+                        "-" => None,
+                        ms => Some(ms.parse().unwrap_or_else(|_| {
+                            panic!("DELAYQ_ADMITTED_MS not a number: {line:?}")
+                        })),
+                    };
                     runs.push(Run {
                         value: (*value).to_owned(),
                         worker: ppid.parse().unwrap(),
                         start_us: time.parse().unwrap(),
                         end_us: None,
+                        admitted_ms,
                     });
                 }
                 ["e", time, pid] => {
@@ -109,7 +119,8 @@ fn most_at_once(runs: &[&Run], until_us: i64) -> (usize, i64) {
 }
 
 /// `delayq work` processes; killed (with their commands' process groups gone their own way)
-/// when dropped, so that a failing test leaves nothing behind.
+/// when dropped, so that a failing test leaves nothing behind. Each has a stale
+/// `DELAYQ_ADMITTED_MS` in its environment: a command must see its own or none.
 struct Fleet(Vec<Child>);
 
 impl Fleet {
@@ -123,6 +134,7 @@ impl Fleet {
                     .args(command)
                     .env_remove("REDIS_URL")
                     .env_remove("RUST_LOG")
+                    .env("DELAYQ_ADMITTED_MS", "inherited")
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
                     .process_group(0)
@@ -199,7 +211,9 @@ async fn queue_with(redis: &TestRedis, prefix: &str, limits: &Limits) -> Delayed
         .build()
         .await
         .unwrap();
-    queue.set_limits(limits).await.unwrap();
+    if !limits.is_empty() {
+        queue.set_limits(limits).await.unwrap();
+    }
     queue
 }
 
@@ -276,21 +290,23 @@ async fn a_cap_holds_across_processes_and_a_killed_ones_slots_come_back() {
     );
 }
 
-/// A rate of 3/s over four processes: no second (from any start) holds more than 4 starts. A
-/// small N leaves the commands' own start-up jitter room: 5 grants span at least 3.5 periods /
-/// N = 1.17 s by the engine's bound, so only a command delayed by over 160 ms against another
-/// could crowd one more into a second.
+/// A rate of 10/s over four processes: every command sees its grant time (the server's clock,
+/// within the run: after the offer, before the command's own start), and no one-second window
+/// of grant times holds more than 11 (N + 1: the engine's bound, exact). The commands' own start
+/// stamps are only printed: a spawned command starts some ms after its grant, unevenly on a
+/// loaded machine, so a second of them may hold one more than the grants.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_holds_across_processes() {
     let redis = TestRedis::start();
-    let (per_period, period) = (3u32, Duration::from_secs(1));
+    let (per_period, period) = (10u32, Duration::from_secs(1));
     let limits = Limits::default().with_rate(Rate::new(per_period, period).unwrap());
     let queue = queue_with(&redis, "rate", &limits).await;
     let dir = tempfile::tempdir().unwrap();
     let records = Records::new(dir.path());
     let flags = ["--concurrency", "4"];
     let _fleet = Fleet::start(&redis.url(), queue.name(), 4, &flags, &records.command("0"));
-    let values = 15;
+    let values = 30;
+    let offered_ms = now_us() / 1000;
     offer_now(&queue, (0..values).map(|i| format!("r{i}"))).await;
 
     let runs = wait_until("every value started", PATIENCE, || {
@@ -300,19 +316,57 @@ async fn a_rate_holds_across_processes() {
             false => Err(format!("{} of {values} started", runs.len())),
         }
     });
+    for run in &runs {
+        let admitted = run.admitted_ms.expect("DELAYQ_ADMITTED_MS under a rate");
+        assert!(
+            offered_ms <= admitted && admitted <= run.start_us / 1000,
+            "granted at {admitted} ms, offered at {offered_ms} ms: {run:?}"
+        );
+    }
+    let mut grants: Vec<i64> = runs.iter().filter_map(|r| r.admitted_ms).collect();
+    grants.sort_unstable();
+    let most = most_within(&grants, period.as_millis() as i64);
     let mut starts: Vec<i64> = runs.iter().map(|r| r.start_us).collect();
     starts.sort_unstable();
-    let period_us = period.as_micros() as i64;
-    let most = (0..starts.len())
-        .map(|i| starts[i..].partition_point(|&t| t < starts[i] + period_us))
-        .max()
-        .unwrap();
-    let spread_ms = (starts[starts.len() - 1] - starts[0]) / 1000;
-    eprintln!("{values} starts over {spread_ms} ms; at most {most} in one period");
+    let most_started = most_within(&starts, period.as_micros() as i64);
+    let spread_ms = grants[grants.len() - 1] - grants[0];
+    eprintln!(
+        "{values} grants over {spread_ms} ms; at most {most} grants and {most_started} command \
+         starts in one period"
+    );
     assert!(
         most <= per_period as usize + 1,
-        "{most} starts within one period: {starts:?}"
+        "{most} grants within one period: {grants:?}"
     );
+}
+
+/// Without limits a command gets no `DELAYQ_ADMITTED_MS`, not even the worker's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_limits_the_command_gets_no_grant_time() {
+    let redis = TestRedis::start();
+    let queue = queue_with(&redis, "unlimited", &Limits::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let records = Records::new(dir.path());
+    let _fleet = Fleet::start(&redis.url(), queue.name(), 1, &[], &records.command("0"));
+    offer_now(&queue, (0..3).map(|i| format!("u{i}"))).await;
+    let runs = wait_until("every value started", PATIENCE, || {
+        let runs = records.runs();
+        match runs.len() >= 3 {
+            true => Ok(runs),
+            false => Err(format!("{} of 3 started", runs.len())),
+        }
+    });
+    for run in &runs {
+        assert_eq!(run.admitted_ms, None, "{run:?}");
+    }
+}
+
+/// The most of `times` (sorted) within any window of `width` (from one of them, end excluded).
+fn most_within(times: &[i64], width: i64) -> usize {
+    (0..times.len())
+        .map(|i| times[i..].partition_point(|&t| t < times[i] + width))
+        .max()
+        .unwrap_or(0)
 }
 
 /// Per key: 1 at a time for each `/k`; a burst of key A offered first does not hold key B's
@@ -362,6 +416,11 @@ async fn one_keys_burst_does_not_hold_another_key() {
     assert!(
         last_b_ms <= BURST_BOUND_MS,
         "B waited {last_b_ms} ms behind A's burst"
+    );
+    let ungranted = runs.iter().filter(|r| r.admitted_ms.is_none()).count();
+    assert_eq!(
+        ungranted, 0,
+        "commands without DELAYQ_ADMITTED_MS under per-key limits"
     );
     for key in ["\"A\"", "\"B\""] {
         let of_key: Vec<&Run> = runs.iter().filter(|r| r.value.contains(key)).collect();

@@ -122,10 +122,15 @@ impl CommandRunner {
             .env("DELAYQ_QUEUE", job.queue())
             .env_remove("DELAYQ_VALUE")
             .env_remove("DELAYQ_VALUE_ON_STDIN_ONLY")
+            .env_remove("DELAYQ_ADMITTED_MS")
             .stdin(Stdio::piped())
             // Its own group, so that ending it ends what it started too; a terminal's Ctrl-C
             // reaches only the worker, which lets the command finish within --grace.
             .process_group(0);
+        // The grant time of the job's slot and token (the Redis server's clock), to audit a rate.
+        if let Some(admitted_ms) = job.admitted_ms() {
+            command.env("DELAYQ_ADMITTED_MS", admitted_ms.to_string());
+        }
         let value = job.value();
         if value.len() <= MAX_ENV_VALUE && !value.contains('\0') {
             command.env("DELAYQ_VALUE", value);
