@@ -10,11 +10,13 @@ use crate::limit::{KeyReader, Limits};
 use crate::metrics::LimitMetrics;
 use crate::queue::DelayedQueue;
 use crate::redis::ops::limit_acquire::{self, Acquired, LimitArgs, WaitFor};
+use crate::redis::ops::limit_admit::{self, Admitted, Batch};
 use crate::redis::ops::limit_take::TakeGate;
 use crate::redis::ops::limit_unpark::{self, Unparked};
 use crate::reliable::Delivery;
 use crate::time::Delay;
 use crate::Result;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -28,6 +30,12 @@ const READ_EVERY: Duration = Duration::from_secs(1);
 const POLL_CAP: Duration = Duration::from_millis(50);
 /// The longest a worker sleeps for a token before asking again (so a change of limits is seen).
 const POLL_TOKEN: Duration = Duration::from_secs(1);
+/// The most values one take brings under per-key limits: one admitting script settles them
+/// all, so a burst of one key is moved aside that many at a time.
+const BATCH_MOST: usize = 64;
+/// Values taken beyond the worker's free permits: those whose keys are held back cost it no
+/// permit, so a batch reaches past a burst of one key; those that cannot start go back.
+const BATCH_BEYOND_PERMITS: usize = 16;
 
 /// The limits a worker goes by, as last read.
 struct Active {
@@ -96,6 +104,8 @@ pub(super) struct Gates<C: Codec> {
     lease: Duration,
     /// Woken when a job of this worker releases its slot.
     released: Arc<Notify>,
+    /// Jobs of a batch admitted together, started in their take order (each has a permit free).
+    ready: VecDeque<(Arc<str>, Delivery<C::Value>, Slot)>,
 }
 
 impl<C: Codec> Gates<C> {
@@ -122,6 +132,106 @@ impl<C: Codec> Gates<C> {
             key_fn,
             lease,
             released: Arc::new(Notify::new()),
+            ready: VecDeque::new(),
+        }
+    }
+
+    /// Whether values are admitted in batches: a single queue under per-key limits.
+    fn batching(&self) -> bool {
+        self.gates.len() == 1 && self.gates[0].active.as_ref().is_some_and(|a| a.per_key)
+    }
+
+    /// Gives back the jobs admitted but not started (the worker stops).
+    pub(super) fn drop_ready(&mut self) {
+        self.ready.clear();
+    }
+
+    /// Takes more values behind `first` (up to [`BATCH_MOST`] in all) and settles them all in
+    /// one script call, in take order: at most `free` start (queued in `ready`), the others are
+    /// held back on their keys' lists or given back to the head of the target list. False on
+    /// a stop.
+    async fn admit_batch(
+        &mut self,
+        first: Delivery<C::Value>,
+        free: usize,
+        sources: &Sources<C>,
+        stop: &CancellationToken,
+    ) -> bool {
+        let name: Arc<str> = Arc::from(self.gates[0].queue.name());
+        let want = (free + BATCH_BEYOND_PERMITS).min(BATCH_MOST);
+        let mut batch = vec![first];
+        if let Some(consumer) = sources.consumer(&name) {
+            match consumer.try_take(want.saturating_sub(1)).await {
+                Ok(more) => batch.extend(more),
+                Err(err) => {
+                    tracing::warn!(queue = %name, error = %err, "limits: taking a batch failed")
+                }
+            }
+        }
+        loop {
+            let keys: Vec<String> = batch.iter().map(|d| self.key_of(0, d)).collect();
+            let gate = &self.gates[0];
+            let Some(active) = gate.active.as_ref().filter(|a| a.per_key) else {
+                // Cleared since: the values go back, and are taken again under what is now.
+                return true;
+            };
+            let values: Vec<(&str, &str)> = batch
+                .iter()
+                .zip(&keys)
+                .map(|(d, k)| (d.id(), k.as_str()))
+                .collect();
+            let lease = match Delay::span(self.lease) {
+                Ok(lease) => lease,
+                Err(_) => return true,
+            };
+            let queue = &gate.queue;
+            let reply = limit_admit::run(
+                queue.client(),
+                queue.spec(),
+                &active.version,
+                lease,
+                active.args,
+                free,
+                &values,
+            );
+            match reply.await {
+                Ok(Batch::Stale) => self.refresh(0, true).await,
+                Ok(Batch::Done(outcomes, refused)) => {
+                    self.settle_batch(&name, batch, keys, outcomes);
+                    let Some((wait, why)) = refused else {
+                        return true;
+                    };
+                    return self.refused(Acquired::Wait(wait, why), stop).await;
+                }
+                Err(err) => {
+                    // The values stay in flight: dropped, they are given back.
+                    tracing::warn!(queue = %name, error = %err, "limits: admitting a batch failed");
+                    return self.wait(POLL_CAP * 4, WaitFor::Slot, stop).await;
+                }
+            }
+        }
+    }
+
+    /// Follows the admitting script's outcome for each value of a batch.
+    fn settle_batch(
+        &mut self,
+        name: &Arc<str>,
+        batch: Vec<Delivery<C::Value>>,
+        keys: Vec<String>,
+        outcomes: Vec<Admitted>,
+    ) {
+        for ((mut delivery, key), outcome) in batch.into_iter().zip(keys).zip(outcomes) {
+            match outcome {
+                Admitted::Settled(Acquired::Started { admitted_ms }) => {
+                    let slot = Slot::hold(&mut delivery, key, admitted_ms, self);
+                    self.ready.push_back((name.clone(), delivery, slot));
+                }
+                Admitted::Settled(Acquired::HeldBack { wait, first }) => {
+                    self.held_back(0, &key, wait, first);
+                    delivery.forget();
+                }
+                Admitted::Settled(_) | Admitted::GivenBack => delivery.forget(),
+            }
         }
     }
 
@@ -440,15 +550,21 @@ impl Slot {
     }
 }
 
-/// The next job to start: a held-back value of a due key first, else a value taken from the
-/// target lists and admitted by the limits (a single queue with only queue-wide limits takes
-/// with its slot and token in one script, and takes nothing while they refuse); `None` once the
-/// worker is asked to stop.
+/// The next job to start: one admitted with others first, then a held-back value of a due key,
+/// else a value taken from the target lists and admitted by the limits (a single queue with
+/// only queue-wide limits takes with its slot and token in one script, and takes nothing while
+/// they refuse; under per-key limits, a batch of values is taken and admitted in one script,
+/// of which at most `free`, the worker's free permits, start); `None` once the worker is asked
+/// to stop.
 pub(super) async fn next_job<C: Codec>(
     gates: &mut Gates<C>,
     taker: &mut Taker<'_, C>,
+    free: usize,
 ) -> Option<(Arc<str>, Delivery<C::Value>, Option<Slot>)> {
     loop {
+        if let Some((queue, delivery, slot)) = gates.ready.pop_front() {
+            return Some((queue, delivery, Some(slot)));
+        }
         if let Some((queue, Admit::Start(delivery, slot))) = gates.unpark(taker.sources).await {
             return Some((queue, delivery, slot));
         }
@@ -464,6 +580,14 @@ pub(super) async fn next_job<C: Codec>(
             Took::Value(queue, mut delivery, Some(admitted_ms)) => {
                 let slot = Slot::hold(&mut delivery, String::new(), admitted_ms, gates);
                 return Some((queue, delivery, Some(slot)));
+            }
+            Took::Value(_, delivery, None) if gates.batching() => {
+                if !gates
+                    .admit_batch(delivery, free, taker.sources, taker.stop)
+                    .await
+                {
+                    return None;
+                }
             }
             Took::Value(queue, delivery, None) => {
                 match gates.admit(&queue, delivery, taker.stop).await {

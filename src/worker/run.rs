@@ -80,7 +80,9 @@ where
                 Err(_) => break,
             },
         };
-        let Some((queue, delivery, slot)) = next_job(&mut gates, &mut taker).await else {
+        // The permit held, and those no job holds.
+        let free = permits.available_permits() + 1;
+        let Some((queue, delivery, slot)) = next_job(&mut gates, &mut taker, free).await else {
             break;
         };
         Counters::bump(&counters.taken);
@@ -99,6 +101,7 @@ where
         ));
     }
 
+    gates.drop_ready();
     let deadline = wind_down(&name, &tracker, &job, builder.grace, builder.settle_timeout).await;
     close_sources(&name, &builder.queues, sources, deadline).await;
     stop_companions(signals, server_check).await;

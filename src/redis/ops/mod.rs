@@ -13,6 +13,7 @@ pub(crate) mod extend;
 pub(crate) mod index_values;
 pub(crate) mod limit_ack;
 pub(crate) mod limit_acquire;
+pub(crate) mod limit_admit;
 pub(crate) mod limit_extend;
 pub(crate) mod limit_lease;
 pub(crate) mod limit_set;
@@ -55,6 +56,7 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &extend::EXTEND,
         &index_values::INDEX_VALUES,
         &limit_ack::LIMIT_ACK,
+        &limit_admit::LIMIT_ADMIT,
         &limit_acquire::LIMIT_ACQUIRE,
         &limit_extend::LIMIT_EXTEND,
         &limit_lease::LIMIT_LEASE,

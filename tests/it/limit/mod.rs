@@ -2,6 +2,7 @@
 //! one test process stand for several processes: they share nothing but Redis; a worker on a
 //! runtime of its own that is dropped stands for a killed process).
 
+mod batch;
 mod config;
 mod per_key;
 mod queue_wide;
