@@ -3,7 +3,6 @@
 //! the loop waits holding it; held-back values of due keys are taken before the target lists.
 
 use super::sources::Sources;
-use super::taker::{Taker, Took};
 use super::LimitKeyFn;
 use crate::codec::Codec;
 use crate::limit::{KeyReader, Limits};
@@ -137,8 +136,13 @@ impl<C: Codec> Gates<C> {
     }
 
     /// Whether values are admitted in batches: a single queue under per-key limits.
-    fn batching(&self) -> bool {
+    pub(super) fn batching(&self) -> bool {
         self.gates.len() == 1 && self.gates[0].active.as_ref().is_some_and(|a| a.per_key)
+    }
+
+    /// The next job of a batch admitted together, if any is left.
+    pub(super) fn next_ready(&mut self) -> Option<(Arc<str>, Delivery<C::Value>, Slot)> {
+        self.ready.pop_front()
     }
 
     /// Gives back the jobs admitted but not started (the worker stops).
@@ -150,7 +154,7 @@ impl<C: Codec> Gates<C> {
     /// one script call, in take order: at most `free` start (queued in `ready`), the others are
     /// held back on their keys' lists or given back to the head of the target list. False on
     /// a stop.
-    async fn admit_batch(
+    pub(super) async fn admit_batch(
         &mut self,
         first: Delivery<C::Value>,
         free: usize,
@@ -529,7 +533,7 @@ pub(super) struct Slot {
 impl Slot {
     /// The slots of `delivery` (limit key `key`, `""` for none), granted at `admitted_ms`,
     /// noted on its receipt.
-    fn hold<C: Codec>(
+    pub(super) fn hold<C: Codec>(
         delivery: &mut Delivery<C::Value>,
         key: String,
         admitted_ms: i64,
@@ -546,57 +550,6 @@ impl Slot {
     pub(super) fn settled(slot: Option<Slot>) {
         if let Some(slot) = slot {
             slot.released.notify_waiters();
-        }
-    }
-}
-
-/// The next job to start: one admitted with others first, then a held-back value of a due key,
-/// else a value taken from the target lists and admitted by the limits (a single queue with
-/// only queue-wide limits takes with its slot and token in one script, and takes nothing while
-/// they refuse; under per-key limits, a batch of values is taken and admitted in one script,
-/// of which at most `free`, the worker's free permits, start); `None` once the worker is asked
-/// to stop.
-pub(super) async fn next_job<C: Codec>(
-    gates: &mut Gates<C>,
-    taker: &mut Taker<'_, C>,
-    free: usize,
-) -> Option<(Arc<str>, Delivery<C::Value>, Option<Slot>)> {
-    loop {
-        if let Some((queue, delivery, slot)) = gates.ready.pop_front() {
-            return Some((queue, delivery, Some(slot)));
-        }
-        if let Some((queue, Admit::Start(delivery, slot))) = gates.unpark(taker.sources).await {
-            return Some((queue, delivery, slot));
-        }
-        let gate = gates.take_gate();
-        match taker.next_until(gates.wake_at(), gate.as_ref()).await {
-            Took::Stopped => return None,
-            Took::Woke => {}
-            Took::Limited(refused) => {
-                if !gates.refused(refused, taker.stop).await {
-                    return None;
-                }
-            }
-            Took::Value(queue, mut delivery, Some(admitted_ms)) => {
-                let slot = Slot::hold(&mut delivery, String::new(), admitted_ms, gates);
-                return Some((queue, delivery, Some(slot)));
-            }
-            Took::Value(_, delivery, None) if gates.batching() => {
-                if !gates
-                    .admit_batch(delivery, free, taker.sources, taker.stop)
-                    .await
-                {
-                    return None;
-                }
-            }
-            Took::Value(queue, delivery, None) => {
-                match gates.admit(&queue, delivery, taker.stop).await {
-                    Admit::Start(delivery, slot) => return Some((queue, delivery, slot)),
-                    Admit::Away => {}
-                    Admit::Rest(until) => taker.sources.rest(&queue, until),
-                    Admit::Stopped => return None,
-                }
-            }
         }
     }
 }

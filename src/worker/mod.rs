@@ -33,6 +33,7 @@
 
 mod gate;
 mod job_error;
+mod next;
 mod run;
 mod sharded;
 mod sources;

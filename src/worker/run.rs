@@ -1,7 +1,8 @@
 //! Running a worker: the take loop, and one job's life.
 
-use super::gate::{next_job, Gates, Slot};
-use super::sources::{take_backoff, Sources};
+use super::gate::{Gates, Slot};
+use super::next::next_job;
+use super::sources::Sources;
 use super::taker::Taker;
 use super::tally::{self, JobTally};
 use super::{Counters, HandlerError, Job, JobError, WorkerBuilder, WorkerStats};
@@ -10,7 +11,7 @@ use crate::metrics::Settled;
 use crate::queue::DelayedQueue;
 use crate::redis::server::ServerCheck;
 use crate::reliable::{Delivery, Receipt};
-use crate::retry::{FailureLog, RetryPolicy, Retrying};
+use crate::retry::RetryPolicy;
 use crate::telemetry::{messaging_span, Operation};
 use crate::{Error, Result};
 use futures::FutureExt;
@@ -63,14 +64,7 @@ where
     tracing::info!(queue = %name, concurrency = builder.concurrency, "worker started");
 
     let mut gates = Gates::new(&builder.queues, builder.limit_key.clone(), job.visibility);
-    let mut taker = Taker {
-        sources: &mut sources,
-        stop: &stop,
-        counters: &counters,
-        name: &name,
-        retrying: Retrying::new(take_backoff()),
-        failures: FailureLog::default(),
-    };
+    let mut taker = Taker::new(&mut sources, &stop, &counters, &name);
     loop {
         let permit = tokio::select! {
             biased;
@@ -80,9 +74,7 @@ where
                 Err(_) => break,
             },
         };
-        // The permit held, and those no job holds.
-        let free = permits.available_permits() + 1;
-        let Some((queue, delivery, slot)) = next_job(&mut gates, &mut taker, free).await else {
+        let Some((queue, delivery, slot)) = next_job(&mut gates, &mut taker, &permits).await else {
             break;
         };
         Counters::bump(&counters.taken);

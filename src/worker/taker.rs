@@ -1,7 +1,7 @@
 //! The worker's takes: from the target lists, retried with backoff, and ended by a wake-up
 //! time when the limits want to look at Redis again (see `gate.rs`).
 
-use super::sources::Sources;
+use super::sources::{take_backoff, Sources};
 use super::Counters;
 use crate::codec::Codec;
 use crate::redis::ops::limit_acquire::Acquired;
@@ -36,7 +36,24 @@ pub(super) struct Taker<'a, C: Codec> {
     pub(super) failures: FailureLog,
 }
 
-impl<C: Codec> Taker<'_, C> {
+impl<'a, C: Codec> Taker<'a, C> {
+    /// A taker of `sources` (of the worker named `name`), retrying with the take backoff.
+    pub(super) fn new(
+        sources: &'a mut Sources<C>,
+        stop: &'a CancellationToken,
+        counters: &'a Counters,
+        name: &'a str,
+    ) -> Self {
+        Taker {
+            sources,
+            stop,
+            counters,
+            name,
+            retrying: Retrying::new(take_backoff()),
+            failures: FailureLog::default(),
+        }
+    }
+
     /// The next delivery; [`Took::Woke`] once `wake` has passed, [`Took::Stopped`] once the
     /// worker is asked to stop. Each kind of error is logged once, then again only when it
     /// changes; the recovery is logged too.
