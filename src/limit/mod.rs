@@ -28,7 +28,8 @@
 //!   one script with the rate tokens before the handler runs: under queue-wide limits alone,
 //!   by the script that takes the value (`limit_take.lua`: nothing is taken while the limits
 //!   refuse); with per-key limits, right after the take, once the value's key is known
-//!   (`limit_acquire.lua`). Its lease is the visibility timeout, renewed by the job's heartbeats
+//!   (`limit_admit.lua` for a batch, `limit_acquire.lua` for one value: see **Fairness**). Its
+//!   lease is the visibility timeout, renewed by the job's heartbeats
 //!   (every third of it: `limit_extend.lua` pushes the value's deadline and the leases back in
 //!   one call) and released when the job settles (an ack releases them in the same call,
 //!   `limit_ack.lua`; a retry or a dead letter with a second one). A killed process's slots
@@ -65,19 +66,35 @@
 //!   values start in the order one worker took them: values that two processes take at the
 //!   same moment may start in either order, as without limits. The first value of a key held
 //!   back is logged at info level, the others at debug.
-//! - **Fairness**: a burst for one key is moved aside, not waited behind: another key's value
-//!   starts once the workers have held back what is ahead of it on the target list, one take
-//!   and one acquiring script (two round trips) per value ahead, shared by the workers. Measured
-//!   (tests/it/limit, two workers of a debug build on a loaded 2-core machine, key cap 1): with
-//!   2,000 values of key A ahead, key B's ten values all started within 1.0 s; with 10,000
-//!   ahead, within 11 s. The test asserts 30 s for 2,000, for a loaded machine.
+//! - **Fairness**: a burst for one key is moved aside, not waited behind, and in batches: a
+//!   worker of one queue under per-key limits takes up to 64 values at once (its free permits
+//!   and 16 more: values whose keys are held back cost it no permit, so a batch reaches past a
+//!   burst; 64 bounds one script's run) and settles them all in one script call
+//!   (`limit_admit.lua`), in take order. Each value starts while the worker has a permit left
+//!   and its key and the queue-wide limits allow it; is held back when its key is at its
+//!   limits or has values held back (behind them, in order); or else, with no permit left or
+//!   the queue-wide limits refusing, goes back to the head of the target list, the batch's
+//!   values in their order and their attempts given back (a key's later values in the batch
+//!   then go back behind it), and the worker waits the time the limits name before taking
+//!   again. Between the take and that call the values are in flight, reaped as any value when
+//!   the worker dies. A worker over several queues takes and settles one value at a time
+//!   (`limit_acquire.lua`). So another key's value starts once the workers have held back what
+//!   is ahead of it, three round trips (two takes and the script) per batch ahead. Measured
+//!   (tests/it/limit, two workers of concurrency 4 of a debug build on a loaded 2-core
+//!   machine, key cap 1): with 10,000 values of key A ahead, key B's ten values all started
+//!   within 1.2 s (1.0 s with 2,000 ahead), against 3.8 s (1.4 s) taking one value at a time,
+//!   as at commit c32ea23, and 11 s on a more loaded machine. The test asserts 30 s for 2,000,
+//!   for a loaded machine.
 //! - **Cost**: a job under limits that do not bind makes as many round trips as one without
 //!   (the take takes the slot and token, the ack releases them, the heartbeat renews them);
-//!   with per-key limits each take adds one (the acquiring script). Measured with
-//!   `benches/run.sh --only limits` (one worker of concurrency 16, empty handlers, release
-//!   build, loaded 2-core machine; each run the median of five alternating rounds, seven
-//!   runs): about 0.77 of the throughput without limits (0.73-0.86) under a cap of 1,000 and
-//!   1,000,000/s, about 0.55 (0.53-0.56) under a key cap of 1,000.
+//!   with per-key limits a batch of values adds one (the admitting script) and saves the takes
+//!   a value at a time would make. Measured with `benches/run.sh --only limits` (one worker of
+//!   concurrency 16, empty handlers, release build, loaded 2-core machine; each run the median
+//!   of five alternating rounds; benches/results/2026-11-27-dae8dd1-limits): about 1.05 of
+//!   the throughput without limits under a key cap of 1,000 (batches of up to 32 values here:
+//!   the takes saved outweigh the script), and 0.81 under a queue-wide cap of 1,000 and
+//!   1,000,000/s (that path unchanged; 0.77 over seven earlier runs). Taking and settling one
+//!   value at a time, as at commit c32ea23, per-key limits cost 0.55 (0.53-0.56, seven runs).
 //! - **Changes** take effect without a restart: each limited call carries the version of the
 //!   limits the worker read, and the script answers "stale" when it changed, so the worker
 //!   reads them again at once; a worker without limits looks for new ones once a second.
