@@ -29,7 +29,7 @@
 //! - [`Durability`] (`durable/`): durable writes' own connection, and the task that confirms
 //!   them with one `WAIT`/`WAITAOF` for every writer waiting.
 //! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).
-//! - [`Scheduler`] (`scheduler/`): the transfer task (Redisson's `QueueTransferTask`).
+//! - [`Scheduler`] (`transfer/`): the transfer task (Redisson's `QueueTransferTask`).
 //! - [`DelayedQueue`] (`queue/`): the producer side (`RDelayedQueue`): `redisson.rs` holds
 //!   Redisson's operations, `extras.rs` delayq's own, `encoded.rs` the operations on encoded
 //!   values that both kinds of queue call; `sharded/`: [`ShardedQueue`], one logical queue over
@@ -55,13 +55,13 @@ pub mod metrics;
 mod observe;
 mod options;
 mod queue;
+mod recurring;
 mod redis;
 pub mod reliable;
 pub mod retry;
-mod schedule;
-mod scheduler;
 mod telemetry;
 pub mod time;
+mod transfer;
 pub mod worker;
 
 /// The fred crate delayq is built on, for the types in delayq's signatures (`Client`,
@@ -83,6 +83,9 @@ pub use queue::{
     ParseShardedHandleError, Pending, Preview, PreviewList, ShardedConsumer, ShardedHandle,
     ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
 };
+pub use recurring::{
+    FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules,
+};
 pub use redis::ops::offer_dedup::{DedupMode, DedupOutcome};
 pub use redis::ops::stats::QueueStats;
 pub use redis::ops::transfer::TransferOutcome;
@@ -91,14 +94,11 @@ pub use reliable::{
     DeadLetter, Delivery, ReapOutcome, Receipt, ReliableConfig, ReliableConsumer, ReliableStats,
 };
 pub use retry::{Backoff, RetryPolicy};
-pub use schedule::{
-    FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules,
-};
-pub use scheduler::{
+pub use time::Clock;
+pub use transfer::{
     Discovery, GroupConfig, Scheduler, SchedulerBuilder, SchedulerGroup, SchedulerHandle,
     SchedulerStats, TransferConfig,
 };
-pub use time::Clock;
 pub use worker::{HandlerError, Job, JobError, WorkerBuilder, WorkerHandle, WorkerStats};
 
 /// Not part of the API: hooks for delayq's own tests and benchmarks (the scripts as sent, with

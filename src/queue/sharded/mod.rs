@@ -27,7 +27,7 @@ use super::DelayedQueue;
 use crate::codec::Codec;
 use crate::options::QueueOptions;
 use crate::redis::ops::stats::QueueStats;
-use crate::scheduler::{GroupConfig, SchedulerGroup, TransferConfig};
+use crate::transfer::{GroupConfig, SchedulerGroup, TransferConfig};
 use crate::{Error, Result};
 use fred::clients::Client;
 use futures::future::try_join_all;

@@ -3,8 +3,8 @@
 //! how each queue's transfers size their calls and back off.
 
 use crate::observe::ObserveConfig;
+use crate::recurring::FiringConfig;
 use crate::redis::ops::transfer::TransferLimits;
-use crate::schedule::FiringConfig;
 use crate::{Error, Result};
 use std::time::Duration;
 

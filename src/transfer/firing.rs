@@ -5,7 +5,7 @@
 //! no command.
 
 use super::group::GroupShared;
-use crate::schedule::{registry, FiringConfig, Schedules};
+use crate::recurring::{registry, FiringConfig, Schedules};
 use crate::time::{now_ms, Clock};
 use fred::clients::Client;
 use std::collections::HashMap;
