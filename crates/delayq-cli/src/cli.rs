@@ -411,6 +411,11 @@ pub(crate) struct UiArgs {
     /// delete a dead letter, cancel a pending entry).
     #[arg(long, env = "DELAYQ_ADMIN_TOKEN_FILE", value_name = "PATH")]
     pub(crate) admin_token_file: Option<std::path::PathBuf>,
+    /// A file (mode 0600, first line at least 16 characters) holding the reader's token; with
+    /// it, every read (the API, /metrics) needs a role's token too, not only writes. The page
+    /// itself and /healthz stay open.
+    #[arg(long, env = "DELAYQ_READ_TOKEN_FILE", value_name = "PATH")]
+    pub(crate) read_token_file: Option<std::path::PathBuf>,
     /// Serve every route (page, API, /metrics, /healthz) under this path, e.g. /delayq, for a
     /// reverse proxy that forwards that path; the path itself redirects to PATH/.
     #[arg(long, env = "DELAYQ_BASE_PATH", value_name = "PATH", value_parser = crate::serve::parse_base_path)]

@@ -2,7 +2,8 @@
 
 use super::Ctx;
 use crate::cli::UiArgs;
-use anyhow::{bail, Context};
+use crate::exit::Usage;
+use anyhow::Context;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -14,32 +15,48 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
         true => Some(token(&args)?),
         false => None,
     };
-    let observed = crate::serve::Observed::new(&ctx.client, None, &args.http)?;
+    let mut observed = crate::serve::Observed::new(&ctx.client, None, &args.http)?;
     let url = delayq::redact_url(&ctx.global.url);
     let admin = match &args.admin_token_file {
         Some(path) => Some(read_private_token(path)?),
         None => token.as_ref().map(|t| t.text.clone()),
     };
     let operator = args.operator_token_file.as_deref().map(read_private_token);
-    let access = crate::ui::Tokens::new(operator.transpose()?, admin)?;
+    let reader = args.read_token_file.as_deref().map(read_private_token);
+    let access = crate::ui::Tokens::new(reader.transpose()?, operator.transpose()?, admin)
+        .map_err(|err| Usage(err.to_string()))?;
+    let reads = match access.reads_need_token() {
+        true => "; reads need a role's token",
+        false => "",
+    };
     let mode = match access.roles() {
         roles if roles.is_empty() => "read-only".to_owned(),
         roles => format!(
             "writes allowed to {}, each with its token",
             roles.join(" and ")
         ),
-    };
+    } + reads;
     let listing = Listing::start(&ctx, args.pattern.clone());
     let gauges = crate::serve::Gauges {
         client: ctx.client.clone(),
         names: Box::new(listing.names()),
         budget: args.http.metrics_read_budget,
     };
+    let access = Arc::new(access);
+    if access.reads_need_token() {
+        let access = access.clone();
+        observed.guard_metrics(move |headers| access.may_read(headers));
+    }
+    let origins = args.http.allow_hosts.iter();
     let pages = crate::ui::routes(crate::ui::Ui {
         ctx,
         access,
         pattern: args.pattern.clone(),
         seen: observed.readings(),
+        origins: origins
+            .map(|name| name.trim_end_matches('.').to_ascii_lowercase())
+            .collect(),
+        body_wait: args.http.http_header_timeout,
     });
     let base = args.base_path.as_ref();
     let server = crate::serve::Server::start(bound, base, observed, pages, Some(gauges));
@@ -116,7 +133,7 @@ struct Token {
     made_up: Option<PathBuf>,
 }
 
-/// The write token: `--token-file`'s first line, else DELAYQ_UI_TOKEN, else a new one written
+/// The write token: `--token-file`'s first line (a file only its owner may read), else DELAYQ_UI_TOKEN, else a new one written
 /// to a file only this user can read (`--token-file PATH` when that does not exist yet, else
 /// one in $XDG_RUNTIME_DIR or the temp dir). The token is printed only to a terminal, never
 /// into a log.
@@ -124,7 +141,7 @@ fn token(args: &UiArgs) -> anyhow::Result<Token> {
     match &args.token_file {
         Some(path) if path.exists() => {
             return Ok(Token {
-                text: read_token(path)?,
+                text: read_private_token(path)?,
                 made_up: None,
             })
         }
@@ -144,7 +161,7 @@ fn token(args: &UiArgs) -> anyhow::Result<Token> {
                 made_up: None,
             });
         }
-        bail!("DELAYQ_UI_TOKEN is shorter than 16 characters");
+        return Err(Usage("DELAYQ_UI_TOKEN is shorter than 16 characters".into()).into());
     }
     let dir = std::env::var_os("XDG_RUNTIME_DIR")
         .map(PathBuf::from)
@@ -159,34 +176,37 @@ fn token(args: &UiArgs) -> anyhow::Result<Token> {
 }
 
 /// A role's token from `path`, a file no one but its owner may read or write (as ssh asks of
-/// a key): a token others can read is everyone's.
+/// a key): a token others can read is everyone's. Every problem with the file is a usage
+/// error (exit 2): the command line named it.
 fn read_private_token(path: &Path) -> anyhow::Result<String> {
+    let unreadable = |err: std::io::Error| {
+        Usage(format!(
+            "cannot read the token file {}: {err}",
+            path.display()
+        ))
+    };
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let meta = std::fs::metadata(path)
-            .with_context(|| format!("cannot read the token file {}", path.display()))?;
+        let meta = std::fs::metadata(path).map_err(unreadable)?;
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
-            bail!(
+            return Err(Usage(format!(
                 "the token file {} has mode {mode:04o}: others may read or change it; \
                  chmod 600 it",
                 path.display()
-            );
+            ))
+            .into());
         }
     }
-    read_token(path)
-}
-
-fn read_token(path: &Path) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(unreadable)?;
     let line = text.lines().next().unwrap_or("").trim().to_owned();
     if line.len() < 16 {
-        bail!(
+        return Err(Usage(format!(
             "the token in {} is shorter than 16 characters",
             path.display()
-        );
+        ))
+        .into());
     }
     Ok(line)
 }

@@ -1,6 +1,8 @@
 //! The HTTP listener every long-running command shares (`transfer --listen`, `work --listen`,
 //! `ui`): where it may bind, which `Host` names it answers, how many connections it holds and
-//! how long a client gets to send a request's headers.
+//! how long a client gets to send a request's headers. Past the cap, a few more connections are
+//! kept for `/healthz` and `/metrics` only ([`RESERVED`]), so that clients that hold
+//! connections open (half-sent requests) cannot make a healthy process look down.
 
 use crate::duration::parse_duration;
 use anyhow::{bail, Context};
@@ -23,6 +25,13 @@ use tower::ServiceExt;
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 /// The pause after a failed accept (out of file descriptors, say) before the next.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// The connections kept, past `--http-max-connections`, for `/healthz` and `/metrics`: each
+/// answers one request, and gets at most [`RESERVED_HEADER_WAIT`] to send its headers.
+const RESERVED: usize = 16;
+/// How long a reserved connection may take to send its request's headers.
+const RESERVED_HEADER_WAIT: Duration = Duration::from_secs(2);
+/// What a reserved connection answers to anything but `/healthz` and `/metrics`.
+const BUSY: &str = "too many connections: only /healthz and /metrics are answered now\n";
 /// What a connection over the cap gets before it is closed.
 const OVER_CAP: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -112,6 +121,7 @@ impl Bound {
     /// Serves `router` until `stop`, then waits (briefly) for the requests being answered.
     pub(crate) async fn serve(self, router: Router, stop: CancellationToken) {
         let permits = Arc::new(Semaphore::new(self.max_connections));
+        let reserved = Arc::new(Semaphore::new(RESERVED));
         let mut connections = JoinSet::new();
         loop {
             let accepted = tokio::select! {
@@ -129,15 +139,25 @@ impl Bound {
                     }
                 }
             };
-            let Ok(permit) = permits.clone().try_acquire_owned() else {
-                // Not waiting: a full write buffer must not hold the accept loop.
-                let _ = stream.try_write(OVER_CAP);
-                continue;
+            let (permit, probes_only) = match permits.clone().try_acquire_owned() {
+                Ok(permit) => (permit, false),
+                Err(_) => match reserved.clone().try_acquire_owned() {
+                    Ok(permit) => (permit, true),
+                    Err(_) => {
+                        // Not waiting: a full write buffer must not hold the accept loop.
+                        let _ = stream.try_write(OVER_CAP);
+                        continue;
+                    }
+                },
             };
             let connection = Connection {
                 hosts: self.hosts.clone(),
                 router: router.clone(),
-                header_timeout: self.header_timeout,
+                header_timeout: match probes_only {
+                    true => self.header_timeout.min(RESERVED_HEADER_WAIT),
+                    false => self.header_timeout,
+                },
+                probes_only,
                 _permit: permit,
             };
             connections.spawn(connection.serve(stream, stop.clone()));
@@ -151,6 +171,8 @@ struct Connection {
     hosts: Arc<Hosts>,
     router: Router,
     header_timeout: Duration,
+    /// A reserved connection, past the cap: it answers one `/healthz` or `/metrics` only.
+    probes_only: bool,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -161,13 +183,15 @@ impl Connection {
         };
         let local = local.ip().to_canonical();
         let (hosts, router) = (self.hosts.clone(), self.router.clone());
+        let probes_only = self.probes_only;
         let service = hyper::service::service_fn(move |request: Request<_>| {
             let (hosts, router) = (hosts.clone(), router.clone());
             async move {
                 let request = request.map(Body::new);
                 let mut response = match hosts.admits(local, &request) {
-                    true => router.oneshot(request).await?,
                     false => misdirected(),
+                    true if probes_only && !is_probe(request.uri().path()) => busy(),
+                    true => router.oneshot(request).await?,
                 };
                 harden(&mut response);
                 Ok::<_, Infallible>(response)
@@ -176,7 +200,8 @@ impl Connection {
         let mut builder = hyper::server::conn::http1::Builder::new();
         builder
             .timer(TokioTimer::new())
-            .header_read_timeout(self.header_timeout);
+            .header_read_timeout(self.header_timeout)
+            .keep_alive(!self.probes_only);
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         tokio::pin!(connection);
         tokio::select! {
@@ -240,6 +265,21 @@ impl Hosts {
 /// A host name as compared: lower case, without the root's trailing dot.
 fn normalized(name: &str) -> String {
     name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// Whether `path` is `/healthz` or `/metrics` (under any base path).
+fn is_probe(path: &str) -> bool {
+    path.ends_with("/healthz") || path.ends_with("/metrics")
+}
+
+fn busy() -> Response<Body> {
+    let mut response = Response::new(Body::from(BUSY));
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
 }
 
 fn misdirected() -> Response<Body> {

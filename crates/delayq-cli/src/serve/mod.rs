@@ -17,7 +17,7 @@ pub(crate) use mount::{parse_base_path, BasePath};
 pub(crate) use recorder::{recorder, MetricsMode};
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -44,6 +44,8 @@ pub(crate) struct Observed {
     pulse: Arc<Pulse>,
     /// How long Redis may go without answering a call before the health is 503.
     unhealthy_after: Duration,
+    /// Whether a request's headers may read `/metrics`; none: anyone may.
+    metrics_guard: Option<Arc<dyn Fn(&HeaderMap) -> bool + Send + Sync>>,
 }
 
 impl Observed {
@@ -61,7 +63,16 @@ impl Observed {
             group,
             pulse: Pulse::new(),
             unhealthy_after: args.unhealthy_after,
+            metrics_guard: None,
         })
+    }
+
+    /// `/metrics` only to requests whose headers `may` allows (401 to the others).
+    pub(crate) fn guard_metrics(
+        &mut self,
+        may: impl Fn(&HeaderMap) -> bool + Send + Sync + 'static,
+    ) {
+        self.metrics_guard = Some(Arc::new(may));
     }
 
     /// The queues' gauges as the background read last saw them.
@@ -78,7 +89,14 @@ fn routes(observed: Observed) -> Router {
         .with_state(Arc::new(observed))
 }
 
-async fn metrics(State(observed): State<Arc<Observed>>) -> Response {
+async fn metrics(State(observed): State<Arc<Observed>>, headers: HeaderMap) -> Response {
+    if let Some(may) = &observed.metrics_guard {
+        if !may(&headers) {
+            let body =
+                Json(serde_json::json!({ "error": "a valid token is needed to read /metrics" }));
+            return (StatusCode::UNAUTHORIZED, body).into_response();
+        }
+    }
     let content_type = "text/plain; version=0.0.4; charset=utf-8";
     let mut text = observed.exporter.render();
     let now = delayq::time::now_ms();

@@ -2,15 +2,8 @@
 // proxy that adds the token itself, with none), shown in the header; every write button the
 // role may not use is disabled, its title saying which role it needs.
 "use strict";
-const ROLES = ["read-only", "operator", "admin"];
+const ROLES = ["read-only", "reader", "operator", "admin"];
 const access = { role: "read-only", writes: false, needs: {} };
-
-// The Authorization header of a write: only with a token typed in, so that a proxy's own
-// login (basic auth) still reaches it.
-function authHeaders() {
-  const token = $("#token").value.trim();
-  return token ? { Authorization: "Bearer " + token } : {};
-}
 
 // Why `action` is not for this page, or "" when it is.
 function whyNot(action) {

@@ -1,10 +1,17 @@
-//! Who may change queues. Three roles: read-only (no token: reads only), operator (the actions
+//! Who may read and change queues. Roles: read-only (no token: reads only), reader (the
+//! `--read-token-file` token: reads only, and with it every read needs a token), operator (the actions
 //! that keep every value: replay, retry, run now, give back, pause, resume, trigger a schedule)
 //! and admin (also the actions that lose values: purges, deleting a dead letter, cancelling a
 //! pending entry, removing a schedule, changing or clearing a queue's limits). Each
 //! writing role has its own token, sent as `Authorization: Bearer TOKEN` and compared in
 //! constant time; [`NEEDS`] says which role each action needs, and `GET /api/whoami` tells the
 //! page its role and that table, so that it disables what the role may not use.
+//!
+//! A browser sends the token of a proxy's login (deploy/nginx) with any request any page makes,
+//! so a write must also show that this dashboard's own page sent it ([`forgery`]): the header
+//! `X-Delayq-Write: 1` (a form cannot send one, and another site's script may not without a
+//! CORS answer, which this server never gives), no `Sec-Fetch-Site` of another site, and an
+//! `Origin`, when there is one, of this dashboard itself.
 
 use super::{failure, Shared, Ui};
 use axum::extract::State;
@@ -17,6 +24,7 @@ use serde_json::json;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Role {
     ReadOnly,
+    Reader,
     Operator,
     Admin,
 }
@@ -25,6 +33,7 @@ impl Role {
     fn name(self) -> &'static str {
         match self {
             Role::ReadOnly => "read-only",
+            Role::Reader => "reader",
             Role::Operator => "operator",
             Role::Admin => "admin",
         }
@@ -58,8 +67,10 @@ fn needs(action: &str) -> Role {
         .map_or(Role::Admin, |(_, role)| *role)
 }
 
-/// The tokens of the writing roles; none: the dashboard is read-only.
+/// The tokens of the roles; no writing role's: the dashboard is read-only. With the reader's,
+/// every read needs a role's token too.
 pub(crate) struct Tokens {
+    reader: Option<String>,
     operator: Option<String>,
     admin: Option<String>,
 }
@@ -68,12 +79,42 @@ pub(crate) struct Tokens {
 struct UnknownToken;
 
 impl Tokens {
-    /// The tokens of the operator and the admin; one token cannot be both.
-    pub(crate) fn new(operator: Option<String>, admin: Option<String>) -> anyhow::Result<Tokens> {
-        if operator.is_some() && operator == admin {
-            anyhow::bail!("the operator's and the admin's tokens are the same: give each its own");
+    /// The tokens of the reader, the operator and the admin; one token cannot be two roles'.
+    pub(crate) fn new(
+        reader: Option<String>,
+        operator: Option<String>,
+        admin: Option<String>,
+    ) -> anyhow::Result<Tokens> {
+        let roles = [
+            ("reader", &reader),
+            ("operator", &operator),
+            ("admin", &admin),
+        ];
+        for (i, (one, token)) in roles.iter().enumerate() {
+            for (other, same) in &roles[i + 1..] {
+                if token.is_some() && token == same {
+                    anyhow::bail!(
+                        "the {one}'s and the {other}'s tokens are the same: give each its own"
+                    );
+                }
+            }
         }
-        Ok(Tokens { operator, admin })
+        Ok(Tokens {
+            reader,
+            operator,
+            admin,
+        })
+    }
+
+    /// Whether every read needs a role's token (`--read-token-file`).
+    pub(crate) fn reads_need_token(&self) -> bool {
+        self.reader.is_some()
+    }
+
+    /// Whether `headers` carry the token of a role that may read: always, unless reads need a
+    /// token.
+    pub(crate) fn may_read(&self, headers: &HeaderMap) -> bool {
+        !self.reads_need_token() || matches!(self.role(headers), Ok(role) if role >= Role::Reader)
     }
 
     /// Whether any role may write.
@@ -81,7 +122,7 @@ impl Tokens {
         self.operator.is_some() || self.admin.is_some()
     }
 
-    /// The roles that have a token, for the start-up line.
+    /// The writing roles that have a token, for the start-up line.
     pub(crate) fn roles(&self) -> Vec<&'static str> {
         let operator = self.operator.as_ref().map(|_| Role::Operator.name());
         let admin = self.admin.as_ref().map(|_| Role::Admin.name());
@@ -99,13 +140,15 @@ impl Tokens {
         if given.is_empty() {
             return Ok(Role::ReadOnly);
         }
-        // Both compared every time: how long the answer takes says nothing of which matched.
+        // All compared every time: how long the answer takes says nothing of which matched.
         let admin = same(given, self.admin.as_deref());
         let operator = same(given, self.operator.as_deref());
-        match (admin, operator) {
-            (true, _) => Ok(Role::Admin),
-            (false, true) => Ok(Role::Operator),
-            (false, false) => Err(UnknownToken),
+        let reader = same(given, self.reader.as_deref());
+        match (admin, operator, reader) {
+            (true, _, _) => Ok(Role::Admin),
+            (false, true, _) => Ok(Role::Operator),
+            (false, false, true) => Ok(Role::Reader),
+            (false, false, false) => Err(UnknownToken),
         }
     }
 }
@@ -124,7 +167,9 @@ fn same(given: &str, token: Option<&str>) -> bool {
 }
 
 /// Why `action` is refused to the request with `headers`: the dashboard is read-only (403), no
-/// valid token (401), or the token's role is below the one the action needs (403, naming it).
+/// valid token (401), the token's role is below the one the action needs (403, naming it), or
+/// the request may have been forged by another page (403, see [`forgery`]). From the headers
+/// only: a refused request's body is never read.
 pub(super) fn refusal(ui: &Ui, headers: &HeaderMap, action: &str) -> Option<Response> {
     if !ui.access.writes() {
         return Some(failure(
@@ -135,7 +180,10 @@ pub(super) fn refusal(ui: &Ui, headers: &HeaderMap, action: &str) -> Option<Resp
     }
     let needed = needs(action);
     let (status, message) = match ui.access.role(headers) {
-        Ok(role) if role >= needed => return None,
+        Ok(role) if role >= needed => match forgery(ui, headers) {
+            None => return None,
+            Some(why) => (StatusCode::FORBIDDEN, why),
+        },
         Err(UnknownToken) | Ok(Role::ReadOnly) => (
             StatusCode::UNAUTHORIZED,
             format!(
@@ -154,6 +202,68 @@ pub(super) fn refusal(ui: &Ui, headers: &HeaderMap, action: &str) -> Option<Resp
     };
     tracing::info!(action, status = status.as_u16(), "dashboard write refused");
     Some(failure(status, message))
+}
+
+/// The header every write of the page carries; a form cannot send it.
+pub(crate) const WRITE_HEADER: &str = "x-delayq-write";
+
+/// Why a write with `headers` may come from a page other than this dashboard's: no
+/// [`WRITE_HEADER`], a `Sec-Fetch-Site` naming another site, or an `Origin` that is neither the
+/// request's own (its Host) nor an `--allow-host` name.
+fn forgery(ui: &Ui, headers: &HeaderMap) -> Option<String> {
+    let value = |name| headers.get(name).map(|v| v.to_str().unwrap_or("?"));
+    if value(WRITE_HEADER) != Some("1") {
+        return Some(format!(
+            "a write needs the header {WRITE_HEADER}: 1 (the dashboard's page sends it; a form \
+             of another site cannot)"
+        ));
+    }
+    if let Some(site @ ("cross-site" | "same-site")) = value("sec-fetch-site") {
+        return Some(format!(
+            "refused: the browser says this write comes from a page of another site \
+             (Sec-Fetch-Site: {site})"
+        ));
+    }
+    let origin = value(header::ORIGIN.as_str())?;
+    let own = value(header::HOST.as_str()).map(|host| host.to_ascii_lowercase());
+    let given = origin
+        .split_once("://")
+        .map(|(_, authority)| authority.trim_end_matches('/').to_ascii_lowercase());
+    let allowed = match given {
+        Some(authority) => {
+            let host = authority
+                .rsplit_once(':')
+                .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+                .map_or(authority.as_str(), |(host, _)| host);
+            Some(&authority) == own.as_ref() || ui.origins.iter().any(|name| name == host)
+        }
+        None => false,
+    };
+    match allowed {
+        true => None,
+        false => Some(
+            "refused: this write comes from a page of another origin (Origin); start delayq \
+             ui with --allow-host NAME for the name people use"
+                .to_owned(),
+        ),
+    }
+}
+
+/// Every request under `/api`: refused (401) without a role's token when reads need one
+/// (`--read-token-file`).
+pub(super) async fn reads(
+    State(ui): State<Shared>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if ui.access.may_read(request.headers()) {
+        return next.run(request).await;
+    }
+    tracing::info!("dashboard read refused: no role's token");
+    failure(
+        StatusCode::UNAUTHORIZED,
+        "a valid token is needed: this dashboard needs a role's token for reads too",
+    )
 }
 
 /// `GET /api/whoami`: the role of the request's token, and the role each action needs.

@@ -33,8 +33,20 @@ function status(text, error) {
   setText($("#status"), text);
   $("#status").className = error ? "error" : "";
 }
+// The Authorization header of a request: only with a token typed in, so that a proxy's own
+// login (basic auth) still reaches it.
+function authHeaders() {
+  const token = $("#token").value.trim();
+  return token ? { Authorization: "Bearer " + token } : {};
+}
+// The headers of a write: the token, and the header that shows the server this page sent it
+// (a form of another site cannot send it).
+function writeHeaders() {
+  return { ...authHeaders(), "X-Delayq-Write": "1" };
+}
+
 async function getJson(url) {
-  const res = await fetch(url);
+  const res = await fetch(url, { headers: authHeaders() });
   const body = await res.json();
   if (!res.ok) throw Object.assign(new Error(body.error || res.status), { status: res.status });
   return body;
@@ -254,7 +266,7 @@ function fromHash() {
 async function act(action) {
   const res = await fetch("api/queues/" + encodeURIComponent(view.selected) + "/" + action, {
     method: "POST",
-    headers: authHeaders(),
+    headers: writeHeaders(),
   });
   const body = await res.json();
   if (!res.ok) status(action + " refused (" + res.status + "): " + body.error, true);
@@ -264,7 +276,7 @@ async function act(action) {
 
 async function actOnItem(path, action, item) {
   const url = "api/queues/" + encodeURIComponent(view.selected) + "/" + path + "/" + action;
-  const res = await fetch(url, { method: "POST", headers: authHeaders() });
+  const res = await fetch(url, { method: "POST", headers: writeHeaders() });
   const body = await res.json();
   if (!res.ok) status(action + " " + item + " refused (" + res.status + "): " + body.error, true);
   else status(action + " " + item + ": done", false);

@@ -59,7 +59,7 @@ function fillLimits(name, d) {
 
 async function sendLimits(action, body) {
   const url = "api/queues/" + encodeURIComponent(view.selected) + "/limits/" + action;
-  const headers = { ...authHeaders(), "Content-Type": "application/json" };
+  const headers = { ...writeHeaders(), "Content-Type": "application/json" };
   const res = await fetch(url, { method: "POST", headers, body: JSON.stringify(body || {}) });
   const answer = await res.json();
   if (!res.ok) status(action + " refused (" + res.status + "): " + answer.error, true);

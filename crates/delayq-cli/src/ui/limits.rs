@@ -2,7 +2,8 @@
 //!
 //! `GET /api/queues/{name}/limits`: `{"limits": {...} or null, "usage": {...}}` in the shape of
 //! `delayq --json limit get` (limit_view.rs). `POST /api/queues/{name}/limits/set-limits` with a
-//! JSON body of the limits to store (`concurrency`, `rate`, `key_pointer` or `key_regex`,
+//! JSON body (`Content-Type: application/json`, at most [`BODY_LIMIT`] bytes, read only once
+//! the token's role allows the write, within `--http-header-timeout`) of the limits to store (`concurrency`, `rate`, `key_pointer` or `key_regex`,
 //! `key_concurrency`, `key_rate`; rates as `--rate` takes them; a limit left out is not
 //! stored) and `POST /api/queues/{name}/limits/clear-limits`: the admin's (access.rs), because
 //! a limit changed holds back or lets loose every worker of the queue.
@@ -10,13 +11,16 @@
 use super::activity::answer;
 use super::{bounded, failure, refusal, Shared};
 use crate::limit_view::{self, count_of, is_empty, limits_json, rate_of};
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use delayq::limit::{KeyRule, Limits};
 use serde_json::json;
+
+/// The most bytes a `set-limits` body may hold; limits take a few hundred.
+const BODY_LIMIT: usize = 4 * 1024;
 
 /// `GET /api/queues/{name}/limits`.
 pub(super) async fn get(State(ui): State<Shared>, Path(name): Path<String>) -> Response {
@@ -101,21 +105,58 @@ fn limits_of(form: &Form) -> Result<Limits, String> {
     }
 }
 
+/// The JSON body of a request with `headers`: refused unless its content type is JSON (415),
+/// longer than [`BODY_LIMIT`] (413), or not all there within `wait` (408).
+async fn read_json_body(
+    headers: &HeaderMap,
+    body: Body,
+    wait: std::time::Duration,
+) -> Result<axum::body::Bytes, Response> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    if !essence.eq_ignore_ascii_case("application/json") {
+        return Err(failure(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("the limits must come as Content-Type: application/json, not {content_type:?}"),
+        ));
+    }
+    match tokio::time::timeout(wait, axum::body::to_bytes(body, BODY_LIMIT)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(failure(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the limits must fit in {BODY_LIMIT} bytes"),
+        )),
+        Err(_) => Err(failure(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("the body did not arrive within {} s", wait.as_secs_f64()),
+        )),
+    }
+}
+
 /// `POST /api/queues/{name}/limits/{set-limits,clear-limits}`.
 pub(super) async fn act(
     State(ui): State<Shared>,
     Path((name, action)): Path<(String, String)>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     if let Some(refused) = refusal(&ui, &headers, &action).or_else(|| ui.outside(&name)) {
         return refused;
     }
     let limits = match action.as_str() {
-        "set-limits" => match Form::parse(&body).and_then(|form| limits_of(&form)) {
-            Ok(limits) => Some(limits),
-            Err(why) => return failure(StatusCode::BAD_REQUEST, why),
-        },
+        "set-limits" => {
+            let body = match read_json_body(&headers, body, ui.body_wait).await {
+                Ok(body) => body,
+                Err(refused) => return refused,
+            };
+            match Form::parse(&body).and_then(|form| limits_of(&form)) {
+                Ok(limits) => Some(limits),
+                Err(why) => return failure(StatusCode::BAD_REQUEST, why),
+            }
+        }
         "clear-limits" => None,
         _ => return failure(StatusCode::NOT_FOUND, format!("no action {action:?}")),
     };

@@ -7,8 +7,8 @@
 //! one of its lists, each value as a bounded preview), `GET /api/queues/{name}/activity` and
 //! `/processes` (its last hour of activity, its live workers and schedulers).
 //! `GET /api/whoami`: the role of the request's token and the role each action needs.
-//! Writes, each with the token of a role that may do it as `Authorization: Bearer TOKEN`
-//! (access.rs):
+//! Writes, each with the token of a role that may do it as `Authorization: Bearer TOKEN` and
+//! the header `X-Delayq-Write: 1` (access.rs):
 //! `POST /api/queues/{name}/{replay,purge-dead,purge-quarantine,pause,resume}` and
 //! `POST /api/queues/{name}/pending/{handle}/{cancel,run-now}`,
 //! `POST /api/queues/{name}/dead/{at}/{id}/{retry,delete}`,
@@ -71,13 +71,18 @@ const REDIS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 pub(crate) struct Ui {
     pub(crate) ctx: Ctx,
     /// The tokens of the roles that may write; none: read-only.
-    pub(crate) access: access::Tokens,
+    pub(crate) access: Arc<access::Tokens>,
     /// `--match`: the queues the dashboard shows and serves; every other name is answered 404
     /// before anything is read from Redis.
     pub(crate) pattern: Option<String>,
     /// The queues as the background read of the gauges last saw them: what the overview
     /// orders and filters every queue by.
     pub(crate) seen: Arc<crate::serve::Readings>,
+    /// The `--allow-host` names (lower case, no trailing dot): a write's `Origin` may name one
+    /// besides the request's own Host.
+    pub(crate) origins: Vec<String>,
+    /// How long a request's body may take to arrive (`--http-header-timeout`).
+    pub(crate) body_wait: std::time::Duration,
 }
 
 type Shared = Arc<Ui>;
@@ -88,7 +93,8 @@ pub(crate) fn routes(ui: Ui) -> Router {
     for (path, content_type, body) in ASSETS {
         router = router.route(path, get(move || async move { asset(content_type, body) }));
     }
-    router
+    let ui = Arc::new(ui);
+    let api = Router::new()
         .route("/api/whoami", get(access::whoami))
         .route("/api/queues", get(overview::overview))
         .route("/api/queues/{name}", get(detail::queue))
@@ -115,7 +121,12 @@ pub(crate) fn routes(ui: Ui) -> Router {
             "/api/queues/{name}/in_flight/{id}/{action}",
             post(items::in_flight),
         )
-        .with_state(Arc::new(ui))
+        .route_layer(axum::middleware::from_fn_with_state(
+            ui.clone(),
+            access::reads,
+        ))
+        .with_state(ui);
+    router.merge(api)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

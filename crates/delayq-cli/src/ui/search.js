@@ -127,7 +127,7 @@ async function bulk(action, items) {
     const url = "api/queues/" + encodeURIComponent(view.selected) + "/" + item.path + "/" + action;
     let outcome;
     try {
-      const res = await fetch(url, { method: "POST", headers: { Authorization: "Bearer " + $("#token").value } });
+      const res = await fetch(url, { method: "POST", headers: writeHeaders() });
       const body = await res.json();
       outcome = res.ok ? "done" : res.status + ": " + body.error;
       if (res.ok) done++;

@@ -68,7 +68,7 @@ pub(crate) fn dashboard(
 }
 
 pub(crate) fn bearer(token: &str) -> String {
-    format!("Authorization: Bearer {token}\r\n")
+    format!("Authorization: Bearer {token}\r\nX-Delayq-Write: 1\r\n")
 }
 
 /// Every key of the queue `name`, dumped: equal before and after means nothing changed.

@@ -245,7 +245,7 @@ fn the_detail_lists_ready_and_in_flight_values_and_acts_on_one_entry_and_one_del
 
     let pending = json(port, &format!("/api/queues/{name}"), 200);
     let handle = |i: usize| pending["rows"][i]["handle"].as_str().unwrap().to_owned();
-    let bearer = format!("Authorization: Bearer {token}\r\n");
+    let bearer = format!("Authorization: Bearer {token}\r\nX-Delayq-Write: 1\r\n");
     let act = |handle: &str, action: &str| {
         let path = format!("/api/queues/{name}/pending/{handle}/{action}");
         crate::observe::request(port, "POST", &path, &bearer).unwrap()
@@ -323,7 +323,7 @@ fn one_dead_letter_is_retried_and_another_deleted() {
     });
     let page = json(port, &format!("/api/queues/{name}?tab=dead"), 200);
     let id = |i: usize| page["rows"][i]["id"].as_str().unwrap().to_owned();
-    let bearer = format!("Authorization: Bearer {token}\r\n");
+    let bearer = format!("Authorization: Bearer {token}\r\nX-Delayq-Write: 1\r\n");
     let act = |at: usize, id: &str, action: &str| {
         let path = format!("/api/queues/{name}/dead/{at}/{id}/{action}");
         crate::observe::request(port, "POST", &path, &bearer)

@@ -230,7 +230,7 @@ fn the_dashboard_serves_only_queues_its_match_names() {
             .unwrap(),
     );
     health_is(port, 200);
-    let bearer = "Authorization: Bearer a-token-of-24-characters\r\n";
+    let bearer = "Authorization: Bearer a-token-of-24-characters\r\nX-Delayq-Write: 1\r\n";
     let (code, body) = request(port, "GET", &format!("/api/queues/{shown}"), "").unwrap();
     assert_eq!(code, 200, "{body}");
     let (code, body) = request(port, "GET", &format!("/api/queues/{hidden}"), "").unwrap();
@@ -311,7 +311,7 @@ fn a_made_up_token_goes_to_a_private_file_not_the_log() {
         "the token is in the log:\n{log_text}"
     );
     assert!(log_text.contains(&file.display().to_string()), "{log_text}");
-    let bearer = format!("Authorization: Bearer {token}\r\n");
+    let bearer = format!("Authorization: Bearer {token}\r\nX-Delayq-Write: 1\r\n");
     let pause = format!("/api/queues/{queue}/pause");
     let (code, body) = request(port, "POST", &pause, &bearer).unwrap();
     assert_eq!(code, 200, "{body}");

@@ -17,6 +17,7 @@ mod codec_per_queue;
 mod daemon_env;
 mod daemon_notices;
 mod dashboard;
+mod dashboard_guard;
 mod dashboard_schedules;
 mod dashboard_search;
 mod dedup;

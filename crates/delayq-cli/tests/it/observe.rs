@@ -334,7 +334,7 @@ fn the_dashboard_refuses_writes_and_remote_binds() {
             .spawn()
             .unwrap(),
     );
-    let bearer = "Authorization: Bearer a-token-of-24-characters\r\n";
+    let bearer = "Authorization: Bearer a-token-of-24-characters\r\nX-Delayq-Write: 1\r\n";
     let (status, body) = wait_until("a pause", Duration::from_secs(10), || {
         request(port, "POST", &pause, bearer).map_err(|e| e.to_string())
     });
