@@ -59,6 +59,13 @@ pub(crate) fn status(err: &anyhow::Error) -> Status {
         if let Some(err) = cause.downcast_ref::<delayq::fred::error::Error>() {
             return of_fred(err);
         }
+        // Text that is no value of the codec (not UTF-8, not a number for long, …).
+        if cause
+            .downcast_ref::<crate::text_codec::TextCodecError>()
+            .is_some()
+        {
+            return Status::Codec;
+        }
         if cause.downcast_ref::<std::io::Error>().is_some() {
             return Status::Other;
         }
@@ -100,6 +107,16 @@ fn of_fred(err: &delayq::fred::error::Error) -> Status {
         _ if err.details().starts_with("NOPERM") => Status::Auth,
         _ => Status::Other,
     }
+}
+
+/// Whether `err` is a write to a pipe whose reader has gone (`delayq queues | head`): for a
+/// command that only prints, the reader has what it wanted, and that is no error.
+pub(crate) fn is_closed_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The error for a person: the message, then each cause on a line of its own, each said once

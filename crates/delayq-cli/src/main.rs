@@ -83,9 +83,16 @@ fn run(cli: cli::Cli) -> ExitCode {
         }
     };
     let json = cli.global.json;
+    // A command that only prints has done its work when its reader stops reading; `take` and
+    // `work` hand values over, and say what became of a value a closed pipe refused.
+    let only_prints = !matches!(
+        cli.command,
+        cli::Command::Take { .. } | cli::Command::Work(_)
+    );
     match runtime.block_on(commands::run(cli)) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => exit::Status::False.into(),
+        Err(err) if only_prints && exit::is_closed_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             match json {
                 true => eprintln!("{}", serde_json::json!({ "error": exit::json_of(&err) })),

@@ -28,7 +28,11 @@ async fn connect(global: &Global) -> anyhow::Result<Client> {
     let options = global.connection.options();
     let mut config = options.config(&global.url).map_err(|err| {
         let what = match err {
-            delayq::Error::Redis(_) => format!("bad Redis URL {url}"),
+            // A URL the client cannot parse (a bad port or database number) is the command
+            // line's fault: a usage error.
+            delayq::Error::Redis(_) => {
+                return anyhow::Error::from(Usage(format!("bad Redis URL {url}: {err}")))
+            }
             _ => format!("cannot use the connection settings for {url}"),
         };
         anyhow::Error::from(err).context(what)
@@ -146,7 +150,7 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
             target,
             count,
             timeout,
-        } => done(take::take(&ctx, &target, count, timeout).await),
+        } => take::take(&ctx, &target, count, timeout).await,
         Command::Remove {
             target,
             value,

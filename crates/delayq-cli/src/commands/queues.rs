@@ -1,5 +1,7 @@
-//! `delayq queues`: every queue with any key in the Redis, one row each with its counts; a queue
+//! `delayq queues`: every queue with any key in the Redis, one row each with its counts and its
+//! recurring schedules (a queue that refills after it was emptied may have one); a queue
 //! whose keys cannot be read shows why in its row, and the others are listed all the same.
+//! Names longer than [`NAME_COLUMN`] are cut in the table (never in `--json`).
 
 use super::Ctx;
 use crate::exit;
@@ -7,6 +9,8 @@ use futures::StreamExt;
 
 /// How many queues are read at once.
 const READS_AT_ONCE: usize = 16;
+/// The widest the name column gets; a longer name is cut, ending in `…`.
+const NAME_COLUMN: usize = 64;
 
 /// One queue's counts.
 struct Counts {
@@ -16,6 +20,8 @@ struct Counts {
     dead: u64,
     quarantined: u64,
     paused: bool,
+    /// Recurring schedules that offer into the queue.
+    schedules: u64,
 }
 
 /// Lists the queues (those whose name matches `pattern`); false when a queue's row has an error.
@@ -34,42 +40,52 @@ pub(crate) async fn queues(ctx: &Ctx, pattern: Option<String>) -> anyhow::Result
         .collect()
         .await;
     let mut out = std::io::stdout().lock();
+    let all_read = rows.iter().all(|(_, counts)| counts.is_ok());
+    if ctx.global.json {
+        for (name, counts) in &rows {
+            ctx.print(&mut out, "", || json_row(name, counts))?;
+        }
+        return Ok(all_read);
+    }
     let width = rows
         .iter()
-        .map(|(name, _)| name.len())
+        .map(|(name, _)| name.chars().count().min(NAME_COLUMN))
         .fold("QUEUE".len(), usize::max);
-    if !ctx.global.json {
-        let header = [
-            "QUEUE",
-            "PENDING",
-            "READY",
-            "IN_FLIGHT",
-            "DEAD",
-            "QUARANTINED",
-            "PAUSED",
-        ];
-        ctx.print(
-            &mut out,
-            &columns(width, header),
-            serde_json::Value::default,
-        )?;
-    }
-    let mut all_read = true;
+    let header = [
+        "QUEUE",
+        "PENDING",
+        "READY",
+        "IN_FLIGHT",
+        "DEAD",
+        "QUARANTINED",
+        "PAUSED",
+        "SCHEDULES",
+    ];
+    let text = columns(width, header);
+    ctx.print(&mut out, &text, serde_json::Value::default)?;
     for (name, counts) in &rows {
-        all_read &= counts.is_ok();
-        ctx.print(&mut out, &text_row(width, name, counts), || {
-            json_row(name, counts)
-        })?;
+        let text = text_row(width, &cut(name), counts);
+        ctx.print(&mut out, &text, serde_json::Value::default)?;
     }
     Ok(all_read)
 }
 
-/// The counts of the queue `name`, from three reads.
+/// `name` as the table shows it: at most [`NAME_COLUMN`] characters, the last `…` when cut.
+fn cut(name: &str) -> std::borrow::Cow<'_, str> {
+    match name.char_indices().nth(NAME_COLUMN - 1) {
+        Some((end, _)) if name.chars().count() > NAME_COLUMN => format!("{}…", &name[..end]).into(),
+        _ => name.into(),
+    }
+}
+
+/// The counts of the queue `name`, from four reads.
 async fn counts(ctx: &Ctx, name: &str) -> anyhow::Result<Counts> {
+    use delayq::fred::interfaces::SortedSetsInterface;
     let queue = ctx.queue(name).await?;
     let stats = queue.stats().await?;
     let reliable = queue.reliable_stats().await?;
     let paused = queue.is_paused().await?;
+    let schedules: u64 = ctx.client.zcard(queue.keys().schedules()).await?;
     Ok(Counts {
         pending: stats.pending,
         ready: stats.ready,
@@ -77,6 +93,7 @@ async fn counts(ctx: &Ctx, name: &str) -> anyhow::Result<Counts> {
         dead: reliable.dead,
         quarantined: stats.quarantined,
         paused,
+        schedules,
     })
 }
 
@@ -84,8 +101,15 @@ async fn counts(ctx: &Ctx, name: &str) -> anyhow::Result<Counts> {
 fn text_row(width: usize, name: &str, counts: &anyhow::Result<Counts>) -> String {
     match counts {
         Ok(c) => {
-            let [pending, ready, in_flight, dead, quarantined] =
-                [c.pending, c.ready, c.in_flight, c.dead, c.quarantined].map(|n| n.to_string());
+            let [pending, ready, in_flight, dead, quarantined, schedules] = [
+                c.pending,
+                c.ready,
+                c.in_flight,
+                c.dead,
+                c.quarantined,
+                c.schedules,
+            ]
+            .map(|n| n.to_string());
             let paused = if c.paused { "yes" } else { "no" };
             let cells = [
                 name,
@@ -95,25 +119,27 @@ fn text_row(width: usize, name: &str, counts: &anyhow::Result<Counts>) -> String
                 &dead,
                 &quarantined,
                 paused,
+                &schedules,
             ];
             columns(width, cells)
         }
         Err(err) => {
             let error = exit::describe(err).replace("\n  because: ", ": ");
-            let row = columns(width, [name, "-", "-", "-", "-", "-", "-"]);
+            let row = columns(width, [name, "-", "-", "-", "-", "-", "-", "-"]);
             format!("{row}  error: {error}")
         }
     }
 }
 
-/// The seven cells aligned: the name `width` wide, the numbers right-aligned.
+/// The eight cells aligned: the name `width` characters wide (at most [`NAME_COLUMN`], far
+/// below the formatter's limit), the numbers right-aligned.
 fn columns(
     width: usize,
-    [name, pending, ready, in_flight, dead, quarantined, paused]: [&str; 7],
+    [name, pending, ready, in_flight, dead, quarantined, paused, schedules]: [&str; 8],
 ) -> String {
     format!(
         "{name:<width$}  {pending:>9}  {ready:>9}  {in_flight:>9}  {dead:>9}  {quarantined:>11}  \
-         {paused:<6}"
+         {paused:<6}  {schedules:>9}"
     )
     .trim_end()
     .to_owned()
@@ -130,6 +156,7 @@ fn json_row(name: &str, counts: &anyhow::Result<Counts>) -> serde_json::Value {
             "dead": c.dead,
             "quarantined": c.quarantined,
             "paused": c.paused,
+            "schedules": c.schedules,
         }),
         Err(err) => serde_json::json!({ "queue": name, "error": exit::json_of(err) }),
     }

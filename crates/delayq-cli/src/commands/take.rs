@@ -1,6 +1,9 @@
 //! `delayq take`: values off the target list onto stdout, none lost on the way. A value is taken
 //! only after the one before it is written; one that cannot be decoded or written goes back to
-//! the head of its list (its bytes to stderr if even that fails), and the command fails.
+//! the head of its list (its bytes to stderr if even that fails), and the command fails. When
+//! `--timeout` passes before `--count` values came, it says so on stderr and answers false
+//! (exit 1): values reach the target list only through a transfer scheduler (`delayq
+//! transfer`, a delayq or Redisson application), so a queue with none never fills.
 
 use super::target::{each, Target};
 use super::Ctx;
@@ -19,7 +22,7 @@ pub(crate) async fn take(
     target: &QueueArg,
     count: usize,
     timeout: Option<Duration>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     if stdout_is_closed() {
         return Err(Usage(
             "stdout is closed: the values taken would be written nowhere; nothing was taken".into(),
@@ -42,7 +45,17 @@ pub(crate) async fn take(
     if let Target::One(consumer) = consumer {
         consumer.close().await;
     }
-    result
+    let taken = result?;
+    if taken < count {
+        let waited = humantime::format_duration(timeout.unwrap_or_default());
+        let queue = &target.queue;
+        crate::logging::fatal(format_args!(
+            "took {taken} of {count} from {queue}: nothing more arrived within {waited} (values \
+             reach {queue} when they are due and a transfer scheduler moves them: is `delayq \
+             transfer {queue}` or an application's scheduler running?)"
+        ));
+    }
+    Ok(taken == count)
 }
 
 async fn take_each(
@@ -51,21 +64,23 @@ async fn take_each(
     queue: &str,
     count: usize,
     timeout: Option<Duration>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<usize> {
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let mut out = std::io::stdout().lock();
-    for _ in 0..count {
+    for done in 0..count {
         let taken = match deadline {
             None => each!(consumer, c => c.take().await).map(Some),
             Some(deadline) => {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 if left.is_zero() {
-                    break;
+                    return Ok(done);
                 }
                 each!(consumer, c => c.poll(left).await)
             }
         };
-        let Some(raw) = taken? else { break };
+        let Some(raw) = taken? else {
+            return Ok(done);
+        };
         let codec = ctx.codec(queue);
         let (what, cause) = match codec.decode(&raw) {
             Ok(value) => match write_value(ctx, &mut out, queue, &value) {
@@ -90,7 +105,7 @@ async fn take_each(
         let where_now = give_back(consumer, queue, raw).await;
         return Err(cause.context(format!("{what}; {where_now}")));
     }
-    Ok(())
+    Ok(count)
 }
 
 fn write_value(ctx: &Ctx, out: &mut impl Write, queue: &str, value: &str) -> std::io::Result<()> {

@@ -117,13 +117,21 @@ fn observe(
     ))
 }
 
-/// Moves everything due now in each queue; prints `NAME<TAB>moved<TAB>quarantined`.
+/// Moves everything due now in each queue; prints the header `QUEUE<TAB>MOVED<TAB>QUARANTINED`
+/// (not with --json), then `NAME<TAB>moved<TAB>quarantined` for each queue.
 async fn transfer_once(
     ctx: &Ctx,
     queues: &[String],
     config: &TransferConfig,
 ) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
+    if !ctx.global.json {
+        ctx.print(
+            &mut out,
+            "QUEUE\tMOVED\tQUARANTINED",
+            serde_json::Value::default,
+        )?;
+    }
     for name in queues {
         let queue = ctx.queue(name).await?;
         let (mut moved, mut quarantined) = (0, 0);

@@ -53,7 +53,10 @@ impl Ui {
         let reliable = queue.reliable_stats().await?;
         let paused = queue.is_paused().await?;
         let now = delayq::time::now_ms();
-        let overdue_ms = stats.next_due_ms.map_or(0, |due| (now - due).max(0));
+        // A head due at -inf (i64::MIN) is overdue the most, not wrapped into the future.
+        let overdue_ms = stats
+            .next_due_ms
+            .map_or(0, |due| crate::show::overdue_ms(due, now));
         Ok(json!({
             "name": name,
             "pending": stats.pending,

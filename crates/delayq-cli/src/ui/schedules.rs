@@ -45,7 +45,9 @@ pub(super) async fn list(
         let keys = QueueKeys::new(name.as_str());
         let client = &ui.ctx.client;
         let total: u64 = client.zcard(keys.schedules()).await?;
-        let (first, last) = (offset as i64, (offset + limit - 1) as i64);
+        // Both within i64 (paging.rs bounds the offset); the last one capped, never wrapped.
+        let first = i64::try_from(offset).unwrap_or(i64::MAX);
+        let last = i64::try_from(offset.saturating_add(limit - 1)).unwrap_or(i64::MAX);
         let ids: Vec<String> = client
             .zrange(keys.schedules(), first, last, None, false, None, false)
             .await?;

@@ -53,8 +53,9 @@ where
     let query = Query::new(q);
     let mut rows = Vec::new();
     let mut at = from;
-    while at < from + WINDOW {
-        let step = STEP.min(from + WINDOW - at);
+    let end = from.saturating_add(WINDOW);
+    while at < end {
+        let step = STEP.min(end - at);
         let read = page(at, step).await?;
         let got = read.len();
         for (i, mut row) in read.into_iter().enumerate() {

@@ -547,7 +547,10 @@ async fn transfer_moves_100_a_call_unless_max_batch_says_more() {
         args.extend_from_slice(extra);
         let out = delayq(&url, &args);
         assert!(out.status.success(), "{}", text(&out.stderr));
-        assert_eq!(text(&out.stdout).trim(), format!("{name}\t2000\t0"));
+        assert_eq!(
+            text(&out.stdout).trim(),
+            format!("QUEUE\tMOVED\tQUARANTINED\n{name}\t2000\t0")
+        );
         calls_for.push(evalsha_calls(&redis) - before);
         assert_eq!(list_str(&client, &name).await.len(), 2_000);
     }

@@ -79,7 +79,7 @@ async fn one_off_transfers_go_by_the_servers_clock() {
     ));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        format!("{name}\t1\t0\n")
+        format!("QUEUE\tMOVED\tQUARANTINED\n{name}\t1\t0\n")
     );
     assert_eq!(list_str(&client, &name).await, vec!["now"]);
     assert_eq!(queue.size().await.unwrap(), 1);
@@ -92,7 +92,7 @@ async fn one_off_transfers_go_by_the_servers_clock() {
     ));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        format!("{name}\t1\t0\n")
+        format!("QUEUE\tMOVED\tQUARANTINED\n{name}\t1\t0\n")
     );
     assert_eq!(
         list_str(&client, &name).await,

@@ -11,6 +11,7 @@ mod access;
 mod check;
 mod cli;
 mod cli_connect;
+mod cli_edges;
 mod cli_values;
 mod clock;
 mod codec_per_queue;

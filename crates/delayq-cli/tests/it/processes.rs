@@ -168,10 +168,14 @@ async fn cli_commands_end_to_end() {
     assert_eq!(stdout(&took), "soon");
     assert!(stop(transfer).status.success());
 
-    // Nothing left: take with a timeout prints nothing and succeeds.
+    // Nothing left: take with a timeout prints nothing, says why on stderr and exits 1.
     let none = run(&url, &["take", q, "--timeout", "300ms"]);
-    assert!(none.status.success());
+    assert_eq!(none.status.code(), Some(1), "{none:?}");
     assert_eq!(stdout(&none), "");
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("delayq transfer"),
+        "{none:?}"
+    );
 
     // Codecs on the command line.
     assert!(run(&url, &["--codec", "long", "offer", q, "42"])

@@ -36,7 +36,7 @@ fn every_queue_with_any_key_is_listed_and_a_bad_one_in_its_row() {
     assert_eq!(names, [&bad, &dead, &paused, &pending]);
     let counts = serde_json::json!({
         "queue": dead, "pending": 0, "ready": 0, "in_flight": 0, "dead": 2, "quarantined": 0,
-        "paused": false,
+        "paused": false, "schedules": 0,
     });
     assert_eq!(rows[1], counts);
     assert_eq!(rows[2]["paused"], true);
@@ -59,7 +59,7 @@ fn every_queue_with_any_key_is_listed_and_a_bad_one_in_its_row() {
     let dead_row: Vec<&str> = lines[2].split_whitespace().collect();
     assert_eq!(
         dead_row,
-        [dead.as_str(), "0", "0", "0", "2", "0", "no"],
+        [dead.as_str(), "0", "0", "0", "2", "0", "no", "0"],
         "{table}"
     );
 
