@@ -12,4 +12,9 @@ if [ -z "${REDIS_URL:-}" ]; then
     export REDIS_URL="redis://127.0.0.1:$THROWAWAY_REDIS_PORT"
     echo "== throwaway Redis at $REDIS_URL"
 fi
+# The first build compiles every dependency (about 2-3 minutes on 2 cores): cargo's own progress
+# shows meanwhile, so the wait is not silent.
+echo "== building the demo (examples/demo.rs); the first build takes a few minutes"
+cargo build --example demo
+echo "== running the demo against $REDIS_URL"
 cargo run --quiet --example demo

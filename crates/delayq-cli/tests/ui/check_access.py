@@ -96,6 +96,8 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 def fetch(url, method="GET", user=None, host=None):
     """(status, body text, Location) of one request, logged in as `user` (password: the name)."""
     req = urllib.request.Request(url, method=method)
+    if method == "POST":
+        req.add_header("X-Delayq-Write", "1")
     if user:
         req.add_header("Authorization", "Basic " + base64.b64encode(
             f"{user}:{user}".encode()).decode())
@@ -110,6 +112,51 @@ def fetch(url, method="GET", user=None, host=None):
             return res.status, res.read().decode(), res.headers.get("Location")
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode(), err.headers.get("Location")
+
+
+def check_forged_form(drive, redis, proxy_port):
+    """The admin, logged in to nginx in the browser, visits another site whose page posts a
+    form to the dashboard: nginx adds the admin's token, and delayq refuses the write (no
+    X-Delayq-Write, Sec-Fetch-Site: cross-site); the dead letter stays."""
+    import http.server
+    import threading
+    target = f"http://127.0.0.1:{proxy_port}/delayq/api/queues/ui:roles/purge-dead"
+    page = (f'<form id="f" method="POST" action="{target}" enctype="text/plain">'
+            '<input name=\'{"a":"\' value=\'b"}\'></form>'
+            '<script>document.getElementById("f").submit()</script>').encode()
+
+    class Evil(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args):
+            pass
+
+    evil = http.server.HTTPServer(("127.0.0.1", 0), Evil)
+    threading.Thread(target=evil.serve_forever, daemon=True).start()
+    browser = drive.Browser()
+    try:
+        # Logged in as the admin: the browser keeps the login for the dashboard's paths (the
+        # page is then opened without it in its address, so its relative URLs carry none).
+        browser.cmd("POST", "/url", {"url": f"http://ada:ada@127.0.0.1:{proxy_port}/delayq/"})
+        browser.cmd("POST", "/url", {"url": f"http://127.0.0.1:{proxy_port}/delayq/"})
+        drive.wait("the admin's page", lambda: browser.js(
+            "return document.querySelector('#mode').textContent").startswith("role admin"))
+        # Another site ("localhost" is not the site "127.0.0.1"), its form sent on load.
+        browser.cmd("POST", "/url", {"url": f"http://localhost:{evil.server_port}/"})
+        answer = drive.wait("the form's answer", lambda: (lambda t: t if "error" in t or
+                            "purged" in t else None)(browser.js(
+                                "return document.body ? document.body.textContent : ''")))
+        assert "purged" not in answer, answer
+        assert redis.cli("LLEN", "delayq_dead:{ui:roles}") == "1", "the forged form purged"
+        print(f"a cross-site form through nginx with the admin's login: refused ({answer!r})")
+    finally:
+        browser.close()
+        evil.shutdown()
 
 
 def check_proxy(drive, redis, ui_port, directory):
@@ -161,6 +208,7 @@ http {{
         status, body, _ = fetch(purge, "POST", user=user, host=name)
         assert status == want and OPERATOR not in body, (user, status, body)
     assert redis.cli("LLEN", "delayq_dead:{ui:roles}") == "1"
+    check_forged_form(drive, redis, port)
     status, body, _ = fetch(purge, "POST", user="ada", host=name)
     assert (status, body) == (200, '{"purged":1}'), (status, body)
     # The Host is passed on: a name delayq was not told of (--allow-host) is refused.
