@@ -32,6 +32,9 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+/// Whether a request's headers may read a route.
+type Guard = Arc<dyn Fn(&HeaderMap) -> bool + Send + Sync>;
+
 /// What `/metrics` and `/healthz` read.
 #[derive(Clone)]
 pub(crate) struct Observed {
@@ -45,7 +48,7 @@ pub(crate) struct Observed {
     /// How long Redis may go without answering a call before the health is 503.
     unhealthy_after: Duration,
     /// Whether a request's headers may read `/metrics`; none: anyone may.
-    metrics_guard: Option<Arc<dyn Fn(&HeaderMap) -> bool + Send + Sync>>,
+    metrics_guard: Option<Guard>,
 }
 
 impl Observed {
