@@ -60,8 +60,8 @@ pub(crate) struct ListenArgs {
     #[arg(long, env = "DELAYQ_HTTP_MAX_CONNECTIONS", value_name = "N", default_value_t = 256,
           value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub(crate) http_max_connections: u32,
-    /// How long a client gets to send a request's headers; an idle keep-alive connection is
-    /// closed after as long.
+    /// How long a client gets to send a request's headers (and, to the dashboard, a body it
+    /// reads); an idle keep-alive connection is closed after as long.
     #[arg(long, env = "DELAYQ_HTTP_HEADER_TIMEOUT", value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub(crate) http_header_timeout: Duration,
     /// Which series /metrics shows: one per queue (labels `queue`, and `logical_queue` on a

@@ -39,7 +39,7 @@ def start(args, **kw):
     return proc
 
 
-def wait(what, check, timeout=15.0):
+def wait(what, check, timeout=60.0):
     deadline = time.time() + timeout
     last = None
     while time.time() < deadline:
