@@ -1,10 +1,12 @@
 //! `delayq work`: a reliable worker that hands each value to a command.
 //!
 //! - `command.rs`: running the command for one value (stdin, environment, process group,
-//!   `--timeout`); `paused.rs`: telling when a queue it serves is paused.
+//!   `--timeout`); `paused.rs`: telling when a queue it serves is paused; `watchdog.rs`: the
+//!   process that ends the commands' groups should the worker die.
 
 mod command;
 mod paused;
+mod watchdog;
 
 use super::Ctx;
 use crate::cli::WorkArgs;
