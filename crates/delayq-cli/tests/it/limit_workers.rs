@@ -483,7 +483,10 @@ async fn a_killed_workers_commands_die_with_it_and_the_cap_holds() {
     let records = Records::new(dir.path());
     // Before the kill a command's grandchild would run 1000 s; after it, 0.3 s.
     let killed = dir.path().join("killed");
-    let hold = format!("$([ -e {} ] && echo 0.3 || echo 1000) & wait", killed.display());
+    let hold = format!(
+        "$([ -e {} ] && echo 0.3 || echo 1000) & wait",
+        killed.display()
+    );
     let command = records.command(&hold);
     let flags = ["--concurrency", "4", "--visibility", "3s"];
     let mut victim = Fleet::start(&redis.url(), queue.name(), 1, &flags, &command);
@@ -499,24 +502,28 @@ async fn a_killed_workers_commands_die_with_it_and_the_cap_holds() {
     });
     let groups: Vec<u32> = held.iter().map(|r| r.pid).collect();
     let _cleanup = KillGroups(groups.clone());
-    wait_until("each group's shell and sleep running", PATIENCE, || {
-        match running_in_groups(&groups) {
+    wait_until(
+        "each group's shell and sleep running",
+        PATIENCE,
+        || match running_in_groups(&groups) {
             running if running.len() >= 4 => Ok(()),
             running => Err(format!("{running:?}")),
-        }
-    });
+        },
+    );
     let _survivor = Fleet::start(&redis.url(), queue.name(), 1, &flags, &command);
 
     std::fs::write(&killed, "").unwrap();
     signal("-KILL", victim_pid);
     victim.0[0].wait().unwrap();
     let killed_us = now_us();
-    wait_until("the killed worker's commands to be gone", PATIENCE, || {
-        match running_in_groups(&groups) {
+    wait_until(
+        "the killed worker's commands to be gone",
+        PATIENCE,
+        || match running_in_groups(&groups) {
             left if left.is_empty() => Ok(()),
             left => Err(format!("still running: {left:?}")),
-        }
-    });
+        },
+    );
     let gone_us = now_us();
     eprintln!(
         "the killed worker's command groups were gone {} ms after the kill",

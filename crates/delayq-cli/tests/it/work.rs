@@ -361,8 +361,7 @@ async fn the_cli_worker_hands_every_value_on_stdin() {
     // last value unacknowledged, back after its 30 s visibility (seen on CI as "2 taken, 2
     // acked" below). Every value settled first, then a graceful stop.
     let deadline = Instant::now() + PATIENCE;
-    while queue.reliable_stats().await.unwrap().in_flight > 0 || queue.size().await.unwrap() > 0
-    {
+    while queue.reliable_stats().await.unwrap().in_flight > 0 || queue.size().await.unwrap() > 0 {
         assert!(Instant::now() < deadline, "not settled: {}", worker.log());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

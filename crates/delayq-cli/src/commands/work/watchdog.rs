@@ -109,14 +109,8 @@ fn send(fd: i32, op: u8, id: i32) -> bool {
     let message: [u8; MESSAGE_LEN] = [op, id[0], id[1], id[2], id[3]];
     loop {
         // SAFETY: the buffer is ours and MESSAGE_LEN bytes long.
-        let sent = unsafe {
-            libc::send(
-                fd,
-                message.as_ptr().cast(),
-                MESSAGE_LEN,
-                libc::MSG_NOSIGNAL,
-            )
-        };
+        let sent =
+            unsafe { libc::send(fd, message.as_ptr().cast(), MESSAGE_LEN, libc::MSG_NOSIGNAL) };
         if sent == MESSAGE_LEN as isize {
             return true;
         }
