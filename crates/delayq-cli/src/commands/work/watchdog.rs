@@ -21,6 +21,10 @@
 //! before the fork. It leaves the worker's process group, so that a terminal's Ctrl-C or a
 //! `kill` of the worker's group does not take it first, ignores SIGINT, SIGTERM and SIGHUP, and
 //! closes every file the worker had open (Redis connections, the log) but its socket.
+//!
+//! A group is forgotten once its leader is reaped; should the worker die in the instant between
+//! the two, the watchdog signals a group that is over (its id is free again only once its last
+//! process is gone, so reuse within that instant is the only risk left).
 
 /// One message: `+` or `-`, then the group's id (little-endian).
 const MESSAGE_LEN: usize = 5;
@@ -54,6 +58,10 @@ impl Watchdog {
                 ),
             }
         }
+        #[cfg(not(target_os = "linux"))]
+        tracing::warn!(
+            "no commands' watchdog on this system: a killed worker's commands will outlive it"
+        );
         Watchdog {
             #[cfg(target_os = "linux")]
             socket: None,
