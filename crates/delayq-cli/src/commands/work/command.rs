@@ -69,7 +69,7 @@ impl CommandRunner {
     /// Runs the command for one value: exit 0 acknowledges it. Past `--timeout`, or when the
     /// job is abandoned, the command's group is ended and the handler fails once it is gone.
     pub(crate) async fn run(&self, job: Job<String>) -> anyhow::Result<()> {
-        let mut child = self.command(&job).spawn()?;
+        let mut child = self.watchdog.spawn(&mut self.command(&job))?;
         let group = Group::lead_by(&child, &self.ends, &self.watchdog);
         let input = self
             .codecs

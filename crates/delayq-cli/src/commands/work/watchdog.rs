@@ -8,7 +8,10 @@
 //! send, and end-of-file once every copy of the worker's end is closed, which the kernel does
 //! when the worker dies). A command registers its own group from its child process before it
 //! runs anything (`pre_exec`, between fork and exec), so that no command can start a process the
-//! watchdog does not know the group of; the worker forgets a group once it is over. When the
+//! watchdog does not know the group of; the worker forgets a group once it is over. A spawn that
+//! fails after its child registered (an exec refused) leaves no pid to forget by: so the worker
+//! spawns one command at a time and then says whether that spawn went (`=`) or not (`x`: the
+//! watchdog drops the group registered last). When the
 //! socket reaches end-of-file, the watchdog sends SIGKILL to every group it still knows, and
 //! exits.
 //!
@@ -26,7 +29,8 @@
 //! the two, the watchdog signals a group that is over (its id is free again only once its last
 //! process is gone, so reuse within that instant is the only risk left).
 
-/// One message: `+` or `-`, then the group's id (little-endian).
+/// One message: `+` (registered by the command's child), `=` (its spawn went), `x` (its spawn
+/// failed), `-` (forgotten), then the group's id (little-endian; 0 for `x`).
 const MESSAGE_LEN: usize = 5;
 
 /// The worker's end of the socket to its watchdog, or nothing where there is none.
@@ -36,6 +40,9 @@ pub(crate) struct Watchdog {
     socket: Option<std::os::fd::OwnedFd>,
     /// Set once a message could not be sent (the watchdog is gone), so that it is said once.
     lost: std::sync::atomic::AtomicBool,
+    /// Held while one command is spawned and its outcome told, so that a failed spawn's
+    /// registration is the last one the watchdog got.
+    spawning: std::sync::Mutex<()>,
 }
 
 impl Watchdog {
@@ -49,6 +56,7 @@ impl Watchdog {
                     return Watchdog {
                         socket: Some(socket),
                         lost: false.into(),
+                        spawning: Default::default(),
                     }
                 }
                 Err(err) => tracing::warn!(
@@ -66,7 +74,39 @@ impl Watchdog {
             #[cfg(target_os = "linux")]
             socket: None,
             lost: false.into(),
+            spawning: Default::default(),
         }
+    }
+
+    /// Spawns `command` (whose `pre_exec` registers its group), then tells the watchdog whether
+    /// the spawn went, one spawn at a time.
+    pub(crate) fn spawn(
+        &self,
+        command: &mut tokio::process::Command,
+    ) -> std::io::Result<tokio::process::Child> {
+        let Some(fd) = self.descriptor() else {
+            return command.spawn();
+        };
+        let _one_at_a_time = self
+            .spawning
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let spawned = command.spawn();
+        let told = match &spawned {
+            Ok(child) => send(
+                fd,
+                b'=',
+                child
+                    .id()
+                    .and_then(|id| i32::try_from(id).ok())
+                    .unwrap_or(0),
+            ),
+            Err(_) => send(fd, b'x', 0),
+        };
+        if !told {
+            self.say_lost();
+        }
+        spawned
     }
 
     /// The socket's descriptor, for a command's `pre_exec` to register its group with
@@ -85,7 +125,14 @@ impl Watchdog {
     /// watchdog no longer ends it.
     pub(crate) fn forget(&self, id: i32) {
         let Some(fd) = self.descriptor() else { return };
-        if !send(fd, b'-', id) && !self.lost.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        if !send(fd, b'-', id) {
+            self.say_lost();
+        }
+    }
+
+    /// Says once that the watchdog is gone.
+    fn say_lost(&self) {
+        if !self.lost.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tracing::warn!(
                 error = %std::io::Error::last_os_error(),
                 "the commands' watchdog is gone: a killed worker's commands will outlive it"
@@ -214,6 +261,8 @@ mod linux {
                 }
             }
             let mut message = [0u8; MESSAGE_LEN];
+            // The group registered last, until the worker says how its spawn went.
+            let mut unconfirmed = 0;
             loop {
                 let got = libc::recv(3, message.as_mut_ptr().cast(), MESSAGE_LEN, 0);
                 if got < 0 && *libc::__errno_location() == libc::EINTR {
@@ -223,8 +272,7 @@ mod linux {
                     // End-of-file: the worker is gone (or a message it cannot have sent).
                     break;
                 }
-                let id = i32::from_le_bytes([message[1], message[2], message[3], message[4]]);
-                mark(groups, id, message[0] == b'+');
+                take_in(groups, &mut unconfirmed, &message);
             }
             for (byte_index, byte) in groups.iter().enumerate() {
                 for bit in 0..8 {
@@ -235,6 +283,24 @@ mod linux {
                 }
             }
             libc::_exit(0)
+        }
+    }
+
+    /// Takes in one message: the groups to end, and the one registered last until its spawn is
+    /// told.
+    fn take_in(groups: &mut [u8], unconfirmed: &mut i32, message: &[u8; MESSAGE_LEN]) {
+        let id = i32::from_le_bytes([message[1], message[2], message[3], message[4]]);
+        match message[0] {
+            b'+' => {
+                mark(groups, id, true);
+                *unconfirmed = id;
+            }
+            b'=' => *unconfirmed = 0,
+            b'x' => {
+                mark(groups, *unconfirmed, false);
+                *unconfirmed = 0;
+            }
+            _ => mark(groups, id, false),
         }
     }
 
@@ -265,6 +331,24 @@ mod linux {
             super::mark(&mut groups, -5, true);
             super::mark(&mut groups, 1000, true);
             assert_eq!(groups, [0, 0b10, 0, 0]);
+        }
+
+        #[test]
+        fn a_failed_spawn_drops_the_group_registered_last() {
+            let message = |op: u8, id: i32| {
+                let b = id.to_le_bytes();
+                [op, b[0], b[1], b[2], b[3]]
+            };
+            let (mut groups, mut unconfirmed) = (vec![0u8; 4], 0);
+            for m in [message(b'+', 9), message(b'=', 9), message(b'+', 17)] {
+                super::take_in(&mut groups, &mut unconfirmed, &m);
+            }
+            assert_eq!(groups, [0, 0b10, 0b10, 0]);
+            super::take_in(&mut groups, &mut unconfirmed, &message(b'x', 0));
+            assert_eq!(groups, [0, 0b10, 0, 0], "17's exec failed: nothing to end");
+            super::take_in(&mut groups, &mut unconfirmed, &message(b'x', 0));
+            super::take_in(&mut groups, &mut unconfirmed, &message(b'-', 9));
+            assert_eq!(groups, [0; 4]);
         }
     }
 }
