@@ -350,6 +350,10 @@ pub(crate) struct TransferArgs {
     /// faster.
     #[arg(long, env = "DELAYQ_MAX_BATCH", value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub(crate) max_batch: u32,
+    /// At shutdown: how long to wait for Redis while the schedulers stop (each transfer is one
+    /// script: it happened or it did not). A second SIGINT or SIGTERM ends the wait at once.
+    #[arg(long, env = "DELAYQ_SHUTDOWN_TIMEOUT", value_parser = parse_duration, default_value = "10s")]
+    pub(crate) shutdown_timeout: Duration,
     #[command(flatten)]
     pub(crate) firing: crate::schedule_args::FiringArgs,
     /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464; a

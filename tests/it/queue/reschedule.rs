@@ -1,6 +1,6 @@
 //! reschedule and offer_unique on a real redis-server, including a race with the scheduler.
 
-use crate::common::{unique_name, TestRedis};
+use crate::common::{unique_name, TestRedis, PATIENCE};
 use bytes::Bytes;
 use delayq::codec::StringCodec;
 use delayq::time::now_ms;
@@ -190,7 +190,16 @@ async fn reschedule_racing_the_scheduler_loses_and_duplicates_nothing() {
             .unwrap();
         answers.insert(value.clone(), won);
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Until the scheduler has moved every entry that is due (a fixed pause was a guess at how
+    // long that takes on a loaded machine).
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while due_times(&queue).await.values().any(|&due| due <= now_ms()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "due entries never moved"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let ready: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
     let pending = due_times(&queue).await;
     let mut on_target: HashMap<&str, usize> = HashMap::new();

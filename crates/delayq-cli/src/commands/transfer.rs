@@ -4,6 +4,7 @@ use super::Ctx;
 use crate::cli::TransferArgs;
 use anyhow::Context;
 use delayq::{Discovery, GroupConfig, SchedulerGroup, TransferConfig};
+use std::time::Duration;
 
 impl TransferArgs {
     /// The transfer settings these options ask for.
@@ -63,14 +64,18 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
         None => None,
     };
     wait_for_stop_signal().await?;
-    if let Some(server) = server {
-        server.shutdown().await;
-    }
     // Every queue of the run, those discovery dropped meanwhile (emptied, deleted) included.
     let now = group.names().len();
     let per_queue = group.totals();
     let total = group.stats();
-    group.shutdown().await;
+    stop_within(args.shutdown_timeout, async {
+        if let Some(server) = server {
+            server.shutdown().await;
+        }
+        group.shutdown().await;
+        Ok(())
+    })
+    .await?;
     if per_queue.len() <= 20 {
         for (name, stats) in &per_queue {
             crate::logging::status!(
@@ -152,22 +157,86 @@ async fn transfer_once(
     Ok(())
 }
 
-/// Waits for SIGINT (Ctrl-C) or SIGTERM.
-pub(crate) async fn wait_for_stop_signal() -> anyhow::Result<()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-        tokio::select! {
-            result = tokio::signal::ctrl_c() => result.context("cannot listen for SIGINT")?,
-            _ = term.recv() => {}
+/// Awaits `stopping` (transfer schedulers stopping: their last calls need Redis) for at most
+/// `timeout`, or until another SIGINT or SIGTERM; says what it waits for when that lasts.
+/// Nothing is lost by not waiting: each transfer is one script, done or not.
+pub(crate) async fn stop_within(
+    timeout: Duration,
+    stopping: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    // Listening from the start: a signal sent meanwhile is not missed.
+    let mut signals = StopSignals::listen()?;
+    tokio::pin!(stopping);
+    // Stopping takes a round trip or two; say what it waits for only when it lasts.
+    if let Ok(stopped) = tokio::time::timeout(Duration::from_millis(100), &mut stopping).await {
+        return stopped;
+    }
+    tracing::info!(
+        up_to_s = timeout.as_secs_f64(),
+        "waiting for Redis while the transfer schedulers stop (a second Ctrl-C or SIGTERM \
+         ends the wait)"
+    );
+    tokio::select! {
+        stopped = tokio::time::timeout(timeout, &mut stopping) => match stopped {
+            Ok(stopped) => stopped,
+            Err(_) => {
+                tracing::warn!(
+                    up_to_s = timeout.as_secs_f64(),
+                    "Redis did not answer while the transfer schedulers stopped; exiting \
+                     without them"
+                );
+                Ok(())
+            }
+        },
+        () = signals.recv() => {
+            tracing::warn!(
+                "a second stop signal: exiting without waiting for the transfer schedulers"
+            );
+            Ok(())
         }
     }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c()
-        .await
-        .context("cannot listen for Ctrl-C")?;
+}
+
+/// Waits for SIGINT (Ctrl-C) or SIGTERM.
+pub(crate) async fn wait_for_stop_signal() -> anyhow::Result<()> {
+    StopSignals::listen()?.recv().await;
     Ok(())
+}
+
+/// Listeners for SIGINT and SIGTERM: a signal that comes once they exist is not missed.
+struct StopSignals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn listen() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(StopSignals {
+                interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+                terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(StopSignals {})
+    }
+
+    /// The next SIGINT or SIGTERM.
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+        #[cfg(not(unix))]
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 /// The group's settings: the server check, and how it fires recurring schedules.

@@ -1,10 +1,12 @@
 //! `delayq work`: a reliable worker that hands each value to a command.
 //!
 //! - `command.rs`: running the command for one value (stdin, environment, process group,
-//!   `--timeout`); `paused.rs`: telling when a queue it serves is paused.
+//!   `--timeout`); `paused.rs`: telling when a queue it serves is paused; `watchdog.rs`: the
+//!   process that ends the commands' groups should the worker die.
 
 mod command;
 mod paused;
+mod watchdog;
 
 use super::Ctx;
 use crate::cli::WorkArgs;
@@ -59,14 +61,14 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
 }
 
 /// Stops the listener and the queues' transfer schedulers, waiting for Redis at most
-/// `shutdown_timeout`, and saying so when it lasts.
+/// `shutdown_timeout` (or until another stop signal), and saying so when it lasts.
 async fn stop_schedulers(
     server: Option<crate::serve::Server>,
     queues: Vec<delayq::DelayedQueue<crate::text_codec::TextCodec>>,
     shutdown_timeout: Duration,
 ) -> anyhow::Result<()> {
-    let stopping = async {
-        // The server holds the scheduler group: stop it first, so that destroy stops the group.
+    // The server holds the scheduler group: stop it first, so that destroy stops the group.
+    super::transfer::stop_within(shutdown_timeout, async {
         if let Some(server) = server {
             server.shutdown().await;
         }
@@ -74,26 +76,8 @@ async fn stop_schedulers(
             queue.destroy().await?;
         }
         anyhow::Ok(())
-    };
-    tokio::pin!(stopping);
-    // Stopping takes a round trip or two; say what the worker waits for only when it lasts.
-    if let Ok(stopped) = tokio::time::timeout(Duration::from_millis(100), &mut stopping).await {
-        return stopped;
-    }
-    tracing::info!(
-        up_to_s = shutdown_timeout.as_secs_f64(),
-        "waiting for Redis while the transfer schedulers stop"
-    );
-    match tokio::time::timeout(shutdown_timeout, stopping).await {
-        Ok(stopped) => stopped,
-        Err(_) => {
-            tracing::warn!(
-                up_to_s = shutdown_timeout.as_secs_f64(),
-                "Redis did not answer while the transfer schedulers stopped; exiting without them"
-            );
-            Ok(())
-        }
-    }
+    })
+    .await
 }
 
 /// Runs the worker on `queues` until a stop signal, each value through `runner`.

@@ -35,6 +35,8 @@ fn now_us() -> i64 {
 #[derive(Debug, Clone)]
 struct Run {
     value: String,
+    /// The command's pid: the id of its process group.
+    pid: u32,
     worker: u32,
     start_us: i64,
     end_us: Option<i64>,
@@ -80,6 +82,7 @@ impl Records {
                     };
                     runs.push(Run {
                         value: (*value).to_owned(),
+                        pid: pid.parse().unwrap(),
                         worker: ppid.parse().unwrap(),
                         start_us: time.parse().unwrap(),
                         end_us: None,
@@ -433,3 +436,123 @@ async fn one_keys_burst_does_not_hold_another_key() {
 /// key at a time: the stated bound and slack for a loaded machine. Without per-key limits the
 /// eight commands at once work through the burst first (over 12 s).
 const BURST_BOUND_MS: i64 = 5_000;
+
+/// The process groups `ids`' members still running (zombies do not run).
+fn running_in_groups(ids: &[u32]) -> Vec<String> {
+    let mut running = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // Fields after the name's last `)`: state, parent, group.
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_ascii_whitespace().take(3).collect();
+        if let [state, _, group] = fields.as_slice() {
+            if *state != "Z" && group.parse().is_ok_and(|g: u32| ids.contains(&g)) {
+                running.push(format!("{head}) {state} in group {group}"));
+            }
+        }
+    }
+    running
+}
+
+/// SIGKILL to process groups when dropped, so that a failing test leaves none behind.
+struct KillGroups(Vec<u32>);
+
+impl Drop for KillGroups {
+    fn drop(&mut self) {
+        for id in &self.0 {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{id}")])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// `kill -9` of a worker alone, while it runs two commands under a cap of 2, each waiting for a
+/// grandchild in its group (`sleep 1000 & wait`): every process of those groups is gone soon
+/// after, and once the killed worker's slots and values come back (one lease, --visibility),
+/// the other worker's commands never make more than 2 at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_workers_commands_die_with_it_and_the_cap_holds() {
+    let redis = TestRedis::start();
+    let limits = Limits::default().with_concurrency(2);
+    let queue = queue_with(&redis, "orphans", &limits).await;
+    let dir = tempfile::tempdir().unwrap();
+    let records = Records::new(dir.path());
+    // Before the kill a command's grandchild would run 1000 s; after it, 0.3 s.
+    let killed = dir.path().join("killed");
+    let hold = format!(
+        "$([ -e {} ] && echo 0.3 || echo 1000) & wait",
+        killed.display()
+    );
+    let command = records.command(&hold);
+    let flags = ["--concurrency", "4", "--visibility", "3s"];
+    let mut victim = Fleet::start(&redis.url(), queue.name(), 1, &flags, &command);
+    let victim_pid = victim.0[0].id();
+    let values = 6;
+    offer_now(&queue, (0..values).map(|i| format!("o{i}"))).await;
+    let held = wait_until("the first worker running 2 commands", PATIENCE, || {
+        let runs = records.runs();
+        match runs.len() {
+            2 => Ok(runs),
+            n => Err(format!("{n} runs")),
+        }
+    });
+    let groups: Vec<u32> = held.iter().map(|r| r.pid).collect();
+    let _cleanup = KillGroups(groups.clone());
+    wait_until(
+        "each group's shell and sleep running",
+        PATIENCE,
+        || match running_in_groups(&groups) {
+            running if running.len() >= 4 => Ok(()),
+            running => Err(format!("{running:?}")),
+        },
+    );
+    let _survivor = Fleet::start(&redis.url(), queue.name(), 1, &flags, &command);
+
+    std::fs::write(&killed, "").unwrap();
+    signal("-KILL", victim_pid);
+    victim.0[0].wait().unwrap();
+    let killed_us = now_us();
+    wait_until(
+        "the killed worker's commands to be gone",
+        PATIENCE,
+        || match running_in_groups(&groups) {
+            left if left.is_empty() => Ok(()),
+            left => Err(format!("still running: {left:?}")),
+        },
+    );
+    let gone_us = now_us();
+    eprintln!(
+        "the killed worker's command groups were gone {} ms after the kill",
+        (gone_us - killed_us) / 1000
+    );
+
+    let runs = wait_until("every value handled by the other worker", PATIENCE, || {
+        let runs = records.runs();
+        let done: std::collections::HashSet<&str> = runs
+            .iter()
+            .filter(|r| r.worker != victim_pid && r.end_us.is_some())
+            .map(|r| r.value.as_str())
+            .collect();
+        match done.len() == values {
+            true => Ok(runs),
+            false => Err(format!("{} of {values} handled", done.len())),
+        }
+    });
+    // The killed worker's commands ran until they were seen gone.
+    let runs: Vec<Run> = runs
+        .into_iter()
+        .map(|mut run| {
+            if run.worker == victim_pid {
+                run.end_us = run.end_us.or(Some(gone_us));
+            }
+            run
+        })
+        .collect();
+    let all: Vec<&Run> = runs.iter().collect();
+    let (most, at) = most_at_once(&all, gone_us);
+    assert!(most <= 2, "{most} commands at once at {at} µs: {runs:?}");
+}

@@ -37,6 +37,7 @@ mod queues;
 mod schedule;
 mod shard_count;
 mod take_handoff;
+mod transfer_stop;
 mod work;
 mod work_lifecycle;
 mod worker_kill;

@@ -150,11 +150,17 @@ async fn cli_commands_end_to_end() {
 
     let stats: serde_json::Value =
         serde_json::from_str(&stdout(&run(&url, &["stats", q, "--json"]))).unwrap();
+    let stats_done_ms = delayq::time::now_ms();
     assert_eq!(stats["queue"], q);
     assert_eq!(stats["pending"], 2);
     assert_eq!(stats["ready"], 0);
-    assert!(stats["next_due_ms"].as_i64().is_some());
-    assert_eq!(stats["overdue_ms"], 0);
+    let next_due_ms = stats["next_due_ms"].as_i64().unwrap();
+    // Overdue only once "soon" is due (on a loaded machine it may be by the time stats runs).
+    let overdue_ms = stats["overdue_ms"].as_i64().unwrap();
+    assert!(
+        overdue_ms == 0 || (overdue_ms > 0 && stats_done_ms >= next_due_ms),
+        "{stats}"
+    );
 
     assert_eq!(stdout(&run(&url, &["remove", q, "later"])), "true");
     assert_eq!(stdout(&run(&url, &["remove", q, "later"])), "false");
@@ -164,7 +170,8 @@ async fn cli_commands_end_to_end() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let took = run(&url, &["take", q, "--timeout", "3s"]);
+    // As soon as the transfer moved it; the timeout only bounds a failure.
+    let took = run(&url, &["take", q, "--timeout", "60s"]);
     assert_eq!(stdout(&took), "soon");
     assert!(stop(transfer).status.success());
 

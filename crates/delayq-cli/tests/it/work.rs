@@ -294,7 +294,8 @@ async fn the_cli_works_on_several_queues() {
 }
 
 /// The value comes on the command's stdin byte for byte, also past what an environment variable
-/// holds and with a NUL byte (then without DELAYQ_VALUE); a command that reads no stdin acks.
+/// holds and with a NUL byte (then without DELAYQ_VALUE); a command that reads no stdin acks,
+/// at once, even while a process it left holds the pipe open unread.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_worker_hands_every_value_on_stdin() {
     let redis = TestRedis::start();
@@ -308,13 +309,14 @@ async fn the_cli_worker_hands_every_value_on_stdin() {
     let values = [big, "nul\0byte".to_owned(), "small".to_owned()];
     let got = redis.dir().join("stdin");
     std::fs::create_dir(&got).unwrap();
-    // Each value's stdin into a file, and beside it whether DELAYQ_VALUE came too.
+    // Each value's stdin into a file, and beside it whether DELAYQ_VALUE came too; then the
+    // command lingers a little, so that its files are there before it is acknowledged.
     let script = format!(
         "f=$(mktemp {}/vXXXXXX); cat > \"$f\"; \
-         echo \"${{DELAYQ_VALUE_ON_STDIN_ONLY:-0}} ${{DELAYQ_VALUE-unset}}\" > \"$f.env\"",
+         echo \"${{DELAYQ_VALUE_ON_STDIN_ONLY:-0}} ${{DELAYQ_VALUE-unset}}\" > \"$f.env\"; sleep 0.3",
         got.display()
     );
-    let worker = Worker::start(
+    let mut worker = Worker::start(
         &redis.url(),
         redis.dir(),
         &[queue.name(), "--", "sh", "-c", &script],
@@ -355,16 +357,38 @@ async fn the_cli_worker_hands_every_value_on_stdin() {
         "the values on stdin differ: {}",
         worker.log()
     );
-    drop(worker);
+    // The files are written before the command exits: stopping the worker now could leave the
+    // last value unacknowledged, back after its 30 s visibility (seen on CI as "2 taken, 2
+    // acked" below). Every value settled first, then a graceful stop.
+    let deadline = Instant::now() + PATIENCE;
+    while queue.reliable_stats().await.unwrap().in_flight > 0 || queue.size().await.unwrap() > 0 {
+        assert!(Instant::now() < deadline, "not settled: {}", worker.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    worker.signal("-TERM");
+    assert!(worker.wait_exit().success());
+    assert!(
+        worker.log().contains("3 taken, 3 acked"),
+        "{}",
+        worker.log()
+    );
 
-    // A command that reads nothing of a 1 MiB stdin acks all the same.
+    // A command that reads nothing of a 1 MiB stdin acks all the same, and at once although
+    // the process it leaves behind holds the pipe open without reading (the worker's write of
+    // the value is not waited for).
     let ran = redis.dir().join("ran");
-    let script = format!("touch {}", ran.display());
+    let holder = redis.dir().join("holder");
+    let script = format!(
+        "sleep 600 <&0 >/dev/null 2>&1 & echo $! > {}; touch {}",
+        holder.display(),
+        ran.display()
+    );
     let mut worker = Worker::start(
         &redis.url(),
         redis.dir(),
         &[queue.name(), "--", "sh", "-c", &script],
     );
+    let _holder = KillOnDrop(holder.clone());
     queue.offer(&values[0], Duration::ZERO).await.unwrap();
     let deadline = Instant::now() + PATIENCE;
     // In flight from before the command ran until it is settled.
@@ -372,6 +396,11 @@ async fn the_cli_worker_hands_every_value_on_stdin() {
         assert!(Instant::now() < deadline, "not settled: {}", worker.log());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let ran_at = std::fs::metadata(&ran).unwrap().modified().unwrap();
+    eprintln!(
+        "settled {} ms after the command ran",
+        ran_at.elapsed().unwrap_or_default().as_millis()
+    );
     worker.signal("-TERM");
     assert!(worker.wait_exit().success());
     assert!(
@@ -379,6 +408,17 @@ async fn the_cli_worker_hands_every_value_on_stdin() {
         "{}",
         worker.log()
     );
+}
+
+/// Kills the process whose pid is in a file, when dropped.
+struct KillOnDrop(std::path::PathBuf);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(&self.0) {
+            let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+        }
+    }
 }
 
 /// `work` says once when a queue it serves is paused, and once when it is resumed.

@@ -3,10 +3,13 @@
 //! group ended (SIGTERM, then SIGKILL) when it runs out of time or its job is abandoned. The
 //! handler returns only once no process of the group is left, so that the value is given back
 //! (or retried) only then: another worker never runs it while this one's command still does.
+//! Should the worker itself die, its [`Watchdog`] ends the groups of the commands it ran.
 
+use super::watchdog::{self, Watchdog};
 use crate::codec_choice::Codecs;
 use delayq::Job;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
@@ -39,6 +42,8 @@ pub(crate) struct CommandRunner {
     codecs: Codecs,
     /// Ends the process groups of commands whose jobs were abandoned.
     ends: TaskTracker,
+    /// Ends the process groups of running commands should the worker die.
+    watchdog: Arc<Watchdog>,
 }
 
 impl CommandRunner {
@@ -57,14 +62,15 @@ impl CommandRunner {
             timeout,
             codecs,
             ends: TaskTracker::new(),
+            watchdog: Arc::new(Watchdog::start()),
         })
     }
 
     /// Runs the command for one value: exit 0 acknowledges it. Past `--timeout`, or when the
     /// job is abandoned, the command's group is ended and the handler fails once it is gone.
     pub(crate) async fn run(&self, job: Job<String>) -> anyhow::Result<()> {
-        let mut child = self.command(&job).spawn()?;
-        let group = Group::lead_by(&child, &self.ends);
+        let mut child = self.watchdog.spawn(&mut self.command(&job))?;
+        let group = Group::lead_by(&child, &self.ends, &self.watchdog);
         let input = self
             .codecs
             .of(job.queue())
@@ -128,6 +134,16 @@ impl CommandRunner {
             // reaches only the worker, which lets the command finish within --grace.
             .process_group(0);
         // The grant time of the job's slot and token (the Redis server's clock), to audit a rate.
+        if let Some(fd) = self.watchdog.descriptor() {
+            // SAFETY: the closure runs in the child between fork and exec, and makes two system
+            // calls (getpid, send) on a descriptor the child has until exec; nothing allocates.
+            unsafe {
+                command.pre_exec(move || {
+                    watchdog::register_own_group(fd);
+                    Ok(())
+                });
+            }
+        }
         if let Some(admitted_ms) = job.admitted_ms() {
             command.env("DELAYQ_ADMITTED_MS", admitted_ms.to_string());
         }
@@ -181,21 +197,25 @@ async fn exit_of(
 
 /// The process group of a running command. Dropped while armed (its job abandoned at the end
 /// of the grace period), it ends the group: SIGTERM at once, SIGKILL after [`KILL_AFTER`].
+/// Once the group is over, the watchdog forgets it.
 struct Group<'a> {
     /// The group's id (its leader's pid), while the leader has not been waited for.
     id: Option<i32>,
     ends: &'a TaskTracker,
+    watchdog: &'a Arc<Watchdog>,
 }
 
 impl<'a> Group<'a> {
-    fn lead_by(child: &Child, ends: &'a TaskTracker) -> Self {
+    fn lead_by(child: &Child, ends: &'a TaskTracker, watchdog: &'a Arc<Watchdog>) -> Self {
         let id = child.id().and_then(|pid| i32::try_from(pid).ok());
-        Group { id, ends }
+        Group { id, ends, watchdog }
     }
 
     /// The command exited on its own: what it left running is its business.
     fn disarm(mut self) {
-        self.id = None;
+        if let Some(id) = self.id.take() {
+            self.watchdog.forget(id);
+        }
     }
 
     /// Ends the group now: SIGTERM, and SIGKILL to what is left of it after [`KILL_AFTER`];
@@ -218,6 +238,7 @@ impl<'a> Group<'a> {
                 "processes of the command's group outlived SIGKILL; going on without them"
             );
         }
+        self.watchdog.forget(id);
     }
 }
 
@@ -226,9 +247,14 @@ impl Drop for Group<'_> {
         let Some(id) = self.id.take() else { return };
         signal_group(id, libc::SIGTERM);
         if tokio::runtime::Handle::try_current().is_ok() && !self.ends.is_closed() {
-            self.ends.spawn(kill_if_left(id));
+            let watchdog = self.watchdog.clone();
+            self.ends.spawn(async move {
+                kill_if_left(id).await;
+                watchdog.forget(id);
+            });
         } else {
             signal_group(id, libc::SIGKILL);
+            self.watchdog.forget(id);
         }
     }
 }

@@ -100,7 +100,8 @@ final class Peer implements AutoCloseable {
         String op = command.path("op").asText();
         JsonNode reply;
         try {
-            reply = send(command).get(60, TimeUnit.SECONDS);
+            // Past the longest wait a command may ask for (a take's timeout_ms up to PATIENCE_MS).
+            reply = send(command).get(2 * CompatMatrixTest.PATIENCE_MS, TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             throw new IllegalStateException("peer " + name + " " + op + ": " + e, e);
         }

@@ -84,12 +84,29 @@ final class ValueIndexScenario {
             case "clear" -> dq.clear();
             default -> dq.expire(java.time.Duration.ofMillis(300));
         }
-        long deadline = System.currentTimeMillis() + 60_000;
+        long deadline = System.currentTimeMillis() + CompatMatrixTest.PATIENCE_MS;
         while (x.env.javaA.getKeys().countExists(indexes) > 0) {
             CompatMatrixTest.check(System.currentTimeMillis() < deadline,
-                    "delayq's indexes outlived the queue after Java's " + op + "()");
+                    "delayq's indexes outlived the queue after Java's " + op + "(): " + keysLeft(x, indexes));
             Thread.sleep(50);
         }
+    }
+
+    /**
+     * What is left of the queue, to tell why the indexes stayed: each key's type, size and time
+     * to live (a timeout set or order list back means someone wrote the queue again).
+     */
+    static String keysLeft(Ctx x, String[] indexes) {
+        List<String> keys = new ArrayList<>(List.of(x.timeoutKey(), x.orderKey()));
+        keys.addAll(List.of(indexes));
+        List<String> out = new ArrayList<>();
+        for (String key : keys) {
+            var bucket = x.env.javaA.getKeys();
+            long ttl = bucket.remainTimeToLive(key);
+            String type = String.valueOf(bucket.getType(key));
+            out.add(key + " " + type + " ttl " + ttl);
+        }
+        return String.join(", ", out);
     }
 
     /** Java writers and delayq's operations at the same time, for about two seconds. */
@@ -148,8 +165,22 @@ final class ValueIndexScenario {
         if (!failures.isEmpty()) {
             throw new AssertionError("a Java writer failed: " + failures.get(0), failures.get(0));
         }
-        // What became due is moved by now (delays under a second).
-        Thread.sleep(1500);
+        // Everything offered above is due within a second of the end: wait for that, then until
+        // the schedulers have moved all of it (a fixed pause was too short on a loaded machine,
+        // and an entry moved during the steps below would change the list they compare).
+        long allDue = System.currentTimeMillis() + 1000;
+        long deadline = allDue + CompatMatrixTest.PATIENCE_MS;
+        while (System.currentTimeMillis() < allDue || dueNotMoved(x) > 0) {
+            CompatMatrixTest.check(System.currentTimeMillis() < deadline,
+                    dueNotMoved(x) + " due entries still not moved");
+            Thread.sleep(50);
+        }
+    }
+
+    /** How many entries of the timeout set are due now, and so still to be moved. */
+    static int dueNotMoved(Ctx x) {
+        return x.env.javaA.getScoredSortedSet(x.timeoutKey(), ByteArrayCodec.INSTANCE)
+                .valueRange(Double.NEGATIVE_INFINITY, true, System.currentTimeMillis(), true).size();
     }
 
     static void javaChange(Ctx x, RDelayedQueue<Object> dqA, RDelayedQueue<Object> dqB, Random rnd) {
