@@ -143,10 +143,11 @@ impl QueueKeys {
     /// assert_eq!(QueueKeys::new("{orders}").alias(), Some("orders"));
     /// assert_eq!(QueueKeys::new("orders").alias(), None);
     /// assert_eq!(QueueKeys::new("{orders}:eu").alias(), None);
+    /// assert_eq!(QueueKeys::new("{a}b}").alias(), Some("a}b"));
     /// ```
     pub fn alias(&self) -> Option<&str> {
         let inner = self.target.strip_prefix('{')?.strip_suffix('}')?;
-        (!inner.is_empty() && !inner.contains(['{', '}'])).then_some(inner)
+        (!inner.is_empty() && !inner.contains('{')).then_some(inner)
     }
 
     /// The destination list consumers take from (`NAME`).
