@@ -110,6 +110,7 @@ impl Confirmer {
 
     /// Refuses, before anything is written, a durability this server cannot give.
     pub(crate) fn check(&self, durability: Durability) -> Result<()> {
+        durability.check_timeout()?;
         match &self.no_waitaof {
             Some(why) if durability.uses_aof() => Err(Error::InvalidConfig(format!(
                 "waiting for the append-only file needs WAITAOF (Redis 7.2 or later, Valkey), \

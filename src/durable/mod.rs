@@ -57,6 +57,11 @@ impl Durability {
     /// How long a durable write waits for its confirmations unless told otherwise.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
 
+    /// The longest [`timeout`](Self::timeout) a write takes: a wait blocks the queue's durable
+    /// connection (every durable write of the queue behind it) for as long, so a longer one is
+    /// refused before anything is written.
+    pub const MAX_TIMEOUT: Duration = Duration::from_secs(3_600);
+
     /// No waiting: a write is done when the master has it (plain offers).
     pub const fn none() -> Durability {
         Durability {
@@ -125,6 +130,21 @@ impl Durability {
     pub fn wait_timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms())
     }
+
+    /// Refuses a timeout over [`MAX_TIMEOUT`](Self::MAX_TIMEOUT).
+    pub(crate) fn check_timeout(&self) -> crate::Result<()> {
+        match self.timeout {
+            Some(timeout) if timeout > Self::MAX_TIMEOUT => {
+                Err(crate::Error::InvalidConfig(format!(
+                    "a durable write's wait timeout of {timeout:?} is over the most, {:?}: the \
+                     wait would hold the queue's durable connection that long; nothing was \
+                     written",
+                    Self::MAX_TIMEOUT
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -139,5 +159,16 @@ mod tests {
         assert_eq!(d.timeout(Duration::from_micros(1500)).timeout_ms(), 2);
         assert!(Durability::replicas(0).is_none());
         assert!(!Durability::replicas(0).local_aof().is_none());
+    }
+
+    #[test]
+    fn timeouts_over_an_hour_are_refused() {
+        let d = Durability::replicas(1);
+        assert!(d.check_timeout().is_ok());
+        assert!(d.timeout(Durability::MAX_TIMEOUT).check_timeout().is_ok());
+        let long = d.timeout(Durability::MAX_TIMEOUT + Duration::from_millis(1));
+        assert!(long.check_timeout().is_err());
+        let forever = d.timeout(Duration::from_secs(1000 * 365 * 86_400));
+        assert!(forever.check_timeout().is_err());
     }
 }

@@ -13,13 +13,26 @@ pub(crate) struct DurabilityArgs {
     /// failover.
     #[arg(long, value_name = "N")]
     pub(crate) wait_replicas: Option<u32>,
-    /// How long a write waits for --wait-replicas / --wait-aof.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1s")]
+    /// How long a write waits for --wait-replicas / --wait-aof (at most 1h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_wait_timeout, default_value = "1s")]
     pub(crate) wait_timeout: Duration,
     /// Also wait until the master fsynced the write to its append-only file (WAITAOF: Redis
     /// 7.2+ or Valkey, with appendonly yes); replicas then count once they fsynced theirs.
     #[arg(long)]
     pub(crate) wait_aof: bool,
+}
+
+/// A wait timeout, at most [`Durability::MAX_TIMEOUT`].
+fn parse_wait_timeout(text: &str) -> Result<Duration, String> {
+    let timeout = parse_duration(text)?;
+    match timeout <= Durability::MAX_TIMEOUT {
+        true => Ok(timeout),
+        false => Err(format!(
+            "{text} is over the most a write may wait, {}: a wait holds the queue's durable \
+             connection that long",
+            humantime::format_duration(Durability::MAX_TIMEOUT)
+        )),
+    }
 }
 
 impl DurabilityArgs {

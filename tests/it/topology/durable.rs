@@ -142,12 +142,13 @@ async fn deduplicated_offers_wait_for_the_replica() {
     assert_eq!(first.as_str(), "offered");
     assert_eq!(pending_on(&pair.replica, &queue).await, 1);
     let frozen = pair.freeze();
-    // Dropped: nothing written, nothing to wait for (Valkey answers such a wait at once anyway).
+    // Dropped, yet waited for like any durable offer: a kept offer cannot tell an entry confirmed
+    // long ago from one whose offer was told it was not (see the next test).
     let kept = hasty
         .offer_dedup("again", Duration::from_secs(60), &dedup)
         .await
-        .unwrap();
-    assert_eq!(kept.as_str(), "kept");
+        .unwrap_err();
+    assert!(matches!(kept, Error::NotConfirmed { .. }), "{kept:?}");
     let other = Dedup::throttle("order-8", Duration::from_secs(60));
     let err = hasty
         .offer_dedup("second", Duration::from_secs(60), &other)
@@ -156,6 +157,47 @@ async fn deduplicated_offers_wait_for_the_replica() {
     assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
     assert_eq!(pending_on(&pair.master, &queue).await, 2);
     drop(frozen);
+}
+
+/// A throttled retry after "not confirmed" (the remedy docs/durability.md gives for it) is not
+/// reported confirmed while nothing confirmed the entry, even from another process's connection;
+/// once the replica has it, the retry is answered `kept`, and the replica holds the entry.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kept_retry_after_not_confirmed_is_confirmed_truly() {
+    let pair = Pair::start(&[]);
+    let first = queue_on(&pair.master, "durable-kept").await;
+    let name = first.name().to_owned();
+    // The retry comes from another client: its own durable connection, which wrote nothing.
+    let client = crate::common::queue::connect(&pair.master.url()).await;
+    let retry = crate::common::queue::manual_queue(&client, &name).await;
+    let hasty = Durability::replicas(1).timeout(Duration::from_millis(300));
+    let dedup = Dedup::throttle("order-9", Duration::from_secs(600));
+    let frozen = pair.freeze();
+    let err = first
+        .with_durability(hasty)
+        .offer_dedup("v", Duration::from_secs(600), &dedup)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
+    for queue in [&first, &retry] {
+        let again = queue
+            .with_durability(hasty)
+            .offer_dedup("v", Duration::from_secs(600), &dedup)
+            .await;
+        assert!(
+            matches!(again, Err(Error::NotConfirmed { .. })),
+            "a retry while the replica acknowledges nothing: {again:?}"
+        );
+    }
+    assert_eq!(pending_on(&pair.master, &first).await, 1);
+    drop(frozen);
+    let kept = retry
+        .with_durability(Durability::replicas(1).timeout(PATIENCE))
+        .offer_dedup("v", Duration::from_secs(600), &dedup)
+        .await
+        .unwrap();
+    assert_eq!(kept.as_str(), "kept");
+    assert_eq!(pending_on(&pair.replica, &first).await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
