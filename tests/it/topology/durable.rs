@@ -367,6 +367,57 @@ async fn dead_letters_of_a_durable_queue_wait_for_the_replica() {
     drop(frozen);
 }
 
+/// A dead letter whose first send ran on a connection that then dropped (its reply lost) is
+/// sent again on the durable connection, which finds the delivery settled: that resend must
+/// not be confirmed by a `WAIT` covering nothing of the first send. Here the first send is a
+/// raw call of `dead.lua` on another connection while the replica acknowledges nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resent_dead_letter_is_not_confirmed_before_the_replica_has_it() {
+    let pair = Pair::start(&[]);
+    let queue = queue_on(&pair.master, "durable-dead-resend").await;
+    let hasty = queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(300)));
+    let master = crate::common::queue::connect(&pair.master.url()).await;
+    let _: u64 = master.rpush(queue.name(), "v").await.unwrap();
+    let consumer = hasty.reliable_consumer().await.unwrap();
+    let delivery = consumer.take().await.unwrap();
+    // The durable connection's last write confirmed: the replica acknowledged all of it.
+    queue
+        .with_durability(Durability::replicas(1).timeout(PATIENCE))
+        .offer("before", Duration::from_secs(3_600))
+        .await
+        .unwrap();
+    let frozen = pair.freeze();
+    // The first send: it ran, and its reply never came back.
+    let keys = queue.keys().clone();
+    let source = delayq::__internal::script_source("dead.lua").unwrap();
+    let script_keys = delayq::__internal::script_keys("dead.lua", &keys, &[]).unwrap();
+    let args: Vec<fred::types::Value> = vec![
+        delayq::time::now_ms().into(),
+        "0".into(),
+        delivery.id().into(),
+        fred::types::Value::Bytes(dead_record("").into()),
+        0.into(),
+    ];
+    let ran: Vec<i64> = fred::interfaces::LuaInterface::eval(&master, source, script_keys, args)
+        .await
+        .unwrap();
+    assert_eq!(ran, [1, 0]);
+    // The resend, on the queue's durable connection.
+    let resent = delivery.dead_letter("gave up").await;
+    assert!(
+        matches!(resent, Err(Error::NotConfirmed { .. })),
+        "the replica has nothing yet: {resent:?}"
+    );
+    drop(frozen);
+    // Once thawed, the replica gets it, and a dead letter confirms as before.
+    wait_until("the dead letter on the replica", PATIENCE, || {
+        match pair.replica.cli(&["LLEN", keys.dead()]).as_str() {
+            "1" => Ok(()),
+            other => Err(other.to_owned()),
+        }
+    });
+}
+
 /// The documented ACL user has no `+wait`: a durable write is refused before anything is
 /// written, and with `+wait` added it goes through (docs/durability.md says so).
 #[tokio::test(flavor = "multi_thread")]
