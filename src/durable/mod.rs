@@ -51,6 +51,7 @@ pub struct Durability {
     replicas: u32,
     local_aof: bool,
     timeout: Option<Duration>,
+    every: bool,
 }
 
 impl Durability {
@@ -68,6 +69,7 @@ impl Durability {
             replicas: 0,
             local_aof: false,
             timeout: None,
+            every: false,
         }
     }
 
@@ -78,6 +80,23 @@ impl Durability {
             replicas: n,
             local_aof: false,
             timeout: None,
+            every: false,
+        }
+    }
+
+    /// Wait until every replica the master has had acknowledged the write: the most replicas
+    /// the queue's durable connection has seen connected to its master (`connected_slaves`,
+    /// read before each wait), at least one. A replica that leaves is still waited for, so a
+    /// forced `SENTINEL FAILOVER` loses nothing that was confirmed: the promoted replica stops
+    /// following the old master, which can then confirm nothing more (`docs/durability.md`).
+    /// The price: every write is [`NotConfirmed`](crate::Error::NotConfirmed) while any replica
+    /// once seen is missing; after replicas were removed for good, open the queue again.
+    pub const fn every_replica() -> Durability {
+        Durability {
+            replicas: 0,
+            local_aof: false,
+            timeout: None,
+            every: true,
         }
     }
 
@@ -98,9 +117,15 @@ impl Durability {
         self
     }
 
-    /// Replicas a write waits for.
+    /// Replicas a write waits for (for [`every_replica`](Self::every_replica): 0, as the
+    /// number is found at each wait).
     pub const fn wanted_replicas(&self) -> u32 {
         self.replicas
+    }
+
+    /// Whether a write waits for every replica the master has had.
+    pub const fn waits_for_every_replica(&self) -> bool {
+        self.every
     }
 
     /// Whether a write waits for the master's append-only file.
@@ -115,7 +140,7 @@ impl Durability {
 
     /// Whether writes wait for nothing (plain offers).
     pub const fn is_none(&self) -> bool {
-        self.replicas == 0 && !self.local_aof
+        self.replicas == 0 && !self.local_aof && !self.every
     }
 
     /// The wait's timeout in ms, as `WAIT` takes it (at least 1).

@@ -418,6 +418,53 @@ async fn a_resent_dead_letter_is_not_confirmed_before_the_replica_has_it() {
     });
 }
 
+/// Waiting for every replica: confirmed while both replicas of the master acknowledge, and not
+/// once one of them has left (as a replica promoted by a forced failover leaves the old master),
+/// though the one left acknowledges everything: `WAIT 1` would confirm what the promoted
+/// replica never got.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_replica_keeps_waiting_for_a_replica_that_left() {
+    let pair = Pair::start(&[]);
+    let port = pair.master.port.to_string();
+    let second = TestRedis::start_with(&["--replicaof", "127.0.0.1", port.as_str()]);
+    let connected = |n: &'static str| {
+        let master = &pair.master;
+        move || {
+            let info = master.cli(&["INFO", "replication"]);
+            let online = info.matches("state=online").count().to_string();
+            match info.contains(&format!("connected_slaves:{n}")) && online == n {
+                true => Ok(()),
+                false => Err(info),
+            }
+        }
+    };
+    wait_until("two replicas online", PATIENCE, connected("2"));
+    let queue = queue_on(&pair.master, "durable-every").await;
+    let every = queue.with_durability(Durability::every_replica().timeout(PATIENCE));
+    every.offer("both", Duration::from_secs(60)).await.unwrap();
+    assert_eq!(pending_on(&second, &queue).await, 1);
+    assert_eq!(pending_on(&pair.replica, &queue).await, 1);
+    // One replica leaves; the other still follows and acknowledges.
+    drop(second);
+    wait_until("one replica left", PATIENCE, connected("1"));
+    let hasty =
+        queue.with_durability(Durability::every_replica().timeout(Duration::from_millis(300)));
+    let err = hasty
+        .offer("one", Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    match err {
+        Error::NotConfirmed {
+            wanted_replicas: 2,
+            acked_replicas: 1,
+            ..
+        } => {}
+        other => panic!("expected NotConfirmed, 1 of 2: {other:?}"),
+    }
+    let one = queue.with_durability(Durability::replicas(1).timeout(PATIENCE));
+    one.offer("any", Duration::from_secs(60)).await.unwrap();
+}
+
 /// The documented ACL user has no `+wait`: a durable write is refused before anything is
 /// written, and with `+wait` added it goes through (docs/durability.md says so).
 #[tokio::test(flavor = "multi_thread")]
