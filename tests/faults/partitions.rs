@@ -24,7 +24,7 @@ pub enum Mode {
     Plain,
     /// `WAIT 1`: one of the two replicas.
     Durable,
-    /// `WAIT 2`: every replica of the deployment.
+    /// `Durability::every_replica()`: `WAIT 2` while both replicas were seen.
     EveryReplica,
 }
 
@@ -42,7 +42,7 @@ impl Mode {
         match self {
             Mode::Plain => None,
             Mode::Durable => Some("1"),
-            Mode::EveryReplica => Some("2"),
+            Mode::EveryReplica => Some("all"),
         }
     }
 }
@@ -618,7 +618,7 @@ pub fn part_partitions(
          caught up, the old master demoted as soon as the sentinels name the new one, then \
          unpaused); 3 s of plain load between faults. Plain offers, then durable \
          ones (`Durability::replicas(1)`, 1 s timeout), then ones waiting for every replica \
-         (`Durability::replicas(2)`), each on a fresh deployment.\n"
+         (`Durability::every_replica()`), each on a fresh deployment.\n"
     );
     let mut pass = true;
     for mode in modes() {
