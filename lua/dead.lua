@@ -19,6 +19,13 @@
 -- to keep the limit }.
 local value, reply = delayq_leave_flight(KEYS[2], KEYS[3], KEYS[6], ARGV[3])
 if reply then
+    -- A retried call whose first run (on a connection that dropped) settled the delivery:
+    -- noting it again is a write on this connection, so that a WAIT after it covers the first
+    -- run's dead letter (on servers where WAIT counts from a connection's last write, not its
+    -- last command: Redis 7.2+, Valkey).
+    if reply == 1 then
+        delayq_remember_settled(KEYS[6], ARGV[3])
+    end
     return { reply, 0 }
 end
 if not value then

@@ -29,6 +29,10 @@
 -- ARGV[9]: most order-list elements the index does not cover that the call may read instead of
 --          indexing them first (when no more are left after indexing, the lookup follows in this
 --          call)
+-- ARGV[10]: '1' when the caller waits for replicas (a durable offer): a kept offer then writes
+--          the mapping again as it is (same bytes, same expiry), so that a WAIT on the caller's
+--          connection covers the kept entry, whichever connection wrote it (the replication
+--          stream is one: acknowledging this write acknowledges every earlier one); else '0'
 -- Returns: { 0 } when the value index is not ready yet (nothing was written: call again), or
 --          { 1, 'offered' | 'kept' | 'replaced', the pending entry's handle (its first 9 bytes),
 --          its due time (epoch ms, decimal) }.
@@ -37,6 +41,9 @@ local legacy = ARGV[2] == '1'
 local mapped = redis.call('get', KEYS[7])
 local mapped_due = mapped and redis.call('zscore', KEYS[2], mapped)
 if mapped_due and ARGV[6] ~= 'debounce' then
+    if ARGV[10] == '1' then
+        redis.call('set', KEYS[7], mapped, 'KEEPTTL')
+    end
     return { 1, 'kept', delayq_index_member(mapped), delayq_ms(tonumber(mapped_due)) }
 end
 

@@ -84,7 +84,8 @@ pub use queue::{
     ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
 };
 pub use recurring::{
-    FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules,
+    FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, ScheduleRow, Schedules,
+    MIN_SCHEDULE_INTERVAL,
 };
 pub use redis::ops::offer_dedup::{DedupMode, DedupOutcome};
 pub use redis::ops::stats::QueueStats;

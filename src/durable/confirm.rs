@@ -43,14 +43,14 @@ struct Acks {
 }
 
 impl Acks {
-    /// Ok when these acknowledgements are what `durability` asks for.
-    fn verdict(self, durability: Durability) -> Result<()> {
-        let replicas_ok = self.replicas >= durability.wanted_replicas();
+    /// Ok when these acknowledgements are what `durability` asks for, `wanted` replicas.
+    fn verdict(self, durability: Durability, wanted: u32) -> Result<()> {
+        let replicas_ok = self.replicas >= wanted;
         let aof_ok = self.local_aof || !durability.wants_local_aof();
         match replicas_ok && aof_ok {
             true => Ok(()),
             false => Err(Error::NotConfirmed {
-                wanted_replicas: durability.wanted_replicas(),
+                wanted_replicas: wanted,
                 acked_replicas: self.replicas,
                 wanted_local_aof: durability.wants_local_aof(),
                 local_aof: self.local_aof,
@@ -110,6 +110,7 @@ impl Confirmer {
 
     /// Refuses, before anything is written, a durability this server cannot give.
     pub(crate) fn check(&self, durability: Durability) -> Result<()> {
+        durability.check_timeout()?;
         match &self.no_waitaof {
             Some(why) if durability.uses_aof() => Err(Error::InvalidConfig(format!(
                 "waiting for the append-only file needs WAITAOF (Redis 7.2 or later, Valkey), \
@@ -164,6 +165,8 @@ fn wait_command(name: &'static str) -> CustomCommand {
 
 /// The task: takes every request waiting, confirms them one wait per durability and node.
 async fn serve(client: Client, mut requests: mpsc::UnboundedReceiver<Request>) {
+    // The most replicas seen connected to the master (every-replica waits count them all).
+    let mut most_replicas = 0;
     while let Some(first) = requests.recv().await {
         let mut batch = vec![first];
         while let Ok(more) = requests.try_recv() {
@@ -175,7 +178,14 @@ async fn serve(client: Client, mut requests: mpsc::UnboundedReceiver<Request>) {
                 .into_iter()
                 .partition(|r| r.durability == durability && r.server == server);
             batch = rest;
-            settle(&client, durability, server.as_ref(), group).await;
+            settle(
+                &client,
+                durability,
+                server.as_ref(),
+                group,
+                &mut most_replicas,
+            )
+            .await;
         }
     }
     let _ = client.quit().await;
@@ -187,15 +197,28 @@ async fn settle(
     durability: Durability,
     server: Option<&Server>,
     group: Vec<Request>,
+    most_replicas: &mut u32,
 ) {
+    let before = connection_id(client, server);
+    let wanted = match durability.waits_for_every_replica() {
+        true => {
+            match connected_replicas(client, server).await {
+                Ok(now) => *most_replicas = (*most_replicas).max(now),
+                Err(err) => tracing::warn!(error = %err, "reading the master's replicas failed"),
+            }
+            (*most_replicas).max(1)
+        }
+        false => durability.wanted_replicas(),
+    };
     let span = tracing::debug_span!(
         "durable.wait",
         writers = group.len(),
-        replicas = durability.wanted_replicas(),
+        replicas = wanted,
         local_aof = durability.wants_local_aof(),
     );
-    let before = connection_id(client, server);
-    let acks = wait(client, durability, server).instrument(span).await;
+    let acks = wait(client, durability, wanted, server)
+        .instrument(span)
+        .await;
     let after = connection_id(client, server);
     let acks = match acks {
         Ok(acks) => acks,
@@ -212,21 +235,49 @@ async fn settle(
         } else {
             Acks::default()
         };
-        let _ = request.reply.send(acks.verdict(durability));
+        let _ = request.reply.send(acks.verdict(durability, wanted));
     }
 }
 
-/// `WAIT n timeout`, or `WAITAOF numlocal n timeout`, on `server`'s connection.
-async fn wait(client: &Client, durability: Durability, server: Option<&Server>) -> Result<Acks> {
-    let options = Options {
-        timeout: Some(durability.wait_timeout() + REPLY_GRACE),
+/// The options of a call on `server`'s connection of the durable client, sent once.
+fn on_connection(server: Option<&Server>, timeout: Duration) -> Options {
+    Options {
+        timeout: Some(timeout + REPLY_GRACE),
         // Resent on a new connection, the wait would confirm nothing the old one wrote.
         max_attempts: Some(1),
         cluster_node: server.cloned(),
         ..Options::default()
-    };
-    let client = client.with_options(&options);
-    let replicas = u64::from(durability.wanted_replicas());
+    }
+}
+
+/// The replicas connected to the master now (`connected_slaves` of `INFO replication`), on
+/// `server`'s connection.
+async fn connected_replicas(client: &Client, server: Option<&Server>) -> Result<u32> {
+    let client = client.with_options(&on_connection(server, Duration::ZERO));
+    let info: String = client
+        .custom(
+            CustomCommand::new_static("INFO", ClusterHash::Random, false),
+            vec!["replication"],
+        )
+        .await?;
+    info.lines()
+        .find_map(|line| line.trim().strip_prefix("connected_slaves:"))
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| Error::UnexpectedReply {
+            context: "INFO replication",
+            detail: "no connected_slaves".into(),
+        })
+}
+
+/// `WAIT n timeout`, or `WAITAOF numlocal n timeout`, on `server`'s connection, `n` = `wanted`.
+async fn wait(
+    client: &Client,
+    durability: Durability,
+    wanted: u32,
+    server: Option<&Server>,
+) -> Result<Acks> {
+    let client = client.with_options(&on_connection(server, durability.wait_timeout()));
+    let replicas = u64::from(wanted);
     let timeout = durability.timeout_ms();
     if durability.uses_aof() {
         let reply: Vec<u64> = client

@@ -51,11 +51,17 @@ pub struct Durability {
     replicas: u32,
     local_aof: bool,
     timeout: Option<Duration>,
+    every: bool,
 }
 
 impl Durability {
     /// How long a durable write waits for its confirmations unless told otherwise.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
+
+    /// The longest [`timeout`](Self::timeout) a write takes: a wait blocks the queue's durable
+    /// connection (every durable write of the queue behind it) for as long, so a longer one is
+    /// refused before anything is written.
+    pub const MAX_TIMEOUT: Duration = Duration::from_secs(3_600);
 
     /// No waiting: a write is done when the master has it (plain offers).
     pub const fn none() -> Durability {
@@ -63,6 +69,7 @@ impl Durability {
             replicas: 0,
             local_aof: false,
             timeout: None,
+            every: false,
         }
     }
 
@@ -73,6 +80,23 @@ impl Durability {
             replicas: n,
             local_aof: false,
             timeout: None,
+            every: false,
+        }
+    }
+
+    /// Wait until every replica the master has had acknowledged the write: the most replicas
+    /// the queue's durable connection has seen connected to its master (`connected_slaves`,
+    /// read before each wait), at least one. A replica that leaves is still waited for, so a
+    /// forced `SENTINEL FAILOVER` loses nothing that was confirmed: the promoted replica stops
+    /// following the old master, which can then confirm nothing more (`docs/durability.md`).
+    /// The price: every write is [`NotConfirmed`](crate::Error::NotConfirmed) while any replica
+    /// once seen is missing; after replicas were removed for good, open the queue again.
+    pub const fn every_replica() -> Durability {
+        Durability {
+            replicas: 0,
+            local_aof: false,
+            timeout: None,
+            every: true,
         }
     }
 
@@ -93,9 +117,15 @@ impl Durability {
         self
     }
 
-    /// Replicas a write waits for.
+    /// Replicas a write waits for (for [`every_replica`](Self::every_replica): 0, as the
+    /// number is found at each wait).
     pub const fn wanted_replicas(&self) -> u32 {
         self.replicas
+    }
+
+    /// Whether a write waits for every replica the master has had.
+    pub const fn waits_for_every_replica(&self) -> bool {
+        self.every
     }
 
     /// Whether a write waits for the master's append-only file.
@@ -110,7 +140,7 @@ impl Durability {
 
     /// Whether writes wait for nothing (plain offers).
     pub const fn is_none(&self) -> bool {
-        self.replicas == 0 && !self.local_aof
+        self.replicas == 0 && !self.local_aof && !self.every
     }
 
     /// The wait's timeout in ms, as `WAIT` takes it (at least 1).
@@ -124,6 +154,21 @@ impl Durability {
     /// The wait's timeout.
     pub fn wait_timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms())
+    }
+
+    /// Refuses a timeout over [`MAX_TIMEOUT`](Self::MAX_TIMEOUT).
+    pub(crate) fn check_timeout(&self) -> crate::Result<()> {
+        match self.timeout {
+            Some(timeout) if timeout > Self::MAX_TIMEOUT => {
+                Err(crate::Error::InvalidConfig(format!(
+                    "a durable write's wait timeout of {timeout:?} is over the most, {:?}: the \
+                     wait would hold the queue's durable connection that long; nothing was \
+                     written",
+                    Self::MAX_TIMEOUT
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -139,5 +184,16 @@ mod tests {
         assert_eq!(d.timeout(Duration::from_micros(1500)).timeout_ms(), 2);
         assert!(Durability::replicas(0).is_none());
         assert!(!Durability::replicas(0).local_aof().is_none());
+    }
+
+    #[test]
+    fn timeouts_over_an_hour_are_refused() {
+        let d = Durability::replicas(1);
+        assert!(d.check_timeout().is_ok());
+        assert!(d.timeout(Durability::MAX_TIMEOUT).check_timeout().is_ok());
+        let long = d.timeout(Durability::MAX_TIMEOUT + Duration::from_millis(1));
+        assert!(long.check_timeout().is_err());
+        let forever = d.timeout(Duration::from_secs(1000 * 365 * 86_400));
+        assert!(forever.check_timeout().is_err());
     }
 }

@@ -64,6 +64,11 @@ impl Writer<'_> {
         self.client
     }
 
+    /// Whether the write waits for confirmations.
+    pub(crate) fn waits(&self) -> bool {
+        self.confirm.is_some()
+    }
+
     /// After the write to `key` came back: waits for its confirmations, if any are wanted.
     pub(crate) async fn confirm(&self, key: &str) -> Result<()> {
         match self.confirm {

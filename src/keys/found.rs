@@ -35,6 +35,7 @@ impl QueueKeys {
     /// let name = |k| QueueKeys::queue_of(k).map(|keys| keys.target().to_owned());
     /// assert_eq!(name("redisson_delay_queue_timeout:{orders}").as_deref(), Some("orders"));
     /// assert_eq!(name("redisson_delay_queue_channel:{o}:eu").as_deref(), Some("{o}:eu"));
+    /// assert_eq!(name("redisson_delay_queue_timeout:{a}b}").as_deref(), Some("a}b"));
     /// assert_eq!(name("redisson_delay_queue:{orders}"), None);
     /// ```
     pub fn queue_of(key: &str) -> Option<QueueKeys> {
@@ -51,6 +52,18 @@ impl QueueKeys {
             .into_iter()
             .find_map(|(role, prefix)| Some((role, queue_after(key, prefix)?)))
     }
+
+    /// The other queue name whose delayed-queue keys are these same keys, if any: `{NAME}` for
+    /// a name without `{` (`x}` and `{x}}`, `orders` and `{orders}`), `NAME` for `{NAME}`. The
+    /// two share pending entries, not target lists.
+    pub(crate) fn twin(&self) -> Option<String> {
+        let name = self.target();
+        match self.alias() {
+            Some(plain) => Some(plain.to_owned()),
+            None if !name.is_empty() && !name.contains(TAG_OPEN) => Some(format!("{{{name}}}")),
+            None => None,
+        }
+    }
 }
 
 /// The character that opens a Cluster hash tag (a name holding one keeps it as it is).
@@ -59,8 +72,14 @@ const TAG_OPEN: char = '{';
 /// The queue whose key named with `prefix` is `key`.
 fn queue_after(key: &str, prefix: &str) -> Option<QueueKeys> {
     let rest = key.strip_prefix(prefix)?.strip_prefix(':')?;
-    let name = match rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
-        Some(inner) if !inner.is_empty() && !inner.contains(['{', '}']) => inner,
+    // Redisson's `prefixName` wraps a name in braces only when it holds no `{`: an inner part
+    // without one is that name, whatever `}` it holds (`{a}b}` -> `a}b`). The name `{a}b}`
+    // itself writes the same keys; discovery tells the two apart by their target lists.
+    let name = match rest
+        .strip_prefix(TAG_OPEN)
+        .and_then(|r| r.strip_suffix('}'))
+    {
+        Some(inner) if !inner.is_empty() && !inner.contains(TAG_OPEN) => inner,
         _ if rest.contains(TAG_OPEN) => rest,
         _ => return None,
     };
@@ -194,6 +213,22 @@ mod tests {
             }
         }
         key.next().is_none()
+    }
+
+    #[test]
+    fn names_holding_a_closing_brace_are_read_back_as_written() {
+        for name in ["a}b", "x}", "tenant}orders", "}", "}}", "orders"] {
+            let keys = QueueKeys::new(name);
+            for key in [keys.timeout(), keys.channel()] {
+                let found = QueueKeys::queue_of(key).unwrap();
+                assert_eq!(found.target(), name, "{key}");
+            }
+            let twin = keys.twin().unwrap();
+            assert_eq!(twin, format!("{{{name}}}"));
+            assert_eq!(QueueKeys::new(twin.as_str()).timeout(), keys.timeout());
+            assert_eq!(QueueKeys::new(twin).twin().as_deref(), Some(name));
+        }
+        assert_eq!(QueueKeys::new("{o}:eu").twin(), None);
     }
 
     #[test]

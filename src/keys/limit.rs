@@ -48,6 +48,22 @@ impl QueueKeys {
     pub(crate) fn limit_key_slots_prefix(&self) -> String {
         prefix_name(KEY_SLOTS_PREFIX, self.target())
     }
+
+    /// The queue's limit keys that are one per queue: its stored limits, the slots held, the
+    /// rate state, the keys held back and the keys busy (what
+    /// [`delete`](crate::DelayedQueue::delete), [`expire`](crate::DelayedQueue::expire),
+    /// `check` and [`acl_selectors`](QueueKeys::acl_selectors) cover besides the per-key
+    /// ones, named by [`limit_item_prefixes`](Self::limit_item_prefixes)).
+    pub(crate) fn limit_queue_keys(&self) -> [String; 5] {
+        let keys = LimitKeys::new(self, "");
+        [keys.limits, keys.slots, keys.tat, keys.held, keys.busy]
+    }
+
+    /// The prefixes of the limit keys one per limit key (its slots, its values held back),
+    /// each followed by `:` and the limit key.
+    pub(crate) fn limit_item_prefixes(&self) -> [String; 2] {
+        [self.limit_key_slots_prefix(), self.limit_parked_prefix()]
+    }
 }
 
 /// Every key a limit script may be given, for one queue and one limit key (the empty key when

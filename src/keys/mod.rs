@@ -143,10 +143,11 @@ impl QueueKeys {
     /// assert_eq!(QueueKeys::new("{orders}").alias(), Some("orders"));
     /// assert_eq!(QueueKeys::new("orders").alias(), None);
     /// assert_eq!(QueueKeys::new("{orders}:eu").alias(), None);
+    /// assert_eq!(QueueKeys::new("{a}b}").alias(), Some("a}b"));
     /// ```
     pub fn alias(&self) -> Option<&str> {
         let inner = self.target.strip_prefix('{')?.strip_suffix('}')?;
-        (!inner.is_empty() && !inner.contains(['{', '}'])).then_some(inner)
+        (!inner.is_empty() && !inner.contains('{')).then_some(inner)
     }
 
     /// The destination list consumers take from (`NAME`).
@@ -487,8 +488,38 @@ impl QueueKeys {
         rules.push(format!("~{}", glob_escape(self.schedules())));
         rules.push(format!("~{}:*", glob_escape(&self.schedule_prefix)));
         rules.push(format!("~{}:*", glob_escape(&self.dedup_prefix())));
+        for key in self.limit_queue_keys() {
+            rules.push(format!("~{}", glob_escape(&key)));
+        }
+        for prefix in self.limit_item_prefixes() {
+            rules.push(format!("~{}:*", glob_escape(&prefix)));
+        }
         rules.push(format!("&{}", glob_escape(self.channel())));
         rules
+    }
+
+    /// The prefixes of the queue's keys that are one per business or limit key: the dedup
+    /// mappings, one limit key's slots and its values held back (each followed by `:KEY`).
+    pub(crate) fn item_prefixes(&self) -> [String; 3] {
+        let [slots, parked] = self.limit_item_prefixes();
+        [self.dedup_prefix(), slots, parked]
+    }
+
+    /// A glob for one `SCAN` (on the queue's node: it holds the queue's hash tag) that finds
+    /// every key of [`item_prefixes`](Self::item_prefixes), among other keys of the queue
+    /// [`is_item`](Self::is_item) tells apart: `delayq_*:{NAME}:*`.
+    pub(crate) fn item_glob(&self) -> String {
+        let tagged = prefix_name("", &self.target);
+        format!("delayq_*{}:*", glob_escape(&tagged))
+    }
+
+    /// Whether `key` is one of the queue's keys one per business or limit key.
+    pub(crate) fn is_item(&self, key: &str) -> bool {
+        self.item_prefixes().iter().any(|prefix| {
+            key.strip_prefix(prefix.as_str())
+                .and_then(|rest| rest.strip_prefix(':'))
+                .is_some()
+        })
     }
 }
 
@@ -578,7 +609,42 @@ mod tests {
         assert!(rules.contains(&"~delayq_activity:{a\\*b}:*".to_owned()));
         assert!(rules.contains(&"~delayq_procs:{a\\*b}".to_owned()));
         assert!(rules.contains(&"~delayq_schedule:{a\\*b}:*".to_owned()));
-        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 7);
+        assert_eq!(rules.len(), KeyRole::QUEUE.len() + 14);
+    }
+
+    #[test]
+    fn acl_selectors_cover_the_limit_and_dedup_keys() {
+        let keys = QueueKeys::new("q");
+        let rules = keys.acl_selectors();
+        let limit = limit::LimitKeys::new(&keys, "acme");
+        for role in [
+            KeyRole::Limits,
+            KeyRole::LimitSlots,
+            KeyRole::LimitTat,
+            KeyRole::LimitHeld,
+            KeyRole::LimitBusy,
+        ] {
+            let key = limit.of(role).unwrap();
+            assert!(rules.contains(&format!("~{key}")), "{key}: {rules:?}");
+        }
+        for (key, prefix) in [
+            (limit.key_slots.as_str(), "delayq_limit_key:{q}"),
+            (limit.parked.as_str(), "delayq_limit_parked:{q}"),
+            (&keys.dedup("k"), "delayq_dedup:{q}"),
+        ] {
+            assert!(key.starts_with(prefix));
+            assert!(rules.contains(&format!("~{prefix}:*")), "{key}: {rules:?}");
+            assert!(keys.is_item(key), "{key}");
+        }
+        assert_eq!(keys.item_glob(), "delayq_*:{q}:*");
+        assert_eq!(QueueKeys::new("{o}:eu").item_glob(), "delayq_*:{o}:eu:*");
+        for other in [
+            "delayq_schedule:{q}:s",
+            "delayq_claim:{q}:c",
+            "delayq_dedup:{q}",
+        ] {
+            assert!(!keys.is_item(other), "{other}");
+        }
     }
 
     #[test]

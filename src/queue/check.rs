@@ -215,6 +215,7 @@ impl<C: Codec> DelayedQueue<C> {
         let (activity, processes) = (keys.activity(0), keys.processes());
         let schedule = keys.schedule("check");
         let dedup = keys.dedup("check");
+        let limit = crate::keys::LimitKeys::new(keys, "check");
         let need = |command: &'static str, args: &[&str]| Need {
             command,
             args: args.iter().map(|a| (*a).to_owned()).collect(),
@@ -231,6 +232,18 @@ impl<C: Codec> DelayedQueue<C> {
             &schedule,
             &dedup,
         ]);
+        all_keys.extend(
+            [
+                &limit.limits,
+                &limit.slots,
+                &limit.tat,
+                &limit.held,
+                &limit.busy,
+                &limit.key_slots,
+                &limit.parked,
+            ]
+            .map(String::as_str),
+        );
         let mut evalsha = vec!["0".repeat(40), all_keys.len().to_string()];
         evalsha.extend(all_keys.iter().map(|k| (*k).to_owned()));
         vec![
@@ -273,6 +286,13 @@ impl<C: Codec> DelayedQueue<C> {
             need("ZREMRANGEBYSCORE", &[&processes, "-inf", "0"]),
             need("ZRANGEBYSCORE", &[keys.schedules(), "-inf", "0"]),
             need("HGETALL", &[&schedule]),
+            need("HGETALL", &[&limit.limits]),
+            need("ZADD", &[&limit.slots, "0", "id"]),
+            need("ZADD", &[&limit.tat, "0", "q"]),
+            need("ZADD", &[&limit.held, "0", "k"]),
+            need("ZADD", &[&limit.busy, "0", "k"]),
+            need("ZADD", &[&limit.key_slots, "0", "id"]),
+            need("RPUSH", &[&limit.parked, "v"]),
         ]
     }
 

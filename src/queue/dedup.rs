@@ -122,7 +122,9 @@ impl<C: Codec> DelayedQueue<C> {
     /// the mapping's name holds something else than a string (nothing is written); or a Redis
     /// error. On a queue with a [`Durability`](crate::Durability), an offer that wrote (offered
     /// or replaced) waits for it like [`offer`](Self::offer) and may return
-    /// [`Error::NotConfirmed`]; a kept one wrote nothing and waits for nothing.
+    /// [`Error::NotConfirmed`]; so does a kept one (it rewrites the key's mapping as it is, so
+    /// that the wait covers the pending entry, which another offer may have written and been
+    /// told was not confirmed).
     pub async fn offer_dedup(
         &self,
         value: &C::Borrowed,
@@ -145,20 +147,20 @@ impl<C: Codec> DelayedQueue<C> {
         let window_ms = dedup.checked_window_ms()?;
         self.check_sizes([value.as_slice()]).await?;
         let mapping = self.keys().dedup(dedup.key());
+        let writer = self.writer().await?;
         let offer = DedupOffer {
             mapping: &mapping,
             mode: dedup.mode(),
             window_ms,
             delay,
             value,
+            confirmed: writer.waits(),
         };
-        let writer = self.writer().await?;
         let outcome = offer_dedup::run(writer.client(), self.spec(), offer).await?;
-        // A kept offer wrote nothing: there is nothing of its own to confirm (the entry it names
-        // was confirmed, or reported unconfirmed, to the offer that wrote it).
-        if outcome.is_pending() {
-            writer.confirm(self.name()).await?;
-        }
+        // Kept too: the entry it names may be one another offer wrote and was told was not
+        // confirmed. A durable kept offer rewrites the mapping as it is, so this wait covers
+        // that entry (the replication stream is one), whichever connection wrote it.
+        writer.confirm(self.name()).await?;
         Ok(outcome)
     }
 }

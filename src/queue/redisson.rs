@@ -264,34 +264,59 @@ impl<C: Codec> DelayedQueue<C> {
         raw.map(|raw| self.decode(raw)).transpose()
     }
 
-    /// Deletes every pending entry (the order list and the timeout zset; the target list
-    /// stays). True if anything was deleted.
+    /// Deletes every pending entry (the order list and the timeout zset, delayq's indexes of
+    /// them and the dedup keys' mappings to them; the target list stays). True if anything was
+    /// deleted.
     ///
     /// Java: `RDelayedQueue#clear()`. To delete delayq's own keys too (dead letters, values in
-    /// flight, quarantine, counters), use [`delete`](Self::delete).
+    /// flight, quarantine, counters, limits), use [`delete`](Self::delete).
     ///
     /// # Errors
     ///
     /// A Redis error.
     pub async fn clear(&self) -> Result<bool> {
         let keys = self.keys();
+        let mut all: Vec<String> = [keys.timeout(), keys.order(), keys.index(), keys.values()]
+            .map(str::to_owned)
+            .into();
+        let dedup = format!("{}:", keys.dedup_prefix());
+        let items = self.item_keys().await?;
+        all.extend(items.into_iter().filter(|key| key.starts_with(&dedup)));
         let deleted: u64 = self
             .client()
-            .del(vec![
-                keys.timeout(),
-                keys.order(),
-                keys.index(),
-                keys.values(),
-            ])
+            .del(all)
             .await
             .map_err(|e| Error::from_redis("DEL", self.name(), e))?;
         Ok(deleted > 0)
     }
 
+    /// The queue's keys one per business or limit key (dedup mappings, one limit key's slots
+    /// and values held back): one `SCAN` of the keys named `delayq_*:{NAME}:*`, on the node of
+    /// the queue's slot. It reads the whole keyspace of that node, a page at a time.
+    async fn item_keys(&self) -> Result<Vec<String>> {
+        use futures::TryStreamExt;
+        let keys = self.keys();
+        let glob = keys.item_glob();
+        let found: Vec<fred::types::Key> = self
+            .client()
+            .scan_buffered(glob.as_str(), Some(1_000), None)
+            .try_collect()
+            .await
+            .map_err(|e| Error::from_redis("SCAN", &glob, e))?;
+        Ok(found
+            .iter()
+            .filter_map(|key| key.as_str())
+            .filter(|key| keys.is_item(key))
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// Deletes the queue: its pending entries and every key of delayq's own for it (values in
     /// flight and on claim lists, dead letters, quarantine, attempt counters, the position and
-    /// value indexes, the record of settled deliveries, the pause flag); the target list stays,
-    /// as in Java. True if anything was deleted.
+    /// value indexes, the record of settled deliveries, the pause flag, the limits and what
+    /// enforcing them keeps, values held back by them included, the dedup keys' mappings); the
+    /// target list stays, as in Java, and so do its recurring schedules (see
+    /// [`Schedules`](crate::Schedules)). True if anything was deleted.
     ///
     /// Java: `RDelayedQueue#delete()` (which knows only the zset and the order list).
     ///
@@ -301,6 +326,8 @@ impl<C: Codec> DelayedQueue<C> {
     pub async fn delete(&self) -> Result<bool> {
         let mut all: Vec<String> = self.keys().owned().map(str::to_owned).collect();
         all.extend(self.claim_lists().await?);
+        all.extend(self.keys().limit_queue_keys());
+        all.extend(self.item_keys().await?);
         let deleted: u64 = self
             .client()
             .del(all)
@@ -322,9 +349,10 @@ impl<C: Codec> DelayedQueue<C> {
     }
 
     /// Sets a time to live on the queue's keys (the pending entries' and every key of delayq's
-    /// own, claim lists included; the target list stays without one, as in Java, and the record
-    /// of settled deliveries keeps its own life of a minute when that is shorter). True if any
-    /// of the pending entries' keys exists.
+    /// own, claim lists, limits and dedup mappings included; the target list stays without one,
+    /// as in Java, and its recurring schedules too; the record of settled deliveries and each
+    /// dedup mapping keep their own life, of a minute and of the key's window, when that is
+    /// shorter). True if any of the pending entries' keys exists.
     ///
     /// Java: `RDelayedQueue#expire(duration)`.
     ///
@@ -344,16 +372,39 @@ impl<C: Codec> DelayedQueue<C> {
     /// Sets or clears the time to live of the keys `expire.lua` declares, then of the claim
     /// lists (which a script cannot declare without knowing their names).
     async fn expire_with(&self, ttl: expire::Ttl) -> Result<bool> {
-        let claims = self.claim_lists().await?;
+        let mut others = self.claim_lists().await?;
+        others.extend(self.keys().limit_queue_keys());
+        let dedup = format!("{}:", self.keys().dedup_prefix());
+        let (mappings, items): (Vec<String>, Vec<String>) = self
+            .item_keys()
+            .await?
+            .into_iter()
+            .partition(|key| key.starts_with(&dedup));
+        others.extend(items);
         let changed = expire::run(self.client(), self.spec(), ttl).await? > 0;
-        for claim in claims {
+        for key in others {
             let (command, reply): (_, std::result::Result<i64, _>) = match ttl {
-                expire::Ttl::Millis(ms) => {
-                    ("PEXPIRE", self.client().pexpire(&claim, ms, None).await)
-                }
-                expire::Ttl::Persist => ("PERSIST", self.client().persist(&claim).await),
+                expire::Ttl::Millis(ms) => ("PEXPIRE", self.client().pexpire(&key, ms, None).await),
+                expire::Ttl::Persist => ("PERSIST", self.client().persist(&key).await),
             };
-            reply.map_err(|e| Error::from_redis(command, &claim, e))?;
+            reply.map_err(|e| Error::from_redis(command, &key, e))?;
+        }
+        // A mapping lives for its window: a shorter time to live only, and none removed.
+        if let expire::Ttl::Millis(ms) = ttl {
+            for key in mappings {
+                let left: i64 = self
+                    .client()
+                    .pttl(&key)
+                    .await
+                    .map_err(|e| Error::from_redis("PTTL", &key, e))?;
+                if left == -1 || left > ms {
+                    let _: i64 = self
+                        .client()
+                        .pexpire(&key, ms, None)
+                        .await
+                        .map_err(|e| Error::from_redis("PEXPIRE", &key, e))?;
+                }
+            }
         }
         Ok(changed)
     }

@@ -2,9 +2,10 @@
 //! schedule its hash, its [plan](super::plan), and the firing script.
 
 use super::plan::{plan, Horizon, MissedDecision, Plan};
-use super::spec::{Missed, ScheduleInfo};
+use super::spec::{own_error, Missed, ScheduleInfo};
 use crate::metrics::FiringMetrics;
 use crate::redis::ops::schedule_fire::{self, ReadAt};
+use crate::redis::ops::schedule_remove;
 use crate::redis::script::QueueSpec;
 use crate::{Error, Result};
 use fred::clients::Client;
@@ -201,15 +202,16 @@ pub(crate) async fn fire_due(
                 Ok(Fired::Offered(offered)) => tally.offered += offered,
                 Ok(Fired::Lost) => tally.lost += 1,
                 Ok(Fired::Untouched) => {}
-                // A hash another writer got wrong stops that schedule only, not its neighbours.
-                Err(Error::InvalidSchedule(detail)) => {
+                // A hash another writer got wrong (a field that does not parse, or a key of
+                // another type) stops that schedule only, not its neighbours.
+                Err(err) if own_error(&err, &queue.keys.schedule(&id)) => {
                     tally.invalid += 1;
                     stayed += 1;
                     tracing::warn!(
                         queue = queue.keys.target(),
                         schedule = %id,
-                        %detail,
-                        "a schedule that cannot be read is not fired"
+                        error = %err,
+                        "a schedule that cannot be read is not fired; its neighbours are"
                     );
                 }
                 Err(err) => return Err(err),
@@ -269,6 +271,15 @@ async fn fire_one(client: &Client, queue: &QueueSpec, id: &str, firing: &Firing)
         .await
         .map_err(|e| Error::from_redis("HGETALL", &key, e))?;
     let Some(info) = ScheduleInfo::from_fields(id, fields)? else {
+        // No hash: removed meanwhile (the zset member went with it), or a member another
+        // writer left behind, which would stay due for ever.
+        if schedule_remove::run_ghost(client, queue, id).await? {
+            tracing::warn!(
+                queue = queue.keys.target(),
+                schedule = %id,
+                "removed a schedule id whose hash is gone"
+            );
+        }
         return Ok(Fired::Lost);
     };
     let Some(plan) = plan(&info, firing.horizon)? else {

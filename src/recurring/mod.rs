@@ -48,8 +48,8 @@ pub(crate) mod registry;
 mod spec;
 
 pub use fire::{FireTally, FiringConfig};
-pub use recur::Recurrence;
-pub use spec::{Missed, Schedule, ScheduleInfo};
+pub use recur::{Recurrence, MIN_SCHEDULE_INTERVAL};
+pub use spec::{Missed, Schedule, ScheduleInfo, ScheduleRow};
 
 use crate::entry::OfferHandle;
 use crate::options::QueueOptions;

@@ -53,13 +53,40 @@ impl Recurrence {
         Ok(recurrence)
     }
 
-    /// A fixed interval; refused when shorter than a millisecond or longer than a score holds.
+    /// A fixed interval; refused when shorter than [`MIN_SCHEDULE_INTERVAL`] (10 ms) or longer than a
+    /// score holds.
+    ///
+    /// ```
+    /// use delayq::Recurrence;
+    /// use std::time::Duration;
+    ///
+    /// assert!(Recurrence::every(Duration::from_millis(10)).is_ok());
+    /// assert!(Recurrence::every(Duration::from_millis(9)).is_err());
+    /// ```
     pub fn every(every: Duration) -> Result<Recurrence> {
         let recurrence = Recurrence::Every(every);
+        recurrence.check_interval()?;
         Compiled::new(&recurrence, 0)?;
         Ok(recurrence)
     }
+
+    /// Refuses an interval under [`MIN_SCHEDULE_INTERVAL`] (a schedule's own check; a stored hash with
+    /// a shorter one, written by another client, is still read and fired).
+    pub(crate) fn check_interval(&self) -> Result<()> {
+        match self {
+            Recurrence::Every(every) if *every < MIN_SCHEDULE_INTERVAL => Err(invalid(format!(
+                "interval {every:?}: at least {MIN_SCHEDULE_INTERVAL:?} (a schedule fires at most 1,000 \
+                 occurrences a tick, so a shorter one could never catch up after a pause)"
+            ))),
+            _ => Ok(()),
+        }
+    }
 }
+
+/// The shortest interval a schedule may be set with: one firing call offers up to 1,000
+/// occurrences, so with the default tick of 1 s a schedule that fell behind (an outage, a
+/// stopped scheduler) catches up at ten times the rate its occurrences arise or more.
+pub const MIN_SCHEDULE_INTERVAL: Duration = Duration::from_millis(10);
 
 /// A recurrence ready to compute occurrences from.
 #[derive(Debug, Clone)]

@@ -121,9 +121,39 @@ impl Schedule {
         self
     }
 
-    /// Checks what parsing cannot: an id, an end not before the start, a recurrence that
-    /// compiles.
+    /// Checks what parsing cannot: an id, a start and end an entry's due time can hold, an end
+    /// not before the start, an interval not under [`MIN_SCHEDULE_INTERVAL`](super::recur::MIN_SCHEDULE_INTERVAL),
+    /// a recurrence that compiles and has an occurrence from its start (or now, without one)
+    /// to its end: `0 0 30 2 *` never fires, and is refused rather than stored as ended.
     pub(crate) fn validate(&self) -> Result<()> {
+        self.validate_definition()?;
+        self.recurrence.check_interval()?;
+        for (what, ms) in [("start", self.start_ms), ("end", self.end_ms)] {
+            if ms.is_some_and(|ms| !(0..=crate::time::MAX_DUE_MS).contains(&ms)) {
+                return Err(Error::InvalidSchedule(format!(
+                    "schedule {:?}: its {what} {} ms is not from 0 to {} ms (the latest due time \
+                     an entry can have)",
+                    self.id,
+                    ms.unwrap_or_default(),
+                    crate::time::MAX_DUE_MS
+                )));
+            }
+        }
+        let from = self.start_ms.unwrap_or_else(crate::time::now_ms);
+        if self.occurrence_at_or_after(from)?.is_none() {
+            let until = self
+                .end_ms
+                .map_or(String::new(), |end| format!(" up to its end ({end} ms)"));
+            return Err(Error::InvalidSchedule(format!(
+                "schedule {:?} never fires: it has no occurrence from {from} ms{until}",
+                self.id
+            )));
+        }
+        Ok(())
+    }
+
+    /// The checks of [`validate`](Self::validate) that need no clock or occurrence.
+    fn validate_definition(&self) -> Result<()> {
         if self.id.is_empty() || self.id.contains(['{', '}']) {
             return Err(Error::InvalidSchedule(format!(
                 "schedule id {:?}: not empty, no braces",
@@ -247,11 +277,73 @@ impl ScheduleInfo {
             missed,
             paused: field_text(&fields, "paused").as_deref() == Some("1"),
         };
+        // A cron expression or zone another writer got wrong: the schedule cannot be read,
+        // rather than listed as one that has ended.
+        schedule.compiled()?;
         Ok(Some(ScheduleInfo {
             schedule,
             rev: field_ms(&fields, "rev", id)?.unwrap_or(0) as u64,
             next_ms: field_ms(&fields, "next_ms", id)?,
             last_ms: field_ms(&fields, "last_ms", id)?,
         }))
+    }
+}
+
+/// Whether `err`, met reading or firing the schedule whose hash is `hash`, is that schedule's
+/// own (a field that does not parse, or the hash of another type), which stops it alone, not
+/// its neighbours.
+pub(super) fn own_error(err: &Error, hash: &str) -> bool {
+    match err {
+        Error::InvalidSchedule(_) => true,
+        Error::WrongType { key, .. } => key == hash,
+        _ => false,
+    }
+}
+
+/// One schedule of a listing ([`Schedules::rows`](super::Schedules::rows)): what is stored, or
+/// why it cannot be read (a hash another writer got wrong, or a key of another type).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ScheduleRow {
+    /// The schedule's id.
+    pub id: String,
+    /// What is stored, or why it cannot be read.
+    pub info: Result<ScheduleInfo>,
+}
+
+impl super::Schedules {
+    /// Every schedule of the queue, by next occurrence (paused and ended ones last), each
+    /// readable or not: unlike [`list`](Self::list), a schedule whose hash cannot be read is a
+    /// row of its own with the reason, and the others are listed all the same. An id whose
+    /// hash is gone is left out.
+    ///
+    /// # Errors
+    ///
+    /// The zset of schedules could not be read, or Redis failed.
+    pub async fn rows(&self) -> Result<Vec<ScheduleRow>> {
+        let key = self.queue.keys.schedules();
+        let ids: Vec<String> = fred::interfaces::SortedSetsInterface::zrange(
+            &self.client,
+            key,
+            0,
+            -1,
+            None,
+            false,
+            None,
+            false,
+        )
+        .await
+        .map_err(|e| Error::from_redis("ZRANGE", key, e))?;
+        let mut rows = Vec::with_capacity(ids.len());
+        for id in ids {
+            let info = match self.get(&id).await {
+                Ok(Some(info)) => Ok(info),
+                Ok(None) => continue,
+                Err(err) if own_error(&err, &self.queue.keys.schedule(&id)) => Err(err),
+                Err(err) => return Err(err),
+            };
+            rows.push(ScheduleRow { id, info });
+        }
+        Ok(rows)
     }
 }

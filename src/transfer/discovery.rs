@@ -291,15 +291,58 @@ pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scann
     };
     let zsets = zsets(client, timeouts.iter().map(|(key, _)| key.clone())).await?;
     let mut seen = HashSet::new();
+    let mut found = Vec::new();
     for ((_, queue), zset) in timeouts.into_iter().zip(zsets) {
         match queue {
             _ if !zset => {}
-            Ok(queue) if seen.insert(queue.target().to_owned()) => scanned.found.push(queue),
+            Ok(queue) if seen.insert(queue.target().to_owned()) => found.push(queue),
             Ok(_) => {}
             Err(escaped) => scanned.unreadable.push(escaped),
         }
     }
+    scanned.found = readings(client, found).await?;
     Ok(scanned)
+}
+
+/// Of the two names whose delayed-queue keys are one (Redisson's `prefixName` wraps only a name
+/// without `{`, so `x}` and `{x}}`, or `orders` and `{orders}`, write the same keys), the one
+/// each of `found` (read the plain way) is taken by: the plain one, unless only the braced
+/// one's target list exists. Both lists existing is warned about: the values of both are moved
+/// to the plain one's. Two `EXISTS` a queue, in pipelines of [`TYPE_BATCH`].
+async fn readings(client: &Client, found: Vec<QueueKeys>) -> Result<Vec<QueueKeys>> {
+    let mut chosen = Vec::with_capacity(found.len());
+    for batch in found.chunks(TYPE_BATCH / 2) {
+        let pipeline = client.pipeline();
+        for keys in batch {
+            let twin = keys.twin().unwrap_or_else(|| keys.target().to_owned());
+            let _: () = pipeline.exists(keys.target()).await?;
+            let _: () = pipeline.exists(twin).await?;
+        }
+        let mut replies = pipeline.try_all::<u64>().await.into_iter();
+        for keys in batch {
+            let plain = replies.next().transpose()?.unwrap_or(0) > 0;
+            let braced = replies.next().transpose()?.unwrap_or(0) > 0;
+            let Some(twin) = keys.twin().filter(|_| braced) else {
+                chosen.push(keys.clone());
+                continue;
+            };
+            let taken = if plain {
+                keys.clone()
+            } else {
+                QueueKeys::new(twin)
+            };
+            tracing::warn!(
+                queue = taken.target(),
+                shares_keys_with = keys.twin().as_deref().unwrap_or_default(),
+                both_lists_exist = plain,
+                "two queue names write these delayed-queue keys (Redisson's naming rule); \
+                 discovery moves their values to the list of the one named here, the one whose \
+                 target list exists (the plain name when both do)"
+            );
+            chosen.push(taken);
+        }
+    }
+    Ok(chosen)
 }
 
 /// Every key named like one of a queue's (see [`QueueKeys::scanned`]): one `SCAN` with one
@@ -381,13 +424,26 @@ impl GroupTask {
         self.jobs.spawn(async move {
             let pending: std::result::Result<u64, _> = client.exists(keys.timeout()).await;
             let pending = pending.is_ok_and(|n| n > 0);
+            let keys = match readings(&client, vec![keys.clone()]).await {
+                Ok(mut chosen) => chosen.pop().unwrap_or(keys),
+                Err(_) => keys,
+            };
             Done::Heard(Box::new(keys), pending)
         });
     }
 
+    /// Whether the group holds the queue `keys`, by its name or the name whose keys are the
+    /// same ([`QueueKeys::twin`]): a queue is transferred to one target list only.
+    fn holds(&self, keys: &QueueKeys) -> bool {
+        self.queues.contains_key(keys.target())
+            || keys
+                .twin()
+                .is_some_and(|twin| self.queues.contains_key(&twin))
+    }
+
     /// What [`check_heard`](Self::check_heard) found.
     pub(super) async fn on_heard(&mut self, keys: QueueKeys, pending: bool) {
-        if !pending || self.queues.contains_key(keys.target()) {
+        if !pending || self.holds(&keys) {
             return;
         }
         let name = keys.target().to_owned();
@@ -438,7 +494,12 @@ impl GroupTask {
         let now = now_us();
         for keys in scanned.found {
             let name = keys.target().to_owned();
-            match self.queues.get_mut(&name) {
+            // A queue held under the other name of its keys stays under that name.
+            let held = [Some(name.clone()), keys.twin()]
+                .into_iter()
+                .flatten()
+                .find(|name| self.queues.contains_key(name));
+            match held.and_then(|name| self.queues.get_mut(&name)) {
                 Some(state) => state.heard_us = now,
                 None => match self.add_discovered(keys).await {
                     Ok(()) => added += 1,

@@ -65,7 +65,7 @@ fn stdin_closed() -> Arc<AtomicBool> {
 
 /// Child `p-offer`: offers batches of `batch` values (delays 0..=`max-delay-ms`) every
 /// `interval-ms` until stdin closes, one call at a time, each bounded by `timeout-ms`; with
-/// `--durable N`, each call waits for N replicas (1 s at most), and one they did not confirm
+/// `--durable N`, each call waits for N replicas (`all`: every replica, 1 s at most), and one they did not confirm
 /// (`Error::NotConfirmed`: on the master, not confirmed) is `unk`.
 pub async fn offer_main(opts: Opts) -> AnyResult<bool> {
     let prefix = opts.str("prefix")?;
@@ -79,9 +79,13 @@ pub async fn offer_main(opts: Opts) -> AnyResult<bool> {
         .transfer(false)
         .build()
         .await?;
-    if let Ok(replicas) = opts.num("durable") {
-        let durability = Durability::replicas(replicas as u32).timeout(Duration::from_secs(1));
-        queue = queue.with_durability(durability);
+    let durability = match opts.str("durable").as_deref() {
+        Ok("all") => Some(Durability::every_replica()),
+        Ok(_) => Some(Durability::replicas(opts.num("durable")? as u32)),
+        Err(_) => None,
+    };
+    if let Some(durability) = durability {
+        queue = queue.with_durability(durability.timeout(Duration::from_secs(1)));
     }
     let stop = stdin_closed();
     let mut not_confirmed = 0u64;

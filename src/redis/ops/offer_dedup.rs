@@ -107,6 +107,8 @@ pub(crate) struct DedupOffer<'a> {
     pub(crate) window_ms: i64,
     pub(crate) delay: Delay,
     pub(crate) value: Vec<u8>,
+    /// Whether the offer waits for replicas: a kept one then writes too, for the wait to cover.
+    pub(crate) confirmed: bool,
 }
 
 /// Sends one deduplicated offer and reads what it did.
@@ -125,6 +127,7 @@ pub(crate) async fn run(
         .arg(offer.mode.to_arg())
         .arg(offer.window_ms)
         .value_index()
+        .arg(if offer.confirmed { "1" } else { "0" })
         .run_indexed(client)
         .await?;
     let name = OFFER_DEDUP.name();

@@ -5,7 +5,8 @@ use crate::common::queue::{connect, manual_queue, push_raw_entry};
 use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::fred::clients::Client;
-use delayq::{AccessCheck, DelayedQueue, QueueKeys, TransferConfig};
+use delayq::limit::Limits;
+use delayq::{AccessCheck, Dedup, DelayedQueue, QueueKeys, TransferConfig};
 use std::time::Duration;
 
 /// A queue that has used every feature: a position index (any length uses it with threshold 1),
@@ -54,7 +55,45 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
     redis.cli(&["RPUSH", &claim, "claimed"]);
     redis.cli(&["ZADD", keys.claims(), "1", &claim]);
     assert!(queue.pause().await.unwrap());
+    // Limits, what enforcing them keeps (queue-wide and for one limit key), and a dedup key's
+    // mapping.
     queue
+        .set_limits(&Limits::default().with_concurrency(2))
+        .await
+        .unwrap();
+    let limit = |name: &str| format!("{name}:{{{}}}", queue.name());
+    for zset in [
+        "delayq_limit_slots",
+        "delayq_limit_tat",
+        "delayq_limit_held",
+    ] {
+        redis.cli(&["ZADD", &limit(zset), "1", "acme"]);
+    }
+    redis.cli(&["ZADD", &limit("delayq_limit_busy"), "1", "acme"]);
+    redis.cli(&[
+        "ZADD",
+        &format!("{}:acme", limit("delayq_limit_key")),
+        "1",
+        "d",
+    ]);
+    redis.cli(&["RPUSH", &keys.limit_parked("acme"), "held back"]);
+    let dedup = Dedup::throttle("order-1", Duration::from_secs(600));
+    queue
+        .offer_dedup("deduped", Duration::from_secs(60), &dedup)
+        .await
+        .unwrap();
+    queue
+}
+
+/// Whether `key` keeps a life of its own that a longer time to live leaves alone and a removal
+/// of the time to live keeps: the record of settled deliveries (a minute), a dedup key's
+/// mapping (its window, here 10 minutes).
+fn own_life(keys: &QueueKeys, key: &str) -> Option<i64> {
+    match key {
+        k if k == keys.settled() => Some(60_000),
+        k if k.starts_with("delayq_dedup:") => Some(600_000),
+        _ => None,
+    }
 }
 
 /// Every key whose name contains the queue's, but the target list, by `SCAN`.
@@ -89,6 +128,9 @@ async fn expire_covers_every_key_of_the_queue() {
         keys.settled(),
         keys.paused(),
         keys.quarantine(),
+        &keys.limits(),
+        &keys.limit_parked("acme"),
+        &keys.dedup("order-1"),
     ] {
         assert!(existing.iter().any(|k| k == key), "{key} in {existing:?}");
     }
@@ -101,21 +143,19 @@ async fn expire_covers_every_key_of_the_queue() {
     assert!(queue.clear_expire().await.unwrap());
     for key in &existing {
         let left = ttl(&redis, key);
-        match key == keys.settled() {
-            true => assert!(
-                left > 0 && left <= 60_000,
-                "{key} lost its own life: {left}"
-            ),
-            false => assert_eq!(left, -1, "{key} kept its time to live"),
+        match own_life(&keys, key) {
+            // Its own life is gone (the 30 s given), but it keeps one.
+            Some(_) => assert!(left > 0 && left <= 30_000, "{key} lost its life: {left}"),
+            None => assert_eq!(left, -1, "{key} kept its time to live"),
         }
     }
     // Longer than the settled record's minute: it keeps its own.
     assert!(queue.expire(Duration::from_secs(100)).await.unwrap());
     for key in &existing {
         let left = ttl(&redis, key);
-        match key == keys.settled() {
-            true => assert!(left > 0 && left <= 60_000, "{key}: {left}"),
-            false => assert!(left > 90_000 && left <= 100_000, "{key}: {left}"),
+        match own_life(&keys, key) {
+            Some(_) => assert!(left > 0 && left <= 30_000, "{key}: {left}"),
+            None => assert!(left > 90_000 && left <= 100_000, "{key}: {left}"),
         }
     }
     redis.cli(&["RPUSH", keys.target(), "ready"]);
@@ -166,9 +206,12 @@ async fn delete_removes_every_key_but_the_target() {
     redis.cli(&["RPUSH", "another-app", "x"]);
     redis.cli(&["ZADD", keys.claims(), "1", "another-app"]);
     redis.cli(&["RPUSH", keys.target(), "ready"]);
-    assert!(keys_of(&redis, queue.name()).len() >= 14);
+    assert!(keys_of(&redis, queue.name()).len() >= 21);
+    // A recurring schedule is the queue's too, but outlives a delete (docs/schedules.md).
+    let schedule = keys.schedule("s");
+    redis.cli(&["HSET", &schedule, "every_ms", "1000", "value", "v"]);
     assert!(queue.delete().await.unwrap());
-    assert_eq!(keys_of(&redis, queue.name()), Vec::<String>::new());
+    assert_eq!(keys_of(&redis, queue.name()), vec![schedule]);
     assert_eq!(redis.cli(&["LLEN", keys.target()]), "1");
     assert_eq!(redis.cli(&["LLEN", "another-app"]), "1");
 }
@@ -192,6 +235,17 @@ async fn check_probes_every_key_of_the_queue() {
     let report = queue.check().await.unwrap();
     assert_eq!(report.access, AccessCheck::DryRun);
     assert_eq!(report.denied, Vec::<String>::new());
+    // The selectors are enough for the limits and dedup keys too.
+    queue
+        .set_limits(&Limits::default().with_concurrency(1))
+        .await
+        .unwrap();
+    let dedup = Dedup::throttle("k", Duration::from_secs(60));
+    queue
+        .offer_dedup("v", Duration::from_secs(60), &dedup)
+        .await
+        .unwrap();
+    assert!(queue.delete().await.unwrap());
     for left_out in &selectors {
         let rest: Vec<&String> = selectors.iter().filter(|s| *s != left_out).collect();
         setuser(&rest);
@@ -201,4 +255,19 @@ async fn check_probes_every_key_of_the_queue() {
             "without {left_out}: nothing denied"
         );
     }
+}
+
+/// `clear` deletes the pending entries and what names them (indexes, dedup mappings: a new
+/// offer of the key is offered at once), and leaves what describes consumption (limits).
+#[tokio::test(flavor = "multi_thread")]
+async fn clear_takes_the_dedup_mappings_with_the_entries() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let queue = busy_queue(&redis, &client).await;
+    let keys = queue.keys().clone();
+    assert!(queue.clear().await.unwrap());
+    assert!(!exists(&redis, &keys.dedup("order-1")));
+    assert!(!exists(&redis, keys.timeout()));
+    assert!(exists(&redis, &keys.limits()));
+    assert!(exists(&redis, &keys.limit_parked("acme")));
 }

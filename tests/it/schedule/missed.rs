@@ -146,6 +146,46 @@ async fn a_malformed_schedule_does_not_stop_its_neighbours() {
     assert_eq!(offered(&client, &queue).await, minutes([0]));
 }
 
+/// A schedule "hash" of the wrong type (a string another writer put there) and a zset member
+/// whose hash is gone stop neither the pass nor the queue's other schedules: the wrong-typed
+/// one is counted, left in place and skipped at every pass; the ghost member is removed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_typed_schedule_does_not_stop_its_neighbours() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let queue = unique_name("wrong-type");
+    let keys = delayq::QueueKeys::new(queue.as_str());
+    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let every = Recurrence::every(Duration::from_secs(60)).unwrap();
+    schedules
+        .set(Schedule::new("good", every, b"v".to_vec()).start_ms(START))
+        .await
+        .unwrap();
+    redis.cli(&["SET", &keys.schedule("wt"), "junk"]);
+    redis.cli(&["ZADD", keys.schedules(), "0", "wt"]);
+    redis.cli(&["ZADD", keys.schedules(), "1", "ghost"]);
+    let config = FiringConfig::default().with_lead(Duration::ZERO);
+    let tally = schedules.fire_due(START + 1_000, &config).await.unwrap();
+    assert_eq!((tally.invalid, tally.offered), (1, 1), "{tally:?}");
+    assert_eq!(offered(&client, &queue).await, minutes([0]));
+    let members = redis.cli(&["ZRANGE", keys.schedules(), "0", "-1"]);
+    assert!(
+        !members.contains("ghost"),
+        "the ghost member is removed: {members}"
+    );
+    assert!(
+        members.contains("wt"),
+        "the wrong-typed one is left alone: {members}"
+    );
+    // The next occurrence fires too, past the wrong-typed one again.
+    let tally = schedules
+        .fire_due(START + MINUTE + 1_000, &config)
+        .await
+        .unwrap();
+    assert_eq!((tally.invalid, tally.offered), (1, 1), "{tally:?}");
+    assert_eq!(offered(&client, &queue).await, minutes([0, 1]));
+}
+
 /// A schedule set again (a new value, the same recurrence) goes on after the last occurrence it
 /// fired: that occurrence is not offered twice.
 #[tokio::test(flavor = "multi_thread")]

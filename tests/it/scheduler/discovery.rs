@@ -230,3 +230,62 @@ async fn messages_on_channels_of_no_queue_add_nothing() {
     assert_eq!(group.names(), vec![real]);
     group.shutdown().await;
 }
+
+/// Queue names holding a `}` (`a}b`: keys `redisson_delay_queue_timeout:{a}b}` by Redisson's
+/// `prefixName`) are found under their own names, and `transfer --all`'s discovery moves their
+/// values onto their own lists; a Java queue named `{j}k}` (same keys as `j}k`) whose list
+/// exists while `j}k`'s does not keeps getting its values.
+#[tokio::test(flavor = "multi_thread")]
+async fn names_holding_a_closing_brace_get_their_own_values() {
+    // A server of its own: these names cannot carry a unique prefix without changing them.
+    let redis = TestRedis::start_with(&[]);
+    let client = connect(&redis.url()).await;
+    let names = ["a}b", "x}", "tenant}orders", "}"];
+    for name in names {
+        manual_queue(&client, name)
+            .await
+            .offer(&format!("to {name}"), Duration::from_millis(1))
+            .await
+            .unwrap();
+    }
+    let java = "{j}k}";
+    let _: u64 = client.rpush(java, "earlier").await.unwrap();
+    manual_queue(&client, java)
+        .await
+        .offer("to {j}k}", Duration::from_millis(1))
+        .await
+        .unwrap();
+    let scanned = Discovery::all().scan(&client).await.unwrap();
+    let mut expected: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    expected.push(java.to_owned());
+    expected.sort();
+    assert_eq!(scanned, expected);
+
+    let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default())
+        .await
+        .unwrap();
+    group
+        .discover(Discovery::all().rescan_every(Duration::from_secs(3_600)))
+        .await
+        .unwrap();
+    let moved = eventually(PATIENCE, || async {
+        for name in names {
+            if client.llen::<u64, _>(name).await.unwrap() != 1 {
+                return false;
+            }
+        }
+        client.llen::<u64, _>(java).await.unwrap() == 2
+    })
+    .await;
+    assert!(moved, "each value on its own list");
+    for name in names {
+        let value: Option<String> = client.lpop(name, None).await.unwrap();
+        assert_eq!(value.as_deref(), Some(format!("to {name}").as_str()));
+        let wrong = format!("{{{name}}}");
+        let misdelivered: u64 = client.exists(wrong.as_str()).await.unwrap();
+        assert_eq!(misdelivered, 0, "nothing on {wrong}");
+    }
+    let misdelivered: u64 = client.exists("j}k").await.unwrap();
+    assert_eq!(misdelivered, 0, "nothing on j}}k");
+    group.shutdown().await;
+}

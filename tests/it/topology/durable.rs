@@ -142,12 +142,13 @@ async fn deduplicated_offers_wait_for_the_replica() {
     assert_eq!(first.as_str(), "offered");
     assert_eq!(pending_on(&pair.replica, &queue).await, 1);
     let frozen = pair.freeze();
-    // Dropped: nothing written, nothing to wait for (Valkey answers such a wait at once anyway).
+    // Dropped, yet waited for like any durable offer: a kept offer cannot tell an entry confirmed
+    // long ago from one whose offer was told it was not (see the next test).
     let kept = hasty
         .offer_dedup("again", Duration::from_secs(60), &dedup)
         .await
-        .unwrap();
-    assert_eq!(kept.as_str(), "kept");
+        .unwrap_err();
+    assert!(matches!(kept, Error::NotConfirmed { .. }), "{kept:?}");
     let other = Dedup::throttle("order-8", Duration::from_secs(60));
     let err = hasty
         .offer_dedup("second", Duration::from_secs(60), &other)
@@ -156,6 +157,47 @@ async fn deduplicated_offers_wait_for_the_replica() {
     assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
     assert_eq!(pending_on(&pair.master, &queue).await, 2);
     drop(frozen);
+}
+
+/// A throttled retry after "not confirmed" (the remedy docs/durability.md gives for it) is not
+/// reported confirmed while nothing confirmed the entry, even from another process's connection;
+/// once the replica has it, the retry is answered `kept`, and the replica holds the entry.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kept_retry_after_not_confirmed_is_confirmed_truly() {
+    let pair = Pair::start(&[]);
+    let first = queue_on(&pair.master, "durable-kept").await;
+    let name = first.name().to_owned();
+    // The retry comes from another client: its own durable connection, which wrote nothing.
+    let client = crate::common::queue::connect(&pair.master.url()).await;
+    let retry = crate::common::queue::manual_queue(&client, &name).await;
+    let hasty = Durability::replicas(1).timeout(Duration::from_millis(300));
+    let dedup = Dedup::throttle("order-9", Duration::from_secs(600));
+    let frozen = pair.freeze();
+    let err = first
+        .with_durability(hasty)
+        .offer_dedup("v", Duration::from_secs(600), &dedup)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
+    for queue in [&first, &retry] {
+        let again = queue
+            .with_durability(hasty)
+            .offer_dedup("v", Duration::from_secs(600), &dedup)
+            .await;
+        assert!(
+            matches!(again, Err(Error::NotConfirmed { .. })),
+            "a retry while the replica acknowledges nothing: {again:?}"
+        );
+    }
+    assert_eq!(pending_on(&pair.master, &first).await, 1);
+    drop(frozen);
+    let kept = retry
+        .with_durability(Durability::replicas(1).timeout(PATIENCE))
+        .offer_dedup("v", Duration::from_secs(600), &dedup)
+        .await
+        .unwrap();
+    assert_eq!(kept.as_str(), "kept");
+    assert_eq!(pending_on(&pair.replica, &first).await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -323,6 +365,104 @@ async fn dead_letters_of_a_durable_queue_wait_for_the_replica() {
     assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
     assert_eq!(master.llen::<u64, _>(&dead).await.unwrap(), 2);
     drop(frozen);
+}
+
+/// A dead letter whose first send ran on a connection that then dropped (its reply lost) is
+/// sent again on the durable connection, which finds the delivery settled: that resend must
+/// not be confirmed by a `WAIT` covering nothing of the first send. Here the first send is a
+/// raw call of `dead.lua` on another connection while the replica acknowledges nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resent_dead_letter_is_not_confirmed_before_the_replica_has_it() {
+    let pair = Pair::start(&[]);
+    let queue = queue_on(&pair.master, "durable-dead-resend").await;
+    let hasty = queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(300)));
+    let master = crate::common::queue::connect(&pair.master.url()).await;
+    let _: u64 = master.rpush(queue.name(), "v").await.unwrap();
+    let consumer = hasty.reliable_consumer().await.unwrap();
+    let delivery = consumer.take().await.unwrap();
+    // The durable connection's last write confirmed: the replica acknowledged all of it.
+    queue
+        .with_durability(Durability::replicas(1).timeout(PATIENCE))
+        .offer("before", Duration::from_secs(3_600))
+        .await
+        .unwrap();
+    let frozen = pair.freeze();
+    // The first send: it ran, and its reply never came back.
+    let keys = queue.keys().clone();
+    let source = delayq::__internal::script_source("dead.lua").unwrap();
+    let script_keys = delayq::__internal::script_keys("dead.lua", &keys, &[]).unwrap();
+    let args: Vec<fred::types::Value> = vec![
+        delayq::time::now_ms().into(),
+        "0".into(),
+        delivery.id().into(),
+        fred::types::Value::Bytes(dead_record("").into()),
+        0.into(),
+    ];
+    let ran: Vec<i64> = fred::interfaces::LuaInterface::eval(&master, source, script_keys, args)
+        .await
+        .unwrap();
+    assert_eq!(ran, [1, 0]);
+    // The resend, on the queue's durable connection.
+    let resent = delivery.dead_letter("gave up").await;
+    assert!(
+        matches!(resent, Err(Error::NotConfirmed { .. })),
+        "the replica has nothing yet: {resent:?}"
+    );
+    drop(frozen);
+    // Once thawed, the replica gets it, and a dead letter confirms as before.
+    wait_until("the dead letter on the replica", PATIENCE, || {
+        match pair.replica.cli(&["LLEN", keys.dead()]).as_str() {
+            "1" => Ok(()),
+            other => Err(other.to_owned()),
+        }
+    });
+}
+
+/// Waiting for every replica: confirmed while both replicas of the master acknowledge, and not
+/// once one of them has left (as a replica promoted by a forced failover leaves the old master),
+/// though the one left acknowledges everything: `WAIT 1` would confirm what the promoted
+/// replica never got.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_replica_keeps_waiting_for_a_replica_that_left() {
+    let pair = Pair::start(&[]);
+    let port = pair.master.port.to_string();
+    let second = TestRedis::start_with(&["--replicaof", "127.0.0.1", port.as_str()]);
+    let connected = |n: &'static str| {
+        let master = &pair.master;
+        move || {
+            let info = master.cli(&["INFO", "replication"]);
+            let online = info.matches("state=online").count().to_string();
+            match info.contains(&format!("connected_slaves:{n}")) && online == n {
+                true => Ok(()),
+                false => Err(info),
+            }
+        }
+    };
+    wait_until("two replicas online", PATIENCE, connected("2"));
+    let queue = queue_on(&pair.master, "durable-every").await;
+    let every = queue.with_durability(Durability::every_replica().timeout(PATIENCE));
+    every.offer("both", Duration::from_secs(60)).await.unwrap();
+    assert_eq!(pending_on(&second, &queue).await, 1);
+    assert_eq!(pending_on(&pair.replica, &queue).await, 1);
+    // One replica leaves; the other still follows and acknowledges.
+    drop(second);
+    wait_until("one replica left", PATIENCE, connected("1"));
+    let hasty =
+        queue.with_durability(Durability::every_replica().timeout(Duration::from_millis(300)));
+    let err = hasty
+        .offer("one", Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    match err {
+        Error::NotConfirmed {
+            wanted_replicas: 2,
+            acked_replicas: 1,
+            ..
+        } => {}
+        other => panic!("expected NotConfirmed, 1 of 2: {other:?}"),
+    }
+    let one = queue.with_durability(Durability::replicas(1).timeout(PATIENCE));
+    one.offer("any", Duration::from_secs(60)).await.unwrap();
 }
 
 /// The documented ACL user has no `+wait`: a durable write is refused before anything is

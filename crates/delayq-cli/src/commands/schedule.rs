@@ -69,6 +69,16 @@ async fn set(ctx: &Ctx, args: ScheduleSetArgs) -> anyhow::Result<()> {
         schedule = schedule.start_ms(start);
     }
     if let Some(end) = args.end {
+        // The library keeps an end in the past (a given clock may fire what came before it);
+        // from the command line it is a mistake that would store a schedule that never fires.
+        let now = delayq::time::now_ms();
+        if end < now {
+            return Err(Usage(format!(
+                "--end {} is in the past: the schedule would never fire; nothing was written",
+                crate::show::time(end)
+            ))
+            .into());
+        }
         schedule = schedule.end_ms(end);
     }
     let info = schedules(ctx, &args.target.queue).set(schedule).await?;
@@ -83,11 +93,43 @@ async fn list(ctx: &Ctx, queue: Option<String>) -> anyhow::Result<()> {
     let mut out = std::io::stdout();
     let now = delayq::time::now_ms();
     for queue in queues {
-        for info in schedules(ctx, &queue).list().await? {
-            let text = describe(ctx, &queue, &info, now);
-            ctx.print(&mut out, &text, || record(ctx, &queue, &info))?;
+        let rows = match schedules(ctx, &queue).rows().await {
+            Ok(rows) => rows,
+            // One queue's key of another type is that queue's row, not the listing's end.
+            Err(err @ delayq::Error::WrongType { .. }) => {
+                print_error_row(ctx, &queue, None, &err)?;
+                continue;
+            }
+            Err(err) => return Err(err.into()),
+        };
+        for row in rows {
+            match &row.info {
+                Ok(info) => {
+                    let text = describe(ctx, &queue, info, now);
+                    ctx.print(&mut out, &text, || record(ctx, &queue, info))?;
+                }
+                Err(err) => print_error_row(ctx, &queue, Some(&row.id), err)?,
+            }
         }
     }
+    Ok(())
+}
+
+/// The row of a schedule (or, without `id`, a queue's schedules) that cannot be read: queue,
+/// id, `error: REASON` (JSON: `queue`, `id`, `error`), and a warning on stderr.
+fn print_error_row(
+    ctx: &Ctx,
+    queue: &str,
+    id: Option<&str>,
+    err: &delayq::Error,
+) -> anyhow::Result<()> {
+    tracing::warn!(queue, schedule = id, error = %err, "a schedule that cannot be read");
+    let text = format!("{queue}\t{}\terror: {err}", id.unwrap_or("-"));
+    ctx.print(
+        &mut std::io::stdout(),
+        &text,
+        || serde_json::json!({ "queue": queue, "id": id, "error": err.to_string() }),
+    )?;
     Ok(())
 }
 

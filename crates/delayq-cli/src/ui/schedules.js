@@ -39,6 +39,14 @@ function fillSchedules(d) {
   sync($("#schedules tbody"), d.schedules, (s) => s.id, (row, s, fresh) => {
     const c = cells(row, 8, ["", "", "next", "last", "state", "", "v", "act"]);
     setText(c[0], s.id);
+    row.classList.toggle("error", s.error !== undefined);
+    if (s.error !== undefined) {
+      setText(c[1], "cannot read: " + s.error);
+      for (const i of [2, 3, 5, 6]) setText(c[i], "-");
+      setText(c[4], "error");
+      if (fresh) scheduleButtons(c[7], row);
+      return;
+    }
     setText(c[1], recurrence(s));
     setText(c[2], s.paused ? "-" : s.next_ms === null ? "ended" : at(s.next_ms, d.now_ms));
     setText(c[3], s.last_ms === null ? "never" : at(s.last_ms, d.now_ms));

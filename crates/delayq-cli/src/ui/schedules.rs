@@ -5,7 +5,8 @@
 //! page's ids from the schedules zset, then one `HGETALL` per schedule of the page (at most
 //! [`MOST`]), so a queue of thousands of schedules costs no more than the page shown. Each row:
 //! `id`, `cron` and `zone` or `every_ms`, `next_ms`, `last_ms`, `paused`, `missed`,
-//! `start_ms`, `end_ms` and `value`, a bounded preview with the queue's codec.
+//! `start_ms`, `end_ms` and `value`, a bounded preview with the queue's codec; a schedule that
+//! cannot be read: `id` and `error`.
 //! `POST /api/queues/{name}/schedules/{id}/{pause,resume,trigger,remove}`: each with the role
 //! [`access`](super::access) says (remove loses the schedule: admin; the others keep it).
 
@@ -54,9 +55,15 @@ pub(super) async fn list(
         let of_queue = schedules(&ui, &name);
         let mut rows = Vec::with_capacity(ids.len());
         for id in ids {
-            // Removed between the two reads: left out.
-            if let Some(info) = of_queue.get(&id).await? {
-                rows.push(row(&ui, &name, &info));
+            match of_queue.get(&id).await {
+                Ok(Some(info)) => rows.push(row(&ui, &name, &info)),
+                // Removed between the two reads: left out.
+                Ok(None) => {}
+                // A hash another writer got wrong (or a key of another type) is its own row.
+                Err(err @ (Error::InvalidSchedule(_) | Error::WrongType { .. })) => {
+                    rows.push(json!({ "id": id, "error": err.to_string() }));
+                }
+                Err(err) => return Err(err.into()),
             }
         }
         Ok(json!({

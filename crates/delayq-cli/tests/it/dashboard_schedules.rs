@@ -114,3 +114,32 @@ fn schedules_are_paged_and_their_actions_go_by_role() {
     assert_eq!(post("nope/pause", OPERATOR).0, 404);
     assert_eq!(post("hourly/explode", ADMIN).0, 404);
 }
+
+/// A schedule key of the wrong type is an error row of the dashboard's page (`id`, `error`),
+/// beside the healthy schedule, not a 502 for the whole tab.
+#[test]
+fn an_unreadable_schedule_is_an_error_row() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let name = unique_name("sched-ui-bad");
+    let keys = delayq::QueueKeys::new(name.as_str());
+    delayq(
+        &url,
+        &[
+            "schedule", "set", &name, "good", "--every", "1h", "--value", "v",
+        ],
+    );
+    redis.cli(&["SET", &keys.schedule("wt"), "junk"]);
+    redis.cli(&["ZADD", keys.schedules(), "0", "wt"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (_ui, port) = dashboard(&redis, dir.path(), &[], &[], "/healthz");
+    let page = json(port, &format!("/api/queues/{name}/schedules"), 200);
+    let rows = page["schedules"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{page}");
+    assert_eq!(rows[0]["id"], "wt", "{page}");
+    assert!(
+        rows[0]["error"].as_str().unwrap().contains("wrong kind"),
+        "{page}"
+    );
+    assert_eq!(rows[1]["id"], "good", "{page}");
+}

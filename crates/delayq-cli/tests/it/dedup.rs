@@ -124,3 +124,57 @@ fn bad_dedup_input_exits_2_and_a_wrong_type_mapping_5_with_nothing_written() {
     assert_eq!(redis.cli(&["LRANGE", &keys.dedup("k"), "0", "-1"]), "mine");
     assert_eq!(redis.cli(&["EXISTS", keys.order()]), "0");
 }
+
+/// A durable dedup offer no replica confirms exits 9, and so does its retry (docs/durability.md's
+/// remedy for 9), though the script kept the entry: nothing confirmed it. A `--wait-timeout`
+/// over an hour is refused with exit 2 before anything is written.
+#[test]
+fn a_kept_retry_of_an_unconfirmed_durable_offer_is_not_confirmed() {
+    // A server of its own: no replica.
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let queue = unique_name("cli-dedup-durable");
+    let timeout = QueueKeys::new(queue.as_str()).timeout().to_owned();
+    let offer = |wait: &str| {
+        let args = [
+            "offer",
+            &queue,
+            "v",
+            "--delay",
+            "1m",
+            "--dedup-key",
+            "k",
+            "--dedup-window",
+            "1m",
+            "--wait-replicas",
+            "1",
+            "--wait-timeout",
+            wait,
+        ];
+        delayq(&url, &args)
+    };
+    for attempt in ["first", "retry"] {
+        let out = offer("200ms");
+        assert_eq!(out.status.code(), Some(9), "{attempt}: {out:?}");
+    }
+    assert_eq!(redis.cli(&["ZCARD", &timeout]), "1");
+    for too_long in ["1000y", "61m"] {
+        let other = unique_name("cli-durable-long");
+        let out = delayq(
+            &url,
+            &[
+                "offer",
+                &other,
+                "v",
+                "--wait-replicas",
+                "1",
+                "--wait-timeout",
+                too_long,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{too_long}: {out:?}");
+        assert!(text(&out.stderr).contains("most"), "{}", text(&out.stderr));
+        let other_timeout = QueueKeys::new(other.as_str()).timeout().to_owned();
+        assert_eq!(redis.cli(&["EXISTS", &other_timeout]), "0");
+    }
+}

@@ -329,3 +329,89 @@ async fn work_fires_its_queues_schedules() {
     assert!(handled.lines().take(2).all(|l| l == "job"), "{handled:?}");
     assert!(handled.lines().count() >= 2, "{handled:?}");
 }
+
+/// Schedules that could never fire are refused with exit 2 and nothing written: dates that do
+/// not exist (30 and 31 February, 31 April…), an end in the past, a start past 2^53 ms (no
+/// entry can be due then), and an interval under 10 ms (it could never catch up).
+#[test]
+fn schedules_that_can_never_fire_are_refused() {
+    let redis = TestRedis::start();
+    let q = unique_name("never");
+    let keys = delayq::QueueKeys::new(q.as_str());
+    let refused: [&[&str]; 7] = [
+        &["--cron", "0 0 30 2 *"],
+        &["--cron", "0 0 31 2 *"],
+        &["--cron", "0 0 31 4,6,9,11 *"],
+        &["--every", "1m", "--end", "2020-01-01T00:00:00Z"],
+        &["--every", "1m", "--start", "99999999999999999"],
+        &["--every", "1ms"],
+        &["--every", "9ms"],
+    ];
+    for how in refused {
+        let mut args = vec!["schedule", "set", &q, "s", "--value", "v"];
+        args.extend_from_slice(how);
+        let out = delayq(&redis, &args);
+        assert_eq!(out.status.code(), Some(2), "{how:?}: {out:?}");
+        assert!(!String::from_utf8_lossy(&out.stderr).trim().is_empty());
+        assert_eq!(redis.cli(&["EXISTS", &keys.schedule("s")]).trim(), "0");
+        assert_eq!(
+            redis.cli(&["ZCARD", keys.schedules()]).trim(),
+            "0",
+            "{how:?}"
+        );
+    }
+    // The edge that can fire is taken.
+    let ok = delayq(
+        &redis,
+        &[
+            "schedule", "set", &q, "s", "--value", "v", "--every", "10ms",
+        ],
+    );
+    assert!(ok.status.success(), "{ok:?}");
+}
+
+/// A schedule hash of the wrong type and one whose fields do not parse are rows of their own
+/// in `schedule list` (text and JSON), beside the healthy schedule, exit 0.
+#[test]
+fn unreadable_schedules_are_error_rows_of_the_listing() {
+    let redis = TestRedis::start();
+    let q = unique_name("rows");
+    let keys = delayq::QueueKeys::new(q.as_str());
+    let set = delayq(
+        &redis,
+        &[
+            "schedule", "set", &q, "good", "--every", "1h", "--value", "v",
+        ],
+    );
+    assert!(set.status.success(), "{set:?}");
+    redis.cli(&["SET", &keys.schedule("wt"), "junk"]);
+    redis.cli(&["ZADD", keys.schedules(), "0", "wt"]);
+    redis.cli(&[
+        "HSET",
+        &keys.schedule("bad"),
+        "cron",
+        "garbage",
+        "value",
+        "v",
+    ]);
+    redis.cli(&["ZADD", keys.schedules(), "1", "bad"]);
+    let list = delayq(&redis, &["schedule", "list", &q]);
+    assert_eq!(list.status.code(), Some(0), "{list:?}");
+    let text = stdout(&list);
+    assert!(text.contains(&format!("{q}\tgood\tevery 1h")), "{text}");
+    assert!(text.contains(&format!("{q}\twt\terror: ")), "{text}");
+    assert!(text.contains(&format!("{q}\tbad\terror: ")), "{text}");
+    let json = delayq(&redis, &["--json", "schedule", "list", &q]);
+    assert_eq!(json.status.code(), Some(0), "{json:?}");
+    let records: Vec<serde_json::Value> = stdout(&json)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(records.len(), 3, "{records:?}");
+    let errors: Vec<&str> = records
+        .iter()
+        .filter(|r| r["error"].is_string())
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(errors, ["wt", "bad"]);
+}
