@@ -19,6 +19,8 @@ use fred::prelude::Value;
 /// What a probe read of one queue.
 pub(super) struct Probed {
     name: String,
+    /// When the probe was sent (epoch µs).
+    sent_us: i64,
     /// The head's score (`None`: nothing pending).
     head: Result<Option<i64>>,
     /// delayq's indexes of the order list exist.
@@ -58,7 +60,7 @@ impl GroupTask {
         if !picked.is_empty() {
             let client = self.client.clone();
             self.jobs
-                .spawn(async move { Done::Probed(probe(&client, picked).await) });
+                .spawn(async move { Done::Probed(probe(&client, picked, now).await) });
         }
     }
 
@@ -75,7 +77,7 @@ impl GroupTask {
                     if head.is_none() && probed.indexed {
                         tidy.push(state.spec.clone());
                     }
-                    state.probed(head);
+                    state.probed(head, probed.sent_us);
                 }
                 // The transfer will say what is wrong, with its backoff.
                 Err(_) => state.due_now(),
@@ -125,23 +127,25 @@ impl GroupTask {
     }
 }
 
-/// The head score of each queue's timeout zset, and whether delayq's indexes of its order list
-/// exist, in one pipelined round trip.
-async fn probe(client: &Client, picked: Vec<QueueKeys>) -> Vec<Probed> {
+/// The head score of each queue's timeout zset, one `ZRANGE` a queue in one pipelined round
+/// trip; then, for the queues with nothing pending only, whether delayq's indexes of their
+/// order list exist (one `EXISTS` each, in a second round trip). A queue with entries pending,
+/// the idle queue of a big deployment, costs one command a look.
+async fn probe(client: &Client, picked: Vec<QueueKeys>, sent_us: i64) -> Vec<Probed> {
     let pipeline = client.pipeline();
     for keys in &picked {
         let _: std::result::Result<(), _> = pipeline
             .zrange(keys.timeout(), 0, 0, None, false, None, true)
             .await;
-        let _: std::result::Result<(), _> =
-            pipeline.exists(vec![keys.index(), keys.values()]).await;
     }
-    let mut replies = pipeline.try_all::<Value>().await.into_iter();
-    picked
-        .into_iter()
-        .map(|keys| {
-            let (zrange, exists) = (replies.next(), replies.next());
-            let head = match zrange {
+    let replies = pipeline.try_all::<Value>().await;
+    let mut probed: Vec<Probed> = picked
+        .iter()
+        .zip(replies.into_iter().map(Some).chain(std::iter::repeat_with(|| None)))
+        .map(|(keys, zrange)| Probed {
+            name: keys.target().to_owned(),
+            sent_us,
+            head: match zrange {
                 Some(reply) => reply
                     .map_err(|e| Error::from_redis("ZRANGE", keys.timeout(), e))
                     .and_then(head_of),
@@ -149,15 +153,26 @@ async fn probe(client: &Client, picked: Vec<QueueKeys>) -> Vec<Probed> {
                     context: "ZRANGE",
                     detail: "no reply".into(),
                 }),
-            };
-            let indexed = matches!(exists, Some(Ok(Value::Integer(n))) if n > 0);
-            Probed {
-                name: keys.target().to_owned(),
-                head,
-                indexed,
-            }
+            },
+            indexed: false,
         })
-        .collect()
+        .collect();
+    let empty: Vec<usize> = (0..probed.len())
+        .filter(|&at| matches!(probed[at].head, Ok(None)))
+        .collect();
+    if empty.is_empty() {
+        return probed;
+    }
+    let pipeline = client.pipeline();
+    for &at in &empty {
+        let keys = &picked[at];
+        let _: std::result::Result<(), _> =
+            pipeline.exists(vec![keys.index(), keys.values()]).await;
+    }
+    for (at, exists) in empty.into_iter().zip(pipeline.try_all::<Value>().await) {
+        probed[at].indexed = matches!(exists, Ok(Value::Integer(n)) if n > 0);
+    }
+    probed
 }
 
 /// The head's score in a `ZRANGE 0 0 WITHSCORES` reply.
