@@ -16,6 +16,7 @@ use crate::time::now_us;
 use crate::Result;
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, KeysInterface};
+use fred::types::scan::ScanType;
 use fred::types::{Key, Value};
 use futures::stream::BoxStream;
 use futures::StreamExt;
@@ -78,7 +79,7 @@ impl Discovery {
     /// # Ok(()) }
     /// ```
     pub async fn scan(&self, client: &Client) -> Result<Vec<String>> {
-        let scanned = scan(client, self).await?;
+        let scanned = scan(client, self, &HashSet::new()).await?;
         for name in &scanned.unreadable {
             warn_unreadable(name);
         }
@@ -151,7 +152,7 @@ impl Discovery {
     /// # Ok(()) }
     /// ```
     pub async fn orphaned(&self, client: &Client) -> Result<Vec<String>> {
-        let scanned = scan(client, self).await?;
+        let scanned = scan(client, self, &HashSet::new()).await?;
         let mut names: Vec<String> = scanned
             .orphaned
             .iter()
@@ -236,10 +237,22 @@ pub(super) struct Scanned {
 /// How many `TYPE` calls a pipeline of the scan sends at once.
 const TYPE_BATCH: usize = 1_000;
 
+/// From how many keys of unknown type on a scan their types are read by a second `SCAN ...
+/// TYPE zset` over the keyspace (a call per `scan_count` keys of it) rather than a `TYPE` each.
+const TYPED_SCAN_FROM: usize = 100;
+
 /// Every Redisson delayed queue the discovery takes, and the indexes a queue it takes left
 /// behind: one `SCAN` of the queues' timeout zsets, order lists and delayq indexes, on every
-/// master; the timeout zsets are then told from keys merely named like one by their `TYPE`.
-pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scanned> {
+/// master. The timeout zsets are then told from keys merely named like one by their type,
+/// except those of the `known` queues (the group's, whose transfers read them): a rescan's
+/// cost beyond the `SCAN` follows what changed since the last one. Many keys to tell (a first
+/// scan) are told by a `SCAN ... TYPE zset` (Redis 6+, Valkey), few by a `TYPE` each, as are
+/// many on a server without the filter.
+pub(super) async fn scan(
+    client: &Client,
+    discovery: &Discovery,
+    known: &HashSet<String>,
+) -> Result<Scanned> {
     let mut keys = queue_keys(client, discovery.scan_count);
     // Keys named like a timeout zset: the queue, or the name hex-escaped when it is not UTF-8.
     let mut timeouts: Vec<(Key, std::result::Result<QueueKeys, String>)> = Vec::new();
@@ -289,11 +302,17 @@ pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scann
             .map(|(_, queue)| queue)
             .collect(),
     };
-    let zsets = zsets(client, timeouts.iter().map(|(key, _)| key.clone())).await?;
+    let unknown: Vec<Key> = timeouts
+        .iter()
+        .filter(|(_, queue)| !queue.as_ref().is_ok_and(|q| known.contains(q.target())))
+        .map(|(key, _)| key.clone())
+        .collect();
+    let zsets = zsets(client, unknown, discovery.scan_count).await?;
     let mut seen = HashSet::new();
-    for ((_, queue), zset) in timeouts.into_iter().zip(zsets) {
+    for (_, queue) in timeouts.into_iter().filter(|(key, queue)| {
+        queue.as_ref().is_ok_and(|q| known.contains(q.target())) || zsets.contains(key.as_bytes())
+    }) {
         match queue {
-            _ if !zset => {}
             Ok(queue) if seen.insert(queue.target().to_owned()) => scanned.found.push(queue),
             Ok(_) => {}
             Err(escaped) => scanned.unreadable.push(escaped),
@@ -317,19 +336,58 @@ fn queue_keys(
     }
 }
 
-/// Whether each of `keys` is a sorted set, in pipelines of [`TYPE_BATCH`].
-async fn zsets(client: &Client, keys: impl Iterator<Item = Key>) -> Result<Vec<bool>> {
-    let keys: Vec<Key> = keys.collect();
-    let mut zsets = Vec::with_capacity(keys.len());
+/// Which of `keys` are sorted sets: from [`TYPED_SCAN_FROM`] keys on, by one `SCAN ... TYPE
+/// zset` (falling back to `TYPE`s on a server that refuses the filter), below it by a `TYPE`
+/// each in pipelines of [`TYPE_BATCH`].
+async fn zsets(client: &Client, keys: Vec<Key>, scan_count: u32) -> Result<HashSet<Vec<u8>>> {
+    if keys.is_empty() {
+        return Ok(HashSet::new());
+    }
+    if keys.len() >= TYPED_SCAN_FROM {
+        match typed_zsets(client, scan_count).await {
+            Ok(zsets) => {
+                return Ok(keys
+                    .iter()
+                    .filter(|key| zsets.contains(key.as_bytes()))
+                    .map(|key| key.as_bytes().to_vec())
+                    .collect())
+            }
+            Err(err) => tracing::debug!(
+                error = %err,
+                "SCAN ... TYPE zset refused (a server before Redis 6?): reading each key's TYPE"
+            ),
+        }
+    }
+    let mut zsets = HashSet::new();
     for batch in keys.chunks(TYPE_BATCH) {
         let pipeline = client.pipeline();
         for key in batch {
             let _: () = pipeline.r#type(key.clone()).await?;
         }
-        for reply in pipeline.try_all::<Value>().await {
-            let kind = reply?;
-            zsets.push(kind.as_str().as_deref() == Some(KeyKind::Zset.redis_type()));
+        for (key, reply) in batch.iter().zip(pipeline.try_all::<Value>().await) {
+            if reply?.as_str().as_deref() == Some(KeyKind::Zset.redis_type()) {
+                zsets.insert(key.as_bytes().to_vec());
+            }
         }
+    }
+    Ok(zsets)
+}
+
+/// Every sorted set named like one of a queue's keys: one `SCAN ... TYPE zset`, on every
+/// master of a Cluster.
+async fn typed_zsets(client: &Client, count: u32) -> Result<HashSet<Vec<u8>>> {
+    let pattern = every_queue_key();
+    let mut keys = match client.is_clustered() {
+        true => client
+            .scan_cluster_buffered(pattern, Some(count), Some(ScanType::ZSet))
+            .boxed(),
+        false => client
+            .scan_buffered(pattern, Some(count), Some(ScanType::ZSet))
+            .boxed(),
+    };
+    let mut zsets = HashSet::new();
+    while let Some(key) = keys.next().await {
+        zsets.insert(key?.as_bytes().to_vec());
     }
     Ok(zsets)
 }
@@ -356,8 +414,9 @@ impl GroupTask {
         self.next_scan = Some(tokio::time::Instant::now() + discovery.rescan);
         let client = self.client.clone();
         let discovery = discovery.clone();
+        let known: HashSet<String> = self.queues.keys().cloned().collect();
         self.jobs
-            .spawn(async move { Done::Scanned(scan(&client, &discovery).await) });
+            .spawn(async move { Done::Scanned(scan(&client, &discovery, &known).await) });
     }
 
     /// Starts the next scan now if it came due while the last one ran.
