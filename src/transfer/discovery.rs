@@ -1,5 +1,6 @@
 //! Discovery: which queues a group finds by itself ([`Discovery`]), the scan of the timeout
-//! zsets that finds them, and what the group's task does with a scan's result.
+//! zsets that finds them, and what a scan's result means for the group's queues (returned for
+//! the group's task to apply).
 //!
 //! A scan of a big keyspace takes a while, and SCAN promises only the keys that exist for all
 //! of it: a queue created (or emptied and refilled) while it runs may be missing from its
@@ -7,7 +8,7 @@
 //! by it, no channel message, no transfer that found entries.
 
 use super::config::TransferConfig;
-use super::task::{Done, GroupTask};
+use super::queue_state::QueueState;
 use crate::keys::{every_queue_key, glob_match, KeyKind, KeyRole, QueueKeys};
 use crate::options::QueueOptions;
 use crate::redis::ops::tidy;
@@ -175,7 +176,7 @@ impl Discovery {
     }
 
     /// The queue `keys` with the discovery's options.
-    fn spec(&self, keys: QueueKeys) -> QueueSpec {
+    pub(super) fn spec(&self, keys: QueueKeys) -> QueueSpec {
         QueueSpec {
             keys,
             options: self.options,
@@ -392,7 +393,7 @@ async fn typed_zsets(client: &Client, count: u32) -> Result<HashSet<Vec<u8>>> {
     Ok(zsets)
 }
 
-fn warn_unreadable(key: &str) {
+pub(super) fn warn_unreadable(key: &str) {
     tracing::warn!(
         key = %key,
         "a delayed queue whose name is not UTF-8 (shown hex-escaped): discovery leaves it alone; \
@@ -400,140 +401,63 @@ fn warn_unreadable(key: &str) {
     );
 }
 
-impl GroupTask {
-    /// Starts a scan, unless one runs (the next starts when it ends).
-    pub(super) fn start_scan(&mut self) {
-        let Some(discovery) = &self.discovery else {
-            return;
-        };
-        if self.scan_began_us.is_some() {
-            self.next_scan = None;
-            return;
-        }
-        self.scan_began_us = Some(now_us());
-        self.next_scan = Some(tokio::time::Instant::now() + discovery.rescan);
-        let client = self.client.clone();
-        let discovery = discovery.clone();
-        let known: HashSet<String> = self.queues.keys().cloned().collect();
-        self.jobs
-            .spawn(async move { Done::Scanned(scan(&client, &discovery, &known).await) });
-    }
+/// Whether the queue `keys` has pending entries (its timeout zset exists): a message on an
+/// unknown queue's channel adds it only then, since anyone may publish on any channel.
+pub(super) async fn has_pending(client: &Client, keys: &QueueKeys) -> bool {
+    let pending: std::result::Result<u64, _> = client.exists(keys.timeout()).await;
+    pending.is_ok_and(|n| n > 0)
+}
 
-    /// Starts the next scan now if it came due while the last one ran.
-    fn rescan_if_due(&mut self) {
-        if self.next_scan.is_none() {
-            self.start_scan();
-        }
-    }
+/// What a scan means for a group's queues.
+pub(super) struct Sorted {
+    /// Queues found that the group does not have.
+    pub(super) new: Vec<QueueKeys>,
+    /// Discovered queues not found and not heard from since the scan began: to drop.
+    pub(super) vanished: Vec<String>,
+    /// Queues that left only indexes behind: to tidy.
+    pub(super) orphaned: Vec<QueueSpec>,
+    /// Queue names that are not UTF-8, hex-escaped: to warn about.
+    pub(super) unreadable: Vec<String>,
+}
 
-    /// The queue of `channel`, if discovery is on and its pattern takes it.
-    pub(super) fn discovered_queue(&self, channel: &str) -> Option<QueueKeys> {
-        let discovery = self.discovery.as_ref()?;
+impl Discovery {
+    /// The queue of `channel`, if the discovery's pattern takes it.
+    pub(super) fn queue_of_channel(&self, channel: &str) -> Option<QueueKeys> {
         let keys = QueueKeys::queue_of(channel)?;
-        discovery.takes(keys.target()).then_some(keys)
+        self.takes(keys.target()).then_some(keys)
     }
 
-    /// A message came on the channel of the unknown queue `keys`: anyone may publish on any
-    /// channel, so the queue is added (with its metrics) only if it has pending entries.
-    pub(super) fn check_heard(&mut self, keys: QueueKeys) {
-        let client = self.client.clone();
-        self.jobs.spawn(async move {
-            let pending: std::result::Result<u64, _> = client.exists(keys.timeout()).await;
-            let pending = pending.is_ok_and(|n| n > 0);
-            Done::Heard(Box::new(keys), pending)
-        });
-    }
-
-    /// What [`check_heard`](Self::check_heard) found.
-    pub(super) async fn on_heard(&mut self, keys: QueueKeys, pending: bool) {
-        if !pending || self.queues.contains_key(keys.target()) {
-            return;
-        }
-        let name = keys.target().to_owned();
-        if let Err(err) = self.add_discovered(keys).await {
-            tracing::warn!(queue = %name, error = %err, "cannot add a discovered queue");
-        }
-    }
-
-    pub(super) async fn add_discovered(&mut self, keys: QueueKeys) -> Result<()> {
-        let Some(discovery) = &self.discovery else {
-            return Ok(());
-        };
-        let spec = discovery.spec(keys);
-        let config = discovery.transfer;
-        self.add(spec, config, true).await.map(drop)
-    }
-
-    /// Adds the queues a scan found, drops the discovered queues not heard from since it began,
-    /// and tidies the indexes of those dropped and of the queues that left only indexes behind.
-    pub(super) async fn on_scanned(&mut self, scanned: Result<Scanned>) {
-        let began_us = self.scan_began_us.take().unwrap_or(i64::MIN);
-        let scanned = match scanned {
-            Ok(scanned) => scanned,
-            Err(err) => {
-                match self.discover_reply.take() {
-                    // The first scan: the caller hears why discovery cannot work.
-                    Some(reply) => {
-                        self.discovery = None;
-                        self.observer.discover(None);
-                        self.next_scan = None;
-                        let _ = reply.send(Err(err));
-                    }
-                    None => {
-                        tracing::warn!(error = %err, "discovery scan failed; trying again at the next");
-                        self.rescan_if_due();
-                    }
-                }
-                return;
-            }
-        };
-        self.rescan_if_due();
-        for name in scanned.unreadable {
-            if self.unreadable_warned.insert(name.clone()) {
-                warn_unreadable(&name);
-            }
-        }
-        let (mut added, mut dropped) = (0, 0);
+    /// Sorts what a scan that began at `began_us` found against the group's `queues`: the
+    /// queues found are heard from now; what is new, vanished or orphaned is returned for the
+    /// group's task to apply.
+    pub(super) fn sort(
+        &self,
+        scanned: Scanned,
+        queues: &mut HashMap<String, QueueState>,
+        began_us: i64,
+    ) -> Sorted {
         let now = now_us();
+        let mut new = Vec::new();
         for keys in scanned.found {
-            let name = keys.target().to_owned();
-            match self.queues.get_mut(&name) {
+            match queues.get_mut(keys.target()) {
                 Some(state) => state.heard_us = now,
-                None => match self.add_discovered(keys).await {
-                    Ok(()) => added += 1,
-                    Err(err) => {
-                        tracing::warn!(queue = %name, error = %err, "cannot add a discovered queue")
-                    }
-                },
+                None => new.push(keys),
             }
         }
-        let vanished: Vec<String> = self
-            .queues
+        let vanished = queues
             .iter()
             .filter(|(_, state)| state.discovered && !state.running && state.heard_us < began_us)
             .map(|(name, _)| name.clone())
             .collect();
-        // The queues that left only indexes behind, and those dropped now.
-        let mut untidy = match &self.discovery {
-            Some(discovery) => scanned
+        Sorted {
+            new,
+            vanished,
+            orphaned: scanned
                 .orphaned
                 .into_iter()
-                .map(|keys| discovery.spec(keys))
+                .map(|keys| self.spec(keys))
                 .collect(),
-            None => Vec::new(),
-        };
-        for name in vanished {
-            if let Some(spec) = self.remove(&name).await {
-                untidy.push(spec);
-            }
-            dropped += 1;
-        }
-        self.tidy(untidy);
-        if added + dropped > 0 {
-            tracing::info!(added, dropped, queues = self.queues.len(), "discovery");
-        }
-        if let Some(reply) = self.discover_reply.take() {
-            let _ = reply.send(Ok(()));
+            unreadable: scanned.unreadable,
         }
     }
 }
