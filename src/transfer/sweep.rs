@@ -125,7 +125,12 @@ pub(super) async fn probe(client: &Client, picked: Vec<QueueKeys>, sent_us: i64)
     let replies = pipeline.try_all::<Value>().await;
     let mut probed: Vec<Probed> = picked
         .iter()
-        .zip(replies.into_iter().map(Some).chain(std::iter::repeat_with(|| None)))
+        .zip(
+            replies
+                .into_iter()
+                .map(Some)
+                .chain(std::iter::repeat_with(|| None)),
+        )
         .map(|(keys, zrange)| Probed {
             name: keys.target().to_owned(),
             sent_us,
