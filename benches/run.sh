@@ -49,14 +49,22 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/delayq-bench.XXXXXX")"
 redis_pid=""
 replica_pid=""
+# On failure the work directory stays, with what tells why: the delayq processes' logs
+# (many-delayq*.log and the like), redis.log, replica.log, maven.log.
 cleanup() {
+  local status=$?
   for pid in "$replica_pid" "$redis_pid"; do
     if [[ -n "$pid" ]]; then
       kill "$pid" 2>/dev/null || true
       wait "$pid" 2>/dev/null || true
     fi
   done
-  rm -rf "$work"
+  if [[ "$status" -ne 0 ]]; then
+    echo "run.sh: failed (exit $status); its work directory is kept: $work" >&2
+    ls "$work" >&2 2>/dev/null || true
+  else
+    rm -rf "$work"
+  fi
 }
 trap cleanup EXIT
 

@@ -26,6 +26,11 @@
 //!   (the one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
 //!   arguments and reply).
 //! - [`metrics`]: every metric delayq records (feature `metrics`), with its name and labels.
+//! - `observe/`: what workers and scheduler groups keep in Redis about themselves (each queue's
+//!   per-minute activity, the registry of live processes), one `Observer` task per process.
+//! - `telemetry.rs`: the spans of messages and their OpenTelemetry messaging fields.
+//! - `recurring/`: recurring schedules (cron expressions, intervals), each occurrence offered
+//!   exactly once however many processes fire them.
 //! - [`Durability`] (`durable/`): durable writes' own connection, and the task that confirms
 //!   them with one `WAIT`/`WAITAOF` for every writer waiting.
 //! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).

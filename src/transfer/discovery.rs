@@ -1,5 +1,6 @@
 //! Discovery: which queues a group finds by itself ([`Discovery`]), the scan of the timeout
-//! zsets that finds them, and what the group's task does with a scan's result.
+//! zsets that finds them, and what a scan's result means for the group's queues (returned for
+//! the group's task to apply).
 //!
 //! A scan of a big keyspace takes a while, and SCAN promises only the keys that exist for all
 //! of it: a queue created (or emptied and refilled) while it runs may be missing from its
@@ -7,7 +8,7 @@
 //! by it, no channel message, no transfer that found entries.
 
 use super::config::TransferConfig;
-use super::task::{Done, GroupTask};
+use super::queue_state::QueueState;
 use crate::keys::{every_queue_key, glob_match, KeyKind, KeyRole, QueueKeys};
 use crate::options::QueueOptions;
 use crate::redis::ops::tidy;
@@ -16,6 +17,7 @@ use crate::time::now_us;
 use crate::Result;
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, KeysInterface};
+use fred::types::scan::ScanType;
 use fred::types::{Key, Value};
 use futures::stream::BoxStream;
 use futures::StreamExt;
@@ -78,7 +80,7 @@ impl Discovery {
     /// # Ok(()) }
     /// ```
     pub async fn scan(&self, client: &Client) -> Result<Vec<String>> {
-        let scanned = scan(client, self).await?;
+        let scanned = scan(client, self, &HashSet::new()).await?;
         for name in &scanned.unreadable {
             warn_unreadable(name);
         }
@@ -151,7 +153,7 @@ impl Discovery {
     /// # Ok(()) }
     /// ```
     pub async fn orphaned(&self, client: &Client) -> Result<Vec<String>> {
-        let scanned = scan(client, self).await?;
+        let scanned = scan(client, self, &HashSet::new()).await?;
         let mut names: Vec<String> = scanned
             .orphaned
             .iter()
@@ -174,7 +176,7 @@ impl Discovery {
     }
 
     /// The queue `keys` with the discovery's options.
-    fn spec(&self, keys: QueueKeys) -> QueueSpec {
+    pub(super) fn spec(&self, keys: QueueKeys) -> QueueSpec {
         QueueSpec {
             keys,
             options: self.options,
@@ -236,10 +238,22 @@ pub(super) struct Scanned {
 /// How many `TYPE` calls a pipeline of the scan sends at once.
 const TYPE_BATCH: usize = 1_000;
 
+/// From how many keys of unknown type on a scan their types are read by a second `SCAN ...
+/// TYPE zset` over the keyspace (a call per `scan_count` keys of it) rather than a `TYPE` each.
+const TYPED_SCAN_FROM: usize = 100;
+
 /// Every Redisson delayed queue the discovery takes, and the indexes a queue it takes left
 /// behind: one `SCAN` of the queues' timeout zsets, order lists and delayq indexes, on every
-/// master; the timeout zsets are then told from keys merely named like one by their `TYPE`.
-pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scanned> {
+/// master. The timeout zsets are then told from keys merely named like one by their type,
+/// except those of the `known` queues (the group's, whose transfers read them): a rescan's
+/// cost beyond the `SCAN` follows what changed since the last one. Many keys to tell (a first
+/// scan) are told by a `SCAN ... TYPE zset` (Redis 6+, Valkey), few by a `TYPE` each, as are
+/// many on a server without the filter.
+pub(super) async fn scan(
+    client: &Client,
+    discovery: &Discovery,
+    known: &HashSet<String>,
+) -> Result<Scanned> {
     let mut keys = queue_keys(client, discovery.scan_count);
     // Keys named like a timeout zset: the queue, or the name hex-escaped when it is not UTF-8.
     let mut timeouts: Vec<(Key, std::result::Result<QueueKeys, String>)> = Vec::new();
@@ -289,19 +303,33 @@ pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scann
             .map(|(_, queue)| queue)
             .collect(),
     };
-    let zsets = zsets(client, timeouts.iter().map(|(key, _)| key.clone())).await?;
+    let unknown: Vec<Key> = timeouts
+        .iter()
+        .filter(|(_, queue)| !queue.as_ref().is_ok_and(|q| known.contains(q.target())))
+        .map(|(key, _)| key.clone())
+        .collect();
+    let zsets = zsets(client, unknown, discovery.scan_count).await?;
     let mut seen = HashSet::new();
-    let mut found = Vec::new();
-    for ((_, queue), zset) in timeouts.into_iter().zip(zsets) {
+    // Queues the group does not hold yet: which of two names sharing their keys takes them.
+    let mut fresh = Vec::new();
+    for (_, queue) in timeouts.into_iter().filter(|(key, queue)| {
+        queue.as_ref().is_ok_and(|q| known.contains(q.target())) || zsets.contains(key.as_bytes())
+    }) {
         match queue {
-            _ if !zset => {}
-            Ok(queue) if seen.insert(queue.target().to_owned()) => found.push(queue),
-            Ok(_) => {}
+            Ok(queue) if !seen.insert(queue.target().to_owned()) => {}
+            Ok(queue) if held(known, &queue) => scanned.found.push(queue),
+            Ok(queue) => fresh.push(queue),
             Err(escaped) => scanned.unreadable.push(escaped),
         }
     }
-    scanned.found = readings(client, found).await?;
+    scanned.found.extend(readings(client, fresh).await?);
     Ok(scanned)
+}
+
+/// Whether `known` holds the queue `keys`, by its name or the name whose keys are the same
+/// ([`QueueKeys::twin`]): a queue is transferred to one target list only.
+pub(super) fn held(known: &HashSet<String>, keys: &QueueKeys) -> bool {
+    known.contains(keys.target()) || keys.twin().is_some_and(|twin| known.contains(&twin))
 }
 
 /// Of the two names whose delayed-queue keys are one (Redisson's `prefixName` wraps only a name
@@ -309,7 +337,7 @@ pub(super) async fn scan(client: &Client, discovery: &Discovery) -> Result<Scann
 /// each of `found` (read the plain way) is taken by: the plain one, unless only the braced
 /// one's target list exists. Both lists existing is warned about: the values of both are moved
 /// to the plain one's. Two `EXISTS` a queue, in pipelines of [`TYPE_BATCH`].
-async fn readings(client: &Client, found: Vec<QueueKeys>) -> Result<Vec<QueueKeys>> {
+pub(super) async fn readings(client: &Client, found: Vec<QueueKeys>) -> Result<Vec<QueueKeys>> {
     let mut chosen = Vec::with_capacity(found.len());
     for batch in found.chunks(TYPE_BATCH / 2) {
         let pipeline = client.pipeline();
@@ -360,24 +388,63 @@ fn queue_keys(
     }
 }
 
-/// Whether each of `keys` is a sorted set, in pipelines of [`TYPE_BATCH`].
-async fn zsets(client: &Client, keys: impl Iterator<Item = Key>) -> Result<Vec<bool>> {
-    let keys: Vec<Key> = keys.collect();
-    let mut zsets = Vec::with_capacity(keys.len());
+/// Which of `keys` are sorted sets: from [`TYPED_SCAN_FROM`] keys on, by one `SCAN ... TYPE
+/// zset` (falling back to `TYPE`s on a server that refuses the filter), below it by a `TYPE`
+/// each in pipelines of [`TYPE_BATCH`].
+async fn zsets(client: &Client, keys: Vec<Key>, scan_count: u32) -> Result<HashSet<Vec<u8>>> {
+    if keys.is_empty() {
+        return Ok(HashSet::new());
+    }
+    if keys.len() >= TYPED_SCAN_FROM {
+        match typed_zsets(client, scan_count).await {
+            Ok(zsets) => {
+                return Ok(keys
+                    .iter()
+                    .filter(|key| zsets.contains(key.as_bytes()))
+                    .map(|key| key.as_bytes().to_vec())
+                    .collect())
+            }
+            Err(err) => tracing::debug!(
+                error = %err,
+                "SCAN ... TYPE zset refused (a server before Redis 6?): reading each key's TYPE"
+            ),
+        }
+    }
+    let mut zsets = HashSet::new();
     for batch in keys.chunks(TYPE_BATCH) {
         let pipeline = client.pipeline();
         for key in batch {
             let _: () = pipeline.r#type(key.clone()).await?;
         }
-        for reply in pipeline.try_all::<Value>().await {
-            let kind = reply?;
-            zsets.push(kind.as_str().as_deref() == Some(KeyKind::Zset.redis_type()));
+        for (key, reply) in batch.iter().zip(pipeline.try_all::<Value>().await) {
+            if reply?.as_str().as_deref() == Some(KeyKind::Zset.redis_type()) {
+                zsets.insert(key.as_bytes().to_vec());
+            }
         }
     }
     Ok(zsets)
 }
 
-fn warn_unreadable(key: &str) {
+/// Every sorted set named like one of a queue's keys: one `SCAN ... TYPE zset`, on every
+/// master of a Cluster.
+async fn typed_zsets(client: &Client, count: u32) -> Result<HashSet<Vec<u8>>> {
+    let pattern = every_queue_key();
+    let mut keys = match client.is_clustered() {
+        true => client
+            .scan_cluster_buffered(pattern, Some(count), Some(ScanType::ZSet))
+            .boxed(),
+        false => client
+            .scan_buffered(pattern, Some(count), Some(ScanType::ZSet))
+            .boxed(),
+    };
+    let mut zsets = HashSet::new();
+    while let Some(key) = keys.next().await {
+        zsets.insert(key?.as_bytes().to_vec());
+    }
+    Ok(zsets)
+}
+
+pub(super) fn warn_unreadable(key: &str) {
     tracing::warn!(
         key = %key,
         "a delayed queue whose name is not UTF-8 (shown hex-escaped): discovery leaves it alone; \
@@ -385,157 +452,68 @@ fn warn_unreadable(key: &str) {
     );
 }
 
-impl GroupTask {
-    /// Starts a scan, unless one runs (the next starts when it ends).
-    pub(super) fn start_scan(&mut self) {
-        let Some(discovery) = &self.discovery else {
-            return;
-        };
-        if self.scan_began_us.is_some() {
-            self.next_scan = None;
-            return;
-        }
-        self.scan_began_us = Some(now_us());
-        self.next_scan = Some(tokio::time::Instant::now() + discovery.rescan);
-        let client = self.client.clone();
-        let discovery = discovery.clone();
-        self.jobs
-            .spawn(async move { Done::Scanned(scan(&client, &discovery).await) });
-    }
+/// Whether the queue `keys` has pending entries (its timeout zset exists): a message on an
+/// unknown queue's channel adds it only then, since anyone may publish on any channel.
+pub(super) async fn has_pending(client: &Client, keys: &QueueKeys) -> bool {
+    let pending: std::result::Result<u64, _> = client.exists(keys.timeout()).await;
+    pending.is_ok_and(|n| n > 0)
+}
 
-    /// Starts the next scan now if it came due while the last one ran.
-    fn rescan_if_due(&mut self) {
-        if self.next_scan.is_none() {
-            self.start_scan();
-        }
-    }
+/// What a scan means for a group's queues.
+pub(super) struct Sorted {
+    /// Queues found that the group does not have.
+    pub(super) new: Vec<QueueKeys>,
+    /// Discovered queues not found and not heard from since the scan began: to drop.
+    pub(super) vanished: Vec<String>,
+    /// Queues that left only indexes behind: to tidy.
+    pub(super) orphaned: Vec<QueueSpec>,
+    /// Queue names that are not UTF-8, hex-escaped: to warn about.
+    pub(super) unreadable: Vec<String>,
+}
 
-    /// The queue of `channel`, if discovery is on and its pattern takes it.
-    pub(super) fn discovered_queue(&self, channel: &str) -> Option<QueueKeys> {
-        let discovery = self.discovery.as_ref()?;
+impl Discovery {
+    /// The queue of `channel`, if the discovery's pattern takes it.
+    pub(super) fn queue_of_channel(&self, channel: &str) -> Option<QueueKeys> {
         let keys = QueueKeys::queue_of(channel)?;
-        discovery.takes(keys.target()).then_some(keys)
+        self.takes(keys.target()).then_some(keys)
     }
 
-    /// A message came on the channel of the unknown queue `keys`: anyone may publish on any
-    /// channel, so the queue is added (with its metrics) only if it has pending entries.
-    pub(super) fn check_heard(&mut self, keys: QueueKeys) {
-        let client = self.client.clone();
-        self.jobs.spawn(async move {
-            let pending: std::result::Result<u64, _> = client.exists(keys.timeout()).await;
-            let pending = pending.is_ok_and(|n| n > 0);
-            let keys = match readings(&client, vec![keys.clone()]).await {
-                Ok(mut chosen) => chosen.pop().unwrap_or(keys),
-                Err(_) => keys,
-            };
-            Done::Heard(Box::new(keys), pending)
-        });
-    }
-
-    /// Whether the group holds the queue `keys`, by its name or the name whose keys are the
-    /// same ([`QueueKeys::twin`]): a queue is transferred to one target list only.
-    fn holds(&self, keys: &QueueKeys) -> bool {
-        self.queues.contains_key(keys.target())
-            || keys
-                .twin()
-                .is_some_and(|twin| self.queues.contains_key(&twin))
-    }
-
-    /// What [`check_heard`](Self::check_heard) found.
-    pub(super) async fn on_heard(&mut self, keys: QueueKeys, pending: bool) {
-        if !pending || self.holds(&keys) {
-            return;
-        }
-        let name = keys.target().to_owned();
-        if let Err(err) = self.add_discovered(keys).await {
-            tracing::warn!(queue = %name, error = %err, "cannot add a discovered queue");
-        }
-    }
-
-    pub(super) async fn add_discovered(&mut self, keys: QueueKeys) -> Result<()> {
-        let Some(discovery) = &self.discovery else {
-            return Ok(());
-        };
-        let spec = discovery.spec(keys);
-        let config = discovery.transfer;
-        self.add(spec, config, true).await.map(drop)
-    }
-
-    /// Adds the queues a scan found, drops the discovered queues not heard from since it began,
-    /// and tidies the indexes of those dropped and of the queues that left only indexes behind.
-    pub(super) async fn on_scanned(&mut self, scanned: Result<Scanned>) {
-        let began_us = self.scan_began_us.take().unwrap_or(i64::MIN);
-        let scanned = match scanned {
-            Ok(scanned) => scanned,
-            Err(err) => {
-                match self.discover_reply.take() {
-                    // The first scan: the caller hears why discovery cannot work.
-                    Some(reply) => {
-                        self.discovery = None;
-                        self.observer.discover(None);
-                        self.next_scan = None;
-                        let _ = reply.send(Err(err));
-                    }
-                    None => {
-                        tracing::warn!(error = %err, "discovery scan failed; trying again at the next");
-                        self.rescan_if_due();
-                    }
-                }
-                return;
-            }
-        };
-        self.rescan_if_due();
-        for name in scanned.unreadable {
-            if self.unreadable_warned.insert(name.clone()) {
-                warn_unreadable(&name);
-            }
-        }
-        let (mut added, mut dropped) = (0, 0);
+    /// Sorts what a scan that began at `began_us` found against the group's `queues`: the
+    /// queues found are heard from now; what is new, vanished or orphaned is returned for the
+    /// group's task to apply.
+    pub(super) fn sort(
+        &self,
+        scanned: Scanned,
+        queues: &mut HashMap<String, QueueState>,
+        began_us: i64,
+    ) -> Sorted {
         let now = now_us();
+        let mut new = Vec::new();
         for keys in scanned.found {
-            let name = keys.target().to_owned();
             // A queue held under the other name of its keys stays under that name.
-            let held = [Some(name.clone()), keys.twin()]
+            let held = [Some(keys.target().to_owned()), keys.twin()]
                 .into_iter()
                 .flatten()
-                .find(|name| self.queues.contains_key(name));
-            match held.and_then(|name| self.queues.get_mut(&name)) {
+                .find(|name| queues.contains_key(name));
+            match held.and_then(|name| queues.get_mut(&name)) {
                 Some(state) => state.heard_us = now,
-                None => match self.add_discovered(keys).await {
-                    Ok(()) => added += 1,
-                    Err(err) => {
-                        tracing::warn!(queue = %name, error = %err, "cannot add a discovered queue")
-                    }
-                },
+                None => new.push(keys),
             }
         }
-        let vanished: Vec<String> = self
-            .queues
+        let vanished = queues
             .iter()
             .filter(|(_, state)| state.discovered && !state.running && state.heard_us < began_us)
             .map(|(name, _)| name.clone())
             .collect();
-        // The queues that left only indexes behind, and those dropped now.
-        let mut untidy = match &self.discovery {
-            Some(discovery) => scanned
+        Sorted {
+            new,
+            vanished,
+            orphaned: scanned
                 .orphaned
                 .into_iter()
-                .map(|keys| discovery.spec(keys))
+                .map(|keys| self.spec(keys))
                 .collect(),
-            None => Vec::new(),
-        };
-        for name in vanished {
-            if let Some(spec) = self.remove(&name).await {
-                untidy.push(spec);
-            }
-            dropped += 1;
-        }
-        self.tidy(untidy);
-        if added + dropped > 0 {
-            tracing::info!(added, dropped, queues = self.queues.len(), "discovery");
-        }
-        if let Some(reply) = self.discover_reply.take() {
-            let _ = reply.send(Ok(()));
+            unreadable: scanned.unreadable,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! server's `TIME` read once a tick); stopped with the group. A queue without schedules costs
 //! no command.
 
-use super::group::GroupShared;
+use super::state::GroupShared;
 use crate::recurring::{registry, FiringConfig, Schedules};
 use crate::time::{now_ms, Clock};
 use fred::clients::Client;

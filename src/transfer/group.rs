@@ -4,6 +4,7 @@
 
 use super::config::{GroupConfig, TransferConfig};
 use super::discovery::Discovery;
+use super::state::{lock, Cmd, GroupShared, MOVED_BACKLOG};
 use super::task::GroupTask;
 use super::{Counters, SchedulerStats};
 use crate::options::QueueOptions;
@@ -11,116 +12,10 @@ use crate::redis::script::QueueSpec;
 use crate::{Error, Result};
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, EventInterface};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{broadcast, mpsc, oneshot};
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-/// How many "moved" notices a slow listener may fall behind before it is told it lagged.
-const MOVED_BACKLOG: usize = 1024;
-
-/// A request to the group's task.
-pub(super) enum Cmd {
-    Add {
-        spec: Box<QueueSpec>,
-        config: Box<TransferConfig>,
-        reply: oneshot::Sender<Result<Arc<Counters>>>,
-    },
-    Remove {
-        name: String,
-        reply: oneshot::Sender<bool>,
-    },
-    Discover {
-        discovery: Discovery,
-        reply: oneshot::Sender<Result<()>>,
-    },
-}
-
-/// What the task and every handle of a group share.
-#[derive(Debug)]
-pub(super) struct GroupShared {
-    commands: mpsc::UnboundedSender<Cmd>,
-    pub(super) token: CancellationToken,
-    join: Mutex<Option<JoinHandle<()>>>,
-    finished: AtomicBool,
-    counters: Mutex<HashMap<String, Arc<Counters>>>,
-    /// Each queue's options, for firing its recurring schedules.
-    options: Mutex<HashMap<String, QueueOptions>>,
-    /// The task firing recurring schedules, when the config has one.
-    firing: Mutex<Option<JoinHandle<()>>>,
-    /// The counters of queues the group had and removed, by name (added up when a name came
-    /// and went more than once): the group's totals count them.
-    retired: Mutex<HashMap<String, SchedulerStats>>,
-    /// The name of each queue a drain moved values of, for workers waiting on several queues.
-    pub(super) moved: broadcast::Sender<Arc<str>>,
-    /// The pub/sub connection, for [`SchedulerGroup::is_subscribed`].
-    subscriber: Client,
-    /// The last re-subscribe failed.
-    resubscribe_failed: AtomicBool,
-}
-
-impl GroupShared {
-    pub(super) fn register(&self, name: &str, counters: Arc<Counters>, options: QueueOptions) {
-        self.counters().insert(name.to_owned(), counters);
-        lock(&self.options).insert(name.to_owned(), options);
-    }
-
-    /// The queues of the group with their options, sorted by name.
-    pub(super) fn queues(&self) -> Vec<(String, QueueOptions)> {
-        let mut queues: Vec<_> = lock(&self.options)
-            .iter()
-            .map(|(name, options)| (name.clone(), *options))
-            .collect();
-        queues.sort_by(|a, b| a.0.cmp(&b.0));
-        queues
-    }
-
-    pub(super) fn unregister(&self, name: &str) {
-        lock(&self.options).remove(name);
-        let Some(counters) = self.counters().remove(name) else {
-            return;
-        };
-        let mut retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
-        let sum = retired.entry(name.to_owned()).or_default();
-        *sum = sum.plus(&counters.snapshot());
-    }
-
-    /// Every queue's counters since the group started, those removed included, by name.
-    fn totals(&self) -> HashMap<String, SchedulerStats> {
-        let mut totals = self
-            .retired
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        for (name, counters) in self.counters().iter() {
-            let sum = totals.entry(name.clone()).or_default();
-            *sum = sum.plus(&counters.snapshot());
-        }
-        totals
-    }
-
-    pub(super) fn set_subscribed(&self, subscribed: bool) {
-        self.resubscribe_failed
-            .store(!subscribed, Ordering::Release);
-    }
-
-    pub(super) fn set_finished(&self) {
-        self.finished.store(true, Ordering::Release);
-    }
-
-    fn counters(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Counters>>> {
-        self.counters.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Drop for GroupShared {
-    fn drop(&mut self) {
-        // The last handle is gone: stop the task (it finishes a transfer in progress).
-        self.token.cancel();
-    }
-}
 
 /// Transfers any number of queues from one task: one pub/sub connection (classic pub/sub
 /// reaches it from every node of a Cluster), one precise timer, one safety sweep within a
@@ -369,8 +264,4 @@ impl SchedulerGroup {
     pub(super) fn from_shared(shared: Arc<GroupShared>) -> SchedulerGroup {
         SchedulerGroup { shared }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

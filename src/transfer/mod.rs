@@ -12,9 +12,11 @@
 //!
 //! - `config.rs`: [`GroupConfig`] (sweep, concurrency) and [`TransferConfig`] (each queue's
 //!   batches, index, call time, backoff).
-//! - `group.rs`: [`SchedulerGroup`]; `discovery.rs`: [`Discovery`] and its scans.
-//! - `task.rs`: the group's loop; `sweep.rs`: the safety sweep; `queue_state.rs`: one queue's
-//!   state and drain; `timer.rs`: the precise timer.
+//! - `group.rs`: [`SchedulerGroup`]; `state.rs`: what its handles and task share, the requests
+//!   they send it and what its jobs return.
+//! - `task.rs`: the group's loop, the one `impl` of its state; it applies what `discovery.rs`
+//!   ([`Discovery`], its scans) and `sweep.rs` (the safety sweep) find and return;
+//!   `queue_state.rs`: one queue's state and drain; `timer.rs`: the precise timer.
 //! - `firing.rs`: the group's task firing the recurring schedules of its queues.
 //! - `shared.rs`: one group per client, shared by the queue handles that want a scheduler.
 
@@ -24,6 +26,7 @@ mod firing;
 mod group;
 mod queue_state;
 pub(crate) mod shared;
+mod state;
 mod sweep;
 mod task;
 mod timer;

@@ -52,6 +52,10 @@ pub(super) struct QueueState {
     failures: FailureLog,
     /// When a transfer or probe last ran (epoch µs).
     pub(super) last_check_us: i64,
+    /// When something other than a probe last told of the queue's due time (epoch µs): a
+    /// channel message, a drain's end, a transfer asked for now. A probe sent before it may
+    /// have read the queue before what it told, so that probe's reply only adds to it.
+    told_us: i64,
     /// When the queue was last heard from (epoch µs): added, a channel message, a transfer
     /// that found entries, found by a scan. Discovery drops only queues not heard from since
     /// its scan began.
@@ -100,6 +104,7 @@ impl QueueState {
             retry_at_us: None,
             failures: FailureLog::default(),
             last_check_us: 0,
+            told_us: 0,
             heard_us: now_us(),
             paused: false,
             running: false,
@@ -126,6 +131,7 @@ impl QueueState {
     /// A due time announced on the channel: only an earlier one changes the plan (a later one
     /// is covered by the planned transfer, which re-reads the head). Ignored while retrying.
     pub(super) fn announce(&mut self, due: i64) {
+        self.told_us = now_us();
         if self.retry_at_us.is_none() && self.next_due.is_none_or(|known| due < known) {
             self.next_due = Some(due);
         }
@@ -133,16 +139,25 @@ impl QueueState {
 
     /// Transfer as soon as possible (a resubscribe, an unreadable message, a new queue).
     pub(super) fn due_now(&mut self) {
+        self.told_us = now_us();
         self.retry_at_us = None;
         self.next_due = Some(i64::MIN);
     }
 
-    /// The head a probe read (`None`: nothing pending).
-    pub(super) fn probed(&mut self, head: Option<i64>) {
+    /// The head a probe sent at `sent_us` read (`None`: nothing pending). The probe's reply
+    /// and the channel's messages come on two connections, in either order: when a message (or
+    /// a drain) told of the queue after the probe was sent, the probe may have read the queue
+    /// before that offer, so only an earlier head of its own is taken; a running drain will
+    /// say what is pending itself.
+    pub(super) fn probed(&mut self, head: Option<i64>, sent_us: i64) {
         self.last_check_us = now_us();
-        if self.retry_at_us.is_none() {
-            self.next_due = head;
+        if self.retry_at_us.is_some() || self.running {
+            return;
         }
+        self.next_due = match self.told_us >= sent_us {
+            true => [self.next_due, head].into_iter().flatten().min(),
+            false => head,
+        };
     }
 
     /// Starts a drain: the future to run, with this queue's settings.
@@ -186,6 +201,7 @@ impl QueueState {
     pub(super) fn drained(&mut self, drained: Drained) {
         self.running = false;
         self.last_check_us = now_us();
+        self.told_us = self.last_check_us;
         self.batch = drained.batch;
         if let Some(bounds) = drained.clock_bounds {
             self.clock_ahead_us = bounds.narrow(self.clock_ahead_us);
@@ -387,7 +403,38 @@ async fn drain(
 
 #[cfg(test)]
 mod tests {
-    use super::ClockBounds;
+    use super::{ClockBounds, QueueState};
+    use crate::options::QueueOptions;
+    use crate::redis::script::QueueSpec;
+    use crate::transfer::TransferConfig;
+
+    /// A probe's reply and a channel message come on two connections, in either order: a
+    /// probe that read an empty queue just before an offer, answered after the offer's message,
+    /// must not erase the due time the message announced (the queue would then wait for the
+    /// sweep's next round, ~50 s at 10,000 queues, instead of its wake-up).
+    #[test]
+    fn a_probe_sent_before_a_message_keeps_the_due_time_the_message_announced() {
+        let spec = QueueSpec::new("q", QueueOptions::default());
+        let mut state = QueueState::new(spec, TransferConfig::default(), true);
+        state.probed(Some(5_000), crate::time::now_us());
+        assert_eq!(state.wake_at_us(), Some(5_000_000));
+        // The sweep sends a probe; the queue is empty when Redis runs it.
+        let sent_us = crate::time::now_us();
+        // An offer's message arrives first: due at 1_000 ms.
+        state.announce(1_000);
+        // Then the probe's reply: nothing pending (read before the offer).
+        state.probed(None, sent_us);
+        assert_eq!(state.wake_at_us(), Some(1_000_000));
+        // A later offer's message is not earlier than the plan, but a probe sent before it may
+        // have missed it all the same: the plan stands, and its transfer reads the head.
+        let sent_us = crate::time::now_us();
+        state.announce(2_000);
+        state.probed(None, sent_us);
+        assert_eq!(state.wake_at_us(), Some(1_000_000));
+        // A probe sent after the last message tells the truth: nothing pending.
+        state.probed(None, state.told_us + 1);
+        assert_eq!(state.wake_at_us(), None);
+    }
 
     #[test]
     fn the_clock_lead_keeps_the_highest_lower_bound_and_follows_a_step() {

@@ -2,7 +2,7 @@
 //! wants a scheduler (as every Java `RDelayedQueue` of one Redisson client shares its transfer
 //! machinery), so a service with many queues opens one pub/sub connection, not one per queue.
 
-use super::group::GroupShared;
+use super::state::GroupShared;
 use super::{GroupConfig, SchedulerGroup, TransferConfig};
 use crate::redis::script::QueueSpec;
 use crate::Result;

@@ -2,146 +2,139 @@
 //! group looks at a slice of its queues' heads, within a budget of queues per second, so a lost
 //! message, timer or subscription never strands due entries; and it notices a queue that a Java
 //! peer deleted, cleared or let expire while delayq's indexes of it stayed (Redisson's calls do
-//! not know them), and drops them. The server check: the server's `maxmemory-policy`, read again
-//! now and then, so a change to one that evicts keys is warned about.
+//! not know them), and drops them. What it picks, reads and finds is returned for the group's
+//! task to apply.
 
-use super::task::{Done, GroupTask, SWEEP_TICK_US};
+use super::config::GroupConfig;
+use super::queue_state::QueueState;
 use crate::keys::QueueKeys;
 use crate::redis::ops::tidy;
 use crate::redis::reply;
 use crate::redis::script::QueueSpec;
-use crate::time::now_us;
 use crate::{Error, Result};
 use fred::clients::Client;
 use fred::interfaces::{KeysInterface, SortedSetsInterface};
 use fred::prelude::Value;
+use std::collections::{HashMap, VecDeque};
 
 /// What a probe read of one queue.
 pub(super) struct Probed {
     name: String,
+    /// When the probe was sent (epoch µs).
+    sent_us: i64,
     /// The head's score (`None`: nothing pending).
     head: Result<Option<i64>>,
     /// delayq's indexes of the order list exist.
     indexed: bool,
 }
 
-impl GroupTask {
-    /// Every tick, looks at the heads of the queues not looked at for a sweep interval, at most
-    /// the budget's share, round robin: the cost does not grow with the number of queues.
-    pub(super) fn sweep(&mut self) {
-        let Some(interval) = self.config.sweep_interval() else {
-            return;
+/// How often the sweep looks at a slice of the queues.
+pub(super) const SWEEP_TICK_US: i64 = 100_000;
+
+/// The queues the sweep looks at this tick (at `now`, epoch µs): those not looked at for the
+/// sweep's interval, at most a tick's share of its budget, round robin from where the last tick
+/// stopped, so the cost does not grow with the number of queues. Each picked queue counts as
+/// looked at now.
+pub(super) fn pick(
+    rotation: &mut VecDeque<String>,
+    queues: &mut HashMap<String, QueueState>,
+    now: i64,
+    config: &GroupConfig,
+) -> Vec<QueueKeys> {
+    let Some(interval) = config.sweep_interval() else {
+        return Vec::new();
+    };
+    let interval_us = i64::try_from(interval.as_micros()).unwrap_or(i64::MAX);
+    let budget = (config.sweep_budget() as usize).div_ceil(10).max(1);
+    let mut picked = Vec::new();
+    for _ in 0..rotation.len() {
+        if picked.len() >= budget {
+            break;
+        }
+        let Some(name) = rotation.pop_front() else {
+            break;
         };
-        let now = now_us();
-        if now < self.next_sweep_us || self.queues.is_empty() {
-            return;
-        }
-        self.next_sweep_us = now + SWEEP_TICK_US;
-        let interval_us = i64::try_from(interval.as_micros()).unwrap_or(i64::MAX);
-        let budget = (self.config.sweep_budget() as usize).div_ceil(10).max(1);
-        let mut picked = Vec::new();
-        for _ in 0..self.rotation.len() {
-            if picked.len() >= budget {
-                break;
+        if let Some(state) = queues.get_mut(&name) {
+            if !state.running && now - state.last_check_us >= interval_us {
+                state.last_check_us = now;
+                picked.push(state.spec.keys.clone());
             }
-            let Some(name) = self.rotation.pop_front() else {
-                break;
-            };
-            if let Some(state) = self.queues.get_mut(&name) {
-                if !state.running && now - state.last_check_us >= interval_us {
-                    state.last_check_us = now;
-                    picked.push(state.spec.keys.clone());
-                }
-                self.rotation.push_back(name);
-            }
-        }
-        if !picked.is_empty() {
-            let client = self.client.clone();
-            self.jobs
-                .spawn(async move { Done::Probed(probe(&client, picked).await) });
+            rotation.push_back(name);
         }
     }
+    picked
+}
 
-    /// Takes in what the probes read; a queue with nothing pending whose indexes exist gets
-    /// them tidied (dropped once its order list is gone too).
-    pub(super) fn on_probed(&mut self, heads: Vec<Probed>) {
-        let mut tidy = Vec::new();
-        for probed in heads {
-            let Some(state) = self.queues.get_mut(&probed.name) else {
-                continue;
-            };
-            match probed.head {
-                Ok(head) => {
-                    if head.is_none() && probed.indexed {
-                        tidy.push(state.spec.clone());
-                    }
-                    state.probed(head);
-                }
-                // The transfer will say what is wrong, with its backoff.
-                Err(_) => state.due_now(),
-            }
-            self.replan(&probed.name);
-        }
-        self.tidy(tidy);
-    }
-
-    /// Reads the server's `maxmemory-policy` in the background; plans the next read.
-    pub(super) fn start_server_check(&mut self) {
-        let Some(every) = self.config.server_check() else {
-            self.next_server_check = None;
-            return;
+/// Takes what the probes read into the queues' states: the names of the queues to plan again,
+/// and the queues with nothing pending whose indexes exist, to tidy (dropped once their order
+/// list is gone too).
+pub(super) fn take_in(
+    queues: &mut HashMap<String, QueueState>,
+    heads: Vec<Probed>,
+) -> (Vec<String>, Vec<QueueSpec>) {
+    let (mut replan, mut tidy) = (Vec::new(), Vec::new());
+    for probed in heads {
+        let Some(state) = queues.get_mut(&probed.name) else {
+            continue;
         };
-        self.next_server_check = Some(tokio::time::Instant::now() + every);
-        let client = self.client.clone();
-        self.jobs.spawn(async move {
-            Done::ServerPolicy(crate::redis::server::maxmemory_policy(&client).await)
-        });
-    }
-
-    /// Tidies delayq's indexes of `queues` in the background (see [`tidy`]).
-    pub(super) fn tidy(&mut self, queues: Vec<QueueSpec>) {
-        if queues.is_empty() {
-            return;
-        }
-        let client = self.client.clone();
-        self.jobs.spawn(async move {
-            for queue in queues {
-                let name = queue.keys.target();
-                match tidy::run(&client, &queue).await {
-                    Ok(0) => {}
-                    Ok(deleted) => tracing::info!(
-                        queue = %name,
-                        deleted,
-                        "the queue's keys are gone (deleted, cleared or expired by another \
-                         client): delayq's indexes of it deleted"
-                    ),
-                    Err(err) => {
-                        tracing::warn!(queue = %name, error = %err, "cannot tidy the queue's indexes")
-                    }
+        match probed.head {
+            Ok(head) => {
+                if head.is_none() && probed.indexed {
+                    tidy.push(state.spec.clone());
                 }
+                state.probed(head, probed.sent_us);
             }
-            Done::Tidied
-        });
+            // The transfer will say what is wrong, with its backoff.
+            Err(_) => state.due_now(),
+        }
+        replan.push(probed.name);
+    }
+    (replan, tidy)
+}
+
+/// Tidies delayq's indexes of `queues`, one after the other (see [`tidy`]).
+pub(super) async fn tidy_all(client: &Client, queues: Vec<QueueSpec>) {
+    for queue in queues {
+        let name = queue.keys.target();
+        match tidy::run(client, &queue).await {
+            Ok(0) => {}
+            Ok(deleted) => tracing::info!(
+                queue = %name,
+                deleted,
+                "the queue's keys are gone (deleted, cleared or expired by another \
+                 client): delayq's indexes of it deleted"
+            ),
+            Err(err) => {
+                tracing::warn!(queue = %name, error = %err, "cannot tidy the queue's indexes")
+            }
+        }
     }
 }
 
-/// The head score of each queue's timeout zset, and whether delayq's indexes of its order list
-/// exist, in one pipelined round trip.
-async fn probe(client: &Client, picked: Vec<QueueKeys>) -> Vec<Probed> {
+/// The head score of each queue's timeout zset, one `ZRANGE` a queue in one pipelined round
+/// trip; then, for the queues with nothing pending only, whether delayq's indexes of their
+/// order list exist (one `EXISTS` each, in a second round trip). A queue with entries pending,
+/// the idle queue of a big deployment, costs one command a look.
+pub(super) async fn probe(client: &Client, picked: Vec<QueueKeys>, sent_us: i64) -> Vec<Probed> {
     let pipeline = client.pipeline();
     for keys in &picked {
         let _: std::result::Result<(), _> = pipeline
             .zrange(keys.timeout(), 0, 0, None, false, None, true)
             .await;
-        let _: std::result::Result<(), _> =
-            pipeline.exists(vec![keys.index(), keys.values()]).await;
     }
-    let mut replies = pipeline.try_all::<Value>().await.into_iter();
-    picked
-        .into_iter()
-        .map(|keys| {
-            let (zrange, exists) = (replies.next(), replies.next());
-            let head = match zrange {
+    let replies = pipeline.try_all::<Value>().await;
+    let mut probed: Vec<Probed> = picked
+        .iter()
+        .zip(
+            replies
+                .into_iter()
+                .map(Some)
+                .chain(std::iter::repeat_with(|| None)),
+        )
+        .map(|(keys, zrange)| Probed {
+            name: keys.target().to_owned(),
+            sent_us,
+            head: match zrange {
                 Some(reply) => reply
                     .map_err(|e| Error::from_redis("ZRANGE", keys.timeout(), e))
                     .and_then(head_of),
@@ -149,15 +142,26 @@ async fn probe(client: &Client, picked: Vec<QueueKeys>) -> Vec<Probed> {
                     context: "ZRANGE",
                     detail: "no reply".into(),
                 }),
-            };
-            let indexed = matches!(exists, Some(Ok(Value::Integer(n))) if n > 0);
-            Probed {
-                name: keys.target().to_owned(),
-                head,
-                indexed,
-            }
+            },
+            indexed: false,
         })
-        .collect()
+        .collect();
+    let empty: Vec<usize> = (0..probed.len())
+        .filter(|&at| matches!(probed[at].head, Ok(None)))
+        .collect();
+    if empty.is_empty() {
+        return probed;
+    }
+    let pipeline = client.pipeline();
+    for &at in &empty {
+        let keys = &picked[at];
+        let _: std::result::Result<(), _> =
+            pipeline.exists(vec![keys.index(), keys.values()]).await;
+    }
+    for (at, exists) in empty.into_iter().zip(pipeline.try_all::<Value>().await) {
+        probed[at].indexed = matches!(exists, Ok(Value::Integer(n)) if n > 0);
+    }
+    probed
 }
 
 /// The head's score in a `ZRANGE 0 0 WITHSCORES` reply.

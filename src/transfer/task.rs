@@ -4,12 +4,12 @@
 //! sweep, within its budget), and runs discovery's rescans.
 
 use super::config::{GroupConfig, TransferConfig};
-use super::discovery::{Discovery, Scanned};
-use super::group::{Cmd, GroupShared};
-use super::queue_state::{Drained, QueueState};
-use super::sweep::Probed;
-use super::timer::PreciseTimer;
-use crate::keys::every_channel;
+use super::discovery::{self, Discovery, Scanned};
+use super::queue_state::QueueState;
+use super::state::{Cmd, Done, GroupShared};
+use super::sweep::{self, Probed, SWEEP_TICK_US};
+use super::timer::{sleep_until, PreciseTimer};
+use crate::keys::{every_channel, QueueKeys};
 use crate::observe::{Event, Observer, ProcessKind};
 use crate::redis::script::QueueSpec;
 use crate::redis::server::EvictionWatch;
@@ -26,54 +26,41 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// How often the sweep looks at a slice of the queues.
-pub(super) const SWEEP_TICK_US: i64 = 100_000;
 /// Channels subscribed per command.
 const SUBSCRIBE_CHUNK: usize = 500;
 
-/// What a background job of the loop returns.
-pub(super) enum Done {
-    Drained(String, Drained),
-    Probed(Vec<Probed>),
-    Scanned(Result<Scanned>),
-    Tidied,
-    ServerPolicy(Option<String>),
-    /// A message on an unknown queue's channel, and whether the queue has pending entries.
-    Heard(Box<crate::keys::QueueKeys>, bool),
-}
-
 /// The loop's state.
 pub(super) struct GroupTask {
-    pub(super) client: Client,
+    client: Client,
     subscriber: Client,
-    pub(super) config: GroupConfig,
+    config: GroupConfig,
     /// Weak: the last handle dropped stops the group.
     shared: std::sync::Weak<GroupShared>,
     token: CancellationToken,
-    pub(super) queues: HashMap<String, QueueState>,
+    queues: HashMap<String, QueueState>,
     by_channel: HashMap<String, String>,
     /// (wake-up time in epoch µs, queue) for every queue with a planned transfer.
     timer: BTreeSet<(i64, String)>,
     wake_keys: HashMap<String, i64>,
     /// Round-robin order of the sweep.
-    pub(super) rotation: VecDeque<String>,
-    pub(super) next_sweep_us: i64,
-    pub(super) jobs: JoinSet<Done>,
+    rotation: VecDeque<String>,
+    next_sweep_us: i64,
+    jobs: JoinSet<Done>,
     fired: Arc<Notify>,
     precise: PreciseTimer,
-    pub(super) discovery: Option<Discovery>,
-    pub(super) next_scan: Option<tokio::time::Instant>,
+    discovery: Option<Discovery>,
+    next_scan: Option<tokio::time::Instant>,
     /// The caller of `discover`, until the first scan is done.
-    pub(super) discover_reply: Option<oneshot::Sender<Result<()>>>,
+    discover_reply: Option<oneshot::Sender<Result<()>>>,
     /// When the running scan began (epoch µs); `None`: no scan runs.
-    pub(super) scan_began_us: Option<i64>,
+    scan_began_us: Option<i64>,
     /// The non-UTF-8 queue names discovery has warned about (each once).
-    pub(super) unreadable_warned: HashSet<String>,
+    unreadable_warned: HashSet<String>,
     /// The server's eviction policy as last read, and when to read it again.
     eviction: EvictionWatch,
-    pub(super) next_server_check: Option<tokio::time::Instant>,
+    next_server_check: Option<tokio::time::Instant>,
     /// Counts values moved, keeps the group's registry record.
-    pub(super) observer: Observer,
+    observer: Observer,
 }
 
 impl GroupTask {
@@ -367,7 +354,8 @@ impl GroupTask {
         let name = match self.by_channel.get(&channel) {
             Some(name) => name.clone(),
             None => {
-                if let Some(keys) = self.discovered_queue(&channel) {
+                let discovery = self.discovery.as_ref();
+                if let Some(keys) = discovery.and_then(|d| d.queue_of_channel(&channel)) {
                     self.check_heard(keys);
                 }
                 return;
@@ -443,10 +431,177 @@ impl GroupTask {
     }
 }
 
-/// Sleeps until `at`, or forever without one.
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
+/// The safety sweep and the server check: what [`sweep`] picks and reads, applied.
+impl GroupTask {
+    /// Every tick, looks at the heads of a slice of the queues (see [`sweep::pick`]) in the
+    /// background.
+    fn sweep(&mut self) {
+        let now = now_us();
+        let off = self.config.sweep_interval().is_none();
+        if off || now < self.next_sweep_us || self.queues.is_empty() {
+            return;
+        }
+        self.next_sweep_us = now + SWEEP_TICK_US;
+        let picked = sweep::pick(&mut self.rotation, &mut self.queues, now, &self.config);
+        if !picked.is_empty() {
+            let client = self.client.clone();
+            self.jobs
+                .spawn(async move { Done::Probed(sweep::probe(&client, picked, now).await) });
+        }
+    }
+
+    /// Takes in what the probes read, plans the queues again, tidies those left with indexes.
+    fn on_probed(&mut self, heads: Vec<Probed>) {
+        let (probed, untidy) = sweep::take_in(&mut self.queues, heads);
+        for name in probed {
+            self.replan(&name);
+        }
+        self.tidy(untidy);
+    }
+
+    /// Reads the server's `maxmemory-policy` in the background (so a change to one that evicts
+    /// keys is warned about); plans the next read.
+    fn start_server_check(&mut self) {
+        let Some(every) = self.config.server_check() else {
+            self.next_server_check = None;
+            return;
+        };
+        self.next_server_check = Some(tokio::time::Instant::now() + every);
+        let client = self.client.clone();
+        self.jobs.spawn(async move {
+            Done::ServerPolicy(crate::redis::server::maxmemory_policy(&client).await)
+        });
+    }
+
+    /// Tidies delayq's indexes of `queues` in the background.
+    fn tidy(&mut self, queues: Vec<QueueSpec>) {
+        if queues.is_empty() {
+            return;
+        }
+        let client = self.client.clone();
+        self.jobs.spawn(async move {
+            sweep::tidy_all(&client, queues).await;
+            Done::Tidied
+        });
+    }
+}
+
+/// Discovery: its scans and the queues heard of on the pattern subscription, applied.
+impl GroupTask {
+    /// Starts a scan, unless one runs (the next starts when it ends).
+    fn start_scan(&mut self) {
+        let Some(discovery) = &self.discovery else {
+            return;
+        };
+        if self.scan_began_us.is_some() {
+            self.next_scan = None;
+            return;
+        }
+        self.scan_began_us = Some(now_us());
+        self.next_scan = Some(tokio::time::Instant::now() + discovery.rescan);
+        let client = self.client.clone();
+        let discovery = discovery.clone();
+        let known: HashSet<String> = self.queues.keys().cloned().collect();
+        self.jobs.spawn(async move {
+            Done::Scanned(discovery::scan(&client, &discovery, &known).await)
+        });
+    }
+
+    /// Starts the next scan now if it came due while the last one ran.
+    fn rescan_if_due(&mut self) {
+        if self.next_scan.is_none() {
+            self.start_scan();
+        }
+    }
+
+    /// A message came on the channel of the unknown queue `keys`: whether it has pending
+    /// entries is read in the background.
+    fn check_heard(&mut self, keys: QueueKeys) {
+        let client = self.client.clone();
+        self.jobs.spawn(async move {
+            let pending = discovery::has_pending(&client, &keys).await;
+            let keys = match discovery::readings(&client, vec![keys.clone()]).await {
+                Ok(mut chosen) => chosen.pop().unwrap_or(keys),
+                Err(_) => keys,
+            };
+            Done::Heard(Box::new(keys), pending)
+        });
+    }
+
+    /// What [`check_heard`](Self::check_heard) found: a queue with pending entries is added.
+    async fn on_heard(&mut self, keys: QueueKeys, pending: bool) {
+        let holds = self.queues.contains_key(keys.target())
+            || keys
+                .twin()
+                .is_some_and(|twin| self.queues.contains_key(&twin));
+        if pending && !holds {
+            self.add_discovered(keys).await;
+        }
+    }
+
+    /// Adds a queue discovery found; false (and warned about) when it cannot be.
+    async fn add_discovered(&mut self, keys: QueueKeys) -> bool {
+        let Some(discovery) = &self.discovery else {
+            return false;
+        };
+        let name = keys.target().to_owned();
+        let (spec, config) = (discovery.spec(keys), discovery.transfer);
+        let added = self.add(spec, config, true).await;
+        if let Err(err) = &added {
+            tracing::warn!(queue = %name, error = %err, "cannot add a discovered queue");
+        }
+        added.is_ok()
+    }
+
+    /// A scan failed: the first one turns discovery off and tells the caller of `discover`
+    /// why; a later one is logged, and the next scan tries again.
+    fn scan_failed(&mut self, err: Error) {
+        match self.discover_reply.take() {
+            Some(reply) => {
+                self.discovery = None;
+                self.observer.discover(None);
+                self.next_scan = None;
+                let _ = reply.send(Err(err));
+            }
+            None => {
+                tracing::warn!(error = %err, "discovery scan failed; trying again at the next");
+                self.rescan_if_due();
+            }
+        }
+    }
+
+    /// Adds the queues a scan found, drops the discovered queues not heard from since it began,
+    /// and tidies the indexes of those dropped and of the queues that left only indexes behind.
+    async fn on_scanned(&mut self, scanned: Result<Scanned>) {
+        let began_us = self.scan_began_us.take().unwrap_or(i64::MIN);
+        let scanned = match scanned {
+            Ok(scanned) => scanned,
+            Err(err) => return self.scan_failed(err),
+        };
+        self.rescan_if_due();
+        let Some(discovery) = self.discovery.clone() else {
+            return;
+        };
+        let sorted = discovery.sort(scanned, &mut self.queues, began_us);
+        for name in sorted.unreadable {
+            if self.unreadable_warned.insert(name.clone()) {
+                discovery::warn_unreadable(&name);
+            }
+        }
+        let (mut added, dropped) = (0, sorted.vanished.len());
+        for keys in sorted.new {
+            added += usize::from(self.add_discovered(keys).await);
+        }
+        let mut untidy = sorted.orphaned;
+        for name in sorted.vanished {
+            untidy.extend(self.remove(&name).await);
+        }
+        self.tidy(untidy);
+        if added + dropped > 0 {
+            tracing::info!(added, dropped, queues = self.queues.len(), "discovery");
+        }
+        if let Some(reply) = self.discover_reply.take() {
+            let _ = reply.send(Ok(()));
+        }
     }
 }

@@ -88,6 +88,14 @@ fn run(shared: &Shared, fired: &Notify) {
     }
 }
 
+/// Sleeps until `at`, or forever without one.
+pub(super) async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@
 //! | event | `{"kind":"event","i":1}`: `com.example.OrderEvent.of(1)`, built on both sides |
 //! | payload | `{"kind":"payload","i":1}`: `com.example.Payload.of(1)` (kryo5 only) |
 //!
-//! Codec names accepted by `open`: `string`, `long`, `bytes`, `json`, `typed_json`, `msgpack`
+//! Codec names accepted by `open` (`queue.rs`): `string`, `long`, `bytes`, `json`, `typed_json`, `msgpack`
 //! (the last three with `kind` = string, long, map, list or order) and `kryo5` (the same kinds
 //! plus bytes, a Java `byte[]`). Every one is delayq's own codec: the suite has no fallback that
 //! carries another codec's bytes, so a codec missing here fails its cells.
@@ -25,18 +25,12 @@
 //! Redis differ from Java's.
 
 use crate::java_payloads::{OrderEvent, Payload, RECORDS};
-use crate::queue::open_with;
-use crate::{OpenOpts, Ops, Peer};
 use delayq::codec::java::BigDecimal;
 use delayq::codec::kryo::JavaBytes;
-use delayq::codec::{
-    ByteArrayCodec, Codec, JavaHashMap, JsonJacksonCodec, Kryo5Codec, LongCodec,
-    MsgPackJacksonCodec, StringCodec, TypedJsonJacksonCodec,
-};
+use delayq::codec::{ByteArrayCodec, Codec, JavaHashMap, Kryo5Codec, LongCodec, StringCodec};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 /// How one codec's values map to and from neutral JSON.
 pub(crate) trait Kind: Send + Sync + 'static {
@@ -232,7 +226,7 @@ impl Neutral for Order {
 }
 
 /// Any serde codec `C` (the Jackson codecs) over a [`Neutral`] value type.
-pub(crate) struct SerdeKind<C>(PhantomData<fn() -> C>);
+pub(crate) struct SerdeKind<C>(pub(crate) PhantomData<fn() -> C>);
 
 impl<C> Kind for SerdeKind<C>
 where
@@ -367,7 +361,7 @@ impl Neutral for KryoMap {
 }
 
 /// `Kryo5Codec<T>` with `java_hash_order` on, over a [`Neutral`] value type.
-pub(crate) struct KryoKind<T>(PhantomData<fn() -> T>);
+pub(crate) struct KryoKind<T>(pub(crate) PhantomData<fn() -> T>);
 
 impl<T> Kind for KryoKind<T>
 where
@@ -384,73 +378,6 @@ where
     }
     fn show(&self, v: &T) -> Result<Value, String> {
         Ok(v.show())
-    }
-}
-
-/// Opens a queue with a serde codec family (`$codec<T>`) for the kind named in `opts`.
-macro_rules! open_serde {
-    ($client:expr, $opts:expr, $codec:ident) => {
-        match $opts.kind {
-            "string" => open_with($client, SerdeKind::<$codec<String>>(PhantomData), $opts).await,
-            "long" => open_with($client, SerdeKind::<$codec<i64>>(PhantomData), $opts).await,
-            "map" => {
-                open_with(
-                    $client,
-                    SerdeKind::<$codec<JavaHashMap<String>>>(PhantomData),
-                    $opts,
-                )
-                .await
-            }
-            "list" => {
-                open_with(
-                    $client,
-                    SerdeKind::<$codec<Vec<String>>>(PhantomData),
-                    $opts,
-                )
-                .await
-            }
-            "order" => open_with($client, SerdeKind::<$codec<Order>>(PhantomData), $opts).await,
-            "decimal" => {
-                open_with($client, SerdeKind::<$codec<BigDecimal>>(PhantomData), $opts).await
-            }
-            "event" => {
-                open_with($client, SerdeKind::<$codec<OrderEvent>>(PhantomData), $opts).await
-            }
-            other => Err(format!(
-                "kind {other:?} is not supported with {}",
-                $opts.codec
-            )),
-        }
-    };
-}
-
-/// Opens a queue with the codec named in `opts`.
-pub(crate) async fn open(peer: &Peer, opts: &OpenOpts<'_>) -> Result<Arc<dyn Ops>, String> {
-    let c = &peer.client;
-    match opts.codec {
-        "string" => open_with(c, StringKind, opts).await,
-        "long" => open_with(c, LongKind, opts).await,
-        "bytes" => open_with(c, BytesKind, opts).await,
-        "json" => open_serde!(c, opts, JsonJacksonCodec),
-        "typed_json" => open_serde!(c, opts, TypedJsonJacksonCodec),
-        "msgpack" => open_serde!(c, opts, MsgPackJacksonCodec),
-        "kryo5" => match opts.kind {
-            "string" => open_with(c, KryoKind::<String>(PhantomData), opts).await,
-            "long" => open_with(c, KryoKind::<i64>(PhantomData), opts).await,
-            // A Java `byte[]` root value: only Kryo among these codecs carries one typed.
-            "bytes" => open_with(c, KryoKind::<JavaBytes>(PhantomData), opts).await,
-            "map" => open_with(c, KryoKind::<KryoMap>(PhantomData), opts).await,
-            "list" => open_with(c, KryoKind::<Vec<String>>(PhantomData), opts).await,
-            "order" => open_with(c, KryoKind::<Order>(PhantomData), opts).await,
-            "decimal" => open_with(c, KryoKind::<BigDecimal>(PhantomData), opts).await,
-            "event" => open_with(c, KryoKind::<OrderEvent>(PhantomData), opts).await,
-            "payload" => open_with(c, KryoKind::<Payload>(PhantomData), opts).await,
-            other => Err(format!("kind {other:?} is not supported with kryo5")),
-        },
-        other => Err(format!(
-            "codec {other:?} (kind {:?}) is not supported by this peer",
-            opts.kind
-        )),
     }
 }
 

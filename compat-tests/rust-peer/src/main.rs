@@ -156,7 +156,7 @@ impl Peer {
     async fn open(&self, args: &Value) -> Reply {
         let h = str_field(args, "h")?;
         let opts = OpenOpts::parse(args)?;
-        let ops = kinds::open(self, &opts).await?;
+        let ops = queue::open(self, &opts).await?;
         self.queues.lock().await.insert(h.to_owned(), ops);
         reply(vec![])
     }

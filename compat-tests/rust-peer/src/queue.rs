@@ -8,15 +8,23 @@
 //! [`ShardedQueue`]'s docs): `remove_all`, `contains_all`, `peek`, `poll`, `poll_many`,
 //! `reliable_take`.
 
-use crate::kinds::{hex, Kind};
+use crate::java_payloads::{OrderEvent, Payload};
+use crate::kinds::{
+    hex, BytesKind, Kind, KryoKind, KryoMap, LongKind, Order, SerdeKind, StringKind,
+};
+use crate::Peer;
 use crate::{err, field, now_ms, reply, u64_field, BoxFut, OpenOpts, Ops, Reply, POLL_SLICE};
+use delayq::codec::java::BigDecimal;
+use delayq::codec::kryo::JavaBytes;
 use delayq::codec::Codec;
+use delayq::codec::{JavaHashMap, JsonJacksonCodec, MsgPackJacksonCodec, TypedJsonJacksonCodec};
 use delayq::{
     Consumer, DelayedQueue, Job, JobError, Recurrence, ReliableConsumer, Schedule, Schedules,
     ShardedConsumer, ShardedQueue,
 };
 use serde_json::{json, Value};
 use std::borrow::Borrow;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, OnceCell};
@@ -473,4 +481,71 @@ where
         consumer: OnceCell::new(),
         reliable: OnceCell::new(),
     }))
+}
+
+/// Opens a queue with a serde codec family (`$codec<T>`) for the kind named in `opts`.
+macro_rules! open_serde {
+    ($client:expr, $opts:expr, $codec:ident) => {
+        match $opts.kind {
+            "string" => open_with($client, SerdeKind::<$codec<String>>(PhantomData), $opts).await,
+            "long" => open_with($client, SerdeKind::<$codec<i64>>(PhantomData), $opts).await,
+            "map" => {
+                open_with(
+                    $client,
+                    SerdeKind::<$codec<JavaHashMap<String>>>(PhantomData),
+                    $opts,
+                )
+                .await
+            }
+            "list" => {
+                open_with(
+                    $client,
+                    SerdeKind::<$codec<Vec<String>>>(PhantomData),
+                    $opts,
+                )
+                .await
+            }
+            "order" => open_with($client, SerdeKind::<$codec<Order>>(PhantomData), $opts).await,
+            "decimal" => {
+                open_with($client, SerdeKind::<$codec<BigDecimal>>(PhantomData), $opts).await
+            }
+            "event" => {
+                open_with($client, SerdeKind::<$codec<OrderEvent>>(PhantomData), $opts).await
+            }
+            other => Err(format!(
+                "kind {other:?} is not supported with {}",
+                $opts.codec
+            )),
+        }
+    };
+}
+
+/// Opens a queue with the codec named in `opts`.
+pub(crate) async fn open(peer: &Peer, opts: &OpenOpts<'_>) -> Result<Arc<dyn Ops>, String> {
+    let c = &peer.client;
+    match opts.codec {
+        "string" => open_with(c, StringKind, opts).await,
+        "long" => open_with(c, LongKind, opts).await,
+        "bytes" => open_with(c, BytesKind, opts).await,
+        "json" => open_serde!(c, opts, JsonJacksonCodec),
+        "typed_json" => open_serde!(c, opts, TypedJsonJacksonCodec),
+        "msgpack" => open_serde!(c, opts, MsgPackJacksonCodec),
+        "kryo5" => match opts.kind {
+            "string" => open_with(c, KryoKind::<String>(PhantomData), opts).await,
+            "long" => open_with(c, KryoKind::<i64>(PhantomData), opts).await,
+            // A Java `byte[]` root value: only Kryo among these codecs carries one typed.
+            "bytes" => open_with(c, KryoKind::<JavaBytes>(PhantomData), opts).await,
+            "map" => open_with(c, KryoKind::<KryoMap>(PhantomData), opts).await,
+            "list" => open_with(c, KryoKind::<Vec<String>>(PhantomData), opts).await,
+            "order" => open_with(c, KryoKind::<Order>(PhantomData), opts).await,
+            "decimal" => open_with(c, KryoKind::<BigDecimal>(PhantomData), opts).await,
+            "event" => open_with(c, KryoKind::<OrderEvent>(PhantomData), opts).await,
+            "payload" => open_with(c, KryoKind::<Payload>(PhantomData), opts).await,
+            other => Err(format!("kind {other:?} is not supported with kryo5")),
+        },
+        other => Err(format!(
+            "codec {other:?} (kind {:?}) is not supported by this peer",
+            opts.kind
+        )),
+    }
 }

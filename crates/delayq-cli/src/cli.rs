@@ -354,6 +354,12 @@ pub(crate) struct TransferArgs {
     /// script: it happened or it did not). A second SIGINT or SIGTERM ends the wait at once.
     #[arg(long, env = "DELAYQ_SHUTDOWN_TIMEOUT", value_parser = parse_duration, default_value = "10s")]
     pub(crate) shutdown_timeout: Duration,
+    /// How many queues a second the safety sweep may look at (one `ZRANGE` each): each queue
+    /// is looked at every second, or every QUEUES / N seconds when there are more. With
+    /// --listen, the gauges' reads take what is left of --metrics-read-budget.
+    #[arg(long, env = "DELAYQ_SWEEP_BUDGET", value_name = "N", default_value_t = 200, hide = true,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) sweep_budget: u32,
     #[command(flatten)]
     pub(crate) firing: crate::schedule_args::FiringArgs,
     /// Serve /metrics (Prometheus text) and /healthz on this address, e.g. 127.0.0.1:9464; a

@@ -98,6 +98,21 @@ pub(crate) async fn transfer(ctx: &Ctx, args: &TransferArgs) -> anyhow::Result<(
     Ok(())
 }
 
+/// Redis commands a second the process's other periodic work may take beside the sweep and
+/// the gauges, kept out of the gauges' share: discovery's rescans, the schedules' registry
+/// read, the process record's beats, the pulse, the server check.
+const OTHER_READS: u32 = 10;
+
+/// The gauges' share of `--metrics-read-budget`: what the sweep and the other periodic work
+/// leave of it, so that the whole process keeps within it (at 10,000 idle queues, 1,000
+/// commands a second by default). Never below 8, the least the option takes.
+fn gauges_budget(args: &TransferArgs) -> u32 {
+    args.http
+        .metrics_read_budget
+        .saturating_sub(args.sweep_budget.saturating_add(OTHER_READS))
+        .max(8)
+}
+
 /// Serves /metrics and /healthz for `group`, reading its queues' gauges.
 fn observe(
     ctx: &Ctx,
@@ -110,7 +125,7 @@ fn observe(
     let gauges = crate::serve::Gauges {
         client: ctx.client.clone(),
         names: Box::new(move || names.names()),
-        budget: args.http.metrics_read_budget,
+        budget: gauges_budget(args),
     };
     let pages = axum::Router::new();
     Ok(crate::serve::Server::start(
@@ -242,6 +257,7 @@ impl StopSignals {
 /// The group's settings: the server check, and how it fires recurring schedules.
 fn group_config(args: &TransferArgs) -> GroupConfig {
     GroupConfig::default()
+        .with_sweep_budget(args.sweep_budget)
         .with_server_check(args.watch.server_check)
         .with_schedules(args.firing.config())
 }

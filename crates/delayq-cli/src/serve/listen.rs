@@ -77,7 +77,8 @@ pub(crate) struct ListenArgs {
     pub(crate) metrics: super::MetricsMode,
     /// Redis commands a second the gauges' reads may take (11.5 a queue on average: 8 counts,
     /// and its 14 keys' memory every fourth pass): with few queues, each is read every 2 s; with
-    /// more, each less often, in turn.
+    /// more, each less often, in turn. With `transfer`, the whole process's: the gauges get
+    /// what its sweep and other periodic reads leave.
     #[arg(long, env = "DELAYQ_METRICS_READ_BUDGET", value_name = "N", default_value_t = 1_000, hide = true,
           value_parser = clap::value_parser!(u32).range(8..))]
     pub(crate) metrics_read_budget: u32,

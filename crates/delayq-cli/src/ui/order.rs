@@ -3,9 +3,12 @@
 //! (`/metrics`' snapshot, read within its command budget), so that a request reads no queue
 //! outside its page however many there are.
 
-use super::overview::STUCK_MS;
 use crate::serve::Seen;
 use std::collections::HashMap;
+
+/// A queue whose head has been due this long is "stuck": a running scheduler (delayq's or
+/// Redisson's) moves due entries within milliseconds, so no transfer has run for that long.
+pub(crate) const STUCK_MS: i64 = 10_000;
 
 /// The orders `sort=` takes: by name, by trouble ("problems first"), or by a count, largest
 /// first.

@@ -1,5 +1,6 @@
 //! `GET /api/queues`: the overview, a page of the queues' rows with the total.
 
+use super::order::STUCK_MS;
 use super::{bounded, failure, order, paging, Shared, Ui};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -10,9 +11,6 @@ use futures::StreamExt;
 use serde_json::json;
 use std::collections::HashMap;
 
-/// A queue whose head has been due this long is "stuck": a running scheduler (delayq's or
-/// Redisson's) moves due entries within milliseconds, so no transfer has run for that long.
-pub(crate) const STUCK_MS: i64 = 10_000;
 /// Queues on a page of the overview unless `limit` says otherwise, and the most `limit` may ask.
 const PAGE: usize = 100;
 const MAX_PAGE: usize = 500;

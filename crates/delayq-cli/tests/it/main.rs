@@ -8,6 +8,7 @@
 mod common;
 
 mod access;
+mod budgets;
 mod check;
 mod cli;
 mod cli_connect;
