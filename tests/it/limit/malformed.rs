@@ -36,12 +36,19 @@ async fn a_fresh_worker_takes_nothing_under_malformed_limits_and_says_so_once() 
     })
     .await;
     tokio::time::sleep(WATCH).await;
-    assert_eq!(probe.lock().unwrap().done, 0, "a job ran under malformed limits");
+    assert_eq!(
+        probe.lock().unwrap().done,
+        0,
+        "a job ran under malformed limits"
+    );
     let waiting: u64 = client.llen(queue.name()).await.unwrap();
     assert_eq!(waiting, 3, "values were taken under malformed limits");
     let said = captured.lines_with("\"-5\"");
     assert_eq!(said.len(), 1, "{said:#?}");
-    assert!(said[0].contains("ERROR") && said[0].contains("nothing"), "{said:#?}");
+    assert!(
+        said[0].contains("ERROR") && said[0].contains("nothing"),
+        "{said:#?}"
+    );
 
     queue
         .set_limits(&Limits::default().with_concurrency(1))
@@ -70,7 +77,11 @@ async fn a_running_worker_stops_taking_when_its_limits_turn_malformed() {
     let _: () = client.hset(&key, ("concurrency", "-5")).await.unwrap();
     push(&client, &queue, &values("b", 3)).await;
     tokio::time::sleep(WATCH).await;
-    assert_eq!(probe.lock().unwrap().done, 2, "a job ran under malformed limits");
+    assert_eq!(
+        probe.lock().unwrap().done,
+        2,
+        "a job ran under malformed limits"
+    );
 
     queue
         .set_limits(&Limits::default().with_concurrency(2))

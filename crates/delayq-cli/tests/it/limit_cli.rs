@@ -238,7 +238,10 @@ fn malformed_stored_limits_exit_8_naming_the_field() {
     redis.cli(&["hset", &key, "version", "v1", "concurrency", "-5"]);
     let (code, stderr) = status_of(&url, &["limit", "get", &name]);
     assert_eq!(code, 8, "{stderr}");
-    assert!(stderr.contains("concurrency") && stderr.contains("-5"), "{stderr}");
+    assert!(
+        stderr.contains("concurrency") && stderr.contains("-5"),
+        "{stderr}"
+    );
     let (code, stderr) = status_of(&url, &["limit", "set", &name, "--rate", "5/s"]);
     assert_eq!(code, 8, "{stderr}");
     let (code, stderr) = status_of(
