@@ -69,33 +69,34 @@ struct Gate<C: Codec> {
     /// When to look for a due key held back next.
     held_check_at: Instant,
     warned: bool,
-    /// Since the stored limits were found malformed, and when that was last logged: with no
-    /// good limits read before, the gate is closed (nothing is taken from its queue).
+    /// While the stored limits are malformed (read so, or so answered by a script): when that
+    /// was last logged. The gate is closed then: nothing is taken from its queue.
     malformed: Option<Instant>,
     metrics: LimitMetrics,
 }
 
 impl<C: Codec> Gate<C> {
-    /// Whether nothing may be taken from the queue: its stored limits are malformed, and no
-    /// good ones were read before.
+    /// Whether nothing may be taken from the queue: its stored limits are malformed, and have
+    /// not read well since.
     fn closed(&self) -> bool {
         self.active.is_none() && self.malformed.is_some()
     }
 
-    /// Notes that the stored limits are malformed (`reason`) and what the gate does about it
-    /// (`doing`), logging it at most once a [`SAY_MALFORMED_EVERY`].
-    fn malformed(&mut self, reason: &str, doing: &'static str) {
+    /// Closes the gate: its stored limits are malformed (`reason`). Logged at most once a
+    /// [`SAY_MALFORMED_EVERY`] while it lasts.
+    fn close(&mut self, reason: &str) {
+        self.active = None;
         let now = Instant::now();
         let say = self
             .malformed
             .is_none_or(|said| now.duration_since(said) >= SAY_MALFORMED_EVERY);
         if !say {
-            tracing::debug!(queue = %self.queue.name(), reason = %reason, "{doing}");
+            tracing::debug!(queue = %self.queue.name(), reason = %reason, "the stored limits are still malformed");
             return;
         }
         self.malformed = Some(now);
         let repeat_s = SAY_MALFORMED_EVERY.as_secs();
-        tracing::error!(queue = %self.queue.name(), reason = %reason, repeat_s, "{doing} (store them again: `delayq limit set --replace`, or `limit clear`)");
+        tracing::error!(queue = %self.queue.name(), reason = %reason, repeat_s, "the stored limits are malformed: taking nothing from the queue until they are stored again (`delayq limit set --replace`, or `limit clear`)");
     }
 }
 
@@ -320,12 +321,7 @@ impl<C: Codec> Gates<C> {
     /// Closes gate `i`: its stored limits are malformed (`reason`), so nothing is taken from
     /// its queue until they read well again (looked at every [`READ_EVERY`]).
     fn close(&mut self, i: usize, reason: &str) {
-        let gate = &mut self.gates[i];
-        gate.active = None;
-        gate.malformed(
-            reason,
-            "the stored limits are malformed: taking nothing from the queue until they are stored again",
-        );
+        self.gates[i].close(reason);
     }
 
     /// Keeps the takes off the queues whose stored limits are malformed: rests those of a
