@@ -18,24 +18,23 @@
 -- KEYS[11]: the key's values  delayq_limit_parked:{NAME}:KEY  held back, oldest first
 -- ARGV[1]: now: epoch ms, or 'server' (not used: the server's clock is read)
 -- ARGV[2]: entry format (not used)
--- ARGV[3]: version of the limits the worker goes by
+-- ARGV[3]: version of the limits the worker goes by (their numbers are read from KEYS[5])
 -- ARGV[4]: lease, ms (the visibility timeout)
 -- ARGV[5]: delivery id
--- ARGV[6..11]: cap, rate count, rate period ms, key cap, key rate count, key rate period ms
--- (0: none)
--- ARGV[12]: the value's key ('' for none)
+-- ARGV[6]: the value's key ('' for none)
 -- Returns: { 1, granted ms } started (granted: the server's TIME at which the slots and tokens
 -- were granted, epoch ms); { 0, wait ms, 'slot' or 'token' } refused queue-wide; { 2, wait ms,
 -- 1 when the key was not held back before } held back; { 3 } the limits changed (read them
--- again); { 4 } the delivery is no longer in flight.
-if not delayq_limit_fresh(KEYS[5], ARGV[3]) then
-    return { 3 }
+-- again); { 4 } the delivery is no longer in flight; { 8, field } a stored field is malformed
+-- (nothing changed).
+local spec, stop = delayq_limit_spec(KEYS[5], ARGV[3])
+if not spec then
+    return stop
 end
-local id, key = ARGV[5], ARGV[12]
+local id, key = ARGV[5], ARGV[6]
 if not redis.call('zscore', KEYS[2], id) then
     return { 4 }
 end
-local spec = delayq_limit_spec(6)
 local now = delayq_server_us() / 1000
 if key ~= '' and (spec.key_cap > 0 or spec.key_count > 0) then
     local wait = 0

@@ -19,15 +19,16 @@
 -- KEYS[9]: keys busy          delayq_limit_busy:{NAME}     key -> latest lease end ms
 -- ARGV[1]: now: epoch ms, or 'server' (not used: the server's clock is read)
 -- ARGV[2]: entry format (not used)
--- ARGV[3]: version of the limits the worker goes by
+-- ARGV[3]: version of the limits the worker goes by (their numbers are read from KEYS[5])
 -- ARGV[4]: lease, ms (the visibility timeout)
--- ARGV[5..10]: cap, rate count, rate period ms, key cap, key rate count, key rate period ms
--- (0: none)
--- ARGV[11]: prefix of the keys' lists (delayq_limit_parked:{NAME}), ':' KEY follows
--- ARGV[12]: prefix of the keys' slots (delayq_limit_key:{NAME}), ':' KEY follows
--- ARGV[13]: how many values may start (the worker's free permits)
--- ARGV[14..]: delivery id, key ('' for none), per value in take order
--- Returns: { 3 } the limits changed (read them again; nothing changed); else { wait ms, 'slot'
+-- ARGV[5]: prefix of the keys' lists (delayq_limit_parked:{NAME}), ':' KEY follows
+-- ARGV[6]: prefix of the keys' slots (delayq_limit_key:{NAME}), ':' KEY follows
+-- ARGV[7]: how many values may start (the worker's free permits)
+-- ARGV[8..]: delivery id, key ('' for none), per value in take order
+-- (Positional: five arguments of the script's own and a list; a packed table would cost a
+-- decode per call and name nothing this header does not.)
+-- Returns: { 3 } the limits changed (read them again; nothing changed); { 8, field } a stored
+-- field is malformed (nothing changed); else { wait ms, 'slot'
 -- or 'token' or '', then per value: code, a, b } with code 1 started (a: granted ms, the
 -- server's TIME), 2 held back (a: wait ms, b: 1 when the key was not held back before),
 -- 4 no longer in flight, 7 given back; wait ms > 0 when the queue-wide limits refused one.
@@ -48,18 +49,18 @@ local function answer(code, a, b)
     out[#out + 1] = b
 end
 
-if not delayq_limit_fresh(KEYS[5], ARGV[3]) then
-    return { 3 }
+local spec, stop = delayq_limit_spec(KEYS[5], ARGV[3])
+if not spec then
+    return stop
 end
-local spec = delayq_limit_spec(5)
 local now = delayq_server_us() / 1000
 local lease_end = now + tonumber(ARGV[4])
-local permits = tonumber(ARGV[13])
+local permits = tonumber(ARGV[7])
 local given = {}
-for i = 14, #ARGV - 1, 2 do
+for i = 8, #ARGV - 1, 2 do
     local id, key = ARGV[i], ARGV[i + 1]
-    local list = ARGV[11] .. ':' .. key
-    local key_slots = ARGV[12] .. ':' .. key
+    local list = ARGV[5] .. ':' .. key
+    local key_slots = ARGV[6] .. ':' .. key
     local per_key = key ~= '' and (spec.key_cap > 0 or spec.key_count > 0)
     local key_wait = 0
     if not redis.call('zscore', KEYS[2], id) then

@@ -1,7 +1,8 @@
--- delayq: take a value into flight with the slot and token the queue-wide limits want, or none.
--- Not in Redisson. take.lua under limits without per-key ones: when the queue is at its cap or
--- out of tokens, nothing is taken (the worker waits the time named, holding no value); else
--- one value is taken (the claim list first) and its slot and token are taken with it.
+-- delayq: take values into flight, each with the slot and token the queue-wide limits want.
+-- Not in Redisson. take.lua under limits without per-key ones: values are taken (the claim list
+-- first) one per delivery id given, while the limits let one more start, each with its slot and
+-- token; once the queue is at its cap or out of tokens, nothing more is taken (the worker waits
+-- the time named, holding no value for it).
 --
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}       delivery id -> deadline ms
@@ -17,36 +18,43 @@
 -- ARGV[2]: entry format (not used)
 -- ARGV[3]: visibility timeout (and slot lease), ms
 -- ARGV[4]: claim lease, ms
--- ARGV[5]: version of the limits the worker goes by
--- ARGV[6]: fresh delivery id
--- ARGV[7..12]: cap, rate count, rate period ms, key cap, key rate count, key rate period ms
--- (0: none; the key limits are not used)
--- Returns: { 1, deadline ms, id, value, attempt, granted ms } taken (granted: the server's TIME
--- at which the slot and token were granted, epoch ms); { 0, wait ms, 'slot' or 'token' }
--- refused; { 3 } the limits changed (read them again); { 6 } nothing to take.
-if not delayq_limit_fresh(KEYS[8], ARGV[5]) then
-    return { 3 }
+-- ARGV[5]: version of the limits the worker goes by (their numbers are read from KEYS[8])
+-- ARGV[6..]: fresh delivery ids, one per value wanted (the worker's free permits)
+-- Returns: { wait ms, 'slot' or 'token' or '', deadline ms, granted ms, then per value taken:
+-- id, value, attempt } (wait ms > 0 when the limits refused one more; granted: the server's
+-- TIME at which the slots and tokens were granted, epoch ms); { 3 } the limits changed (read
+-- them again); { 8, field } a stored field is malformed (nothing taken).
+local spec, stop = delayq_limit_spec(KEYS[8], ARGV[5])
+if not spec then
+    return stop
 end
-local spec = delayq_limit_spec(7)
 local server_now = delayq_server_us() / 1000
 local now = delayq_now(ARGV[1])
-redis.call('zadd', KEYS[6], delayq_ms(now + tonumber(ARGV[4])), KEYS[7])
-local wait, why = delayq_limit_queue_wait(KEYS[9], KEYS[10], server_now, spec)
-if wait > 0 then
-    return { 0, delayq_ms(math.ceil(wait)), why }
-end
-local value = redis.call('lpop', KEYS[7])
-if not value then
-    value = redis.call('lpop', KEYS[1])
-end
-if not value then
-    return { 6 }
-end
-local id = ARGV[6]
 local deadline = now + tonumber(ARGV[3])
-redis.call('zadd', KEYS[2], delayq_ms(deadline), id)
-redis.call('hset', KEYS[3], id, value)
-local attempt = redis.call('hincrby', KEYS[4], value, 1)
-redis.call('zadd', KEYS[5], delayq_ms(now), value)
-delayq_limit_grant(KEYS[9], KEYS[10], nil, nil, spec, server_now, id, '', server_now + tonumber(ARGV[3]))
-return { 1, deadline, id, value, attempt, math.floor(server_now) }
+local lease_end = server_now + tonumber(ARGV[3])
+redis.call('zadd', KEYS[6], delayq_ms(now + tonumber(ARGV[4])), KEYS[7])
+local out = { 0, '', deadline, math.floor(server_now) }
+for i = 6, #ARGV do
+    local wait, why = delayq_limit_queue_wait(KEYS[9], KEYS[10], server_now, spec)
+    if wait > 0 then
+        out[1], out[2] = delayq_ms(math.ceil(wait)), why
+        break
+    end
+    local value = redis.call('lpop', KEYS[7])
+    if not value then
+        value = redis.call('lpop', KEYS[1])
+    end
+    if not value then
+        break
+    end
+    local id = ARGV[i]
+    redis.call('zadd', KEYS[2], delayq_ms(deadline), id)
+    redis.call('hset', KEYS[3], id, value)
+    local attempt = redis.call('hincrby', KEYS[4], value, 1)
+    redis.call('zadd', KEYS[5], delayq_ms(now), value)
+    delayq_limit_grant(KEYS[9], KEYS[10], nil, nil, spec, server_now, id, '', lease_end)
+    out[#out + 1] = id
+    out[#out + 1] = value
+    out[#out + 1] = attempt
+end
+return out

@@ -16,25 +16,26 @@
 -- KEYS[10]: keys busy         delayq_limit_busy:{NAME}     key -> latest lease end ms
 -- ARGV[1]: now: epoch ms, or 'server' (not used: the server's clock is read)
 -- ARGV[2]: entry format (not used)
--- ARGV[3]: version of the limits the worker goes by
+-- ARGV[3]: version of the limits the worker goes by (their numbers are read from KEYS[6])
 -- ARGV[4]: lease, ms (the visibility timeout)
 -- ARGV[5]: delivery id for the value taken
--- ARGV[6..11]: cap, rate count, rate period ms, key cap, key rate count, key rate period ms
--- (0: none)
--- ARGV[12]: prefix of the keys' lists (delayq_limit_parked:{NAME}), ':' KEY follows
--- ARGV[13]: prefix of the keys' slots (delayq_limit_key:{NAME}), ':' KEY follows
--- ARGV[14]: most due keys to look at
--- Returns: { 1, deadline ms, value, attempt, key, granted ms } taken (granted: the server's TIME
--- at which the slots and tokens were granted, epoch ms); { 0, wait ms, 'slot' or 'token' }
--- refused queue-wide; { 5, ms until the next key is due, or false for none held } nothing due;
--- { 3 } the limits changed (read them again).
-if not delayq_limit_fresh(KEYS[6], ARGV[3]) then
-    return { 3 }
+-- ARGV[6]: prefix of the keys' lists (delayq_limit_parked:{NAME}), ':' KEY follows
+-- ARGV[7]: prefix of the keys' slots (delayq_limit_key:{NAME}), ':' KEY follows
+-- ARGV[8]: most due keys to look at
+-- (Positional: six arguments of the script's own, each named here; a packed table would cost
+-- a decode per call and name nothing this header does not.)
+-- Returns: { 1, deadline ms, granted ms, key, id, value, attempt } taken (granted: the server's
+-- TIME at which the slots and tokens were granted, epoch ms; id, value, attempt as take.lua
+-- gives them); { 0, wait ms, 'slot' or 'token' } refused queue-wide; { 5, ms until the next key
+-- is due, or false for none held } nothing due; { 3 } the limits changed (read them again);
+-- { 8, field } a stored field is malformed (nothing taken).
+local spec, stop = delayq_limit_spec(KEYS[6], ARGV[3])
+if not spec then
+    return stop
 end
-local spec = delayq_limit_spec(6)
 local now = delayq_server_us() / 1000
 local due = redis.call('zrangebyscore', KEYS[9], '-inf', delayq_ms(math.floor(now)), 'limit', 0,
-    tonumber(ARGV[14]))
+    tonumber(ARGV[8]))
 if #due == 0 then
     local first = redis.call('zrange', KEYS[9], 0, 0, 'withscores')
     if not first[2] then
@@ -47,8 +48,8 @@ if wait > 0 then
     return { 0, delayq_ms(math.ceil(wait)), why }
 end
 for _, key in ipairs(due) do
-    local list = ARGV[12] .. ':' .. key
-    local key_slots = ARGV[13] .. ':' .. key
+    local list = ARGV[6] .. ':' .. key
+    local key_slots = ARGV[7] .. ':' .. key
     local key_wait = delayq_limit_key_wait(key_slots, KEYS[8], key, now, spec)
     if redis.call('llen', list) == 0 then
         redis.call('zrem', KEYS[9], key)
@@ -68,7 +69,7 @@ for _, key in ipairs(due) do
         local attempt = redis.call('hincrby', KEYS[4], value, 1)
         redis.call('zadd', KEYS[5], delayq_ms(math.floor(now)), value)
         delayq_limit_grant(KEYS[7], KEYS[8], KEYS[10], key_slots, spec, now, id, key, deadline)
-        return { 1, deadline, value, attempt, key, math.floor(now) }
+        return { 1, deadline, math.floor(now), key, id, value, attempt }
     end
 end
 return { 5, 0 }

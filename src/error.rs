@@ -82,6 +82,17 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// The stored limits hash of a queue is not one delayq wrote (a field it does not know, a
+    /// number that does not parse or is out of range, limits that do not validate): workers
+    /// take nothing from the queue until the limits are stored again or cleared.
+    #[error("malformed limits in {key}: {reason}")]
+    MalformedLimits {
+        /// The limits hash.
+        key: String,
+        /// What is wrong with it, naming the field.
+        reason: String,
+    },
+
     /// Redis refused a command because of its own state or this user's rights: out of memory,
     /// no permission, busy with a script, a read-only replica, loading, master down.
     #[error("redis refused {command} on {key}: {refusal} ({detail})")]
@@ -163,9 +174,9 @@ pub enum Error {
     #[error("invalid schedule: {0}")]
     InvalidSchedule(String),
 
-    /// Limits that cannot work ([`Limits`](crate::limit::Limits)): a count or rate of 0, a key
-    /// rule that does not compile, or a stored limits hash that delayq did not write (a field
-    /// it does not know, a value that is not a number).
+    /// Limits that cannot work ([`Limits`](crate::limit::Limits)): a count or rate of 0, or a
+    /// key rule that does not compile. (A stored hash that delayq did not write is
+    /// [`MalformedLimits`](Self::MalformedLimits).)
     #[error("invalid limits: {0}")]
     InvalidLimits(String),
 

@@ -3,11 +3,14 @@
 -- Times are the server's (TIME), in ms with a fraction. A slot is a zset member (delivery id ->
 -- lease end); a cap is full while as many leases have not run out. A rate is GCRA: member 'q'
 -- (the queue) or 'k:KEY' of the rate zset holds its theoretical arrival time (TAT); a start is
--- granted when now >= TAT, and then TAT = max(TAT, now - T/2) + T, T = period / count (see
--- src/limit/mod.rs for the bound that gives).
--- delayq_limit_spec(i): the six limit arguments from ARGV[i] (0 is no limit): cap, count, period
--- (queue-wide), key_cap, key_count, key_period.
--- delayq_limit_fresh(limits, version): whether the stored limits still carry that version.
+-- granted when now >= TAT, or when TAT falls within now's millisecond (the start is then granted
+-- at TAT, so that one call may grant several starts of a fast rate), and then
+-- TAT = max(TAT, now - T/2) + T, T = period / count (see src/limit/mod.rs for the bound that gives).
+-- delayq_limit_spec(limits, version): the limits stored in the hash `limits` (written by
+-- src/limit/stored.rs; one HMGET), as { cap, count, period, key_cap, key_count, key_period }
+-- (0: none), when they still carry `version`; else nil and the reply for the worker: { 3 }
+-- they changed (read them again), { 8, field } a field is malformed (a hand edit: nothing
+-- starts until they are stored again).
 -- delayq_limit_queue_wait(slots, tat, now, spec): 0 when the queue-wide limits let a job start
 -- now; else ms until they may, and 'slot' or 'token'.
 -- delayq_limit_key_wait(key_slots, tat, key, now, spec): the same for one key's limits.
@@ -17,16 +20,44 @@
 -- (queue-wide, and the key's when key is not '') to lease_end; 1 when it held one, else 0.
 -- delayq_limit_release(slots, held, busy, key_slots, parked, id, key, now): drops them (the job
 -- settled), making the key due at once when it has values held back; 1 when it held one.
-local function delayq_limit_spec(i)
-    local n = {}
-    for j = 0, 5 do
-        n[j + 1] = tonumber(ARGV[i + j]) or 0
-    end
-    return { cap = n[1], count = n[2], period = n[3], key_cap = n[4], key_count = n[5], key_period = n[6] }
-end
 
-local function delayq_limit_fresh(limits, version)
-    return (redis.call('hget', limits, 'version') or '') == version
+-- The stored fields the scripts read, each with its spec name and largest value (a count fits
+-- 32 bits; a period is at most 366 days, as Rate::validate checks).
+local delayq_limit_fields = {
+    { 'concurrency', 'cap', 4294967295 },
+    { 'rate_count', 'count', 4294967295 },
+    { 'rate_period_ms', 'period', 31622400000 },
+    { 'key_concurrency', 'key_cap', 4294967295 },
+    { 'key_rate_count', 'key_count', 4294967295 },
+    { 'key_rate_period_ms', 'key_period', 31622400000 },
+}
+
+local function delayq_limit_spec(limits, version)
+    local found = redis.call('hmget', limits, 'version', 'concurrency', 'rate_count',
+        'rate_period_ms', 'key_concurrency', 'key_rate_count', 'key_rate_period_ms')
+    if (found[1] or '') ~= version then
+        return nil, { 3 }
+    end
+    local spec = {}
+    for i, field in ipairs(delayq_limit_fields) do
+        local raw = found[i + 1]
+        local n = 0
+        if raw then
+            local digits = string.match(raw, '^%+?(%d+)$')
+            n = digits and tonumber(digits)
+            if not n or n < 1 or n > field[3] then
+                return nil, { 8, field[1] }
+            end
+        end
+        spec[field[2]] = n
+    end
+    if (spec.count > 0) ~= (spec.period > 0) then
+        return nil, { 8, 'rate_count' }
+    end
+    if (spec.key_count > 0) ~= (spec.key_period > 0) then
+        return nil, { 8, 'key_rate_count' }
+    end
+    return spec
 end
 
 local function delayq_limit_slots_wait(slots, now, cap)
@@ -50,7 +81,10 @@ local function delayq_limit_tat_wait(tat, member, now, count)
         return 0
     end
     local at = tonumber(redis.call('zscore', tat, member) or 0)
-    return math.max(0, at - now)
+    if at < math.floor(now) + 1 then
+        return 0
+    end
+    return at - now
 end
 
 local function delayq_limit_tat_take(tat, member, now, count, period, horizon)

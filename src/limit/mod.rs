@@ -26,8 +26,9 @@
 //!
 //! - **Concurrency cap**: a zset of slot holders (delivery id → lease end). A slot is taken in
 //!   one script with the rate tokens before the handler runs: under queue-wide limits alone,
-//!   by the script that takes the value (`limit_take.lua`: nothing is taken while the limits
-//!   refuse); with per-key limits, right after the take, once the value's key is known
+//!   by the script that takes the values (`limit_take.lua`: up to the worker's free permits
+//!   in one call, each value with its slot and token, while the limits allow; nothing is taken
+//!   while they refuse); with per-key limits, right after the take, once the value's key is known
 //!   (`limit_admit.lua` for a batch, `limit_acquire.lua` for one value: see **Fairness**). Its
 //!   lease is the visibility timeout, renewed by the job's heartbeats
 //!   (every third of it: `limit_extend.lua` pushes the value's deadline and the leases back in
@@ -35,7 +36,9 @@
 //!   `limit_ack.lua`; a retry or a dead letter with a second one). A killed process's slots
 //!   free at their lease's end (the acquiring scripts drop run-out leases).
 //! - **Rate N per period**: GCRA with emission interval `T = period / N`: a start is granted
-//!   when `now >= TAT`, then `TAT = max(TAT, now - T/2) + T`. Keeping the arrival time within
+//!   when `now >= TAT` (or when `TAT` falls within `now`'s millisecond: the start is granted
+//!   at `TAT`, so one call may grant several starts of a fast rate), then
+//!   `TAT = max(TAT, now - T/2) + T`. Keeping the arrival time within
 //!   `T/2` of a late start keeps throughput at N per period when waiters wake a little late,
 //!   and bounds bursts: each grant's TAT is at least `T/2` past it, and each TAT at least `T`
 //!   past the one before, so grants `k` apart are at least `(k - 1)T - T/2` apart, and any
@@ -95,9 +98,20 @@
 //!   the takes saved outweigh the script), and 0.81 under a queue-wide cap of 1,000 and
 //!   1,000,000/s (that path unchanged; 0.77 over seven earlier runs). Taking and settling one
 //!   value at a time, as at commit c32ea23, per-key limits cost 0.55 (0.53-0.56, seven runs).
+//! - **One representation**: the scripts read the caps and rates from the stored hash
+//!   (`lua/lib/limit.lua`'s `delayq_limit_spec`, one `HMGET` with the version), so a number
+//!   goes from [`Limits`] to its hash field to the script; the worker keeps only the version
+//!   it read and how a value's key is read.
 //! - **Changes** take effect without a restart: each limited call carries the version of the
 //!   limits the worker read, and the script answers "stale" when it changed, so the worker
 //!   reads them again at once; a worker without limits looks for new ones once a second.
+//! - **Malformed stored limits fail closed**: a hash delayq did not write (a hand edit: an
+//!   unknown field, a number that does not parse or is out of range) reads as
+//!   [`Error::MalformedLimits`](crate::Error::MalformedLimits), and a limit script that finds
+//!   a malformed number answers so, naming the field, taking and starting nothing. A worker
+//!   then takes nothing from the queue (a worker over several queues rests that one) until the
+//!   limits are stored again or cleared, looking once a second and logging an error once a
+//!   minute while it lasts.
 //!   Clearing the per-key limits moves the values held back to the head of the target list
 //!   (each key's oldest first).
 //! - **Not limited**: Java consumers taking from the target list directly, and delayq's

@@ -1,12 +1,14 @@
 //! How [`Limits`] are written in their Redis hash, and read back (refusing what delayq did not
-//! write).
+//! write). The limit scripts read the numbers from the same hash (`lua/lib/limit.lua`'s
+//! `delayq_limit_spec`, which names these fields again and refuses what this file refuses for
+//! them), so a worker carries only the version it read.
 
-use super::rule::{invalid, KeyRule, Rate};
+use super::rule::{KeyRule, Rate};
 use super::Limits;
-use crate::Result;
+use crate::{Error, Result};
 use std::time::Duration;
 
-/// Hash fields, one home each.
+/// Hash fields, one home each (and `lua/lib/limit.lua` for the scripts).
 const CONCURRENCY: &str = "concurrency";
 const RATE_COUNT: &str = "rate_count";
 const RATE_PERIOD_MS: &str = "rate_period_ms";
@@ -47,10 +49,13 @@ pub(crate) fn to_fields(limits: &Limits) -> Vec<(String, String)> {
     out
 }
 
-/// The limits of a stored hash, and its version; refused, naming the field, when a field is
-/// unknown, a number does not parse, or the limits do not validate.
-pub(crate) fn from_fields(queue: &str, fields: Vec<(String, String)>) -> Result<(Limits, String)> {
-    let bad = |detail: String| invalid(format!("stored limits of queue {queue:?}: {detail}"));
+/// The limits of the stored hash `key`, and its version; [`Error::MalformedLimits`], naming
+/// the field, when a field is unknown, a number does not parse, or the limits do not validate.
+pub(crate) fn from_fields(key: &str, fields: Vec<(String, String)>) -> Result<(Limits, String)> {
+    let bad = |reason: String| Error::MalformedLimits {
+        key: key.to_owned(),
+        reason,
+    };
     let mut limits = Limits::default();
     let mut version = String::new();
     let (mut rate, mut key_rate) = ((None, None), (None, None));
@@ -111,7 +116,7 @@ mod tests {
             .with_key(KeyRule::Regex("c=(\\w+)".into()))
             .with_key_concurrency(1)
             .with_key_rate(Rate::new(5, Duration::from_millis(250)).unwrap());
-        let (back, version) = from_fields("q", to_fields(&limits)).unwrap();
+        let (back, version) = from_fields("delayq_limits:{q}", to_fields(&limits)).unwrap();
         assert_eq!(back, limits);
         assert_eq!(version.len(), 16);
     }
@@ -126,8 +131,13 @@ mod tests {
             (field("rate_count", "5"), "come together"),
             (field("key_regex", "("), "regex"),
         ] {
-            let err = from_fields("q", fields).unwrap_err().to_string();
-            assert!(err.contains(says) && err.contains("\"q\""), "{err}");
+            let err = from_fields("delayq_limits:{q}", fields).unwrap_err();
+            assert!(matches!(err, Error::MalformedLimits { .. }), "{err}");
+            let err = err.to_string();
+            assert!(
+                err.contains(says) && err.contains("delayq_limits:{q}"),
+                "{err}"
+            );
         }
     }
 }

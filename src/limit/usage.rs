@@ -31,7 +31,7 @@ pub struct LimitUsage {
 }
 
 impl<C: Codec> DelayedQueue<C> {
-    /// The queue's limits, if any are stored; [`Error::InvalidLimits`](crate::Error::InvalidLimits)
+    /// The queue's limits, if any are stored; [`Error::MalformedLimits`](crate::Error::MalformedLimits)
     /// for a hash delayq did not write (an unknown field, a value that is not a number).
     pub async fn limits(&self) -> Result<Option<Limits>> {
         Ok(self.limits_versioned().await?.map(|(limits, _)| limits))
@@ -50,7 +50,7 @@ impl<C: Codec> DelayedQueue<C> {
         if fields.is_empty() {
             return Ok(None);
         }
-        from_fields(self.name(), fields).map(Some)
+        from_fields(&key, fields).map(Some)
     }
 
     /// Stores the queue's limits (validated first; nothing is stored when they are refused).

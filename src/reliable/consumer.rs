@@ -7,10 +7,10 @@ use super::reaper;
 use super::settle::SettleCtx;
 use crate::codec::{decode_value, Codec};
 use crate::queue::DelayedQueue;
-use crate::redis::ops::limit_acquire::Acquired;
 use crate::redis::ops::limit_take::{self, LimitedTake, TakeGate};
 use crate::redis::ops::reap::ReapOutcome;
 use crate::redis::ops::take;
+use crate::redis::reply::Decision;
 use crate::redis::resend_refused;
 use crate::time::Delay;
 use crate::{Error, Result};
@@ -75,11 +75,13 @@ pub struct ReliableConsumer<C: Codec> {
 /// What a take under limits brought.
 #[derive(Debug)]
 pub(crate) enum GatedTake<V> {
-    /// A value; when taken under a gate, with its slot and token and the time they were
-    /// granted (the Redis server's clock, epoch ms).
-    Value(Delivery<V>, Option<i64>),
-    /// The limits refused, or changed.
-    Limited(Acquired),
+    /// A value taken without limits.
+    Value(Delivery<V>),
+    /// Values taken under a gate, in take order, each with its slot and token, granted at the
+    /// time given (the Redis server's clock, epoch ms).
+    Granted(Vec<Delivery<V>>, i64),
+    /// The limits refused (nothing taken), changed, or are malformed.
+    Limited(Decision),
 }
 
 /// 16 random bytes as hex: a delivery id, or a consumer's.
@@ -194,11 +196,7 @@ impl<C: Codec> ReliableConsumer<C> {
             }
             self.housekeeping().await?;
             let taken = match gate {
-                None => self
-                    .try_take(1)
-                    .await?
-                    .pop()
-                    .map(|delivery| GatedTake::Value(delivery, None)),
+                None => self.try_take(1).await?.pop().map(GatedTake::Value),
                 Some(gate) => self.try_take_gated(gate).await?,
             };
             if taken.is_some() {
@@ -220,34 +218,45 @@ impl<C: Codec> ReliableConsumer<C> {
         }
     }
 
-    /// One value with its slot and token, the limits' refusal, or `None` when nothing is ready.
+    /// Values with their slots and tokens (up to the gate's `most`), the limits' refusal, or
+    /// `None` when nothing is ready.
     async fn try_take_gated(&self, gate: &TakeGate) -> Result<Option<GatedTake<C::Value>>> {
         let config = self.config();
         let visibility = Delay::span(config.visibility())?;
         let lease = Delay::span(config.visibility() + config.wait_slice() * 2)?;
         let (client, queue) = (&self.ctx.client, &self.ctx.queue);
+        let ids = (0..gate.most.max(1)).map(|_| random_id()).collect();
         let reply = limit_take::run(
             client,
             queue,
             &self.claim,
             visibility,
             lease,
-            gate,
-            random_id(),
+            &gate.version,
+            ids,
         );
-        Ok(match reply.await? {
+        let (deadline_ms, admitted_ms, taken, unreadable, refused) = match reply.await? {
+            LimitedTake::Limited(decision) => return Ok(Some(GatedTake::Limited(decision))),
             LimitedTake::Taken {
                 deadline_ms,
-                id,
-                raw,
-                attempt,
                 admitted_ms,
-            } => Some(GatedTake::Value(
-                self.adopt(id, raw, attempt, deadline_ms),
-                Some(admitted_ms),
-            )),
-            LimitedTake::Empty => None,
-            LimitedTake::Limited(refused) => Some(GatedTake::Limited(refused)),
+                taken,
+                unreadable,
+                refused,
+            } => (deadline_ms, admitted_ms, taken, unreadable, refused),
+        };
+        // Every receipt is built before an unreadable item is reported (see `try_take`).
+        let deliveries: Vec<_> = taken
+            .into_iter()
+            .map(|t| self.adopt(t.id, t.raw, t.attempt, deadline_ms))
+            .collect();
+        if let Some(err) = unreadable {
+            return Err(err);
+        }
+        Ok(match (deliveries.is_empty(), refused) {
+            (false, _) => Some(GatedTake::Granted(deliveries, admitted_ms)),
+            (true, Some((wait, why))) => Some(GatedTake::Limited(Decision::Wait(wait, why))),
+            (true, None) => None,
         })
     }
 

@@ -8,13 +8,14 @@ use crate::codec::Codec;
 use crate::limit::{KeyReader, Limits};
 use crate::metrics::LimitMetrics;
 use crate::queue::DelayedQueue;
-use crate::redis::ops::limit_acquire::{self, Acquired, LimitArgs, WaitFor};
+use crate::redis::ops::limit_acquire;
 use crate::redis::ops::limit_admit::{self, Admitted, Batch};
 use crate::redis::ops::limit_take::TakeGate;
 use crate::redis::ops::limit_unpark::{self, Unparked};
+use crate::redis::reply::{Decision, WaitFor};
 use crate::reliable::Delivery;
 use crate::time::Delay;
-use crate::Result;
+use crate::{Error, Result};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 /// How often a worker without limits looks for new ones.
 const READ_EVERY: Duration = Duration::from_secs(1);
+/// How often malformed stored limits are logged again while they last.
+const SAY_MALFORMED_EVERY: Duration = Duration::from_secs(60);
 /// The longest a worker waits on a concurrency cap (or for a key held back) before asking
 /// again: other processes' releases are not announced.
 const POLL_CAP: Duration = Duration::from_millis(50);
@@ -36,36 +39,22 @@ const BATCH_MOST: usize = 64;
 /// permit, so a batch reaches past a burst of one key; those that cannot start go back.
 const BATCH_BEYOND_PERMITS: usize = 16;
 
-/// The limits a worker goes by, as last read.
+/// The limits a worker goes by, as last read: their version (the scripts read the numbers
+/// from the stored hash, and answer "stale" when its version changed), how a value's key is
+/// read, and whether per-key limits are set.
 struct Active {
     version: String,
-    args: LimitArgs,
     reader: Option<KeyReader>,
     per_key: bool,
 }
 
 impl Active {
     fn new(limits: &Limits, version: String) -> Active {
-        let cap = |n: Option<u32>| i64::from(n.unwrap_or(0));
-        let rate = |r: Option<crate::limit::Rate>| {
-            r.map_or((0, 0), |r| (i64::from(r.count), r.period_ms() as i64))
-        };
-        let (count, period) = rate(limits.rate);
-        let (key_count, key_period) = rate(limits.key_rate);
-        let args = [
-            cap(limits.concurrency),
-            count,
-            period,
-            cap(limits.key_concurrency),
-            key_count,
-            key_period,
-        ];
         // A rule that does not compile was refused when stored; one that cannot run here (a
         // pointer without JSON support) leaves the values keyless.
         let reader = limits.key.as_ref().and_then(|rule| rule.compile().ok());
         Active {
             version,
-            args,
             reader,
             per_key: limits.per_key(),
         }
@@ -80,7 +69,35 @@ struct Gate<C: Codec> {
     /// When to look for a due key held back next.
     held_check_at: Instant,
     warned: bool,
+    /// While the stored limits are malformed (read so, or so answered by a script): when that
+    /// was last logged. The gate is closed then: nothing is taken from its queue.
+    malformed: Option<Instant>,
     metrics: LimitMetrics,
+}
+
+impl<C: Codec> Gate<C> {
+    /// Whether nothing may be taken from the queue: its stored limits are malformed, and have
+    /// not read well since.
+    fn closed(&self) -> bool {
+        self.active.is_none() && self.malformed.is_some()
+    }
+
+    /// Closes the gate: its stored limits are malformed (`reason`). Logged at most once a
+    /// [`SAY_MALFORMED_EVERY`] while it lasts.
+    fn close(&mut self, reason: &str) {
+        self.active = None;
+        let now = Instant::now();
+        let say = self
+            .malformed
+            .is_none_or(|said| now.duration_since(said) >= SAY_MALFORMED_EVERY);
+        if !say {
+            tracing::debug!(queue = %self.queue.name(), reason = %reason, "the stored limits are still malformed");
+            return;
+        }
+        self.malformed = Some(now);
+        let repeat_s = SAY_MALFORMED_EVERY.as_secs();
+        tracing::error!(queue = %self.queue.name(), reason = %reason, repeat_s, "the stored limits are malformed: taking nothing from the queue until they are stored again (`delayq limit set --replace`, or `limit clear`)");
+    }
 }
 
 /// What became of a value taken (one per take, moved on at once: not worth a box).
@@ -90,9 +107,20 @@ pub(super) enum Admit<V> {
     Start(Delivery<V>, Option<Slot>),
     /// It is held back on its key's list, or no longer ours.
     Away,
-    /// Given back: its queue (one of several) lets nothing start until then.
+    /// Given back: its queue lets nothing start until then (its limits refuse, or are
+    /// malformed).
     Rest(Instant),
     /// The worker is asked to stop (the value goes back, like any unsettled delivery).
+    Stopped,
+}
+
+/// Whether the takes may go on (see [`Gates::keep_closed`]).
+pub(super) enum Shut {
+    /// Some queue's limits are readable (or none are stored).
+    Open,
+    /// Every queue's limits are malformed: the worker waited for their next read.
+    Waited,
+    /// The worker is asked to stop.
     Stopped,
 }
 
@@ -123,6 +151,7 @@ impl<C: Codec> Gates<C> {
                 read_at: None,
                 held_check_at: now,
                 warned: false,
+                malformed: None,
                 metrics: LimitMetrics::new(queue.name()),
             })
             .collect();
@@ -143,6 +172,20 @@ impl<C: Codec> Gates<C> {
     /// The next job of a batch admitted together, if any is left.
     pub(super) fn next_ready(&mut self) -> Option<(Arc<str>, Delivery<C::Value>, Slot)> {
         self.ready.pop_front()
+    }
+
+    /// Values of queue `name` taken each with its slot and token (a gated take, at most the
+    /// worker's free permits), granted at `admitted_ms`: queued to start in their take order.
+    pub(super) fn granted(
+        &mut self,
+        name: &Arc<str>,
+        deliveries: Vec<Delivery<C::Value>>,
+        admitted_ms: i64,
+    ) {
+        for mut delivery in deliveries {
+            let slot = Slot::hold(&mut delivery, String::new(), admitted_ms, self);
+            self.ready.push_back((name.clone(), delivery, slot));
+        }
     }
 
     /// Gives back the jobs admitted but not started (the worker stops).
@@ -194,18 +237,21 @@ impl<C: Codec> Gates<C> {
                 queue.spec(),
                 &active.version,
                 lease,
-                active.args,
                 free,
                 &values,
             );
             match reply.await {
-                Ok(Batch::Stale) => self.refresh(0, true).await,
+                Ok(Batch::Limited(Decision::Malformed(field))) => {
+                    // The values go back (dropped, they are given back).
+                    return self.refused(Decision::Malformed(field), stop).await;
+                }
+                Ok(Batch::Limited(_)) => self.refresh(0, true).await,
                 Ok(Batch::Done(outcomes, refused)) => {
                     self.settle_batch(&name, batch, keys, outcomes);
                     let Some((wait, why)) = refused else {
                         return true;
                     };
-                    return self.refused(Acquired::Wait(wait, why), stop).await;
+                    return self.refused(Decision::Wait(wait, why), stop).await;
                 }
                 Err(err) => {
                     // The values stay in flight: dropped, they are given back.
@@ -226,11 +272,11 @@ impl<C: Codec> Gates<C> {
     ) {
         for ((mut delivery, key), outcome) in batch.into_iter().zip(keys).zip(outcomes) {
             match outcome {
-                Admitted::Settled(Acquired::Started { admitted_ms }) => {
+                Admitted::Settled(Decision::Started { admitted_ms }) => {
                     let slot = Slot::hold(&mut delivery, key, admitted_ms, self);
                     self.ready.push_back((name.clone(), delivery, slot));
                 }
-                Admitted::Settled(Acquired::HeldBack { wait, first }) => {
+                Admitted::Settled(Decision::HeldBack { wait, first }) => {
                     self.held_back(0, &key, wait, first);
                     delivery.forget();
                 }
@@ -256,12 +302,15 @@ impl<C: Codec> Gates<C> {
         match gate.queue.limits_versioned().await {
             Ok(found) => {
                 let active = found.map(|(limits, version)| Active::new(&limits, version));
-                if active.is_some() != gate.active.is_some() {
+                if active.is_some() != gate.active.is_some() || gate.malformed.is_some() {
                     tracing::info!(queue = %gate.queue.name(), limited = active.is_some(), "limits read");
                 }
                 gate.active = active;
+                gate.malformed = None;
                 gate.held_check_at = Instant::now();
             }
+            // Fail closed: limits that cannot be read limit nothing, so nothing is taken.
+            Err(Error::MalformedLimits { reason, .. }) => self.close(i, &reason),
             // The last good limits stay in force.
             Err(err) => {
                 tracing::error!(queue = %gate.queue.name(), error = %err, "cannot read the queue's limits; keeping the last good ones")
@@ -269,23 +318,59 @@ impl<C: Codec> Gates<C> {
         }
     }
 
-    /// The gate a single queue with only queue-wide limits takes under.
-    pub(super) fn take_gate(&self) -> Option<TakeGate> {
+    /// Closes gate `i`: its stored limits are malformed (`reason`), so nothing is taken from
+    /// its queue until they read well again (looked at every [`READ_EVERY`]).
+    fn close(&mut self, i: usize, reason: &str) {
+        self.gates[i].close(reason);
+    }
+
+    /// Keeps the takes off the queues whose stored limits are malformed: rests those of a
+    /// worker over several queues until their next read, and when every queue is closed,
+    /// waits for that read.
+    pub(super) async fn keep_closed(
+        &mut self,
+        sources: &mut Sources<C>,
+        stop: &CancellationToken,
+    ) -> Shut {
+        let now = Instant::now();
+        let mut open = false;
+        for gate in &self.gates {
+            if !gate.closed() {
+                open = true;
+                continue;
+            }
+            let until = gate.read_at.map_or(now, |at| at + READ_EVERY);
+            sources.rest(gate.queue.name(), until);
+        }
+        if open {
+            return Shut::Open;
+        }
+        let until = self.wake_at().unwrap_or(now + READ_EVERY);
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => Shut::Stopped,
+            _ = tokio::time::sleep_until(until) => Shut::Waited,
+        }
+    }
+
+    /// The gate a single queue with only queue-wide limits takes under: at most `most` values
+    /// a take.
+    pub(super) fn take_gate(&self, most: usize) -> Option<TakeGate> {
         let [gate] = self.gates.as_slice() else {
             return None;
         };
         let active = gate.active.as_ref().filter(|a| !a.per_key)?;
         Some(TakeGate {
             version: active.version.clone(),
-            args: active.args,
+            most,
         })
     }
 
     /// Follows the limits' refusal of a gated take (nothing was taken): waits the time named,
     /// or reads the limits again; false on a stop.
-    pub(super) async fn refused(&mut self, refused: Acquired, stop: &CancellationToken) -> bool {
+    pub(super) async fn refused(&mut self, refused: Decision, stop: &CancellationToken) -> bool {
         match refused {
-            Acquired::Wait(wait, why) => {
+            Decision::Wait(wait, why) => {
                 let started = Instant::now();
                 tracing::debug!(queue = %self.gates[0].queue.name(), reason = why.label(), wait_ms = wait.as_millis() as u64, "waiting for the limits before taking");
                 let going = self.wait(wait, why, stop).await;
@@ -294,8 +379,12 @@ impl<C: Codec> Gates<C> {
                     .waiting(why == WaitFor::Slot, started.elapsed());
                 going
             }
-            Acquired::Stale => {
+            Decision::Stale => {
                 self.refresh(0, true).await;
+                true
+            }
+            Decision::Malformed(field) => {
+                self.close(0, &format!("field {field:?} (as the limit script read it)"));
                 true
             }
             _ => true,
@@ -350,34 +439,44 @@ impl<C: Codec> Gates<C> {
         let mut beat_at = Instant::now() + self.lease / 3;
         loop {
             self.refresh(i, false).await;
+            if self.gates[i].closed() {
+                // Its limits turned malformed since the take: the value goes back.
+                if let Err(err) = delivery.give_back().await {
+                    tracing::warn!(queue = %name, error = %err, "giving a value back failed; it returns after its deadline");
+                }
+                return Admit::Rest(Instant::now() + READ_EVERY);
+            }
             if self.gates[i].active.is_none() {
                 return Admit::Start(delivery, None);
             }
             let key = self.key_of(i, &delivery);
             let started = Instant::now();
             match self.acquire(i, delivery.id(), &key).await {
-                Ok(Acquired::Started { admitted_ms }) => {
+                Ok(Decision::Started { admitted_ms }) => {
                     let slot = Slot::hold(&mut delivery, key, admitted_ms, self);
                     return Admit::Start(delivery, Some(slot));
                 }
-                Ok(Acquired::HeldBack { wait, first }) => {
+                Ok(Decision::HeldBack { wait, first }) => {
                     self.held_back(i, &key, wait, first);
                     delivery.forget();
                     return Admit::Away;
                 }
-                Ok(Acquired::Gone) => {
+                Ok(Decision::Gone) => {
                     delivery.forget();
                     return Admit::Away;
                 }
-                Ok(Acquired::Stale) => self.refresh(i, true).await,
-                Ok(Acquired::Wait(wait, why)) if self.gates.len() > 1 => {
+                Ok(Decision::Stale) => self.refresh(i, true).await,
+                Ok(Decision::Malformed(field)) => {
+                    self.close(i, &format!("field {field:?} (as the limit script read it)"))
+                }
+                Ok(Decision::Wait(wait, why)) if self.gates.len() > 1 => {
                     tracing::debug!(queue = %name, reason = why.label(), wait_ms = wait.as_millis() as u64, "limits: the queue rests, its value given back");
                     if let Err(err) = delivery.give_back().await {
                         tracing::warn!(queue = %name, error = %err, "giving a value back failed; it returns after its deadline");
                     }
                     return Admit::Rest(Instant::now() + wait.min(poll_most(why)));
                 }
-                Ok(Acquired::Wait(wait, why)) => {
+                Ok(Decision::Wait(wait, why)) => {
                     tracing::debug!(queue = %name, reason = why.label(), wait_ms = wait.as_millis() as u64, "waiting for the limits");
                     if !self.wait(wait, why, stop).await {
                         return Admit::Stopped;
@@ -401,11 +500,11 @@ impl<C: Codec> Gates<C> {
         }
     }
 
-    async fn acquire(&self, i: usize, id: &str, key: &str) -> Result<Acquired> {
+    async fn acquire(&self, i: usize, id: &str, key: &str) -> Result<Decision> {
         let gate = &self.gates[i];
         let Some(active) = &gate.active else {
             // Cleared since the caller looked: read them again.
-            return Ok(Acquired::Stale);
+            return Ok(Decision::Stale);
         };
         let queue = &gate.queue;
         let lease = Delay::span(self.lease)?;
@@ -415,7 +514,6 @@ impl<C: Codec> Gates<C> {
             &active.version,
             lease,
             id,
-            active.args,
             key,
         )
         .await
@@ -475,33 +573,29 @@ impl<C: Codec> Gates<C> {
         let id = crate::reliable::random_id();
         let lease = Delay::span(self.lease).ok()?;
         let queue = &gate.queue;
-        let reply = limit_unpark::run(
-            queue.client(),
-            queue.spec(),
-            &active.version,
-            lease,
-            &id,
-            active.args,
-        )
-        .await;
+        let reply =
+            limit_unpark::run(queue.client(), queue.spec(), &active.version, lease, &id).await;
         let next_check = match reply {
             Ok(Unparked::Taken {
                 deadline_ms,
-                raw,
-                attempt,
-                key,
                 admitted_ms,
+                key,
+                taken,
             }) => {
-                let mut delivery = consumer.adopt(id, raw, attempt, deadline_ms);
+                let mut delivery = consumer.adopt(taken.id, taken.raw, taken.attempt, deadline_ms);
                 let slot = Slot::hold(&mut delivery, key, admitted_ms, self);
                 return Some((name, Admit::Start(delivery, Some(slot))));
             }
             Ok(Unparked::NoneDue(next)) => next.unwrap_or(POLL_CAP).min(POLL_CAP),
-            Ok(Unparked::Other(Acquired::Stale)) => {
+            Ok(Unparked::Other(Decision::Stale)) => {
                 self.refresh(i, true).await;
                 Duration::ZERO
             }
-            Ok(Unparked::Other(Acquired::Wait(wait, _))) => wait.min(POLL_CAP),
+            Ok(Unparked::Other(Decision::Wait(wait, _))) => wait.min(POLL_CAP),
+            Ok(Unparked::Other(Decision::Malformed(field))) => {
+                self.close(i, &format!("field {field:?} (as the limit script read it)"));
+                READ_EVERY
+            }
             Ok(Unparked::Other(_)) => POLL_CAP,
             Err(err) => {
                 tracing::warn!(queue = %name, error = %err, "limits: taking a held-back value failed");

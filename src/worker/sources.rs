@@ -92,7 +92,7 @@ impl<C: Codec> Sources<C> {
                 .map(|taken| (Arc::from(consumer.name()), taken))),
             Sources::Many(many) => {
                 let value = |taken: Option<(Arc<str>, Delivery<C::Value>)>| {
-                    taken.map(|(name, delivery)| (name, GatedTake::Value(delivery, None)))
+                    taken.map(|(name, delivery)| (name, GatedTake::Value(delivery)))
                 };
                 let Some(until) = until else {
                     return Ok(value(many.next(stop, counters).await));

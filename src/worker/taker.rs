@@ -4,8 +4,8 @@
 use super::sources::{take_backoff, Sources};
 use super::Counters;
 use crate::codec::Codec;
-use crate::redis::ops::limit_acquire::Acquired;
 use crate::redis::ops::limit_take::TakeGate;
+use crate::redis::reply::Decision;
 use crate::reliable::{Delivery, GatedTake};
 use crate::retry::{FailureLog, Retrying};
 use std::sync::Arc;
@@ -15,11 +15,13 @@ use tokio_util::sync::CancellationToken;
 /// What a take brought (one per take, moved on at once: not worth a box).
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Took<V> {
-    /// A value of the queue named; when taken with its slot and token (under a gate), the
-    /// time they were granted (the Redis server's clock, epoch ms).
-    Value(Arc<str>, Delivery<V>, Option<i64>),
-    /// The queue-wide limits refused (nothing taken), or changed.
-    Limited(Acquired),
+    /// A value of the queue named, taken without limits.
+    Value(Arc<str>, Delivery<V>),
+    /// Values of the queue named taken under a gate, in take order, each with its slot and
+    /// token, granted at the time given (the Redis server's clock, epoch ms).
+    Granted(Arc<str>, Vec<Delivery<V>>, i64),
+    /// The queue-wide limits refused (nothing taken), changed, or are malformed.
+    Limited(Decision),
     /// The wake-up time passed first.
     Woke,
     /// The worker is asked to stop.
@@ -75,8 +77,9 @@ impl<'a, C: Codec> Taker<'a, C> {
                         tracing::info!(queue = %name, "takes work again");
                     }
                     return match taken {
-                        GatedTake::Value(delivery, admitted_ms) => {
-                            Took::Value(queue, delivery, admitted_ms)
+                        GatedTake::Value(delivery) => Took::Value(queue, delivery),
+                        GatedTake::Granted(deliveries, admitted_ms) => {
+                            Took::Granted(queue, deliveries, admitted_ms)
                         }
                         GatedTake::Limited(refused) => Took::Limited(refused),
                     };

@@ -1,12 +1,10 @@
 //! `limit_unpark.lua`: the oldest value of a due key held back, taken into flight.
 
-use super::limit_acquire::{parse, Acquired, LimitArgs};
 use crate::keys::LimitKeys;
-use crate::redis::reply;
+use crate::redis::reply::{self, Decision, Taken};
 use crate::redis::script::{script, QueueSpec};
 use crate::time::Delay;
 use crate::Result;
-use bytes::Bytes;
 use fred::clients::Client;
 use fred::prelude::Value;
 use std::time::Duration;
@@ -35,19 +33,18 @@ const KEYS_PER_CALL: i64 = 16;
 /// What the script did.
 #[derive(Debug)]
 pub(crate) enum Unparked {
-    /// A value taken into flight under delivery id given, with its slots and tokens granted at
+    /// A value of limit key `key` taken into flight, with its slots and tokens granted at
     /// `admitted_ms` (the Redis server's clock, epoch ms).
     Taken {
         deadline_ms: i64,
-        raw: Bytes,
-        attempt: u32,
-        key: String,
         admitted_ms: i64,
+        key: String,
+        taken: Taken,
     },
     /// No key held back is due: the next one is in the duration given (`None`: none held).
     NoneDue(Option<Duration>),
-    /// Anything else the limit scripts answer (a queue-wide wait, stale limits).
-    Other(Acquired),
+    /// Anything else the limit scripts answer (a queue-wide wait, stale or malformed limits).
+    Other(Decision),
 }
 
 /// Takes the oldest value of a due key held back as delivery `id`.
@@ -57,7 +54,6 @@ pub(crate) async fn run(
     version: &str,
     lease: Delay,
     id: &str,
-    args: LimitArgs,
 ) -> Result<Unparked> {
     let name = LIMIT_UNPARK.name();
     let keys = LimitKeys::new(&queue.keys, "");
@@ -67,7 +63,6 @@ pub(crate) async fn run(
         .arg(version)
         .arg(lease.ms())
         .arg(id)
-        .args(args.into_iter().map(Value::from))
         .arg(queue.keys.limit_parked_prefix())
         .arg(queue.keys.limit_key_slots_prefix())
         .arg(KEYS_PER_CALL)
@@ -79,13 +74,12 @@ pub(crate) async fn run(
     };
     match code {
         Some(1) => {
-            let [_, deadline, raw, attempt, key, admitted] = reply::fixed(reply, name)?;
+            let [_, deadline, admitted, key, id, value, attempt] = reply::fixed(reply, name)?;
             Ok(Unparked::Taken {
                 deadline_ms: reply::score(&deadline, name)?.unwrap_or(0),
-                raw: reply::bytes(raw, name)?,
-                attempt: u32::try_from(reply::count(attempt, name)?).unwrap_or(u32::MAX),
-                key: String::from_utf8_lossy(&reply::bytes(key, name)?).into_owned(),
                 admitted_ms: reply::score(&admitted, name)?.unwrap_or(0),
+                key: String::from_utf8_lossy(&reply::bytes(key, name)?).into_owned(),
+                taken: reply::taken(id, value, attempt, name)?,
             })
         }
         Some(5) => {
@@ -95,6 +89,6 @@ pub(crate) async fn run(
                 next.map(|ms| Duration::from_millis(ms.max(0) as u64)),
             ))
         }
-        _ => parse(reply, name).map(Unparked::Other),
+        _ => reply::decision_reply(&reply, name).map(Unparked::Other),
     }
 }

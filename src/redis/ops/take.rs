@@ -1,10 +1,9 @@
 //! `take.lua`: values moved from the target list (or the consumer's claim list) into flight.
 
-use crate::redis::reply;
+use crate::redis::reply::{self, Taken};
 use crate::redis::script::{script, QueueSpec};
 use crate::time::Delay;
 use crate::{Error, Result};
-use bytes::Bytes;
 use fred::clients::Client;
 use fred::prelude::Value;
 
@@ -21,14 +20,6 @@ script!(
         Claim
     ]
 );
-
-/// One value taken into flight.
-#[derive(Debug)]
-pub(crate) struct Taken {
-    pub(crate) id: String,
-    pub(crate) raw: Bytes,
-    pub(crate) attempt: u32,
-}
 
 /// What a take call returned.
 #[derive(Debug)]
@@ -78,18 +69,7 @@ fn parse(reply: Value) -> Result<TakeReply> {
         .next()
         .and_then(|v| v.as_i64())
         .ok_or_else(|| bad("no deadline"))?;
-    let mut taken = Vec::new();
-    let mut unreadable = None;
-    while let (Some(id), Some(value), Some(attempt)) = (items.next(), items.next(), items.next()) {
-        let (Some(id), Ok(raw)) = (id.as_string(), reply::bytes(value, name)) else {
-            unreadable = Some(bad("delivery id or value is not a string"));
-            continue;
-        };
-        let attempt = attempt
-            .as_u64()
-            .map_or(u32::MAX, |a| u32::try_from(a).unwrap_or(u32::MAX));
-        taken.push(Taken { id, raw, attempt });
-    }
+    let (taken, unreadable) = reply::taken_list(items, name);
     Ok(TakeReply {
         deadline_ms,
         taken,

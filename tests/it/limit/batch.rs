@@ -45,8 +45,8 @@ async fn a_batch_starts_holds_back_and_gives_back_in_order() {
         format!("delayq_limit_held:{{{}}}", queue.name()),
         format!("delayq_limit_busy:{{{}}}", queue.name()),
     ];
+    // The key cap comes from the stored hash, which the script reads itself.
     let mut args: Vec<Value> = vec!["server".into(), "0".into(), version.into(), 5_000.into()];
-    args.extend([0, 0, 0, 1, 0, 0].map(Value::from));
     args.push(format!("delayq_limit_parked:{{{}}}", queue.name()).into());
     args.push(format!("delayq_limit_key:{{{}}}", queue.name()).into());
     args.push(2.into());
@@ -125,4 +125,86 @@ async fn batches_of_several_keys_keep_each_keys_order_and_lose_nothing() {
         assert_eq!(order, (0..6).collect::<Vec<_>>(), "key {key}'s order");
     }
     assert!(p.admitted.iter().all(|(_, ms)| ms.is_some()), "grant times");
+}
+
+/// Runs `limit_take.lua` on `queue` with `ids` fresh delivery ids; its reply.
+async fn gated_take(
+    client: &fred::clients::Client,
+    queue: &delayq::DelayedQueue<delayq::codec::StringCodec>,
+    ids: usize,
+) -> Vec<Value> {
+    let keys = queue.keys();
+    let version: String = client.hget(keys.limits(), "version").await.unwrap();
+    let source = delayq::__internal::script_source("limit_take.lua").expect("the take script");
+    let script_keys = vec![
+        queue.name().to_owned(),
+        keys.inflight().to_owned(),
+        keys.inflight_data().to_owned(),
+        keys.attempts().to_owned(),
+        keys.attempts_seen().to_owned(),
+        keys.claims().to_owned(),
+        keys.claim("test"),
+        keys.limits(),
+        format!("delayq_limit_slots:{{{}}}", queue.name()),
+        format!("delayq_limit_tat:{{{}}}", queue.name()),
+    ];
+    let mut args: Vec<Value> = vec![
+        "server".into(),
+        "0".into(),
+        5_000.into(),
+        5_000.into(),
+        version.into(),
+    ];
+    args.extend((0..ids).map(|i| Value::from(format!("id-{i}"))));
+    fred::interfaces::LuaInterface::eval(client, source.as_str(), script_keys, args)
+        .await
+        .unwrap()
+}
+
+/// Queue-wide limits take in batches too: one call of the taking script takes as many values
+/// as the cap and the rate let start (a fast rate grants several in one millisecond), then
+/// names what refused the next; a slow rate grants one.
+#[tokio::test]
+async fn a_gated_take_takes_what_the_queue_wide_limits_allow_in_one_call() {
+    let (_redis, client, queue) = setup("limit-take-batch").await;
+    push(&client, &queue, &super::values("v", 10)).await;
+    let rate = |text: &str| text.parse().unwrap();
+    queue
+        .set_limits(
+            &Limits::default()
+                .with_concurrency(3)
+                .with_rate(rate("1000000/1s")),
+        )
+        .await
+        .unwrap();
+    let reply = gated_take(&client, &queue, 5).await;
+    let taken = (reply.len() - 4) / 3;
+    assert_eq!(taken, 3, "{reply:?}");
+    assert_eq!(reply[1].as_str().as_deref(), Some("slot"), "{reply:?}");
+    assert!(reply[0].as_i64().unwrap() > 0, "{reply:?}");
+
+    queue
+        .set_limits(&Limits::default().with_rate(rate("10/1s")))
+        .await
+        .unwrap();
+    let reply = gated_take(&client, &queue, 5).await;
+    assert_eq!((reply.len() - 4) / 3, 1, "{reply:?}");
+    assert_eq!(reply[1].as_str().as_deref(), Some("token"), "{reply:?}");
+    let left: u64 = client.llen(queue.name()).await.unwrap();
+    assert_eq!(left, 6);
+
+    // A hand-edited number: nothing taken, the field named.
+    let _: () = client
+        .hset(queue.keys().limits(), ("rate_count", "-1"))
+        .await
+        .unwrap();
+    let reply = gated_take(&client, &queue, 5).await;
+    assert_eq!(reply[0].as_i64(), Some(8), "{reply:?}");
+    assert_eq!(
+        reply[1].as_str().as_deref(),
+        Some("rate_count"),
+        "{reply:?}"
+    );
+    let left: u64 = client.llen(queue.name()).await.unwrap();
+    assert_eq!(left, 6);
 }

@@ -4,6 +4,7 @@
 
 mod batch;
 mod config;
+mod malformed;
 mod per_key;
 mod queue_wide;
 

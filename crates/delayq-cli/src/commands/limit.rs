@@ -5,6 +5,7 @@ use super::Ctx;
 use crate::exit::Usage;
 use crate::limit_args::{LimitAction, LimitSetArgs};
 use crate::limit_view::{self, is_empty, keyless_caution, limits_json, summary};
+use anyhow::Context;
 use delayq::limit::{KeyRule, LimitUsage, Limits};
 use std::io::Write;
 
@@ -35,7 +36,9 @@ async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
     let queue = ctx.queue(&args.queue).await?;
     let stored = match args.replace {
         true => None,
-        false => queue.limits().await?,
+        false => queue.limits().await.context(
+            "reading the stored limits to change them (`--replace` stores only the flags given)",
+        )?,
     };
     let limits = merged(stored.unwrap_or_default(), args);
     if let Some(caution) = keyless_caution(&limits) {

@@ -226,3 +226,28 @@ fn the_dashboards_metrics_show_what_the_limits_hold() {
     assert!(Command::new("kill").arg(&pid).status().unwrap().success());
     worker.0.wait().unwrap();
 }
+
+/// A limits hash delayq did not write (a hand edit) is malformed data, not bad input: `limit
+/// get` exits 8 naming the field, and `limit set` without `--replace` refuses to merge into it.
+#[test]
+fn malformed_stored_limits_exit_8_naming_the_field() {
+    let redis = TestRedis::start();
+    let url = redis.url();
+    let name = unique_name("limit-malformed");
+    let key = format!("delayq_limits:{{{name}}}");
+    redis.cli(&["hset", &key, "version", "v1", "concurrency", "-5"]);
+    let (code, stderr) = status_of(&url, &["limit", "get", &name]);
+    assert_eq!(code, 8, "{stderr}");
+    assert!(
+        stderr.contains("concurrency") && stderr.contains("-5"),
+        "{stderr}"
+    );
+    let (code, stderr) = status_of(&url, &["limit", "set", &name, "--rate", "5/s"]);
+    assert_eq!(code, 8, "{stderr}");
+    let (code, stderr) = status_of(
+        &url,
+        &["limit", "set", &name, "--replace", "--concurrency", "2"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stored(&url, &name)["limits"]["concurrency"], 2);
+}
