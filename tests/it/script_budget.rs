@@ -1,0 +1,226 @@
+//! Budget tests: no script call of delayq holds Redis longer than [`CALL_BUDGET_MS`], read from
+//! the server's `SLOWLOG` (its threshold set to the budget), so the figure is the server's own
+//! and counts calls, not the wall time of a busy test machine.
+//!
+//! Each test prints the longest call with its command and fails over [`ALLOWED_MS`]: the budget
+//! with a margin for a loaded machine. A call's own work is bounded by time budgets of a few ms
+//! (`lua/lib/values.lua`: 3 ms of indexing, then at most 10,000 unindexed elements read;
+//! `lua/transfer.lua`: the transfer's own budget), but the slow log counts wall time, and a server
+//! that loses its core to other processes halfway through a call (two cores shared by several
+//! builds here) stretches it: 25 ms lets a 10 ms call be stretched 2.5 times. A call that reads
+//! a 200,000-entry order list in one go takes 60-200 ms, far past it.
+
+use crate::common::queue::{arg, cmd, connect, fill_pending, index_complete, manual_queue};
+use crate::common::{unique_name, TestRedis, PATIENCE};
+use delayq::codec::StringCodec;
+use delayq::{DelayedQueue, QueueKeys};
+use fred::clients::Client;
+use fred::interfaces::{ListInterface, LuaInterface};
+use fred::prelude::Value;
+use std::time::{Duration, Instant};
+
+/// The written budget: no script call over 10 ms (issue 39).
+const CALL_BUDGET_MS: u64 = 10;
+
+/// What the tests allow: the budget with a margin for a loaded machine (see the module docs).
+const ALLOWED_MS: u64 = 25;
+
+/// Pending entries of the lookup test's queue.
+const LOOKUP_ENTRIES: i64 = 200_000;
+
+/// Lookups the index must be complete within, at 200,000 pending (the target is 30 at 1M).
+const LOOKUPS_TO_COMPLETE: usize = 30;
+
+/// Entries of the transfer test, due at random times in a few seconds.
+const TRANSFER_ENTRIES: i64 = 50_000;
+
+/// One call the slow log recorded: its server time and its command's first arguments.
+#[derive(Debug)]
+struct SlowCall {
+    micros: u64,
+    command: String,
+}
+
+/// Logs every call slower than the budget, from now on.
+fn log_calls_over_budget(redis: &TestRedis) {
+    let micros = (CALL_BUDGET_MS * 1000).to_string();
+    redis.cli(&["CONFIG", "SET", "slowlog-log-slower-than", &micros]);
+    redis.cli(&["CONFIG", "SET", "slowlog-max-len", "10000"]);
+    redis.cli(&["SLOWLOG", "RESET"]);
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::String(s) => s.to_string(),
+        Value::Integer(i) => i.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The calls in the slow log, longest first.
+async fn slow_calls(client: &Client) -> Vec<SlowCall> {
+    let reply = cmd(client, "SLOWLOG", vec![arg("GET"), arg("10000")]).await;
+    let Value::Array(entries) = reply else {
+        panic!("SLOWLOG GET: {reply:?}")
+    };
+    let mut calls: Vec<SlowCall> = entries
+        .iter()
+        .filter_map(|entry| {
+            let Value::Array(fields) = entry else {
+                return None;
+            };
+            let micros = fields.get(2)?.as_i64()? as u64;
+            let Value::Array(args) = fields.get(3)? else {
+                return None;
+            };
+            // The command, the script's SHA-1, the key count and the first key name it.
+            let command = args
+                .iter()
+                .take(4)
+                .map(|a| text(a).chars().take(60).collect::<String>())
+                .collect::<Vec<_>>()
+                .join(" ");
+            Some(SlowCall { micros, command })
+        })
+        .collect();
+    calls.sort_by(|a, b| b.micros.cmp(&a.micros));
+    calls
+}
+
+/// Prints the longest call of `what` (or that none passed the budget) and fails when it is over
+/// [`ALLOWED_MS`].
+async fn assert_within_budget(client: &Client, what: &str) {
+    let calls = slow_calls(client).await;
+    match calls.first() {
+        None => println!("{what}: no call over {CALL_BUDGET_MS} ms"),
+        Some(longest) => {
+            println!(
+                "{what}: {} calls over {CALL_BUDGET_MS} ms; the longest {} us: {}",
+                calls.len(),
+                longest.micros,
+                longest.command
+            );
+            assert!(
+                longest.micros <= ALLOWED_MS * 1000,
+                "{what}: a call held Redis {} us (allowed {ALLOWED_MS} ms): {}",
+                longest.micros,
+                longest.command
+            );
+        }
+    }
+}
+
+/// Lookups by value on a 200,000-entry queue that no delayq scheduler serves (a Java scheduler
+/// does, or only one-shot CLI processes run): no call over the budget, the index complete
+/// within [`LOOKUPS_TO_COMPLETE`] lookups, and every lookup right.
+#[tokio::test(flavor = "multi_thread")]
+async fn lookups_without_a_scheduler_stay_within_the_call_budget() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let queue = manual_queue(&client, &unique_name("lookup_budget")).await;
+    let keys = queue.keys().clone();
+    // Loads the scripts before the queue is long.
+    assert!(!queue.contains("target-1").await.unwrap());
+    let marked: Vec<(i64, String)> = (1..=8)
+        .map(|k| (k * LOOKUP_ENTRIES / 8 - 3, format!("target-{k}")))
+        .collect();
+    let marked_refs: Vec<(i64, &str)> = marked.iter().map(|(at, v)| (*at, v.as_str())).collect();
+    fill_pending(&client, &keys, (1, LOOKUP_ENTRIES), &marked_refs).await;
+    log_calls_over_budget(&redis);
+
+    let mut lookups = 0;
+    let mut completed_after = None;
+    let mut walls = Vec::new();
+    for k in 1..=8 {
+        let value = format!("target-{k}");
+        let started = Instant::now();
+        let answer = tokio::time::timeout(PATIENCE, async {
+            match k % 4 {
+                0 => queue.contains(&value).await,
+                1 => queue.remove(&value).await,
+                2 => queue.reschedule(&value, Duration::from_secs(3600)).await,
+                _ => queue.offer_unique(&value, Duration::from_secs(3600)).await,
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("lookup {k}: no answer within {PATIENCE:?}"))
+        .unwrap();
+        walls.push(started.elapsed());
+        lookups += 1;
+        assert!(answer, "lookup {k} of {value} missed it");
+        if completed_after.is_none() && index_complete(&client, &keys).await {
+            completed_after = Some(lookups);
+        }
+    }
+    assert!(!queue.contains("absent").await.unwrap());
+    println!("value index complete after {completed_after:?} lookups; lookup wall times: {walls:?}");
+    assert_within_budget(&client, "lookups on a 200,000-entry queue").await;
+    assert!(
+        completed_after.is_some_and(|n| n <= LOOKUPS_TO_COMPLETE),
+        "the value index is not complete after {lookups} lookups"
+    );
+}
+
+/// Fills `keys` with `entries` entries due at random times within `spread_ms` from a moment
+/// `lead_ms` ahead, in one script call (before the test's slow log starts).
+async fn fill_random_due(client: &Client, keys: &QueueKeys, entries: i64, lead_ms: i64, spread_ms: i64) {
+    let script = r#"
+        local n, first_due, spread = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+        math.randomseed(n)
+        local batch, scores = {}, {}
+        for i = 1, n do
+            local v = 'random-' .. i
+            local entry = struct.pack('Bc0Lc0', 8, string.format('%08d', i), #v, v)
+            batch[#batch + 1] = entry
+            scores[#scores + 1] = first_due + math.random(0, spread)
+            scores[#scores + 1] = entry
+            if #batch == 500 or i == n then
+                redis.call('rpush', KEYS[2], unpack(batch))
+                redis.call('zadd', KEYS[1], unpack(scores))
+                batch, scores = {}, {}
+            end
+        end
+        return n
+    "#;
+    let first_due = delayq::time::now_ms() + lead_ms;
+    let _: i64 = client
+        .eval(
+            script,
+            vec![keys.timeout(), keys.order()],
+            vec![entries.to_string(), first_due.to_string(), spread_ms.to_string()],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("fill: {e}"));
+}
+
+/// A delayq scheduler transferring 50,000 entries offered in an order unrelated to their due
+/// times (so most are found through the position index, not at the head): no call over the
+/// budget, and every value delivered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transfer_of_random_delays_stays_within_the_call_budget() {
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("transfer_budget");
+    let keys = QueueKeys::new(name.as_str());
+    fill_random_due(&client, &keys, TRANSFER_ENTRIES, 1_000, 4_000).await;
+    log_calls_over_budget(&redis);
+    let queue = DelayedQueue::builder(client.clone(), &name, StringCodec)
+        .build()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let moved: i64 = client.llen(keys.target()).await.unwrap();
+        if moved == TRANSFER_ENTRIES {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{moved} of {TRANSFER_ENTRIES} values transferred within {PATIENCE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(queue);
+    assert_within_budget(&client, "a transfer of 50,000 random-delay entries").await;
+}
