@@ -16,11 +16,12 @@
 -- ARGV[5]: most order-list elements the index does not cover that the call may read instead of
 --          indexing them first (when no more are left after indexing, the lookup follows in this
 --          call)
--- Returns: { 0 } when the value index is not ready yet (nothing was removed: call again), or
+-- Returns: { 0, order-list elements the value index does not cover yet } when it is not
+--          ready (nothing was removed: call again), or
 --          { 1, 1 when the entry was pending and is removed, else 0 }.
 local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[6], ARGV[2] == '1')
 if not delayq_values_ready(vx, tonumber(ARGV[4]), tonumber(ARGV[5]), 'id', { ARGV[3] }) then
-    return { 0 }
+    return delayq_values_not_ready(vx)
 end
 local candidates = delayq_values_by_id(vx, ARGV[3])
 local alive = delayq_values_alive(vx, candidates)

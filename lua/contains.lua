@@ -15,12 +15,13 @@
 --          indexing them first (when no more are left after indexing, the lookup follows in this
 --          call)
 -- ARGV[5..]: codec-encoded values (distinct)
--- Returns: { 0 } when the value index is not ready yet (nothing was looked up: call again), or
+-- Returns: { 0, order-list elements the value index does not cover yet } when it is not
+--          ready (nothing was looked up: call again), or
 --          { 1, how many of ARGV[4..] are pending }.
 local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[5], ARGV[2] == '1')
 local values = { unpack(ARGV, 5) }
 if not delayq_values_ready(vx, tonumber(ARGV[3]), tonumber(ARGV[4]), 'value', values) then
-    return { 0 }
+    return delayq_values_not_ready(vx)
 end
 local found = 0
 for _, value in ipairs(values) do

@@ -29,7 +29,8 @@
 -- ARGV[9]: most order-list elements the index does not cover that the call may read instead of
 --          indexing them first (when no more are left after indexing, the lookup follows in this
 --          call)
--- Returns: { 0 } when the value index is not ready yet (nothing was written: call again), or
+-- Returns: { 0, order-list elements the value index does not cover yet } when it is not
+--          ready (nothing was written: call again), or
 --          { 1, 'offered' | 'kept' | 'replaced', the pending entry's handle (its first 9 bytes),
 --          its due time (epoch ms, decimal) }.
 local due = delayq_ms(delayq_now(ARGV[1]) + tonumber(ARGV[3]))
@@ -46,7 +47,7 @@ if mapped_due then
     local id = delayq_index_member(mapped)
     vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[6], legacy)
     if not delayq_values_ready(vx, tonumber(ARGV[8]), tonumber(ARGV[9]), 'id', { id }) then
-        return { 0 }
+        return delayq_values_not_ready(vx)
     end
     local candidates = delayq_values_by_id(vx, id)
     local alive = delayq_values_alive(vx, candidates)

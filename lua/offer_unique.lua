@@ -18,13 +18,14 @@
 -- ARGV[7]: most order-list elements the index does not cover that the call may read instead of
 --          indexing them first (when no more are left after indexing, the lookup follows in this
 --          call)
--- Returns: { 0 } when the value index is not ready yet (nothing was offered: call again), or
+-- Returns: { 0, order-list elements the value index does not cover yet } when it is not
+--          ready (nothing was offered: call again), or
 --          { 1, the number of pending entries that were equal (0: a new entry was offered) }.
 local due = delayq_ms(delayq_now(ARGV[1]) + tonumber(ARGV[3]))
 local legacy = ARGV[2] == '1'
 local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[6], legacy)
 if not delayq_values_ready(vx, tonumber(ARGV[6]), tonumber(ARGV[7]), 'value', { ARGV[5] }) then
-    return { 0 }
+    return delayq_values_not_ready(vx)
 end
 local candidates = delayq_values_by_value(vx, ARGV[5])
 local alive = delayq_values_alive(vx, candidates)

@@ -23,7 +23,8 @@
 -- ARGV[6]: 'all': most order-list elements the removals may scan in this call (the call stops
 --          after the value whose removals ran past it; at least one entry leaves per call)
 -- ARGV[7..]: codec-encoded values
--- Returns: { 0 } when the value index is not ready yet (nothing was removed: call again), or
+-- Returns: { 0, order-list elements the value index does not cover yet } when it is not
+--          ready (nothing was removed: call again), or
 --          { 1, entries removed, how many of ARGV[7..] were dealt with completely }.
 -- Malformed entries are never removed here.
 local legacy = ARGV[2] == '1'
@@ -56,7 +57,7 @@ end
 local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[6], legacy)
 local values = { unpack(ARGV, 7) }
 if not delayq_values_ready(vx, tonumber(ARGV[4]), tonumber(ARGV[5]), 'value', values) then
-    return { 0 }
+    return delayq_values_not_ready(vx)
 end
 local budget = tonumber(ARGV[6])
 local removed, scanned, done = 0, 0, 0

@@ -489,11 +489,17 @@ local function delayq_values_ready(vx, budget, rest_max, kind, keys)
     if delayq_values_sync(vx, budget) then
         return true
     end
-    if redis.call('llen', vx.order) - vx.listed > rest_max then
+    vx.uncovered = redis.call('llen', vx.order) - vx.listed
+    if vx.uncovered > rest_max then
         return false
     end
     delayq_values_read_rest(vx, vx.listed, kind, keys)
     return true
+end
+
+-- The reply of a lookup whose index was not ready: { 0, the elements it does not cover yet }.
+local function delayq_values_not_ready(vx)
+    return { 0, vx.uncovered or 0 }
 end
 
 -- Adds to candidates (indexed tuples) the entries read in the rest for key, as untrusted tuples

@@ -354,15 +354,22 @@ impl<'a> ScriptCall<'a> {
     }
 
     /// Sends a call of a script that looks entries up in the value index (its arguments from
-    /// [`ScriptCall::value_index`]) until it answers, and returns the script's result. Such a
-    /// script first indexes at most [`VALUE_INDEX_CHUNK`] order-list entries, for a few ms at
-    /// most; when the index then still does not cover more of the list than the call may read
-    /// ([`REST_READ_CHEAP`] elements, and in the last of [`LOOKUP_CALLS`] calls the whole rest,
-    /// one pass), it answers `{ 0 }` having done nothing else and is sent again (with a fresh
-    /// `now`); otherwise it answers `{ 1, result... }`. So a lookup takes at most
-    /// [`LOOKUP_CALLS`] calls however long the queue and however its index fell behind (the
-    /// queue's scheduler keeps an index up to date ahead of lookups: see
-    /// `redis::ops::index_values`).
+    /// [`ScriptCall::value_index`]) until it answers, and returns the script's result.
+    ///
+    /// Such a script first indexes at most [`VALUE_INDEX_CHUNK`] order-list entries, for a few
+    /// ms of the server's time at most (`lua/lib/values.lua`); when the index then still does
+    /// not cover the whole list, it answers `{ 0, elements not covered }` having done nothing
+    /// else, and is sent again (with a fresh `now`); otherwise it answers `{ 1, result... }`.
+    /// Only once a call made no headway (others append as fast as it indexes) may the next
+    /// ones read up to [`REST_READ_CHEAP`] uncovered elements instead. So no call holds Redis
+    /// long whatever the index's state, and what a lookup waits for is indexed for good: once a
+    /// queue's index is complete, a lookup is one call. The queue's scheduler keeps the
+    /// index up to date ahead of lookups (`redis::ops::index_values`); without one (a Java
+    /// scheduler, or one-shot CLI processes), the first lookup on a long queue completes it.
+    ///
+    /// The caller waits in bounded steps, never Redis. A lookup gives up with an error when
+    /// [`LOOKUP_STALLED_CALLS`] calls in a row brought the uncovered part no lower (others
+    /// append faster than a call indexes, or keep invalidating the index).
     pub(crate) async fn run_indexed<C>(mut self, client: &C) -> Result<Vec<Value>>
     where
         C: LuaInterface + Sync,
@@ -373,57 +380,68 @@ impl<'a> ScriptCall<'a> {
                 self.script.name
             )));
         };
-        for round in 1..=LOOKUP_CALLS {
-            if round > 1 {
-                self.args[0] = self.queue.options.clock.now().to_arg();
-            }
-            let rest_max = match round {
-                LOOKUP_CALLS => i64::MAX,
-                _ => REST_READ_CHEAP as i64,
-            };
-            self.args[rest_arg] = rest_max.into();
-            let reply: Value = self.send(client).await?;
-            let mut items = match reply {
-                Value::Array(items) if !items.is_empty() => items,
-                other => {
-                    return Err(Error::UnexpectedReply {
-                        context: self.script.name,
-                        detail: format!("{other:?}"),
-                    })
+        self.args[rest_arg] = 0.into();
+        let span = tracing::debug_span!("lookup", script = self.script.name, calls = 1_u64);
+        let (mut least_uncovered, mut stalled) = (i64::MAX, 0);
+        async {
+            for call in 1_u64.. {
+                if call > 1 {
+                    self.args[0] = self.queue.options.clock.now().to_arg();
+                    tracing::Span::current().record("calls", call);
                 }
-            };
-            if items[0].as_i64() == Some(1) {
-                items.remove(0);
-                if round > 1 {
-                    tracing::debug!(
-                        script = self.script.name,
-                        calls = round,
-                        "value index behind: looked up over several calls"
-                    );
+                let reply: Value = self.send(client).await?;
+                let mut items = match reply {
+                    Value::Array(items) if !items.is_empty() => items,
+                    other => {
+                        return Err(Error::UnexpectedReply {
+                            context: self.script.name,
+                            detail: format!("{other:?}"),
+                        })
+                    }
+                };
+                if items[0].as_i64() == Some(1) {
+                    items.remove(0);
+                    if call > 1 {
+                        tracing::debug!(calls = call, "value index behind: indexed over several calls");
+                    }
+                    return Ok(items);
                 }
-                return Ok(items);
+                let uncovered = items.get(1).and_then(Value::as_i64).unwrap_or(i64::MAX);
+                if uncovered < least_uncovered {
+                    (least_uncovered, stalled) = (uncovered, 0);
+                } else {
+                    // Others append as fast as a call indexes: the next calls may read a short
+                    // rest instead of waiting for it to be indexed.
+                    self.args[rest_arg] = (REST_READ_CHEAP as i64).into();
+                    stalled += 1;
+                    if stalled >= LOOKUP_STALLED_CALLS {
+                        break;
+                    }
+                }
             }
+            Err(Error::UnexpectedReply {
+                context: self.script.name,
+                detail: format!(
+                    "the value index of {} stopped catching up with its order list ({least_uncovered} elements not indexed after {LOOKUP_STALLED_CALLS} more calls); nothing was changed",
+                    self.queue.keys.target()
+                ),
+            })
         }
-        Err(Error::UnexpectedReply {
-            context: self.script.name,
-            detail: format!(
-                "no answer from {} after {LOOKUP_CALLS} calls, the last of which may read the whole order list",
-                self.queue.keys.target()
-            ),
-        })
+        .instrument(span)
+        .await
     }
 }
 
 /// Most order-list entries a call indexes before it does its own work (see
-/// [`ScriptCall::run_indexed`]).
+/// [`ScriptCall::run_indexed`]); a call also stops indexing after 3 ms of the server's time.
 pub(crate) const VALUE_INDEX_CHUNK: usize = 5_000;
 
 /// Order-list elements the value index does not cover that a lookup reads in a call rather than
 /// wait for them to be indexed: a pass over them takes a few ms (0.2 µs an element).
 pub(crate) const REST_READ_CHEAP: usize = 10_000;
 
-/// Calls a lookup takes at most: the last one reads whatever the index does not cover.
-pub(crate) const LOOKUP_CALLS: usize = 4;
+/// Calls in a row that do not bring a lookup's uncovered part lower, after which it gives up.
+pub(crate) const LOOKUP_STALLED_CALLS: u32 = 200;
 
 /// Declares a script: `script!(NAME, "file.lua", [Role, ...])` makes a static [`LuaScript`]
 /// for `lua/file.lua` whose KEYS are the given [`KeyRole`]s, in that order;
