@@ -1,8 +1,10 @@
 -- delayq: which of the given values are pending.
 -- Mirrors: Redisson RedissonDelayedQueue#contains / containsAll (3.x/4.x): a value is pending when
 -- an order-list entry carries it. Instead of walking the order list, the entries carrying a value
--- are looked up in the value index (lib/values.lua), which the call first brings up to date.
+-- are looked up in the value index (lib/values_record.lua), which the call first brings up to date.
 --
+-- Helpers: time, guard, entry, queue, position, values_field, values_record, values_sync,
+--          values_lookup, values_step
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}

@@ -3,6 +3,7 @@
 -- out of tokens, nothing is taken (the worker waits the time named, holding no value); else
 -- one value is taken (the claim list first) and its slot and token are taken with it.
 --
+-- Helpers: time, guard, limit
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}       delivery id -> deadline ms
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}  delivery id -> value bytes

@@ -1,13 +1,15 @@
 -- delayq: offer a value unless an equal one is pending, in which case that entry gets the new
 -- due time instead (and any further equal entries are removed), atomically. Not in Redisson.
--- The equal entries are found in the value index (lib/values.lua), not by walking the order
+-- The equal entries are found in the value index (lib/values_record.lua), not by walking the order
 -- list; a further equal entry leaves the list by an LREM from the end nearer to it.
 --
+-- Helpers: time, guard, entry, queue, position, values_field, values_record, values_sync,
+--          values_lookup, values_step
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
--- KEYS[5]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
+-- KEYS[5]: position index     delayq_index:{NAME} (kept in step; see lib/position.lua)
 -- KEYS[6]: value index        delayq_values:{NAME}
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
@@ -37,12 +39,7 @@ for i, tuple in ipairs(candidates) do
         found = 1
     else
         if alive[i] then
-            local count = delayq_values_unlist(vx, tuple)
-            if count > 0 then
-                redis.call('zrem', KEYS[2], tuple.entry)
-                redis.call('zrem', KEYS[5], delayq_index_member(tuple.entry))
-                found = found + 1
-            end
+            found = found + delayq_values_remove(vx, tuple, KEYS[5])
         end
         delayq_values_drop(vx, tuple)
     end

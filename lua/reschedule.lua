@@ -2,8 +2,10 @@
 -- entry with an id (the handle an offer returned). Not in Redisson. The entries keep their bytes
 -- and their place in the order list (a Java peer sees the same entries with a new score); an entry
 -- already transferred is not pending, so it is not touched. The entries are found in the value
--- index (lib/values.lua), not by walking the order list.
+-- index (lib/values_record.lua), not by walking the order list.
 --
+-- Helpers: time, guard, entry, queue, position, values_field, values_record, values_sync,
+--          values_lookup, values_step
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}

@@ -23,15 +23,29 @@ use fred::prelude::{Error as FredError, FromValue, Key, Value};
 use tracing::Instrument;
 
 /// The helpers a script may start with, in order: a file only calls helpers defined above it.
-const PRELUDE: [&str; 8] = [
-    include_str!("../../lua/lib/time.lua"),
-    include_str!("../../lua/lib/guard.lua"),
-    include_str!("../../lua/lib/entry.lua"),
-    include_str!("../../lua/lib/queue.lua"),
-    include_str!("../../lua/lib/values_field.lua"),
-    include_str!("../../lua/lib/values.lua"),
-    include_str!("../../lua/lib/settle.lua"),
-    include_str!("../../lua/lib/limit.lua"),
+/// Each is named by its file's stem, as a script's `-- Helpers:` header line names it.
+const PRELUDE: [(&str, &str); 12] = [
+    ("time", include_str!("../../lua/lib/time.lua")),
+    ("guard", include_str!("../../lua/lib/guard.lua")),
+    ("entry", include_str!("../../lua/lib/entry.lua")),
+    ("queue", include_str!("../../lua/lib/queue.lua")),
+    ("position", include_str!("../../lua/lib/position.lua")),
+    (
+        "values_field",
+        include_str!("../../lua/lib/values_field.lua"),
+    ),
+    (
+        "values_record",
+        include_str!("../../lua/lib/values_record.lua"),
+    ),
+    ("values_sync", include_str!("../../lua/lib/values_sync.lua")),
+    (
+        "values_lookup",
+        include_str!("../../lua/lib/values_lookup.lua"),
+    ),
+    ("values_step", include_str!("../../lua/lib/values_step.lua")),
+    ("settle", include_str!("../../lua/lib/settle.lua")),
+    ("limit", include_str!("../../lua/lib/limit.lua")),
 ];
 
 /// What every call of one queue's scripts needs: its keys, and its options (the entry format it
@@ -104,15 +118,15 @@ pub(crate) fn delayq_definitions(lua: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The helper files (in [`PRELUDE`] order) that `body` needs: the guard, every file defining a
-/// name the body uses, and, in turn, every file defining a name those use.
-fn helpers_used_by(body: &str) -> Vec<&'static str> {
+/// The helper files (in [`PRELUDE`] order, as name and text) that `body` needs: the guard, every
+/// file defining a name the body uses, and, in turn, every file defining a name those use.
+pub(crate) fn helpers_used_by(body: &str) -> Vec<(&'static str, &'static str)> {
     let mut wanted = delayq_names(body);
     wanted.insert("delayq_check_keys");
     let mut included = [false; PRELUDE.len()];
     loop {
         let mut grew = false;
-        for (i, file) in PRELUDE.iter().enumerate() {
+        for (i, (_, file)) in PRELUDE.iter().enumerate() {
             if !included[i] && delayq_definitions(file).iter().any(|d| wanted.contains(d)) {
                 included[i] = true;
                 wanted.extend(delayq_names(file));
@@ -157,7 +171,10 @@ impl LuaScript {
                 false => format!("'{}'", role.kind().redis_type()),
             })
             .collect();
-        let mut source = helpers_used_by(body).concat();
+        let mut source: String = helpers_used_by(body)
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect();
         source.push_str(&format!(
             "do local refused = delayq_check_keys({{ {} }}) if refused then return refused end end\n",
             kinds.join(", ")
@@ -284,7 +301,7 @@ impl<'a> ScriptCall<'a> {
     }
 
     /// The next two arguments of a script that looks entries up in the value index
-    /// (`lua/lib/values.lua`): the most order-list entries it indexes ([`VALUE_INDEX_CHUNK`]),
+    /// (`lua/lib/values_sync.lua`): the most order-list entries it indexes ([`VALUE_INDEX_CHUNK`]),
     /// and the most elements the index does not cover that it may read instead (set per call by
     /// [`ScriptCall::run_indexed`]).
     pub(crate) fn value_index(mut self) -> Self {
@@ -357,7 +374,7 @@ impl<'a> ScriptCall<'a> {
     /// [`ScriptCall::value_index`]) until it answers, and returns the script's result.
     ///
     /// Such a script first indexes at most [`VALUE_INDEX_CHUNK`] order-list entries, for a few
-    /// ms of the server's time at most (`lua/lib/values.lua`); when the index then still does
+    /// ms of the server's time at most (`lua/lib/values_sync.lua`); when the index then still does
     /// not cover the whole list, it answers `{ 0, elements not covered }` having done nothing
     /// else, and is sent again (with a fresh `now`); otherwise it answers `{ 1, result... }`.
     /// Only once a call made no headway (others append as fast as it indexes) may the next
