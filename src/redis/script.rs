@@ -385,8 +385,8 @@ impl<'a> ScriptCall<'a> {
     /// scheduler, or one-shot CLI processes), the first lookup on a long queue completes it.
     ///
     /// The caller waits in bounded steps, never Redis. A lookup gives up with an error when
-    /// [`LOOKUP_STALLED_CALLS`] calls in a row brought the uncovered part no lower (others
-    /// append faster than a call indexes, or keep invalidating the index).
+    /// [`LOOKUP_STALLED_CALLS`] calls in a row each left the uncovered part no lower than the
+    /// call before (others append faster than a call indexes, or keep invalidating the index).
     pub(crate) async fn run_indexed<C>(mut self, client: &C) -> Result<Vec<Value>>
     where
         C: LuaInterface + Sync,
@@ -399,7 +399,7 @@ impl<'a> ScriptCall<'a> {
         };
         self.args[rest_arg] = 0.into();
         let span = tracing::debug_span!("lookup", script = self.script.name, calls = 1_u64);
-        let (mut least_uncovered, mut stalled) = (i64::MAX, 0);
+        let (mut last_uncovered, mut stalled) = (i64::MAX, 0);
         async {
             for call in 1_u64.. {
                 if call > 1 {
@@ -424,8 +424,12 @@ impl<'a> ScriptCall<'a> {
                     return Ok(items);
                 }
                 let uncovered = items.get(1).and_then(Value::as_i64).unwrap_or(i64::MAX);
-                if uncovered < least_uncovered {
-                    (least_uncovered, stalled) = (uncovered, 0);
+                // Headway is against the call before (an index rebuilt from the head, after
+                // others removed entries behind delayq's back, starts over).
+                let headway = uncovered < last_uncovered;
+                last_uncovered = uncovered;
+                if headway {
+                    stalled = 0;
                 } else {
                     // Others append as fast as a call indexes: the next calls may read a short
                     // rest instead of waiting for it to be indexed.
@@ -439,7 +443,7 @@ impl<'a> ScriptCall<'a> {
             Err(Error::UnexpectedReply {
                 context: self.script.name,
                 detail: format!(
-                    "the value index of {} stopped catching up with its order list ({least_uncovered} elements not indexed after {LOOKUP_STALLED_CALLS} more calls); nothing was changed",
+                    "the value index of {} stopped catching up with its order list ({last_uncovered} elements not indexed after {LOOKUP_STALLED_CALLS} calls in a row without headway); nothing was changed",
                     self.queue.keys.target()
                 ),
             })
