@@ -32,7 +32,8 @@ local delay = tonumber(ARGV[3])
 local marker = ARGV[4]
 
 -- Read: where the given records are in the window at the head (each record once per copy given).
-local positions = delayq_window_positions(redis.call('lrange', KEYS[7], 0, tonumber(ARGV[5]) - 1))
+local window = redis.call('lrange', KEYS[7], 0, tonumber(ARGV[5]) - 1)
+local positions = delayq_window_positions(window)
 local found, last = {}, -1
 for i = 6, #ARGV, 3 do
     local list = positions[ARGV[i]]

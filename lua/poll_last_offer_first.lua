@@ -8,7 +8,7 @@
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
 -- KEYS[5]: quarantine         delayq_quarantine:{NAME}
 -- KEYS[6]: position index     delayq_index:{NAME} (kept in step; see lib/position.lua)
--- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life; see lib/values_record.lua)
+-- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life: lib/values_record.lua)
 -- KEYS[8]: destination list   DESTINATION (must share the queue's cluster slot)
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0

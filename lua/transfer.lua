@@ -20,7 +20,7 @@
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME} (not published to)
 -- KEYS[5]: quarantine         delayq_quarantine:{NAME} (list of raw malformed entries)
 -- KEYS[6]: position index     delayq_index:{NAME} (zset: first 9 bytes of an entry -> sequence)
--- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life; see lib/values_record.lua)
+-- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life: lib/values_record.lua)
 -- KEYS[8]: pause flag         delayq_paused:{NAME} (any type; read only when ARGV[10] is '1')
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0

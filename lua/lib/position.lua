@@ -61,8 +61,10 @@ local function delayq_position_sync(order, index, length, chunk, until_us)
             args[#args + 1] = delayq_index_member(entry)
         end
         local added = 0
-        for i = 1, #args, DELAYQ_POSITION_ARGS * 2 do
-            added = added + redis.call('zadd', index, unpack(args, i, math.min(i + DELAYQ_POSITION_ARGS * 2 - 1, #args)))
+        local step = DELAYQ_POSITION_ARGS * 2
+        for i = 1, #args, step do
+            local last = math.min(i + step - 1, #args)
+            added = added + redis.call('zadd', index, unpack(args, i, last))
         end
         if added ~= #fresh then
             -- Identical entries: ranks past the first copy are off by the copies; the index no
