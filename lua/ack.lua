@@ -1,6 +1,7 @@
 -- delayq: acknowledge an in-flight value: it is done, forget it and its attempt counter.
 -- Not in Redisson.
 --
+-- Helpers: time, guard, settle
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}

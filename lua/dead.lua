@@ -1,6 +1,7 @@
 -- delayq: move an in-flight value to the dead-letter list.
 -- Not in Redisson.
 --
+-- Helpers: time, guard, settle
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}

@@ -2,6 +2,7 @@
 -- Not in Redisson. Each record is removed by its exact bytes, so concurrent replays never replay
 -- one twice.
 --
+-- Helpers: time, guard, entry, queue, position
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
@@ -32,15 +33,7 @@ local marker = ARGV[4]
 
 -- Read: where the given records are in the window at the head (each record once per copy given).
 local window = redis.call('lrange', KEYS[7], 0, tonumber(ARGV[5]) - 1)
-local positions = {} -- record -> its positions in the window, first occurrence last
-for i = #window, 1, -1 do
-    local list = positions[window[i]]
-    if list then
-        list[#list + 1] = i - 1
-    else
-        positions[window[i]] = { i - 1 }
-    end
-end
+local positions = delayq_window_positions(window)
 local found, last = {}, -1
 for i = 6, #ARGV, 3 do
     local list = positions[ARGV[i]]

@@ -4,6 +4,7 @@
 -- settled deliveries keeps its own life of a minute: it gets the time to live only when that is
 -- shorter, and keeps its own when the time to live is removed.
 --
+-- Helpers: guard
 -- KEYS[1]: target list        NAME (untouched, as in Redisson: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}

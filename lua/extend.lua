@@ -1,6 +1,7 @@
 -- delayq: push an in-flight value's visibility deadline back (heartbeat of a long job).
 -- Not in Redisson.
 --
+-- Helpers: time, guard, settle
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}
 -- ARGV[1]: now: epoch ms, or 'server'

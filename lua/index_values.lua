@@ -1,8 +1,10 @@
--- delayq: bring the value index (lib/values.lua) up to date ahead of lookups, a slice of the
+-- delayq: bring the value index (lib/values_record.lua) up to date ahead of lookups, a slice of the
 -- order list a call (the scheduler's share; a lookup that finds it behind indexes a bounded
 -- share itself, then reads the rest). Not in Redisson. An index that does not exist is not
 -- started: only queues whose values were looked up have one.
 --
+-- Helpers: time, guard, entry, queue, position, values_field, values_record, values_sync,
+--          values_step
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}

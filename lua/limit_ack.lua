@@ -3,6 +3,7 @@
 -- one round trip, as an unlimited one does. The slots are released even when the delivery is
 -- no longer in flight (they are the job's, and the job has ended).
 --
+-- Helpers: time, guard, settle, limit
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}

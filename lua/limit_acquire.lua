@@ -5,6 +5,7 @@
 -- it may be tried again; so the value is always in flight or on a list. Queue-wide limits
 -- next: when they refuse, nothing changes and the worker holds the value until the time named.
 --
+-- Helpers: time, guard, limit
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}       delivery id -> deadline ms
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}  delivery id -> value bytes

@@ -8,6 +8,7 @@
 -- values keep their order: once a value of a key is given back, its key's later values in the
 -- batch find the key as free and are given back behind it.
 --
+-- Helpers: time, guard, limit
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}       delivery id -> deadline ms
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}  delivery id -> value bytes

@@ -4,6 +4,7 @@
 -- visibility timeout, renewed on the job's heartbeats, so a killed process's slots free within
 -- one lease. They are renewed even when the delivery is no longer in flight: the job still runs.
 --
+-- Helpers: time, guard, settle, limit
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}
 -- KEYS[3]: queue-wide slots   delayq_limit_slots:{NAME}    delivery id -> lease end ms

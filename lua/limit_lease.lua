@@ -3,6 +3,7 @@
 -- them when the job settles, and makes the key due again when it has values held back, so a
 -- worker of any process takes its next value without waiting for the time it was scored with.
 --
+-- Helpers: time, guard, limit
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: queue-wide slots   delayq_limit_slots:{NAME}    delivery id -> lease end ms
 -- KEYS[3]: keys held back     delayq_limit_held:{NAME}     key -> when to try it ms

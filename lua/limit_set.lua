@@ -3,6 +3,7 @@
 -- new limits; when no per-key limits remain, the values held back go to the head of the target
 -- list instead (each key's oldest first), since no worker would look for them any more.
 --
+-- Helpers: time, guard
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: limits             delayq_limits:{NAME}         field -> value
 -- KEYS[3]: keys held back     delayq_limit_held:{NAME}     key -> when to try it ms

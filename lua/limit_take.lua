@@ -4,6 +4,7 @@
 -- token; once the queue is at its cap or out of tokens, nothing more is taken (the worker waits
 -- the time named, holding no value for it).
 --
+-- Helpers: time, guard, limit
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}       delivery id -> deadline ms
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}  delivery id -> value bytes

@@ -4,6 +4,7 @@
 -- taken goes into flight as a take would put it (attempt counted), and its key, if it has more
 -- values, is scored 'now', behind the keys that waited longer.
 --
+-- Helpers: time, guard, limit
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}       delivery id -> deadline ms
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}  delivery id -> value bytes

@@ -1,6 +1,7 @@
 -- delayq: what a queue's limits hold now: slots, busy keys, values held back, the next token.
 -- Not in Redisson. Reads only; leases already run out are not counted.
 --
+-- Helpers: time, guard
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: queue-wide slots   delayq_limit_slots:{NAME}    delivery id -> lease end ms
 -- KEYS[3]: rate state         delayq_limit_tat:{NAME}      'q' or 'k:KEY' -> arrival time ms

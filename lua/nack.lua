@@ -4,6 +4,7 @@
 -- onto the target list. The attempt counter is kept (or, for a value given back unprocessed,
 -- decremented).
 --
+-- Helpers: time, guard, entry, queue, settle
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}

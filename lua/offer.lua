@@ -2,6 +2,7 @@
 -- Mirrors: Redisson RedissonDelayedQueue#offerAsync (3.x/4.x): same keys, packing and publish
 -- rule.
 --
+-- Helpers: time, guard, entry
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}

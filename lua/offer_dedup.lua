@@ -5,17 +5,19 @@
 -- whose entry was transferred, polled, removed or cancelled, by delayq or a Java peer, counts as
 -- absent.
 --   throttle: a pending mapped entry stays as it is (due time, window) and this offer is dropped.
---   debounce: a pending mapped entry leaves (found in the value index, lib/values.lua, and out of
+--   debounce: a pending mapped entry leaves (found in the value index, lib/values_record.lua, and out of
 --             the order list by an LREM from the end nearer to it, as cancel.lua does) and this
 --             offer's entry takes its place, due after this offer's delay; the window starts
 --             again.
 -- Otherwise the value is offered as offer.lua offers it and the mapping names it for a window.
 --
+-- Helpers: time, guard, entry, queue, position, values_field, values_record, values_sync,
+--          values_lookup, values_step
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
--- KEYS[5]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
+-- KEYS[5]: position index     delayq_index:{NAME} (kept in step; see lib/position.lua)
 -- KEYS[6]: value index        delayq_values:{NAME}
 -- KEYS[7]: dedup mapping      delayq_dedup:{NAME}:KEY (a string: the mapped entry's bytes)
 -- ARGV[1]: now: epoch ms, or 'server'
@@ -33,7 +35,8 @@
 --          the mapping again as it is (same bytes, same expiry), so that a WAIT on the caller's
 --          connection covers the kept entry, whichever connection wrote it (the replication
 --          stream is one: acknowledging this write acknowledges every earlier one); else '0'
--- Returns: { 0 } when the value index is not ready yet (nothing was written: call again), or
+-- Returns: { 0, order-list elements the value index does not cover yet } when it is not
+--          ready (nothing was written: call again), or
 --          { 1, 'offered' | 'kept' | 'replaced', the pending entry's handle (its first 9 bytes),
 --          its due time (epoch ms, decimal) }.
 local due = delayq_ms(delayq_now(ARGV[1]) + tonumber(ARGV[3]))
@@ -53,7 +56,7 @@ if mapped_due then
     local id = delayq_index_member(mapped)
     vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[6], legacy)
     if not delayq_values_ready(vx, tonumber(ARGV[8]), tonumber(ARGV[9]), 'id', { id }) then
-        return { 0 }
+        return delayq_values_not_ready(vx)
     end
     local candidates = delayq_values_by_id(vx, id)
     local alive = delayq_values_alive(vx, candidates)

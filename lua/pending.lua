@@ -1,6 +1,7 @@
 -- delayq: the first pending entries in offer order, with their due times (for peek/inspection).
 -- Not in Redisson (Java reads the order list and scores one by one).
 --
+-- Helpers: guard
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}

@@ -2,13 +2,14 @@
 -- Mirrors: Redisson RedissonDelayedQueue#poll / poll(limit) (3.x/4.x): LPOP the order list and
 -- ZREM the same entry. A malformed entry is quarantined instead of returned.
 --
+-- Helpers: time, guard, entry, queue, position
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
 -- KEYS[5]: quarantine         delayq_quarantine:{NAME}
--- KEYS[6]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
--- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life; see lib/values.lua)
+-- KEYS[6]: position index     delayq_index:{NAME} (kept in step; see lib/position.lua)
+-- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life: lib/values_record.lua)
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- ARGV[3]: most entries to take
@@ -23,7 +24,7 @@ while #values < wanted do
         break
     end
     redis.call('zrem', KEYS[2], entry)
-    redis.call('zrem', KEYS[6], delayq_index_member(entry))
+    delayq_position_forget(KEYS[6], entry)
     local value = delayq_value(entry, legacy)
     if value then
         values[#values + 1] = value

@@ -2,6 +2,7 @@
 -- hung or lost its connection), and prune attempt counters nobody touched for a long time.
 -- Not in Redisson. Idempotent and safe with any number of reapers: each value moves exactly once.
 --
+-- Helpers: time, guard, settle
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}

@@ -1,5 +1,6 @@
 -- delayq: one consistent snapshot of the reliable consumer's keys. Not in Redisson.
 --
+-- Helpers: time, guard
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: quarantine         delayq_quarantine:{NAME}
 -- KEYS[3]: in-flight zset     delayq_inflight:{NAME}

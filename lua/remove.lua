@@ -2,15 +2,17 @@
 -- Mirrors: Redisson RedissonDelayedQueue#remove / removeAll / retainAll (3.x/4.x): remove takes the
 -- first order-list entry carrying the value (from the list and the timeout zset), removeAll every
 -- entry carrying one of the values. Instead of walking the order list, the entries are found in
--- the value index (lib/values.lua) and each leaves the list by an LREM from the end nearer to it.
+-- the value index (lib/values_record.lua) and each leaves the list by an LREM from the end nearer to it.
 -- Unlike Java's retainAll, entries retained away also leave the timeout zset; retain still walks
 -- the whole list (it concerns every entry) and drops the value index, rebuilt on its next use.
 --
+-- Helpers: time, guard, entry, queue, position, values_field, values_record, values_sync,
+--          values_lookup, values_step
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME}
--- KEYS[5]: position index     delayq_index:{NAME} (kept in step; see transfer.lua)
+-- KEYS[5]: position index     delayq_index:{NAME} (kept in step; see lib/position.lua)
 -- KEYS[6]: value index        delayq_values:{NAME}
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
@@ -23,7 +25,8 @@
 -- ARGV[6]: 'all': most order-list elements the removals may scan in this call (the call stops
 --          after the value whose removals ran past it; at least one entry leaves per call)
 -- ARGV[7..]: codec-encoded values
--- Returns: { 0 } when the value index is not ready yet (nothing was removed: call again), or
+-- Returns: { 0, order-list elements the value index does not cover yet } when it is not
+--          ready (nothing was removed: call again), or
 --          { 1, entries removed, how many of ARGV[7..] were dealt with completely }.
 -- Malformed entries are never removed here.
 local legacy = ARGV[2] == '1'
@@ -44,7 +47,7 @@ if mode == 'retain' then
     for _, entry in ipairs(hits) do
         redis.call('lrem', KEYS[3], 1, entry)
         redis.call('zrem', KEYS[2], entry)
-        redis.call('zrem', KEYS[5], delayq_index_member(entry))
+        delayq_position_forget(KEYS[5], entry)
     end
     if #hits > 0 then
         redis.call('unlink', KEYS[6])
@@ -56,7 +59,7 @@ end
 local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[6], legacy)
 local values = { unpack(ARGV, 7) }
 if not delayq_values_ready(vx, tonumber(ARGV[4]), tonumber(ARGV[5]), 'value', values) then
-    return { 0 }
+    return delayq_values_not_ready(vx)
 end
 local budget = tonumber(ARGV[6])
 local removed, scanned, done = 0, 0, 0
@@ -70,13 +73,9 @@ for _, value in ipairs(values) do
                 stopped = true
                 break
             end
-            local count, passed = delayq_values_unlist(vx, tuple)
+            local count, passed = delayq_values_remove(vx, tuple, KEYS[5])
             scanned = scanned + passed
-            if count > 0 then
-                redis.call('zrem', KEYS[2], tuple.entry)
-                redis.call('zrem', KEYS[5], delayq_index_member(tuple.entry))
-                removed = removed + 1
-            end
+            removed = removed + count
         end
         -- Gone, or just removed: either way the tuple goes.
         delayq_values_drop(vx, tuple)

@@ -2,8 +2,10 @@
 -- entry with an id (the handle an offer returned). Not in Redisson. The entries keep their bytes
 -- and their place in the order list (a Java peer sees the same entries with a new score); an entry
 -- already transferred is not pending, so it is not touched. The entries are found in the value
--- index (lib/values.lua), not by walking the order list.
+-- index (lib/values_record.lua), not by walking the order list.
 --
+-- Helpers: time, guard, entry, queue, position, values_field, values_record, values_sync,
+--          values_lookup, values_step
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
@@ -18,12 +20,13 @@
 -- ARGV[7]: most order-list elements the index does not cover that the call may read instead of
 --          indexing them first (when no more are left after indexing, the lookup follows in this
 --          call)
--- Returns: { 0 } when the value index is not ready yet (nothing was changed: call again), or
+-- Returns: { 0, order-list elements the value index does not cover yet } when it is not
+--          ready (nothing was changed: call again), or
 --          { 1, the number of entries rescheduled (0: none is pending) }.
 local due = delayq_ms(delayq_now(ARGV[1]) + tonumber(ARGV[3]))
 local vx = delayq_values_open(KEYS[2], KEYS[3], KEYS[5], ARGV[2] == '1')
 if not delayq_values_ready(vx, tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[4], { ARGV[5] }) then
-    return { 0 }
+    return delayq_values_not_ready(vx)
 end
 local candidates
 if ARGV[4] == 'id' then

@@ -5,6 +5,7 @@
 -- Not in Redisson (the entries it writes are Redisson's own: Java consumers and schedulers see
 -- an ordinary offer).
 --
+-- Helpers: guard, entry, queue
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}

@@ -1,6 +1,7 @@
 -- delayq: remove one recurring schedule (entries it already offered stay pending).
 -- Not in Redisson.
 --
+-- Helpers: guard
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: schedules          delayq_schedules:{NAME}
 -- KEYS[3]: schedule           delayq_schedule:{NAME}:ID

@@ -2,6 +2,7 @@
 -- resumed), keeping when it last fired, and index it by its next occurrence.
 -- Not in Redisson.
 --
+-- Helpers: guard
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: schedules          delayq_schedules:{NAME}
 -- KEYS[3]: schedule           delayq_schedule:{NAME}:ID

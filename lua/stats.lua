@@ -1,6 +1,7 @@
 -- delayq: one consistent snapshot of a queue's counters.
 -- Not in Redisson.
 --
+-- Helpers: guard
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}

@@ -5,6 +5,7 @@
 -- (BLMOVE NAME claim) put a value; it is emptied first. The consumer's lease on its claim list is
 -- renewed on every call; a reaper gives back the claim lists of consumers whose lease ran out.
 --
+-- Helpers: time, guard
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}       delivery id -> deadline ms
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}  delivery id -> value bytes

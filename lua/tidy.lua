@@ -3,6 +3,7 @@
 -- alone, so after a Java delete, clear or expiry delayq's indexes of the list would stay (the value
 -- index is about as large as the queue was).
 --
+-- Helpers: guard, queue
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: order list         redisson_delay_queue:{NAME}
 -- KEYS[3]: position index     delayq_index:{NAME}

@@ -13,20 +13,21 @@
 --     the writes still to come are counted; the pass's cost per element is measured on the list
 --     itself).
 --
+-- Helpers: time, guard, entry, queue, position, values_field
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
 -- KEYS[4]: channel            redisson_delay_queue_channel:{NAME} (not published to)
 -- KEYS[5]: quarantine         delayq_quarantine:{NAME} (list of raw malformed entries)
 -- KEYS[6]: position index     delayq_index:{NAME} (zset: first 9 bytes of an entry -> sequence)
--- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life; see lib/values.lua)
+-- KEYS[7]: value index        delayq_values:{NAME} (follows the list's life: lib/values_record.lua)
 -- KEYS[8]: pause flag         delayq_paused:{NAME} (any type; read only when ARGV[10] is '1')
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: entry format: '0' Bc0Lc0, '1' dLc0
 -- ARGV[3]: entries to move in this call (Redisson uses 100), unless the call runs out of time
 -- ARGV[4]: order-list length from which the position index is used (0: never)
--- ARGV[5]: most order-list entries to add to the index in this call (it also stops after half
---          the call's time)
+-- ARGV[5]: most order-list entries to add to the index in this call (it also stops after
+--          INDEX_US of the call's time, or half its budget if that is less)
 -- ARGV[6]: a marker string that is no entry (random per call)
 -- ARGV[7]: while the index is in use, most list elements to scan for entries it cannot place
 --          (those are in the unindexed tail: their count per call is this over the tail's length;
@@ -52,14 +53,7 @@
 --            value index exists and does not cover the order list's tail (the scheduler then
 --            brings it up to date: index_values.lua) else 0 }
 --
--- The index covers a prefix of the order list: member i (by score) is the entry at position i.
--- delayq's scripts keep it so; a Java peer's poll/remove/transfer does not, but neither Redisson
--- nor delayq ever inserts into the order list other than at its tail (RPUSH), so any change to
--- the covered prefix removes entries from it and shifts its last entry: each call checks that
--- entry and rebuilds a stale index from the head, a chunk per call. Members are unique (the
--- first 9 bytes hold the entry's random id), so a checked index places entries without reading
--- the list; only when identical entries were indexed in this call is each position checked
--- with LINDEX. Entries the index cannot place are removed with a plain LREM, as Redisson does.
+-- The position index and what keeps it true: lib/position.lua.
 local legacy = ARGV[2] == '1'
 local batch = tonumber(ARGV[3])
 local index_from = tonumber(ARGV[4])
@@ -70,9 +64,12 @@ local max_batch = math.max(batch, tonumber(ARGV[8]))
 local budget_us = tonumber(ARGV[9])
 local pass_hint_ps = tonumber(ARGV[11])
 local CHUNK = 500 -- arguments per variadic call, well under Lua's stack limit
-local INDEX_SLICE = 1000 -- entries indexed between two looks at the clock
 local GROW_SLICE = 200 -- due entries fetched at a time when the batch grows
 local CHECK_EVERY = 16 -- entries moved between two looks at the clock
+-- Microseconds a call spends at most building the position index: a long list is indexed over
+-- many short calls (as the value index is), so that no call holds Redis longer than about 10 ms
+-- while the index is behind, whatever the call's budget for moving entries.
+local INDEX_US = 3000
 local CALIBRATE_FROM = 50000 -- list length from which the pass's cost is measured
 local CALIBRATE_ELEMENTS = 8192
 -- Microseconds per moved entry of the writes after the loop (index and timeout ZREMs, RPUSH),
@@ -107,54 +104,15 @@ local function pass_cost_per_element(length)
     return 1.5 * used, math.floor(measured * 1000000)
 end
 
--- Brings the index up to date (or drops it), spending at most index_chunk entries and until
--- index_until (clock). Returns whether it may be used, the list's length, whether its positions
--- can be trusted without reading the list (true unless a member was added twice in this call:
--- identical entries, which shift later ranks), and how many entries it covers.
+-- Brings the index up to date (or drops it below the length it is used from), spending at most
+-- index_chunk entries and until index_until (clock). Returns whether it may be used, whether its
+-- positions can be trusted without reading the list, and how many entries it covers.
 local function sync_index(length, index_until)
     if index_from <= 0 or length < index_from then
         redis.call('unlink', KEYS[6])
         return false, false, 0
     end
-    local covered = redis.call('zcard', KEYS[6])
-    local next_seq = 0
-    if covered > 0 then
-        local last = redis.call('zrange', KEYS[6], -1, -1, 'withscores')
-        local at = redis.call('lindex', KEYS[3], covered - 1)
-        if covered > length or not at or delayq_index_member(at) ~= last[1] then
-            -- Someone else removed entries inside the covered prefix: start again from the
-            -- head.
-            redis.call('unlink', KEYS[6])
-            covered = 0
-        else
-            next_seq = tonumber(last[2]) + 1
-        end
-    end
-    local exact, added_here = true, 0
-    while covered < length and added_here < index_chunk do
-        local take = math.min(INDEX_SLICE, index_chunk - added_here)
-        local fresh = redis.call('lrange', KEYS[3], covered, covered + take - 1)
-        local pairs_ = {}
-        for i, entry in ipairs(fresh) do
-            pairs_[#pairs_ + 1] = next_seq + i - 1
-            pairs_[#pairs_ + 1] = delayq_index_member(entry)
-        end
-        local added = 0
-        each_chunk(pairs_, CHUNK * 2, function(...)
-            added = added + redis.call('zadd', KEYS[6], ...)
-        end)
-        if added ~= #fresh then
-            -- Identical entries: ranks past the first copy are off by the copies; the index no
-            -- longer tells positions without a look, and stops growing until rebuilt.
-            exact = false
-            covered = redis.call('zcard', KEYS[6])
-            break
-        end
-        covered, next_seq, added_here = covered + #fresh, next_seq + #fresh, added_here + #fresh
-        if clock() >= index_until then
-            break
-        end
-    end
+    local exact, covered = delayq_position_sync(KEYS[3], KEYS[6], length, index_chunk, index_until)
     return true, exact, covered
 end
 
@@ -174,15 +132,7 @@ if #due > 0 then
     -- in due order, or mostly so). Look them up in a window at the head first; only when some
     -- are elsewhere is the position index brought up to date (and paid for).
     local window = redis.call('lrange', KEYS[3], 0, #due + math.min(#due, 100) - 1)
-    local at_head = {} -- entry -> positions in the window, first occurrence last
-    for i = #window, 1, -1 do
-        local list = at_head[window[i]]
-        if list then
-            list[#list + 1] = i - 1
-        else
-            at_head[window[i]] = { i - 1 }
-        end
-    end
+    local at_head = delayq_window_positions(window)
     local all_at_head = true
     do
         local wanted = {}
@@ -207,7 +157,7 @@ if #due > 0 then
         -- A pass that alone takes most of the budget would leave no time to move entries:
         -- amortise it instead (the call then takes about twice the pass).
         budget = math.max(budget_us, 2 * length * per_element)
-        use_index, exact, covered = sync_index(length, started + budget / 2)
+        use_index, exact, covered = sync_index(length, started + math.min(INDEX_US, budget / 2))
         index_kept = use_index
     end
 

@@ -3,6 +3,7 @@
 -- and its take) or when the consumer closes. Not in Redisson. Idempotent; safe with several
 -- reapers.
 --
+-- Helpers: time, guard, settle
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: claim leases       delayq_claims:{NAME}
 -- KEYS[3]: claim list         delayq_claim:{NAME}:CONSUMER

@@ -1,4 +1,4 @@
--- delayq lib/values_field.lua: where the value index (delayq_values:{NAME}, lib/values.lua) keeps
+-- delayq lib/values_field.lua: where the value index (delayq_values:{NAME}, lib/values_record.lua) keeps
 -- an entry's record, for the scripts that only need to know whether the index is behind the
 -- order list.
 --

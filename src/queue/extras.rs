@@ -95,8 +95,9 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// Offers `value` due after `delay`, unless an equal value is pending: then that entry gets
     /// the new due time instead (and any further equal entries are removed), so there is never
-    /// a second one. One script call (at most four while the value index is behind, see
-    /// [`remove`](Self::remove)). Returns true when an entry was replaced.
+    /// a second one. One script call once the value index covers the queue (more, each short,
+    /// while it is behind: see [`remove`](Self::remove)). Returns true when an entry was
+    /// replaced.
     ///
     /// # Errors
     ///

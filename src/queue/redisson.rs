@@ -59,10 +59,12 @@ impl<C: Codec> DelayedQueue<C> {
     /// Java: `RDelayedQueue#remove(o)`, with the same result. Finds values offered by Java when
     /// the codec's bytes are canonical. Instead of reading the order list, the entry is found in
     /// delayq's value index (`delayq_values:{NAME}`) and leaves the list by a scan from the end
-    /// nearer to it. A lookup never waits for the index to be built: when it covers too little
-    /// of the list, the call indexes a bounded share (a few ms of Redis time, at most three
-    /// calls) and then reads the rest of the order list once, in one call; the queue's scheduler
-    /// brings an index that fell behind up to date ahead of lookups.
+    /// nearer to it. No call holds Redis long whatever the index's state: while the index does
+    /// not cover the whole list, each call indexes a share of it (3 ms of Redis time) and the
+    /// lookup is sent again until it does, so the caller waits in short steps and what it waited
+    /// for stays indexed (the first lookup on a long queue never indexed waits for the whole
+    /// build; see `docs/performance.md`). The queue's scheduler brings an index that fell behind
+    /// up to date ahead of lookups.
     ///
     /// # Errors
     ///

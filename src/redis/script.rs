@@ -23,15 +23,29 @@ use fred::prelude::{Error as FredError, FromValue, Key, Value};
 use tracing::Instrument;
 
 /// The helpers a script may start with, in order: a file only calls helpers defined above it.
-const PRELUDE: [&str; 8] = [
-    include_str!("../../lua/lib/time.lua"),
-    include_str!("../../lua/lib/guard.lua"),
-    include_str!("../../lua/lib/entry.lua"),
-    include_str!("../../lua/lib/queue.lua"),
-    include_str!("../../lua/lib/values_field.lua"),
-    include_str!("../../lua/lib/values.lua"),
-    include_str!("../../lua/lib/settle.lua"),
-    include_str!("../../lua/lib/limit.lua"),
+/// Each is named by its file's stem, as a script's `-- Helpers:` header line names it.
+const PRELUDE: [(&str, &str); 12] = [
+    ("time", include_str!("../../lua/lib/time.lua")),
+    ("guard", include_str!("../../lua/lib/guard.lua")),
+    ("entry", include_str!("../../lua/lib/entry.lua")),
+    ("queue", include_str!("../../lua/lib/queue.lua")),
+    ("position", include_str!("../../lua/lib/position.lua")),
+    (
+        "values_field",
+        include_str!("../../lua/lib/values_field.lua"),
+    ),
+    (
+        "values_record",
+        include_str!("../../lua/lib/values_record.lua"),
+    ),
+    ("values_sync", include_str!("../../lua/lib/values_sync.lua")),
+    (
+        "values_lookup",
+        include_str!("../../lua/lib/values_lookup.lua"),
+    ),
+    ("values_step", include_str!("../../lua/lib/values_step.lua")),
+    ("settle", include_str!("../../lua/lib/settle.lua")),
+    ("limit", include_str!("../../lua/lib/limit.lua")),
 ];
 
 /// What every call of one queue's scripts needs: its keys, and its options (the entry format it
@@ -104,15 +118,15 @@ pub(crate) fn delayq_definitions(lua: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The helper files (in [`PRELUDE`] order) that `body` needs: the guard, every file defining a
-/// name the body uses, and, in turn, every file defining a name those use.
-fn helpers_used_by(body: &str) -> Vec<&'static str> {
+/// The helper files (in [`PRELUDE`] order, as name and text) that `body` needs: the guard, every
+/// file defining a name the body uses, and, in turn, every file defining a name those use.
+pub(crate) fn helpers_used_by(body: &str) -> Vec<(&'static str, &'static str)> {
     let mut wanted = delayq_names(body);
     wanted.insert("delayq_check_keys");
     let mut included = [false; PRELUDE.len()];
     loop {
         let mut grew = false;
-        for (i, file) in PRELUDE.iter().enumerate() {
+        for (i, (_, file)) in PRELUDE.iter().enumerate() {
             if !included[i] && delayq_definitions(file).iter().any(|d| wanted.contains(d)) {
                 included[i] = true;
                 wanted.extend(delayq_names(file));
@@ -157,7 +171,10 @@ impl LuaScript {
                 false => format!("'{}'", role.kind().redis_type()),
             })
             .collect();
-        let mut source = helpers_used_by(body).concat();
+        let mut source: String = helpers_used_by(body)
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect();
         source.push_str(&format!(
             "do local refused = delayq_check_keys({{ {} }}) if refused then return refused end end\n",
             kinds.join(", ")
@@ -284,7 +301,7 @@ impl<'a> ScriptCall<'a> {
     }
 
     /// The next two arguments of a script that looks entries up in the value index
-    /// (`lua/lib/values.lua`): the most order-list entries it indexes ([`VALUE_INDEX_CHUNK`]),
+    /// (`lua/lib/values_sync.lua`): the most order-list entries it indexes ([`VALUE_INDEX_CHUNK`]),
     /// and the most elements the index does not cover that it may read instead (set per call by
     /// [`ScriptCall::run_indexed`]).
     pub(crate) fn value_index(mut self) -> Self {
@@ -354,15 +371,22 @@ impl<'a> ScriptCall<'a> {
     }
 
     /// Sends a call of a script that looks entries up in the value index (its arguments from
-    /// [`ScriptCall::value_index`]) until it answers, and returns the script's result. Such a
-    /// script first indexes at most [`VALUE_INDEX_CHUNK`] order-list entries, for a few ms at
-    /// most; when the index then still does not cover more of the list than the call may read
-    /// ([`REST_READ_CHEAP`] elements, and in the last of [`LOOKUP_CALLS`] calls the whole rest,
-    /// one pass), it answers `{ 0 }` having done nothing else and is sent again (with a fresh
-    /// `now`); otherwise it answers `{ 1, result... }`. So a lookup takes at most
-    /// [`LOOKUP_CALLS`] calls however long the queue and however its index fell behind (the
-    /// queue's scheduler keeps an index up to date ahead of lookups: see
-    /// `redis::ops::index_values`).
+    /// [`ScriptCall::value_index`]) until it answers, and returns the script's result.
+    ///
+    /// Such a script first indexes at most [`VALUE_INDEX_CHUNK`] order-list entries, for a few
+    /// ms of the server's time at most (`lua/lib/values_sync.lua`); when the index then still does
+    /// not cover the whole list, it answers `{ 0, elements not covered }` having done nothing
+    /// else, and is sent again (with a fresh `now`); otherwise it answers `{ 1, result... }`.
+    /// Only once a call made no headway (others append as fast as it indexes) may the next
+    /// ones read up to [`REST_READ_CHEAP`] uncovered elements instead. So no call holds Redis
+    /// long whatever the index's state, and what a lookup waits for is indexed for good: once a
+    /// queue's index is complete, a lookup is one call. The queue's scheduler keeps the
+    /// index up to date ahead of lookups (`redis::ops::index_values`); without one (a Java
+    /// scheduler, or one-shot CLI processes), the first lookup on a long queue completes it.
+    ///
+    /// The caller waits in bounded steps, never Redis. A lookup gives up with an error when
+    /// [`LOOKUP_STALLED_CALLS`] calls in a row each left the uncovered part no lower than the
+    /// call before (others append faster than a call indexes, or keep invalidating the index).
     pub(crate) async fn run_indexed<C>(mut self, client: &C) -> Result<Vec<Value>>
     where
         C: LuaInterface + Sync,
@@ -373,57 +397,72 @@ impl<'a> ScriptCall<'a> {
                 self.script.name
             )));
         };
-        for round in 1..=LOOKUP_CALLS {
-            if round > 1 {
-                self.args[0] = self.queue.options.clock.now().to_arg();
-            }
-            let rest_max = match round {
-                LOOKUP_CALLS => i64::MAX,
-                _ => REST_READ_CHEAP as i64,
-            };
-            self.args[rest_arg] = rest_max.into();
-            let reply: Value = self.send(client).await?;
-            let mut items = match reply {
-                Value::Array(items) if !items.is_empty() => items,
-                other => {
-                    return Err(Error::UnexpectedReply {
-                        context: self.script.name,
-                        detail: format!("{other:?}"),
-                    })
+        self.args[rest_arg] = 0.into();
+        let span = tracing::debug_span!("lookup", script = self.script.name, calls = 1_u64);
+        let (mut last_uncovered, mut stalled) = (i64::MAX, 0);
+        async {
+            for call in 1_u64.. {
+                if call > 1 {
+                    self.args[0] = self.queue.options.clock.now().to_arg();
+                    tracing::Span::current().record("calls", call);
                 }
-            };
-            if items[0].as_i64() == Some(1) {
-                items.remove(0);
-                if round > 1 {
-                    tracing::debug!(
-                        script = self.script.name,
-                        calls = round,
-                        "value index behind: looked up over several calls"
-                    );
+                let reply: Value = self.send(client).await?;
+                let mut items = match reply {
+                    Value::Array(items) if !items.is_empty() => items,
+                    other => {
+                        return Err(Error::UnexpectedReply {
+                            context: self.script.name,
+                            detail: format!("{other:?}"),
+                        })
+                    }
+                };
+                if items[0].as_i64() == Some(1) {
+                    items.remove(0);
+                    if call > 1 {
+                        tracing::debug!(calls = call, "value index behind: indexed over several calls");
+                    }
+                    return Ok(items);
                 }
-                return Ok(items);
+                let uncovered = items.get(1).and_then(Value::as_i64).unwrap_or(i64::MAX);
+                // Headway is against the call before (an index rebuilt from the head, after
+                // others removed entries behind delayq's back, starts over).
+                let headway = uncovered < last_uncovered;
+                last_uncovered = uncovered;
+                if headway {
+                    stalled = 0;
+                } else {
+                    // Others append as fast as a call indexes: the next calls may read a short
+                    // rest instead of waiting for it to be indexed.
+                    self.args[rest_arg] = (REST_READ_CHEAP as i64).into();
+                    stalled += 1;
+                    if stalled >= LOOKUP_STALLED_CALLS {
+                        break;
+                    }
+                }
             }
+            Err(Error::UnexpectedReply {
+                context: self.script.name,
+                detail: format!(
+                    "the value index of {} stopped catching up with its order list ({last_uncovered} elements not indexed after {LOOKUP_STALLED_CALLS} calls in a row without headway); nothing was changed",
+                    self.queue.keys.target()
+                ),
+            })
         }
-        Err(Error::UnexpectedReply {
-            context: self.script.name,
-            detail: format!(
-                "no answer from {} after {LOOKUP_CALLS} calls, the last of which may read the whole order list",
-                self.queue.keys.target()
-            ),
-        })
+        .instrument(span)
+        .await
     }
 }
 
 /// Most order-list entries a call indexes before it does its own work (see
-/// [`ScriptCall::run_indexed`]).
+/// [`ScriptCall::run_indexed`]); a call also stops indexing after 3 ms of the server's time.
 pub(crate) const VALUE_INDEX_CHUNK: usize = 5_000;
 
 /// Order-list elements the value index does not cover that a lookup reads in a call rather than
 /// wait for them to be indexed: a pass over them takes a few ms (0.2 µs an element).
 pub(crate) const REST_READ_CHEAP: usize = 10_000;
 
-/// Calls a lookup takes at most: the last one reads whatever the index does not cover.
-pub(crate) const LOOKUP_CALLS: usize = 4;
+/// Calls in a row that do not bring a lookup's uncovered part lower, after which it gives up.
+pub(crate) const LOOKUP_STALLED_CALLS: u32 = 200;
 
 /// Declares a script: `script!(NAME, "file.lua", [Role, ...])` makes a static [`LuaScript`]
 /// for `lua/file.lua` whose KEYS are the given [`KeyRole`]s, in that order;

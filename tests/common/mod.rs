@@ -237,6 +237,32 @@ impl TestRedis {
             .map_or(0, |n| n.parse().unwrap())
     }
 
+    /// The CPU time the server's main thread has used so far, in microseconds (`INFO cpu`):
+    /// what calls cost the server whether or not another process kept it waiting meanwhile.
+    pub fn main_thread_cpu_us(&self) -> u64 {
+        let info = self.cli(&["INFO", "cpu"]);
+        let seconds = |field: &str| -> f64 {
+            info.lines()
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {field} in {info}"))
+        };
+        let total = seconds("used_cpu_user_main_thread") + seconds("used_cpu_sys_main_thread");
+        (total * 1e6) as u64
+    }
+
+    /// The server time `command` (lower case) has taken so far, in microseconds, from
+    /// `INFO commandstats`.
+    pub fn command_usec(&self, command: &str) -> u64 {
+        let prefix = format!("cmdstat_{command}:");
+        self.cli(&["INFO", "commandstats"])
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|rest| rest.split("usec=").nth(1))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |n| n.parse().unwrap())
+    }
+
     fn owned(&self, what: &str) -> &Node {
         self.node.as_ref().unwrap_or_else(|| {
             panic!("TestRedis::{what} needs a harness-owned server, not REDIS_URL; use start_with")

@@ -19,4 +19,5 @@ mod queue;
 mod reliable;
 mod schedule;
 mod scheduler;
+mod script_budget;
 mod topology;

@@ -2,6 +2,14 @@
 //! through its value index, against Redisson's `contains` and `remove`, which walk the
 //! order list. The queue holds `n` random-delay entries, half offered by Java (Redisson's own
 //! `offer`, several threads) and half by delayq, at the same time.
+//!
+//! Each size is measured in both states of the value index's upkeep: with no delayq scheduler
+//! on the queue (a Java scheduler serves it, or only one-shot CLI processes run), where lookups
+//! index what they wait for themselves, and with one, which keeps the index up to date ahead of
+//! lookups. In each, the first lookup indexes the queue; then Java offers [`BEHIND`] more
+//! entries behind the index, and the catch-up is measured (by the next lookup without a
+//! scheduler; by the scheduler, until the index covers the list, with one) before the
+//! operations.
 
 use super::{log, Ctx};
 use crate::redis::{self, cmd, unlink_queue, value, BoxResult};
@@ -16,12 +24,75 @@ use tokio::time::Instant;
 /// delayq's operations measured, in this order (remove last: it shrinks the queue).
 const OPS: [&str; 4] = ["contains", "reschedule", "offer_unique", "remove"];
 
+/// Entries Java offers behind a complete value index before the operations are measured (at
+/// most a tenth of the queue).
+const BEHIND: u64 = 20_000;
+
 pub(crate) async fn lookup_phase(ctx: &mut Ctx) -> BoxResult<Json> {
     let mut rows = Vec::new();
     for &n in &ctx.plan.lookup_sizes.clone() {
-        rows.push(lookup_case(ctx, n).await?);
+        for scheduler in [false, true] {
+            rows.push(lookup_case(ctx, n, scheduler).await?);
+        }
     }
     Ok(Json::Array(rows))
+}
+
+/// Whether the value index covers the whole order list: its tail entry has a record (see
+/// `lua/lib/values_record.lua`).
+async fn index_complete(ctx: &Ctx, keys: &QueueKeys) -> BoxResult<bool> {
+    let tail = match cmd(
+        &ctx.client,
+        "LINDEX",
+        vec![keys.order().into(), (-1).into()],
+    )
+    .await?
+    {
+        Value::Bytes(tail) if tail.len() >= 9 => tail,
+        _ => return Ok(false),
+    };
+    let mut field = b"i".to_vec();
+    field.extend_from_slice(&tail[..9]);
+    let record = cmd(
+        &ctx.client,
+        "HGET",
+        vec![keys.values().into(), Value::Bytes(field.into())],
+    )
+    .await?;
+    Ok(match record {
+        Value::Bytes(r) => r.windows(tail.len()).any(|w| w == &tail[..]),
+        _ => false,
+    })
+}
+
+/// Java offers `behind` entries after the index was complete; then the index catches up: by the
+/// scheduler (waited for, at most 10 minutes), or by the next lookup.
+async fn catch_up(
+    ctx: &mut Ctx,
+    queue: &DelayedQueue<StringCodec>,
+    n: u64,
+    behind: u64,
+    scheduler: bool,
+) -> BoxResult<Json> {
+    let command = format!("offer_n {} {n} {behind} 4 60000 3600000", queue.name());
+    ctx.java.call(&command, Duration::from_secs(600)).await?;
+    redis::reset_server_stats(&ctx.client, 0).await?;
+    let started = Instant::now();
+    if scheduler {
+        while !index_complete(ctx, queue.keys()).await? {
+            if started.elapsed() > Duration::from_secs(600) {
+                return Err(format!("lookup {n}: the scheduler left the index behind").into());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    } else if !queue.contains(&value(1)).await? {
+        return Err(format!("lookup {n}: value 1 is not pending").into());
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let mut row = summary(redis::slow_script_calls(&ctx.client).await?);
+    row["entries"] = json!(behind);
+    row["secs"] = json!(secs);
+    Ok(row)
 }
 
 /// Durations (µs) summed up: calls, median, p99, longest, total.
@@ -72,17 +143,23 @@ async fn fill(ctx: &mut Ctx, queue: &DelayedQueue<StringCodec>, n: u64) -> BoxRe
     Ok(json!({ "secs": started.elapsed().as_secs_f64() }))
 }
 
-async fn lookup_case(ctx: &mut Ctx, n: u64) -> BoxResult<Json> {
-    let name = format!("bench:lookup:{n}");
+async fn lookup_case(ctx: &mut Ctx, n: u64, scheduler: bool) -> BoxResult<Json> {
+    let state = if scheduler {
+        "scheduler"
+    } else {
+        "no_scheduler"
+    };
+    let name = format!("bench:lookup:{n}:{state}");
     let keys = QueueKeys::new(name.clone());
     unlink_queue(&ctx.client, &keys).await?;
     let queue = DelayedQueue::builder(ctx.client.clone(), name.as_str(), StringCodec)
-        .transfer(false)
+        .transfer(scheduler)
         .build()
         .await?;
     let filled = fill(ctx, &queue, n).await?;
 
-    // The first lookup indexes the queue, in bounded calls.
+    // The first lookup indexes the queue, in short calls (no scheduler indexes a queue before
+    // its first lookup).
     redis::reset_server_stats(&ctx.client, 0).await?;
     let started = Instant::now();
     if !queue.contains(&value(0)).await? {
@@ -91,10 +168,18 @@ async fn lookup_case(ctx: &mut Ctx, n: u64) -> BoxResult<Json> {
     let build_secs = started.elapsed().as_secs_f64();
     let build = summary(redis::slow_script_calls(&ctx.client).await?);
     log(format!(
-        "lookup {n}: index built in {build_secs:.1} s, {} calls, longest {} us",
+        "lookup {n} ({state}): index built in {build_secs:.1} s, {} calls, longest {} us",
         build["calls"], build["max_us"]
     ));
     let index_bytes = memory_usage(ctx, keys.values()).await?;
+    let behind = BEHIND.min(n / 10).max(1);
+    let caught_up = catch_up(ctx, &queue, n, behind, scheduler).await?;
+    log(format!(
+        "lookup {n} ({state}): {behind} entries behind caught up in {:.2} s, {} calls, longest {} us",
+        caught_up["secs"].as_f64().unwrap_or(0.0),
+        caught_up["calls"],
+        caught_up["max_us"]
+    ));
 
     let ops = if ctx.plan.smoke { 20 } else { 200 };
     let mut rng = rand::rngs::StdRng::seed_from_u64(n + 1);
@@ -119,7 +204,7 @@ async fn lookup_case(ctx: &mut Ctx, n: u64) -> BoxResult<Json> {
         row["found"] = json!(hits);
         row["secs"] = json!(secs);
         log(format!(
-            "lookup {n}: delayq {op}: median {} us, longest {} us ({} calls)",
+            "lookup {n} ({state}): delayq {op}: median {} us, longest {} us ({} calls)",
             row["median_us"], row["max_us"], row["calls"]
         ));
         delayq.insert(op.to_owned(), row);
@@ -147,7 +232,7 @@ async fn lookup_case(ctx: &mut Ctx, n: u64) -> BoxResult<Json> {
         row["found"] = reply["found"].clone();
         row["secs"] = reply["secs"].clone();
         log(format!(
-            "lookup {n}: Redisson {op}: median {} us, longest {} us",
+            "lookup {n} ({state}): Redisson {op}: median {} us, longest {} us",
             row["median_us"], row["max_us"]
         ));
         java.insert(op.to_owned(), row);
@@ -155,8 +240,10 @@ async fn lookup_case(ctx: &mut Ctx, n: u64) -> BoxResult<Json> {
     unlink_queue(&ctx.client, &keys).await?;
     Ok(json!({
         "pending": n,
+        "state": state,
         "fill": filled,
         "index_build": { "secs": build_secs, "calls": build, "bytes": index_bytes },
+        "catch_up": caught_up,
         "delayq": delayq,
         "java": java,
     }))

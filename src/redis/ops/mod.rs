@@ -187,14 +187,64 @@ mod tests {
             );
         }
         let offer = all().into_iter().find(|s| s.name() == "offer.lua").unwrap();
-        assert!(!offer.source().contains("lib/values.lua"));
+        assert!(!offer.source().contains("lib/values_sync.lua"));
         assert!(!offer.source().contains("lib/settle.lua"));
-        for lib in ["time", "guard", "entry", "queue", "values", "settle"] {
-            let header = format!("-- delayq lib/{lib}.lua");
+        let lib = format!("{}/lua/lib", env!("CARGO_MANIFEST_DIR"));
+        for file in std::fs::read_dir(&lib).unwrap() {
+            let name = file.unwrap().file_name().to_string_lossy().into_owned();
+            let header = format!("-- delayq lib/{name}");
             assert!(
                 all().iter().any(|s| s.source().contains(&header)),
-                "no script includes lib/{lib}.lua"
+                "no script includes lib/{name}"
             );
+        }
+    }
+
+    /// Each script's header names, on its `-- Helpers:` line, the helper files of `lua/lib/` it
+    /// is sent with (by their stems, in the order they are included), so a reader sees what a
+    /// script runs without working out the inclusion.
+    #[test]
+    fn headers_name_the_helpers_each_script_includes() {
+        use crate::redis::script::helpers_used_by;
+        let mut wrong = Vec::new();
+        for script in all() {
+            let text = body(script.name());
+            let included: Vec<&str> = helpers_used_by(&text).iter().map(|(n, _)| *n).collect();
+            let header: Vec<&str> = text.lines().take_while(|l| l.starts_with("--")).collect();
+            // The line, and the lines indented under it that continue it.
+            let named: Vec<&str> = header
+                .iter()
+                .skip_while(|l| !l.starts_with("-- Helpers:"))
+                .enumerate()
+                .take_while(|(i, l)| *i == 0 || l.starts_with("--          "))
+                .flat_map(|(_, l)| {
+                    l.trim_start_matches("-- Helpers:")
+                        .trim_start_matches('-')
+                        .split(',')
+                })
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .collect();
+            if named != included {
+                let expected = format!("-- Helpers: {}", included.join(", "));
+                wrong.push(format!("{}: {expected}", script.name()));
+            }
+        }
+        assert!(wrong.is_empty(), "headers to fix:\n{}", wrong.join("\n"));
+    }
+
+    /// No Lua file is over 400 lines: a helper file per concern (`lua/README.md`).
+    #[test]
+    fn every_lua_file_is_at_most_400_lines() {
+        let root = format!("{}/lua", env!("CARGO_MANIFEST_DIR"));
+        for dir in [root.clone(), format!("{root}/lib")] {
+            for file in std::fs::read_dir(&dir).unwrap() {
+                let path = file.unwrap().path();
+                if path.extension().is_some_and(|e| e == "lua") {
+                    let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+                    assert!(lines <= 400, "{}: {lines} lines", path.display());
+                }
+            }
         }
     }
 

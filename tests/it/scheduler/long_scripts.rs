@@ -94,20 +94,6 @@ async fn the_time_budget_ends_index_building_calls() {
     assert!(typical < 30_000, "a typical call held Redis {typical} us");
 }
 
-/// The CPU time the server's main thread has used so far, in microseconds: what a call costs
-/// the server whether or not another process kept it waiting meanwhile.
-fn main_thread_cpu_us(redis: &TestRedis) -> u64 {
-    let info = redis.cli(&["INFO", "cpu"]);
-    let seconds = |field: &str| -> f64 {
-        info.lines()
-            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {field} in {info}"))
-    };
-    let total = seconds("used_cpu_user_main_thread") + seconds("used_cpu_sys_main_thread");
-    (total * 1e6) as u64
-}
-
 /// Each index-backed operation on the big queue runs as calls far shorter than the busy
 /// threshold (100 ms; a pass over the whole order list takes longer), so Redis never answers
 /// BUSY for their sake: the first ones index the queue in many short calls (their typical
@@ -132,9 +118,9 @@ async fn index_backed_calls_never_make_redis_busy() {
     let typical = typical_script_call_us(&redis);
     assert!(typical < 30_000, "a typical call held Redis {typical} us");
 
-    let mut last = main_thread_cpu_us(&redis);
+    let mut last = redis.main_thread_cpu_us();
     let mut cheap = |what: &str| {
-        let now = main_thread_cpu_us(&redis);
+        let now = redis.main_thread_cpu_us();
         let cost = now - last;
         last = now;
         assert!(cost < 30_000, "{what} cost the server {cost} us of CPU");

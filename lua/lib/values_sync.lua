@@ -1,21 +1,5 @@
--- delayq lib/values.lua: the value index (delayq_values:{NAME}, a hash), which finds the pending
--- entries that carry a value, or an id, without reading the order list.
---
--- Fields:
---   'i' .. ID     the order-list entries whose first 9 bytes are ID (the id-length byte and the 8
---                 random bytes; for a legacy entry the random double and the first length byte),
---                 one tuple per list element: struct '>dBI4' (seq, trusted, entry length), then
---                 the entry. Two tuples share an ID only when identical entries sit in the list
---                 twice (a Java offer retried after a lost reply), or ids collide.
---   'v' .. DIGEST the IDs (9 bytes each, once per tuple) of the entries whose value has this
---                 DIGEST (the value itself up to 24 bytes, else the first 16 hex digits of its
---                 SHA-1), in seq order.
---   '@seq'        the next seq; '@d' LLEN(order) - ZCARD(timeout) when delayq last saw the queue;
---   '@x'          how much of a rise of LLEN - ZCARD since is not yet accounted for by irregular
---                 entries indexed at the tail;
---   '@n'          the number of tuples; '@gc' the HSCAN cursor of the sweep that drops the tuples of
---                 entries gone;
---   '@w'          the last entries indexed (struct '>d' seq, then the ID; at most 8).
+-- delayq lib/values_sync.lua: bringing the value index (lib/values_record.lua) up to date with the
+-- order list, and checking it can be trusted, before a lookup.
 --
 -- What keeps it true, checked on every use instead of assumed:
 --   * Seq order is list order. Entries are indexed in list order, from the first one the index
@@ -48,29 +32,20 @@
 --     index knows both counts (its tuples, and the first unindexed position).
 --   * A call indexes slices of entries until it has spent DELAYQ_VALUES_CALL_US of its own time
 --     (or indexed the budget it was given): a long list is indexed over several calls, none of
---     which holds Redis long. A lookup need not wait for the rest: when what the index does not
---     cover yet is short enough for the caller, the call reads it once (LRANGE slices, before
---     any write) for the entries the lookup is after.
+--     which holds Redis long, and what a lookup waited for stays indexed. A lookup is sent again
+--     until the index covers the list (src/redis/script.rs, run_indexed); only while others
+--     append as fast as a call indexes may it read a short uncovered rest instead (LRANGE slices,
+--     before any write) for the entries it is after.
 --
--- delayq_values_open(timeout, order, values, legacy): the handle the functions below take.
--- delayq_values_ready(vx, budget, rest_max, kind, keys): indexes at most budget entries; true
+-- delayq_values_open(timeout, order, values, legacy): the handle the value functions take.
+-- delayq_values_sync(vx, budget): indexes at most budget entries (and stops after
+--   DELAYQ_VALUES_CALL_US of the call's time); true when the index is complete.
+-- delayq_values_ready(vx, budget, rest_max, kind, keys): indexes as delayq_values_sync does; true
 --   when lookups may follow in this call: the index is complete, or the order list's elements it
 --   does not cover are at most rest_max, and have just been read for the entries carrying one of
 --   keys (kind 'value': codec-encoded values; 'id': ids, the first 9 bytes of an entry).
--- delayq_values_by_value(vx, value) / delayq_values_by_id(vx, id): candidate tuples
---   ({ seq, trusted, entry }) in list order (the ones read in the rest last, untrusted);
---   delayq_values_alive(vx, candidates): which are still in the order list (a list of booleans).
--- delayq_values_unlist(vx, tuple): LREM of its entry, from the end of the list nearer to it;
---   returns LREM's count and the elements it is expected to have scanned.
--- delayq_values_drop(vx, tuple), delayq_values_add(vx, entry): keep the index in step with a
---   removal or an entry just appended (an entry appended to a list the index does not cover
---   completely is left for a later call to index, in list order).
--- delayq_values_commit(vx): after the script's writes: notes LLEN - ZCARD, follows the list's
---   time to live.
-local DELAYQ_TUPLE = '>dBI4'
-local DELAYQ_TUPLE_HEAD = 13
-local DELAYQ_ID_LEN = 9
-local DELAYQ_ARGS_CHUNK = 500
+-- delayq_values_not_ready(vx): the reply of a lookup whose index was not ready: { 0, the
+--   order-list elements it does not cover yet } (the caller sends the call again).
 local DELAYQ_WATERMARKS = 8
 local DELAYQ_SLICE = 200
 local DELAYQ_VALUES_CALL_US = 3000
@@ -80,66 +55,6 @@ local DELAYQ_REST_SLICE = 1000
 -- Looked-up values from which the rest is read by unpacking each entry rather than by comparing
 -- each value with each entry's end.
 local DELAYQ_REST_UNPACK_FROM = 4
-
-local function delayq_values_digest(value)
-    if #value <= 24 then
-        -- Short values name themselves (cheaper than hashing; a clash with a digest only
-        -- lengthens a candidate list, the value itself decides).
-        return 'v' .. value
-    end
-    return 'v' .. string.sub(redis.sha1hex(value), 1, 16)
-end
-
-local function delayq_values_tuples(record)
-    local out, pos = {}, 1
-    if not record then
-        return out
-    end
-    while pos <= #record do
-        local ok, seq, trusted, len = pcall(struct.unpack, DELAYQ_TUPLE, record, pos)
-        if not ok or pos + DELAYQ_TUPLE_HEAD + len - 1 > #record then
-            error('delayq: a record of the value index is corrupt; delete the delayq_values key (it is rebuilt)')
-        end
-        pos = pos + DELAYQ_TUPLE_HEAD
-        out[#out + 1] = { seq = seq, trusted = trusted == 1, entry = string.sub(record, pos, pos + len - 1) }
-        pos = pos + len
-    end
-    return out
-end
-
-local function delayq_values_pack_tuples(tuples)
-    local parts = {}
-    for i, t in ipairs(tuples) do
-        parts[i] = struct.pack(DELAYQ_TUPLE, t.seq, t.trusted and 1 or 0, #t.entry) .. t.entry
-    end
-    return table.concat(parts)
-end
-
--- HMGET of many fields, a chunk of arguments at a time; missing fields are false.
-local function delayq_values_hmget(key, fields)
-    local out = {}
-    for i = 1, #fields, DELAYQ_ARGS_CHUNK do
-        local part = redis.call('hmget', key, unpack(fields, i, math.min(i + DELAYQ_ARGS_CHUNK - 1, #fields)))
-        for j = 1, #part do
-            out[i + j - 1] = part[j]
-        end
-    end
-    return out
-end
-
-local function delayq_values_hset_all(key, args)
-    for i = 1, #args, DELAYQ_ARGS_CHUNK * 2 do
-        redis.call('hset', key, unpack(args, i, math.min(i + DELAYQ_ARGS_CHUNK * 2 - 1, #args)))
-    end
-end
-
-local function delayq_values_write(vx, field, tuples)
-    if #tuples == 0 then
-        redis.call('hdel', vx.key, field)
-    else
-        redis.call('hset', vx.key, field, delayq_values_pack_tuples(tuples))
-    end
-end
 
 local function delayq_values_open(timeout, order, values, legacy)
     return {
@@ -208,31 +123,6 @@ local function delayq_values_boundary_holds(vx, from)
     end
     local before = delayq_values_seqs_at(vx, from - 2)
     return before ~= nil and last > before
-end
-
--- Removes one occurrence of entry's id from the list of its value's digest.
-local function delayq_values_forget_id(vx, entry)
-    local value = delayq_value(entry, vx.legacy)
-    if not value then
-        return
-    end
-    local field = delayq_values_digest(value)
-    local ids = redis.call('hget', vx.key, field)
-    if not ids then
-        return
-    end
-    local id = string.sub(entry, 1, DELAYQ_ID_LEN)
-    for pos = 1, #ids, DELAYQ_ID_LEN do
-        if string.sub(ids, pos, pos + DELAYQ_ID_LEN - 1) == id then
-            ids = string.sub(ids, 1, pos - 1) .. string.sub(ids, pos + DELAYQ_ID_LEN)
-            if #ids == 0 then
-                redis.call('hdel', vx.key, field)
-            else
-                redis.call('hset', vx.key, field, ids)
-            end
-            return
-        end
-    end
 end
 
 -- Indexes entries, the next ones of the order list in its order.
@@ -489,173 +379,15 @@ local function delayq_values_ready(vx, budget, rest_max, kind, keys)
     if delayq_values_sync(vx, budget) then
         return true
     end
-    if redis.call('llen', vx.order) - vx.listed > rest_max then
+    vx.uncovered = redis.call('llen', vx.order) - vx.listed
+    if vx.uncovered > rest_max then
         return false
     end
     delayq_values_read_rest(vx, vx.listed, kind, keys)
     return true
 end
 
--- Adds to candidates (indexed tuples) the entries read in the rest for key, as untrusted tuples
--- with seqs after every indexed one. An indexed entry with a copy in the rest is untrusted too:
--- which copies are still listed is then counted in the list itself.
-local function delayq_values_with_rest(vx, candidates, key)
-    local found = vx.rest and vx.rest[key]
-    if not found or #found == 0 then
-        return candidates
-    end
-    local in_rest = {}
-    for _, entry in ipairs(found) do
-        in_rest[entry] = true
-    end
-    for _, t in ipairs(candidates) do
-        if in_rest[t.entry] then
-            t.trusted = false
-        end
-    end
-    for i, entry in ipairs(found) do
-        candidates[#candidates + 1] = { seq = vx.seq + i - 1, trusted = false, entry = entry, unindexed = true }
-    end
-    return candidates
-end
-
-local function delayq_values_sorted(tuples)
-    table.sort(tuples, function(a, b)
-        return a.seq < b.seq
-    end)
-    return tuples
-end
-
-local function delayq_values_indexed_by_value(vx, value)
-    local out = {}
-    local ids = redis.call('hget', vx.key, delayq_values_digest(value))
-    if not ids then
-        return out
-    end
-    local fields, seen = {}, {}
-    for pos = 1, #ids, DELAYQ_ID_LEN do
-        local field = 'i' .. string.sub(ids, pos, pos + DELAYQ_ID_LEN - 1)
-        if not seen[field] then
-            seen[field] = true
-            fields[#fields + 1] = field
-        end
-    end
-    for _, record in ipairs(delayq_values_hmget(vx.key, fields)) do
-        for _, t in ipairs(delayq_values_tuples(record or nil)) do
-            -- The digest only narrows the search: the value itself decides.
-            if delayq_value(t.entry, vx.legacy) == value then
-                out[#out + 1] = t
-            end
-        end
-    end
-    return delayq_values_sorted(out)
-end
-
-local function delayq_values_by_value(vx, value)
-    return delayq_values_with_rest(vx, delayq_values_indexed_by_value(vx, value), value)
-end
-
-local function delayq_values_by_id(vx, id)
-    local indexed = delayq_values_sorted(delayq_values_tuples(redis.call('hget', vx.key, 'i' .. id) or nil))
-    return delayq_values_with_rest(vx, indexed, id)
-end
-
--- For each candidate (in list order), whether its entry is still in the order list. A trusted one
--- by its zset member; an untrusted one by counting the copies of its entry in the list: when
--- there are fewer copies than tuples, the earliest tuples are the ones gone (Redisson and delayq
--- remove the first copy of an entry).
-local function delayq_values_alive(vx, candidates)
-    local out, gone_before = {}, {}
-    for i, t in ipairs(candidates) do
-        if t.trusted then
-            out[i] = redis.call('zscore', vx.timeout, t.entry) ~= false
-        else
-            if gone_before[t.entry] == nil then
-                local tuples = 0
-                for _, other in ipairs(candidates) do
-                    if other.entry == t.entry then
-                        tuples = tuples + 1
-                    end
-                end
-                local copies = #redis.call('lpos', vx.order, t.entry, 'count', 0)
-                gone_before[t.entry] = tuples - copies
-            end
-            out[i] = gone_before[t.entry] <= 0
-            gone_before[t.entry] = gone_before[t.entry] - 1
-        end
-    end
-    return out
-end
-
-local function delayq_values_drop(vx, tuple)
-    if tuple.unindexed then
-        return
-    end
-    local field = delayq_values_field(tuple.entry)
-    local kept = {}
-    for _, t in ipairs(delayq_values_tuples(redis.call('hget', vx.key, field))) do
-        if t.seq ~= tuple.seq then
-            kept[#kept + 1] = t
-        end
-    end
-    delayq_values_write(vx, field, kept)
-    delayq_values_forget_id(vx, tuple.entry)
-    vx.count = vx.count - 1
-end
-
--- The seq of the head of the order list (nil when it has no tuple).
-local function delayq_values_head_seq(vx)
-    local head = redis.call('lindex', vx.order, 0)
-    if not head then
-        return nil
-    end
-    for _, t in ipairs(delayq_values_tuples(redis.call('hget', vx.key, delayq_values_field(head)))) do
-        if t.entry == head then
-            return t.seq
-        end
-    end
-    return nil
-end
-
--- Where a tuple's entry sits, by seq: the order list's length, and whether the entry is nearer
--- the tail, with the elements a scan from that end passes (assuming removals spread evenly).
-local function delayq_values_locate(vx, tuple)
-    local n = redis.call('llen', vx.order)
-    local first = delayq_values_head_seq(vx) or 0
-    local span = vx.seq - 1 - first
-    local fraction = 0
-    if span > 0 then
-        fraction = math.min(1, math.max(0, (tuple.seq - first) / span))
-    end
-    local from_tail = fraction > 0.5
-    local scanned = from_tail and (1 - fraction) * n or fraction * n
-    return n, from_tail, math.floor(scanned) + 1
-end
-
-local function delayq_values_unlist(vx, tuple)
-    if not tuple.trusted then
-        -- Identical copies: the first one leaves, as in Redisson.
-        local n = redis.call('llen', vx.order)
-        return redis.call('lrem', vx.order, 1, tuple.entry), n
-    end
-    local _, from_tail, scanned = delayq_values_locate(vx, tuple)
-    return redis.call('lrem', vx.order, from_tail and -1 or 1, tuple.entry), scanned
-end
-
--- Indexes an entry just appended, when the index covered the whole order list.
-local function delayq_values_add(vx, entry)
-    if vx.complete then
-        delayq_values_index(vx, { entry })
-    end
-end
-
-local function delayq_values_commit(vx)
-    local n = redis.call('llen', vx.order)
-    if n == 0 then
-        redis.call('unlink', vx.key)
-        return
-    end
-    redis.call('hset', vx.key, '@seq', vx.seq, '@d', n - redis.call('zcard', vx.timeout), '@n', vx.count, '@w', vx.recent,
-        '@x', vx.excess)
-    delayq_tidy_index(vx.order, vx.key)
+-- The reply of a lookup whose index was not ready: { 0, the elements it does not cover yet }.
+local function delayq_values_not_ready(vx)
+    return { 0, vx.uncovered or 0 }
 end
