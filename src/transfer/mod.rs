@@ -25,6 +25,7 @@ mod group;
 mod queue_state;
 pub(crate) mod shared;
 mod sweep;
+mod tally;
 mod task;
 mod timer;
 

@@ -34,6 +34,7 @@
 mod gate;
 mod job_error;
 mod next;
+mod reserve;
 mod run;
 mod sharded;
 mod sources;
@@ -189,6 +190,8 @@ pub struct WorkerBuilder<C: Codec, F> {
     on_signal: bool,
     /// The per-key limits' key of a value, instead of the stored [`KeyRule`](crate::limit::KeyRule).
     limit_key: Option<LimitKeyFn<C::Value>>,
+    /// A sharded queue's logical handle, whose limits hold for every shard together.
+    logical: Option<DelayedQueue<C>>,
 }
 
 /// A worker's [`WorkerBuilder::limit_key`] closure.
@@ -260,6 +263,7 @@ impl<C: Codec, F> WorkerBuilder<C, F> {
             stop: CancellationToken::new(),
             on_signal: false,
             limit_key: None,
+            logical: None,
         }
     }
 }

@@ -33,6 +33,7 @@ impl<C: Codec> ShardedQueue<C> {
                     .map(|shard| shard.with_durability(durability))
                     .collect(),
                 codec: inner.codec.clone(),
+                logical: inner.logical.clone(),
             }),
         }
     }

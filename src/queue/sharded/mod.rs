@@ -142,8 +142,17 @@ impl<C: Codec> ShardedQueueBuilder<C> {
             let shard = shard.build().await?;
             shards.push(shard);
         }
+        // The logical name's own keys hold what belongs to the queue as a whole (its limits):
+        // a queue handle with no scheduler, whose target list and entries stay unused.
+        let logical =
+            DelayedQueue::builder_shared(self.client, self.name.clone(), self.codec.clone())
+                .options(self.options)
+                .transfer(false)
+                .build()
+                .await?;
         Ok(ShardedQueue {
             inner: Arc::new(Inner {
+                logical,
                 name: self.name,
                 layout: self.shards,
                 previous: self.previous.filter(|&p| p != self.shards),
@@ -225,6 +234,8 @@ struct Inner<C: Codec> {
     previous: Option<usize>,
     /// `max(layout, previous)` queues: shard `i` at index `i`.
     shards: Vec<DelayedQueue<C>>,
+    /// The logical name's queue handle (no scheduler): its keys hold the sharded queue's limits.
+    logical: DelayedQueue<C>,
     codec: Arc<C>,
 }
 
@@ -295,6 +306,13 @@ impl<C: Codec> ShardedQueue<C> {
     /// The codec values go through.
     pub fn codec(&self) -> &C {
         &self.inner.codec
+    }
+
+    /// The handle of the logical name `NAME` (no scheduler, no entries): its keys
+    /// (`delayq_limits:{NAME}` and the other limit keys) hold what belongs to the queue as a
+    /// whole.
+    pub(crate) fn logical(&self) -> &DelayedQueue<C> {
+        &self.inner.logical
     }
 
     /// The number of pending entries over all shards.

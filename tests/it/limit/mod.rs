@@ -6,6 +6,7 @@ mod batch;
 mod config;
 mod per_key;
 mod queue_wide;
+mod sharded;
 
 use crate::common::{unique_name, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
