@@ -15,6 +15,8 @@
 //! - `group.rs`: [`SchedulerGroup`]; `discovery.rs`: [`Discovery`] and its scans.
 //! - `task.rs`: the group's loop; `sweep.rs`: the safety sweep; `queue_state.rs`: one queue's
 //!   state and drain; `timer.rs`: the precise timer.
+//! - `tally.rs`: each transfer call recorded once, into the counters, the metrics and the
+//!   console's activity.
 //! - `firing.rs`: the group's task firing the recurring schedules of its queues.
 //! - `shared.rs`: one group per client, shared by the queue handles that want a scheduler.
 

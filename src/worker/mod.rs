@@ -8,6 +8,11 @@
 //!   handler runs, values held back per key and taken back, slots renewed and released.
 //! - `run.rs`: the loop (take, spawn, grace, give back) and one job's life (decode and attempt
 //!   check, the handler with heartbeats, settling the outcome).
+//! - `tally.rs`: each step of a job recorded once, into the counters, the metrics and the
+//!   console's activity.
+//! - `reserve.rs`: a sharded queue's limits as a whole, reserved before each take.
+//! - `sharded.rs`: [`ShardedQueue::worker`](crate::ShardedQueue::worker) and the sharded
+//!   queue's limits.
 //!
 //! ```no_run
 //! # async fn ex(queue: delayq::DelayedQueue<delayq::codec::StringCodec>) -> Result<(), delayq::Error> {

@@ -181,6 +181,10 @@ impl<C: Codec> ShardedQueueBuilder<C> {
 /// | [`size`](Self::size), [`is_empty`](Self::is_empty), [`read_all`](Self::read_all), [`clear`](Self::clear), [`stats`](Self::stats) | every shard, added up |
 /// | [`consumer`](Self::consumer), [`worker`](Self::worker) | every shard's target list, in turn |
 /// | [`destroy`](Self::destroy) | every shard's scheduler share |
+/// | [`with_durability`](Self::with_durability) | each write confirmed on its shard's master |
+/// | [`offer_dedup`](Self::offer_dedup) | the shard of the dedup key |
+/// | [`schedules`](Self::schedules) | each schedule in the shard of its id ([`ShardedSchedules`]) |
+/// | `set_limits`, `limits`, `clear_limits`, `limit_usage` | the logical name's keys: a cap and a rate of the whole queue, reserved by its workers before each take |
 ///
 /// It has none of the others, for these reasons:
 /// - `peek`, `poll`, `poll_many`, `poll_many_raw`, `poll_last_and_offer_first_to` and

@@ -133,19 +133,9 @@ async fn limits_of_a_sharded_queue_hold_on_a_cluster() {
     );
 }
 
-/// Values per second through `run` of `n` values (offered due now, then taken by one worker of
-/// concurrency 16 with an empty handler).
-async fn throughput<F, Fut>(n: usize, run: F) -> f64
-where
-    F: FnOnce(usize) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let began = Instant::now();
-    run(n).await;
-    n as f64 / began.elapsed().as_secs_f64()
-}
-
-async fn one_queue(url: &str, limits: Option<&Limits>, n: usize) {
+/// Values per second taken and acked by one worker of concurrency 16 with an empty handler,
+/// from its start to the last of `n` values offered due before it (one queue's).
+async fn one_queue(url: &str, limits: Option<&Limits>, n: usize) -> f64 {
     let client = delayq::connect(url).await.unwrap();
     let queue = DelayedQueue::new(client, unique_name("cost-one"), StringCodec)
         .await
@@ -158,6 +148,7 @@ async fn one_queue(url: &str, limits: Option<&Limits>, n: usize) {
     queue.offer_all(&values).await.unwrap();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = done.clone();
+    let began = Instant::now();
     let worker = queue
         .worker(16, move |_: Job<String>| {
             counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -169,11 +160,14 @@ async fn one_queue(url: &str, limits: Option<&Limits>, n: usize) {
     while done.load(std::sync::atomic::Ordering::Relaxed) < n {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    let rate = n as f64 / began.elapsed().as_secs_f64();
     worker.shutdown().await.unwrap();
     queue.destroy().await.unwrap();
+    rate
 }
 
-async fn sharded(url: &str, limits: Option<&Limits>, n: usize) {
+/// The same over a sharded queue of 4 shards.
+async fn sharded(url: &str, limits: Option<&Limits>, n: usize) -> f64 {
     let client = delayq::connect(url).await.unwrap();
     let queue = ShardedQueue::new(client, unique_name("cost-sharded"), 4, StringCodec)
         .await
@@ -186,6 +180,7 @@ async fn sharded(url: &str, limits: Option<&Limits>, n: usize) {
     queue.offer_all(&values).await.unwrap();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = done.clone();
+    let began = Instant::now();
     let worker = queue
         .worker(16, move |_: Job<String>| {
             counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -197,8 +192,10 @@ async fn sharded(url: &str, limits: Option<&Limits>, n: usize) {
     while done.load(std::sync::atomic::Ordering::Relaxed) < n {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    let rate = n as f64 / began.elapsed().as_secs_f64();
     worker.shutdown().await.unwrap();
     queue.destroy().await.unwrap();
+    rate
 }
 
 /// The cost of limits that never bind (cap 1,000, 1,000,000/s), one queue against a sharded
@@ -216,10 +213,10 @@ async fn cost_of_sharded_limits_against_one_queues() {
     let n = 3_000;
     let mut rounds: [Vec<f64>; 4] = Default::default();
     for _ in 0..5 {
-        rounds[0].push(throughput(n, |n| one_queue(&url, None, n)).await);
-        rounds[1].push(throughput(n, |n| one_queue(&url, Some(&limits), n)).await);
-        rounds[2].push(throughput(n, |n| sharded(&url, None, n)).await);
-        rounds[3].push(throughput(n, |n| sharded(&url, Some(&limits), n)).await);
+        rounds[0].push(one_queue(&url, None, n).await);
+        rounds[1].push(one_queue(&url, Some(&limits), n).await);
+        rounds[2].push(sharded(&url, None, n).await);
+        rounds[3].push(sharded(&url, Some(&limits), n).await);
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());

@@ -237,11 +237,8 @@ pub(crate) async fn stats(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<()> {
         }),
         _ => None,
     };
-    // Limits are a queue's own: a sharded queue's shards each have theirs (`limit get` each).
-    let limits = match &queue {
-        Target::One(q) => Some((q.limits().await?, q.limit_usage().await?)),
-        Target::Sharded(_) => None,
-    };
+    // A sharded queue's: its limits as a whole.
+    let limits = each!(&queue, q => Some((q.limits().await?, q.limit_usage().await?)));
     print_stats(ctx, &target.queue, &stats, paused, layout, limits)
 }
 

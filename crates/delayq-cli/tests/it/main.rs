@@ -34,6 +34,7 @@ mod processes;
 mod queues;
 mod schedule;
 mod shard_count;
+mod sharded_doors;
 mod take_handoff;
 mod work;
 mod work_lifecycle;
