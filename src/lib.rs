@@ -86,7 +86,7 @@ pub use queue::MAX_DEDUP_KEY_LEN;
 pub use queue::{
     shard_of, AccessCheck, CheckReport, Dedup, DelayedQueue, DelayedQueueBuilder,
     ParseShardedHandleError, Pending, Preview, PreviewList, ShardedConsumer, ShardedHandle,
-    ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
+    ShardedQueue, ShardedQueueBuilder, ShardedSchedules, MAX_SHARDS,
 };
 pub use recurring::{
     FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, ScheduleRow, Schedules,

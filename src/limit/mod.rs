@@ -117,7 +117,8 @@
 //! - **Not limited**: Java consumers taking from the target list directly, and delayq's
 //!   [`ReliableConsumer`](crate::ReliableConsumer) used on its own; only workers enforce limits.
 //!   A [`ShardedQueue`](crate::ShardedQueue)'s shards are queues of their own, each with its
-//!   own limits.
+//!   own limits; the sharded queue's limits as a whole are reserved before each take
+//!   ([`ShardedQueue::set_limits`](crate::ShardedQueue::set_limits), `docs/sharding.md`).
 
 mod rule;
 mod stored;

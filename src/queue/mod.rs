@@ -37,7 +37,7 @@ pub use extras::Pending;
 pub use preview::{Preview, PreviewList};
 pub use sharded::{
     shard_of, ParseShardedHandleError, ShardedConsumer, ShardedHandle, ShardedQueue,
-    ShardedQueueBuilder, MAX_SHARDS,
+    ShardedQueueBuilder, ShardedSchedules, MAX_SHARDS,
 };
 
 use crate::codec::{decode_value, Codec};
@@ -68,9 +68,17 @@ pub struct DelayedQueueBuilder<C: Codec> {
     transfer_config: TransferConfig,
     group_config: Option<GroupConfig>,
     durability: Durability,
+    /// Durable writes shared with other queues (the shards of one sharded queue), if any.
+    durable: Option<DurableWrites>,
 }
 
 impl<C: Codec> DelayedQueueBuilder<C> {
+    /// Shares `durable` (the confirmer of a sharded queue's shards) instead of opening one.
+    pub(crate) fn shared_durable(mut self, durable: DurableWrites) -> Self {
+        self.durable = Some(durable);
+        self
+    }
+
     /// What this queue's writes wait for before they are reported done (offers, replays of dead
     /// letters, and the dead letters its reliable consumers and workers write): replicas
     /// (`WAIT`), the append-only file (`WAITAOF`). Default:
@@ -143,7 +151,9 @@ impl<C: Codec> DelayedQueueBuilder<C> {
         };
         let queue = DelayedQueue {
             inner: Arc::new(Inner {
-                durable: DurableWrites::new(self.client.clone()),
+                durable: self
+                    .durable
+                    .unwrap_or_else(|| DurableWrites::new(self.client.clone())),
                 client: self.client,
                 spec,
                 codec: self.codec,
@@ -233,6 +243,7 @@ impl<C: Codec> DelayedQueue<C> {
             transfer_config: TransferConfig::default(),
             group_config: None,
             durability: Durability::none(),
+            durable: None,
         }
     }
 

@@ -17,6 +17,8 @@
 //! - `task.rs`: the group's loop, the one `impl` of its state; it applies what `discovery.rs`
 //!   ([`Discovery`], its scans) and `sweep.rs` (the safety sweep) find and return;
 //!   `queue_state.rs`: one queue's state and drain; `timer.rs`: the precise timer.
+//! - `tally.rs`: each transfer call recorded once, into the counters, the metrics and the
+//!   console's activity.
 //! - `firing.rs`: the group's task firing the recurring schedules of its queues.
 //! - `shared.rs`: one group per client, shared by the queue handles that want a scheduler.
 
@@ -28,6 +30,7 @@ mod queue_state;
 pub(crate) mod shared;
 mod state;
 mod sweep;
+mod tally;
 mod task;
 mod timer;
 

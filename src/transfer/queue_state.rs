@@ -2,17 +2,16 @@
 //! failures, and the drain (transfers until nothing due is left) that runs for it.
 
 use super::config::TransferConfig;
+use super::tally::TransferTally;
 use super::Counters;
-use crate::metrics::SchedulerMetrics;
+use crate::observe::Observer;
 use crate::redis::ops::index_values;
 use crate::redis::ops::transfer::{self, PassCost, TransferLimits, TransferOutcome};
 use crate::redis::script::QueueSpec;
 use crate::retry::{Backoff, FailureLog, Retrying};
-use crate::time::now_ms;
 use crate::time::now_us;
 use crate::Result;
 use fred::clients::Client;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -29,8 +28,8 @@ const PAUSED_RECHECK_MS: i64 = 1_000;
 pub(super) struct QueueState {
     pub(super) spec: QueueSpec,
     pub(super) config: TransferConfig,
-    pub(super) counters: Arc<Counters>,
-    metrics: SchedulerMetrics,
+    /// Where its transfers are recorded: counters, metrics and the console's activity.
+    tally: TransferTally,
     /// Handles that asked for this queue (a group may be shared).
     pub(super) refs: usize,
     /// Found by discovery (and dropped by it when the queue vanishes), not added by hand.
@@ -88,15 +87,24 @@ impl Drained {
 }
 
 impl QueueState {
-    pub(super) fn new(spec: QueueSpec, config: TransferConfig, discovered: bool) -> QueueState {
+    /// The queue's counters, for the group's stats.
+    pub(super) fn counters(&self) -> &Arc<Counters> {
+        self.tally.counters()
+    }
+
+    pub(super) fn new(
+        spec: QueueSpec,
+        config: TransferConfig,
+        discovered: bool,
+        observer: Observer,
+    ) -> QueueState {
         QueueState {
+            tally: TransferTally::new(spec.keys.target(), observer),
             batch: config.batch_size(),
             pass_cost: Arc::default(),
             retrying: Retrying::new(Backoff::doubling(FIRST_RETRY_WAIT, config.max_backoff())),
-            metrics: SchedulerMetrics::new(spec.keys.target()),
             spec,
             config,
-            counters: Arc::default(),
             refs: 1,
             discovered,
             next_due: None,
@@ -177,7 +185,7 @@ impl QueueState {
             self.config,
             (self.batch, self.pass_cost.clone()),
             token.clone(),
-            (self.metrics.clone(), planned),
+            (self.tally.clone(), planned),
         )
     }
 
@@ -215,7 +223,7 @@ impl QueueState {
         }
         match drained.result {
             Ok(head) => {
-                self.counters.last_ok_ms.store(now_ms(), Ordering::Relaxed);
+                self.tally.drained_ok();
                 self.next_due = head;
                 self.retrying.succeeded();
                 self.retry_at_us = None;
@@ -225,8 +233,7 @@ impl QueueState {
                 }
             }
             Err(err) => {
-                self.counters.errors.fetch_add(1, Ordering::Relaxed);
-                self.metrics.error(&err);
+                self.tally.failed(&err);
                 let transient = err.is_transient();
                 let wait = match transient {
                     true => self.retrying.failed(),
@@ -265,20 +272,13 @@ impl QueueState {
     }
 
     fn count(&self, drained: &Drained) {
-        let counters = &self.counters;
+        // Each call was recorded as it came back (`drain`); this only logs.
         let (mut moved, mut quarantined) = (0, 0);
         for outcome in &drained.outcomes {
             moved += outcome.moved;
             quarantined += outcome.quarantined;
         }
-        counters
-            .transfers
-            .fetch_add(drained.outcomes.len() as u64, Ordering::Relaxed);
-        counters.moved.fetch_add(moved, Ordering::Relaxed);
         if quarantined > 0 {
-            counters
-                .quarantined
-                .fetch_add(quarantined, Ordering::Relaxed);
             tracing::error!(
                 queue = self.name(),
                 quarantined,
@@ -342,7 +342,7 @@ async fn drain(
     config: TransferConfig,
     (mut batch, pass_cost): (usize, Arc<PassCost>),
     token: CancellationToken,
-    (metrics, mut planned): (SchedulerMetrics, Option<i64>),
+    (tally, mut planned): (TransferTally, Option<i64>),
 ) -> Drained {
     let started = Instant::now();
     let mut outcomes = Vec::new();
@@ -365,16 +365,12 @@ async fn drain(
         }
         paused = outcome.paused;
         if outcome.paused {
-            metrics.paused();
+            tally.paused();
             break Ok(Some(outcome.now_ms + PAUSED_RECHECK_MS));
         }
-        metrics.transfer(
-            outcome.moved,
-            outcome.quarantined,
-            call.elapsed().as_secs_f64(),
-        );
+        tally.transferred(&outcome, call.elapsed().as_secs_f64());
         if let Some(due) = planned.take().filter(|_| outcome.moved > 0) {
-            metrics.lateness(outcome.now_ms.saturating_sub(due).max(0) as f64 / 1000.0);
+            tally.lateness(outcome.now_ms.saturating_sub(due).max(0) as f64 / 1000.0);
         }
         let taken = outcome.moved + outcome.quarantined;
         batch = config.next_batch(batch, taken, call.elapsed());
@@ -406,6 +402,7 @@ mod tests {
     use super::{ClockBounds, QueueState};
     use crate::options::QueueOptions;
     use crate::redis::script::QueueSpec;
+    use crate::observe::Observer;
     use crate::transfer::TransferConfig;
 
     /// A probe's reply and a channel message come on two connections, in either order: a
@@ -415,7 +412,7 @@ mod tests {
     #[test]
     fn a_probe_sent_before_a_message_keeps_the_due_time_the_message_announced() {
         let spec = QueueSpec::new("q", QueueOptions::default());
-        let mut state = QueueState::new(spec, TransferConfig::default(), true);
+        let mut state = QueueState::new(spec, TransferConfig::default(), true, Observer::default());
         state.probed(Some(5_000), crate::time::now_us());
         assert_eq!(state.wake_at_us(), Some(5_000_000));
         // The sweep sends a probe; the queue is empty when Redis runs it.

@@ -10,7 +10,7 @@ use super::state::{Cmd, Done, GroupShared};
 use super::sweep::{self, Probed, SWEEP_TICK_US};
 use super::timer::{sleep_until, PreciseTimer};
 use crate::keys::{every_channel, QueueKeys};
-use crate::observe::{Event, Observer, ProcessKind};
+use crate::observe::{Observer, ProcessKind};
 use crate::redis::script::QueueSpec;
 use crate::redis::server::EvictionWatch;
 use crate::time::now_us;
@@ -206,7 +206,6 @@ impl GroupTask {
     async fn on_done(&mut self, done: Done) {
         match done {
             Done::Drained(name, drained) => {
-                self.observer.count(&name, Event::Moved, drained.moved());
                 if drained.moved() > 0 {
                     if let Some(shared) = self.shared.upgrade() {
                         // Nobody listening is fine.
@@ -288,7 +287,7 @@ impl GroupTask {
                 state.discovered = false;
                 self.observer.serve(&name);
             }
-            return Ok(state.counters.clone());
+            return Ok(state.counters().clone());
         }
         let channel = spec.keys.channel().to_owned();
         // Discovered queues are heard through the pattern subscription.
@@ -296,9 +295,9 @@ impl GroupTask {
             self.subscriber.subscribe(channel.as_str()).await?;
             self.observer.serve(&name);
         }
-        let mut state = QueueState::new(spec, config, discovered);
+        let mut state = QueueState::new(spec, config, discovered, self.observer.clone());
         state.due_now();
-        let counters = state.counters.clone();
+        let counters = state.counters().clone();
         if let Some(shared) = self.shared.upgrade() {
             shared.register(&name, counters.clone(), state.spec.options);
         }

@@ -8,6 +8,11 @@
 //!   handler runs, values held back per key and taken back, slots renewed and released.
 //! - `run.rs`: the loop (take, spawn, grace, give back) and one job's life (decode and attempt
 //!   check, the handler with heartbeats, settling the outcome).
+//! - `tally.rs`: each step of a job recorded once, into the counters, the metrics and the
+//!   console's activity.
+//! - `reserve.rs`: a sharded queue's limits as a whole, reserved before each take.
+//! - `sharded.rs`: [`ShardedQueue::worker`](crate::ShardedQueue::worker) and the sharded
+//!   queue's limits.
 //!
 //! ```no_run
 //! # async fn ex(queue: delayq::DelayedQueue<delayq::codec::StringCodec>) -> Result<(), delayq::Error> {
@@ -34,6 +39,7 @@
 mod gate;
 mod job_error;
 mod next;
+mod reserve;
 mod run;
 mod sharded;
 mod sources;
@@ -189,6 +195,8 @@ pub struct WorkerBuilder<C: Codec, F> {
     on_signal: bool,
     /// The per-key limits' key of a value, instead of the stored [`KeyRule`](crate::limit::KeyRule).
     limit_key: Option<LimitKeyFn<C::Value>>,
+    /// A sharded queue's logical handle, whose limits hold for every shard together.
+    logical: Option<DelayedQueue<C>>,
 }
 
 /// A worker's [`WorkerBuilder::limit_key`] closure.
@@ -260,6 +268,7 @@ impl<C: Codec, F> WorkerBuilder<C, F> {
             stop: CancellationToken::new(),
             on_signal: false,
             limit_key: None,
+            logical: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use super::gate::{Gates, Slot};
 use super::next::next_job;
+use super::reserve::Reserver;
 use super::sources::Sources;
 use super::taker::Taker;
 use super::tally::{self, JobTally};
@@ -17,7 +18,6 @@ use crate::{Error, Result};
 use futures::FutureExt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -58,13 +58,18 @@ where
     let tracker = TaskTracker::new();
     let permits = Arc::new(Semaphore::new(builder.concurrency));
     let names: Vec<&str> = builder.queues.iter().map(DelayedQueue::name).collect();
-    let (observer, tallies) = tally::start(builder.queues[0].client(), builder.observe, &names);
+    let client = builder.queues[0].client();
+    let (observer, tallies) = tally::start(client, builder.observe, &names, &counters);
     let name = names.join(",");
     let server_check = check_server(builder.queues[0].client(), builder.server_check, &name).await;
     tracing::info!(queue = %name, concurrency = builder.concurrency, "worker started");
 
     let mut gates = Gates::new(&builder.queues, builder.limit_key.clone(), job.visibility);
     let mut taker = Taker::new(&mut sources, &stop, &counters, &name);
+    let mut reserver = builder
+        .logical
+        .clone()
+        .map(|logical| Reserver::new(logical, job.visibility));
     loop {
         let permit = tokio::select! {
             biased;
@@ -74,18 +79,27 @@ where
                 Err(_) => break,
             },
         };
+        // A sharded queue's own limits: reserved before the take, held until the job settles.
+        let reservation = match reserver.as_mut() {
+            Some(reserver) => match reserver.reserve(&stop).await {
+                Some(reservation) => reservation,
+                None => break,
+            },
+            None => None,
+        };
         let Some((queue, delivery, slot)) = next_job(&mut gates, &mut taker, &permits).await else {
             break;
         };
-        Counters::bump(&counters.taken);
         let job = job.clone();
-        let metrics = tallies.get(&*queue).cloned().unwrap_or_default();
+        // Every queue a worker takes from has its tally (made from the same names).
+        let metrics = tallies[&*queue].clone();
         let span = job_span(&queue, &delivery);
         // Counted as running from the take, so that a stop cannot miss a job about to start.
         let handling = job.handling.token();
         tracker.spawn(tracing::Instrument::instrument(
             async move {
                 job.run(queue, delivery, metrics, handling).await;
+                drop(reservation);
                 drop(permit);
                 Slot::settled(slot);
             },
@@ -461,13 +475,10 @@ impl<F> JobCtx<F> {
 
     /// Acks, retries, dead-letters or gives back, as the outcome says.
     async fn settle(&self, receipt: Receipt, attempt: u32, outcome: Outcome, m: &JobTally) {
-        let counters = &self.counters;
         match outcome {
             Outcome::Done => {
                 let acked = self.unless_given_up(receipt.ack()).await;
-                if record(counters, &counters.acked, acked, "ack") {
-                    m.settled(Settled::Acked);
-                }
+                m.settlement(Some(Settled::Acked), acked);
             }
             Outcome::Failed(err) if err.permanent || self.retry.is_exhausted(attempt) => {
                 tracing::warn!(error = %err, "job failed for good; dead-lettering the value");
@@ -479,13 +490,11 @@ impl<F> JobCtx<F> {
                     .unwrap_or_else(|| self.retry.delay_for(attempt));
                 tracing::info!(error = %err, retry_in_ms = delay.as_millis() as u64, "job failed; retrying");
                 let retried = self.unless_given_up(receipt.nack(delay)).await;
-                if record(counters, &counters.retried, retried, "retry") {
-                    m.settled(Settled::Retried);
-                }
+                m.settlement(Some(Settled::Retried), retried);
             }
             Outcome::Abandoned => {
                 let given = self.unless_given_up(receipt.give_back()).await;
-                record(counters, &counters.given_back, given, "give back");
+                m.settlement(None, given);
             }
         }
     }
@@ -500,33 +509,8 @@ impl<F> JobCtx<F> {
 
     async fn settle_dead(&self, receipt: Receipt, message: &str, m: &JobTally) {
         let dead = self.unless_given_up(receipt.dead_letter(message)).await;
-        if record(&self.counters, &self.counters.dead, dead, "dead-letter") {
-            m.settled(Settled::Dead);
-        }
+        m.settlement(Some(Settled::Dead), dead);
     }
-}
-
-/// Counts a settlement's result; true when Redis took it. A failed one leaves the value in
-/// flight: the reaper gives it back after its deadline, so nothing is lost.
-fn record(counters: &Counters, counter: &AtomicU64, result: Result<bool>, what: &str) -> bool {
-    match result {
-        Ok(true) => {
-            Counters::bump(counter);
-            return true;
-        }
-        Ok(false) => {
-            Counters::bump(&counters.lost);
-            tracing::warn!(
-                what,
-                "the value was no longer ours (its visibility deadline had passed)"
-            );
-        }
-        Err(err) => {
-            Counters::bump(&counters.errors);
-            tracing::warn!(what, error = %err, "settling failed; the value returns after its visibility deadline");
-        }
-    }
-    false
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

@@ -338,3 +338,33 @@ async fn on_a_cluster_each_queue_keeps_its_own_history_and_registry() {
         assert!(left, "{}: {:?}", queue.name(), queue.processes().await);
     }
 }
+
+/// Each event is recorded once, in one tally that feeds the worker's counters, the scheduler's
+/// counters and the activity in Redis: the three agree, value for value.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_counters_and_the_activity_count_each_event_once() {
+    let redis = TestRedis::start();
+    let name = unique_name("one-tally");
+    let observe = ObserveConfig::default()
+        .with_registry(false)
+        .with_flush_interval(Duration::from_secs(3600));
+    let (queue, worker) = process(&redis.url(), &name, observe).await;
+    run_values(&queue, &worker, 21, 4).await;
+    let group = queue.scheduler_group().unwrap();
+    let stats = worker.shutdown().await.unwrap();
+    let moved = group.stats().moved;
+    drop(group);
+    queue.destroy().await.unwrap();
+    let total = sum(&queue.activity(5).await.unwrap());
+    assert_eq!(
+        (stats.taken, stats.acked, stats.dead),
+        (25, 21, 4),
+        "{stats:?}"
+    );
+    assert_eq!(
+        (total.taken, total.acked, total.dead),
+        (stats.taken, stats.acked, stats.dead),
+        "activity {total:?}, worker {stats:?}"
+    );
+    assert_eq!((moved, total.moved), (25, 25), "{total:?}");
+}

@@ -131,12 +131,12 @@ pub(crate) struct QueueArg {
     /// The destination queue's name.
     pub(crate) queue: String,
     /// The queue is sharded over N shards (QUEUE:{0} .. QUEUE:{N-1}; see docs/sharding.md).
-    #[arg(long, value_name = "N", value_parser = parse_shards)]
+    #[arg(long, value_name = "N", value_parser = crate::shard_args::parse_shards)]
     pub(crate) shards: Option<usize>,
     /// While changing a sharded queue's number of shards: it had P before (see "Changing the
     /// number of shards" in docs/sharding.md); `stats` then tells whether the old layout has
     /// drained, and once it has, records the new count.
-    #[arg(long, value_name = "P", value_parser = parse_shards, requires = "shards")]
+    #[arg(long, value_name = "P", value_parser = crate::shard_args::parse_shards, requires = "shards")]
     pub(crate) previous_shards: Option<usize>,
 }
 
@@ -449,11 +449,11 @@ pub(crate) struct WorkArgs {
     #[arg(required = true, num_args = 1.., value_name = "QUEUE")]
     pub(crate) queues: Vec<String>,
     /// The queue is sharded over N shards: the worker serves every shard of the one QUEUE.
-    #[arg(long, env = "DELAYQ_SHARDS", value_name = "N", value_parser = parse_shards)]
+    #[arg(long, env = "DELAYQ_SHARDS", value_name = "N", value_parser = crate::shard_args::parse_shards)]
     pub(crate) shards: Option<usize>,
     /// While changing the number of shards: it was P before; the worker serves the shards of
     /// both layouts (see docs/sharding.md).
-    #[arg(long, env = "DELAYQ_PREVIOUS_SHARDS", value_name = "P", value_parser = parse_shards, requires = "shards")]
+    #[arg(long, env = "DELAYQ_PREVIOUS_SHARDS", value_name = "P", value_parser = crate::shard_args::parse_shards, requires = "shards")]
     pub(crate) previous_shards: Option<usize>,
     /// Commands run at once.
     #[arg(long, env = "DELAYQ_CONCURRENCY", default_value_t = 1)]
@@ -550,17 +550,6 @@ pub(crate) enum QuarantineAction {
         #[command(flatten)]
         target: QueueArg,
     },
-}
-
-/// A number of shards, within the library's bound (a usage error outside it).
-fn parse_shards(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(n) if (1..=delayq::MAX_SHARDS).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "a number of shards is a whole number from 1 to {}",
-            delayq::MAX_SHARDS
-        )),
-    }
 }
 
 #[cfg(test)]

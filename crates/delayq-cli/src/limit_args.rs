@@ -1,6 +1,7 @@
 //! `delayq limit`'s subcommands and their options (clap).
 
 use crate::limit_view::{count_of, rate_of};
+use crate::shard_args::ShardArgs;
 use clap::{Args, Subcommand};
 use delayq::limit::Rate;
 
@@ -17,6 +18,8 @@ pub(crate) enum LimitAction {
     Get {
         /// The queue's name.
         queue: String,
+        #[command(flatten)]
+        sharding: ShardArgs,
     },
     /// Remove every limit of the queue; prints true if it had any.
     Clear {
@@ -25,14 +28,18 @@ pub(crate) enum LimitAction {
         /// Exit with status 1 when the queue had no limits (it still prints false).
         #[arg(long)]
         exit_status: bool,
+        #[command(flatten)]
+        sharding: ShardArgs,
     },
 }
 
 /// `delayq limit set`'s options.
 #[derive(Debug, Args)]
 pub(crate) struct LimitSetArgs {
-    /// The queue's name.
+    /// The queue's name (with --shards, a sharded queue's limits as a whole: queue-wide only).
     pub(crate) queue: String,
+    #[command(flatten)]
+    pub(crate) sharding: ShardArgs,
     /// Values handled at once across every worker process of the queue (slots are leases: a
     /// killed process's come back within the worker's --visibility); `off` removes the cap.
     #[arg(long, value_name = "N|off", value_parser = parse_count)]

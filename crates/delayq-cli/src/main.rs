@@ -32,6 +32,7 @@ mod otel;
 mod progress;
 mod schedule_args;
 mod serve;
+mod shard_args;
 mod show;
 mod text_codec;
 mod ui;

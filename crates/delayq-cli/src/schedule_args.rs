@@ -1,6 +1,7 @@
 //! `delayq schedule`'s subcommands and their options (clap).
 
 use crate::duration::parse_duration;
+use crate::shard_args::{parse_shards, ShardArgs};
 use clap::{ArgGroup, Args, Subcommand};
 use std::time::Duration;
 
@@ -15,6 +16,12 @@ pub(crate) enum ScheduleAction {
     List {
         /// The queue (default: every queue with schedules, on every master of a Cluster).
         queue: Option<String>,
+        /// The queue is sharded over N shards: its schedules are those of every shard.
+        #[arg(long, value_name = "N", value_parser = parse_shards, requires = "queue")]
+        shards: Option<usize>,
+        /// While changing a sharded queue's number of shards: it had P before.
+        #[arg(long, value_name = "P", value_parser = parse_shards, requires = "shards")]
+        previous_shards: Option<usize>,
     },
     /// Remove a schedule (entries it offered stay pending); prints true or false.
     Remove {
@@ -45,10 +52,12 @@ pub(crate) enum ScheduleAction {
 /// The schedule an action is about.
 #[derive(Debug, Args)]
 pub(crate) struct ScheduleTarget {
-    /// The queue.
+    /// The queue (with --shards, a sharded queue: a schedule lives in the shard its id picks).
     pub(crate) queue: String,
     /// The schedule's id.
     pub(crate) id: String,
+    #[command(flatten)]
+    pub(crate) sharding: ShardArgs,
 }
 
 /// `delayq schedule set`'s options.

@@ -9,6 +9,8 @@
 //!
 //! - `mod.rs`: the builder, the queue, and what visits every shard (`size` … `destroy`).
 //! - `values.rs`: the operations on one value or entry, each sent to one shard.
+//! - `doors.rs`: the features reached through the logical queue: durable writes, schedules
+//!   and limits (dedup is in `values.rs`, with the other offers).
 //! - `hash.rs`: [`shard_of`] and [`ShardedHandle`].
 //! - `consumer.rs`: [`ShardedConsumer`].
 //! - `count.rs`: the shard count recorded in Redis, which every handle checks, and
@@ -16,15 +18,18 @@
 
 mod consumer;
 mod count;
+mod doors;
 mod hash;
 mod values;
 
 pub use consumer::ShardedConsumer;
 pub use count::MAX_SHARDS;
+pub use doors::ShardedSchedules;
 pub use hash::{shard_of, ParseShardedHandleError, ShardedHandle};
 
 use super::DelayedQueue;
 use crate::codec::Codec;
+use crate::durable::{Durability, DurableWrites};
 use crate::options::QueueOptions;
 use crate::redis::ops::stats::QueueStats;
 use crate::transfer::{GroupConfig, SchedulerGroup, TransferConfig};
@@ -47,9 +52,18 @@ pub struct ShardedQueueBuilder<C: Codec> {
     transfer: bool,
     transfer_config: TransferConfig,
     group_config: Option<GroupConfig>,
+    durability: Durability,
 }
 
 impl<C: Codec> ShardedQueueBuilder<C> {
+    /// What every shard's writes wait for (see
+    /// [`DelayedQueueBuilder::durability`](super::DelayedQueueBuilder::durability)): each write
+    /// is confirmed on the master of its shard. Default: [`Durability::none`].
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
     /// The entry format and clock of every shard (see [`QueueOptions`]).
     pub fn options(mut self, options: QueueOptions) -> Self {
         self.options = options;
@@ -111,6 +125,9 @@ impl<C: Codec> ShardedQueueBuilder<C> {
         }
         count::agree(&self.client, &self.name, self.shards, self.previous).await?;
         let live = self.shards.max(self.previous.unwrap_or(0));
+        // One confirmer for every shard: its connection reaches each master, and it waits on
+        // the master of each write's shard.
+        let durable = DurableWrites::new(self.client.clone());
         let mut shards = Vec::with_capacity(live);
         for i in 0..live {
             let name = ShardedQueue::<C>::shard_name(&self.name, i);
@@ -118,13 +135,24 @@ impl<C: Codec> ShardedQueueBuilder<C> {
                 DelayedQueue::builder_shared(self.client.clone(), name, self.codec.clone())
                     .options(self.options)
                     .transfer(self.transfer)
-                    .transfer_config(self.transfer_config);
+                    .transfer_config(self.transfer_config)
+                    .durability(self.durability)
+                    .shared_durable(durable.clone());
             shard.group_config = self.group_config;
             let shard = shard.build().await?;
             shards.push(shard);
         }
+        // The logical name's own keys hold what belongs to the queue as a whole (its limits):
+        // a queue handle with no scheduler, whose target list and entries stay unused.
+        let logical =
+            DelayedQueue::builder_shared(self.client, self.name.clone(), self.codec.clone())
+                .options(self.options)
+                .transfer(false)
+                .build()
+                .await?;
         Ok(ShardedQueue {
             inner: Arc::new(Inner {
+                logical,
                 name: self.name,
                 layout: self.shards,
                 previous: self.previous.filter(|&p| p != self.shards),
@@ -153,6 +181,10 @@ impl<C: Codec> ShardedQueueBuilder<C> {
 /// | [`size`](Self::size), [`is_empty`](Self::is_empty), [`read_all`](Self::read_all), [`clear`](Self::clear), [`stats`](Self::stats) | every shard, added up |
 /// | [`consumer`](Self::consumer), [`worker`](Self::worker) | every shard's target list, in turn |
 /// | [`destroy`](Self::destroy) | every shard's scheduler share |
+/// | [`with_durability`](Self::with_durability) | each write confirmed on its shard's master |
+/// | [`offer_dedup`](Self::offer_dedup) | the shard of the dedup key |
+/// | [`schedules`](Self::schedules) | each schedule in the shard of its id ([`ShardedSchedules`]) |
+/// | `set_limits`, `limits`, `clear_limits`, `limit_usage` | the logical name's keys: a cap and a rate of the whole queue, reserved by its workers before each take |
 ///
 /// It has none of the others, for these reasons:
 /// - `peek`, `poll`, `poll_many`, `poll_many_raw`, `poll_last_and_offer_first_to` and
@@ -206,6 +238,8 @@ struct Inner<C: Codec> {
     previous: Option<usize>,
     /// `max(layout, previous)` queues: shard `i` at index `i`.
     shards: Vec<DelayedQueue<C>>,
+    /// The logical name's queue handle (no scheduler): its keys hold the sharded queue's limits.
+    logical: DelayedQueue<C>,
     codec: Arc<C>,
 }
 
@@ -227,6 +261,7 @@ impl<C: Codec> ShardedQueue<C> {
             transfer: true,
             transfer_config: TransferConfig::default(),
             group_config: None,
+            durability: Durability::none(),
         }
     }
 
@@ -275,6 +310,13 @@ impl<C: Codec> ShardedQueue<C> {
     /// The codec values go through.
     pub fn codec(&self) -> &C {
         &self.inner.codec
+    }
+
+    /// The handle of the logical name `NAME` (no scheduler, no entries): its keys
+    /// (`delayq_limits:{NAME}` and the other limit keys) hold what belongs to the queue as a
+    /// whole.
+    pub(crate) fn logical(&self) -> &DelayedQueue<C> {
+        &self.inner.logical
     }
 
     /// The number of pending entries over all shards.
@@ -373,8 +415,8 @@ impl<C: Codec> ShardedQueue<C> {
     }
 
     /// True when the layout before has drained: no entry is pending outside its value's shard
-    /// ([`misplaced`](Self::misplaced)) and the target lists of shards beyond the layout are
-    /// empty. Then the new count is recorded in Redis: from now on handles are built with it
+    /// ([`misplaced`](Self::misplaced)), no schedule lives outside its id's shard (see
+    /// [`ShardedSchedules`]) and the target lists of shards beyond the layout are empty. Then the new count is recorded in Redis: from now on handles are built with it
     /// and without [`previous_shards`](ShardedQueueBuilder::previous_shards), and handles with
     /// only the old count are refused.
     ///
@@ -383,7 +425,7 @@ impl<C: Codec> ShardedQueue<C> {
     /// A Redis error, or [`Error::InvalidConfig`] when the recorded count is neither of this
     /// handle's.
     pub async fn drained(&self) -> Result<bool> {
-        if self.misplaced().await? > 0 {
+        if self.misplaced().await? > 0 || self.schedules().misplaced().await? > 0 {
             return Ok(false);
         }
         for shard in &self.inner.shards[self.inner.layout..] {

@@ -9,7 +9,7 @@ use crate::redis::ops::remove::RemoveMode;
 use crate::redis::ops::reschedule::Which;
 use crate::time::Delay;
 use crate::{Error, Result};
-use futures::future::try_join_all;
+use futures::future::join_all;
 use std::borrow::Borrow;
 use std::time::Duration;
 
@@ -79,7 +79,9 @@ impl<C: Codec> ShardedQueue<C> {
     /// # Errors
     ///
     /// As [`DelayedQueue::offer_all`]: nothing is written when any delay or value is refused;
-    /// when a shard's call fails, shards whose call went through keep their values.
+    /// when a shard's call fails, the other shards' calls still run to their end (each
+    /// confirmed on its master, with a durability) and keep their values; the first error is
+    /// returned.
     pub async fn offer_all(&self, items: &[(C::Value, Duration)]) -> Result<()> {
         let mut groups: Vec<Vec<(Delay, Vec<u8>)>> = vec![Vec::new(); self.inner.layout];
         for (value, delay) in items {
@@ -95,7 +97,10 @@ impl<C: Codec> ShardedQueue<C> {
             .zip(&self.inner.shards)
             .filter(|(group, _)| !group.is_empty())
             .map(|(group, shard)| shard.offer_encoded(group));
-        try_join_all(calls).await.map(drop)
+        // Every shard's call runs to its end (and a durable one to its confirmation), even when
+        // another's fails: stopping them half-way would leave their outcome unknown.
+        let outcomes = join_all(calls).await;
+        outcomes.into_iter().collect::<Result<Vec<()>>>().map(drop)
     }
 
     /// Offers `value` to its shard and returns the entry's handle with the shard.
@@ -210,13 +215,20 @@ impl<C: Codec> ShardedQueue<C> {
         shards[0].offer_unique_encoded(delay, value).await
     }
 
-    /// Offers `value` to its shard deduplicated by the business key of `dedup`; see
-    /// [`DelayedQueue::offer_dedup`]. The value's bytes pick the shard, as for every other
-    /// offer (so [`remove`](Self::remove), [`contains`](Self::contains) and Java peers find it
-    /// there), and the key's mapping lives in that shard's slot: offers of one key are
-    /// deduplicated among those whose values land on one shard: all of them when the key's
-    /// offers carry one value; a debounced value that changes may land on another shard, where
-    /// it is offered apart (see `docs/dedup.md`). Returns the outcome with the shard.
+    /// Offers `value` deduplicated by the business key of `dedup`, to the shard the **key**
+    /// picks (the JDK's `CRC32` of the key's UTF-8 bytes modulo the number of shards,
+    /// [`shard_of`]): the key's mapping and the entry it names live in that shard's slot, so
+    /// every offer of one key meets its mapping in one atomic script, and a throttle or a
+    /// debounce behaves as on one queue (see [`DelayedQueue::offer_dedup`]), whatever values
+    /// the key's offers carry. Returns the outcome with the shard, which the entry's
+    /// [`ShardedHandle`] names.
+    ///
+    /// The entry is in its key's shard, not its value's: [`cancel`](Self::cancel) it by its
+    /// handle; [`remove`](Self::remove), [`contains`](Self::contains) and
+    /// [`reschedule`](Self::reschedule) by value look in the value's shard only. While the
+    /// number of shards changes, a key's offers go to its shard of the new layout: a mapping
+    /// left in its old shard is not seen, so one offer of that key may go through beside the
+    /// entry pending there.
     ///
     /// # Errors
     ///
@@ -229,8 +241,14 @@ impl<C: Codec> ShardedQueue<C> {
     ) -> Result<(usize, DedupOutcome)> {
         let delay = Delay::checked(delay)?;
         let value = self.encode(value)?;
-        let (index, shard) = self.home(&value);
+        let index = self.shard_for_dedup(dedup);
+        let shard = &self.inner.shards[index];
         let outcome = shard.offer_dedup_encoded(delay, value, dedup).await?;
         Ok((index, outcome))
+    }
+
+    /// The shard offers deduplicated by `dedup`'s key go to (the current layout's).
+    pub fn shard_for_dedup(&self, dedup: &Dedup) -> usize {
+        shard_of(dedup.key().as_bytes(), self.inner.layout)
     }
 }

@@ -16,6 +16,7 @@ pub(crate) mod limit_acquire;
 pub(crate) mod limit_admit;
 pub(crate) mod limit_extend;
 pub(crate) mod limit_lease;
+pub(crate) mod limit_reserve;
 pub(crate) mod limit_set;
 pub(crate) mod limit_take;
 pub(crate) mod limit_unpark;
@@ -60,6 +61,7 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &limit_acquire::LIMIT_ACQUIRE,
         &limit_extend::LIMIT_EXTEND,
         &limit_lease::LIMIT_LEASE,
+        &limit_reserve::LIMIT_RESERVE,
         &limit_set::LIMIT_SET,
         &limit_take::LIMIT_TAKE,
         &limit_unpark::LIMIT_UNPARK,

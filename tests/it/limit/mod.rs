@@ -7,6 +7,7 @@ mod config;
 mod malformed;
 mod per_key;
 mod queue_wide;
+mod sharded;
 
 use crate::common::{unique_name, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;

@@ -8,7 +8,7 @@ use crate::common::queue::*;
 use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::{LongCodec, StringCodec};
 use delayq::{
-    Dedup, DedupOutcome, DelayedQueue, EntryFormat, Error, OfferHandle, ShardedQueue,
+    shard_of, Dedup, DedupOutcome, DelayedQueue, EntryFormat, Error, OfferHandle, ShardedQueue,
     MAX_DEDUP_KEY_LEN,
 };
 use fred::clients::Client;
@@ -355,7 +355,7 @@ async fn a_wrong_type_at_the_mappings_name_is_refused_and_nothing_lost() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sharded_offers_dedup_in_the_values_shard() {
+async fn sharded_offers_dedup_in_the_keys_shard() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
     let queue = ShardedQueue::builder(client, unique_name("dedup-sharded"), 5, StringCodec)
@@ -385,39 +385,60 @@ async fn sharded_offers_dedup_on_a_cluster() {
     sharded_dedup_round(&queue).await;
 }
 
-/// Throttle and debounce through a sharded queue: the value's shard holds the entry and the
-/// mapping; `remove(value)` and `contains` find it there, and a removed entry's mapping counts
-/// as absent.
+/// Throttle and debounce through a sharded queue behave as on one queue, whatever values a
+/// key's offers carry: the key's shard holds the mapping and the entry, a throttled offer of
+/// another value is dropped, a debounced one replaces the entry (one entry pending per key),
+/// and a cancelled entry's mapping counts as absent.
 async fn sharded_dedup_round(queue: &ShardedQueue<StringCodec>) {
-    for i in 0..10 {
-        let value = format!("order-{i}");
+    let keys = 10;
+    for i in 0..keys {
         let key = format!("key-{i}");
-        let home = queue.shard_for(&value).unwrap();
         let throttle = Dedup::throttle(&key, HOUR);
-        let (shard, first) = queue.offer_dedup(&value, HOUR, &throttle).await.unwrap();
-        assert_eq!(shard, home);
-        assert!(matches!(first, DedupOutcome::Offered { .. }));
-        let (_, again) = queue.offer_dedup(&value, HOUR, &throttle).await.unwrap();
-        assert_eq!(
-            again,
-            DedupOutcome::Kept {
-                handle: first.handle(),
-                due_ms: first.due_ms()
-            }
-        );
-        let debounce = Dedup::debounce(&key, HOUR);
-        let (_, moved) = queue
-            .offer_dedup(&value, Duration::from_secs(7_200), &debounce)
+        let home = queue.shard_for_dedup(&throttle);
+        assert_eq!(home, shard_of(key.as_bytes(), queue.shard_count()));
+        let (shard, first) = queue
+            .offer_dedup(&format!("order-{i}-a"), HOUR, &throttle)
             .await
             .unwrap();
-        assert!(matches!(moved, DedupOutcome::Replaced { .. }));
-        assert!(queue.contains(&value).await.unwrap());
-        assert!(queue.remove(&value).await.unwrap());
-        assert!(!queue.contains(&value).await.unwrap());
-        let (_, fresh) = queue.offer_dedup(&value, HOUR, &throttle).await.unwrap();
+        assert_eq!(shard, home);
+        assert!(matches!(first, DedupOutcome::Offered { .. }));
+        // Values of one key land on several shards by their bytes; the key keeps them in one.
+        for n in 0..6 {
+            let value = format!("order-{i}-throttled-{n}");
+            let (shard, again) = queue.offer_dedup(&value, HOUR, &throttle).await.unwrap();
+            assert_eq!(shard, home);
+            assert_eq!(
+                again,
+                DedupOutcome::Kept {
+                    handle: first.handle(),
+                    due_ms: first.due_ms()
+                },
+                "{value}"
+            );
+        }
+        let debounce = Dedup::debounce(&key, HOUR);
+        let mut last = first;
+        for n in 0..6 {
+            let value = format!("order-{i}-debounced-{n}");
+            let (shard, moved) = queue
+                .offer_dedup(&value, Duration::from_secs(7_200), &debounce)
+                .await
+                .unwrap();
+            assert_eq!(shard, home);
+            assert!(matches!(moved, DedupOutcome::Replaced { .. }), "{moved:?}");
+            last = moved;
+        }
+        let pending = queue.shards()[home].read_all().await.unwrap();
+        let of_key: Vec<_> = pending
+            .iter()
+            .filter(|v| v.starts_with(&format!("order-{i}-")))
+            .collect();
+        assert_eq!(of_key, [&format!("order-{i}-debounced-5")]);
+        let handle = delayq::ShardedHandle::new(home, last.handle());
+        assert!(queue.cancel(&handle).await.unwrap());
+        let (_, fresh) = queue.offer_dedup("again", HOUR, &throttle).await.unwrap();
         assert!(matches!(fresh, DedupOutcome::Offered { .. }), "{fresh:?}");
     }
-    assert_eq!(queue.size().await.unwrap(), 10);
-    assert_eq!(queue.misplaced().await.unwrap(), 0);
+    assert_eq!(queue.size().await.unwrap(), keys as u64);
     assert!(queue.clear().await.unwrap());
 }

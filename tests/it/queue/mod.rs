@@ -10,5 +10,6 @@ mod operations;
 mod reschedule;
 mod shard_count;
 mod sharded;
+mod sharded_doors;
 mod value_index;
 mod value_index_lookups;

@@ -1,10 +1,12 @@
 //! `delayq limit set|get|clear`: a queue's flow-control limits, stored in Redis and obeyed by
 //! every worker of the queue in every process.
 
+use super::target::{each, Target};
 use super::Ctx;
 use crate::exit::Usage;
 use crate::limit_args::{LimitAction, LimitSetArgs};
 use crate::limit_view::{self, is_empty, keyless_caution, limits_json, summary};
+use crate::shard_args::ShardArgs;
 use anyhow::Context;
 use delayq::limit::{KeyRule, LimitUsage, Limits};
 use std::io::Write;
@@ -13,9 +15,14 @@ use std::io::Write;
 pub(crate) async fn limit(ctx: &Ctx, action: LimitAction) -> anyhow::Result<bool> {
     match action {
         LimitAction::Set(args) => set(ctx, &args).await.map(|()| true),
-        LimitAction::Get { queue } => get(ctx, &queue).await.map(|()| true),
-        LimitAction::Clear { queue, exit_status } => {
-            let had = ctx.queue(&queue).await?.clear_limits().await?;
+        LimitAction::Get { queue, sharding } => get(ctx, &queue, &sharding).await.map(|()| true),
+        LimitAction::Clear {
+            queue,
+            exit_status,
+            sharding,
+        } => {
+            let target = limited(ctx, &queue, &sharding).await?;
+            let had = each!(&target, q => q.clear_limits().await)?;
             ctx.print_answer(&mut std::io::stdout(), &queue, "cleared", had)?;
             Ok(had || !exit_status)
         }
@@ -33,10 +40,10 @@ async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
         )
         .into());
     }
-    let queue = ctx.queue(&args.queue).await?;
+    let queue = limited(ctx, &args.queue, &args.sharding).await?;
     let stored = match args.replace {
         true => None,
-        false => queue.limits().await.context(
+        false => each!(&queue, q => q.limits().await).context(
             "reading the stored limits to change them (`--replace` stores only the flags given)",
         )?,
     };
@@ -46,9 +53,9 @@ async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
     }
     match is_empty(&limits) {
         true => {
-            queue.clear_limits().await?;
+            each!(&queue, q => q.clear_limits().await)?;
         }
-        false => queue.set_limits(&limits).await?,
+        false => each!(&queue, q => q.set_limits(&limits).await)?,
     }
     print_limits(ctx, &args.queue, Some(&limits), None)
 }
@@ -81,11 +88,19 @@ fn merged(mut limits: Limits, args: &LimitSetArgs) -> Limits {
     limits
 }
 
+/// The queue whose limits a command is about: one queue, or a sharded one as a whole.
+async fn limited(ctx: &Ctx, name: &str, sharding: &ShardArgs) -> delayq::Result<Target> {
+    Ok(match sharding.shards {
+        None => Target::One(ctx.queue(name).await?),
+        Some(n) => Target::Sharded(ctx.sharded(name, n, sharding.previous_shards).await?),
+    })
+}
+
 /// Prints the queue's limits and what is in use of them.
-async fn get(ctx: &Ctx, name: &str) -> anyhow::Result<()> {
-    let queue = ctx.queue(name).await?;
-    let limits = queue.limits().await?;
-    let usage = queue.limit_usage().await?;
+async fn get(ctx: &Ctx, name: &str, sharding: &ShardArgs) -> anyhow::Result<()> {
+    let queue = limited(ctx, name, sharding).await?;
+    let limits = each!(&queue, q => q.limits().await)?;
+    let usage = each!(&queue, q => q.limit_usage().await)?;
     print_limits(ctx, name, limits.as_ref(), Some(&usage))
 }
 

@@ -59,8 +59,8 @@ pub(crate) async fn offer(
     Ok(())
 }
 
-/// The queue `target` names, its writes waiting for `durability` (one queue only: a sharded
-/// queue's writes go to several masters).
+/// The queue `target` names, its writes waiting for `durability` (for a sharded queue, each
+/// write confirmed on its shard's master).
 async fn durable_target(
     ctx: &Ctx,
     target: &QueueArg,
@@ -68,15 +68,7 @@ async fn durable_target(
 ) -> anyhow::Result<Target> {
     Ok(match ctx.target(target).await? {
         Target::One(queue) => Target::One(queue.with_durability(durability)),
-        Target::Sharded(_) if !durability.is_none() => {
-            return Err(Usage(
-                "--wait-replicas and --wait-aof take one queue, not --shards: offer to each \
-                 shard by name"
-                    .into(),
-            )
-            .into())
-        }
-        sharded => sharded,
+        Target::Sharded(queue) => Target::Sharded(queue.with_durability(durability)),
     })
 }
 
@@ -245,11 +237,8 @@ pub(crate) async fn stats(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<()> {
         }),
         _ => None,
     };
-    // Limits are a queue's own: a sharded queue's shards each have theirs (`limit get` each).
-    let limits = match &queue {
-        Target::One(q) => Some((q.limits().await?, q.limit_usage().await?)),
-        Target::Sharded(_) => None,
-    };
+    // A sharded queue's: its limits as a whole.
+    let limits = each!(&queue, q => Some((q.limits().await?, q.limit_usage().await?)));
     print_stats(ctx, &target.queue, &stats, paused, layout, limits)
 }
 

@@ -1,51 +1,99 @@
 //! `delayq schedule`: recurring schedules of a queue (set, list, remove, pause, resume,
 //! trigger). Firing them is the business of every running `transfer` and `work`.
 
+use super::target::{each, Target};
 use super::Ctx;
+use crate::cli::QueueArg;
 use crate::exit::Usage;
 use crate::schedule_args::{ScheduleAction, ScheduleSetArgs, ScheduleTarget};
 use crate::show;
 use crate::text_codec::base64_of;
 use delayq::codec::Codec;
-use delayq::{Discovery, Missed, Recurrence, Schedule, ScheduleInfo, Schedules};
+use delayq::{
+    Discovery, Missed, Recurrence, Schedule, ScheduleInfo, Schedules, ShardedHandle,
+    ShardedSchedules,
+};
 
 /// Runs the action; false when `remove --exit-status` found nothing.
 pub(crate) async fn schedule(ctx: &Ctx, action: ScheduleAction) -> anyhow::Result<bool> {
     match action {
         ScheduleAction::Set(args) => set(ctx, args).await.map(|()| true),
-        ScheduleAction::List { queue } => list(ctx, queue).await.map(|()| true),
+        ScheduleAction::List {
+            queue,
+            shards,
+            previous_shards,
+        } => {
+            let queue = queue.map(|queue| QueueArg {
+                queue,
+                shards,
+                previous_shards,
+            });
+            list(ctx, queue).await.map(|()| true)
+        }
         ScheduleAction::Remove {
             target,
             exit_status,
         } => {
-            let removed = schedules(ctx, &target.queue).remove(&target.id).await?;
+            let doors = schedules(ctx, &queue_arg(&target)).await?;
+            let removed = each!(&doors, s => s.remove(&target.id).await)?;
             print_about(ctx, &target, "removed", removed)?;
             Ok(removed || !exit_status)
         }
         ScheduleAction::Pause { target } => {
-            schedules(ctx, &target.queue).pause(&target.id).await?;
+            let doors = schedules(ctx, &queue_arg(&target)).await?;
+            each!(&doors, s => s.pause(&target.id).await)?;
             print_about(ctx, &target, "paused", true).map(|()| true)
         }
         ScheduleAction::Resume { target } => {
-            let info = schedules(ctx, &target.queue).resume(&target.id).await?;
+            let doors = schedules(ctx, &queue_arg(&target)).await?;
+            let info = each!(&doors, s => s.resume(&target.id).await)?;
             print_next(ctx, &target, &info).map(|()| true)
         }
         ScheduleAction::Trigger { target } => {
-            let handle = schedules(ctx, &target.queue).trigger(&target.id).await?;
-            let handle = handle.to_string();
+            let handle = match schedules(ctx, &queue_arg(&target)).await? {
+                Target::One(s) => s.trigger(&target.id).await?.to_string(),
+                Target::Sharded(s) => {
+                    let (shard, handle) = s.trigger(&target.id).await?;
+                    ShardedHandle::new(shard, handle).to_string()
+                }
+            };
+            let queue = &target.queue;
             let mut out = std::io::stdout();
             ctx.print(
                 &mut out,
                 &handle,
-                || serde_json::json!({ "queue": target.queue, "id": target.id, "handle": handle }),
+                || serde_json::json!({ "queue": queue, "id": target.id, "handle": handle }),
             )?;
             Ok(true)
         }
     }
 }
 
-fn schedules(ctx: &Ctx, queue: &str) -> Schedules {
-    Schedules::new(ctx.client.clone(), queue, ctx.global.options())
+/// The queue a schedule action is about.
+fn queue_arg(target: &ScheduleTarget) -> QueueArg {
+    QueueArg {
+        queue: target.queue.clone(),
+        shards: target.sharding.shards,
+        previous_shards: target.sharding.previous_shards,
+    }
+}
+
+/// The schedules of the queue `arg` names: a sharded queue's (`--shards`) live in its shards.
+async fn schedules(
+    ctx: &Ctx,
+    arg: &QueueArg,
+) -> delayq::Result<Target<Schedules, ShardedSchedules>> {
+    Ok(match arg.shards {
+        None => Target::One(Schedules::new(
+            ctx.client.clone(),
+            arg.queue.as_str(),
+            ctx.global.options(),
+        )),
+        Some(n) => {
+            let queue = ctx.sharded(&arg.queue, n, arg.previous_shards).await?;
+            Target::Sharded(queue.schedules())
+        }
+    })
 }
 
 async fn set(ctx: &Ctx, args: ScheduleSetArgs) -> anyhow::Result<()> {
@@ -58,11 +106,12 @@ async fn set(ctx: &Ctx, args: ScheduleSetArgs) -> anyhow::Result<()> {
         value: args.value.clone(),
         value_file: args.value_file.clone(),
     };
-    let text = match ctx.values(&value_args, &args.target.queue)?.as_slice() {
+    let queue = &queue_arg(&args.target);
+    let text = match ctx.values(&value_args, &queue.queue)?.as_slice() {
         [one] => one.clone(),
         _ => return Err(Usage("a schedule offers one value".into()).into()),
     };
-    let value = ctx.codec(&args.target.queue).encode(&text)?;
+    let value = ctx.codec(&queue.queue).encode(&text)?;
     let mut schedule = Schedule::new(args.target.id.as_str(), recurrence, value)
         .missed(Missed::parse(&args.missed)?);
     if let Some(start) = args.start {
@@ -81,23 +130,34 @@ async fn set(ctx: &Ctx, args: ScheduleSetArgs) -> anyhow::Result<()> {
         }
         schedule = schedule.end_ms(end);
     }
-    let info = schedules(ctx, &args.target.queue).set(schedule).await?;
+    let doors = schedules(ctx, queue).await?;
+    let info = each!(&doors, s => s.set(schedule).await)?;
     print_next(ctx, &args.target, &info)
 }
 
-async fn list(ctx: &Ctx, queue: Option<String>) -> anyhow::Result<()> {
+async fn list(ctx: &Ctx, queue: Option<QueueArg>) -> anyhow::Result<()> {
     let queues = match queue {
         Some(queue) => vec![queue],
-        None => Discovery::all().list(&ctx.client).await?,
+        None => Discovery::all()
+            .list(&ctx.client)
+            .await?
+            .into_iter()
+            .map(|queue| QueueArg {
+                queue,
+                shards: None,
+                previous_shards: None,
+            })
+            .collect(),
     };
     let mut out = std::io::stdout();
     let now = delayq::time::now_ms();
     for queue in queues {
-        let rows = match schedules(ctx, &queue).rows().await {
+        let doors = schedules(ctx, &queue).await?;
+        let rows = match each!(&doors, s => s.rows().await) {
             Ok(rows) => rows,
             // One queue's key of another type is that queue's row, not the listing's end.
             Err(err @ delayq::Error::WrongType { .. }) => {
-                print_error_row(ctx, &queue, None, &err)?;
+                print_error_row(ctx, &queue.queue, None, &err)?;
                 continue;
             }
             Err(err) => return Err(err.into()),
@@ -105,10 +165,10 @@ async fn list(ctx: &Ctx, queue: Option<String>) -> anyhow::Result<()> {
         for row in rows {
             match &row.info {
                 Ok(info) => {
-                    let text = describe(ctx, &queue, info, now);
-                    ctx.print(&mut out, &text, || record(ctx, &queue, info))?;
+                    let text = describe(ctx, &queue.queue, info, now);
+                    ctx.print(&mut out, &text, || record(ctx, &queue.queue, info))?;
                 }
-                Err(err) => print_error_row(ctx, &queue, Some(&row.id), err)?,
+                Err(err) => print_error_row(ctx, &queue.queue, Some(&row.id), err)?,
             }
         }
     }

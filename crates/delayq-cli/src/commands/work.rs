@@ -28,7 +28,7 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         // Before any queue or worker starts: each makes its metric handles once.
         crate::serve::recorder(args.http.metrics)?;
     }
-    let queues = open_queues(ctx, &args).await?;
+    let (queues, sharded) = open_queues(ctx, &args).await?;
     let server = match bound {
         Some(bound) => Some(observe(ctx, bound, &args.http, &queues)?),
         None => None,
@@ -44,7 +44,7 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         args.queues.join(", "),
         args.concurrency
     );
-    let stats = run_worker(&queues, &args, runner.clone()).await;
+    let stats = run_worker(&queues, sharded.as_ref(), &args, runner.clone()).await;
     pause_watch.shutdown().await;
     runner.wait_for_ends().await;
     let stats = stats?;
@@ -80,19 +80,28 @@ async fn stop_schedulers(
     .await
 }
 
-/// Runs the worker on `queues` until a stop signal, each value through `runner`.
+/// Runs the worker on `queues` (the shards of `sharded`, whose limits as a whole it then
+/// obeys) until a stop signal, each value through `runner`.
 async fn run_worker(
     queues: &[delayq::DelayedQueue<crate::text_codec::TextCodec>],
+    sharded: Option<&delayq::ShardedQueue<crate::text_codec::TextCodec>>,
     args: &WorkArgs,
     runner: Arc<CommandRunner>,
 ) -> delayq::Result<delayq::WorkerStats> {
-    let mut worker = queues[0].worker(args.concurrency, move |job: Job<String>| {
+    let handler = move |job: Job<String>| {
         let runner = runner.clone();
         async move { runner.run(job).await }
-    });
-    for queue in &queues[1..] {
-        worker = worker.with_queue(queue);
-    }
+    };
+    let worker = match sharded {
+        Some(sharded) => sharded.worker(args.concurrency, handler),
+        None => {
+            let mut worker = queues[0].worker(args.concurrency, handler);
+            for queue in &queues[1..] {
+                worker = worker.with_queue(queue);
+            }
+            worker
+        }
+    };
     worker
         .retry(RetryPolicy::exponential(
             args.max_attempts,
@@ -112,14 +121,12 @@ async fn run_worker(
 /// The queues the worker serves: the named ones, or every shard of the one sharded queue.
 /// Their scheduler group reads the server's eviction policy only at start: the worker reads it
 /// again every --server-check, and one warning per change is enough.
-async fn open_queues(
-    ctx: &Ctx,
-    args: &WorkArgs,
-) -> anyhow::Result<Vec<delayq::DelayedQueue<crate::text_codec::TextCodec>>> {
+async fn open_queues(ctx: &Ctx, args: &WorkArgs) -> anyhow::Result<OpenQueues> {
     let group_config = GroupConfig::default()
         .with_server_check(None)
         .with_schedules(args.firing.config());
     let mut queues = Vec::with_capacity(args.queues.len());
+    let mut whole = None;
     match (args.shards, args.queues.as_slice()) {
         (Some(n), [name]) => {
             let sharded = ctx
@@ -128,6 +135,7 @@ async fn open_queues(
                 .build()
                 .await?;
             queues.extend(sharded.shards().iter().cloned());
+            whole = Some(sharded);
         }
         (Some(_), _) => anyhow::bail!("--shards takes one sharded QUEUE"),
         (None, names) => {
@@ -137,8 +145,14 @@ async fn open_queues(
             }
         }
     }
-    Ok(queues)
+    Ok((queues, whole))
 }
+
+/// The queues a worker serves, and the sharded queue they are the shards of, if they are.
+type OpenQueues = (
+    Vec<delayq::DelayedQueue<crate::text_codec::TextCodec>>,
+    Option<delayq::ShardedQueue<crate::text_codec::TextCodec>>,
+);
 
 /// Serves /metrics and /healthz for the worker's queues and their scheduler group.
 fn observe(

@@ -37,6 +37,7 @@ mod processes;
 mod queues;
 mod schedule;
 mod shard_count;
+mod sharded_doors;
 mod take_handoff;
 mod transfer_stop;
 mod work;
