@@ -49,6 +49,7 @@ mod consumer;
 mod durable;
 pub mod entry;
 mod error;
+pub mod inspect;
 mod keys;
 pub mod limit;
 pub mod metrics;
@@ -74,25 +75,18 @@ pub use consumer::Consumer;
 pub use durable::Durability;
 pub use entry::{EntryFormat, OfferHandle};
 pub use error::{BoxError, Error, Refusal, Result, TlsFailure};
-pub use keys::{glob_match, logical_queue, shard_count_key, QueueKeys};
-pub use observe::{MinuteActivity, ObserveConfig, ProcessInfo};
+pub use keys::QueueKeys;
+pub use observe::ObserveConfig;
 pub use options::QueueOptions;
-pub use queue::MAX_DEDUP_KEY_LEN;
 pub use queue::{
-    shard_of, AccessCheck, CheckReport, Dedup, DelayedQueue, DelayedQueueBuilder,
-    ParseShardedHandleError, Pending, Preview, PreviewList, ShardedConsumer, ShardedHandle,
-    ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
+    shard_of, Admin, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError, ShardedConsumer,
+    ShardedHandle, ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
 };
 pub use recurring::{
     FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules,
 };
-pub use redis::ops::offer_dedup::{DedupMode, DedupOutcome};
-pub use redis::ops::stats::QueueStats;
-pub use redis::ops::transfer::TransferOutcome;
-pub use redis::{client_builder, connect, connect_with, redact_url, ConnectOptions, TlsOptions};
-pub use reliable::{
-    DeadLetter, Delivery, ReapOutcome, Receipt, ReliableConfig, ReliableConsumer, ReliableStats,
-};
+pub use redis::{client_builder, connect, connect_with, ConnectOptions, TlsOptions};
+pub use reliable::{DeadLetter, Delivery, Receipt, ReliableConfig, ReliableConsumer};
 pub use retry::{Backoff, RetryPolicy};
 pub use time::Clock;
 pub use transfer::{
@@ -101,11 +95,48 @@ pub use transfer::{
 };
 pub use worker::{HandlerError, Job, JobError, WorkerBuilder, WorkerHandle, WorkerStats};
 
+/// Offers deduplicated by a business key within a window: `queue.dedup(dedup).offer(..)` (see
+/// `docs/dedup.md`).
+pub mod dedup {
+    pub use crate::queue::{Dedup, DedupMode, DedupOutcome, Deduplicated, MAX_DEDUP_KEY_LEN};
+}
+
+/// Queue names, key names and server URLs as tools show and match them (the `delayq` command
+/// and its console use these).
+pub mod names {
+    pub use crate::keys::{glob_match, logical_queue, shard_count_key};
+    pub use crate::redis::redact_url;
+}
+
 /// Not part of the API: hooks for delayq's own tests and benchmarks (the scripts as sent, with
 /// their keys), which may change in any release.
 #[doc(hidden)]
 pub mod __internal {
     pub use crate::redis::ops::{script_key_types, script_keys, script_names, script_source};
+
+    /// Runs one transfer of `queue` now with `config` (a scheduler's settings); returns how
+    /// many values it moved (the transfer benchmark drives its own batches with it).
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn transfer_due_with<C: crate::codec::Codec>(
+        queue: &crate::DelayedQueue<C>,
+        config: &crate::TransferConfig,
+    ) -> crate::Result<u64> {
+        Ok(queue.transfer_due_with(config).await?.moved)
+    }
+
+    /// The next batch size of an adaptive transfer after one that took `taken` values in
+    /// `took` (see `TransferConfig::with_adaptive_batch`).
+    pub fn next_batch(
+        config: &crate::TransferConfig,
+        batch: usize,
+        taken: u64,
+        took: std::time::Duration,
+    ) -> usize {
+        config.next_batch(batch, taken, took)
+    }
 }
 
 /// The types most programs need.

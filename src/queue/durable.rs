@@ -49,7 +49,7 @@ impl<C: Codec> DelayedQueue<C> {
     }
 
     /// What this handle's writes wait for.
-    pub fn durability(&self) -> Durability {
+    pub(crate) fn durability(&self) -> Durability {
         self.durability
     }
 

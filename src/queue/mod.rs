@@ -20,21 +20,20 @@
 //! dead letters in [`reliable`](crate::reliable), and [`worker`](DelayedQueue::worker) in
 //! [`worker`](crate::worker).
 
+mod admin;
 mod check;
 mod dedup;
 mod durable;
 mod encoded;
 mod extras;
-mod observed;
+mod inspect;
 mod pause;
 mod preview;
 mod redisson;
 mod sharded;
 
-pub use check::{AccessCheck, CheckReport};
-pub use dedup::{Dedup, MAX_DEDUP_KEY_LEN};
-pub use extras::Pending;
-pub use preview::{Preview, PreviewList};
+pub use admin::Admin;
+pub use dedup::{Dedup, DedupMode, DedupOutcome, Deduplicated, MAX_DEDUP_KEY_LEN};
 pub use sharded::{
     shard_of, ParseShardedHandleError, ShardedConsumer, ShardedHandle, ShardedQueue,
     ShardedQueueBuilder, MAX_SHARDS,
@@ -43,12 +42,10 @@ pub use sharded::{
 use crate::codec::{decode_value, Codec};
 use crate::consumer::Consumer;
 use crate::durable::{Durability, DurableWrites};
-use crate::entry::EntryFormat;
 use crate::keys::QueueKeys;
 use crate::options::QueueOptions;
 use crate::redis::ops::transfer::PassCost;
 use crate::redis::script::QueueSpec;
-use crate::time::Clock;
 use crate::transfer::shared::SchedulerLease;
 use crate::transfer::{GroupConfig, TransferConfig};
 use crate::{Error, Result};
@@ -266,18 +263,8 @@ impl<C: Codec> DelayedQueue<C> {
         self.inner.spec.options
     }
 
-    /// The entry packing this queue writes.
-    pub fn entry_format(&self) -> EntryFormat {
-        self.inner.spec.options.format
-    }
-
-    /// Whose clock stamps due times (see [`Clock`]).
-    pub fn clock(&self) -> Clock {
-        self.inner.spec.options.clock
-    }
-
     /// The fred client commands go through.
-    pub fn client(&self) -> &Client {
+    pub(crate) fn client(&self) -> &Client {
         &self.inner.client
     }
 
@@ -321,30 +308,6 @@ impl<C: Codec> DelayedQueue<C> {
     /// No connection for the consumer.
     pub async fn consumer(&self) -> Result<Consumer<C>> {
         Consumer::with_shared_codec(&self.inner.client, self.name(), self.shared_codec()).await
-    }
-
-    /// The scheduler group this handle's transfers run in (`None` with `transfer(false)`), to
-    /// read its health ([`SchedulerGroup::is_subscribed`](crate::SchedulerGroup::is_subscribed))
-    /// and counters. A clone held keeps the group running after [`destroy`](Self::destroy):
-    /// drop it first.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn ex(client: fred::clients::Client) -> Result<(), delayq::Error> {
-    /// let queue = delayq::DelayedQueue::new(client, "orders", delayq::codec::StringCodec).await?;
-    /// if let Some(group) = queue.scheduler_group() {
-    ///     println!("subscribed: {}", group.is_subscribed());
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub fn scheduler_group(&self) -> Option<crate::SchedulerGroup> {
-        let lease = self
-            .inner
-            .lease
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        lease.as_ref().map(|lease| lease.group().clone())
     }
 
     /// Names of queues as this handle's scheduler group moves values of them; `None` when the

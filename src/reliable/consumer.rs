@@ -9,7 +9,7 @@ use crate::codec::{decode_value, Codec};
 use crate::queue::DelayedQueue;
 use crate::redis::ops::limit_acquire::Acquired;
 use crate::redis::ops::limit_take::{self, LimitedTake, TakeGate};
-use crate::redis::ops::reap::ReapOutcome;
+use super::reaper::ReapOutcome;
 use crate::redis::ops::take;
 use crate::redis::resend_refused;
 use crate::time::Delay;

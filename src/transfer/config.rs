@@ -319,7 +319,7 @@ impl TransferConfig {
     /// half and double), not grown after a call that found fewer than `batch` entries due,
     /// always within `batch_size..=max_batch_size`. Public for tools and benchmarks that drive
     /// transfers themselves (`DelayedQueue::transfer_due_with`) the way a scheduler does.
-    pub fn next_batch(&self, batch: usize, taken: u64, took: Duration) -> usize {
+    pub(crate) fn next_batch(&self, batch: usize, taken: u64, took: Duration) -> usize {
         if self.max_batch_size <= self.batch_size {
             return self.batch_size;
         }

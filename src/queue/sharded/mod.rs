@@ -26,7 +26,7 @@ pub use hash::{shard_of, ParseShardedHandleError, ShardedHandle};
 use super::DelayedQueue;
 use crate::codec::Codec;
 use crate::options::QueueOptions;
-use crate::redis::ops::stats::QueueStats;
+use crate::inspect::QueueStats;
 use crate::transfer::{GroupConfig, SchedulerGroup, TransferConfig};
 use crate::{Error, Result};
 use fred::clients::Client;
@@ -322,7 +322,7 @@ impl<C: Codec> ShardedQueue<C> {
     ///
     /// A Redis error.
     pub async fn shard_stats(&self) -> Result<Vec<QueueStats>> {
-        try_join_all(self.inner.shards.iter().map(DelayedQueue::stats)).await
+        try_join_all(self.inner.shards.iter().map(|shard| shard.inspect().stats())).await
     }
 
     /// The counters of all shards added up (`next_due_ms`: the earliest).
@@ -363,7 +363,7 @@ impl<C: Codec> ShardedQueue<C> {
     pub async fn misplaced(&self) -> Result<u64> {
         let mut count = 0;
         for (i, shard) in self.inner.shards.iter().enumerate() {
-            let pending = shard.pending(0).await?;
+            let pending = shard.inspect().pending(0).await?;
             count += pending
                 .iter()
                 .filter(|p| shard_of(&p.raw, self.inner.layout) != i)
@@ -387,7 +387,7 @@ impl<C: Codec> ShardedQueue<C> {
             return Ok(false);
         }
         for shard in &self.inner.shards[self.inner.layout..] {
-            if shard.stats().await?.ready > 0 {
+            if shard.inspect().stats().await?.ready > 0 {
                 return Ok(false);
             }
         }

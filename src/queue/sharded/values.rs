@@ -4,7 +4,7 @@
 use super::{shard_of, ShardedHandle, ShardedQueue};
 use crate::codec::{encode_value, Codec};
 use crate::queue::{Dedup, DelayedQueue};
-use crate::redis::ops::offer_dedup::DedupOutcome;
+use crate::queue::DedupOutcome;
 use crate::redis::ops::remove::RemoveMode;
 use crate::redis::ops::reschedule::Which;
 use crate::time::Delay;
