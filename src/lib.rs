@@ -82,9 +82,7 @@ pub use queue::{
     shard_of, Admin, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError, ShardedConsumer,
     ShardedHandle, ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
 };
-pub use recurring::{
-    FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules,
-};
+pub use recurring::{FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules};
 pub use redis::{client_builder, connect, connect_with, ConnectOptions, TlsOptions};
 pub use reliable::{DeadLetter, Delivery, Receipt, ReliableConfig, ReliableConsumer};
 pub use retry::{Backoff, RetryPolicy};

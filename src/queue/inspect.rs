@@ -31,7 +31,13 @@ impl<C: Codec> DelayedQueue<C> {
     }
 }
 
-impl<C: Codec> Inspect<'_, DelayedQueue<C>> {
+impl<'a, C: Codec> Inspect<'a, DelayedQueue<C>> {
+    /// The codec the queue's values go through, to decode what the raw reads return
+    /// ([`previews`](Self::previews), [`quarantined`](Self::quarantined)).
+    pub fn codec(self) -> &'a C {
+        self.queue.codec()
+    }
+
     /// Counters of the queue, read atomically.
     ///
     /// # Errors

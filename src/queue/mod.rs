@@ -30,6 +30,7 @@ mod inspect;
 mod pause;
 mod preview;
 mod redisson;
+mod schedules;
 mod sharded;
 
 pub use admin::Admin;
@@ -254,7 +255,7 @@ impl<C: Codec> DelayedQueue<C> {
     }
 
     /// The codec values go through.
-    pub fn codec(&self) -> &C {
+    pub(crate) fn codec(&self) -> &C {
         &self.inner.codec
     }
 

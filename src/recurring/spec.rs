@@ -63,17 +63,18 @@ impl std::fmt::Display for Missed {
     }
 }
 
-/// A recurring schedule: each occurrence offers `value` (already encoded with the queue's
-/// codec) as an ordinary entry due at the occurrence's time.
+/// A recurring schedule: each occurrence offers `value` as an ordinary entry due at the
+/// occurrence's time. `V` is the value's type: the queue codec's values through
+/// `queue.schedules()` (encoded once, when the schedule is set), bytes as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Schedule {
+pub struct Schedule<V = Vec<u8>> {
     /// The id, unique in its queue.
     pub id: String,
     /// When it recurs.
     pub recurrence: Recurrence,
-    /// The codec-encoded value each occurrence offers.
-    pub value: Vec<u8>,
+    /// The value each occurrence offers.
+    pub value: V,
     /// No occurrence before this (epoch ms). An interval counts from here; without it, from
     /// when the schedule is set, its first occurrence one interval later.
     pub start_ms: Option<i64>,
@@ -86,9 +87,9 @@ pub struct Schedule {
     pub paused: bool,
 }
 
-impl Schedule {
+impl<V> Schedule<V> {
     /// A schedule `id` of `recurrence` offering `value`; no start or end, [`Missed::Skip`].
-    pub fn new(id: impl Into<String>, recurrence: Recurrence, value: impl Into<Vec<u8>>) -> Self {
+    pub fn new(id: impl Into<String>, recurrence: Recurrence, value: impl Into<V>) -> Self {
         Schedule {
             id: id.into(),
             recurrence,
@@ -157,6 +158,44 @@ impl Schedule {
         occurrence.filter(|ms| self.end_ms.is_none_or(|end| *ms <= end))
     }
 
+    /// The same schedule offering `value`, and the value it offered.
+    pub(crate) fn swap_value<W>(self, value: W) -> (Schedule<W>, V) {
+        let Schedule {
+            id,
+            recurrence,
+            value: old,
+            start_ms,
+            end_ms,
+            missed,
+            paused,
+        } = self;
+        let schedule = Schedule {
+            id,
+            recurrence,
+            value,
+            start_ms,
+            end_ms,
+            missed,
+            paused,
+        };
+        (schedule, old)
+    }
+
+    /// The same schedule offering `value`.
+    pub(crate) fn with_value<W>(self, value: W) -> Schedule<W> {
+        Schedule {
+            id: self.id,
+            recurrence: self.recurrence,
+            value,
+            start_ms: self.start_ms,
+            end_ms: self.end_ms,
+            missed: self.missed,
+            paused: self.paused,
+        }
+    }
+}
+
+impl Schedule<Vec<u8>> {
     /// The hash fields of the definition.
     pub(crate) fn fields(&self) -> Vec<(&'static str, Value)> {
         let mut fields: Vec<(&'static str, Value)> = match &self.recurrence {
@@ -186,9 +225,9 @@ impl Schedule {
 /// A schedule as stored: its definition, revision, next and last occurrence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ScheduleInfo {
+pub struct ScheduleInfo<V = Vec<u8>> {
     /// The definition.
-    pub schedule: Schedule,
+    pub schedule: Schedule<V>,
     /// Bumped by every change of the definition (set, pause, resume).
     pub rev: u64,
     /// The next occurrence to fire (epoch ms); `None` once the schedule has ended.
@@ -209,6 +248,18 @@ fn field_ms(fields: &HashMap<String, Value>, name: &str, id: &str) -> Result<Opt
             })
         })
         .transpose()
+}
+
+impl<V> ScheduleInfo<V> {
+    /// The same schedule offering `value`.
+    pub(crate) fn with_value<W>(self, value: W) -> ScheduleInfo<W> {
+        ScheduleInfo {
+            schedule: self.schedule.with_value(value),
+            rev: self.rev,
+            next_ms: self.next_ms,
+            last_ms: self.last_ms,
+        }
+    }
 }
 
 impl ScheduleInfo {
