@@ -79,7 +79,7 @@ pub use keys::QueueKeys;
 pub use observe::ObserveConfig;
 pub use options::QueueOptions;
 pub use queue::{
-    shard_of, Admin, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError, ShardedConsumer,
+    shard_of, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError, ShardedConsumer,
     ShardedHandle, ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
 };
 pub use recurring::{FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules};
@@ -92,6 +92,12 @@ pub use transfer::{
     SchedulerStats, TransferConfig,
 };
 pub use worker::{HandlerError, Job, JobError, WorkerBuilder, WorkerHandle, WorkerStats};
+
+/// What an operator writes to a queue: `queue.admin()` (pause, resume, one-off transfers,
+/// reaping, dead-letter replays and purges); the reads are in [`inspect`].
+pub mod admin {
+    pub use crate::queue::{Admin, Transferred};
+}
 
 /// Offers deduplicated by a business key within a window: `queue.dedup(dedup).offer(..)` (see
 /// `docs/dedup.md`).
@@ -111,19 +117,6 @@ pub mod names {
 #[doc(hidden)]
 pub mod __internal {
     pub use crate::redis::ops::{script_key_types, script_keys, script_names, script_source};
-
-    /// Runs one transfer of `queue` now with `config` (a scheduler's settings); returns how
-    /// many values it moved (the transfer benchmark drives its own batches with it).
-    ///
-    /// # Errors
-    ///
-    /// A Redis error.
-    pub async fn transfer_due_with<C: crate::codec::Codec>(
-        queue: &crate::DelayedQueue<C>,
-        config: &crate::TransferConfig,
-    ) -> crate::Result<u64> {
-        Ok(queue.transfer_due_with(config).await?.moved)
-    }
 
     /// The next batch size of an adaptive transfer after one that took `taken` values in
     /// `took` (see `TransferConfig::with_adaptive_batch`).

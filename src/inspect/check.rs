@@ -30,7 +30,7 @@ pub struct CheckReport {
     /// The reliable consumer's counters, or why they could not be read.
     pub reliable: std::result::Result<ReliableStats, String>,
     /// Whether delayq's schedulers are paused for the queue
-    /// ([`Admin::pause`](crate::Admin)), or why that could not be read.
+    /// ([`Admin::pause`](crate::admin::Admin)), or why that could not be read.
     pub paused: std::result::Result<bool, String>,
 }
 

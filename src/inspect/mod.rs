@@ -4,7 +4,7 @@
 //! A service offers and takes through the queue; a console, a health check or `delayq stats`
 //! reads through this view, so the queue's own page lists the calls a service makes and this
 //! one the calls an operator makes (the writes an operator makes are
-//! [`Admin`](crate::Admin)'s). Nothing here writes.
+//! [`Admin`](crate::admin::Admin)'s). Nothing here writes.
 //!
 //! - `mod.rs`: [`Inspect`], [`Pending`], [`QueueStats`], [`ReliableStats`];
 //! - `preview.rs`: [`Preview`] and [`PreviewList`], pages of a queue's lists for dashboards;

@@ -10,6 +10,28 @@ use fred::interfaces::KeysInterface;
 use fred::types::SetOptions;
 use std::time::Duration;
 
+/// What a one-off transfer did ([`Admin::transfer_due`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Transferred {
+    /// Values pushed onto the target list.
+    pub moved: u64,
+    /// Malformed entries taken out to the quarantine list.
+    pub quarantined: u64,
+    /// Due time (epoch ms) of the earliest entry still pending.
+    pub next_due_ms: Option<i64>,
+}
+
+impl From<TransferOutcome> for Transferred {
+    fn from(outcome: TransferOutcome) -> Self {
+        Transferred {
+            moved: outcome.moved,
+            quarantined: outcome.quarantined,
+            next_due_ms: outcome.next_due_ms,
+        }
+    }
+}
+
 /// The operator's writes to one queue: pause and resume its transfers, transfer due values now,
 /// purge the quarantine, give back or reap in-flight values, replay or purge dead letters.
 /// Made by `queue.admin()` (e.g. [`DelayedQueue::admin`]); borrows the queue. The reads are
@@ -97,25 +119,29 @@ impl<C: Codec> Admin<'_, DelayedQueue<C>> {
 
     /// Runs one transfer now, as a scheduler would (by the queue's clock, even while the queue
     /// is paused), moving at most `batch_size` due entries (fewer when the call's time runs
-    /// out: see [`TransferConfig::with_max_call_time`]); returns how many values it moved.
+    /// out: see [`TransferConfig::with_max_call_time`]).
     ///
     /// # Errors
     ///
     /// A Redis error.
-    pub async fn transfer_due(self, batch_size: usize) -> Result<u64> {
+    pub async fn transfer_due(self, batch_size: usize) -> Result<Transferred> {
         let batch = batch_size.max(1);
         let config = TransferConfig::default()
             .with_batch_size(batch)
             .with_adaptive_batch(batch, Duration::from_millis(5));
-        Ok(self.queue.transfer_due_with(&config).await?.moved)
+        self.transfer_due_with(&config).await
     }
-}
 
-impl<C: Codec> DelayedQueue<C> {
     /// Runs one transfer now with a scheduler's settings (batch size, position index) and the
-    /// queue's clock and entry format (for `__internal`'s benchmarks and [`Admin`]).
-    pub(crate) async fn transfer_due_with(&self, config: &TransferConfig) -> Result<TransferOutcome> {
+    /// queue's clock and entry format; for tools and benchmarks that drive transfers themselves.
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn transfer_due_with(self, config: &TransferConfig) -> Result<Transferred> {
+        let queue = self.queue;
         let limits = config.limits(config.batch_size().max(1));
-        transfer::run(self.client(), self.spec(), limits, self.pass_cost()).await
+        let outcome = transfer::run(queue.client(), queue.spec(), limits, queue.pass_cost()).await?;
+        Ok(outcome.into())
     }
 }

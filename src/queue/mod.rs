@@ -33,7 +33,7 @@ mod redisson;
 mod schedules;
 mod sharded;
 
-pub use admin::Admin;
+pub use admin::{Admin, Transferred};
 pub use dedup::{Dedup, DedupMode, DedupOutcome, Deduplicated, MAX_DEDUP_KEY_LEN};
 pub use sharded::{
     shard_of, ParseShardedHandleError, ShardedConsumer, ShardedHandle, ShardedQueue,

@@ -1,6 +1,6 @@
 //! Pausing a sharded queue's transfers: delayq's pause flag (`delayq_paused:{NAME}`) on every
 //! shard, which every delayq scheduler's transfer reads in the same script call that would move
-//! values. A queue's own flag is [`Admin::pause`](crate::Admin::pause)'s.
+//! values. A queue's own flag is [`Admin::pause`](crate::admin::Admin::pause)'s.
 
 use super::ShardedQueue;
 use crate::codec::Codec;
@@ -8,7 +8,7 @@ use crate::Result;
 use futures::future::try_join_all;
 
 impl<C: Codec> ShardedQueue<C> {
-    /// Pauses the transfers of every shard (see [`Admin::pause`](crate::Admin::pause)). True
+    /// Pauses the transfers of every shard (see [`Admin::pause`](crate::admin::Admin::pause)). True
     /// if any shard was not paused already.
     ///
     /// # Errors
@@ -19,7 +19,7 @@ impl<C: Codec> ShardedQueue<C> {
         Ok(paused.contains(&true))
     }
 
-    /// Lets every shard be transferred again (see [`Admin::resume`](crate::Admin::resume)). True if any shard
+    /// Lets every shard be transferred again (see [`Admin::resume`](crate::admin::Admin::resume)). True if any shard
     /// was paused.
     ///
     /// # Errors

@@ -14,7 +14,7 @@ pub(crate) async fn limit(ctx: &Ctx, action: LimitAction) -> anyhow::Result<bool
         LimitAction::Set(args) => set(ctx, &args).await.map(|()| true),
         LimitAction::Get { queue } => get(ctx, &queue).await.map(|()| true),
         LimitAction::Clear { queue, exit_status } => {
-            let had = ctx.queue(&queue).await?.clear_limits().await?;
+            let had = ctx.queue(&queue).await?.limits().clear().await?;
             ctx.print_answer(&mut std::io::stdout(), &queue, "cleared", had)?;
             Ok(had || !exit_status)
         }
@@ -35,7 +35,7 @@ async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
     let queue = ctx.queue(&args.queue).await?;
     let stored = match args.replace {
         true => None,
-        false => queue.limits().await?,
+        false => queue.limits().get().await?,
     };
     let limits = merged(stored.unwrap_or_default(), args);
     if let Some(caution) = keyless_caution(&limits) {
@@ -43,9 +43,9 @@ async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
     }
     match is_empty(&limits) {
         true => {
-            queue.clear_limits().await?;
+            queue.limits().clear().await?;
         }
-        false => queue.set_limits(&limits).await?,
+        false => queue.limits().set(&limits).await?,
     }
     print_limits(ctx, &args.queue, Some(&limits), None)
 }
@@ -53,27 +53,27 @@ async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
 /// `stored` with the limits `args` gives replaced (`off`: removed).
 fn merged(mut limits: Limits, args: &LimitSetArgs) -> Limits {
     if let Some(setting) = args.concurrency {
-        limits.concurrency = setting.value();
+        limits = limits.with_concurrency(setting.value());
     }
     if let Some(setting) = args.rate {
-        limits.rate = setting.value();
+        limits = limits.with_rate(setting.value());
     }
     if let Some(pointer) = &args.key_pointer {
-        limits.key = Some(KeyRule::JsonPointer(pointer.clone()));
+        limits = limits.with_key(Some(KeyRule::JsonPointer(pointer.clone())));
     }
     if let Some(regex) = &args.key_regex {
-        limits.key = Some(KeyRule::Regex(regex.clone()));
+        limits = limits.with_key(Some(KeyRule::Regex(regex.clone())));
     }
     if args.no_key {
-        limits.key = None;
-        limits.key_concurrency = None;
-        limits.key_rate = None;
+        limits = limits.with_key(None);
+        limits = limits.with_key_concurrency(None);
+        limits = limits.with_key_rate(None);
     }
     if let Some(setting) = args.key_concurrency {
-        limits.key_concurrency = setting.value();
+        limits = limits.with_key_concurrency(setting.value());
     }
     if let Some(setting) = args.key_rate {
-        limits.key_rate = setting.value();
+        limits = limits.with_key_rate(setting.value());
     }
     limits
 }
@@ -81,8 +81,8 @@ fn merged(mut limits: Limits, args: &LimitSetArgs) -> Limits {
 /// Prints the queue's limits and what is in use of them.
 async fn get(ctx: &Ctx, name: &str) -> anyhow::Result<()> {
     let queue = ctx.queue(name).await?;
-    let limits = queue.limits().await?;
-    let usage = queue.limit_usage().await?;
+    let limits = queue.limits().get().await?;
+    let usage = queue.limits().usage().await?;
     print_limits(ctx, name, limits.as_ref(), Some(&usage))
 }
 

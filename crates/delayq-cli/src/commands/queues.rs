@@ -67,9 +67,9 @@ pub(crate) async fn queues(ctx: &Ctx, pattern: Option<String>) -> anyhow::Result
 /// The counts of the queue `name`, from three reads.
 async fn counts(ctx: &Ctx, name: &str) -> anyhow::Result<Counts> {
     let queue = ctx.queue(name).await?;
-    let stats = queue.stats().await?;
-    let reliable = queue.reliable_stats().await?;
-    let paused = queue.is_paused().await?;
+    let stats = queue.inspect().stats().await?;
+    let reliable = queue.inspect().reliable_stats().await?;
+    let paused = queue.inspect().is_paused().await?;
     Ok(Counts {
         pending: stats.pending,
         ready: stats.ready,

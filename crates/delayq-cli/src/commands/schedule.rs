@@ -7,7 +7,8 @@ use crate::schedule_args::{ScheduleAction, ScheduleSetArgs, ScheduleTarget};
 use crate::show;
 use crate::text_codec::base64_of;
 use delayq::codec::Codec;
-use delayq::{Discovery, Missed, Recurrence, Schedule, ScheduleInfo, Schedules};
+use delayq::codec::ByteArrayCodec;
+use delayq::{DelayedQueue, Discovery, Missed, Recurrence, Schedule, ScheduleInfo};
 
 /// Runs the action; false when `remove --exit-status` found nothing.
 pub(crate) async fn schedule(ctx: &Ctx, action: ScheduleAction) -> anyhow::Result<bool> {
@@ -18,20 +19,20 @@ pub(crate) async fn schedule(ctx: &Ctx, action: ScheduleAction) -> anyhow::Resul
             target,
             exit_status,
         } => {
-            let removed = schedules(ctx, &target.queue).remove(&target.id).await?;
+            let removed = raw_queue(ctx, &target.queue).await?.schedules().remove(&target.id).await?;
             print_about(ctx, &target, "removed", removed)?;
             Ok(removed || !exit_status)
         }
         ScheduleAction::Pause { target } => {
-            schedules(ctx, &target.queue).pause(&target.id).await?;
+            raw_queue(ctx, &target.queue).await?.schedules().pause(&target.id).await?;
             print_about(ctx, &target, "paused", true).map(|()| true)
         }
         ScheduleAction::Resume { target } => {
-            let info = schedules(ctx, &target.queue).resume(&target.id).await?;
+            let info = raw_queue(ctx, &target.queue).await?.schedules().resume(&target.id).await?;
             print_next(ctx, &target, &info).map(|()| true)
         }
         ScheduleAction::Trigger { target } => {
-            let handle = schedules(ctx, &target.queue).trigger(&target.id).await?;
+            let handle = raw_queue(ctx, &target.queue).await?.schedules().trigger(&target.id).await?;
             let handle = handle.to_string();
             let mut out = std::io::stdout();
             ctx.print(
@@ -44,8 +45,14 @@ pub(crate) async fn schedule(ctx: &Ctx, action: ScheduleAction) -> anyhow::Resul
     }
 }
 
-fn schedules(ctx: &Ctx, queue: &str) -> Schedules {
-    Schedules::new(ctx.client.clone(), queue, ctx.global.options())
+/// The queue `queue` with values as bytes, for its schedules' door (this command encodes and
+/// decodes them with the queue's text codec itself, so an undecodable value still shows).
+async fn raw_queue(ctx: &Ctx, queue: &str) -> delayq::Result<DelayedQueue<ByteArrayCodec>> {
+    DelayedQueue::builder(ctx.client.clone(), queue, ByteArrayCodec)
+        .options(ctx.global.options())
+        .transfer(false)
+        .build()
+        .await
 }
 
 async fn set(ctx: &Ctx, args: ScheduleSetArgs) -> anyhow::Result<()> {
@@ -71,7 +78,7 @@ async fn set(ctx: &Ctx, args: ScheduleSetArgs) -> anyhow::Result<()> {
     if let Some(end) = args.end {
         schedule = schedule.end_ms(end);
     }
-    let info = schedules(ctx, &args.target.queue).set(schedule).await?;
+    let info = raw_queue(ctx, &args.target.queue).await?.schedules().set(schedule).await?;
     print_next(ctx, &args.target, &info)
 }
 
@@ -83,7 +90,7 @@ async fn list(ctx: &Ctx, queue: Option<String>) -> anyhow::Result<()> {
     let mut out = std::io::stdout();
     let now = delayq::time::now_ms();
     for queue in queues {
-        for info in schedules(ctx, &queue).list().await? {
+        for info in raw_queue(ctx, &queue).await?.schedules().list().await? {
             let text = describe(ctx, &queue, &info, now);
             ctx.print(&mut out, &text, || record(ctx, &queue, &info))?;
         }

@@ -21,8 +21,8 @@ use serde_json::json;
 /// `GET /api/queues/{name}/limits`.
 pub(super) async fn get(State(ui): State<Shared>, Path(name): Path<String>) -> Response {
     let read = |queue: delayq::DelayedQueue<_>| async move {
-        let limits = queue.limits().await?;
-        let usage = queue.limit_usage().await?;
+        let limits = queue.limits().get().await?;
+        let usage = queue.limits().usage().await?;
         Ok(json!({
             "limits": limits.as_ref().map(limits_json),
             "usage": limit_view::usage_json(&usage),
@@ -78,22 +78,22 @@ fn limits_of(form: &Form) -> Result<Limits, String> {
     let mut limits = Limits::default();
     let named = |what: &str, err: String| format!("{what}: {err}");
     if let Some(text) = &form.concurrency {
-        limits.concurrency = Some(count_of(text).map_err(|e| named("concurrency", e))?);
+        limits = limits.with_concurrency(Some(count_of(text).map_err(|e| named("concurrency", e))?));
     }
     if let Some(text) = &form.rate {
-        limits.rate = Some(rate_of(text).map_err(|e| named("rate", e))?);
+        limits = limits.with_rate(Some(rate_of(text).map_err(|e| named("rate", e))?));
     }
-    limits.key = match (&form.key_pointer, &form.key_regex) {
+    limits = limits.with_key(match (&form.key_pointer, &form.key_regex) {
         (Some(_), Some(_)) => return Err("give a key pointer or a key regex, not both".into()),
         (Some(pointer), None) => Some(KeyRule::JsonPointer(pointer.clone())),
         (None, Some(regex)) => Some(KeyRule::Regex(regex.clone())),
         (None, None) => None,
-    };
+    });
     if let Some(text) = &form.key_concurrency {
-        limits.key_concurrency = Some(count_of(text).map_err(|e| named("key concurrency", e))?);
+        limits = limits.with_key_concurrency(Some(count_of(text).map_err(|e| named("key concurrency", e))?));
     }
     if let Some(text) = &form.key_rate {
-        limits.key_rate = Some(rate_of(text).map_err(|e| named("key rate", e))?);
+        limits = limits.with_key_rate(Some(rate_of(text).map_err(|e| named("key rate", e))?));
     }
     match is_empty(&limits) {
         true => Err("no limit given: clear the limits instead".into()),
@@ -122,9 +122,9 @@ pub(super) async fn act(
     let done = bounded(async {
         let queue = ui.queue(&name).await?;
         match &limits {
-            Some(limits) => queue.set_limits(limits).await?,
+            Some(limits) => queue.limits().set(limits).await?,
             None => {
-                queue.clear_limits().await?;
+                queue.limits().clear().await?;
             }
         }
         Ok(())

@@ -49,9 +49,9 @@ impl Ui {
     /// One queue's counters, next due time, most overdue entry, pause flag and stuck state.
     pub(crate) async fn row(&self, name: &str) -> anyhow::Result<serde_json::Value> {
         let queue = self.queue(name).await?;
-        let stats = queue.stats().await?;
-        let reliable = queue.reliable_stats().await?;
-        let paused = queue.is_paused().await?;
+        let stats = queue.inspect().stats().await?;
+        let reliable = queue.inspect().reliable_stats().await?;
+        let paused = queue.inspect().is_paused().await?;
         let now = delayq::time::now_ms();
         let overdue_ms = stats.next_due_ms.map_or(0, |due| (now - due).max(0));
         Ok(json!({
