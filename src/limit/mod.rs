@@ -121,8 +121,7 @@ use rule::invalid;
 
 /// A queue's limits, stored in Redis ([`StoredLimits::set`], from `queue.limits()`) and
 /// enforced by every delayq worker of the queue (see the [module docs](self)). A limit left
-/// unset is no limit. Set with the `with_*` methods (each also takes `None`, to unset), read
-/// with the bare-named getters.
+/// unset is no limit. Set with the `with_*` methods, read with the bare-named getters.
 ///
 /// Stored as the hash `delayq_limits:{NAME}`: `concurrency`, `rate_count` and `rate_period_ms`,
 /// `key_pointer` or `key_regex`, `key_concurrency`, `key_rate_count` and `key_rate_period_ms`,
@@ -133,7 +132,7 @@ use rule::invalid;
 ///
 /// let limits = Limits::default().with_concurrency(3);
 /// assert_eq!(limits.concurrency(), Some(3));
-/// assert_eq!(limits.with_concurrency(None).concurrency(), None);
+/// assert_eq!(limits.key_concurrency(), None);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Limits {
@@ -147,34 +146,34 @@ pub struct Limits {
 impl Limits {
     /// The most jobs of the queue running at once, across every worker process.
     /// Default: `None`, no cap.
-    pub fn with_concurrency(mut self, n: impl Into<Option<u32>>) -> Self {
-        self.concurrency = n.into();
+    pub fn with_concurrency(mut self, n: u32) -> Self {
+        self.concurrency = Some(n);
         self
     }
 
     /// The most jobs of the queue started per period, across every worker process.
     /// Default: `None`, no rate.
-    pub fn with_rate(mut self, rate: impl Into<Option<Rate>>) -> Self {
-        self.rate = rate.into();
+    pub fn with_rate(mut self, rate: Rate) -> Self {
+        self.rate = Some(rate);
         self
     }
 
     /// How a value's key is read from its bytes, for workers without a
     /// [`limit_key`](crate::WorkerBuilder::limit_key) closure. Default: `None`.
-    pub fn with_key(mut self, rule: impl Into<Option<KeyRule>>) -> Self {
-        self.key = rule.into();
+    pub fn with_key(mut self, rule: KeyRule) -> Self {
+        self.key = Some(rule);
         self
     }
 
     /// The most jobs of one key running at once. Default: `None`, no cap.
-    pub fn with_key_concurrency(mut self, n: impl Into<Option<u32>>) -> Self {
-        self.key_concurrency = n.into();
+    pub fn with_key_concurrency(mut self, n: u32) -> Self {
+        self.key_concurrency = Some(n);
         self
     }
 
     /// The most jobs of one key started per period. Default: `None`, no rate.
-    pub fn with_key_rate(mut self, rate: impl Into<Option<Rate>>) -> Self {
-        self.key_rate = rate.into();
+    pub fn with_key_rate(mut self, rate: Rate) -> Self {
+        self.key_rate = Some(rate);
         self
     }
 

@@ -20,6 +20,20 @@ pub struct Transferred {
     pub quarantined: u64,
     /// Due time (epoch ms) of the earliest entry still pending.
     pub next_due_ms: Option<i64>,
+    /// Entries found through the position index.
+    pub found_by_index: u64,
+    /// Entries found in the window at the head of the order list (the rest of the batch was
+    /// found through the index or by `LREM` scans).
+    pub found_at_head: u64,
+    /// The time (epoch ms) the call decided what was due by: this process's clock, or the
+    /// Redis server's with [`Clock::Server`](crate::Clock::Server).
+    pub now_ms: i64,
+    /// The Redis server's time (epoch µs) when the call began, with
+    /// [`Clock::Server`](crate::Clock::Server).
+    pub server_time_us: Option<i64>,
+    /// The call heeded the pause flag (a scheduler's settings) and found the queue paused:
+    /// nothing moved.
+    pub paused: bool,
 }
 
 impl From<TransferOutcome> for Transferred {
@@ -28,6 +42,11 @@ impl From<TransferOutcome> for Transferred {
             moved: outcome.moved,
             quarantined: outcome.quarantined,
             next_due_ms: outcome.next_due_ms,
+            found_by_index: outcome.found_by_index,
+            found_at_head: outcome.found_at_head,
+            now_ms: outcome.now_ms,
+            server_time_us: outcome.server_time_us,
+            paused: outcome.paused,
         }
     }
 }

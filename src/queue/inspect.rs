@@ -38,6 +38,12 @@ impl<'a, C: Codec> Inspect<'a, DelayedQueue<C>> {
         self.queue.codec()
     }
 
+    /// What this handle's writes wait for (see
+    /// [`with_durability`](DelayedQueue::with_durability)).
+    pub fn durability(self) -> crate::Durability {
+        self.queue.durability()
+    }
+
     /// Counters of the queue, read atomically.
     ///
     /// # Errors

@@ -3,11 +3,12 @@
 //! expiring, and the registry of live processes, left at a clean stop and expiring after a
 //! crash.
 
-use crate::common::queue::eventually;
+use delayq::inspect::MinuteActivity;
+use crate::common::queue::{connect, eventually};
 use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
 use delayq::{
-    DelayedQueue, Discovery, GroupConfig, Job, JobError, MinuteActivity, ObserveConfig,
+    DelayedQueue, Discovery, GroupConfig, Job, JobError, ObserveConfig,
     ReliableConfig, SchedulerGroup, WorkerHandle,
 };
 use std::time::Duration;
@@ -57,7 +58,7 @@ async fn run_values(queue: &DelayedQueue<StringCodec>, worker: &WorkerHandle, ok
     queue.offer_all(&values).await.unwrap();
     let settled = eventually(PATIENCE, || {
         let stats = worker.stats();
-        async move { stats.acked == before.acked + ok && stats.dead == before.dead + dead }
+        async move {stats.acked == before.acked + ok && stats.dead == before.dead + dead }
     })
     .await;
     assert!(settled, "the worker settled {:?}", worker.stats());
@@ -109,7 +110,7 @@ async fn activity_of_two_processes_adds_up_in_few_commands_per_flush() {
     worker_b.shutdown().await.unwrap();
     queue_b.destroy().await.unwrap();
 
-    let minutes = queue_b.activity(5).await.unwrap();
+    let minutes = queue_b.inspect().activity(5).await.unwrap();
     assert_eq!(minutes.len(), 5);
     assert!(minutes
         .windows(2)
@@ -143,7 +144,7 @@ async fn nothing_is_kept_when_turned_off() {
     worker.shutdown().await.unwrap();
     queue.destroy().await.unwrap();
     assert_eq!(
-        sum(&queue.activity(5).await.unwrap()),
+        sum(&queue.inspect().activity(5).await.unwrap()),
         MinuteActivity::default()
     );
     for pattern in [
@@ -157,7 +158,7 @@ async fn nothing_is_kept_when_turned_off() {
 
 async fn kinds(queue: &DelayedQueue<StringCodec>) -> Vec<String> {
     let mut kinds: Vec<String> = queue
-        .processes()
+        .inspect().processes()
         .await
         .unwrap()
         .into_iter()
@@ -176,11 +177,11 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
     let (queue, worker) = process(&redis.url(), &name, ObserveConfig::default()).await;
     let listed = eventually(PATIENCE, || {
         let queue = queue.clone();
-        async move { kinds(&queue).await == ["scheduler", "worker"] }
+        async move {kinds(&queue).await == ["scheduler", "worker"] }
     })
     .await;
-    assert!(listed, "{:?}", queue.processes().await);
-    for process in queue.processes().await.unwrap() {
+    assert!(listed, "{:?}", queue.inspect().processes().await);
+    for process in queue.inspect().processes().await.unwrap() {
         assert_eq!(process.pid, std::process::id());
         assert_eq!(process.version, env!("CARGO_PKG_VERSION"));
         assert!(process.beat_ms >= process.started_ms && process.started_ms > 0);
@@ -190,7 +191,7 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
     let ttl: i64 = redis.cli(&["PTTL", &registry]).trim().parse().unwrap();
     assert!(ttl > 0 && ttl <= 30_000, "PTTL {ttl}");
 
-    let client = queue.client().clone();
+    let client = connect(&redis.url()).await;
     let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default())
         .await
         .unwrap();
@@ -205,21 +206,21 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
         .unwrap();
     let found = eventually(PATIENCE, || {
         let queue = queue.clone();
-        async move { kinds(&queue).await == ["scheduler", "scheduler", "worker"] }
+        async move {kinds(&queue).await == ["scheduler", "scheduler", "worker"] }
     })
     .await;
-    assert!(found, "{:?}", queue.processes().await);
-    let discovering = queue.processes().await.unwrap();
+    assert!(found, "{:?}", queue.inspect().processes().await);
+    let discovering = queue.inspect().processes().await.unwrap();
     assert!(discovering
         .iter()
         .any(|p| p.patterns == [format!("{name}*")]));
-    assert!(other.processes().await.unwrap().is_empty());
+    assert!(other.inspect().processes().await.unwrap().is_empty());
     group.shutdown().await;
 
     worker.shutdown().await.unwrap();
     assert_eq!(kinds(&queue).await, ["scheduler"]);
     queue.destroy().await.unwrap();
-    assert!(queue.processes().await.unwrap().is_empty());
+    assert!(queue.inspect().processes().await.unwrap().is_empty());
     assert_eq!(redis.cli(&["EXISTS", &registry]).trim(), "0");
 }
 
@@ -243,7 +244,7 @@ async fn a_crashed_process_leaves_the_registry_when_its_record_expires() {
                 let (queue, worker) = process(&url, &name, observe).await;
                 let listed = eventually(PATIENCE, || {
                     let queue = queue.clone();
-                    async move { kinds(&queue).await == ["scheduler", "worker"] }
+                    async move {kinds(&queue).await == ["scheduler", "worker"] }
                 })
                 .await;
                 assert!(listed);
@@ -264,14 +265,14 @@ async fn a_crashed_process_leaves_the_registry_when_its_record_expires() {
         .unwrap();
     let gone = eventually(PATIENCE, || {
         let queue = queue.clone();
-        async move { queue.processes().await.unwrap().is_empty() }
+        async move {queue.inspect().processes().await.unwrap().is_empty() }
     })
     .await;
     assert!(gone);
     let registry = queue.keys().processes();
     let expired = eventually(PATIENCE, || {
         let exists = redis.cli(&["EXISTS", &registry]);
-        async move { exists.trim() == "0" }
+        async move {exists.trim() == "0" }
     })
     .await;
     assert!(expired, "the registry key expires");
@@ -296,7 +297,7 @@ async fn on_a_cluster_each_queue_keeps_its_own_history_and_registry() {
         queues.push(queue);
     }
     let mut builder = queues[0]
-        .worker(4, |_job: Job<String>| async { Ok::<(), JobError>(()) })
+        .worker(4, |_job: Job<String>| async {Ok::<(), JobError>(()) })
         .reliable_config(fast())
         .observe(observe);
     for queue in &queues[1..] {
@@ -312,19 +313,19 @@ async fn on_a_cluster_each_queue_keeps_its_own_history_and_registry() {
         let counted = eventually(PATIENCE, || {
             let queue = queue.clone();
             async move {
-                let total = sum(&queue.activity(15).await.unwrap());
+                let total = sum(&queue.inspect().activity(15).await.unwrap());
                 let n = i as u64 + 1;
                 (total.moved, total.taken, total.acked) == (n, n, n)
             }
         })
         .await;
-        assert!(counted, "{}: {:?}", queue.name(), queue.activity(15).await);
+        assert!(counted, "{}: {:?}", queue.name(), queue.inspect().activity(15).await);
         let listed = eventually(PATIENCE, || {
             let queue = queue.clone();
-            async move { kinds(&queue).await == ["scheduler", "worker"] }
+            async move {kinds(&queue).await == ["scheduler", "worker"] }
         })
         .await;
-        assert!(listed, "{}: {:?}", queue.name(), queue.processes().await);
+        assert!(listed, "{}: {:?}", queue.name(), queue.inspect().processes().await);
     }
     worker.shutdown().await.unwrap();
     // A queue the group leaves is taken out of its registry by the beat that follows at once.
@@ -332,9 +333,9 @@ async fn on_a_cluster_each_queue_keeps_its_own_history_and_registry() {
         queue.destroy().await.unwrap();
         let left = eventually(PATIENCE, || {
             let queue = queue.clone();
-            async move { queue.processes().await.unwrap().is_empty() }
+            async move {queue.inspect().processes().await.unwrap().is_empty() }
         })
         .await;
-        assert!(left, "{}: {:?}", queue.name(), queue.processes().await);
+        assert!(left, "{}: {:?}", queue.name(), queue.inspect().processes().await);
     }
 }

@@ -1,11 +1,12 @@
 //! delayq's own keys live and die with the queue: `expire` (from delayq or from a Java peer),
 //! an emptied order list, `delete`.
 
+use delayq::inspect::AccessCheck;
 use crate::common::queue::{connect, manual_queue, push_raw_entry};
 use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::fred::clients::Client;
-use delayq::{AccessCheck, DelayedQueue, QueueKeys, TransferConfig};
+use delayq::{DelayedQueue, QueueKeys, TransferConfig};
 use std::time::Duration;
 
 /// A queue that has used every feature: a position index (any length uses it with threshold 1),
@@ -27,7 +28,7 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
     let indexed = TransferConfig::default()
         .with_batch_size(1)
         .with_index_threshold(1);
-    assert_eq!(queue.transfer_due_with(&indexed).await.unwrap().moved, 1);
+    assert_eq!(queue.admin().transfer_due_with(&indexed).await.unwrap().moved, 1);
     assert!(queue.contains("b").await.unwrap(), "builds the value index");
     queue
         .offer_with_handle("handled", Duration::from_secs(60))
@@ -37,7 +38,7 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
     let keys = queue.keys().clone();
     push_raw_entry(client, keys.timeout(), keys.order(), b"junk", 0).await;
     let moved = queue
-        .transfer_due_with(&indexed.with_batch_size(10))
+        .admin().transfer_due_with(&indexed.with_batch_size(10))
         .await
         .unwrap();
     assert_eq!((moved.moved, moved.quarantined), (1, 1));
@@ -53,7 +54,7 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
     let claim = keys.claim("gone");
     redis.cli(&["RPUSH", &claim, "claimed"]);
     redis.cli(&["ZADD", keys.claims(), "1", &claim]);
-    assert!(queue.pause().await.unwrap());
+    assert!(queue.admin().pause().await.unwrap());
     queue
 }
 
@@ -132,7 +133,7 @@ async fn a_java_expire_reaches_the_indexes_and_an_emptied_queue_drops_them() {
     // A Java peer's expire sets a time to live on the zset and the order list only.
     redis.cli(&["PEXPIRE", keys.timeout(), "100000"]);
     redis.cli(&["PEXPIRE", keys.order(), "100000"]);
-    queue.transfer_due(10).await.unwrap();
+    queue.admin().transfer_due(10).await.unwrap();
     for key in [keys.index(), keys.values()] {
         let left = ttl(&redis, key);
         assert!(left > 90_000 && left <= 100_000, "{key}: ttl {left}");
@@ -152,7 +153,7 @@ async fn a_java_expire_reaches_the_indexes_and_an_emptied_queue_drops_them() {
     .unwrap();
     assert!(exists(&redis, keys.index()));
     assert!(exists(&redis, keys.values()));
-    queue.transfer_due(10).await.unwrap();
+    queue.admin().transfer_due(10).await.unwrap();
     assert!(!exists(&redis, keys.index()));
     assert!(!exists(&redis, keys.values()));
 }
@@ -189,13 +190,13 @@ async fn check_probes_every_key_of_the_queue() {
     setuser(&selectors.iter().collect::<Vec<_>>());
     let client = connect(&format!("redis://app:pw@127.0.0.1:{}", redis.port)).await;
     let queue = manual_queue(&client, &name).await;
-    let report = queue.check().await.unwrap();
+    let report = queue.inspect().check().await.unwrap();
     assert_eq!(report.access, AccessCheck::DryRun);
     assert_eq!(report.denied, Vec::<String>::new());
     for left_out in &selectors {
         let rest: Vec<&String> = selectors.iter().filter(|s| *s != left_out).collect();
         setuser(&rest);
-        let report = queue.check().await.unwrap();
+        let report = queue.inspect().check().await.unwrap();
         assert!(
             !report.denied.is_empty(),
             "without {left_out}: nothing denied"

@@ -3,7 +3,7 @@
 
 use super::Ctx;
 use crate::exit::Usage;
-use crate::limit_args::{LimitAction, LimitSetArgs};
+use crate::limit_args::{LimitAction, LimitSetArgs, Setting};
 use crate::limit_view::{self, is_empty, keyless_caution, limits_json, summary};
 use delayq::limit::{KeyRule, LimitUsage, Limits};
 use std::io::Write;
@@ -51,29 +51,36 @@ async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
 }
 
 /// `stored` with the limits `args` gives replaced (`off`: removed).
-fn merged(mut limits: Limits, args: &LimitSetArgs) -> Limits {
-    if let Some(setting) = args.concurrency {
-        limits = limits.with_concurrency(setting.value());
+fn merged(stored: Limits, args: &LimitSetArgs) -> Limits {
+    fn pick<T>(arg: Option<Setting<T>>, stored: Option<T>) -> Option<T> {
+        arg.map_or(stored, Setting::value)
     }
-    if let Some(setting) = args.rate {
-        limits = limits.with_rate(setting.value());
-    }
+    let mut key = stored.key().cloned();
+    let (mut key_concurrency, mut key_rate) = (stored.key_concurrency(), stored.key_rate());
     if let Some(pointer) = &args.key_pointer {
-        limits = limits.with_key(Some(KeyRule::JsonPointer(pointer.clone())));
+        key = Some(KeyRule::JsonPointer(pointer.clone()));
     }
     if let Some(regex) = &args.key_regex {
-        limits = limits.with_key(Some(KeyRule::Regex(regex.clone())));
+        key = Some(KeyRule::Regex(regex.clone()));
     }
     if args.no_key {
-        limits = limits.with_key(None);
-        limits = limits.with_key_concurrency(None);
-        limits = limits.with_key_rate(None);
+        (key, key_concurrency, key_rate) = (None, None, None);
     }
-    if let Some(setting) = args.key_concurrency {
-        limits = limits.with_key_concurrency(setting.value());
+    let mut limits = Limits::default();
+    if let Some(n) = pick(args.concurrency, stored.concurrency()) {
+        limits = limits.with_concurrency(n);
     }
-    if let Some(setting) = args.key_rate {
-        limits = limits.with_key_rate(setting.value());
+    if let Some(rate) = pick(args.rate, stored.rate()) {
+        limits = limits.with_rate(rate);
+    }
+    if let Some(rule) = key {
+        limits = limits.with_key(rule);
+    }
+    if let Some(n) = pick(args.key_concurrency, key_concurrency) {
+        limits = limits.with_key_concurrency(n);
+    }
+    if let Some(rate) = pick(args.key_rate, key_rate) {
+        limits = limits.with_key_rate(rate);
     }
     limits
 }

@@ -78,22 +78,22 @@ fn limits_of(form: &Form) -> Result<Limits, String> {
     let mut limits = Limits::default();
     let named = |what: &str, err: String| format!("{what}: {err}");
     if let Some(text) = &form.concurrency {
-        limits = limits.with_concurrency(Some(count_of(text).map_err(|e| named("concurrency", e))?));
+        limits = limits.with_concurrency(count_of(text).map_err(|e| named("concurrency", e))?);
     }
     if let Some(text) = &form.rate {
-        limits = limits.with_rate(Some(rate_of(text).map_err(|e| named("rate", e))?));
+        limits = limits.with_rate(rate_of(text).map_err(|e| named("rate", e))?);
     }
-    limits = limits.with_key(match (&form.key_pointer, &form.key_regex) {
+    match (&form.key_pointer, &form.key_regex) {
         (Some(_), Some(_)) => return Err("give a key pointer or a key regex, not both".into()),
-        (Some(pointer), None) => Some(KeyRule::JsonPointer(pointer.clone())),
-        (None, Some(regex)) => Some(KeyRule::Regex(regex.clone())),
-        (None, None) => None,
-    });
+        (Some(pointer), None) => limits = limits.with_key(KeyRule::JsonPointer(pointer.clone())),
+        (None, Some(regex)) => limits = limits.with_key(KeyRule::Regex(regex.clone())),
+        (None, None) => {}
+    }
     if let Some(text) = &form.key_concurrency {
-        limits = limits.with_key_concurrency(Some(count_of(text).map_err(|e| named("key concurrency", e))?));
+        limits = limits.with_key_concurrency(count_of(text).map_err(|e| named("key concurrency", e))?);
     }
     if let Some(text) = &form.key_rate {
-        limits = limits.with_key_rate(Some(rate_of(text).map_err(|e| named("key rate", e))?));
+        limits = limits.with_key_rate(rate_of(text).map_err(|e| named("key rate", e))?);
     }
     match is_empty(&limits) {
         true => Err("no limit given: clear the limits instead".into()),

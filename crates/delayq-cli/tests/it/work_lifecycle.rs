@@ -6,7 +6,6 @@
 use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
 use delayq::DelayedQueue;
-use fred::interfaces::{ListInterface, SortedSetsInterface};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
@@ -164,7 +163,7 @@ async fn queue_on(redis: &TestRedis, prefix: &str) -> DelayedQueue<StringCodec> 
 
 /// The values on the queue's target list.
 async fn ready(queue: &DelayedQueue<StringCodec>) -> Vec<String> {
-    queue.client().lrange(queue.name(), 0, -1).await.unwrap()
+    queue.read_all().await.unwrap()
 }
 
 /// After --grace, the handler's own children end too, and the value goes back.
@@ -212,7 +211,7 @@ async fn a_command_past_its_timeout_fails_and_its_group_ends() {
     queue.offer("slow", Duration::ZERO).await.unwrap();
     let deadline = std::time::Instant::now() + PATIENCE;
     let dead = loop {
-        let dead = queue.dead_letters(10).await.unwrap();
+        let dead = queue.inspect().dead_letters(10).await.unwrap();
         if !dead.is_empty() {
             break dead;
         }
@@ -396,6 +395,6 @@ async fn a_stopped_worker_waits_for_a_silent_redis_a_bounded_time_and_says_so() 
     );
     grandchild.wait_gone();
     drop(stopped);
-    let in_flight: u64 = queue.client().zcard(queue.keys().inflight()).await.unwrap();
+    let in_flight = queue.inspect().reliable_stats().await.unwrap().in_flight;
     assert_eq!(in_flight, 1, "the value stays in flight for the reaper");
 }
