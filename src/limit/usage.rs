@@ -54,7 +54,7 @@ impl<'a, Q> StoredLimits<'a, Q> {
     }
 }
 
-/// The limits door.
+/// **Door: limits across processes** (see [`StoredLimits`]).
 impl<C: Codec> DelayedQueue<C> {
     /// The queue's limits across processes, stored in Redis and enforced by its workers: see
     /// [`StoredLimits`] and the [`limit`](crate::limit) module.

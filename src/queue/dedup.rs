@@ -192,7 +192,7 @@ impl<'a, Q> Deduplicated<'a, Q> {
     }
 }
 
-/// The dedup door.
+/// **Door: deduplicated offers** (see [`Deduplicated`]).
 impl<C: Codec> DelayedQueue<C> {
     /// Offers deduplicated by `dedup`'s business key within its window (throttled or
     /// debounced): see [`Deduplicated::offer`] and `docs/dedup.md`.

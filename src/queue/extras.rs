@@ -14,6 +14,8 @@ use fred::interfaces::ListInterface;
 use fred::prelude::Value;
 use std::time::Duration;
 
+/// **delayq's own offers**: offers with a handle, unique offers, cancelling and rescheduling
+/// (not in Redisson; Java peers see ordinary entries).
 impl<C: Codec> DelayedQueue<C> {
     /// Gives every pending entry equal to `value` the due time `delay` from now, in one script:
     /// an order's timeout can be pushed back (or brought forward) while schedulers run.

@@ -15,8 +15,9 @@ use bytes::Bytes;
 use fred::interfaces::{KeysInterface, MemoryInterface};
 use std::sync::{Arc, PoisonError};
 
-/// Doors: each feature beyond offering and taking is reached through one method of the queue
-/// that names it and returns a handle borrowing the queue.
+/// **Doors for operators**: each feature beyond offering and taking is reached through one
+/// method of the queue that names it and returns a handle borrowing the queue; these two carry
+/// an operator's reads and writes.
 impl<C: Codec> DelayedQueue<C> {
     /// The operator's reads of this queue (counters, pending values, previews, activity,
     /// processes, the server check, dead letters, quarantine): see [`Inspect`].

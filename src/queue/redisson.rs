@@ -12,6 +12,7 @@ use fred::interfaces::{KeysInterface, ListInterface, SortedSetsInterface};
 use std::borrow::Borrow;
 use std::time::Duration;
 
+/// **Redisson's operations**: `RDelayedQueue`'s, each with its Java name and meaning.
 impl<C: Codec> DelayedQueue<C> {
     /// Offers `value`, due after `delay`.
     ///

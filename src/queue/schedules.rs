@@ -8,7 +8,7 @@ use crate::recurring::{FireTally, FiringConfig, Schedule, ScheduleInfo, Schedule
 use crate::Result;
 use std::borrow::Borrow;
 
-/// The schedules door.
+/// **Door: recurring schedules** (see [`Schedules`]).
 impl<C: Codec> DelayedQueue<C> {
     /// The queue's recurring schedules (cron expressions and intervals that offer a value at
     /// every occurrence, exactly once): see [`Schedules`] and `docs/schedules.md`.

@@ -87,7 +87,8 @@ use crate::queue::{Admin, DelayedQueue};
 use crate::redis::ops::{nack, reliable_stats};
 use crate::Result;
 
-/// Reliable consumption (delayq only; Java peers see none of its keys).
+/// **Reliable consumption**: acknowledged takes (delayq only; Java peers see none of its
+/// keys).
 impl<C: Codec> DelayedQueue<C> {
     /// A [`ReliableConsumer`] with the default [`ReliableConfig`]: values are taken with
     /// acknowledgement (**at least once**; a value comes back when its consumer dies or hangs

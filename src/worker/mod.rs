@@ -219,6 +219,7 @@ impl<C: Codec, F> fmt::Debug for WorkerBuilder<C, F> {
     }
 }
 
+/// **Workers**: handlers run on the queue's values with acknowledgements and retries.
 impl<C: Codec> DelayedQueue<C> {
     /// A worker that runs `handler` on this queue's values, at most `concurrency` at a time,
     /// with acknowledgements, heartbeats, retries ([`RetryPolicy::default`] unless set) and

@@ -23,11 +23,11 @@ pub use consumer::ShardedConsumer;
 pub use count::MAX_SHARDS;
 pub use hash::{shard_of, ParseShardedHandleError, ShardedHandle};
 
+use super::builder::{core_setters, BuildCore};
 use super::DelayedQueue;
 use crate::codec::Codec;
-use crate::options::QueueOptions;
 use crate::inspect::QueueStats;
-use crate::transfer::{GroupConfig, SchedulerGroup, TransferConfig};
+use crate::transfer::{SchedulerGroup, TransferConfig};
 use crate::{Error, Result};
 use fred::clients::Client;
 use futures::future::try_join_all;
@@ -38,44 +38,14 @@ use std::sync::Arc;
 #[derive(Debug)]
 #[must_use]
 pub struct ShardedQueueBuilder<C: Codec> {
-    client: Client,
-    name: String,
+    /// The settings of every shard, the logical queue's name for its own.
+    core: BuildCore<C>,
     shards: usize,
     previous: Option<usize>,
-    codec: Arc<C>,
-    options: QueueOptions,
-    transfer: bool,
-    transfer_config: TransferConfig,
-    group_config: Option<GroupConfig>,
 }
 
 impl<C: Codec> ShardedQueueBuilder<C> {
-    /// The entry format and clock of every shard (see [`QueueOptions`]).
-    pub fn options(mut self, options: QueueOptions) -> Self {
-        self.options = options;
-        self
-    }
-
-    /// Whether the shards are transferred by this process: every shard joins the client's
-    /// shared [`SchedulerGroup`] (one pub/sub connection for all of them). Default: true.
-    pub fn transfer(mut self, enabled: bool) -> Self {
-        self.transfer = enabled;
-        self
-    }
-
-    /// Every shard's transfer settings (see
-    /// [`DelayedQueueBuilder::transfer_config`](super::DelayedQueueBuilder::transfer_config)).
-    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
-        self.transfer_config = config;
-        self
-    }
-
-    /// The client's scheduler group's settings, if this queue starts it (see
-    /// [`DelayedQueueBuilder::group_config`](super::DelayedQueueBuilder::group_config)).
-    pub fn group_config(mut self, config: GroupConfig) -> Self {
-        self.group_config = Some(config);
-        self
-    }
+    core_setters!();
 
     /// While changing the number of shards: the layout had `shards` shards before. New offers
     /// go to the new layout; lookups by value ([`remove`](ShardedQueue::remove),
@@ -96,40 +66,35 @@ impl<C: Codec> ShardedQueueBuilder<C> {
     /// [`Error::InvalidConfig`] for an empty name, a name with braces (it would give every shard
     /// the same hash tag), a shard count (or count before) outside `1..=`[`MAX_SHARDS`], or a
     /// count that disagrees with the one recorded in Redis ([`shard_count_key`](
-    /// crate::shard_count_key); with [`previous_shards`](Self::previous_shards), either count
+    /// crate::names::shard_count_key); with [`previous_shards`](Self::previous_shards), either count
     /// may be recorded); or as [`DelayedQueueBuilder::build`](super::DelayedQueueBuilder::build).
     pub async fn build(self) -> Result<ShardedQueue<C>> {
-        if self.name.is_empty() || self.name.contains(['{', '}']) {
+        let core = self.core;
+        if core.name.is_empty() || core.name.contains(['{', '}']) {
             return Err(Error::InvalidConfig(format!(
                 "a sharded queue's name must be non-empty and without braces: {:?}",
-                self.name
+                core.name
             )));
         }
         count::check_range(self.shards, "a sharded queue's number of shards")?;
         if let Some(previous) = self.previous {
             count::check_range(previous, "the number of shards before (previous_shards)")?;
         }
-        count::agree(&self.client, &self.name, self.shards, self.previous).await?;
+        count::agree(&core.client, &core.name, self.shards, self.previous).await?;
         let live = self.shards.max(self.previous.unwrap_or(0));
         let mut shards = Vec::with_capacity(live);
         for i in 0..live {
-            let name = ShardedQueue::<C>::shard_name(&self.name, i);
-            let mut shard =
-                DelayedQueue::builder_shared(self.client.clone(), name, self.codec.clone())
-                    .options(self.options)
-                    .transfer(self.transfer)
-                    .transfer_config(self.transfer_config);
-            shard.group_config = self.group_config;
-            let shard = shard.build().await?;
+            let name = ShardedQueue::<C>::shard_name(&core.name, i);
+            let shard = DelayedQueue::builder_from(core.named(name)).build().await?;
             shards.push(shard);
         }
         Ok(ShardedQueue {
             inner: Arc::new(Inner {
-                name: self.name,
                 layout: self.shards,
                 previous: self.previous.filter(|&p| p != self.shards),
                 shards,
-                codec: self.codec,
+                codec: core.codec,
+                name: core.name,
             }),
         })
     }
@@ -218,15 +183,9 @@ impl<C: Codec> ShardedQueue<C> {
         codec: C,
     ) -> ShardedQueueBuilder<C> {
         ShardedQueueBuilder {
-            client,
-            name: name.into(),
+            core: BuildCore::new(client, name.into(), Arc::new(codec)),
             shards,
             previous: None,
-            codec: Arc::new(codec),
-            options: QueueOptions::default(),
-            transfer: true,
-            transfer_config: TransferConfig::default(),
-            group_config: None,
         }
     }
 

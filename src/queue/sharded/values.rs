@@ -211,7 +211,7 @@ impl<C: Codec> ShardedQueue<C> {
     }
 
     /// Offers `value` to its shard deduplicated by the business key of `dedup`; see
-    /// [`DelayedQueue::offer_dedup`]. The value's bytes pick the shard, as for every other
+    /// [`Deduplicated::offer`](crate::dedup::Deduplicated::offer). The value's bytes pick the shard, as for every other
     /// offer (so [`remove`](Self::remove), [`contains`](Self::contains) and Java peers find it
     /// there), and the key's mapping lives in that shard's slot: offers of one key are
     /// deduplicated among those whose values land on one shard: all of them when the key's
@@ -220,7 +220,7 @@ impl<C: Codec> ShardedQueue<C> {
     ///
     /// # Errors
     ///
-    /// As [`DelayedQueue::offer_dedup`].
+    /// As [`Deduplicated::offer`](crate::dedup::Deduplicated::offer).
     pub async fn offer_dedup(
         &self,
         value: &C::Borrowed,
