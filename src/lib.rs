@@ -19,23 +19,27 @@
 //! - [`keys`](QueueKeys): Redisson's key and channel names, and delayq's own.
 //! - [`time`]: the current epoch ms, [`Clock`], due-time ranges.
 //! - [`QueueOptions`] (`options.rs`): a queue's entry format and clock, shared by every handle.
-//! - [`retry`]: [`RetryPolicy`] and [`Backoff`] (also behind delayq's own retry loops).
+//! - [`retry`]: [`RetryPolicy`] and [`Backoff`](retry::Backoff) (also behind delayq's own retry
+//!   loops).
 //! - [`codec`]: Redisson's codecs, byte for byte.
 //! - `redis/`: [`connect`], [`client_builder`] and [`ConnectOptions`] (`options.rs`;
 //!   [`TlsOptions`] and the rustls connector in `tls/`), Sentinel's master switches, `script.rs`
 //!   (the one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
 //!   arguments and reply).
+//! - [`inspect`]: the operator's view of a queue ([`Inspect`](inspect::Inspect), from
+//!   `queue.inspect()`) and the types of its reads.
 //! - [`metrics`]: every metric delayq records (feature `metrics`), with its name and labels.
 //! - [`Durability`] (`durable/`): durable writes' own connection, and the task that confirms
 //!   them with one `WAIT`/`WAITAOF` for every writer waiting.
 //! - [`Consumer`] (`consumer.rs`): the target list, at most once (`RBlockingQueue`).
 //! - [`Scheduler`] (`transfer/`): the transfer task (Redisson's `QueueTransferTask`).
-//! - [`DelayedQueue`] (`queue/`): the producer side (`RDelayedQueue`): `redisson.rs` holds
-//!   Redisson's operations, `extras.rs` delayq's own, `encoded.rs` the operations on encoded
-//!   values that both kinds of queue call; `sharded/`: [`ShardedQueue`], one logical queue over
+//! - [`DelayedQueue`] (`queue/`): the producer side (`RDelayedQueue`) and the doors to its
+//!   features ([`admin`], [`dedup`], schedules): `redisson.rs` holds Redisson's operations,
+//!   `extras.rs` delayq's own, `encoded.rs` the operations on encoded values that both kinds of
+//!   queue call; `sharded/`: [`ShardedQueue`], one logical queue over
 //!   N shards `NAME:{i}` (the JDK's CRC32 of a value's bytes picks its shard).
-//! - [`limit`]: limits across processes ([`Limits`](limit::Limits)), stored per queue and
-//!   enforced by the worker.
+//! - [`limit`]: limits across processes ([`Limits`](limit::Limits), the door
+//!   [`StoredLimits`](limit::StoredLimits)), stored per queue and enforced by the worker.
 //! - [`reliable`]: beyond Redisson: [`ReliableConsumer`] (acknowledged takes), dead letters.
 //! - [`worker`]: `queue.worker(n, handler)` ([`WorkerBuilder`]), also over every shard of a
 //!   [`ShardedQueue`] (`sharded.rs`).
@@ -84,14 +88,14 @@ pub use queue::{
 };
 pub use recurring::{FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules};
 pub use redis::{client_builder, connect, connect_with, ConnectOptions, TlsOptions};
-pub use reliable::{DeadLetter, Delivery, Receipt, ReliableConfig, ReliableConsumer};
-pub use retry::{Backoff, RetryPolicy};
+pub use reliable::{Delivery, ReliableConfig, ReliableConsumer};
+pub use retry::RetryPolicy;
 pub use time::Clock;
 pub use transfer::{
     Discovery, GroupConfig, Scheduler, SchedulerBuilder, SchedulerGroup, SchedulerHandle,
     SchedulerStats, TransferConfig,
 };
-pub use worker::{HandlerError, Job, JobError, WorkerBuilder, WorkerHandle, WorkerStats};
+pub use worker::{Job, JobError, WorkerBuilder, WorkerHandle};
 
 /// What an operator writes to a queue: `queue.admin()` (pause, resume, one-off transfers,
 /// reaping, dead-letter replays and purges); the reads are in [`inspect`].

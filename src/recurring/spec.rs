@@ -102,6 +102,7 @@ impl<V> Schedule<V> {
     }
 
     /// Sets the first instant an occurrence may have (see [`Schedule::start_ms`]).
+    /// Default: none (an interval counts from when the schedule is set).
     #[must_use]
     pub fn start_ms(mut self, start_ms: i64) -> Self {
         self.start_ms = Some(start_ms);
@@ -109,6 +110,7 @@ impl<V> Schedule<V> {
     }
 
     /// Sets the last instant an occurrence may have.
+    /// Default: none, no end.
     #[must_use]
     pub fn end_ms(mut self, end_ms: i64) -> Self {
         self.end_ms = Some(end_ms);
@@ -116,6 +118,7 @@ impl<V> Schedule<V> {
     }
 
     /// Sets the missed-occurrence policy.
+    /// Default: [`Missed::Skip`].
     #[must_use]
     pub fn missed(mut self, missed: Missed) -> Self {
         self.missed = missed;

@@ -371,7 +371,7 @@ impl<C: Codec> ReliableConsumer<C> {
         Ok(())
     }
 
-    /// Runs the reaper now (see [`DelayedQueue::reap_expired`]).
+    /// Runs the reaper now (see [`Admin::reap_expired`](crate::admin::Admin::reap_expired)).
     ///
     /// # Errors
     ///

@@ -54,6 +54,7 @@ impl<C: Codec> ShardedQueueBuilder<C> {
     /// queue's schedulers, consumers and workers cover the shards of both layouts until
     /// [`drained`](ShardedQueue::drained) says the old one is empty, and records the new count
     /// (see "Changing the number of shards" in docs/sharding.md).
+    /// Default: none, no change of shard count in progress.
     pub fn previous_shards(mut self, shards: usize) -> Self {
         self.previous = Some(shards);
         self

@@ -101,7 +101,7 @@ async fn run_worker(
     queues: &[delayq::DelayedQueue<crate::text_codec::TextCodec>],
     args: &WorkArgs,
     runner: Arc<CommandRunner>,
-) -> delayq::Result<delayq::WorkerStats> {
+) -> delayq::Result<delayq::worker::WorkerStats> {
     let mut worker = queues[0].worker(args.concurrency, move |job: Job<String>| {
         let runner = runner.clone();
         async move { runner.run(job).await }

@@ -21,7 +21,7 @@ pub(super) const READ: usize = 16 * 1024;
 pub(super) const ENTRY_HEADER: usize = 1 + 255 + 8;
 
 /// `count` previews of `list` from `offset`, `shown` bytes of each: Redis copies one member per
-/// command, and only the preview goes on to the browser (see [`DelayedQueue::previews`]).
+/// command, and only the preview goes on to the browser (see [`Inspect::previews`](delayq::inspect::Inspect::previews)).
 pub(super) async fn page(
     queue: &DelayedQueue<TextCodec>,
     list: PreviewList,
