@@ -22,10 +22,11 @@
 //! - [`retry`]: [`RetryPolicy`] and [`Backoff`](retry::Backoff) (also behind delayq's own retry
 //!   loops).
 //! - [`codec`]: Redisson's codecs, byte for byte.
-//! - `redis/`: [`connect`], [`client_builder`] and [`ConnectOptions`] (`options.rs`;
-//!   [`TlsOptions`] and the rustls connector in `tls/`), Sentinel's master switches, `script.rs`
+//! - `redis/`: a client's first connection bounded, Sentinel's master switches, `script.rs`
 //!   (the one way a Lua script is called) and `ops/`, one file per script under `lua/` (its keys,
 //!   arguments and reply).
+//! - `connection/`: [`connect`], [`client_builder`] and [`ConnectOptions`] (`options.rs`;
+//!   [`TlsOptions`] and the rustls connector in `tls/`).
 //! - [`inspect`]: the operator's view of a queue ([`Inspect`](inspect::Inspect), from
 //!   `queue.inspect()`) and the types of its reads.
 //! - [`metrics`]: every metric delayq records (feature `metrics`), with its name and labels.
@@ -49,6 +50,7 @@
 //! `lua/README.md`.
 
 pub mod codec;
+mod connection;
 mod consumer;
 mod durable;
 pub mod entry;
@@ -87,7 +89,7 @@ pub use queue::{
     ShardedHandle, ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
 };
 pub use recurring::{FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules};
-pub use redis::{client_builder, connect, connect_with, ConnectOptions, TlsOptions};
+pub use connection::{client_builder, connect, connect_with, ConnectOptions, TlsOptions};
 pub use reliable::{Delivery, ReliableConfig, ReliableConsumer};
 pub use retry::RetryPolicy;
 pub use time::Clock;
@@ -113,7 +115,7 @@ pub mod dedup {
 /// and its console use these).
 pub mod names {
     pub use crate::keys::{glob_match, logical_queue, shard_count_key};
-    pub use crate::redis::redact_url;
+    pub use crate::connection::redact_url;
 }
 
 /// Not part of the API: hooks for delayq's own tests and benchmarks (the scripts as sent, with
