@@ -77,6 +77,7 @@ pub use fred;
 /// Stops a worker ([`WorkerBuilder::stop_on`]); tokio-util's.
 pub use tokio_util::sync::CancellationToken;
 
+pub use connection::{client_builder, connect, connect_with, ConnectOptions, TlsOptions};
 pub use consumer::Consumer;
 pub use durable::Durability;
 pub use entry::{EntryFormat, OfferHandle};
@@ -88,8 +89,9 @@ pub use queue::{
     shard_of, DelayedQueue, DelayedQueueBuilder, ParseShardedHandleError, ShardedConsumer,
     ShardedHandle, ShardedQueue, ShardedQueueBuilder, MAX_SHARDS,
 };
-pub use recurring::{FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules};
-pub use connection::{client_builder, connect, connect_with, ConnectOptions, TlsOptions};
+pub use recurring::{
+    FireTally, FiringConfig, Missed, Recurrence, Schedule, ScheduleInfo, Schedules,
+};
 pub use reliable::{Delivery, ReliableConfig, ReliableConsumer};
 pub use retry::RetryPolicy;
 pub use time::Clock;
@@ -114,8 +116,8 @@ pub mod dedup {
 /// Queue names, key names and server URLs as tools show and match them (the `delayq` command
 /// and its console use these).
 pub mod names {
-    pub use crate::keys::{glob_match, logical_queue, shard_count_key};
     pub use crate::connection::redact_url;
+    pub use crate::keys::{glob_match, logical_queue, shard_count_key};
 }
 
 /// Not part of the API: hooks for delayq's own tests and benchmarks (the scripts as sent, with

@@ -36,7 +36,12 @@ pub struct Preview {
 }
 
 impl Preview {
-    pub(crate) fn of(id: Option<String>, at_ms: Option<i64>, member: Option<Bytes>, shown: usize) -> Self {
+    pub(crate) fn of(
+        id: Option<String>,
+        at_ms: Option<i64>,
+        member: Option<Bytes>,
+        shown: usize,
+    ) -> Self {
         Preview {
             id,
             at_ms,

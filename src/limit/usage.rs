@@ -83,7 +83,11 @@ impl<C: Codec> StoredLimits<'_, DelayedQueue<C>> {
     /// The queue's limits, if any are stored; [`Error::InvalidLimits`](crate::Error::InvalidLimits)
     /// for a hash delayq did not write (an unknown field, a value that is not a number).
     pub async fn get(self) -> Result<Option<Limits>> {
-        Ok(self.queue.limits_versioned().await?.map(|(limits, _)| limits))
+        Ok(self
+            .queue
+            .limits_versioned()
+            .await?
+            .map(|(limits, _)| limits))
     }
 
     /// Stores the queue's limits (validated first; nothing is stored when they are refused).
@@ -93,7 +97,13 @@ impl<C: Codec> StoredLimits<'_, DelayedQueue<C>> {
     pub async fn set(self, limits: &Limits) -> Result<()> {
         limits.validate()?;
         let fields = stored::to_fields(limits);
-        limit_set::run(self.queue.client(), self.queue.spec(), Some(fields), limits.per_key()).await?;
+        limit_set::run(
+            self.queue.client(),
+            self.queue.spec(),
+            Some(fields),
+            limits.per_key(),
+        )
+        .await?;
         Ok(())
     }
 

@@ -160,7 +160,8 @@ impl<C: Codec> Admin<'_, DelayedQueue<C>> {
     pub async fn transfer_due_with(self, config: &TransferConfig) -> Result<Transferred> {
         let queue = self.queue;
         let limits = config.limits(config.batch_size().max(1));
-        let outcome = transfer::run(queue.client(), queue.spec(), limits, queue.pass_cost()).await?;
+        let outcome =
+            transfer::run(queue.client(), queue.spec(), limits, queue.pass_cost()).await?;
         Ok(outcome.into())
     }
 }

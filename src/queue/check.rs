@@ -4,8 +4,8 @@
 use super::DelayedQueue;
 use crate::codec::Codec;
 use crate::error::{classify, ReplyKind};
-use crate::keys::KeyRole;
 use crate::inspect::{AccessCheck, CheckReport, Inspect};
+use crate::keys::KeyRole;
 use crate::redis::ops::{reliable_stats, stats};
 use crate::redis::server;
 use crate::{Refusal, Result};

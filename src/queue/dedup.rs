@@ -274,6 +274,8 @@ impl<C: Codec> Deduplicated<'_, DelayedQueue<C>> {
     pub async fn offer(&self, value: &C::Borrowed, delay: Duration) -> Result<DedupOutcome> {
         let delay = Delay::checked(delay)?;
         let value = self.queue.encode(value)?;
-        self.queue.offer_dedup_encoded(delay, value, &self.dedup).await
+        self.queue
+            .offer_dedup_encoded(delay, value, &self.dedup)
+            .await
     }
 }

@@ -54,7 +54,6 @@ pub use sharded::{
     ShardedQueueBuilder, MAX_SHARDS,
 };
 
-use builder::{core_setters, BuildCore};
 use crate::codec::{decode_value, Codec};
 use crate::consumer::Consumer;
 use crate::durable::{Durability, DurableWrites};
@@ -64,6 +63,7 @@ use crate::redis::ops::transfer::PassCost;
 use crate::redis::script::QueueSpec;
 use crate::transfer::shared::SchedulerLease;
 use crate::{Error, Result};
+use builder::{core_setters, BuildCore};
 use bytes::Bytes;
 use fred::clients::Client;
 use std::sync::{Arc, Mutex, PoisonError};

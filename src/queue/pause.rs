@@ -26,7 +26,8 @@ impl<C: Codec> ShardedQueue<C> {
     ///
     /// A Redis error.
     pub async fn resume(&self) -> Result<bool> {
-        let resumed = try_join_all(self.shards().iter().map(|shard| shard.admin().resume())).await?;
+        let resumed =
+            try_join_all(self.shards().iter().map(|shard| shard.admin().resume())).await?;
         Ok(resumed.contains(&true))
     }
 
@@ -36,7 +37,12 @@ impl<C: Codec> ShardedQueue<C> {
     ///
     /// A Redis error.
     pub async fn is_paused(&self) -> Result<bool> {
-        let paused = try_join_all(self.shards().iter().map(|shard| shard.inspect().is_paused())).await?;
+        let paused = try_join_all(
+            self.shards()
+                .iter()
+                .map(|shard| shard.inspect().is_paused()),
+        )
+        .await?;
         Ok(paused.contains(&true))
     }
 }

@@ -2,8 +2,8 @@
 //! length, read one member per command so that no command copies more than one big value.
 
 use super::DelayedQueue;
-use crate::inspect::{Inspect, Preview, PreviewList};
 use crate::codec::Codec;
+use crate::inspect::{Inspect, Preview, PreviewList};
 use crate::{Error, Result};
 use bytes::Bytes;
 use fred::interfaces::{HashesInterface, ListInterface, SortedSetsInterface};

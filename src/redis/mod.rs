@@ -19,10 +19,6 @@ use fred::types::ConnectHandle;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-
-
-
-
 /// Channel messages a pub/sub client keeps for a listener that has not read them yet (fred's
 /// default is 32; at 1,000 offers/s a scheduler group fell behind that on a loaded machine, and
 /// a group that falls behind must transfer every queue, not knowing which messages it missed).
@@ -116,7 +112,6 @@ fn server_label<C: ClientLike>(client: &C) -> String {
         .collect();
     labels.join(",")
 }
-
 
 /// The error for a first connection that was not ready in time, with the time really waited.
 fn timed_out(waited: Duration, limit: Duration) -> fred::error::Error {

@@ -4,12 +4,12 @@
 use super::config::ReliableConfig;
 use super::delivery::{Delivery, Receipt};
 use super::reaper;
+use super::reaper::ReapOutcome;
 use super::settle::SettleCtx;
 use crate::codec::{decode_value, Codec};
 use crate::queue::DelayedQueue;
 use crate::redis::ops::limit_acquire::Acquired;
 use crate::redis::ops::limit_take::{self, LimitedTake, TakeGate};
-use super::reaper::ReapOutcome;
 use crate::redis::ops::take;
 use crate::redis::resend_refused;
 use crate::time::Delay;

@@ -223,7 +223,11 @@ impl<C: Codec> Admin<'_, DelayedQueue<C>> {
             return Ok(false);
         };
         let records = vec![(record.clone(), parts.value)];
-        Ok(self.queue.replay_records(delay, within + 1, records).await? > 0)
+        Ok(self
+            .queue
+            .replay_records(delay, within + 1, records)
+            .await?
+            > 0)
     }
 
     /// Deletes the one dead letter `record` (exactly as stored: [`DeadLetter::record`], or any

@@ -140,6 +140,13 @@ impl<C: Codec> Admin<'_, DelayedQueue<C>> {
     /// A Redis error.
     pub async fn give_back_in_flight(self, delivery_id: &str) -> Result<bool> {
         let now = crate::time::Delay::checked(std::time::Duration::ZERO)?;
-        nack::run(self.queue.client(), self.queue.spec(), delivery_id, now, true).await
+        nack::run(
+            self.queue.client(),
+            self.queue.spec(),
+            delivery_id,
+            now,
+            true,
+        )
+        .await
     }
 }

@@ -3,12 +3,12 @@
 //! checker reads every occurrence off the target list and matches them to the occurrences the
 //! schedules define: none duplicated, none missed, none early.
 
-use crate::common::queue::bytes_queue;
-use delayq::codec::ByteArrayCodec;
-use delayq::DelayedQueue;
 use super::{percentile, AnyResult, Env, Proc};
+use crate::common::queue::bytes_queue;
 use crate::common::{TestRedis, PATIENCE};
+use delayq::codec::ByteArrayCodec;
 use delayq::time::now_ms;
+use delayq::DelayedQueue;
 use delayq::{QueueOptions, Recurrence, Schedule};
 use fred::clients::Client;
 use fred::interfaces::ListInterface;
@@ -161,7 +161,11 @@ async fn set_schedules(
 }
 
 /// Waits until every schedule has ended and everything it offered was read off the list.
-async fn wait_ended(url: &str, schedules: &DelayedQueue<ByteArrayCodec>, timeout: Duration) -> AnyResult<bool> {
+async fn wait_ended(
+    url: &str,
+    schedules: &DelayedQueue<ByteArrayCodec>,
+    timeout: Duration,
+) -> AnyResult<bool> {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         let ended = schedules

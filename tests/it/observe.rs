@@ -3,13 +3,13 @@
 //! expiring, and the registry of live processes, left at a clean stop and expiring after a
 //! crash.
 
-use delayq::inspect::MinuteActivity;
 use crate::common::queue::{connect, eventually};
 use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
+use delayq::inspect::MinuteActivity;
 use delayq::{
-    DelayedQueue, Discovery, GroupConfig, Job, JobError, ObserveConfig,
-    ReliableConfig, SchedulerGroup, WorkerHandle,
+    DelayedQueue, Discovery, GroupConfig, Job, JobError, ObserveConfig, ReliableConfig,
+    SchedulerGroup, WorkerHandle,
 };
 use std::time::Duration;
 
@@ -58,7 +58,7 @@ async fn run_values(queue: &DelayedQueue<StringCodec>, worker: &WorkerHandle, ok
     queue.offer_all(&values).await.unwrap();
     let settled = eventually(PATIENCE, || {
         let stats = worker.stats();
-        async move {stats.acked == before.acked + ok && stats.dead == before.dead + dead }
+        async move { stats.acked == before.acked + ok && stats.dead == before.dead + dead }
     })
     .await;
     assert!(settled, "the worker settled {:?}", worker.stats());
@@ -158,7 +158,8 @@ async fn nothing_is_kept_when_turned_off() {
 
 async fn kinds(queue: &DelayedQueue<StringCodec>) -> Vec<String> {
     let mut kinds: Vec<String> = queue
-        .inspect().processes()
+        .inspect()
+        .processes()
         .await
         .unwrap()
         .into_iter()
@@ -177,7 +178,7 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
     let (queue, worker) = process(&redis.url(), &name, ObserveConfig::default()).await;
     let listed = eventually(PATIENCE, || {
         let queue = queue.clone();
-        async move {kinds(&queue).await == ["scheduler", "worker"] }
+        async move { kinds(&queue).await == ["scheduler", "worker"] }
     })
     .await;
     assert!(listed, "{:?}", queue.inspect().processes().await);
@@ -206,7 +207,7 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
         .unwrap();
     let found = eventually(PATIENCE, || {
         let queue = queue.clone();
-        async move {kinds(&queue).await == ["scheduler", "scheduler", "worker"] }
+        async move { kinds(&queue).await == ["scheduler", "scheduler", "worker"] }
     })
     .await;
     assert!(found, "{:?}", queue.inspect().processes().await);
@@ -244,7 +245,7 @@ async fn a_crashed_process_leaves_the_registry_when_its_record_expires() {
                 let (queue, worker) = process(&url, &name, observe).await;
                 let listed = eventually(PATIENCE, || {
                     let queue = queue.clone();
-                    async move {kinds(&queue).await == ["scheduler", "worker"] }
+                    async move { kinds(&queue).await == ["scheduler", "worker"] }
                 })
                 .await;
                 assert!(listed);
@@ -265,14 +266,14 @@ async fn a_crashed_process_leaves_the_registry_when_its_record_expires() {
         .unwrap();
     let gone = eventually(PATIENCE, || {
         let queue = queue.clone();
-        async move {queue.inspect().processes().await.unwrap().is_empty() }
+        async move { queue.inspect().processes().await.unwrap().is_empty() }
     })
     .await;
     assert!(gone);
     let registry = queue.keys().processes();
     let expired = eventually(PATIENCE, || {
         let exists = redis.cli(&["EXISTS", &registry]);
-        async move {exists.trim() == "0" }
+        async move { exists.trim() == "0" }
     })
     .await;
     assert!(expired, "the registry key expires");
@@ -297,7 +298,7 @@ async fn on_a_cluster_each_queue_keeps_its_own_history_and_registry() {
         queues.push(queue);
     }
     let mut builder = queues[0]
-        .worker(4, |_job: Job<String>| async {Ok::<(), JobError>(()) })
+        .worker(4, |_job: Job<String>| async { Ok::<(), JobError>(()) })
         .reliable_config(fast())
         .observe(observe);
     for queue in &queues[1..] {
@@ -319,13 +320,23 @@ async fn on_a_cluster_each_queue_keeps_its_own_history_and_registry() {
             }
         })
         .await;
-        assert!(counted, "{}: {:?}", queue.name(), queue.inspect().activity(15).await);
+        assert!(
+            counted,
+            "{}: {:?}",
+            queue.name(),
+            queue.inspect().activity(15).await
+        );
         let listed = eventually(PATIENCE, || {
             let queue = queue.clone();
-            async move {kinds(&queue).await == ["scheduler", "worker"] }
+            async move { kinds(&queue).await == ["scheduler", "worker"] }
         })
         .await;
-        assert!(listed, "{}: {:?}", queue.name(), queue.inspect().processes().await);
+        assert!(
+            listed,
+            "{}: {:?}",
+            queue.name(),
+            queue.inspect().processes().await
+        );
     }
     worker.shutdown().await.unwrap();
     // A queue the group leaves is taken out of its registry by the beat that follows at once.
@@ -333,9 +344,14 @@ async fn on_a_cluster_each_queue_keeps_its_own_history_and_registry() {
         queue.destroy().await.unwrap();
         let left = eventually(PATIENCE, || {
             let queue = queue.clone();
-            async move {queue.inspect().processes().await.unwrap().is_empty() }
+            async move { queue.inspect().processes().await.unwrap().is_empty() }
         })
         .await;
-        assert!(left, "{}: {:?}", queue.name(), queue.inspect().processes().await);
+        assert!(
+            left,
+            "{}: {:?}",
+            queue.name(),
+            queue.inspect().processes().await
+        );
     }
 }

@@ -12,8 +12,8 @@ use crate::kinds::{hex, Kind};
 use crate::{err, field, now_ms, reply, u64_field, BoxFut, OpenOpts, Ops, Reply, POLL_SLICE};
 use delayq::codec::Codec;
 use delayq::{
-    Consumer, DelayedQueue, Job, JobError, Recurrence, ReliableConsumer, Schedule,
-    ShardedConsumer, ShardedQueue,
+    Consumer, DelayedQueue, Job, JobError, Recurrence, ReliableConsumer, Schedule, ShardedConsumer,
+    ShardedQueue,
 };
 use serde_json::{json, Value};
 use std::borrow::Borrow;

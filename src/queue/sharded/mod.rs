@@ -282,7 +282,13 @@ impl<C: Codec> ShardedQueue<C> {
     ///
     /// A Redis error.
     pub async fn shard_stats(&self) -> Result<Vec<QueueStats>> {
-        try_join_all(self.inner.shards.iter().map(|shard| shard.inspect().stats())).await
+        try_join_all(
+            self.inner
+                .shards
+                .iter()
+                .map(|shard| shard.inspect().stats()),
+        )
+        .await
     }
 
     /// The counters of all shards added up (`next_due_ms`: the earliest).

@@ -3,8 +3,8 @@
 
 use super::{shard_of, ShardedHandle, ShardedQueue};
 use crate::codec::{encode_value, Codec};
-use crate::queue::{Dedup, DelayedQueue};
 use crate::queue::DedupOutcome;
+use crate::queue::{Dedup, DelayedQueue};
 use crate::redis::ops::remove::RemoveMode;
 use crate::redis::ops::reschedule::Which;
 use crate::time::Delay;

@@ -16,7 +16,8 @@ use std::time::Duration;
 async fn a_batch_starts_holds_back_and_gives_back_in_order() {
     let (_redis, client, queue) = setup("limit-batch-script").await;
     queue
-        .limits().set(&Limits::default().with_key_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
         .await
         .unwrap();
     let keys = queue.keys();
@@ -92,7 +93,8 @@ async fn a_batch_starts_holds_back_and_gives_back_in_order() {
 async fn batches_of_several_keys_keep_each_keys_order_and_lose_nothing() {
     let (_redis, client, queue) = setup("limit-batch-keys").await;
     queue
-        .limits().set(&Limits::default().with_key_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
         .await
         .unwrap();
     let probe = Shared::default();

@@ -16,7 +16,8 @@ const LEASE: Duration = Duration::from_secs(5);
 async fn a_key_cap_holds_and_keeps_the_order_within_the_key() {
     let (_redis, client, queue) = setup("limit-key-cap").await;
     queue
-        .limits().set(&Limits::default().with_key_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
         .await
         .unwrap();
     let probe = Shared::default();
@@ -61,7 +62,8 @@ async fn a_burst_for_one_key_does_not_hold_another_key_behind_it() {
     let (_redis, client, queue) = setup("limit-key-fair").await;
     let burst = std::env::var("DELAYQ_TEST_BURST").map_or(2_000, |n| n.parse().unwrap());
     queue
-        .limits().set(&Limits::default().with_key_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
         .await
         .unwrap();
     let probe = Shared::default();
@@ -115,7 +117,8 @@ async fn no_value_is_lost_when_a_worker_dies_with_values_held_back() {
     let (redis, client, queue) = setup("limit-key-kill").await;
     let lease = Duration::from_secs(2);
     queue
-        .limits().set(
+        .limits()
+        .set(
             &Limits::default()
                 .with_key(KeyRule::Regex("^(\\w+):".into()))
                 .with_key_concurrency(1),
@@ -186,7 +189,8 @@ async fn no_value_is_lost_when_a_worker_dies_with_values_held_back() {
 async fn clearing_per_key_limits_gives_the_values_held_back_to_the_target_list() {
     let (_redis, client, queue) = setup("limit-key-clear").await;
     queue
-        .limits().set(&Limits::default().with_key_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
         .await
         .unwrap();
     let probe = Shared::default();

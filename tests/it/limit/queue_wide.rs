@@ -16,7 +16,8 @@ fn quick(_: &str) -> Duration {
 async fn a_cap_holds_across_workers() {
     let (_redis, client, queue) = setup("limit-cap").await;
     queue
-        .limits().set(&Limits::default().with_concurrency(3))
+        .limits()
+        .set(&Limits::default().with_concurrency(3))
         .await
         .unwrap();
     let probe = Shared::default();
@@ -41,7 +42,8 @@ async fn a_killed_workers_slots_free_within_one_lease() {
     let (redis, client, queue) = setup("limit-killed").await;
     let lease = Duration::from_secs(2);
     queue
-        .limits().set(&Limits::default().with_concurrency(2))
+        .limits()
+        .set(&Limits::default().with_concurrency(2))
         .await
         .unwrap();
     push(&client, &queue, &values("v", 6)).await;
@@ -96,7 +98,8 @@ async fn a_rate_holds_across_workers() {
     let (_redis, client, queue) = setup("limit-rate").await;
     let rate = Rate::new(10, Duration::from_secs(1)).unwrap();
     queue
-        .limits().set(&Limits::default().with_rate(rate))
+        .limits()
+        .set(&Limits::default().with_rate(rate))
         .await
         .unwrap();
     // The test's Redis runs on this host: its TIME is this process's clock.
@@ -166,7 +169,8 @@ fn most_within(times: &[i64], width: i64) -> usize {
 async fn limits_changed_or_cleared_at_run_time_take_effect() {
     let (_redis, client, queue) = setup("limit-change").await;
     queue
-        .limits().set(&Limits::default().with_concurrency(8))
+        .limits()
+        .set(&Limits::default().with_concurrency(8))
         .await
         .unwrap();
     let slow = |_: &str| Duration::from_millis(300);
@@ -180,7 +184,8 @@ async fn limits_changed_or_cleared_at_run_time_take_effect() {
     assert!(first >= 2, "round 1 ran {first} at once, under a cap of 8");
 
     queue
-        .limits().set(&Limits::default().with_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_concurrency(1))
         .await
         .unwrap();
     push(&client, &queue, &batch(2)).await;
@@ -210,7 +215,8 @@ async fn a_worker_over_several_queues_limits_each_by_its_own() {
     .await
     .unwrap();
     capped
-        .limits().set(&Limits::default().with_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_concurrency(1))
         .await
         .unwrap();
     let probe = Shared::default();

@@ -4,15 +4,13 @@
 //! legacy entries and non-string codecs, bad input and a wrong-type mapping refused with
 //! nothing written, and sharded queues on a standalone server and a real Cluster.
 
-use delayq::dedup::MAX_DEDUP_KEY_LEN;
-use delayq::dedup::DedupOutcome;
-use delayq::dedup::Dedup;
 use crate::common::queue::*;
 use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::{LongCodec, StringCodec};
-use delayq::{
-    DelayedQueue, EntryFormat, Error, OfferHandle, ShardedQueue,
-    };
+use delayq::dedup::Dedup;
+use delayq::dedup::DedupOutcome;
+use delayq::dedup::MAX_DEDUP_KEY_LEN;
+use delayq::{DelayedQueue, EntryFormat, Error, OfferHandle, ShardedQueue};
 use fred::clients::Client;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -47,7 +45,11 @@ async fn offer_at_once(
         let dedup = dedup.clone();
         tasks.spawn(async move {
             let value = format!("v{i}");
-            let outcome = queue.dedup(dedup.clone()).offer(&value, HOUR).await.unwrap();
+            let outcome = queue
+                .dedup(dedup.clone())
+                .offer(&value, HOUR)
+                .await
+                .unwrap();
             (value, outcome)
         });
     }
@@ -81,12 +83,12 @@ async fn a_thousand_concurrent_throttled_offers_leave_the_first_entry() {
 
     let offered: Vec<&(String, DedupOutcome)> = outcomes
         .iter()
-        .filter(|(_, o)| matches!(o, DedupOutcome::Offered {.. }))
+        .filter(|(_, o)| matches!(o, DedupOutcome::Offered { .. }))
         .collect();
     assert_eq!(offered.len(), 1, "exactly one offer goes in");
     let (first_value, first) = offered[0];
     for (_, outcome) in &outcomes {
-        assert!(outcome.is_pending() == matches!(outcome, DedupOutcome::Offered {.. }));
+        assert!(outcome.is_pending() == matches!(outcome, DedupOutcome::Offered { .. }));
         assert_eq!(outcome.handle(), first.handle());
         assert_eq!(outcome.due_ms(), first.due_ms());
     }
@@ -114,11 +116,11 @@ async fn a_thousand_concurrent_debounced_offers_leave_the_last_entry() {
 
     let offered = outcomes
         .iter()
-        .filter(|(_, o)| matches!(o, DedupOutcome::Offered {.. }))
+        .filter(|(_, o)| matches!(o, DedupOutcome::Offered { .. }))
         .count();
     let replaced = outcomes
         .iter()
-        .filter(|(_, o)| matches!(o, DedupOutcome::Replaced {.. }))
+        .filter(|(_, o)| matches!(o, DedupOutcome::Replaced { .. }))
         .count();
     assert_eq!((offered, replaced), (1, 999));
     // Every offer made its own entry; all but the one whose script ran last were replaced.
@@ -153,18 +155,20 @@ async fn debounce_replaces_the_value_and_due_time_and_opens_the_window_again() {
     queue.offer("other", HOUR).await.unwrap();
     let debounce = Dedup::debounce("k", HOUR);
     let first = queue
-        .dedup(debounce.clone()).offer("one", Duration::from_secs(60))
+        .dedup(debounce.clone())
+        .offer("one", Duration::from_secs(60))
         .await
         .unwrap();
-    assert!(matches!(first, DedupOutcome::Offered {.. }), "{first:?}");
+    assert!(matches!(first, DedupOutcome::Offered { .. }), "{first:?}");
     let mapping = queue.keys().dedup("k");
     cmd(&client, "PEXPIRE", vec![arg(&mapping), arg("600000")]).await;
     let second = queue
-        .dedup(debounce.clone()).offer("two", Duration::from_secs(120))
+        .dedup(debounce.clone())
+        .offer("two", Duration::from_secs(120))
         .await
         .unwrap();
     assert!(
-        matches!(second, DedupOutcome::Replaced {.. }),
+        matches!(second, DedupOutcome::Replaced { .. }),
         "{second:?}"
     );
     assert_ne!(second.handle(), first.handle());
@@ -180,7 +184,8 @@ async fn debounce_replaces_the_value_and_due_time_and_opens_the_window_again() {
     let throttle = Dedup::throttle("k", HOUR);
     cmd(&client, "PEXPIRE", vec![arg(&mapping), arg("600000")]).await;
     let third = queue
-        .dedup(throttle.clone()).offer("three", Duration::ZERO)
+        .dedup(throttle.clone())
+        .offer("three", Duration::ZERO)
         .await
         .unwrap();
     assert_eq!(
@@ -199,18 +204,22 @@ async fn a_mapping_whose_entry_is_gone_counts_as_absent() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
     let queue = manual_queue(&client, &unique_name("dedup-stale")).await;
-    for mode in [delayq::dedup::DedupMode::Throttle, delayq::dedup::DedupMode::Debounce] {
+    for mode in [
+        delayq::dedup::DedupMode::Throttle,
+        delayq::dedup::DedupMode::Debounce,
+    ] {
         let dedup = Dedup::new("k", HOUR, mode);
         let mut previous: Option<OfferHandle> = None;
         // Each way an entry leaves: transferred, polled (Redisson's poll), removed by value,
         // cancelled by handle.
         for gone_by in ["transfer", "poll", "remove", "cancel"] {
             let outcome = queue
-                .dedup(dedup.clone()).offer("job", Duration::ZERO)
+                .dedup(dedup.clone())
+                .offer("job", Duration::ZERO)
                 .await
                 .unwrap();
             assert!(
-                matches!(outcome, DedupOutcome::Offered {.. }),
+                matches!(outcome, DedupOutcome::Offered { .. }),
                 "{mode:?} after {gone_by}: {outcome:?}"
             );
             assert_ne!(Some(outcome.handle()), previous);
@@ -228,10 +237,11 @@ async fn a_mapping_whose_entry_is_gone_counts_as_absent() {
             assert!(queue.is_empty().await.unwrap());
         }
         let last = queue
-            .dedup(dedup.clone()).offer("job", Duration::ZERO)
+            .dedup(dedup.clone())
+            .offer("job", Duration::ZERO)
             .await
             .unwrap();
-        assert!(matches!(last, DedupOutcome::Offered {.. }), "{mode:?}");
+        assert!(matches!(last, DedupOutcome::Offered { .. }), "{mode:?}");
         assert!(queue.clear().await.unwrap());
     }
 }
@@ -246,7 +256,7 @@ async fn the_windows_end_lets_a_new_entry_in() {
         Dedup::debounce("d", Duration::from_millis(50)),
     ] {
         let first = queue.dedup(dedup.clone()).offer("x", HOUR).await.unwrap();
-        assert!(matches!(first, DedupOutcome::Offered {.. }));
+        assert!(matches!(first, DedupOutcome::Offered { .. }));
         let mapping = queue.keys().dedup(dedup.key());
         let deadline = Instant::now() + PATIENCE;
         while int(&client, "EXISTS", &mapping).await == 1 {
@@ -254,7 +264,7 @@ async fn the_windows_end_lets_a_new_entry_in() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let second = queue.dedup(dedup.clone()).offer("x", HOUR).await.unwrap();
-        assert!(matches!(second, DedupOutcome::Offered {.. }), "{second:?}");
+        assert!(matches!(second, DedupOutcome::Offered { .. }), "{second:?}");
         // The first entry was not the key's any more: both are pending.
         assert!(queue.cancel(&first.handle()).await.unwrap());
         assert!(queue.cancel(&second.handle()).await.unwrap());
@@ -271,10 +281,10 @@ async fn legacy_entries_and_a_non_string_codec() {
     let first = queue.dedup(throttle.clone()).offer(&7, HOUR).await.unwrap();
     let kept = queue.dedup(throttle.clone()).offer(&8, HOUR).await.unwrap();
     assert_eq!(kept.handle(), first.handle());
-    assert!(matches!(kept, DedupOutcome::Kept {.. }));
+    assert!(matches!(kept, DedupOutcome::Kept { .. }));
     let debounce = Dedup::debounce("n", HOUR);
     let replaced = queue.dedup(debounce.clone()).offer(&9, HOUR).await.unwrap();
-    assert!(matches!(replaced, DedupOutcome::Replaced {.. }));
+    assert!(matches!(replaced, DedupOutcome::Replaced { .. }));
     assert_eq!(queue.read_all().await.unwrap(), [9]);
     let order = list(&client, queue.keys().order()).await;
     let entry = delayq::entry::unpack(&order[0], EntryFormat::Legacy).unwrap();
@@ -292,11 +302,19 @@ async fn a_debounce_finds_its_entry_behind_many_unindexed_ones() {
     let keys = queue.keys().clone();
     fill_pending(&client, &keys, (0, 3_000), &[]).await;
     let debounce = Dedup::debounce("k", HOUR);
-    let first = queue.dedup(debounce.clone()).offer("a", HOUR).await.unwrap();
+    let first = queue
+        .dedup(debounce.clone())
+        .offer("a", HOUR)
+        .await
+        .unwrap();
     fill_pending(&client, &keys, (3_000, 3_000), &[]).await;
-    let second = queue.dedup(debounce.clone()).offer("b", HOUR).await.unwrap();
+    let second = queue
+        .dedup(debounce.clone())
+        .offer("b", HOUR)
+        .await
+        .unwrap();
     assert!(
-        matches!(second, DedupOutcome::Replaced {.. }),
+        matches!(second, DedupOutcome::Replaced { .. }),
         "{second:?}"
     );
     assert_eq!(queue.size().await.unwrap(), 6_001);
@@ -348,7 +366,7 @@ async fn a_wrong_type_at_the_mappings_name_is_refused_and_nothing_lost() {
     cmd(&client, "RPUSH", vec![arg(&mapping), arg("someone else's")]).await;
     for dedup in [Dedup::throttle("k", HOUR), Dedup::debounce("k", HOUR)] {
         match queue.dedup(dedup.clone()).offer("v", HOUR).await {
-            Err(Error::WrongType {key, .. }) => assert_eq!(key, mapping),
+            Err(Error::WrongType { key, .. }) => assert_eq!(key, mapping),
             other => panic!("{other:?}"),
         }
     }
@@ -398,7 +416,7 @@ async fn sharded_dedup_round(queue: &ShardedQueue<StringCodec>) {
         let throttle = Dedup::throttle(&key, HOUR);
         let (shard, first) = queue.offer_dedup(&value, HOUR, &throttle).await.unwrap();
         assert_eq!(shard, home);
-        assert!(matches!(first, DedupOutcome::Offered {.. }));
+        assert!(matches!(first, DedupOutcome::Offered { .. }));
         let (_, again) = queue.offer_dedup(&value, HOUR, &throttle).await.unwrap();
         assert_eq!(
             again,
@@ -408,15 +426,16 @@ async fn sharded_dedup_round(queue: &ShardedQueue<StringCodec>) {
             }
         );
         let debounce = Dedup::debounce(&key, HOUR);
-        let (_, moved) = queue.offer_dedup(&value, Duration::from_secs(7_200), &debounce)
+        let (_, moved) = queue
+            .offer_dedup(&value, Duration::from_secs(7_200), &debounce)
             .await
             .unwrap();
-        assert!(matches!(moved, DedupOutcome::Replaced {.. }));
+        assert!(matches!(moved, DedupOutcome::Replaced { .. }));
         assert!(queue.contains(&value).await.unwrap());
         assert!(queue.remove(&value).await.unwrap());
         assert!(!queue.contains(&value).await.unwrap());
         let (_, fresh) = queue.offer_dedup(&value, HOUR, &throttle).await.unwrap();
-        assert!(matches!(fresh, DedupOutcome::Offered {.. }), "{fresh:?}");
+        assert!(matches!(fresh, DedupOutcome::Offered { .. }), "{fresh:?}");
     }
     assert_eq!(queue.size().await.unwrap(), 10);
     assert_eq!(queue.misplaced().await.unwrap(), 0);

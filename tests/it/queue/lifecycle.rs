@@ -1,11 +1,11 @@
 //! delayq's own keys live and die with the queue: `expire` (from delayq or from a Java peer),
 //! an emptied order list, `delete`.
 
-use delayq::inspect::AccessCheck;
 use crate::common::queue::{connect, manual_queue, push_raw_entry};
 use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
 use delayq::fred::clients::Client;
+use delayq::inspect::AccessCheck;
 use delayq::{DelayedQueue, QueueKeys, TransferConfig};
 use std::time::Duration;
 
@@ -28,7 +28,15 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
     let indexed = TransferConfig::default()
         .with_batch_size(1)
         .with_index_threshold(1);
-    assert_eq!(queue.admin().transfer_due_with(&indexed).await.unwrap().moved, 1);
+    assert_eq!(
+        queue
+            .admin()
+            .transfer_due_with(&indexed)
+            .await
+            .unwrap()
+            .moved,
+        1
+    );
     assert!(queue.contains("b").await.unwrap(), "builds the value index");
     queue
         .offer_with_handle("handled", Duration::from_secs(60))
@@ -38,7 +46,8 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
     let keys = queue.keys().clone();
     push_raw_entry(client, keys.timeout(), keys.order(), b"junk", 0).await;
     let moved = queue
-        .admin().transfer_due_with(&indexed.with_batch_size(10))
+        .admin()
+        .transfer_due_with(&indexed.with_batch_size(10))
         .await
         .unwrap();
     assert_eq!((moved.moved, moved.quarantined), (1, 1));

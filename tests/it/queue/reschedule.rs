@@ -27,7 +27,8 @@ async fn setup(
 /// value -> due ms, from the pending entries.
 async fn due_times(queue: &DelayedQueue<StringCodec>) -> HashMap<String, i64> {
     queue
-        .inspect().pending(0)
+        .inspect()
+        .pending(0)
         .await
         .unwrap()
         .into_iter()

@@ -3,9 +3,9 @@
 //! naming both numbers. Changing the count (`previous_shards`) is covered by
 //! `sharded::changing_the_number_of_shards_loses_nothing`.
 
-use delayq::names::shard_count_key;
 use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
+use delayq::names::shard_count_key;
 use delayq::{ShardedQueue, MAX_SHARDS};
 use fred::clients::Client;
 use fred::interfaces::KeysInterface;

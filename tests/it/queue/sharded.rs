@@ -3,12 +3,10 @@
 //! hit the value's shard, one worker takes every value of every shard once, changing the number
 //! of shards loses nothing, and neither does moving a shard's slot to another master under load.
 
-use delayq::names::shard_count_key;
 use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::{Codec, StringCodec};
-use delayq::{
-    shard_of, Job, JobError, ReliableConfig, ShardedQueue, WorkerHandle,
-};
+use delayq::names::shard_count_key;
+use delayq::{shard_of, Job, JobError, ReliableConfig, ShardedQueue, WorkerHandle};
 use fred::clients::Client;
 use fred::interfaces::KeysInterface;
 use std::collections::HashMap;

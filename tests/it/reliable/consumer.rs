@@ -355,13 +355,18 @@ async fn dead_letters_list_replay_and_purge() {
     // Replayed with a delay (an hour: still pending when counted, however slow the machine).
     assert_eq!(
         queue
-            .admin().replay_dead_letters(0, Duration::from_secs(3_600))
+            .admin()
+            .replay_dead_letters(0, Duration::from_secs(3_600))
             .await
             .unwrap(),
         1
     );
     assert_eq!(queue.inspect().pending(0).await.unwrap().len(), 1);
-    assert_eq!(queue.admin().purge_dead_letters().await.unwrap(), 1, "the garbage");
+    assert_eq!(
+        queue.admin().purge_dead_letters().await.unwrap(),
+        1,
+        "the garbage"
+    );
     assert!(queue.inspect().dead_letters(0).await.unwrap().is_empty());
 
     // The dead-letter list is bounded.
@@ -383,7 +388,8 @@ async fn dead_letters_list_replay_and_purge() {
             .unwrap();
     }
     let kept: Vec<String> = queue
-        .inspect().dead_letters(0)
+        .inspect()
+        .dead_letters(0)
         .await
         .unwrap()
         .into_iter()
@@ -477,7 +483,9 @@ async fn poison_entries_are_quarantined_and_undecodable_values_delivered_raw() {
     assert_eq!(quarantined.len(), 4, "{quarantined:?}");
     assert_eq!(queue.inspect().stats().await.unwrap().pending, 0);
     assert_eq!(
-        queue.inspect().dead_letters(0).await.unwrap()[0].raw.as_ref(),
+        queue.inspect().dead_letters(0).await.unwrap()[0]
+            .raw
+            .as_ref(),
         b"twelve"
     );
     assert_eq!(queue.admin().purge_quarantine().await.unwrap(), 4);
@@ -788,7 +796,11 @@ async fn a_long_replay_goes_in_bounded_calls() {
             .unwrap();
     }
     redis.cli(&["CONFIG", "RESETSTAT"]);
-    let replayed = queue.admin().replay_dead_letters(0, Duration::ZERO).await.unwrap();
+    let replayed = queue
+        .admin()
+        .replay_dead_letters(0, Duration::ZERO)
+        .await
+        .unwrap();
     assert_eq!(replayed, 1_234 - 13);
     let expected: Vec<String> = (0..1_234)
         .filter(|i| i % 100 != 7)

@@ -195,7 +195,8 @@ async fn permanent_errors_and_panics_and_concurrency_bound() {
     );
     assert_eq!(peak.load(Ordering::SeqCst), 3, "the bound was used");
     let dead: HashMap<String, (u32, String)> = queue
-        .inspect().dead_letters(0)
+        .inspect()
+        .dead_letters(0)
         .await
         .unwrap()
         .into_iter()

@@ -4,8 +4,8 @@
 //! first valid time after it; in the overlap, once at its first pass; a wildcard hour fires
 //! every real hour, both passes of the repeated one.
 
-use crate::common::queue::bytes_queue;
 use super::{at, offered};
+use crate::common::queue::bytes_queue;
 use crate::common::queue::connect;
 use crate::common::{unique_name, TestRedis};
 use delayq::{FiringConfig, QueueOptions, Recurrence, Schedule};

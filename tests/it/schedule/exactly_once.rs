@@ -4,8 +4,8 @@
 //! each occurrence as it comes due). Every occurrence is read back from the queue: none twice,
 //! none missing, each due at its time.
 
-use crate::common::queue::bytes_queue;
 use super::offered;
+use crate::common::queue::bytes_queue;
 use crate::common::queue::connect;
 use crate::common::{unique_name, TestRedis, PATIENCE};
 use delayq::fred::clients::Client;
@@ -25,7 +25,10 @@ fn firer(client: Client, queue: String, skew_ms: i64) -> JoinHandle<()> {
         let config = FiringConfig::default().with_lead(Duration::ZERO);
         loop {
             // Errors are a killed call's; the loop goes on as a restarted process would.
-            let _ = schedules.schedules().fire_due(now_ms() + skew_ms, &config).await;
+            let _ = schedules
+                .schedules()
+                .fire_due(now_ms() + skew_ms, &config)
+                .await;
             tokio::task::yield_now().await;
         }
     })

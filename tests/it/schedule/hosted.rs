@@ -48,10 +48,22 @@ async fn a_group_fires_its_queues_schedules_until_it_shuts_down() {
         assert!(*at >= due, "occurrence {k} delivered at {at}, due at {due}");
     }
     group.shutdown().await;
-    let stopped = schedules.schedules().get("tick").await.unwrap().unwrap().next_ms;
+    let stopped = schedules
+        .schedules()
+        .get("tick")
+        .await
+        .unwrap()
+        .unwrap()
+        .next_ms;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
-        schedules.schedules().get("tick").await.unwrap().unwrap().next_ms,
+        schedules
+            .schedules()
+            .get("tick")
+            .await
+            .unwrap()
+            .unwrap()
+            .next_ms,
         stopped,
         "nothing fires after the group's shutdown"
     );

@@ -3,8 +3,8 @@
 //! once, `all:CAP` the latest CAP; late (not missed) occurrences always fire; firing again at
 //! the same instant offers nothing more.
 
-use crate::common::queue::bytes_queue;
 use super::offered;
+use crate::common::queue::bytes_queue;
 use crate::common::queue::connect;
 use crate::common::{unique_name, TestRedis};
 use delayq::{FiringConfig, Missed, QueueOptions, Recurrence, Schedule};
@@ -34,7 +34,11 @@ async fn fired_with(redis: &TestRedis, missed: Missed) -> (Vec<i64>, Vec<i64>) {
     assert_eq!(again.offered, 0, "{missed}: fired twice at one instant");
     let found = offered(&client, &queue).await;
     assert_eq!(first.offered as usize, found.len());
-    schedules.schedules().fire_due(now + MINUTE, &config).await.unwrap();
+    schedules
+        .schedules()
+        .fire_due(now + MINUTE, &config)
+        .await
+        .unwrap();
     let later = offered(&client, &queue).await;
     let info = schedules.schedules().get("m").await.unwrap().unwrap();
     assert_eq!(info.last_ms, Some(START + 11 * MINUTE));
@@ -88,20 +92,42 @@ async fn pause_resume_and_trigger() {
     assert!(paused.schedule.paused);
     let config = FiringConfig::default().with_lead(Duration::ZERO);
     let now = delayq::time::now_ms();
-    assert_eq!(schedules.schedules().fire_due(now, &config).await.unwrap().due, 0);
+    assert_eq!(
+        schedules
+            .schedules()
+            .fire_due(now, &config)
+            .await
+            .unwrap()
+            .due,
+        0
+    );
     let resumed = schedules.schedules().resume("p").await.unwrap();
     let next = resumed.next_ms.unwrap();
     assert!(
         next >= now && next < now + MINUTE + 1_000,
         "{next} vs {now}"
     );
-    assert_eq!(schedules.schedules().fire_due(now, &config).await.unwrap().offered, 0);
+    assert_eq!(
+        schedules
+            .schedules()
+            .fire_due(now, &config)
+            .await
+            .unwrap()
+            .offered,
+        0
+    );
     schedules.schedules().trigger("p").await.unwrap();
     let found = offered(&client, &queue).await;
     assert_eq!(found.len(), 1);
     assert!(found[0] >= now && found[0] < next);
     assert_eq!(
-        schedules.schedules().get("p").await.unwrap().unwrap().next_ms,
+        schedules
+            .schedules()
+            .get("p")
+            .await
+            .unwrap()
+            .unwrap()
+            .next_ms,
         Some(next)
     );
     assert!(matches!(
@@ -143,7 +169,11 @@ async fn a_malformed_schedule_does_not_stop_its_neighbours() {
     ]);
     redis.cli(&["ZADD", keys.schedules(), "0", "bad"]);
     let config = FiringConfig::default().with_lead(Duration::ZERO);
-    let tally = schedules.schedules().fire_due(START + 1_000, &config).await.unwrap();
+    let tally = schedules
+        .schedules()
+        .fire_due(START + 1_000, &config)
+        .await
+        .unwrap();
     assert_eq!((tally.invalid, tally.offered), (1, 1));
     assert_eq!(offered(&client, &queue).await, minutes([0]));
 }
@@ -161,7 +191,11 @@ async fn a_replaced_schedule_does_not_fire_its_last_occurrence_again() {
     for value in ["v1", "v2"] {
         let schedule = Schedule::new("r", every.clone(), value.as_bytes().to_vec()).start_ms(START);
         schedules.schedules().set(schedule).await.unwrap();
-        schedules.schedules().fire_due(START + 1_000, &config).await.unwrap();
+        schedules
+            .schedules()
+            .fire_due(START + 1_000, &config)
+            .await
+            .unwrap();
     }
     assert_eq!(offered(&client, &queue).await, minutes([0]));
     let info = schedules.schedules().get("r").await.unwrap().unwrap();

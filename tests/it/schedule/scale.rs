@@ -3,15 +3,15 @@
 //! its scheduler group no read per tick. Commands are counted on the server
 //! (`INFO commandstats`), so no figure depends on the machine's speed.
 
-use crate::common::queue::bytes_queue;
-use delayq::codec::ByteArrayCodec;
-use delayq::DelayedQueue;
 use super::offered;
+use crate::common::queue::bytes_queue;
 use crate::common::queue::connect;
 use crate::common::{unique_name, TestRedis, PATIENCE};
+use delayq::codec::ByteArrayCodec;
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::ListInterface;
 use delayq::time::now_ms;
+use delayq::DelayedQueue;
 use delayq::{
     Clock, FiringConfig, GroupConfig, QueueOptions, Recurrence, Schedule, SchedulerGroup,
     TransferConfig,
@@ -31,7 +31,11 @@ async fn set_many(client: &Client, queue: &str, start_ms: i64) -> DelayedQueue<B
             let (schedules, every) = (schedules.clone(), every.clone());
             async move {
                 let schedule = Schedule::new(format!("s{k}"), every, b"v".to_vec());
-                schedules.schedules().set(schedule.start_ms(start_ms)).await.unwrap();
+                schedules
+                    .schedules()
+                    .set(schedule.start_ms(start_ms))
+                    .await
+                    .unwrap();
             }
         })
         .await;
@@ -68,7 +72,13 @@ async fn concurrent_passes_offer_each_occurrence_once() {
     let passes: Vec<_> = (0..3)
         .map(|_| {
             let schedules = schedules.clone();
-            tokio::spawn(async move { schedules.schedules().fire_due(start, &config).await.unwrap() })
+            tokio::spawn(async move {
+                schedules
+                    .schedules()
+                    .fire_due(start, &config)
+                    .await
+                    .unwrap()
+            })
         })
         .collect();
     let mut total = 0;
@@ -76,7 +86,12 @@ async fn concurrent_passes_offer_each_occurrence_once() {
         total += pass.await.unwrap().offered;
     }
     // Whatever a racing pass skipped is due still: one more pass fires the rest.
-    total += schedules.schedules().fire_due(start, &config).await.unwrap().offered;
+    total += schedules
+        .schedules()
+        .fire_due(start, &config)
+        .await
+        .unwrap()
+        .offered;
     assert_eq!(total, DUE as u64);
     assert_eq!(offered(&client, &queue).await, vec![start; DUE]);
 }

@@ -25,7 +25,10 @@ async fn values_go_in_and_come_back_typed_stored_as_the_codecs_bytes() {
     assert_eq!(set.schedule.value, 42);
     let read = queue.schedules().get("n").await.unwrap().expect("stored");
     assert_eq!(read.schedule.value, 42);
-    assert_eq!(queue.schedules().list().await.unwrap()[0].schedule.value, 42);
+    assert_eq!(
+        queue.schedules().list().await.unwrap()[0].schedule.value,
+        42
+    );
     // Stored as the codec's bytes: the same schedule read as bytes.
     let raw = bytes_queue(&client, name.as_str(), QueueOptions::default()).await;
     let stored = raw.schedules().get("n").await.unwrap().expect("stored");

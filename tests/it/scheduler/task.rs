@@ -378,7 +378,10 @@ async fn a_paused_queue_keeps_its_due_values_until_resumed() {
     assert!(list_str(&client, &name).await.is_empty());
 
     assert!(queue.admin().resume().await.unwrap());
-    assert!(!queue.admin().resume().await.unwrap(), "not paused any more");
+    assert!(
+        !queue.admin().resume().await.unwrap(),
+        "not paused any more"
+    );
     assert!(!queue.inspect().is_paused().await.unwrap());
     assert!(
         eventually(Duration::from_secs(30), || async {
@@ -404,12 +407,20 @@ async fn a_sharded_queue_pauses_every_shard() {
     assert!(queue.is_paused().await.unwrap(), "one shard is paused");
     assert!(queue.pause().await.unwrap(), "two were not");
     for shard in queue.shards() {
-        assert!(shard.inspect().is_paused().await.unwrap(), "{}", shard.name());
+        assert!(
+            shard.inspect().is_paused().await.unwrap(),
+            "{}",
+            shard.name()
+        );
     }
     assert!(!queue.pause().await.unwrap());
     assert!(queue.resume().await.unwrap());
     for shard in queue.shards() {
-        assert!(!shard.inspect().is_paused().await.unwrap(), "{}", shard.name());
+        assert!(
+            !shard.inspect().is_paused().await.unwrap(),
+            "{}",
+            shard.name()
+        );
     }
     assert!(!queue.is_paused().await.unwrap());
     assert!(!queue.resume().await.unwrap());

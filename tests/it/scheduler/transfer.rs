@@ -50,7 +50,10 @@ async fn transfer_moves_due_entries_only_in_due_order_as_bare_values() {
     assert_eq!(outcome.next_due_ms, Some(later_due));
     // An empty queue reports no head.
     queue.clear().await.unwrap();
-    assert_eq!(queue.admin().transfer_due(100).await.unwrap().next_due_ms, None);
+    assert_eq!(
+        queue.admin().transfer_due(100).await.unwrap().next_due_ms,
+        None
+    );
 }
 
 #[tokio::test]

@@ -5,9 +5,9 @@
 //! A frozen replica (SIGSTOP) keeps its link to the master but acknowledges nothing: what a
 //! replica cut off by a partition looks like to the master until its timeout.
 
-use delayq::dedup::Dedup;
 use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
+use delayq::dedup::Dedup;
 use delayq::{DelayedQueue, Durability, Error};
 use fred::interfaces::{ListInterface, SortedSetsInterface};
 use std::time::{Duration, Instant};
@@ -32,7 +32,7 @@ impl Pair {
                 false => Err(info),
             }
         });
-        Pair {master, replica }
+        Pair { master, replica }
     }
 
     /// Freezes the replica: it stays connected but acknowledges nothing until `thaw`.
@@ -137,7 +137,8 @@ async fn deduplicated_offers_wait_for_the_replica() {
     let hasty = queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(300)));
     let dedup = Dedup::throttle("order-7", Duration::from_secs(60));
     let first = durable
-        .dedup(dedup.clone()).offer("first", Duration::from_secs(60))
+        .dedup(dedup.clone())
+        .offer("first", Duration::from_secs(60))
         .await
         .unwrap();
     assert_eq!(first.as_str(), "offered");
@@ -145,16 +146,18 @@ async fn deduplicated_offers_wait_for_the_replica() {
     let frozen = pair.freeze();
     // Dropped: nothing written, nothing to wait for (Valkey answers such a wait at once anyway).
     let kept = hasty
-        .dedup(dedup.clone()).offer("again", Duration::from_secs(60))
+        .dedup(dedup.clone())
+        .offer("again", Duration::from_secs(60))
         .await
         .unwrap();
     assert_eq!(kept.as_str(), "kept");
     let other = Dedup::throttle("order-8", Duration::from_secs(60));
     let err = hasty
-        .dedup(other.clone()).offer("second", Duration::from_secs(60))
+        .dedup(other.clone())
+        .offer("second", Duration::from_secs(60))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::NotConfirmed {.. }), "{err:?}");
+    assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
     assert_eq!(pending_on(&pair.master, &queue).await, 2);
     drop(frozen);
 }
@@ -218,7 +221,8 @@ async fn replays_of_dead_letters_wait_for_the_replica() {
     let durable = queue.with_durability(Durability::replicas(1).timeout(PATIENCE));
     assert_eq!(
         durable
-            .admin().replay_dead_letters(1, Duration::ZERO)
+            .admin()
+            .replay_dead_letters(1, Duration::ZERO)
             .await
             .unwrap(),
         1
@@ -232,10 +236,11 @@ async fn replays_of_dead_letters_wait_for_the_replica() {
         queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(200)));
     let left = queue.inspect().dead_letters(0).await.unwrap();
     let err = durable
-        .admin().replay_dead_letter(&left[0].record, 10, Duration::ZERO)
+        .admin()
+        .replay_dead_letter(&left[0].record, 10, Duration::ZERO)
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::NotConfirmed {.. }), "{err:?}");
+    assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
     let on_master: Vec<String> = master.lrange(queue.name(), 0, -1).await.unwrap();
     assert_eq!(on_master, ["one", "two"]);
     drop(frozen);
@@ -321,7 +326,7 @@ async fn dead_letters_of_a_durable_queue_wait_for_the_replica() {
     let delivery = consumer.take().await.unwrap();
     let frozen = pair.freeze();
     let err = delivery.dead_letter("gave up").await.unwrap_err();
-    assert!(matches!(err, Error::NotConfirmed {.. }), "{err:?}");
+    assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
     assert_eq!(master.llen::<u64, _>(&dead).await.unwrap(), 2);
     drop(frozen);
 }
@@ -355,6 +360,6 @@ async fn an_acl_user_without_wait_is_refused_before_writing() {
         .offer("x", Duration::ZERO)
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::NotConfirmed {.. }), "{err:?}");
+    assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
     assert_eq!(queue.size().await.unwrap(), 1);
 }

@@ -2,8 +2,8 @@
 
 use super::Ctx;
 use crate::cli::QueueArg;
-use delayq::time::now_ms;
 use delayq::inspect::{AccessCheck, CheckReport};
+use delayq::time::now_ms;
 use std::io::Write;
 
 /// Prints the report; false when it has warnings.

@@ -6,8 +6,8 @@ use crate::exit::Usage;
 use crate::schedule_args::{ScheduleAction, ScheduleSetArgs, ScheduleTarget};
 use crate::show;
 use crate::text_codec::base64_of;
-use delayq::codec::Codec;
 use delayq::codec::ByteArrayCodec;
+use delayq::codec::Codec;
 use delayq::{DelayedQueue, Discovery, Missed, Recurrence, Schedule, ScheduleInfo};
 
 /// Runs the action; false when `remove --exit-status` found nothing.
@@ -19,20 +19,36 @@ pub(crate) async fn schedule(ctx: &Ctx, action: ScheduleAction) -> anyhow::Resul
             target,
             exit_status,
         } => {
-            let removed = raw_queue(ctx, &target.queue).await?.schedules().remove(&target.id).await?;
+            let removed = raw_queue(ctx, &target.queue)
+                .await?
+                .schedules()
+                .remove(&target.id)
+                .await?;
             print_about(ctx, &target, "removed", removed)?;
             Ok(removed || !exit_status)
         }
         ScheduleAction::Pause { target } => {
-            raw_queue(ctx, &target.queue).await?.schedules().pause(&target.id).await?;
+            raw_queue(ctx, &target.queue)
+                .await?
+                .schedules()
+                .pause(&target.id)
+                .await?;
             print_about(ctx, &target, "paused", true).map(|()| true)
         }
         ScheduleAction::Resume { target } => {
-            let info = raw_queue(ctx, &target.queue).await?.schedules().resume(&target.id).await?;
+            let info = raw_queue(ctx, &target.queue)
+                .await?
+                .schedules()
+                .resume(&target.id)
+                .await?;
             print_next(ctx, &target, &info).map(|()| true)
         }
         ScheduleAction::Trigger { target } => {
-            let handle = raw_queue(ctx, &target.queue).await?.schedules().trigger(&target.id).await?;
+            let handle = raw_queue(ctx, &target.queue)
+                .await?
+                .schedules()
+                .trigger(&target.id)
+                .await?;
             let handle = handle.to_string();
             let mut out = std::io::stdout();
             ctx.print(
@@ -78,7 +94,11 @@ async fn set(ctx: &Ctx, args: ScheduleSetArgs) -> anyhow::Result<()> {
     if let Some(end) = args.end {
         schedule = schedule.end_ms(end);
     }
-    let info = raw_queue(ctx, &args.target.queue).await?.schedules().set(schedule).await?;
+    let info = raw_queue(ctx, &args.target.queue)
+        .await?
+        .schedules()
+        .set(schedule)
+        .await?;
     print_next(ctx, &args.target, &info)
 }
 

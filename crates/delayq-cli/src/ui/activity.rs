@@ -37,7 +37,10 @@ fn minute_json(m: &MinuteActivity) -> serde_json::Value {
 pub(super) async fn recent(
     queue: &DelayedQueue<TextCodec>,
 ) -> anyhow::Result<(serde_json::Value, usize)> {
-    let (minutes, processes) = tokio::join!(queue.inspect().activity(RATE_MINUTES), queue.inspect().processes());
+    let (minutes, processes) = tokio::join!(
+        queue.inspect().activity(RATE_MINUTES),
+        queue.inspect().processes()
+    );
     let mut sum = MinuteActivity::default();
     for m in minutes? {
         sum.moved += m.moved;
@@ -66,7 +69,8 @@ pub(super) async fn history(State(ui): State<Shared>, Path(name): Path<String>) 
 pub(super) async fn processes(State(ui): State<Shared>, Path(name): Path<String>) -> Response {
     answer(&ui, &name, |queue| async move {
         let processes: Vec<_> = queue
-            .inspect().processes()
+            .inspect()
+            .processes()
             .await?
             .into_iter()
             .map(|p| {

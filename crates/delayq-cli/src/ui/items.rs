@@ -103,7 +103,8 @@ pub(super) async fn dead(
         Ok(match action.as_str() {
             "retry" => Some(
                 queue
-                    .admin().replay_dead_letter(&record, now_at + 1, std::time::Duration::ZERO)
+                    .admin()
+                    .replay_dead_letter(&record, now_at + 1, std::time::Duration::ZERO)
                     .await?,
             ),
             "delete" => Some(queue.admin().delete_dead_letter(&record).await?),

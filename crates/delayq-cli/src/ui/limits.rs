@@ -90,7 +90,8 @@ fn limits_of(form: &Form) -> Result<Limits, String> {
         (None, None) => {}
     }
     if let Some(text) = &form.key_concurrency {
-        limits = limits.with_key_concurrency(count_of(text).map_err(|e| named("key concurrency", e))?);
+        limits =
+            limits.with_key_concurrency(count_of(text).map_err(|e| named("key concurrency", e))?);
     }
     if let Some(text) = &form.key_rate {
         limits = limits.with_key_rate(rate_of(text).map_err(|e| named("key rate", e))?);

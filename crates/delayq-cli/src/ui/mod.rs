@@ -202,7 +202,8 @@ async fn run_write(ui: &Ui, name: &str, action: &str) -> anyhow::Result<Option<s
             let mut replayed = 0;
             loop {
                 let n = queue
-                    .admin().replay_dead_letters(1_000, std::time::Duration::ZERO)
+                    .admin()
+                    .replay_dead_letters(1_000, std::time::Duration::ZERO)
                     .await?;
                 if n == 0 {
                     break;

@@ -29,7 +29,10 @@ pub(super) async fn page(
     count: usize,
     shown: usize,
 ) -> anyhow::Result<Vec<Preview>> {
-    Ok(queue.inspect().previews(list, offset, count.max(1), shown).await?)
+    Ok(queue
+        .inspect()
+        .previews(list, offset, count.max(1), shown)
+        .await?)
 }
 
 /// A value `len` bytes long that starts with `value` as JSON: `value` (decoded, or its first
