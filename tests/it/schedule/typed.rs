@@ -37,8 +37,12 @@ async fn values_go_in_and_come_back_typed_stored_as_the_codecs_bytes() {
     let config = FiringConfig::default().with_lead(Duration::ZERO);
     let tally = queue.schedules().fire_due(start, &config).await.unwrap();
     assert_eq!(tally.offered, 1, "{tally:?}");
-    queue.admin().transfer_due(10).await.unwrap();
-    assert_eq!(queue.read_all().await.unwrap(), [42]);
+    let pending = queue.inspect().pending(0).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(*pending[0].value.as_ref().unwrap(), 42);
+    assert_eq!(queue.admin().transfer_due(10).await.unwrap().moved, 1);
+    let consumer = queue.consumer().await.unwrap();
+    assert_eq!(consumer.poll(Duration::ZERO).await.unwrap(), Some(42));
 }
 
 #[tokio::test]
