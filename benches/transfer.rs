@@ -64,7 +64,7 @@ async fn run_case(client: &fred::clients::Client, case: &Case, round: usize) -> 
     let (mut moved, mut calls, mut by_index, mut longest) = (0, 0, 0, Duration::ZERO);
     loop {
         let call = Instant::now();
-        let outcome = queue.transfer_due_with(&config).await.unwrap();
+        let outcome = queue.admin().transfer_due_with(&config).await.unwrap();
         let took = call.elapsed();
         longest = longest.max(took);
         calls += 1;
@@ -74,9 +74,8 @@ async fn run_case(client: &fred::clients::Client, case: &Case, round: usize) -> 
             break;
         }
         // The scheduler's adaptive rule, applied between calls as the scheduler does.
-        let next = case
-            .config
-            .next_batch(config.batch_size(), outcome.moved, took);
+        let next =
+            delayq::__internal::next_batch(&case.config, config.batch_size(), outcome.moved, took);
         config = config.with_batch_size(next);
     }
     let seconds = started.elapsed().as_secs_f64();

@@ -48,7 +48,7 @@ async fn main() -> Result<(), delayq::Error> {
     // Cancel one before it is due: remove finds it by value, as Java's remove(o) does.
     let cancelled = queue.remove("cancel unpaid order 18").await?;
     println!("removed  cancel unpaid order 18 before it was due: {cancelled}");
-    let stats = queue.stats().await?;
+    let stats = queue.inspect().stats().await?;
     println!(
         "pending {} (next due in {} ms)",
         stats.pending,

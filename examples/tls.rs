@@ -41,7 +41,7 @@ async fn main() -> Result<(), delayq::Error> {
     }
     let client = options.connect(&url).await?;
     // The password, if the URL holds one, is never printed.
-    println!("connected to {}", delayq::redact_url(&url));
+    println!("connected to {}", delayq::names::redact_url(&url));
 
     let name = format!("example:tls:{}", std::process::id());
     let queue = DelayedQueue::new(client, name.as_str(), StringCodec).await?;

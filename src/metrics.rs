@@ -17,7 +17,7 @@
 //!
 //! ```
 //! // With no recorder installed, recording costs next to nothing and goes nowhere.
-//! let stats = delayq::QueueStats::default();
+//! let stats = delayq::inspect::QueueStats::default();
 //! delayq::metrics::record_queue_gauges("orders", &stats, None, 0);
 //! ```
 
@@ -559,13 +559,13 @@ impl WorkerMetrics {
 /// # Examples
 ///
 /// ```
-/// let stats = delayq::QueueStats::default();
+/// let stats = delayq::inspect::QueueStats::default();
 /// delayq::metrics::record_queue_gauges("orders", &stats, None, 1_700_000_000_000);
 /// ```
 pub fn record_queue_gauges(
     queue: &str,
-    stats: &crate::redis::ops::stats::QueueStats,
-    reliable: Option<&crate::redis::ops::reliable_stats::ReliableStats>,
+    stats: &crate::inspect::QueueStats,
+    reliable: Option<&crate::inspect::ReliableStats>,
     now_ms: i64,
 ) {
     #[cfg(feature = "metrics")]

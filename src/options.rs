@@ -36,15 +36,17 @@ pub struct QueueOptions {
 
 impl QueueOptions {
     /// Sets the entry packing (see [`QueueOptions::format`](#structfield.format)).
+    /// Default: [`EntryFormat::Current`].
     #[must_use]
-    pub fn format(mut self, format: EntryFormat) -> Self {
+    pub const fn format(mut self, format: EntryFormat) -> Self {
         self.format = format;
         self
     }
 
     /// Sets whose clock goes (see [`QueueOptions::clock`](#structfield.clock)).
+    /// Default: [`Clock::Client`].
     #[must_use]
-    pub fn clock(mut self, clock: Clock) -> Self {
+    pub const fn clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
         self
     }

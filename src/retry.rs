@@ -71,7 +71,7 @@ impl Backoff {
     /// # Examples
     ///
     /// ```
-    /// use delayq::Backoff;
+    /// use delayq::retry::Backoff;
     /// use std::time::Duration;
     ///
     /// let backoff = Backoff::doubling(Duration::from_millis(100), Duration::from_secs(1));
@@ -244,6 +244,7 @@ impl RetryPolicy {
     }
 
     /// Sets the jitter of an exponential policy (ignored by the others).
+    /// Default: 0.2 (20 %) for [`RetryPolicy::default`].
     #[must_use]
     pub fn with_jitter(mut self, fraction: f64) -> Self {
         if let Backoff::Exponential { jitter, .. } = &mut self.backoff {
@@ -253,6 +254,7 @@ impl RetryPolicy {
     }
 
     /// Sets the growth of an exponential policy (ignored by the others).
+    /// Default: 2.0, doubling.
     #[must_use]
     pub fn with_multiplier(mut self, factor: f64) -> Self {
         if let Backoff::Exponential { multiplier, .. } = &mut self.backoff {
@@ -262,6 +264,7 @@ impl RetryPolicy {
     }
 
     /// Sets the number of deliveries in all (first attempt included).
+    /// Default: 5.
     #[must_use]
     pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
         self.max_attempts = max_attempts;

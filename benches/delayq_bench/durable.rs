@@ -101,7 +101,7 @@ async fn round(
     if on_master != written {
         return Err(format!("{written} offers returned, {on_master} entries on the master").into());
     }
-    if !queue.durability().is_none() {
+    if !queue.inspect().durability().is_none() {
         // Confirmed means on the replica: no waiting for it to catch up.
         let on_replica = int(replica, "ZCARD", queue.keys().timeout()).await? as u64;
         if on_replica < round.ok {
@@ -150,7 +150,7 @@ pub(crate) async fn phase(plan: &Plan, port: u16, replica_port: u16) -> BoxResul
             let r = round(&master, &replica, queue, plan.offer_secs).await?;
             log(format!(
                 "{}: {:.0}/s, {} waits, {} not confirmed",
-                if queue.durability().is_none() {
+                if queue.inspect().durability().is_none() {
                     "plain"
                 } else {
                     "durable"
@@ -159,7 +159,7 @@ pub(crate) async fn phase(plan: &Plan, port: u16, replica_port: u16) -> BoxResul
                 r.waits,
                 r.not_confirmed
             ));
-            match queue.durability().is_none() {
+            match queue.inspect().durability().is_none() {
                 true => plain_rounds.push(r),
                 false => durable_rounds.push(r),
             }

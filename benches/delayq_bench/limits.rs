@@ -44,9 +44,9 @@ async fn round(
 ) -> BoxResult<f64> {
     unlink_queue(client, queue.keys()).await?;
     match limits {
-        Some(limits) => queue.set_limits(limits).await?,
+        Some(limits) => queue.limits().set(limits).await?,
         None => {
-            queue.clear_limits().await?;
+            queue.limits().clear().await?;
         }
     }
     fill_list(client, queue.keys().target(), n).await?;
@@ -94,7 +94,7 @@ pub(crate) async fn phase(plan: &Plan, port: u16) -> BoxResult<Json> {
             rates[i].push(rate);
         }
     }
-    queue.clear_limits().await?;
+    queue.limits().clear().await?;
     unlink_queue(&client, queue.keys()).await?;
     let base = median(rates[0].clone());
     let mut out = serde_json::Map::new();

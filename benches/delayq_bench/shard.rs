@@ -169,7 +169,7 @@ async fn transfer(
             let (mut moved, mut longest) = (0u64, Duration::ZERO);
             while moved < want {
                 let call = Instant::now();
-                let outcome = queue.transfer_due_with(&config).await?;
+                let outcome = queue.admin().transfer_due_with(&config).await?;
                 longest = longest.max(call.elapsed());
                 moved += outcome.moved as u64;
             }

@@ -105,13 +105,14 @@ impl Durability {
     /// AOF (stronger than `WAIT`'s "received"). Needs `appendonly yes` on the servers and a
     /// server with `WAITAOF` (Redis 7.2+, Valkey); without it the first durable call fails with
     /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) before anything is written.
+    /// Default: no AOF wait.
     pub const fn local_aof(mut self) -> Durability {
         self.local_aof = true;
         self
     }
 
     /// The longest a write waits for its confirmations (rounded up to whole milliseconds; at
-    /// least 1 ms, as `WAIT 0` would wait forever).
+    /// least 1 ms, as `WAIT 0` would wait forever). Default: [`Durability::DEFAULT_TIMEOUT`], 1 s.
     pub const fn timeout(mut self, timeout: Duration) -> Durability {
         self.timeout = Some(timeout);
         self

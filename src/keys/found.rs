@@ -137,9 +137,9 @@ pub(crate) fn every_channel() -> String {
 /// as `delayq transfer --all --match PATTERN` selects queues.
 ///
 /// ```
-/// assert!(delayq::glob_match("tenant-*", "tenant-42"));
-/// assert!(delayq::glob_match("orders-?", "orders-a"));
-/// assert!(!delayq::glob_match("tenant-*", "orders"));
+/// assert!(delayq::names::glob_match("tenant-*", "tenant-42"));
+/// assert!(delayq::names::glob_match("orders-?", "orders-a"));
+/// assert!(!delayq::names::glob_match("tenant-*", "orders"));
 /// ```
 pub fn glob_match(pattern: &str, name: &str) -> bool {
     let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());

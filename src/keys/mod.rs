@@ -315,7 +315,7 @@ pub(crate) enum KeyRole {
 impl KeyRole {
     /// Every key and channel of one queue, one name each, in the order scripts declare them:
     /// the one list [`DelayedQueue::delete`](crate::DelayedQueue::delete),
-    /// [`expire`](crate::DelayedQueue::expire), [`check`](crate::DelayedQueue::check) and
+    /// [`expire`](crate::DelayedQueue::expire), [`check`](crate::inspect::Inspect::check) and
     /// [`QueueKeys::acl_selectors`] take theirs from. Not in it: the claim lists, one per
     /// reliable consumer, named in the claim leases ([`KeyRole::Claims`]), and the keys given per
     /// call.

@@ -9,7 +9,7 @@ use super::{prefix_name, SHARDS_PREFIX};
 /// slots, and the ACL pattern `~*{NAME}*` covers it.
 ///
 /// ```
-/// assert_eq!(delayq::shard_count_key("orders"), "delayq_shards:{orders}");
+/// assert_eq!(delayq::names::shard_count_key("orders"), "delayq_shards:{orders}");
 /// ```
 pub fn shard_count_key(name: &str) -> String {
     prefix_name(SHARDS_PREFIX, name)
@@ -24,9 +24,9 @@ pub(crate) fn shard_name(name: &str, shard: usize) -> String {
 /// when `name` is not a shard's (a sharded queue's own name has no braces).
 ///
 /// ```
-/// assert_eq!(delayq::logical_queue("orders:{3}"), Some("orders"));
-/// assert_eq!(delayq::logical_queue("orders"), None);
-/// assert_eq!(delayq::logical_queue("{orders}:{3}"), None);
+/// assert_eq!(delayq::names::logical_queue("orders:{3}"), Some("orders"));
+/// assert_eq!(delayq::names::logical_queue("orders"), None);
+/// assert_eq!(delayq::names::logical_queue("{orders}:{3}"), None);
 /// ```
 pub fn logical_queue(name: &str) -> Option<&str> {
     let (logical, shard) = name.strip_suffix('}')?.rsplit_once(":{")?;

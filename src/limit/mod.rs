@@ -3,7 +3,8 @@
 //!
 //! - `rule.rs`: [`Rate`] and [`KeyRule`] (and how a key is read from a value's bytes).
 //! - `stored.rs`: the limits' Redis hash (`delayq_limits:{NAME}`) and reading it back.
-//! - `usage.rs`: [`LimitUsage`], what the limits hold now.
+//! - `usage.rs`: [`StoredLimits`], the door `queue.limits()` returns (set, get, clear), and
+//!   [`LimitUsage`], what the limits hold now.
 //!
 //! ```no_run
 //! # async fn ex(queue: delayq::DelayedQueue<delayq::codec::StringCodec>) -> Result<(), delayq::Error> {
@@ -14,8 +15,8 @@
 //!     .with_rate("100/1s".parse()?)
 //!     .with_key(KeyRule::JsonPointer("/customer".into()))
 //!     .with_key_concurrency(1);
-//! queue.set_limits(&limits).await?;
-//! assert_eq!(queue.limits().await?, Some(limits));
+//! queue.limits().set(&limits).await?;
+//! assert_eq!(queue.limits().get().await?, Some(limits));
 //! # Ok(()) }
 //! ```
 //!
@@ -125,7 +126,7 @@ mod stored;
 mod usage;
 
 pub use rule::{KeyRule, Rate};
-pub use usage::LimitUsage;
+pub use usage::{LimitUsage, StoredLimits};
 
 pub(crate) use rule::KeyReader;
 pub(crate) use stored::from_fields;
@@ -133,58 +134,87 @@ pub(crate) use stored::from_fields;
 use crate::Result;
 use rule::invalid;
 
-/// A queue's limits, stored in Redis ([`DelayedQueue::set_limits`](crate::DelayedQueue::set_limits))
-/// and enforced by every delayq worker of the queue (see the [module docs](self)). A field left
-/// `None` is no limit.
+/// A queue's limits, stored in Redis ([`StoredLimits::set`], from `queue.limits()`) and
+/// enforced by every delayq worker of the queue (see the [module docs](self)). A limit left
+/// unset is no limit. Set with the `with_*` methods, read with the bare-named getters.
 ///
 /// Stored as the hash `delayq_limits:{NAME}`: `concurrency`, `rate_count` and `rate_period_ms`,
 /// `key_pointer` or `key_regex`, `key_concurrency`, `key_rate_count` and `key_rate_period_ms`,
 /// and a `version` token that changes with every store.
-#[non_exhaustive]
+///
+/// ```
+/// use delayq::limit::Limits;
+///
+/// let limits = Limits::default().with_concurrency(3);
+/// assert_eq!(limits.concurrency(), Some(3));
+/// assert_eq!(limits.key_concurrency(), None);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Limits {
-    /// The most jobs of the queue running at once, across every worker process.
-    pub concurrency: Option<u32>,
-    /// The most jobs of the queue started per period, across every worker process.
-    pub rate: Option<Rate>,
-    /// How a value's key is read, for workers without a
-    /// [`limit_key`](crate::WorkerBuilder::limit_key) closure.
-    pub key: Option<KeyRule>,
-    /// The most jobs of one key running at once.
-    pub key_concurrency: Option<u32>,
-    /// The most jobs of one key started per period.
-    pub key_rate: Option<Rate>,
+    pub(crate) concurrency: Option<u32>,
+    pub(crate) rate: Option<Rate>,
+    pub(crate) key: Option<KeyRule>,
+    pub(crate) key_concurrency: Option<u32>,
+    pub(crate) key_rate: Option<Rate>,
 }
 
 impl Limits {
-    /// A queue-wide concurrency cap.
+    /// The most jobs of the queue running at once, across every worker process.
+    /// Default: `None`, no cap.
     pub fn with_concurrency(mut self, n: u32) -> Self {
         self.concurrency = Some(n);
         self
     }
 
-    /// A queue-wide rate.
+    /// The most jobs of the queue started per period, across every worker process.
+    /// Default: `None`, no rate.
     pub fn with_rate(mut self, rate: Rate) -> Self {
         self.rate = Some(rate);
         self
     }
 
-    /// How a value's key is read from its bytes.
+    /// How a value's key is read from its bytes, for workers without a
+    /// [`limit_key`](crate::WorkerBuilder::limit_key) closure. Default: `None`.
     pub fn with_key(mut self, rule: KeyRule) -> Self {
         self.key = Some(rule);
         self
     }
 
-    /// A concurrency cap per key.
+    /// The most jobs of one key running at once. Default: `None`, no cap.
     pub fn with_key_concurrency(mut self, n: u32) -> Self {
         self.key_concurrency = Some(n);
         self
     }
 
-    /// A rate per key.
+    /// The most jobs of one key started per period. Default: `None`, no rate.
     pub fn with_key_rate(mut self, rate: Rate) -> Self {
         self.key_rate = Some(rate);
         self
+    }
+
+    /// The queue-wide concurrency cap.
+    pub fn concurrency(&self) -> Option<u32> {
+        self.concurrency
+    }
+
+    /// The queue-wide rate.
+    pub fn rate(&self) -> Option<Rate> {
+        self.rate
+    }
+
+    /// How a value's key is read.
+    pub fn key(&self) -> Option<&KeyRule> {
+        self.key.as_ref()
+    }
+
+    /// The concurrency cap per key.
+    pub fn key_concurrency(&self) -> Option<u32> {
+        self.key_concurrency
+    }
+
+    /// The rate per key.
+    pub fn key_rate(&self) -> Option<Rate> {
+        self.key_rate
     }
 
     /// Whether any per-key limit is set.

@@ -1,4 +1,5 @@
-//! [`LimitUsage`], and the [`DelayedQueue`] calls that store, read and clear limits.
+//! [`StoredLimits`], the door `queue.limits()` returns: the calls that store, read and clear a
+//! queue's limits, and [`LimitUsage`], what they hold now.
 
 use super::{from_fields, stored, Limits};
 use crate::codec::Codec;
@@ -8,7 +9,7 @@ use crate::Result;
 use fred::interfaces::HashesInterface;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// How many keys [`DelayedQueue::limit_usage`] names.
+/// How many keys [`StoredLimits::usage`] names.
 const TOP_KEYS: usize = 10;
 
 /// What a queue's limits hold now (by the server's clock).
@@ -30,11 +31,40 @@ pub struct LimitUsage {
     pub next_token_at: Option<SystemTime>,
 }
 
+/// The limits of one queue: [`set`](Self::set), [`get`](Self::get), [`clear`](Self::clear),
+/// and what they hold now ([`usage`](Self::usage)). Made by `queue.limits()` (e.g.
+/// [`DelayedQueue::limits`]); borrows the queue.
+#[derive(Debug)]
+pub struct StoredLimits<'a, Q> {
+    queue: &'a Q,
+}
+
+impl<Q> Clone for StoredLimits<'_, Q> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<Q> Copy for StoredLimits<'_, Q> {}
+
+impl<'a, Q> StoredLimits<'a, Q> {
+    /// The limits of `queue`.
+    pub(crate) fn of(queue: &'a Q) -> Self {
+        StoredLimits { queue }
+    }
+
+    /// The queue these limits are of.
+    pub(crate) fn queue(self) -> &'a Q {
+        self.queue
+    }
+}
+
+/// **Door: limits across processes** (see [`StoredLimits`]).
 impl<C: Codec> DelayedQueue<C> {
-    /// The queue's limits, if any are stored; [`Error::MalformedLimits`](crate::Error::MalformedLimits)
-    /// for a hash delayq did not write (an unknown field, a value that is not a number).
-    pub async fn limits(&self) -> Result<Option<Limits>> {
-        Ok(self.limits_versioned().await?.map(|(limits, _)| limits))
+    /// The queue's limits across processes, stored in Redis and enforced by its workers: see
+    /// [`StoredLimits`] and the [`limit`](crate::limit) module.
+    pub fn limits(&self) -> StoredLimits<'_, DelayedQueue<C>> {
+        StoredLimits::of(self)
     }
 
     /// The stored limits and their version token.
@@ -52,29 +82,47 @@ impl<C: Codec> DelayedQueue<C> {
         }
         from_fields(&key, fields).map(Some)
     }
+}
+
+impl<C: Codec> StoredLimits<'_, DelayedQueue<C>> {
+    /// The queue's limits, if any are stored; [`Error::MalformedLimits`](crate::Error::MalformedLimits)
+    /// for a hash delayq did not write (an unknown field, a value that is not a number).
+    pub async fn get(self) -> Result<Option<Limits>> {
+        Ok(self
+            .queue
+            .limits_versioned()
+            .await?
+            .map(|(limits, _)| limits))
+    }
 
     /// Stores the queue's limits (validated first; nothing is stored when they are refused).
     /// Running workers apply them at their next take (a worker that had no limits, within a
     /// second); keys held back are tried again under the new limits at once, and when no
     /// per-key limit remains their values go back to the head of the target list.
-    pub async fn set_limits(&self, limits: &Limits) -> Result<()> {
+    pub async fn set(self, limits: &Limits) -> Result<()> {
         limits.validate()?;
         let fields = stored::to_fields(limits);
-        limit_set::run(self.client(), self.spec(), Some(fields), limits.per_key()).await?;
+        limit_set::run(
+            self.queue.client(),
+            self.queue.spec(),
+            Some(fields),
+            limits.per_key(),
+        )
+        .await?;
         Ok(())
     }
 
     /// Clears the queue's limits; whether any were stored. Values held back go back to the head
     /// of the target list (each key's oldest first); workers are unlimited from their next take.
-    pub async fn clear_limits(&self) -> Result<bool> {
-        let outcome = limit_set::run(self.client(), self.spec(), None, false).await?;
+    pub async fn clear(self) -> Result<bool> {
+        let outcome = limit_set::run(self.queue.client(), self.queue.spec(), None, false).await?;
         Ok(outcome.existed)
     }
 
     /// What the limits hold now: slots, busy keys, values held back (the most held keys named),
     /// the next token of the queue-wide rate.
-    pub async fn limit_usage(&self) -> Result<LimitUsage> {
-        let reply = limit_usage::run(self.client(), self.spec(), TOP_KEYS).await?;
+    pub async fn usage(self) -> Result<LimitUsage> {
+        let reply = limit_usage::run(self.queue.client(), self.queue.spec(), TOP_KEYS).await?;
         let next_token_at = reply
             .next_token_ms
             .filter(|tat| *tat > reply.now_ms)

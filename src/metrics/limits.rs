@@ -57,7 +57,7 @@ impl LimitMetrics {
 }
 
 /// Sets the gauges of what queue `queue`'s limits hold now (from
-/// [`DelayedQueue::limit_usage`](crate::DelayedQueue::limit_usage)): slots held and values held
+/// [`StoredLimits::usage`](crate::limit::StoredLimits::usage)): slots held and values held
 /// back.
 pub fn record_limit_gauges(queue: &str, slots_held: u64, values_held: u64) {
     #[cfg(feature = "metrics")]

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 /// What a worker or scheduler process keeps in Redis for the console and for other processes:
 /// per-minute activity counts of each queue it serves (moved, taken, acked, retried, dead;
-/// read with [`DelayedQueue::activity`](crate::DelayedQueue::activity)), and its record in the
+/// read with [`Inspect::activity`](crate::inspect::Inspect::activity)), and its record in the
 /// registry of live processes (read with
-/// [`DelayedQueue::processes`](crate::DelayedQueue::processes)). Both are on by
+/// [`Inspect::processes`](crate::inspect::Inspect::processes)). Both are on by
 /// default; set with the `with_*` methods, read with the methods of the same name.
 ///
 /// Counts are added up in the process and written every
@@ -57,6 +57,7 @@ impl ObserveConfig {
     }
 
     /// Keeps (or not) the per-minute activity counts.
+    /// Default: true.
     #[must_use]
     pub fn with_activity(mut self, on: bool) -> Self {
         self.activity = on;
@@ -64,6 +65,7 @@ impl ObserveConfig {
     }
 
     /// Keeps (or not) the process's record in the registry.
+    /// Default: true.
     #[must_use]
     pub fn with_registry(mut self, on: bool) -> Self {
         self.registry = on;

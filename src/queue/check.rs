@@ -1,12 +1,12 @@
-//! `DelayedQueue::check`: what an operator should know about the server a queue lives on, and
+//! [`Inspect::check`]: what an operator should know about the server a queue lives on, and
 //! the queue's counters (the `delayq check NAME` command).
 
 use super::DelayedQueue;
 use crate::codec::Codec;
 use crate::error::{classify, ReplyKind};
+use crate::inspect::{AccessCheck, CheckReport, Inspect};
 use crate::keys::KeyRole;
-use crate::redis::ops::reliable_stats::{self, ReliableStats};
-use crate::redis::ops::stats::{self, QueueStats};
+use crate::redis::ops::{reliable_stats, stats};
 use crate::redis::server;
 use crate::{Refusal, Result};
 use fred::clients::Client;
@@ -18,135 +18,13 @@ use fred::types::{ClusterHash, CustomCommand};
 /// so only the rights to run it on those keys are tested.
 const NOOP_SCRIPT: &str = "return 1";
 
-/// What [`DelayedQueue::check`] found.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct CheckReport {
-    /// The server's `BUSY` refusal, when it is running a script past `busy-reply-threshold`
-    /// and refuses every other command: then nothing else could be read.
-    pub busy: Option<String>,
-    /// The server's name and version, e.g. `redis 7.0.15` or `valkey 8.1.0` (`None`: INFO
-    /// refused).
-    pub server: Option<String>,
-    /// `maxmemory-policy` (`None`: CONFIG refused).
-    pub maxmemory_policy: Option<String>,
-    /// Whether the append-only file is on (`None`: not readable).
-    pub aof: Option<bool>,
-    /// The `save` setting of RDB snapshots (`None`: not readable; empty: none).
-    pub rdb_save: Option<String>,
-    /// The ACL user this client is (`ACL WHOAMI`).
-    pub user: Option<String>,
-    /// How the user's rights were checked.
-    pub access: AccessCheck,
-    /// Commands, keys and channels the queue needs that the user may not use.
-    pub denied: Vec<String>,
-    /// The queue's counters, or why they could not be read (e.g. NOPERM).
-    pub stats: std::result::Result<QueueStats, String>,
-    /// The reliable consumer's counters, or why they could not be read.
-    pub reliable: std::result::Result<ReliableStats, String>,
-    /// Whether delayq's schedulers are paused for the queue
-    /// ([`DelayedQueue::pause`]), or why that could not be read.
-    pub paused: std::result::Result<bool, String>,
-}
-
-/// How [`CheckReport::denied`] was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AccessCheck {
-    /// Every command, key and channel the queue uses, with `ACL DRYRUN` (nothing run).
-    DryRun,
-    /// Only the keys, with an `EVALSHA` of a loaded script that declares them and does nothing
-    /// (`ACL DRYRUN` is not allowed to this user); commands and the channel are not checked.
-    KeysOnly,
-    /// Nothing: neither `ACL DRYRUN` nor the probe (`SCRIPT LOAD`, `EVALSHA`) is allowed.
-    NotChecked,
-}
-
-impl CheckReport {
-    /// The report on a server that refused even the connection's first command as `busy`
-    /// (`detail`: its reply): everything else is unknown.
-    pub fn of_busy_server(detail: String) -> CheckReport {
-        fn unknown<T>() -> std::result::Result<T, String> {
-            Err("the server is busy".to_owned())
-        }
-        CheckReport {
-            busy: Some(detail),
-            server: None,
-            maxmemory_policy: None,
-            aof: None,
-            rdb_save: None,
-            user: None,
-            access: AccessCheck::NotChecked,
-            denied: Vec::new(),
-            stats: unknown(),
-            reliable: unknown(),
-            paused: unknown(),
-        }
-    }
-
-    /// What an operator should fix, in words; empty when nothing.
-    pub fn warnings(&self) -> Vec<String> {
-        if self.busy.is_some() {
-            return vec![
-                "the server is busy running a script: it refuses every command until \
-                 the script ends; SCRIPT KILL stops a script that has not written yet (see \
-                 \"Stopping a runaway script\" in docs/operations.md)"
-                    .to_owned(),
-            ];
-        }
-        let mut out = Vec::new();
-        match self.maxmemory_policy.as_deref() {
-            Some(policy) if server::evicts(policy) => out.push(format!(
-                "maxmemory-policy is {policy}: under memory pressure Redis may delete pending \
-                 values without an error; use noeviction"
-            )),
-            Some(_) => {}
-            None => out.push("maxmemory-policy is not readable (CONFIG refused)".to_owned()),
-        }
-        if self.aof == Some(false) && self.rdb_save.as_deref() == Some("") {
-            out.push(
-                "no persistence (appendonly no, save \"\"): a restart loses every pending value"
-                    .to_owned(),
-            );
-        }
-        if !self.denied.is_empty() {
-            out.push(format!(
-                "user {} may not use: {}",
-                self.user.as_deref().unwrap_or("?"),
-                self.denied.join(", ")
-            ));
-        }
-        match &self.stats {
-            Ok(stats) if stats.quarantined > 0 => out.push(format!(
-                "{} malformed entries in quarantine",
-                stats.quarantined
-            )),
-            Ok(_) => {}
-            Err(err) => out.push(format!("the queue's counters are not readable: {err}")),
-        }
-        if let Err(err) = &self.reliable {
-            out.push(format!(
-                "the reliable consumer's counters are not readable: {err}"
-            ));
-        }
-        if self.paused == Ok(true) {
-            out.push(
-                "the queue is paused: delayq's schedulers leave its due values pending until \
-                 `delayq resume`"
-                    .to_owned(),
-            );
-        }
-        out
-    }
-}
-
 /// One command the queue runs, with the key (or channel) it runs on.
 struct Need {
     command: &'static str,
     args: Vec<String>,
 }
 
-impl<C: Codec> DelayedQueue<C> {
+impl<C: Codec> Inspect<'_, DelayedQueue<C>> {
     /// Reads what matters about the server and the queue: the server's version, whether it may
     /// evict keys (`maxmemory-policy`), whether it persists, whether this client's ACL user may
     /// run every command on every key and channel the queue needs, and the counters. Reads only;
@@ -156,8 +34,8 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// None today (everything Redis refuses is reported in the report); kept fallible for
     /// checks to come.
-    pub async fn check(&self) -> Result<CheckReport> {
-        let client = self.client();
+    pub async fn check(self) -> Result<CheckReport> {
+        let client = self.queue.client();
         if let Err(err) = command_result(client, "PING", Vec::new()).await {
             if classify(&err) == ReplyKind::Refused(Refusal::Busy) {
                 return Ok(CheckReport::of_busy_server(err.details().to_owned()));
@@ -197,11 +75,13 @@ impl<C: Codec> DelayedQueue<C> {
             user,
             access,
             denied,
-            stats: stats::run(client, self.spec())
+            stats: stats::run(client, self.queue.spec())
                 .await
+                .map(Into::into)
                 .map_err(|e| e.to_string()),
-            reliable: reliable_stats::run(client, self.spec())
+            reliable: reliable_stats::run(client, self.queue.spec())
                 .await
+                .map(Into::into)
                 .map_err(|e| e.to_string()),
             paused: self.is_paused().await.map_err(|e| e.to_string()),
         })
@@ -209,7 +89,7 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// What the queue runs, command by command, on which key or channel.
     fn needs(&self) -> Vec<Need> {
-        let keys = self.keys();
+        let keys = self.queue.keys();
         let claim = keys.claim("check");
         // What workers and schedulers keep about the queue (any bucket's name will do).
         let (activity, processes) = (keys.activity(0), keys.processes());
@@ -300,7 +180,7 @@ impl<C: Codec> DelayedQueue<C> {
     /// keys, by an `EVALSHA` of a loaded script that declares every key and does nothing: the
     /// way delayq runs its own scripts, so the probe needs no right they do not.
     async fn denied(&self, user: Option<&str>) -> (AccessCheck, Vec<String>) {
-        let client = self.client();
+        let client = self.queue.client();
         let mut denied = Vec::new();
         if let Some(user) = user {
             let mut refused_dry_run = false;

@@ -1,9 +1,11 @@
-//! Deduplicated offers: [`Dedup`], and [`offer_dedup`](DelayedQueue::offer_dedup) (a value
-//! offered under a business key, throttled or debounced within a window; see `docs/dedup.md`).
+//! Deduplicated offers: [`Dedup`], the door [`dedup`](DelayedQueue::dedup) and its
+//! [`Deduplicated::offer`] (a value offered under a business key, throttled or debounced within
+//! a window; see `docs/dedup.md`), and what an offer did ([`DedupOutcome`]).
 
 use super::DelayedQueue;
 use crate::codec::Codec;
-use crate::redis::ops::offer_dedup::{self, DedupMode, DedupOffer, DedupOutcome};
+use crate::entry::OfferHandle;
+use crate::redis::ops::offer_dedup::{self, Decision, DedupOffer};
 use crate::time::Delay;
 use crate::{Error, Result};
 use std::time::Duration;
@@ -12,10 +14,93 @@ use std::time::Duration;
 /// its window.
 pub const MAX_DEDUP_KEY_LEN: usize = 512;
 
+/// What a deduplicated offer does while the key's entry is pending and its window open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DedupMode {
+    /// The first offer's entry stays as it is; later offers are dropped.
+    Throttle,
+    /// Each offer replaces the pending entry (value and due time) and starts the window again.
+    Debounce,
+}
+
+impl DedupMode {
+    /// The mode as `offer_dedup.lua` takes it.
+    fn to_arg(self) -> &'static str {
+        match self {
+            DedupMode::Throttle => "throttle",
+            DedupMode::Debounce => "debounce",
+        }
+    }
+}
+
+/// What a deduplicated offer did, with the handle and due time of the key's pending entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DedupOutcome {
+    /// No entry of the key was pending within its window: this offer's value was offered.
+    Offered {
+        /// The new entry.
+        handle: OfferHandle,
+        /// Its due time, epoch ms.
+        due_ms: i64,
+    },
+    /// Throttle: the key's entry is pending within its window; it stays and this offer was
+    /// dropped.
+    Kept {
+        /// The pending entry (made by an earlier offer).
+        handle: OfferHandle,
+        /// Its due time, epoch ms (unchanged).
+        due_ms: i64,
+    },
+    /// Debounce: the key's pending entry was replaced by this offer's value, due after this
+    /// offer's delay.
+    Replaced {
+        /// The new entry (the replaced one is gone).
+        handle: OfferHandle,
+        /// Its due time, epoch ms.
+        due_ms: i64,
+    },
+}
+
+impl DedupOutcome {
+    /// The handle of the key's pending entry after the offer.
+    pub fn handle(&self) -> OfferHandle {
+        match *self {
+            DedupOutcome::Offered { handle, .. }
+            | DedupOutcome::Kept { handle, .. }
+            | DedupOutcome::Replaced { handle, .. } => handle,
+        }
+    }
+
+    /// The due time of the key's pending entry after the offer, epoch ms.
+    pub fn due_ms(&self) -> i64 {
+        match *self {
+            DedupOutcome::Offered { due_ms, .. }
+            | DedupOutcome::Kept { due_ms, .. }
+            | DedupOutcome::Replaced { due_ms, .. } => due_ms,
+        }
+    }
+
+    /// What happened, in one word: `offered`, `kept` or `replaced`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DedupOutcome::Offered { .. } => "offered",
+            DedupOutcome::Kept { .. } => "kept",
+            DedupOutcome::Replaced { .. } => "replaced",
+        }
+    }
+
+    /// Whether this offer's value is now pending (offered or replaced; false: dropped).
+    pub fn is_pending(&self) -> bool {
+        !matches!(self, DedupOutcome::Kept { .. })
+    }
+}
+
 /// How an offer is deduplicated: its business key, its window and its mode.
 ///
 /// ```
-/// use delayq::{Dedup, DedupMode};
+/// use delayq::dedup::{Dedup, DedupMode};
 /// use std::time::Duration;
 ///
 /// let dedup = Dedup::debounce("customer-7", Duration::from_secs(30));
@@ -87,8 +172,76 @@ impl Dedup {
     }
 }
 
+/// Offers deduplicated by one business key: made by `queue.dedup(dedup)` (e.g.
+/// [`DelayedQueue::dedup`]); borrows the queue.
+#[derive(Debug, Clone)]
+pub struct Deduplicated<'a, Q> {
+    queue: &'a Q,
+    dedup: Dedup,
+}
+
+impl<'a, Q> Deduplicated<'a, Q> {
+    /// Offers of `queue` under `dedup`.
+    pub(crate) fn of(queue: &'a Q, dedup: Dedup) -> Self {
+        Deduplicated { queue, dedup }
+    }
+
+    /// The business key, window and mode of these offers.
+    pub fn dedup(&self) -> &Dedup {
+        &self.dedup
+    }
+
+    /// The queue these offers go to.
+    pub(crate) fn queue(&self) -> &'a Q {
+        self.queue
+    }
+}
+
+/// **Door: deduplicated offers** (see [`Deduplicated`]).
 impl<C: Codec> DelayedQueue<C> {
-    /// Offers `value`, due after `delay`, under the business key of `dedup`, in one script
+    /// Offers deduplicated by `dedup`'s business key within its window (throttled or
+    /// debounced): see [`Deduplicated::offer`] and `docs/dedup.md`.
+    pub fn dedup(&self, dedup: Dedup) -> Deduplicated<'_, DelayedQueue<C>> {
+        Deduplicated::of(self, dedup)
+    }
+
+    /// [`Deduplicated::offer`] of a value already encoded.
+    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), key = %dedup.key(), mode = ?dedup.mode()))]
+    pub(crate) async fn offer_dedup_encoded(
+        &self,
+        delay: Delay,
+        value: Vec<u8>,
+        dedup: &Dedup,
+    ) -> Result<DedupOutcome> {
+        let window_ms = dedup.checked_window_ms()?;
+        self.check_sizes([value.as_slice()]).await?;
+        let mapping = self.keys().dedup(dedup.key());
+        let writer = self.writer().await?;
+        let offer = DedupOffer {
+            mapping: &mapping,
+            mode: dedup.mode().to_arg(),
+            window_ms,
+            delay,
+            value,
+            confirmed: writer.waits(),
+        };
+        let reply = offer_dedup::run(writer.client(), self.spec(), offer).await?;
+        let (handle, due_ms) = (reply.handle, reply.due_ms);
+        let outcome = match reply.decision {
+            Decision::Offered => DedupOutcome::Offered { handle, due_ms },
+            Decision::Kept => DedupOutcome::Kept { handle, due_ms },
+            Decision::Replaced => DedupOutcome::Replaced { handle, due_ms },
+        };
+        // Kept too: the entry it names may be one another offer wrote and was told was not
+        // confirmed. A durable kept offer rewrites the mapping as it is, so this wait covers
+        // that entry (the replication stream is one), whichever connection wrote it.
+        writer.confirm(self.name()).await?;
+        Ok(outcome)
+    }
+}
+
+impl<C: Codec> Deduplicated<'_, DelayedQueue<C>> {
+    /// Offers `value`, due after `delay`, under this door's business key, in one script
     /// (atomic, so concurrent offers of one key see each other): while an entry the key's last
     /// offer made is pending and the key's window is open, a throttled offer is dropped
     /// ([`DedupOutcome::Kept`]: that entry stays) and a debounced one replaces that entry with
@@ -104,11 +257,11 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// ```no_run
     /// # async fn ex(queue: delayq::DelayedQueue<delayq::codec::StringCodec>) -> delayq::Result<()> {
-    /// use delayq::{Dedup, DedupOutcome};
+    /// use delayq::dedup::{Dedup, DedupOutcome};
     /// use std::time::Duration;
     ///
     /// let dedup = Dedup::throttle("order-42", Duration::from_secs(60));
-    /// match queue.offer_dedup("cancel order-42", Duration::from_secs(900), &dedup).await? {
+    /// match queue.dedup(dedup).offer("cancel order-42", Duration::from_secs(900)).await? {
     ///     DedupOutcome::Kept { handle, .. } => println!("already pending: {handle}"),
     ///     outcome => println!("{}: {}", outcome.as_str(), outcome.handle()),
     /// }
@@ -121,46 +274,15 @@ impl<C: Codec> DelayedQueue<C> {
     /// window under 1 ms; [`Error::InvalidDelay`], [`Error::Encode`]; [`Error::WrongType`] when
     /// the mapping's name holds something else than a string (nothing is written); or a Redis
     /// error. On a queue with a [`Durability`](crate::Durability), an offer that wrote (offered
-    /// or replaced) waits for it like [`offer`](Self::offer) and may return
+    /// or replaced) waits for it like [`offer`](DelayedQueue::offer) and may return
     /// [`Error::NotConfirmed`]; so does a kept one (it rewrites the key's mapping as it is, so
     /// that the wait covers the pending entry, which another offer may have written and been
     /// told was not confirmed).
-    pub async fn offer_dedup(
-        &self,
-        value: &C::Borrowed,
-        delay: Duration,
-        dedup: &Dedup,
-    ) -> Result<DedupOutcome> {
+    pub async fn offer(&self, value: &C::Borrowed, delay: Duration) -> Result<DedupOutcome> {
         let delay = Delay::checked(delay)?;
-        let value = self.encode(value)?;
-        self.offer_dedup_encoded(delay, value, dedup).await
-    }
-
-    /// [`offer_dedup`](Self::offer_dedup) of a value already encoded.
-    #[tracing::instrument(level = "debug", skip_all, fields(queue = %self.name(), key = %dedup.key(), mode = ?dedup.mode()))]
-    pub(crate) async fn offer_dedup_encoded(
-        &self,
-        delay: Delay,
-        value: Vec<u8>,
-        dedup: &Dedup,
-    ) -> Result<DedupOutcome> {
-        let window_ms = dedup.checked_window_ms()?;
-        self.check_sizes([value.as_slice()]).await?;
-        let mapping = self.keys().dedup(dedup.key());
-        let writer = self.writer().await?;
-        let offer = DedupOffer {
-            mapping: &mapping,
-            mode: dedup.mode(),
-            window_ms,
-            delay,
-            value,
-            confirmed: writer.waits(),
-        };
-        let outcome = offer_dedup::run(writer.client(), self.spec(), offer).await?;
-        // Kept too: the entry it names may be one another offer wrote and was told was not
-        // confirmed. A durable kept offer rewrites the mapping as it is, so this wait covers
-        // that entry (the replication stream is one), whichever connection wrote it.
-        writer.confirm(self.name()).await?;
-        Ok(outcome)
+        let value = self.queue.encode(value)?;
+        self.queue
+            .offer_dedup_encoded(delay, value, &self.dedup)
+            .await
     }
 }

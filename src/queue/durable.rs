@@ -6,6 +6,7 @@ use crate::codec::Codec;
 use crate::durable::{Durability, DurableWrites, Writer};
 use crate::Result;
 
+/// **Durable writes**: this handle with writes that wait for replicas or the append-only file.
 impl<C: Codec> DelayedQueue<C> {
     /// This queue with writes that wait for `durability` (a cheap clone sharing everything
     /// else, the scheduler lease too): offers, [`offer_all`](Self::offer_all),
@@ -49,7 +50,7 @@ impl<C: Codec> DelayedQueue<C> {
     }
 
     /// What this handle's writes wait for.
-    pub fn durability(&self) -> Durability {
+    pub(crate) fn durability(&self) -> Durability {
         self.durability
     }
 

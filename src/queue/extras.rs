@@ -1,35 +1,21 @@
-//! delayq's own producer operations (not in Redisson): reschedule, unique offers, pending
-//! values with due times, counters, the quarantine, and one-off transfers.
+//! delayq's own producer operations (not in Redisson): reschedule, unique offers, handles,
+//! and the queue's own lists that the inspect and admin doors read and purge.
 
 use super::DelayedQueue;
 use crate::codec::Codec;
-use crate::entry::{unpack, OfferHandle};
+use crate::entry::OfferHandle;
 use crate::redis::ops::reschedule::Which;
-use crate::redis::ops::transfer::{self, TransferOutcome};
-use crate::redis::ops::{cancel, pending, purge_list, stats};
+use crate::redis::ops::{cancel, purge_list};
 use crate::redis::reply;
 use crate::time::Delay;
-use crate::transfer::TransferConfig;
-use crate::{Error, QueueStats, Result};
+use crate::{Error, Result};
 use bytes::Bytes;
 use fred::interfaces::ListInterface;
 use fred::prelude::Value;
-use std::sync::Arc;
 use std::time::Duration;
 
-/// A pending value with its due time, in offer order.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Pending<V> {
-    /// The decoded value, or why it could not be read (a malformed entry, or a decode error
-    /// with its raw bytes).
-    pub value: std::result::Result<V, Arc<Error>>,
-    /// The encoded value bytes (the whole entry when it is malformed).
-    pub raw: Bytes,
-    /// Due time in epoch ms, or `None` for an order-list entry with no zset member.
-    pub due_ms: Option<i64>,
-}
-
+/// **delayq's own offers**: offers with a handle, unique offers, cancelling and rescheduling
+/// (not in Redisson; Java peers see ordinary entries).
 impl<C: Codec> DelayedQueue<C> {
     /// Gives every pending entry equal to `value` the due time `delay` from now, in one script:
     /// an order's timeout can be pushed back (or brought forward) while schedulers run.
@@ -108,51 +94,6 @@ impl<C: Codec> DelayedQueue<C> {
         self.offer_unique_encoded(delay, value).await
     }
 
-    /// The first `limit` pending values in offer order with their due times (all with
-    /// `limit == 0`). Values that do not unpack or decode are reported, not skipped.
-    ///
-    /// # Errors
-    ///
-    /// A Redis error.
-    pub async fn pending(&self, limit: usize) -> Result<Vec<Pending<C::Value>>> {
-        let entries = pending::run(self.client(), self.spec(), limit).await?;
-        Ok(entries
-            .into_iter()
-            .map(|(entry, due_ms)| self.pending_value(entry, due_ms))
-            .collect())
-    }
-
-    fn pending_value(&self, entry: Bytes, due_ms: Option<i64>) -> Pending<C::Value> {
-        match unpack(&entry, self.entry_format()) {
-            Ok(unpacked) => {
-                let raw = entry.slice_ref(unpacked.value);
-                Pending {
-                    value: self.decode(raw.clone()).map_err(Arc::new),
-                    raw,
-                    due_ms,
-                }
-            }
-            Err(source) => Pending {
-                value: Err(Arc::new(Error::MalformedEntry {
-                    key: self.keys().order().to_owned(),
-                    entry: entry.clone(),
-                    source,
-                })),
-                raw: entry,
-                due_ms,
-            },
-        }
-    }
-
-    /// Counters of the queue, read atomically.
-    ///
-    /// # Errors
-    ///
-    /// A Redis error.
-    pub async fn stats(&self) -> Result<QueueStats> {
-        stats::run(self.client(), self.spec()).await
-    }
-
     /// The first `limit` members (all for 0) of one of the queue's own lists.
     pub(crate) async fn own_list(&self, key: &str, limit: usize) -> Result<Vec<Bytes>> {
         self.own_list_from(key, 0, limit).await
@@ -182,50 +123,5 @@ impl<C: Codec> DelayedQueue<C> {
     /// Deletes one of the queue's own lists; returns how long it was.
     pub(crate) async fn purge_own_list(&self, key: &str) -> Result<u64> {
         purge_list::run(self.client(), self.spec(), key).await
-    }
-
-    /// The first `limit` quarantined entries (all for 0): malformed members the transfer or poll
-    /// scripts took out of the queue, raw.
-    ///
-    /// # Errors
-    ///
-    /// A Redis error.
-    pub async fn quarantined(&self, limit: usize) -> Result<Vec<Bytes>> {
-        self.own_list(self.keys().quarantine(), limit).await
-    }
-
-    /// Deletes every quarantined entry; returns how many there were.
-    ///
-    /// # Errors
-    ///
-    /// A Redis error.
-    pub async fn purge_quarantine(&self) -> Result<u64> {
-        self.purge_own_list(self.keys().quarantine()).await
-    }
-
-    /// Runs one transfer now, as a scheduler would (by the queue's clock), moving at most
-    /// `batch_size` due entries (fewer when the call's time runs out: see
-    /// [`TransferConfig::with_max_call_time`](crate::TransferConfig::with_max_call_time)).
-    ///
-    /// # Errors
-    ///
-    /// A Redis error.
-    pub async fn transfer_due(&self, batch_size: usize) -> Result<TransferOutcome> {
-        let batch = batch_size.max(1);
-        let config = TransferConfig::default()
-            .with_batch_size(batch)
-            .with_adaptive_batch(batch, Duration::from_millis(5));
-        self.transfer_due_with(&config).await
-    }
-
-    /// Runs one transfer now with a scheduler's settings (batch size, position index) and the
-    /// queue's clock and entry format; for tools and benchmarks that drive transfers themselves.
-    ///
-    /// # Errors
-    ///
-    /// A Redis error.
-    pub async fn transfer_due_with(&self, config: &TransferConfig) -> Result<TransferOutcome> {
-        let limits = config.limits(config.batch_size().max(1));
-        transfer::run(self.client(), self.spec(), limits, self.pass_cost()).await
     }
 }

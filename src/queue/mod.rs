@@ -1,57 +1,69 @@
-//! The producer side: [`DelayedQueue`], Redisson's `RDelayedQueue`.
+//! The producer side: [`DelayedQueue`], Redisson's `RDelayedQueue`, and the doors to its
+//! features.
+//!
+//! A service offers and takes through the queue's own methods; every feature beyond that is
+//! reached through one method that names it and returns a handle borrowing the queue:
+//! [`inspect`](DelayedQueue::inspect) (an operator's reads), [`admin`](DelayedQueue::admin) (an
+//! operator's writes), [`dedup`](DelayedQueue::dedup), [`limits`](DelayedQueue::limits),
+//! [`schedules`](DelayedQueue::schedules); [`with_durability`](DelayedQueue::with_durability)
+//! is the queue itself with a setting changed. Each door type is generic over the queue kind
+//! (`Inspect<'_, Q>`), so a [`ShardedQueue`] can return the same types.
 //!
 //! - `mod.rs`: the queue, its builder and accessors, [`consumer`](DelayedQueue::consumer) and
-//!   [`destroy`](DelayedQueue::destroy).
-//! - `redisson.rs`: the `RDelayedQueue` operations (`offer` … `size_in_memory`).
-//! - `extras.rs`: delayq's own producer operations (`reschedule`, `offer_unique`, `pending`,
-//!   `stats`, quarantine, one-off transfers).
-//! - `dedup.rs`: [`offer_dedup`](DelayedQueue::offer_dedup), offers deduplicated by a business
-//!   key within a window.
-//! - `check.rs`: [`check`](DelayedQueue::check), what an operator should know about the server.
+//!   [`destroy`](DelayedQueue::destroy); `builder.rs`: the builder core both kinds of queue
+//!   share.
+//! - `redisson.rs`: the `RDelayedQueue` operations (`offer` … `clear_expire`).
+//! - `extras.rs`: delayq's own producer operations (`reschedule`, `offer_unique`, handles) and
+//!   the queue's own lists.
+//! - `inspect.rs`: the doors [`inspect`](DelayedQueue::inspect) and
+//!   [`admin`](DelayedQueue::admin), and the reads of the queue's own keys; `admin.rs`:
+//!   [`Admin`] and its writes (pause, resume, one-off transfers, the quarantine);
+//!   `check.rs`: [`Inspect::check`](crate::inspect::Inspect::check); `preview.rs`:
+//!   [`Inspect::previews`](crate::inspect::Inspect::previews).
+//! - `dedup.rs`: [`dedup`](DelayedQueue::dedup), offers deduplicated by a business key within
+//!   a window; `schedules.rs`: [`schedules`](DelayedQueue::schedules), typed by the codec.
 //! - `encoded.rs`: the operations on values already encoded, which the public ones above and
 //!   the sharded queue's call, so that each is written once and a value encoded once.
 //! - `durable.rs`: [`with_durability`](DelayedQueue::with_durability) and the one way a write
 //!   waits for its confirmations ([`Durability`](crate::Durability)).
-//! - `pause.rs`: [`pause`](DelayedQueue::pause), [`resume`](DelayedQueue::resume) and
-//!   [`is_paused`](DelayedQueue::is_paused): delayq's pause flag.
+//! - `pause.rs`: a sharded queue's pause flags.
 //! - `sharded/`: [`ShardedQueue`], one logical queue over N ordinary queues (shards).
 //!
-//! Two more `impl DelayedQueue` blocks live with what they build on: reliable consumption and
-//! dead letters in [`reliable`](crate::reliable), and [`worker`](DelayedQueue::worker) in
-//! [`worker`](crate::worker).
+//! More `impl DelayedQueue` blocks live with what they build on: reliable consumption and dead
+//! letters in [`reliable`](crate::reliable), the limits door in [`limit`](crate::limit), and
+//! [`worker`](DelayedQueue::worker) in [`worker`](crate::worker).
 
+mod admin;
+mod builder;
 mod check;
 mod dedup;
 mod durable;
 mod encoded;
 mod extras;
-mod observed;
+mod inspect;
 mod pause;
 mod preview;
 mod redisson;
+mod schedules;
 mod sharded;
 
-pub use check::{AccessCheck, CheckReport};
-pub use dedup::{Dedup, MAX_DEDUP_KEY_LEN};
-pub use extras::Pending;
-pub use preview::{Preview, PreviewList};
+pub use admin::{Admin, Transferred};
+pub use dedup::{Dedup, DedupMode, DedupOutcome, Deduplicated, MAX_DEDUP_KEY_LEN};
 pub use sharded::{
     shard_of, ParseShardedHandleError, ShardedConsumer, ShardedHandle, ShardedQueue,
-    ShardedQueueBuilder, ShardedSchedules, MAX_SHARDS,
+    ShardedQueueBuilder, MAX_SHARDS,
 };
 
 use crate::codec::{decode_value, Codec};
 use crate::consumer::Consumer;
 use crate::durable::{Durability, DurableWrites};
-use crate::entry::EntryFormat;
 use crate::keys::QueueKeys;
 use crate::options::QueueOptions;
 use crate::redis::ops::transfer::PassCost;
 use crate::redis::script::QueueSpec;
-use crate::time::Clock;
 use crate::transfer::shared::SchedulerLease;
-use crate::transfer::{GroupConfig, TransferConfig};
 use crate::{Error, Result};
+use builder::{core_setters, BuildCore};
 use bytes::Bytes;
 use fred::clients::Client;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -60,67 +72,22 @@ use std::sync::{Arc, Mutex, PoisonError};
 #[derive(Debug)]
 #[must_use]
 pub struct DelayedQueueBuilder<C: Codec> {
-    client: Client,
-    name: String,
-    codec: Arc<C>,
-    options: QueueOptions,
-    transfer: bool,
-    transfer_config: TransferConfig,
-    group_config: Option<GroupConfig>,
-    durability: Durability,
-    /// Durable writes shared with other queues (the shards of one sharded queue), if any.
-    durable: Option<DurableWrites>,
+    core: BuildCore<C>,
 }
 
 impl<C: Codec> DelayedQueueBuilder<C> {
-    /// Shares `durable` (the confirmer of a sharded queue's shards) instead of opening one.
-    pub(crate) fn shared_durable(mut self, durable: DurableWrites) -> Self {
-        self.durable = Some(durable);
-        self
-    }
-
     /// What this queue's writes wait for before they are reported done (offers, replays of dead
     /// letters, and the dead letters its reliable consumers and workers write): replicas
-    /// (`WAIT`), the append-only file (`WAITAOF`). Default:
-    /// [`Durability::none`], plain writes. Calls that should wait otherwise can use
+    /// (`WAIT`), the append-only file (`WAITAOF`). Calls that should wait otherwise can use
     /// [`DelayedQueue::with_durability`]. With a durability set, [`build`](Self::build) opens
     /// the connection durable writes go on, and fails when the server cannot give it (an AOF
-    /// wait on a server without `WAITAOF`).
+    /// wait on a server without `WAITAOF`). Default: [`Durability::none`], plain writes.
     pub fn durability(mut self, durability: Durability) -> Self {
-        self.durability = durability;
+        self.core.durability = durability;
         self
     }
 
-    /// The entry format and clock (see [`QueueOptions`]), used by every call of this queue, the
-    /// scheduler it starts and its reliable consumers. Default: current entries, this process's
-    /// clock.
-    pub fn options(mut self, options: QueueOptions) -> Self {
-        self.options = options;
-        self
-    }
-
-    /// Whether this handle runs (or shares) the transfer scheduler of its client and queue, as
-    /// every Java `RDelayedQueue` does. Default: true.
-    pub fn transfer(mut self, enabled: bool) -> Self {
-        self.transfer = enabled;
-        self
-    }
-
-    /// Batches, index, call time and backoff of this queue's transfers. Used when this handle
-    /// adds the queue to its client's scheduler group; a queue the group has already keeps its
-    /// settings, and other ones asked for are logged as a warning.
-    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
-        self.transfer_config = config;
-        self
-    }
-
-    /// Sweep and concurrency of the client's scheduler group, if this handle starts it
-    /// (default: [`GroupConfig::default`]); a group that runs already keeps its own, and other
-    /// ones asked for here are logged as a warning.
-    pub fn group_config(mut self, config: GroupConfig) -> Self {
-        self.group_config = Some(config);
-        self
-    }
+    core_setters!();
 
     /// Builds the queue, starting or joining the scheduler when transfer is on.
     ///
@@ -130,10 +97,11 @@ impl<C: Codec> DelayedQueueBuilder<C> {
     /// [`durability`](Self::durability), no connection for durable writes or a server that
     /// cannot give it.
     pub async fn build(self) -> Result<DelayedQueue<C>> {
-        if self.name.is_empty() {
+        let core = self.core;
+        if core.name.is_empty() {
             return Err(Error::InvalidConfig("queue name is empty".into()));
         }
-        let spec = QueueSpec::new(self.name, self.options);
+        let spec = QueueSpec::new(core.name, core.options);
         if let Some(alias) = spec.keys.alias() {
             tracing::warn!(
                 queue = spec.keys.target(),
@@ -143,25 +111,25 @@ impl<C: Codec> DelayedQueueBuilder<C> {
                  either target list"
             );
         }
-        let lease = if self.transfer {
-            let (group, transfer) = (self.group_config, self.transfer_config);
-            Some(SchedulerLease::acquire(&self.client, &spec, group, transfer).await?)
+        let lease = if core.transfer {
+            let (group, transfer) = (core.group_config, core.transfer_config);
+            Some(SchedulerLease::acquire(&core.client, &spec, group, transfer).await?)
         } else {
             None
         };
         let queue = DelayedQueue {
             inner: Arc::new(Inner {
-                durable: self
+                durable: core
                     .durable
-                    .unwrap_or_else(|| DurableWrites::new(self.client.clone())),
-                client: self.client,
+                    .unwrap_or_else(|| DurableWrites::new(core.client.clone())),
+                client: core.client,
                 spec,
-                codec: self.codec,
+                codec: core.codec,
                 lease: Mutex::new(lease),
                 pass_cost: PassCost::default(),
                 bulk_limit: tokio::sync::OnceCell::new(),
             }),
-            durability: self.durability,
+            durability: core.durability,
         };
         if !queue.durability.is_none() {
             queue.writer().await?;
@@ -221,30 +189,18 @@ struct Inner<C> {
     durable: DurableWrites,
 }
 
+/// **Building and the handle**: the builder, the name, keys and options, a consumer of the
+/// target list, and [`destroy`](Self::destroy).
 impl<C: Codec> DelayedQueue<C> {
     /// Starts building a queue on `client` for the destination list `name`.
     pub fn builder(client: Client, name: impl Into<String>, codec: C) -> DelayedQueueBuilder<C> {
-        Self::builder_shared(client, name.into(), Arc::new(codec))
+        Self::builder_from(BuildCore::new(client, name.into(), Arc::new(codec)))
     }
 
-    /// A builder whose queue shares `codec` with other queues (the shards of a
-    /// [`ShardedQueue`](crate::ShardedQueue)).
-    pub(crate) fn builder_shared(
-        client: Client,
-        name: String,
-        codec: Arc<C>,
-    ) -> DelayedQueueBuilder<C> {
-        DelayedQueueBuilder {
-            client,
-            name,
-            codec,
-            options: QueueOptions::default(),
-            transfer: true,
-            transfer_config: TransferConfig::default(),
-            group_config: None,
-            durability: Durability::none(),
-            durable: None,
-        }
+    /// A builder of the queue `core` describes (a shard of a [`ShardedQueue`] shares its codec
+    /// and settings).
+    pub(crate) fn builder_from(core: BuildCore<C>) -> DelayedQueueBuilder<C> {
+        DelayedQueueBuilder { core }
     }
 
     /// A queue with the defaults: current entry format, this process's clock, transfer
@@ -268,7 +224,7 @@ impl<C: Codec> DelayedQueue<C> {
     }
 
     /// The codec values go through.
-    pub fn codec(&self) -> &C {
+    pub(crate) fn codec(&self) -> &C {
         &self.inner.codec
     }
 
@@ -277,18 +233,8 @@ impl<C: Codec> DelayedQueue<C> {
         self.inner.spec.options
     }
 
-    /// The entry packing this queue writes.
-    pub fn entry_format(&self) -> EntryFormat {
-        self.inner.spec.options.format
-    }
-
-    /// Whose clock stamps due times (see [`Clock`]).
-    pub fn clock(&self) -> Clock {
-        self.inner.spec.options.clock
-    }
-
     /// The fred client commands go through.
-    pub fn client(&self) -> &Client {
+    pub(crate) fn client(&self) -> &Client {
         &self.inner.client
     }
 
@@ -332,30 +278,6 @@ impl<C: Codec> DelayedQueue<C> {
     /// No connection for the consumer.
     pub async fn consumer(&self) -> Result<Consumer<C>> {
         Consumer::with_shared_codec(&self.inner.client, self.name(), self.shared_codec()).await
-    }
-
-    /// The scheduler group this handle's transfers run in (`None` with `transfer(false)`), to
-    /// read its health ([`SchedulerGroup::is_subscribed`](crate::SchedulerGroup::is_subscribed))
-    /// and counters. A clone held keeps the group running after [`destroy`](Self::destroy):
-    /// drop it first.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn ex(client: fred::clients::Client) -> Result<(), delayq::Error> {
-    /// let queue = delayq::DelayedQueue::new(client, "orders", delayq::codec::StringCodec).await?;
-    /// if let Some(group) = queue.scheduler_group() {
-    ///     println!("subscribed: {}", group.is_subscribed());
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub fn scheduler_group(&self) -> Option<crate::SchedulerGroup> {
-        let lease = self
-            .inner
-            .lease
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        lease.as_ref().map(|lease| lease.group().clone())
     }
 
     /// Names of queues as this handle's scheduler group moves values of them; `None` when the

@@ -3,54 +3,12 @@
 
 use super::DelayedQueue;
 use crate::codec::Codec;
+use crate::inspect::{Inspect, Preview, PreviewList};
 use crate::{Error, Result};
 use bytes::Bytes;
 use fred::interfaces::{HashesInterface, ListInterface, SortedSetsInterface};
 
-/// Which of a queue's lists [`DelayedQueue::previews`] reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PreviewList {
-    /// The timeout zset, next due first: members are packed entries (read them with
-    /// [`unpack_head`](crate::entry::unpack_head)).
-    Pending,
-    /// The target list, from its head (the next value taken).
-    Ready,
-    /// The in-flight deliveries, nearest deadline first, with their values.
-    InFlight,
-    /// The dead-letter records, oldest first.
-    Dead,
-    /// The quarantined entries.
-    Quarantine,
-}
-
-/// One member of a page of [`DelayedQueue::previews`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Preview {
-    /// The delivery id (in-flight deliveries).
-    pub id: Option<String>,
-    /// The due time (pending entries) or deadline (in-flight deliveries), epoch ms.
-    pub at_ms: Option<i64>,
-    /// The member's (or the delivery's value's) whole length in bytes; `None` for a delivery
-    /// whose value is gone (settled between the reads).
-    pub len: Option<u64>,
-    /// Its first bytes.
-    pub head: Bytes,
-}
-
-impl Preview {
-    fn of(id: Option<String>, at_ms: Option<i64>, member: Option<Bytes>, shown: usize) -> Self {
-        Preview {
-            id,
-            at_ms,
-            len: member.as_ref().map(|m| m.len() as u64),
-            head: member.map_or_else(Bytes::new, |m| m.slice(..m.len().min(shown))),
-        }
-    }
-}
-
-impl<C: Codec> DelayedQueue<C> {
+impl<C: Codec> Inspect<'_, DelayedQueue<C>> {
     /// Up to `count` members of `list` from rank `first`, `shown` bytes of each with its whole
     /// length.
     ///
@@ -64,14 +22,14 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// A Redis error, or a key of the wrong type.
     pub async fn previews(
-        &self,
+        self,
         list: PreviewList,
         first: usize,
         count: usize,
         shown: usize,
     ) -> Result<Vec<Preview>> {
-        let keys = self.keys();
-        let client = self.client();
+        let keys = self.queue.keys();
+        let client = self.queue.client();
         let mut page = Vec::with_capacity(count.min(1024));
         for rank in first..first.saturating_add(count) {
             let rank = i64::try_from(rank).unwrap_or(i64::MAX);

@@ -8,10 +8,11 @@ use crate::redis::ops::{expire, poll, poll_last_offer_first};
 use crate::time::Delay;
 use crate::{Error, Result};
 use bytes::Bytes;
-use fred::interfaces::{KeysInterface, ListInterface, MemoryInterface, SortedSetsInterface};
+use fred::interfaces::{KeysInterface, ListInterface, SortedSetsInterface};
 use std::borrow::Borrow;
 use std::time::Duration;
 
+/// **Redisson's operations**: `RDelayedQueue`'s, each with its Java name and meaning.
 impl<C: Codec> DelayedQueue<C> {
     /// Offers `value`, due after `delay`.
     ///
@@ -160,7 +161,7 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// The value of a raw order-list entry.
     fn value_of_entry(&self, raw: Bytes) -> Result<C::Value> {
-        match unpack(&raw, self.entry_format()) {
+        match unpack(&raw, self.options().format) {
             Ok(entry) => {
                 let value = raw.slice_ref(entry.value);
                 self.decode(value)
@@ -421,26 +422,5 @@ impl<C: Codec> DelayedQueue<C> {
     /// A Redis error.
     pub async fn clear_expire(&self) -> Result<bool> {
         self.expire_with(expire::Ttl::Persist).await
-    }
-
-    /// Bytes Redis uses for the pending entries' keys (`MEMORY USAGE` of both, with Redis's
-    /// default sampling, as Redisson asks: on big queues an estimate, equal to Java's figure).
-    ///
-    /// Java: `RDelayedQueue#sizeInMemory()`.
-    ///
-    /// # Errors
-    ///
-    /// A Redis error.
-    pub async fn size_in_memory(&self) -> Result<u64> {
-        let mut total = 0;
-        for key in [self.keys().timeout(), self.keys().order()] {
-            let used: Option<u64> = self
-                .client()
-                .memory_usage(key, None)
-                .await
-                .map_err(|e| Error::from_redis("MEMORY USAGE", key, e))?;
-            total += used.unwrap_or(0);
-        }
-        Ok(total)
     }
 }

@@ -55,6 +55,7 @@ impl Default for FiringConfig {
 
 impl FiringConfig {
     /// How often each queue's due schedules are read.
+    /// Default: 1 s.
     #[must_use]
     pub fn with_tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
@@ -62,6 +63,7 @@ impl FiringConfig {
     }
 
     /// How far ahead of its time an occurrence is offered (due at its time all the same).
+    /// Default: 2 s.
     #[must_use]
     pub fn with_lead(mut self, lead: Duration) -> Self {
         self.lead = lead;
@@ -70,6 +72,7 @@ impl FiringConfig {
 
     /// How old an occurrence is when found before it counts as missed (the schedule's
     /// [`Missed`](crate::Missed) policy decides) rather than late (it fires).
+    /// Default: 60 s.
     #[must_use]
     pub fn with_missed_after(mut self, missed_after: Duration) -> Self {
         self.missed_after = missed_after;
@@ -77,6 +80,7 @@ impl FiringConfig {
     }
 
     /// The most due schedules of one queue fired per tick (the rest in the next ticks).
+    /// Default: 10,000.
     #[must_use]
     pub fn with_per_tick(mut self, schedules: usize) -> Self {
         self.per_tick = schedules;
@@ -87,6 +91,7 @@ impl FiringConfig {
     /// on the connection): a pass over `n` due schedules takes about `n / in_flight` round
     /// trips. Each firing is its own compare-and-set, so concurrency never fires an occurrence
     /// twice.
+    /// Default: 64.
     #[must_use]
     pub fn with_in_flight(mut self, firings: usize) -> Self {
         self.in_flight = firings;

@@ -63,29 +63,53 @@ use fred::prelude::Value;
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// The recurring schedules of one queue: set, read, pause, resume, trigger and remove them.
-/// Cheap to clone. Firing them is the scheduler group's (or [`fire_due`](Self::fire_due)'s).
+/// The recurring schedules of one queue: set, read, pause, resume, trigger and remove them,
+/// with values of the queue's codec. Made by `queue.schedules()` (e.g.
+/// [`DelayedQueue::schedules`](crate::DelayedQueue::schedules)); borrows the queue. Firing them
+/// is the scheduler group's (or [`fire_due`](Self::fire_due)'s).
 ///
 /// # Examples
 ///
 /// ```no_run
-/// # async fn ex(client: delayq::fred::clients::Client) -> Result<(), delayq::Error> {
-/// use delayq::{Missed, QueueOptions, Recurrence, Schedule, Schedules};
+/// # async fn ex(queue: delayq::DelayedQueue<delayq::codec::StringCodec>) -> Result<(), delayq::Error> {
+/// use delayq::{Missed, Recurrence, Schedule};
 ///
-/// let schedules = Schedules::new(client, "reports", QueueOptions::default());
+/// let schedules = queue.schedules();
 /// let nightly = Recurrence::cron("30 2 * * *", "Europe/Berlin")?;
 /// schedules
-///     .set(Schedule::new("nightly", nightly, b"build-report".to_vec()).missed(Missed::Latest))
+///     .set(Schedule::new("nightly", nightly, "build-report").missed(Missed::Latest))
 ///     .await?;
 /// schedules.pause("nightly").await?;
 /// schedules.resume("nightly").await?;
 /// for info in schedules.list().await? {
-///     println!("{} next at {:?}", info.schedule.id, info.next_ms);
+///     println!("{} ({}) next at {:?}", info.schedule.id, info.schedule.value, info.next_ms);
 /// }
 /// # Ok(()) }
 /// ```
+#[derive(Debug)]
+pub struct Schedules<'a, Q> {
+    pub(crate) queue: &'a Q,
+}
+
+impl<Q> Clone for Schedules<'_, Q> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<Q> Copy for Schedules<'_, Q> {}
+
+impl<'a, Q> Schedules<'a, Q> {
+    /// The schedules of `queue`.
+    pub(crate) fn of(queue: &'a Q) -> Self {
+        Schedules { queue }
+    }
+}
+
+/// The schedules of one queue as stored, values as bytes: what [`Schedules`] and the firing task
+/// call.
 #[derive(Debug, Clone)]
-pub struct Schedules {
+pub(crate) struct ScheduleStore {
     client: Client,
     queue: QueueSpec,
 }
@@ -94,18 +118,15 @@ pub struct Schedules {
 /// keeps changing under it.
 const WRITE_ATTEMPTS: usize = 20;
 
-impl Schedules {
+impl ScheduleStore {
     /// The schedules of the queue `name`, whose entries are written in `options`' format.
-    pub fn new(client: Client, name: impl Into<String>, options: QueueOptions) -> Schedules {
-        Schedules {
-            client,
-            queue: QueueSpec::new(name, options),
-        }
+    pub(crate) fn new(client: Client, name: impl Into<String>, options: QueueOptions) -> Self {
+        Self::of(client, QueueSpec::new(name, options))
     }
 
-    /// The queue's name.
-    pub fn queue(&self) -> &str {
-        self.queue.keys.target()
+    /// The schedules of the queue `queue`.
+    pub(crate) fn of(client: Client, queue: QueueSpec) -> Self {
+        ScheduleStore { client, queue }
     }
 
     /// Creates or replaces the schedule `schedule.id`. Its next occurrence is the first at or
@@ -115,7 +136,7 @@ impl Schedules {
     /// # Errors
     ///
     /// [`Error::InvalidSchedule`] for a bad expression, zone, interval, id or range.
-    pub async fn set(&self, mut schedule: Schedule) -> Result<ScheduleInfo> {
+    pub(crate) async fn set(&self, mut schedule: Schedule) -> Result<ScheduleInfo> {
         schedule.validate()?;
         if let (Recurrence::Every(every), None) = (&schedule.recurrence, schedule.start_ms) {
             schedule.start_ms = Some(crate::time::due_time(now_ms(), *every)?);
@@ -134,7 +155,7 @@ impl Schedules {
     }
 
     /// The schedule `id`, or `None`.
-    pub async fn get(&self, id: &str) -> Result<Option<ScheduleInfo>> {
+    pub(crate) async fn get(&self, id: &str) -> Result<Option<ScheduleInfo>> {
         let key = self.queue.keys.schedule(id);
         let fields: HashMap<String, Value> = self
             .client
@@ -145,7 +166,7 @@ impl Schedules {
     }
 
     /// Every schedule of the queue, by next occurrence (paused and ended ones last).
-    pub async fn list(&self) -> Result<Vec<ScheduleInfo>> {
+    pub(crate) async fn list(&self) -> Result<Vec<ScheduleInfo>> {
         let key = self.queue.keys.schedules();
         let ids: Vec<String> = self
             .client
@@ -160,7 +181,7 @@ impl Schedules {
     }
 
     /// Removes the schedule `id` (entries it offered stay); false when there was none.
-    pub async fn remove(&self, id: &str) -> Result<bool> {
+    pub(crate) async fn remove(&self, id: &str) -> Result<bool> {
         let existed = schedule_remove::run(&self.client, &self.queue, id).await?;
         registry::unregister_if_empty(&self.client, &self.queue).await?;
         Ok(existed)
@@ -171,7 +192,7 @@ impl Schedules {
     /// # Errors
     ///
     /// [`Error::NoSuchSchedule`] when there is none.
-    pub async fn pause(&self, id: &str) -> Result<ScheduleInfo> {
+    pub(crate) async fn pause(&self, id: &str) -> Result<ScheduleInfo> {
         self.change(id, |info| {
             let mut schedule = info.schedule.clone();
             schedule.paused = true;
@@ -186,7 +207,7 @@ impl Schedules {
     /// # Errors
     ///
     /// [`Error::NoSuchSchedule`] when there is none.
-    pub async fn resume(&self, id: &str) -> Result<ScheduleInfo> {
+    pub(crate) async fn resume(&self, id: &str) -> Result<ScheduleInfo> {
         let now = now_ms();
         self.change(id, move |info| {
             let mut schedule = info.schedule.clone();
@@ -204,7 +225,7 @@ impl Schedules {
     /// # Errors
     ///
     /// [`Error::NoSuchSchedule`] when there is none.
-    pub async fn trigger(&self, id: &str) -> Result<OfferHandle> {
+    pub(crate) async fn trigger(&self, id: &str) -> Result<OfferHandle> {
         let info = self.get(id).await?.ok_or_else(|| self.no_such(id))?;
         let delay = Delay::checked(Duration::ZERO)?;
         offer::run_with_handle(&self.client, &self.queue, delay, info.schedule.value).await
@@ -213,13 +234,13 @@ impl Schedules {
     /// Fires the queue's schedules due at `now_ms` (by `config`'s lead and missed-after), as a
     /// scheduler group does every tick. Safe beside any number of other firing processes, and
     /// with any `now_ms`: an entry is due at its occurrence's time whenever it is offered.
-    pub async fn fire_due(&self, now_ms: i64, config: &FiringConfig) -> Result<FireTally> {
+    pub(crate) async fn fire_due(&self, now_ms: i64, config: &FiringConfig) -> Result<FireTally> {
         fire::fire_due(&self.client, &self.queue, now_ms, config).await
     }
 
     fn no_such(&self, id: &str) -> Error {
         Error::NoSuchSchedule {
-            queue: self.queue().to_owned(),
+            queue: self.queue.keys.target().to_owned(),
             id: id.to_owned(),
         }
     }

@@ -63,17 +63,18 @@ impl std::fmt::Display for Missed {
     }
 }
 
-/// A recurring schedule: each occurrence offers `value` (already encoded with the queue's
-/// codec) as an ordinary entry due at the occurrence's time.
+/// A recurring schedule: each occurrence offers `value` as an ordinary entry due at the
+/// occurrence's time. `V` is the value's type: the queue codec's values through
+/// `queue.schedules()` (encoded once, when the schedule is set), bytes as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Schedule {
+pub struct Schedule<V = Vec<u8>> {
     /// The id, unique in its queue.
     pub id: String,
     /// When it recurs.
     pub recurrence: Recurrence,
-    /// The codec-encoded value each occurrence offers.
-    pub value: Vec<u8>,
+    /// The value each occurrence offers.
+    pub value: V,
     /// No occurrence before this (epoch ms). An interval counts from here; without it, from
     /// when the schedule is set, its first occurrence one interval later.
     pub start_ms: Option<i64>,
@@ -86,9 +87,9 @@ pub struct Schedule {
     pub paused: bool,
 }
 
-impl Schedule {
+impl<V> Schedule<V> {
     /// A schedule `id` of `recurrence` offering `value`; no start or end, [`Missed::Skip`].
-    pub fn new(id: impl Into<String>, recurrence: Recurrence, value: impl Into<Vec<u8>>) -> Self {
+    pub fn new(id: impl Into<String>, recurrence: Recurrence, value: impl Into<V>) -> Self {
         Schedule {
             id: id.into(),
             recurrence,
@@ -101,6 +102,7 @@ impl Schedule {
     }
 
     /// Sets the first instant an occurrence may have (see [`Schedule::start_ms`]).
+    /// Default: none (an interval counts from when the schedule is set).
     #[must_use]
     pub fn start_ms(mut self, start_ms: i64) -> Self {
         self.start_ms = Some(start_ms);
@@ -108,6 +110,7 @@ impl Schedule {
     }
 
     /// Sets the last instant an occurrence may have.
+    /// Default: none, no end.
     #[must_use]
     pub fn end_ms(mut self, end_ms: i64) -> Self {
         self.end_ms = Some(end_ms);
@@ -115,6 +118,7 @@ impl Schedule {
     }
 
     /// Sets the missed-occurrence policy.
+    /// Default: [`Missed::Skip`].
     #[must_use]
     pub fn missed(mut self, missed: Missed) -> Self {
         self.missed = missed;
@@ -187,6 +191,44 @@ impl Schedule {
         occurrence.filter(|ms| self.end_ms.is_none_or(|end| *ms <= end))
     }
 
+    /// The same schedule offering `value`, and the value it offered.
+    pub(crate) fn swap_value<W>(self, value: W) -> (Schedule<W>, V) {
+        let Schedule {
+            id,
+            recurrence,
+            value: old,
+            start_ms,
+            end_ms,
+            missed,
+            paused,
+        } = self;
+        let schedule = Schedule {
+            id,
+            recurrence,
+            value,
+            start_ms,
+            end_ms,
+            missed,
+            paused,
+        };
+        (schedule, old)
+    }
+
+    /// The same schedule offering `value`.
+    pub(crate) fn with_value<W>(self, value: W) -> Schedule<W> {
+        Schedule {
+            id: self.id,
+            recurrence: self.recurrence,
+            value,
+            start_ms: self.start_ms,
+            end_ms: self.end_ms,
+            missed: self.missed,
+            paused: self.paused,
+        }
+    }
+}
+
+impl Schedule<Vec<u8>> {
     /// The hash fields of the definition.
     pub(crate) fn fields(&self) -> Vec<(&'static str, Value)> {
         let mut fields: Vec<(&'static str, Value)> = match &self.recurrence {
@@ -216,9 +258,9 @@ impl Schedule {
 /// A schedule as stored: its definition, revision, next and last occurrence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ScheduleInfo {
+pub struct ScheduleInfo<V = Vec<u8>> {
     /// The definition.
-    pub schedule: Schedule,
+    pub schedule: Schedule<V>,
     /// Bumped by every change of the definition (set, pause, resume).
     pub rev: u64,
     /// The next occurrence to fire (epoch ms); `None` once the schedule has ended.
@@ -239,6 +281,18 @@ fn field_ms(fields: &HashMap<String, Value>, name: &str, id: &str) -> Result<Opt
             })
         })
         .transpose()
+}
+
+impl<V> ScheduleInfo<V> {
+    /// The same schedule offering `value`.
+    pub(crate) fn with_value<W>(self, value: W) -> ScheduleInfo<W> {
+        ScheduleInfo {
+            schedule: self.schedule.with_value(value),
+            rev: self.rev,
+            next_ms: self.next_ms,
+            last_ms: self.last_ms,
+        }
+    }
 }
 
 impl ScheduleInfo {
@@ -300,27 +354,24 @@ pub(super) fn own_error(err: &Error, hash: &str) -> bool {
     }
 }
 
-/// One schedule of a listing ([`Schedules::rows`](super::Schedules::rows)): what is stored, or
-/// why it cannot be read (a hash another writer got wrong, or a key of another type).
+/// One schedule of a listing (`schedules().rows()`): what is stored, or why it cannot be read
+/// (a hash another writer got wrong, a key of another type, or a value the queue's codec does
+/// not decode).
 #[derive(Debug)]
 #[non_exhaustive]
-pub struct ScheduleRow {
+pub struct ScheduleRow<V = Vec<u8>> {
     /// The schedule's id.
     pub id: String,
     /// What is stored, or why it cannot be read.
-    pub info: Result<ScheduleInfo>,
+    pub info: Result<ScheduleInfo<V>>,
 }
 
-impl super::Schedules {
+impl super::ScheduleStore {
     /// Every schedule of the queue, by next occurrence (paused and ended ones last), each
     /// readable or not: unlike [`list`](Self::list), a schedule whose hash cannot be read is a
     /// row of its own with the reason, and the others are listed all the same. An id whose
     /// hash is gone is left out.
-    ///
-    /// # Errors
-    ///
-    /// The zset of schedules could not be read, or Redis failed.
-    pub async fn rows(&self) -> Result<Vec<ScheduleRow>> {
+    pub(crate) async fn rows(&self) -> Result<Vec<ScheduleRow>> {
         let key = self.queue.keys.schedules();
         let ids: Vec<String> = fred::interfaces::SortedSetsInterface::zrange(
             &self.client,

@@ -4,11 +4,11 @@
 use super::config::ReliableConfig;
 use super::delivery::{Delivery, Receipt};
 use super::reaper;
+use super::reaper::ReapOutcome;
 use super::settle::SettleCtx;
 use crate::codec::{decode_value, Codec};
 use crate::queue::DelayedQueue;
 use crate::redis::ops::limit_take::{self, LimitedTake, TakeGate};
-use crate::redis::ops::reap::ReapOutcome;
 use crate::redis::ops::take;
 use crate::redis::reply::Decision;
 use crate::redis::resend_refused;
@@ -380,7 +380,7 @@ impl<C: Codec> ReliableConsumer<C> {
         Ok(())
     }
 
-    /// Runs the reaper now (see [`DelayedQueue::reap_expired`]).
+    /// Runs the reaper now (see [`Admin::reap_expired`](crate::admin::Admin::reap_expired)).
     ///
     /// # Errors
     ///

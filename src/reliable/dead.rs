@@ -16,7 +16,8 @@
 //! travels through the client on the way to the list.
 
 use crate::codec::{decode_value, Codec};
-use crate::queue::DelayedQueue;
+use crate::inspect::Inspect;
+use crate::queue::{Admin, DelayedQueue};
 use crate::redis::ops::dead_replay;
 use crate::time::Delay;
 use crate::{Error, Result};
@@ -135,24 +136,28 @@ pub fn dead_letter<V>(
     }
 }
 
-/// Dead letters (delayq only).
-impl<C: Codec> DelayedQueue<C> {
+/// The dead-letter listing (delayq only).
+impl<C: Codec> Inspect<'_, DelayedQueue<C>> {
     /// The oldest `limit` dead letters (all for 0), oldest first.
     ///
     /// # Errors
     ///
     /// A Redis error. Records that do not parse or decode are reported in
     /// [`DeadLetter::value`], not skipped.
-    pub async fn dead_letters(&self, limit: usize) -> Result<Vec<DeadLetter<C::Value>>> {
-        let key = self.keys().dead();
+    pub async fn dead_letters(self, limit: usize) -> Result<Vec<DeadLetter<C::Value>>> {
+        let key = self.queue.keys().dead();
         Ok(self
+            .queue
             .own_list(key, limit)
             .await?
             .into_iter()
-            .map(|record| dead_letter(key, record, |raw| decode_value(self.codec(), raw)))
+            .map(|record| dead_letter(key, record, |raw| decode_value(self.queue.codec(), raw)))
             .collect())
     }
+}
 
+/// Dead letters replayed and purged (delayq only).
+impl<C: Codec> Admin<'_, DelayedQueue<C>> {
     /// Puts the oldest `limit` dead letters (all for 0) back into the queue, due after `delay`
     /// (straight onto the target list for zero), with fresh attempt counts. Records that do not
     /// parse stay. Returns how many were replayed; concurrent replays never replay one twice.
@@ -167,7 +172,7 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// [`Error::InvalidDelay`] or a Redis error.
-    pub async fn replay_dead_letters(&self, limit: usize, delay: Duration) -> Result<u64> {
+    pub async fn replay_dead_letters(self, limit: usize, delay: Duration) -> Result<u64> {
         let delay = Delay::checked(delay)?;
         let mut left = if limit == 0 { usize::MAX } else { limit };
         // Records that do not parse stay at the head, ahead of the next page.
@@ -175,7 +180,8 @@ impl<C: Codec> DelayedQueue<C> {
         while left > 0 {
             let page = left.min(dead_replay::RECORDS_PER_CALL);
             let raw = self
-                .own_list_from(self.keys().dead(), kept_ahead, page)
+                .queue
+                .own_list_from(self.queue.keys().dead(), kept_ahead, page)
                 .await?;
             let read = raw.len();
             let records: Vec<(Bytes, Bytes)> = raw
@@ -185,7 +191,7 @@ impl<C: Codec> DelayedQueue<C> {
             kept_ahead += read - records.len();
             // Where they were, plus as many again for records that came in between.
             let window = kept_ahead + 2 * records.len();
-            replayed += self.replay_records(delay, window, records).await?;
+            replayed += self.queue.replay_records(delay, window, records).await?;
             left = left.saturating_sub(read);
             if read < page {
                 break;
@@ -207,7 +213,7 @@ impl<C: Codec> DelayedQueue<C> {
     ///
     /// [`Error::InvalidDelay`] or a Redis error.
     pub async fn replay_dead_letter(
-        &self,
+        self,
         record: &Bytes,
         within: usize,
         delay: Duration,
@@ -217,24 +223,11 @@ impl<C: Codec> DelayedQueue<C> {
             return Ok(false);
         };
         let records = vec![(record.clone(), parts.value)];
-        Ok(self.replay_records(delay, within + 1, records).await? > 0)
-    }
-
-    /// One `dead_replay.lua` call, on this handle's [`writer`](DelayedQueue::writer): confirmed
-    /// as its [`durability`](DelayedQueue::durability) asks when it replayed any.
-    async fn replay_records(
-        &self,
-        delay: Delay,
-        window: usize,
-        records: Vec<(Bytes, Bytes)>,
-    ) -> Result<u64> {
-        let writer = self.writer().await?;
-        let replayed =
-            dead_replay::run(writer.client(), self.spec(), delay, window, records).await?;
-        if replayed > 0 {
-            writer.confirm(self.name()).await?;
-        }
-        Ok(replayed)
+        Ok(self
+            .queue
+            .replay_records(delay, within + 1, records)
+            .await?
+            > 0)
     }
 
     /// Deletes the one dead letter `record` (exactly as stored: [`DeadLetter::record`], or any
@@ -243,9 +236,10 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// A Redis error.
-    pub async fn delete_dead_letter(&self, record: &Bytes) -> Result<bool> {
-        let key = self.keys().dead();
+    pub async fn delete_dead_letter(self, record: &Bytes) -> Result<bool> {
+        let key = self.queue.keys().dead();
         let removed: u64 = self
+            .queue
             .client()
             .lrem(key, 1, record.clone())
             .await
@@ -258,8 +252,27 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// A Redis error.
-    pub async fn purge_dead_letters(&self) -> Result<u64> {
-        self.purge_own_list(self.keys().dead()).await
+    pub async fn purge_dead_letters(self) -> Result<u64> {
+        self.queue.purge_own_list(self.queue.keys().dead()).await
+    }
+}
+
+impl<C: Codec> DelayedQueue<C> {
+    /// One `dead_replay.lua` call, on this handle's [`writer`](DelayedQueue::writer): confirmed
+    /// as its durability asks when it replayed any.
+    pub(crate) async fn replay_records(
+        &self,
+        delay: Delay,
+        window: usize,
+        records: Vec<(Bytes, Bytes)>,
+    ) -> Result<u64> {
+        let writer = self.writer().await?;
+        let replayed =
+            dead_replay::run(writer.client(), self.spec(), delay, window, records).await?;
+        if replayed > 0 {
+            writer.confirm(self.name()).await?;
+        }
+        Ok(replayed)
     }
 }
 

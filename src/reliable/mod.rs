@@ -63,10 +63,9 @@
 //! # Dead letters
 //!
 //! A value that failed its last attempt goes to the list `delayq_dead:{NAME}` with its attempt
-//! count and last error ([`DeadLetter`]); [`DelayedQueue::dead_letters`],
-//! [`replay_dead_letters`](DelayedQueue::replay_dead_letters) and
-//! [`purge_dead_letters`](DelayedQueue::purge_dead_letters) (and `delayq dead list|replay|purge`)
-//! manage them.
+//! count and last error ([`DeadLetter`]); [`Inspect::dead_letters`] lists them,
+//! [`Admin::replay_dead_letters`] and [`Admin::purge_dead_letters`] (and
+//! `delayq dead list|replay|purge`) manage them.
 
 mod config;
 mod consumer;
@@ -75,20 +74,21 @@ mod delivery;
 mod reaper;
 mod settle;
 
-pub use crate::redis::ops::reap::ReapOutcome;
-pub use crate::redis::ops::reliable_stats::ReliableStats;
 pub use config::ReliableConfig;
 pub use consumer::ReliableConsumer;
 pub(crate) use consumer::{random_id, GatedTake};
 pub use dead::{dead_letter, DeadLetter, MAX_ERROR_BYTES};
 pub use delivery::{Delivery, Receipt};
+pub use reaper::ReapOutcome;
 
 use crate::codec::Codec;
-use crate::queue::DelayedQueue;
+use crate::inspect::{Inspect, ReliableStats};
+use crate::queue::{Admin, DelayedQueue};
 use crate::redis::ops::{nack, reliable_stats};
 use crate::Result;
 
-/// Reliable consumption (delayq only; Java peers see none of its keys).
+/// **Reliable consumption**: acknowledged takes (delayq only; Java peers see none of its
+/// keys).
 impl<C: Codec> DelayedQueue<C> {
     /// A [`ReliableConsumer`] with the default [`ReliableConfig`]: values are taken with
     /// acknowledgement (**at least once**; a value comes back when its consumer dies or hangs
@@ -112,16 +112,23 @@ impl<C: Codec> DelayedQueue<C> {
     ) -> Result<ReliableConsumer<C>> {
         ReliableConsumer::new(self, config).await
     }
+}
 
+/// The reliable consumers' counters (delayq only).
+impl<C: Codec> Inspect<'_, DelayedQueue<C>> {
     /// Counters of delayq's own keys (in flight, dead letters, quarantine), read atomically.
     ///
     /// # Errors
     ///
     /// A Redis error.
-    pub async fn reliable_stats(&self) -> Result<ReliableStats> {
-        reliable_stats::run(self.client(), self.spec()).await
+    pub async fn reliable_stats(self) -> Result<ReliableStats> {
+        let counts = reliable_stats::run(self.queue.client(), self.queue.spec()).await?;
+        Ok(counts.into())
     }
+}
 
+/// An in-flight value given back by hand (delayq only).
+impl<C: Codec> Admin<'_, DelayedQueue<C>> {
     /// Gives the in-flight value of the delivery `delivery_id` (a member of
     /// `delayq_inflight:{NAME}`) back onto the head of the target list, unprocessed, uncounting
     /// its attempt, as [`Receipt::give_back`] does, without the receipt: an operator's hand on a
@@ -131,8 +138,15 @@ impl<C: Codec> DelayedQueue<C> {
     /// # Errors
     ///
     /// A Redis error.
-    pub async fn give_back_in_flight(&self, delivery_id: &str) -> Result<bool> {
+    pub async fn give_back_in_flight(self, delivery_id: &str) -> Result<bool> {
         let now = crate::time::Delay::checked(std::time::Duration::ZERO)?;
-        nack::run(self.client(), self.spec(), delivery_id, now, true).await
+        nack::run(
+            self.queue.client(),
+            self.queue.spec(),
+            delivery_id,
+            now,
+            true,
+        )
+        .await
     }
 }

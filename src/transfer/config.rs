@@ -53,6 +53,7 @@ impl GroupConfig {
     /// Sets (or, with `None`, turns off) the safety sweep: the shortest time between two looks
     /// at a queue's head, whatever messages say (a group looks at most
     /// [`sweep_budget`](Self::with_sweep_budget) queues a second).
+    /// Default: 1 s.
     #[must_use]
     pub fn with_sweep_interval(mut self, interval: impl Into<Option<Duration>>) -> Self {
         self.sweep_interval = interval.into();
@@ -228,6 +229,7 @@ impl TransferConfig {
 
     /// Sets the order-list length from which transfers use delayq's position index
     /// (`delayq_index:{NAME}`) instead of one `LREM` scan per entry; 0 turns it off.
+    /// Default: 1,000.
     #[must_use]
     pub fn with_index_threshold(mut self, threshold: usize) -> Self {
         self.index_threshold = threshold;
@@ -246,6 +248,7 @@ impl TransferConfig {
     /// Sets the most list elements one call may scan with `LREM` for entries the index cannot
     /// place yet, while the index is in use (a batch ends early, in due order, when this runs
     /// out).
+    /// Default: 200,000.
     #[must_use]
     pub fn with_scan_budget(mut self, elements: usize) -> Self {
         self.scan_budget = elements;
@@ -267,6 +270,7 @@ impl TransferConfig {
 
     /// Sets the longest wait before retrying after a failed transfer (the wait starts at
     /// 100 ms and doubles).
+    /// Default: 5 s.
     #[must_use]
     pub fn with_max_backoff(mut self, max_backoff: Duration) -> Self {
         self.max_backoff = max_backoff;
@@ -318,8 +322,8 @@ impl TransferConfig {
     /// `took`: with adaptive batches, `batch` scaled by the target time over `took` (between
     /// half and double), not grown after a call that found fewer than `batch` entries due,
     /// always within `batch_size..=max_batch_size`. Public for tools and benchmarks that drive
-    /// transfers themselves (`DelayedQueue::transfer_due_with`) the way a scheduler does.
-    pub fn next_batch(&self, batch: usize, taken: u64, took: Duration) -> usize {
+    /// transfers themselves (`queue.admin().transfer_due_with`) the way a scheduler does.
+    pub(crate) fn next_batch(&self, batch: usize, taken: u64, took: Duration) -> usize {
         if self.max_batch_size <= self.batch_size {
             return self.batch_size;
         }

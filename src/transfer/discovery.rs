@@ -57,6 +57,7 @@ impl Discovery {
     }
 
     /// Only queues whose name matches the glob `pattern` (`*`, `?`).
+    /// Default: every queue.
     #[must_use]
     pub fn matching(mut self, pattern: impl Into<String>) -> Self {
         self.pattern = Some(pattern.into());

@@ -5,7 +5,7 @@
 //! no command.
 
 use super::state::GroupShared;
-use crate::recurring::{registry, FiringConfig, Schedules};
+use crate::recurring::{registry, FiringConfig, ScheduleStore};
 use crate::time::{now_ms, Clock};
 use fred::clients::Client;
 use std::collections::HashMap;
@@ -64,7 +64,7 @@ pub(super) fn spawn(
                     Clock::Server => server_now.unwrap_or(host_now),
                     _ => host_now,
                 };
-                let schedules = Schedules::new(client.clone(), name.clone(), options);
+                let schedules = ScheduleStore::new(client.clone(), name.clone(), options);
                 let span = tracing::debug_span!("schedules", queue = %name);
                 match schedules.fire_due(now, &config).instrument(span).await {
                     Ok(tally) if tally.offered > 0 => {

@@ -194,12 +194,14 @@ impl SchedulerBuilder {
     }
 
     /// The queue's batches, index, call time and backoff.
+    /// Default: [`TransferConfig::default`].
     pub fn transfer_config(mut self, config: TransferConfig) -> Self {
         self.transfer = config;
         self
     }
 
     /// The sweep and concurrency of the scheduler's group (a group of one).
+    /// Default: [`GroupConfig::default`].
     pub fn group_config(mut self, config: GroupConfig) -> Self {
         self.group = config;
         self

@@ -400,9 +400,9 @@ async fn drain(
 #[cfg(test)]
 mod tests {
     use super::{ClockBounds, QueueState};
+    use crate::observe::Observer;
     use crate::options::QueueOptions;
     use crate::redis::script::QueueSpec;
-    use crate::observe::Observer;
     use crate::transfer::TransferConfig;
 
     /// A probe's reply and a channel message come on two connections, in either order: a

@@ -36,6 +36,7 @@ impl JobError {
     }
 
     /// Retry after `delay` instead of the policy's wait (the attempt limit still applies).
+    /// Default: the retry policy's wait.
     #[must_use]
     pub fn with_retry_after(mut self, delay: Duration) -> Self {
         self.retry_after = Some(delay);

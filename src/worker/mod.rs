@@ -227,6 +227,7 @@ impl<C: Codec, F> fmt::Debug for WorkerBuilder<C, F> {
     }
 }
 
+/// **Workers**: handlers run on the queue's values with acknowledgements and retries.
 impl<C: Codec> DelayedQueue<C> {
     /// A worker that runs `handler` on this queue's values, at most `concurrency` at a time,
     /// with acknowledgements, heartbeats, retries ([`RetryPolicy::default`] unless set) and
@@ -309,6 +310,7 @@ where
     ///     .await?;
     /// # Ok(()) }
     /// ```
+    /// Default: the queue the worker was made from, alone.
     pub fn with_queue(mut self, queue: &DelayedQueue<C>) -> Self {
         self.queues.push(queue.clone());
         self
@@ -346,6 +348,7 @@ where
     /// The reliable consumer's settings: the visibility timeout (how long a job may go without
     /// a heartbeat before its value is given to another consumer; heartbeats run every third of
     /// it while a job runs), the reaper, the dead-letter limit.
+    /// Default: [`ReliableConfig::default`].
     pub fn reliable_config(mut self, config: ReliableConfig) -> Self {
         self.config = config;
         self
@@ -402,6 +405,7 @@ where
     }
 
     /// Stops the worker when `token` is cancelled.
+    /// Default: no token; the worker runs until its handle stops it.
     pub fn stop_on(mut self, token: CancellationToken) -> Self {
         self.stop = token;
         self
@@ -410,6 +414,7 @@ where
     /// Stops the worker on SIGINT (Ctrl-C) or, on Unix, SIGTERM; a second one (or a first one
     /// after a stop asked for otherwise) ends the grace period at once: running jobs are
     /// abandoned and their values given back.
+    /// Default: signals are not handled.
     pub fn stop_on_signal(mut self) -> Self {
         self.on_signal = true;
         self

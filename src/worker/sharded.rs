@@ -1,9 +1,9 @@
 //! [`ShardedQueue::worker`]: one worker over every shard of a sharded queue, and the limits of
-//! the sharded queue as a whole, which its workers enforce ([`ShardedQueue::set_limits`]).
+//! the sharded queue as a whole, which its workers enforce ([`ShardedQueue::limits`]).
 
 use super::{HandlerError, Job, WorkerBuilder};
 use crate::codec::Codec;
-use crate::limit::{LimitUsage, Limits};
+use crate::limit::{LimitUsage, Limits, StoredLimits};
 use crate::queue::ShardedQueue;
 use crate::{Error, Result};
 use std::future::Future;
@@ -39,56 +39,66 @@ impl<C: Codec> ShardedQueue<C> {
         builder
     }
 
-    /// Stores the limits of the sharded queue as a whole: a concurrency cap and a rate across
-    /// every shard and every worker of it, in every process (see [`crate::limit`] for what they
-    /// mean). Stored as the logical name's hash `delayq_limits:{NAME}`, in the slot of the tag
-    /// `NAME`; a worker over the shards reserves a slot and a token there before each take,
-    /// holds it while the job runs (renewed with its heartbeats) and releases it when the job
-    /// settles (see `docs/sharding.md`). Workers apply new limits within a second.
+    /// The limits of the sharded queue as a whole: a concurrency cap and a rate across every
+    /// shard and every worker of it, in every process, which its workers enforce (see
+    /// [`StoredLimits`] and [`crate::limit`] for what they mean). Stored as the logical name's
+    /// hash `delayq_limits:{NAME}`, in the slot of the tag `NAME`; a worker over the shards
+    /// reserves a slot and a token there before each take, holds it while the job runs (renewed
+    /// with its heartbeats) and releases it when the job settles (see `docs/sharding.md`).
+    /// Workers apply new limits within a second.
     ///
     /// Per-key limits stay each shard's own (a key's values are spread over the shards by
     /// their bytes): set them on the shards, through [`shards`](Self::shards).
+    pub fn limits(&self) -> StoredLimits<'_, ShardedQueue<C>> {
+        StoredLimits::of(self)
+    }
+}
+
+/// **Door: limits across processes**, of a sharded queue as a whole.
+impl<C: Codec> StoredLimits<'_, ShardedQueue<C>> {
+    /// Stores the limits (validated first; nothing is stored when they are refused).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidLimits`](crate::Error::InvalidLimits) as [`Limits::validate`], or
     /// [`Error::InvalidConfig`] for per-key limits (nothing is stored); or a Redis error.
-    pub async fn set_limits(&self, limits: &Limits) -> Result<()> {
+    pub async fn set(self, limits: &Limits) -> Result<()> {
+        let queue = self.queue();
         if limits.per_key() || limits.key.is_some() {
             return Err(Error::InvalidConfig(format!(
                 "the limits of the sharded queue {} as a whole are queue-wide (a concurrency cap, \
                  a rate); per-key limits are each shard's own: set them on the shards",
-                self.name()
+                queue.name()
             )));
         }
-        self.logical().set_limits(limits).await
+        queue.logical().limits().set(limits).await
     }
 
-    /// The limits of the sharded queue as a whole, if any are stored.
+    /// The limits, if any are stored.
     ///
     /// # Errors
     ///
-    /// As [`DelayedQueue::limits`](crate::DelayedQueue::limits).
-    pub async fn limits(&self) -> Result<Option<Limits>> {
-        self.logical().limits().await
+    /// As [`StoredLimits::get`] of a queue.
+    pub async fn get(self) -> Result<Option<Limits>> {
+        self.queue().logical().limits().get().await
     }
 
-    /// Clears the limits of the sharded queue as a whole; whether any were stored.
-    ///
-    /// # Errors
-    ///
-    /// A Redis error.
-    pub async fn clear_limits(&self) -> Result<bool> {
-        self.logical().clear_limits().await
-    }
-
-    /// What the limits of the sharded queue as a whole hold now (`slots_held`: reservations of
-    /// its workers; `next_token_at`).
+    /// Clears the limits; whether any were stored.
     ///
     /// # Errors
     ///
     /// A Redis error.
-    pub async fn limit_usage(&self) -> Result<LimitUsage> {
-        self.logical().limit_usage().await
+    pub async fn clear(self) -> Result<bool> {
+        self.queue().logical().limits().clear().await
+    }
+
+    /// What the limits hold now (`slots_held`: reservations of the queue's workers;
+    /// `next_token_at`).
+    ///
+    /// # Errors
+    ///
+    /// A Redis error.
+    pub async fn usage(self) -> Result<LimitUsage> {
+        self.queue().logical().limits().usage().await
     }
 }

@@ -303,3 +303,18 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A queue of values as bytes, without a scheduler, for tests that fire its schedules
+/// themselves (`queue.schedules().fire_due(..)`) by the instant they choose.
+pub async fn bytes_queue(
+    client: &Client,
+    name: impl Into<String>,
+    options: delayq::QueueOptions,
+) -> DelayedQueue<delayq::codec::ByteArrayCodec> {
+    DelayedQueue::builder(client.clone(), name, delayq::codec::ByteArrayCodec)
+        .options(options)
+        .transfer(false)
+        .build()
+        .await
+        .expect("a queue without a scheduler builds")
+}

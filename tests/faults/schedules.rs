@@ -4,9 +4,12 @@
 //! schedules define: none duplicated, none missed, none early.
 
 use super::{percentile, AnyResult, Env, Proc};
+use crate::common::queue::bytes_queue;
 use crate::common::{TestRedis, PATIENCE};
+use delayq::codec::ByteArrayCodec;
 use delayq::time::now_ms;
-use delayq::{QueueOptions, Recurrence, Schedule, Schedules};
+use delayq::DelayedQueue;
+use delayq::{QueueOptions, Recurrence, Schedule};
 use fred::clients::Client;
 use fred::interfaces::ListInterface;
 use std::collections::BTreeMap;
@@ -128,7 +131,7 @@ fn judge(expected: &BTreeMap<String, Vec<i64>>, list: &[(String, i64)]) -> Verdi
 /// Sets the schedules: each every interval from a start a few seconds ahead, ending after `run`;
 /// returns each one's value and its occurrences.
 async fn set_schedules(
-    schedules: &Schedules,
+    schedules: &DelayedQueue<ByteArrayCodec>,
     run: Duration,
 ) -> AnyResult<BTreeMap<String, Vec<i64>>> {
     let start = now_ms() / 1_000 * 1_000 + 4_000;
@@ -151,17 +154,22 @@ async fn set_schedules(
             occurrences.push(t);
             at = schedule.occurrence_at_or_after(t + 1)?;
         }
-        schedules.set(schedule).await?;
+        schedules.schedules().set(schedule).await?;
         expected.insert(value, occurrences);
     }
     Ok(expected)
 }
 
 /// Waits until every schedule has ended and everything it offered was read off the list.
-async fn wait_ended(url: &str, schedules: &Schedules, timeout: Duration) -> AnyResult<bool> {
+async fn wait_ended(
+    url: &str,
+    schedules: &DelayedQueue<ByteArrayCodec>,
+    timeout: Duration,
+) -> AnyResult<bool> {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         let ended = schedules
+            .schedules()
             .list()
             .await
             .map(|infos| infos.iter().all(|info| info.next_ms.is_none()))
@@ -183,7 +191,7 @@ pub(crate) async fn part_schedules(
     let redis = tokio::task::block_in_place(|| TestRedis::start_with(&[]));
     let url = redis.url();
     let client = delayq::connect(&url).await?;
-    let schedules = Schedules::new(client.clone(), QUEUE, QueueOptions::default());
+    let schedules = bytes_queue(&client, QUEUE, QueueOptions::default()).await;
 
     let mut steady = env.scheduler_with(&url, QUEUE, "fire-steady", &[])?;
     let mut ahead =

@@ -1309,7 +1309,7 @@ async fn wait_settled(url: &str, queue: &str, timeout: Duration) -> AnyResult<bo
     let deadline = Instant::now() + timeout;
     let mut quiet = 0;
     while Instant::now() < deadline {
-        let stats = q.reliable_stats().await?;
+        let stats = q.inspect().reliable_stats().await?;
         let pending: u64 = client
             .zcard(format!("redisson_delay_queue_timeout:{{{queue}}}"))
             .await?;
@@ -1666,7 +1666,7 @@ async fn part_consumers(env: &Env, long: bool, report: &mut String) -> AnyResult
         .await?;
     let settled = wait_settled(&url, queue, Duration::from_secs(120)).await?;
     let settled_ids = settles.stop().await;
-    let rel = q.reliable_stats().await?;
+    let rel = q.inspect().reliable_stats().await?;
     for (p, _) in &mut workers {
         p.kill9();
     }

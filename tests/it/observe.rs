@@ -3,12 +3,13 @@
 //! expiring, and the registry of live processes, left at a clean stop and expiring after a
 //! crash.
 
-use crate::common::queue::eventually;
+use crate::common::queue::{connect, eventually};
 use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
+use delayq::inspect::MinuteActivity;
 use delayq::{
-    DelayedQueue, Discovery, GroupConfig, Job, JobError, MinuteActivity, ObserveConfig,
-    ReliableConfig, SchedulerGroup, WorkerHandle,
+    DelayedQueue, Discovery, GroupConfig, Job, JobError, ObserveConfig, ReliableConfig,
+    SchedulerGroup, WorkerHandle,
 };
 use std::time::Duration;
 
@@ -109,7 +110,7 @@ async fn activity_of_two_processes_adds_up_in_few_commands_per_flush() {
     worker_b.shutdown().await.unwrap();
     queue_b.destroy().await.unwrap();
 
-    let minutes = queue_b.activity(5).await.unwrap();
+    let minutes = queue_b.inspect().activity(5).await.unwrap();
     assert_eq!(minutes.len(), 5);
     assert!(minutes
         .windows(2)
@@ -143,7 +144,7 @@ async fn nothing_is_kept_when_turned_off() {
     worker.shutdown().await.unwrap();
     queue.destroy().await.unwrap();
     assert_eq!(
-        sum(&queue.activity(5).await.unwrap()),
+        sum(&queue.inspect().activity(5).await.unwrap()),
         MinuteActivity::default()
     );
     for pattern in [
@@ -157,6 +158,7 @@ async fn nothing_is_kept_when_turned_off() {
 
 async fn kinds(queue: &DelayedQueue<StringCodec>) -> Vec<String> {
     let mut kinds: Vec<String> = queue
+        .inspect()
         .processes()
         .await
         .unwrap()
@@ -179,8 +181,8 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
         async move { kinds(&queue).await == ["scheduler", "worker"] }
     })
     .await;
-    assert!(listed, "{:?}", queue.processes().await);
-    for process in queue.processes().await.unwrap() {
+    assert!(listed, "{:?}", queue.inspect().processes().await);
+    for process in queue.inspect().processes().await.unwrap() {
         assert_eq!(process.pid, std::process::id());
         assert_eq!(process.version, env!("CARGO_PKG_VERSION"));
         assert!(process.beat_ms >= process.started_ms && process.started_ms > 0);
@@ -190,7 +192,7 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
     let ttl: i64 = redis.cli(&["PTTL", &registry]).trim().parse().unwrap();
     assert!(ttl > 0 && ttl <= 30_000, "PTTL {ttl}");
 
-    let client = queue.client().clone();
+    let client = connect(&redis.url()).await;
     let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default())
         .await
         .unwrap();
@@ -208,18 +210,18 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
         async move { kinds(&queue).await == ["scheduler", "scheduler", "worker"] }
     })
     .await;
-    assert!(found, "{:?}", queue.processes().await);
-    let discovering = queue.processes().await.unwrap();
+    assert!(found, "{:?}", queue.inspect().processes().await);
+    let discovering = queue.inspect().processes().await.unwrap();
     assert!(discovering
         .iter()
         .any(|p| p.patterns == [format!("{name}*")]));
-    assert!(other.processes().await.unwrap().is_empty());
+    assert!(other.inspect().processes().await.unwrap().is_empty());
     group.shutdown().await;
 
     worker.shutdown().await.unwrap();
     assert_eq!(kinds(&queue).await, ["scheduler"]);
     queue.destroy().await.unwrap();
-    assert!(queue.processes().await.unwrap().is_empty());
+    assert!(queue.inspect().processes().await.unwrap().is_empty());
     assert_eq!(redis.cli(&["EXISTS", &registry]).trim(), "0");
 }
 
@@ -264,7 +266,7 @@ async fn a_crashed_process_leaves_the_registry_when_its_record_expires() {
         .unwrap();
     let gone = eventually(PATIENCE, || {
         let queue = queue.clone();
-        async move { queue.processes().await.unwrap().is_empty() }
+        async move { queue.inspect().processes().await.unwrap().is_empty() }
     })
     .await;
     assert!(gone);
@@ -312,19 +314,29 @@ async fn on_a_cluster_each_queue_keeps_its_own_history_and_registry() {
         let counted = eventually(PATIENCE, || {
             let queue = queue.clone();
             async move {
-                let total = sum(&queue.activity(15).await.unwrap());
+                let total = sum(&queue.inspect().activity(15).await.unwrap());
                 let n = i as u64 + 1;
                 (total.moved, total.taken, total.acked) == (n, n, n)
             }
         })
         .await;
-        assert!(counted, "{}: {:?}", queue.name(), queue.activity(15).await);
+        assert!(
+            counted,
+            "{}: {:?}",
+            queue.name(),
+            queue.inspect().activity(15).await
+        );
         let listed = eventually(PATIENCE, || {
             let queue = queue.clone();
             async move { kinds(&queue).await == ["scheduler", "worker"] }
         })
         .await;
-        assert!(listed, "{}: {:?}", queue.name(), queue.processes().await);
+        assert!(
+            listed,
+            "{}: {:?}",
+            queue.name(),
+            queue.inspect().processes().await
+        );
     }
     worker.shutdown().await.unwrap();
     // A queue the group leaves is taken out of its registry by the beat that follows at once.
@@ -332,10 +344,15 @@ async fn on_a_cluster_each_queue_keeps_its_own_history_and_registry() {
         queue.destroy().await.unwrap();
         let left = eventually(PATIENCE, || {
             let queue = queue.clone();
-            async move { queue.processes().await.unwrap().is_empty() }
+            async move { queue.inspect().processes().await.unwrap().is_empty() }
         })
         .await;
-        assert!(left, "{}: {:?}", queue.name(), queue.processes().await);
+        assert!(
+            left,
+            "{}: {:?}",
+            queue.name(),
+            queue.inspect().processes().await
+        );
     }
 }
 
@@ -350,12 +367,12 @@ async fn the_counters_and_the_activity_count_each_event_once() {
         .with_flush_interval(Duration::from_secs(3600));
     let (queue, worker) = process(&redis.url(), &name, observe).await;
     run_values(&queue, &worker, 21, 4).await;
-    let group = queue.scheduler_group().unwrap();
+    let group = queue.inspect().scheduler_group().unwrap();
     let stats = worker.shutdown().await.unwrap();
     let moved = group.stats().moved;
     drop(group);
     queue.destroy().await.unwrap();
-    let total = sum(&queue.activity(5).await.unwrap());
+    let total = sum(&queue.inspect().activity(5).await.unwrap());
     assert_eq!(
         (stats.taken, stats.acked, stats.dead),
         (25, 21, 4),

@@ -19,8 +19,8 @@ use delayq::codec::kryo::JavaBytes;
 use delayq::codec::Codec;
 use delayq::codec::{JavaHashMap, JsonJacksonCodec, MsgPackJacksonCodec, TypedJsonJacksonCodec};
 use delayq::{
-    Consumer, DelayedQueue, Job, JobError, Recurrence, ReliableConsumer, Schedule, Schedules,
-    ShardedConsumer, ShardedQueue,
+    Consumer, DelayedQueue, Job, JobError, Recurrence, ReliableConsumer, Schedule, ShardedConsumer,
+    ShardedQueue,
 };
 use serde_json::{json, Value};
 use std::borrow::Borrow;
@@ -179,20 +179,22 @@ where
                 let window = Duration::from_millis(u64_field(args, "window_ms")?);
                 let debounce = args.get("debounce").and_then(Value::as_bool) == Some(true);
                 let dedup = match debounce {
-                    true => delayq::Dedup::debounce(key, window),
-                    false => delayq::Dedup::throttle(key, window),
+                    true => delayq::dedup::Dedup::debounce(key, window),
+                    false => delayq::dedup::Dedup::throttle(key, window),
                 };
                 let (outcome, handle) = match q {
                     Target::One(q) => {
                         let outcome = q
-                            .offer_dedup(v.borrow(), delay()?, &dedup)
+                            .dedup(dedup.clone())
+                            .offer(v.borrow(), delay()?)
                             .await
                             .map_err(err)?;
                         (outcome, outcome.handle().to_string())
                     }
                     Target::Sharded(q) => {
                         let (shard, outcome) = q
-                            .offer_dedup(v.borrow(), delay()?, &dedup)
+                            .dedup(dedup)
+                            .offer(v.borrow(), delay()?)
                             .await
                             .map_err(err)?;
                         (
@@ -232,19 +234,18 @@ where
                 // A recurring schedule on the queue, its value encoded with the queue's codec;
                 // the queue's own scheduler (open with `transfer`) fires it.
                 let q = self.one(op)?;
-                let bytes = self.codec.encode(self.value(args)?.borrow()).map_err(err)?;
+                let value = self.value(args)?;
                 let every = Duration::from_millis(u64_field(args, "every_ms")?);
                 let schedule = Schedule::new(
                     field(args, "schedule")?
                         .as_str()
                         .ok_or("field \"schedule\" is not a string")?,
                     Recurrence::every(every).map_err(err)?,
-                    bytes,
+                    value,
                 )
                 .start_ms(u64_field(args, "start_ms")? as i64)
                 .end_ms(u64_field(args, "end_ms")? as i64);
-                let schedules = Schedules::new(q.client().clone(), q.name(), q.options());
-                let info = schedules.set(schedule).await.map_err(err)?;
+                let info = q.schedules().set(schedule).await.map_err(err)?;
                 reply(vec![("next_ms", json!(info.next_ms))])
             }
             "shard_for" => {

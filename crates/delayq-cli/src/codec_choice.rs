@@ -87,11 +87,11 @@ impl Codecs {
     /// The codec of the queue `name`; a shard (`QUEUE:{N}`) goes by its sharded queue's name
     /// when its own matches no pattern.
     pub(crate) fn of(&self, name: &str) -> &TextCodec {
-        let names = std::iter::once(name).chain(delayq::logical_queue(name));
+        let names = std::iter::once(name).chain(delayq::names::logical_queue(name));
         names
             .flat_map(|name| {
                 let rules = self.rules.iter();
-                rules.filter(move |(pattern, _)| delayq::glob_match(pattern, name))
+                rules.filter(move |(pattern, _)| delayq::names::glob_match(pattern, name))
             })
             .map(|(_, codec)| codec)
             .next()

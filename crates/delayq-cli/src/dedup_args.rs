@@ -3,7 +3,7 @@
 
 use crate::duration::parse_duration;
 use clap::Args;
-use delayq::Dedup;
+use delayq::dedup::Dedup;
 use std::time::Duration;
 
 /// `--dedup-key K --dedup-window D [--debounce]`.

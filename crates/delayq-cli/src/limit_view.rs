@@ -28,41 +28,41 @@ pub(crate) fn count_of(text: &str) -> Result<u32, String> {
 /// The limits as one JSON object: each limit by its flag's name, `null` when not set, rates
 /// as `--rate` takes them.
 pub(crate) fn limits_json(limits: &Limits) -> Value {
-    let (pointer, regex) = match &limits.key {
+    let (pointer, regex) = match &limits.key() {
         Some(KeyRule::JsonPointer(p)) => (Some(p.as_str()), None),
         Some(KeyRule::Regex(r)) => (None, Some(r.as_str())),
         _ => (None, None),
     };
     json!({
-        "concurrency": limits.concurrency,
-        "rate": limits.rate.as_ref().map(Rate::to_string),
+        "concurrency": limits.concurrency(),
+        "rate": limits.rate().as_ref().map(Rate::to_string),
         "key_pointer": pointer,
         "key_regex": regex,
-        "key_concurrency": limits.key_concurrency,
-        "key_rate": limits.key_rate.as_ref().map(Rate::to_string),
+        "key_concurrency": limits.key_concurrency(),
+        "key_rate": limits.key_rate().as_ref().map(Rate::to_string),
     })
 }
 
 /// The limits in one line: `concurrency 3, rate 100/1s, per key (pointer /k): concurrency 1`.
 pub(crate) fn summary(limits: &Limits) -> String {
     let mut parts = Vec::new();
-    if let Some(n) = limits.concurrency {
+    if let Some(n) = limits.concurrency() {
         parts.push(format!("concurrency {n}"));
     }
-    if let Some(rate) = &limits.rate {
+    if let Some(rate) = &limits.rate() {
         parts.push(format!("rate {rate}"));
     }
-    let key = match &limits.key {
+    let key = match &limits.key() {
         Some(rule) => Some(rule.to_string()),
         None if limits.per_key() => Some("keys from the worker's closure".to_owned()),
         None => None,
     };
     if let Some(key) = key {
         let mut per = Vec::new();
-        if let Some(n) = limits.key_concurrency {
+        if let Some(n) = limits.key_concurrency() {
             per.push(format!("concurrency {n}"));
         }
-        if let Some(rate) = &limits.key_rate {
+        if let Some(rate) = &limits.key_rate() {
             per.push(format!("rate {rate}"));
         }
         let per = match per.is_empty() {
@@ -121,17 +121,17 @@ pub(crate) fn usage_line(usage: &LimitUsage) -> String {
 
 /// Whether `limits` has no limit at all.
 pub(crate) fn is_empty(limits: &Limits) -> bool {
-    limits.concurrency.is_none()
-        && limits.rate.is_none()
-        && limits.key.is_none()
-        && limits.key_concurrency.is_none()
-        && limits.key_rate.is_none()
+    limits.concurrency().is_none()
+        && limits.rate().is_none()
+        && limits.key().is_none()
+        && limits.key_concurrency().is_none()
+        && limits.key_rate().is_none()
 }
 
 /// A caution for per-key limits without a key rule: `delayq work` then applies only the
 /// queue-wide ones (a library worker may read keys with its own closure).
 pub(crate) fn keyless_caution(limits: &Limits) -> Option<&'static str> {
-    (limits.per_key() && limits.key.is_none()).then_some(
+    (limits.per_key() && limits.key().is_none()).then_some(
         "per-key limits without a key rule: `delayq work` applies only the queue-wide limits \
          (give --key-pointer or --key-regex; a library worker may read keys with its closure)",
     )

@@ -24,15 +24,14 @@ mod values;
 
 pub use consumer::ShardedConsumer;
 pub use count::MAX_SHARDS;
-pub use doors::ShardedSchedules;
 pub use hash::{shard_of, ParseShardedHandleError, ShardedHandle};
 
+use super::builder::{core_setters, BuildCore};
 use super::DelayedQueue;
 use crate::codec::Codec;
 use crate::durable::{Durability, DurableWrites};
-use crate::options::QueueOptions;
-use crate::redis::ops::stats::QueueStats;
-use crate::transfer::{GroupConfig, SchedulerGroup, TransferConfig};
+use crate::inspect::QueueStats;
+use crate::transfer::{SchedulerGroup, TransferConfig};
 use crate::{Error, Result};
 use fred::clients::Client;
 use futures::future::try_join_all;
@@ -43,51 +42,20 @@ use std::sync::Arc;
 #[derive(Debug)]
 #[must_use]
 pub struct ShardedQueueBuilder<C: Codec> {
-    client: Client,
-    name: String,
+    /// The settings of every shard, the logical queue's name for its own.
+    core: BuildCore<C>,
     shards: usize,
     previous: Option<usize>,
-    codec: Arc<C>,
-    options: QueueOptions,
-    transfer: bool,
-    transfer_config: TransferConfig,
-    group_config: Option<GroupConfig>,
-    durability: Durability,
 }
 
 impl<C: Codec> ShardedQueueBuilder<C> {
+    core_setters!();
+
     /// What every shard's writes wait for (see
     /// [`DelayedQueueBuilder::durability`](super::DelayedQueueBuilder::durability)): each write
     /// is confirmed on the master of its shard. Default: [`Durability::none`].
     pub fn durability(mut self, durability: Durability) -> Self {
-        self.durability = durability;
-        self
-    }
-
-    /// The entry format and clock of every shard (see [`QueueOptions`]).
-    pub fn options(mut self, options: QueueOptions) -> Self {
-        self.options = options;
-        self
-    }
-
-    /// Whether the shards are transferred by this process: every shard joins the client's
-    /// shared [`SchedulerGroup`] (one pub/sub connection for all of them). Default: true.
-    pub fn transfer(mut self, enabled: bool) -> Self {
-        self.transfer = enabled;
-        self
-    }
-
-    /// Every shard's transfer settings (see
-    /// [`DelayedQueueBuilder::transfer_config`](super::DelayedQueueBuilder::transfer_config)).
-    pub fn transfer_config(mut self, config: TransferConfig) -> Self {
-        self.transfer_config = config;
-        self
-    }
-
-    /// The client's scheduler group's settings, if this queue starts it (see
-    /// [`DelayedQueueBuilder::group_config`](super::DelayedQueueBuilder::group_config)).
-    pub fn group_config(mut self, config: GroupConfig) -> Self {
-        self.group_config = Some(config);
+        self.core.durability = durability;
         self
     }
 
@@ -98,6 +66,7 @@ impl<C: Codec> ShardedQueueBuilder<C> {
     /// queue's schedulers, consumers and workers cover the shards of both layouts until
     /// [`drained`](ShardedQueue::drained) says the old one is empty, and records the new count
     /// (see "Changing the number of shards" in docs/sharding.md).
+    /// Default: none, no change of shard count in progress.
     pub fn previous_shards(mut self, shards: usize) -> Self {
         self.previous = Some(shards);
         self
@@ -110,54 +79,45 @@ impl<C: Codec> ShardedQueueBuilder<C> {
     /// [`Error::InvalidConfig`] for an empty name, a name with braces (it would give every shard
     /// the same hash tag), a shard count (or count before) outside `1..=`[`MAX_SHARDS`], or a
     /// count that disagrees with the one recorded in Redis ([`shard_count_key`](
-    /// crate::shard_count_key); with [`previous_shards`](Self::previous_shards), either count
+    /// crate::names::shard_count_key); with [`previous_shards`](Self::previous_shards), either count
     /// may be recorded); or as [`DelayedQueueBuilder::build`](super::DelayedQueueBuilder::build).
     pub async fn build(self) -> Result<ShardedQueue<C>> {
-        if self.name.is_empty() || self.name.contains(['{', '}']) {
+        let core = self.core;
+        if core.name.is_empty() || core.name.contains(['{', '}']) {
             return Err(Error::InvalidConfig(format!(
                 "a sharded queue's name must be non-empty and without braces: {:?}",
-                self.name
+                core.name
             )));
         }
         count::check_range(self.shards, "a sharded queue's number of shards")?;
         if let Some(previous) = self.previous {
             count::check_range(previous, "the number of shards before (previous_shards)")?;
         }
-        count::agree(&self.client, &self.name, self.shards, self.previous).await?;
+        count::agree(&core.client, &core.name, self.shards, self.previous).await?;
         let live = self.shards.max(self.previous.unwrap_or(0));
         // One confirmer for every shard: its connection reaches each master, and it waits on
         // the master of each write's shard.
-        let durable = DurableWrites::new(self.client.clone());
+        let mut core = core;
+        core.durable = Some(DurableWrites::new(core.client.clone()));
         let mut shards = Vec::with_capacity(live);
         for i in 0..live {
-            let name = ShardedQueue::<C>::shard_name(&self.name, i);
-            let mut shard =
-                DelayedQueue::builder_shared(self.client.clone(), name, self.codec.clone())
-                    .options(self.options)
-                    .transfer(self.transfer)
-                    .transfer_config(self.transfer_config)
-                    .durability(self.durability)
-                    .shared_durable(durable.clone());
-            shard.group_config = self.group_config;
-            let shard = shard.build().await?;
+            let name = ShardedQueue::<C>::shard_name(&core.name, i);
+            let shard = DelayedQueue::builder_from(core.named(name)).build().await?;
             shards.push(shard);
         }
         // The logical name's own keys hold what belongs to the queue as a whole (its limits):
         // a queue handle with no scheduler, whose target list and entries stay unused.
-        let logical =
-            DelayedQueue::builder_shared(self.client, self.name.clone(), self.codec.clone())
-                .options(self.options)
-                .transfer(false)
-                .build()
-                .await?;
+        let mut logical = core.named(core.name.clone());
+        logical.transfer = false;
+        let logical = DelayedQueue::builder_from(logical).build().await?;
         Ok(ShardedQueue {
             inner: Arc::new(Inner {
                 logical,
-                name: self.name,
                 layout: self.shards,
                 previous: self.previous.filter(|&p| p != self.shards),
                 shards,
-                codec: self.codec,
+                codec: core.codec,
+                name: core.name,
             }),
         })
     }
@@ -182,9 +142,9 @@ impl<C: Codec> ShardedQueueBuilder<C> {
 /// | [`consumer`](Self::consumer), [`worker`](Self::worker) | every shard's target list, in turn |
 /// | [`destroy`](Self::destroy) | every shard's scheduler share |
 /// | [`with_durability`](Self::with_durability) | each write confirmed on its shard's master |
-/// | [`offer_dedup`](Self::offer_dedup) | the shard of the dedup key |
-/// | [`schedules`](Self::schedules) | each schedule in the shard of its id ([`ShardedSchedules`]) |
-/// | `set_limits`, `limits`, `clear_limits`, `limit_usage` | the logical name's keys: a cap and a rate of the whole queue, reserved by its workers before each take |
+/// | [`dedup`](Self::dedup) | the shard of the dedup key |
+/// | [`schedules`](Self::schedules) | each schedule in the shard of its id |
+/// | [`limits`](Self::limits) | the logical name's keys: a cap and a rate of the whole queue, reserved by its workers before each take |
 ///
 /// It has none of the others, for these reasons:
 /// - `peek`, `poll`, `poll_many`, `poll_many_raw`, `poll_last_and_offer_first_to` and
@@ -252,16 +212,9 @@ impl<C: Codec> ShardedQueue<C> {
         codec: C,
     ) -> ShardedQueueBuilder<C> {
         ShardedQueueBuilder {
-            client,
-            name: name.into(),
+            core: BuildCore::new(client, name.into(), Arc::new(codec)),
             shards,
             previous: None,
-            codec: Arc::new(codec),
-            options: QueueOptions::default(),
-            transfer: true,
-            transfer_config: TransferConfig::default(),
-            group_config: None,
-            durability: Durability::none(),
         }
     }
 
@@ -364,7 +317,13 @@ impl<C: Codec> ShardedQueue<C> {
     ///
     /// A Redis error.
     pub async fn shard_stats(&self) -> Result<Vec<QueueStats>> {
-        try_join_all(self.inner.shards.iter().map(DelayedQueue::stats)).await
+        try_join_all(
+            self.inner
+                .shards
+                .iter()
+                .map(|shard| shard.inspect().stats()),
+        )
+        .await
     }
 
     /// The counters of all shards added up (`next_due_ms`: the earliest).
@@ -405,7 +364,7 @@ impl<C: Codec> ShardedQueue<C> {
     pub async fn misplaced(&self) -> Result<u64> {
         let mut count = 0;
         for (i, shard) in self.inner.shards.iter().enumerate() {
-            let pending = shard.pending(0).await?;
+            let pending = shard.inspect().pending(0).await?;
             count += pending
                 .iter()
                 .filter(|p| shard_of(&p.raw, self.inner.layout) != i)
@@ -416,7 +375,8 @@ impl<C: Codec> ShardedQueue<C> {
 
     /// True when the layout before has drained: no entry is pending outside its value's shard
     /// ([`misplaced`](Self::misplaced)), no schedule lives outside its id's shard (see
-    /// [`ShardedSchedules`]) and the target lists of shards beyond the layout are empty. Then the new count is recorded in Redis: from now on handles are built with it
+    /// [`schedules`](Self::schedules)) and the target lists of shards beyond the layout are
+    /// empty. Then the new count is recorded in Redis: from now on handles are built with it
     /// and without [`previous_shards`](ShardedQueueBuilder::previous_shards), and handles with
     /// only the old count are refused.
     ///
@@ -425,11 +385,11 @@ impl<C: Codec> ShardedQueue<C> {
     /// A Redis error, or [`Error::InvalidConfig`] when the recorded count is neither of this
     /// handle's.
     pub async fn drained(&self) -> Result<bool> {
-        if self.misplaced().await? > 0 || self.schedules().misplaced().await? > 0 {
+        if self.misplaced().await? > 0 || self.schedule_store().misplaced().await? > 0 {
             return Ok(false);
         }
         for shard in &self.inner.shards[self.inner.layout..] {
-            if shard.stats().await?.ready > 0 {
+            if shard.inspect().stats().await?.ready > 0 {
                 return Ok(false);
             }
         }

@@ -3,8 +3,7 @@
 
 use super::{shard_of, ShardedHandle, ShardedQueue};
 use crate::codec::{encode_value, Codec};
-use crate::queue::{Dedup, DelayedQueue};
-use crate::redis::ops::offer_dedup::DedupOutcome;
+use crate::queue::DelayedQueue;
 use crate::redis::ops::remove::RemoveMode;
 use crate::redis::ops::reschedule::Which;
 use crate::time::Delay;
@@ -14,7 +13,7 @@ use std::borrow::Borrow;
 use std::time::Duration;
 
 impl<C: Codec> ShardedQueue<C> {
-    fn encode(&self, value: &C::Borrowed) -> Result<Vec<u8>> {
+    pub(super) fn encode(&self, value: &C::Borrowed) -> Result<Vec<u8>> {
         encode_value(self.codec(), value)
     }
 
@@ -213,42 +212,5 @@ impl<C: Codec> ShardedQueue<C> {
             }
         }
         shards[0].offer_unique_encoded(delay, value).await
-    }
-
-    /// Offers `value` deduplicated by the business key of `dedup`, to the shard the **key**
-    /// picks (the JDK's `CRC32` of the key's UTF-8 bytes modulo the number of shards,
-    /// [`shard_of`]): the key's mapping and the entry it names live in that shard's slot, so
-    /// every offer of one key meets its mapping in one atomic script, and a throttle or a
-    /// debounce behaves as on one queue (see [`DelayedQueue::offer_dedup`]), whatever values
-    /// the key's offers carry. Returns the outcome with the shard, which the entry's
-    /// [`ShardedHandle`] names.
-    ///
-    /// The entry is in its key's shard, not its value's: [`cancel`](Self::cancel) it by its
-    /// handle; [`remove`](Self::remove), [`contains`](Self::contains) and
-    /// [`reschedule`](Self::reschedule) by value look in the value's shard only. While the
-    /// number of shards changes, a key's offers go to its shard of the new layout: a mapping
-    /// left in its old shard is not seen, so one offer of that key may go through beside the
-    /// entry pending there.
-    ///
-    /// # Errors
-    ///
-    /// As [`DelayedQueue::offer_dedup`].
-    pub async fn offer_dedup(
-        &self,
-        value: &C::Borrowed,
-        delay: Duration,
-        dedup: &Dedup,
-    ) -> Result<(usize, DedupOutcome)> {
-        let delay = Delay::checked(delay)?;
-        let value = self.encode(value)?;
-        let index = self.shard_for_dedup(dedup);
-        let shard = &self.inner.shards[index];
-        let outcome = shard.offer_dedup_encoded(delay, value, dedup).await?;
-        Ok((index, outcome))
-    }
-
-    /// The shard offers deduplicated by `dedup`'s key go to (the current layout's).
-    pub fn shard_for_dedup(&self, dedup: &Dedup) -> usize {
-        shard_of(dedup.key().as_bytes(), self.inner.layout)
     }
 }

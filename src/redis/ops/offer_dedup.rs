@@ -1,5 +1,5 @@
 //! `offer_dedup.lua`: an offer under a business key, deduplicated within a window (throttle or
-//! debounce), its reply read into a [`DedupOutcome`].
+//! debounce), its reply read into a [`Reply`].
 
 use crate::entry::OfferHandle;
 use crate::redis::reply;
@@ -16,86 +16,23 @@ script!(
     untouched[Target]
 );
 
-/// What a deduplicated offer does while the key's entry is pending and its window open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum DedupMode {
-    /// The first offer's entry stays as it is; later offers are dropped.
-    Throttle,
-    /// Each offer replaces the pending entry (value and due time) and starts the window again.
-    Debounce,
+/// What a deduplicated offer did (`DedupOutcome` in `queue/dedup.rs` is its public form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Offered: no entry of the key was pending within its window.
+    Offered,
+    /// Dropped: the key's pending entry stays (throttle).
+    Kept,
+    /// The key's pending entry was replaced (debounce).
+    Replaced,
 }
 
-impl DedupMode {
-    fn to_arg(self) -> &'static str {
-        match self {
-            DedupMode::Throttle => "throttle",
-            DedupMode::Debounce => "debounce",
-        }
-    }
-}
-
-/// What a deduplicated offer did, with the handle and due time of the key's pending entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum DedupOutcome {
-    /// No entry of the key was pending within its window: this offer's value was offered.
-    Offered {
-        /// The new entry.
-        handle: OfferHandle,
-        /// Its due time, epoch ms.
-        due_ms: i64,
-    },
-    /// Throttle: the key's entry is pending within its window; it stays and this offer was
-    /// dropped.
-    Kept {
-        /// The pending entry (made by an earlier offer).
-        handle: OfferHandle,
-        /// Its due time, epoch ms (unchanged).
-        due_ms: i64,
-    },
-    /// Debounce: the key's pending entry was replaced by this offer's value, due after this
-    /// offer's delay.
-    Replaced {
-        /// The new entry (the replaced one is gone).
-        handle: OfferHandle,
-        /// Its due time, epoch ms.
-        due_ms: i64,
-    },
-}
-
-impl DedupOutcome {
-    /// The handle of the key's pending entry after the offer.
-    pub fn handle(&self) -> OfferHandle {
-        match *self {
-            DedupOutcome::Offered { handle, .. }
-            | DedupOutcome::Kept { handle, .. }
-            | DedupOutcome::Replaced { handle, .. } => handle,
-        }
-    }
-
-    /// The due time of the key's pending entry after the offer, epoch ms.
-    pub fn due_ms(&self) -> i64 {
-        match *self {
-            DedupOutcome::Offered { due_ms, .. }
-            | DedupOutcome::Kept { due_ms, .. }
-            | DedupOutcome::Replaced { due_ms, .. } => due_ms,
-        }
-    }
-
-    /// What happened, in one word: `offered`, `kept` or `replaced`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            DedupOutcome::Offered { .. } => "offered",
-            DedupOutcome::Kept { .. } => "kept",
-            DedupOutcome::Replaced { .. } => "replaced",
-        }
-    }
-
-    /// Whether this offer's value is now pending (offered or replaced; false: dropped).
-    pub fn is_pending(&self) -> bool {
-        !matches!(self, DedupOutcome::Kept { .. })
-    }
+/// The reply of one deduplicated offer: what it did, the key's pending entry and its due time.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reply {
+    pub(crate) decision: Decision,
+    pub(crate) handle: OfferHandle,
+    pub(crate) due_ms: i64,
 }
 
 /// One deduplicated offer: `value` (codec-encoded) due after `delay`, its business key's
@@ -103,7 +40,8 @@ impl DedupOutcome {
 #[derive(Debug)]
 pub(crate) struct DedupOffer<'a> {
     pub(crate) mapping: &'a str,
-    pub(crate) mode: DedupMode,
+    /// `throttle` or `debounce`, as the script takes it.
+    pub(crate) mode: &'static str,
     pub(crate) window_ms: i64,
     pub(crate) delay: Delay,
     pub(crate) value: Vec<u8>,
@@ -116,7 +54,7 @@ pub(crate) async fn run(
     client: &Client,
     queue: &QueueSpec,
     offer: DedupOffer<'_>,
-) -> Result<DedupOutcome> {
+) -> Result<Reply> {
     let (id, _) = queue.options.format.new_id(offer.value.len());
     let reply = OFFER_DEDUP
         .call(queue)
@@ -124,7 +62,7 @@ pub(crate) async fn run(
         .arg(offer.delay.ms())
         .arg(id)
         .arg(Value::Bytes(offer.value.into()))
-        .arg(offer.mode.to_arg())
+        .arg(offer.mode)
         .arg(offer.window_ms)
         .value_index()
         .arg(if offer.confirmed { "1" } else { "0" })
@@ -140,13 +78,20 @@ pub(crate) async fn run(
             detail: format!("handle {handle:?}"),
         })?;
     let due_ms = reply::score(&due, name)?.unwrap_or_default();
-    match reply::bytes(what, name)?.as_ref() {
-        b"offered" => Ok(DedupOutcome::Offered { handle, due_ms }),
-        b"kept" => Ok(DedupOutcome::Kept { handle, due_ms }),
-        b"replaced" => Ok(DedupOutcome::Replaced { handle, due_ms }),
-        other => Err(Error::UnexpectedReply {
-            context: name,
-            detail: format!("outcome {other:?}"),
-        }),
-    }
+    let decision = match reply::bytes(what, name)?.as_ref() {
+        b"offered" => Decision::Offered,
+        b"kept" => Decision::Kept,
+        b"replaced" => Decision::Replaced,
+        other => {
+            return Err(Error::UnexpectedReply {
+                context: name,
+                detail: format!("outcome {other:?}"),
+            })
+        }
+    };
+    Ok(Reply {
+        decision,
+        handle,
+        due_ms,
+    })
 }

@@ -20,28 +20,16 @@ script!(
     ]
 );
 
-/// What one reaper call did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct ReapOutcome {
-    /// In-flight values whose deadline had passed, put back onto the target list.
-    pub returned: u64,
-    /// Values on the claim lists of consumers whose lease ran out, put back onto the target list.
-    pub unclaimed: u64,
-    /// Attempt counters pruned for being untouched longer than the retention.
-    pub pruned: u64,
-    /// Members of the claim leases not named like this queue's claim lists, removed from it
-    /// without touching the keys they name.
-    pub foreign_claims: u64,
-    /// The earliest deadline still in flight.
-    pub next_deadline_ms: Option<i64>,
-}
-
-/// What one reap call returned: its outcome (`unclaimed` left for the caller), the claim lists
+/// What one reap call returned: its counts, the claim lists
 /// whose lease ran out, and the foreign members it removed from the claim leases.
 #[derive(Debug)]
 pub(crate) struct Reaped {
-    pub(crate) outcome: ReapOutcome,
+    /// Values given back.
+    pub(crate) returned: u64,
+    /// Attempt counters pruned.
+    pub(crate) pruned: u64,
+    /// The earliest deadline still in flight.
+    pub(crate) next_deadline_ms: Option<i64>,
     pub(crate) lapsed: Vec<String>,
     pub(crate) foreign: Vec<String>,
 }
@@ -69,15 +57,10 @@ pub(crate) async fn run(
             .collect())
     };
     let foreign = names(foreign)?;
-    let outcome = ReapOutcome {
-        returned: reply::count(returned, name)?,
-        unclaimed: 0,
-        pruned: reply::count(pruned, name)?,
-        foreign_claims: foreign.len() as u64,
-        next_deadline_ms: reply::score(&head, name)?,
-    };
     Ok(Reaped {
-        outcome,
+        returned: reply::count(returned, name)?,
+        pruned: reply::count(pruned, name)?,
+        next_deadline_ms: reply::score(&head, name)?,
         lapsed: names(lapsed)?,
         foreign,
     })

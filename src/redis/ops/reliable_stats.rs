@@ -13,30 +13,23 @@ script!(
     untouched[Target]
 );
 
-/// A snapshot of delayq's own keys for a queue (one atomic script).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ReliableStats {
-    /// Values taken by reliable consumers and not settled.
-    pub in_flight: u64,
-    /// Of those, the ones whose deadline has passed (the next reap gives them back).
-    pub overdue: u64,
-    /// Dead letters.
-    pub dead: u64,
-    /// Attempt counters kept.
-    pub counters: u64,
-    /// Malformed entries in quarantine.
-    pub quarantined: u64,
-    /// The earliest in-flight deadline.
-    pub next_deadline_ms: Option<i64>,
+/// The reliable consumer's counters, as read (`inspect::ReliableStats` is their public form).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Counts {
+    pub(crate) in_flight: u64,
+    pub(crate) overdue: u64,
+    pub(crate) dead: u64,
+    pub(crate) counters: u64,
+    pub(crate) quarantined: u64,
+    pub(crate) next_deadline_ms: Option<i64>,
 }
 
 /// Reads the counters.
-pub(crate) async fn run(client: &Client, queue: &QueueSpec) -> Result<ReliableStats> {
+pub(crate) async fn run(client: &Client, queue: &QueueSpec) -> Result<Counts> {
     let name = RELIABLE_STATS.name();
     let reply: Value = RELIABLE_STATS.call(queue).run(client).await?;
     let [in_flight, overdue, dead, counters, quarantined, head] = reply::fixed(reply, name)?;
-    Ok(ReliableStats {
+    Ok(Counts {
         in_flight: reply::count(in_flight, name)?,
         overdue: reply::count(overdue, name)?,
         dead: reply::count(dead, name)?,

@@ -13,26 +13,21 @@ script!(
     [Target, Timeout, Order, Channel, Quarantine]
 );
 
-/// A snapshot of a queue's counters (one atomic script) and its next due time (read just after).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct QueueStats {
-    /// Entries in the order list (Java `size()`).
-    pub pending: u64,
-    /// Members of the timeout zset (normally equal to `pending`).
-    pub scheduled: u64,
-    /// Values on the target list, ready to take.
-    pub ready: u64,
-    /// Malformed entries in delayq's quarantine list.
-    pub quarantined: u64,
-    /// Due time of the earliest pending entry.
-    pub next_due_ms: Option<i64>,
+/// A queue's counters and its next due time, as read (`inspect::QueueStats` is their public
+/// form).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Counts {
+    pub(crate) pending: u64,
+    pub(crate) scheduled: u64,
+    pub(crate) ready: u64,
+    pub(crate) quarantined: u64,
+    pub(crate) next_due_ms: Option<i64>,
 }
 
 /// Reads the counters (one script), then the head's due time (a `ZRANGE` of its own: the head
 /// entry, read whole, is copied into a reply, not into the script, which takes several times
 /// longer for a big one).
-pub(crate) async fn run(client: &Client, queue: &QueueSpec) -> Result<QueueStats> {
+pub(crate) async fn run(client: &Client, queue: &QueueSpec) -> Result<Counts> {
     let name = STATS.name();
     let reply: Value = STATS.call(queue).run(client).await?;
     let [pending, scheduled, ready, quarantined] = reply::fixed(reply, name)?;
@@ -45,7 +40,7 @@ pub(crate) async fn run(client: &Client, queue: &QueueSpec) -> Result<QueueStats
         .into_iter()
         .next()
         .map_or(Value::Null, |(_, score)| score);
-    Ok(QueueStats {
+    Ok(Counts {
         pending: reply::count(pending, name)?,
         scheduled: reply::count(scheduled, name)?,
         ready: reply::count(ready, name)?,

@@ -34,27 +34,26 @@ pub(crate) struct TransferLimits {
 
 /// What one transfer script call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TransferOutcome {
+pub(crate) struct TransferOutcome {
     /// Values pushed onto the target list.
-    pub moved: u64,
+    pub(crate) moved: u64,
     /// Malformed entries taken out to the quarantine list.
-    pub quarantined: u64,
+    pub(crate) quarantined: u64,
     /// Due time (epoch ms) of the earliest entry still pending.
-    pub next_due_ms: Option<i64>,
+    pub(crate) next_due_ms: Option<i64>,
     /// Entries found through the position index.
-    pub found_by_index: u64,
+    pub(crate) found_by_index: u64,
     /// Entries found in the window at the head of the order list (the rest of the batch was
     /// found through the index or by `LREM` scans).
-    pub found_at_head: u64,
+    pub(crate) found_at_head: u64,
     /// The time (epoch ms) the call decided what was due by: this process's clock, or the
     /// Redis server's with [`Clock::Server`](crate::Clock::Server).
-    pub now_ms: i64,
+    pub(crate) now_ms: i64,
     /// The Redis server's time (epoch µs) when the call began, with
     /// [`Clock::Server`](crate::Clock::Server): a scheduler times its wake-ups by it.
-    pub server_time_us: Option<i64>,
+    pub(crate) server_time_us: Option<i64>,
     /// The call was a scheduler's and found the queue paused: nothing moved.
-    pub paused: bool,
+    pub(crate) paused: bool,
     /// What one pass over the order list cost per element, in picoseconds, as this call
     /// measured it (long lists only): for the caller's [`PassCost`].
     pub(crate) pass_ps_per_element: Option<u64>,

@@ -48,7 +48,7 @@ async fn transfer_quarantines_malformed_entries_and_moves_their_neighbours() {
         .await
         .unwrap();
 
-    let outcome = queue.transfer_due(100).await.unwrap();
+    let outcome = queue.admin().transfer_due(100).await.unwrap();
     assert_eq!((outcome.moved, outcome.quarantined), (4, 3));
     assert_eq!(
         list_str(&client, keys.target()).await,
@@ -64,10 +64,10 @@ async fn transfer_quarantines_malformed_entries_and_moves_their_neighbours() {
     // They left the order list and the zset; the future entry stays.
     assert_eq!(queue.read_all().await.unwrap(), vec![s("future")]);
     assert_eq!(zset(&client, keys.timeout()).await.len(), 1);
-    let stats = queue.stats().await.unwrap();
+    let stats = queue.inspect().stats().await.unwrap();
     assert_eq!((stats.pending, stats.quarantined, stats.ready), (1, 3, 4));
     // Transferring again changes nothing.
-    let again = queue.transfer_due(100).await.unwrap();
+    let again = queue.admin().transfer_due(100).await.unwrap();
     assert_eq!((again.moved, again.quarantined), (0, 0));
     assert_eq!(int(&client, "LLEN", keys.quarantine()).await, 3);
 }
@@ -141,7 +141,7 @@ async fn read_all_and_peek_report_malformed_entries() {
             other => panic!("case {i}: read_all gave {other:?}"),
         }
         // pending reports it and goes on.
-        let pending = queue.pending(0).await.unwrap();
+        let pending = queue.inspect().pending(0).await.unwrap();
         assert_eq!(pending.len(), 2);
         match &pending[0].value {
             Err(e) => assert!(matches!(**e, Error::MalformedEntry { .. }), "{e:?}"),
@@ -293,12 +293,12 @@ async fn malformed_entries_are_quarantined_and_neighbours_move() {
         Err(Error::MalformedEntry { key, .. }) => assert_eq!(key, keys.order()),
         other => panic!("expected MalformedEntry, got {other:?}"),
     }
-    let pending = queue.pending(0).await.unwrap();
+    let pending = queue.inspect().pending(0).await.unwrap();
     assert_eq!(pending.len(), 6);
     assert!(pending[0].value.is_ok() && pending[1].value.is_err());
 
     // The transfer moves the good ones and takes the bad ones out, in one call.
-    let outcome = queue.transfer_due(100).await.unwrap();
+    let outcome = queue.admin().transfer_due(100).await.unwrap();
     assert_eq!(outcome.moved, 2);
     assert_eq!(outcome.quarantined, 4);
     assert_eq!(list_str(&client, keys.target()).await, ["g1", "g2"]);
@@ -312,7 +312,7 @@ async fn malformed_entries_are_quarantined_and_neighbours_move() {
     );
     assert_eq!(int(&client, "LLEN", keys.order()).await, 0);
     assert_eq!(int(&client, "ZCARD", keys.timeout()).await, 0);
-    assert_eq!(queue.stats().await.unwrap().quarantined, 4);
+    assert_eq!(queue.inspect().stats().await.unwrap().quarantined, 4);
 
     // poll() skips (and quarantines) a malformed head instead of failing on it forever.
     push_raw_entry(&client, keys.timeout(), keys.order(), b"bad-head", due).await;
@@ -429,12 +429,12 @@ impl Op {
             Op::Peek => queue.peek().await.map(drop),
             Op::ReadAll => queue.read_all().await.map(drop),
             Op::Contains => queue.contains("due").await.map(drop),
-            Op::Pending => queue.pending(0).await.map(drop),
+            Op::Pending => queue.inspect().pending(0).await.map(drop),
             Op::Offer => queue.offer("new", Duration::from_secs(5)).await,
-            Op::Transfer => queue.transfer_due(100).await.map(drop),
+            Op::Transfer => queue.admin().transfer_due(100).await.map(drop),
             Op::Poll => queue.poll().await.map(drop),
             Op::Remove => queue.remove("later").await.map(drop),
-            Op::Stats => queue.stats().await.map(drop),
+            Op::Stats => queue.inspect().stats().await.map(drop),
             Op::PollLastOfferFirst => queue.poll_last_and_offer_first_to(&dest).await.map(drop),
         }
     }
@@ -499,7 +499,7 @@ async fn full_queue(client: &Client) -> DelayedQueue<StringCodec> {
         ])
         .await
         .unwrap();
-    queue.transfer_due(10).await.unwrap();
+    queue.admin().transfer_due(10).await.unwrap();
     let consumer = queue.reliable_consumer().await.unwrap();
     let acked = consumer.try_take(1).await.unwrap().pop().unwrap();
     assert!(acked.ack().await.unwrap());

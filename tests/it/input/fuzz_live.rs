@@ -144,7 +144,7 @@ async fn malformed_entries_are_quarantined_and_every_neighbour_arrives_once() {
     let expected_total: usize = expected_values.values().sum();
     loop {
         let got = target_values(&client, &queue).await;
-        let quarantined = queue.quarantined(0).await.unwrap();
+        let quarantined = queue.inspect().quarantined(0).await.unwrap();
         if got.len() >= expected_total && quarantined.len() >= expected_quarantine {
             let mut count: HashMap<Vec<u8>, usize> = HashMap::new();
             for v in got {
@@ -159,11 +159,11 @@ async fn malformed_entries_are_quarantined_and_every_neighbour_arrives_once() {
             "stalled: {} of {expected_total} values, {} of {expected_quarantine} quarantined; {:?}",
             got.len(),
             quarantined.len(),
-            queue.stats().await
+            queue.inspect().stats().await
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let stats = queue.stats().await.unwrap();
+    let stats = queue.inspect().stats().await.unwrap();
     assert_eq!(stats.pending, 0, "{stats:?}");
     let order: i64 = client.llen(queue.keys().order()).await.unwrap();
     assert_eq!(order, 0, "nothing left in the order list");
@@ -235,7 +235,7 @@ async fn wrong_type_keys_are_clear_errors_and_the_queue_recovers() {
         handle.stats()
     );
     assert!(!handle.is_finished(), "the scheduler died");
-    let err = queue.transfer_due(100).await.unwrap_err();
+    let err = queue.admin().transfer_due(100).await.unwrap_err();
     assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
     let consumer = queue.consumer().await.unwrap();
     let err = consumer.take().await.unwrap_err();
@@ -280,7 +280,7 @@ async fn a_failed_transfer_leaves_no_partial_writes() {
         .await
         .unwrap();
     for _ in 0..3 {
-        assert!(queue.transfer_due(100).await.is_err());
+        assert!(queue.admin().transfer_due(100).await.is_err());
     }
     let quarantined: i64 = client.llen(keys.quarantine()).await.unwrap();
     let order: i64 = client.llen(keys.order()).await.unwrap();
@@ -400,9 +400,9 @@ async fn overflowing_delays_and_due_times() {
     assert!(!handle.is_finished(), "the scheduler died");
     // The far entries are still there and readable, with their odd due times.
     assert_eq!(queue.size().await.unwrap(), far.len() as u64);
-    let pending = queue.pending(10).await.unwrap();
+    let pending = queue.inspect().pending(10).await.unwrap();
     assert_eq!(pending.len(), far.len());
-    let stats = queue.stats().await.unwrap();
+    let stats = queue.inspect().stats().await.unwrap();
     assert_eq!(stats.pending, far.len() as u64);
     // And the scheduler still works for the next value.
     queue

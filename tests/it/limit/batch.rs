@@ -16,7 +16,8 @@ use std::time::Duration;
 async fn a_batch_starts_holds_back_and_gives_back_in_order() {
     let (_redis, client, queue) = setup("limit-batch-script").await;
     queue
-        .set_limits(&Limits::default().with_key_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
         .await
         .unwrap();
     let keys = queue.keys();
@@ -92,7 +93,8 @@ async fn a_batch_starts_holds_back_and_gives_back_in_order() {
 async fn batches_of_several_keys_keep_each_keys_order_and_lose_nothing() {
     let (_redis, client, queue) = setup("limit-batch-keys").await;
     queue
-        .set_limits(&Limits::default().with_key_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
         .await
         .unwrap();
     let probe = Shared::default();
@@ -107,7 +109,7 @@ async fn batches_of_several_keys_keep_each_keys_order_and_lose_nothing() {
     eventually("30 jobs done", || probe.lock().unwrap().done == 30).await;
     let stats = handle.shutdown().await.unwrap();
     assert_eq!((stats.lost, stats.errors), (0, 0));
-    let usage = queue.limit_usage().await.unwrap();
+    let usage = queue.limits().usage().await.unwrap();
     assert_eq!((usage.values_held, usage.keys_held), (0, 0));
     let inflight: u64 = client.zcard(queue.keys().inflight()).await.unwrap();
     assert_eq!(inflight, 0);
@@ -170,7 +172,8 @@ async fn a_gated_take_takes_what_the_queue_wide_limits_allow_in_one_call() {
     push(&client, &queue, &super::values("v", 10)).await;
     let rate = |text: &str| text.parse().unwrap();
     queue
-        .set_limits(
+        .limits()
+        .set(
             &Limits::default()
                 .with_concurrency(3)
                 .with_rate(rate("1000000/1s")),
@@ -184,7 +187,8 @@ async fn a_gated_take_takes_what_the_queue_wide_limits_allow_in_one_call() {
     assert!(reply[0].as_i64().unwrap() > 0, "{reply:?}");
 
     queue
-        .set_limits(&Limits::default().with_rate(rate("10/1s")))
+        .limits()
+        .set(&Limits::default().with_rate(rate("10/1s")))
         .await
         .unwrap();
     let reply = gated_take(&client, &queue, 5).await;

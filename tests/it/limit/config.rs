@@ -18,11 +18,11 @@ fn full() -> Limits {
 #[tokio::test]
 async fn limits_are_stored_read_back_and_cleared() {
     let (_redis, client, queue) = setup("limits-store").await;
-    assert_eq!(queue.limits().await.unwrap(), None);
-    assert!(!queue.clear_limits().await.unwrap());
+    assert_eq!(queue.limits().get().await.unwrap(), None);
+    assert!(!queue.limits().clear().await.unwrap());
 
-    queue.set_limits(&full()).await.unwrap();
-    assert_eq!(queue.limits().await.unwrap(), Some(full()));
+    queue.limits().set(&full()).await.unwrap();
+    assert_eq!(queue.limits().get().await.unwrap(), Some(full()));
     let key = queue.keys().limits();
     assert_eq!(key, format!("delayq_limits:{{{}}}", queue.name()));
     let concurrency: Option<String> = client.hget(&key, "concurrency").await.unwrap();
@@ -30,13 +30,13 @@ async fn limits_are_stored_read_back_and_cleared() {
 
     // A smaller set replaces the whole hash.
     let only_rate = Limits::default().with_rate("7/1m".parse().unwrap());
-    queue.set_limits(&only_rate).await.unwrap();
-    assert_eq!(queue.limits().await.unwrap(), Some(only_rate));
+    queue.limits().set(&only_rate).await.unwrap();
+    assert_eq!(queue.limits().get().await.unwrap(), Some(only_rate));
 
-    assert!(queue.clear_limits().await.unwrap());
-    assert_eq!(queue.limits().await.unwrap(), None);
+    assert!(queue.limits().clear().await.unwrap());
+    assert_eq!(queue.limits().get().await.unwrap(), None);
     assert!(!client.exists::<bool, _>(&key).await.unwrap());
-    let usage = queue.limit_usage().await.unwrap();
+    let usage = queue.limits().usage().await.unwrap();
     assert_eq!((usage.slots_held, usage.values_held), (0, 0));
 }
 
@@ -53,9 +53,9 @@ async fn limits_that_cannot_work_are_refused_and_nothing_is_stored() {
             period: Duration::from_secs(1),
         }),
     ] {
-        let err = queue.set_limits(&bad).await.unwrap_err();
+        let err = queue.limits().set(&bad).await.unwrap_err();
         assert!(matches!(err, Error::InvalidLimits(_)), "{bad:?}: {err}");
-        assert_eq!(queue.limits().await.unwrap(), None, "{bad:?}");
+        assert_eq!(queue.limits().get().await.unwrap(), None, "{bad:?}");
     }
 }
 
@@ -64,18 +64,18 @@ async fn a_hand_edited_or_wrong_type_hash_is_a_clear_error() {
     let (_redis, client, queue) = setup("limits-hand-edited").await;
     let key = queue.keys().limits();
     let _: () = client.hset(&key, ("concurrency", "lots")).await.unwrap();
-    let err = queue.limits().await.unwrap_err().to_string();
+    let err = queue.limits().get().await.unwrap_err().to_string();
     assert!(err.contains("concurrency") && err.contains("lots"), "{err}");
 
     let _: () = client.del(&key).await.unwrap();
     let _: () = client.hset(&key, ("colour", "red")).await.unwrap();
-    let err = queue.limits().await.unwrap_err().to_string();
+    let err = queue.limits().get().await.unwrap_err().to_string();
     assert!(err.contains("colour"), "{err}");
 
     let _: () = client.del(&key).await.unwrap();
     let _: () = client.rpush(&key, "a list").await.unwrap();
-    let err = queue.limits().await.unwrap_err();
+    let err = queue.limits().get().await.unwrap_err();
     assert!(matches!(err, Error::WrongType { .. }), "{err}");
-    let err = queue.set_limits(&full()).await.unwrap_err();
+    let err = queue.limits().set(&full()).await.unwrap_err();
     assert!(matches!(err, Error::WrongType { .. }), "{err}");
 }

@@ -51,7 +51,8 @@ async fn a_fresh_worker_takes_nothing_under_malformed_limits_and_says_so_once() 
     );
 
     queue
-        .set_limits(&Limits::default().with_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_concurrency(1))
         .await
         .unwrap();
     eventually("3 jobs done", || probe.lock().unwrap().done == 3).await;
@@ -65,7 +66,8 @@ async fn a_fresh_worker_takes_nothing_under_malformed_limits_and_says_so_once() 
 async fn a_running_worker_stops_taking_when_its_limits_turn_malformed() {
     let (_redis, client, queue) = setup("limit-malformed-later").await;
     queue
-        .set_limits(&Limits::default().with_concurrency(2))
+        .limits()
+        .set(&Limits::default().with_concurrency(2))
         .await
         .unwrap();
     let probe = Shared::default();
@@ -84,7 +86,8 @@ async fn a_running_worker_stops_taking_when_its_limits_turn_malformed() {
     );
 
     queue
-        .set_limits(&Limits::default().with_concurrency(2))
+        .limits()
+        .set(&Limits::default().with_concurrency(2))
         .await
         .unwrap();
     eventually("5 jobs done", || probe.lock().unwrap().done == 5).await;

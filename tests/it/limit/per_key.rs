@@ -16,7 +16,8 @@ const LEASE: Duration = Duration::from_secs(5);
 async fn a_key_cap_holds_and_keeps_the_order_within_the_key() {
     let (_redis, client, queue) = setup("limit-key-cap").await;
     queue
-        .set_limits(&Limits::default().with_key_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
         .await
         .unwrap();
     let probe = Shared::default();
@@ -31,7 +32,7 @@ async fn a_key_cap_holds_and_keeps_the_order_within_the_key() {
     eventually("45 jobs done", || probe.lock().unwrap().done == 45).await;
     let stats = handle.shutdown().await.unwrap();
     assert_eq!((stats.lost, stats.errors), (0, 0));
-    let usage = queue.limit_usage().await.unwrap();
+    let usage = queue.limits().usage().await.unwrap();
     assert_eq!((usage.values_held, usage.keys_held), (0, 0));
     let probe = probe.lock().unwrap();
     for key in ["a", "b", "c"] {
@@ -61,7 +62,8 @@ async fn a_burst_for_one_key_does_not_hold_another_key_behind_it() {
     let (_redis, client, queue) = setup("limit-key-fair").await;
     let burst = std::env::var("DELAYQ_TEST_BURST").map_or(2_000, |n| n.parse().unwrap());
     queue
-        .set_limits(&Limits::default().with_key_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
         .await
         .unwrap();
     let probe = Shared::default();
@@ -82,7 +84,7 @@ async fn a_burst_for_one_key_does_not_hold_another_key_behind_it() {
     })
     .await;
     let b_after = pushed.elapsed();
-    let usage = queue.limit_usage().await.unwrap();
+    let usage = queue.limits().usage().await.unwrap();
     for w in workers {
         w.shutdown().await.unwrap();
     }
@@ -115,7 +117,8 @@ async fn no_value_is_lost_when_a_worker_dies_with_values_held_back() {
     let (redis, client, queue) = setup("limit-key-kill").await;
     let lease = Duration::from_secs(2);
     queue
-        .set_limits(
+        .limits()
+        .set(
             &Limits::default()
                 .with_key(KeyRule::Regex("^(\\w+):".into()))
                 .with_key_concurrency(1),
@@ -142,7 +145,7 @@ async fn no_value_is_lost_when_a_worker_dies_with_values_held_back() {
         doomed.lock().unwrap().done >= 4
     })
     .await;
-    assert!(queue.limit_usage().await.unwrap().values_held > 0);
+    assert!(queue.limits().usage().await.unwrap().values_held > 0);
     runtime.shutdown_background();
 
     let probe = Shared::default();
@@ -158,7 +161,7 @@ async fn no_value_is_lost_when_a_worker_dies_with_values_held_back() {
     // Counts alone can be met early: a value the killed worker finished but could not ack runs
     // again on the survivor, so the queue's own state says when everything is done.
     let settled = crate::common::queue::eventually(crate::common::PATIENCE, || async {
-        let usage = queue.limit_usage().await.unwrap();
+        let usage = queue.limits().usage().await.unwrap();
         let inflight: u64 =
             fred::interfaces::SortedSetsInterface::zcard(&client, queue.keys().inflight())
                 .await
@@ -169,7 +172,7 @@ async fn no_value_is_lost_when_a_worker_dies_with_values_held_back() {
     .await;
     assert!(settled, "values still held back, in flight or waiting");
     survivor.shutdown().await.unwrap();
-    let usage = queue.limit_usage().await.unwrap();
+    let usage = queue.limits().usage().await.unwrap();
     assert_eq!((usage.values_held, usage.keys_held), (0, 0));
     let inflight: u64 =
         fred::interfaces::SortedSetsInterface::zcard(&client, queue.keys().inflight())
@@ -186,23 +189,24 @@ async fn no_value_is_lost_when_a_worker_dies_with_values_held_back() {
 async fn clearing_per_key_limits_gives_the_values_held_back_to_the_target_list() {
     let (_redis, client, queue) = setup("limit-key-clear").await;
     queue
-        .set_limits(&Limits::default().with_key_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
         .await
         .unwrap();
     let probe = Shared::default();
     let handle = worker(&queue, 4, &probe, LEASE, |_| Duration::from_millis(1_500));
     push(&client, &queue, &values("a", 5)).await;
-    let mut usage = queue.limit_usage().await.unwrap();
+    let mut usage = queue.limits().usage().await.unwrap();
     let deadline = Instant::now() + crate::common::PATIENCE;
     while usage.values_held < 4 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
-        usage = queue.limit_usage().await.unwrap();
+        usage = queue.limits().usage().await.unwrap();
     }
     assert_eq!(usage.top_held, vec![("a".to_owned(), 4)]);
     // Stopped, the worker takes nothing more; its running job ends within its 1.5 s.
     handle.shutdown().await.unwrap();
-    assert!(queue.clear_limits().await.unwrap());
+    assert!(queue.limits().clear().await.unwrap());
     let listed: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
     assert_eq!(listed, values("a", 5)[1..].to_vec());
-    assert_eq!(queue.limit_usage().await.unwrap().values_held, 0);
+    assert_eq!(queue.limits().usage().await.unwrap().values_held, 0);
 }

@@ -16,7 +16,8 @@ fn quick(_: &str) -> Duration {
 async fn a_cap_holds_across_workers() {
     let (_redis, client, queue) = setup("limit-cap").await;
     queue
-        .set_limits(&Limits::default().with_concurrency(3))
+        .limits()
+        .set(&Limits::default().with_concurrency(3))
         .await
         .unwrap();
     let probe = Shared::default();
@@ -31,7 +32,7 @@ async fn a_cap_holds_across_workers() {
     }
     let most = probe.lock().unwrap().most;
     assert!(most <= 3, "{most} jobs ran at once under a cap of 3");
-    assert_eq!(queue.limit_usage().await.unwrap().slots_held, 0);
+    assert_eq!(queue.limits().usage().await.unwrap().slots_held, 0);
 }
 
 /// A worker whose runtime is dropped (a killed process) never releases its slots; they free
@@ -41,7 +42,8 @@ async fn a_killed_workers_slots_free_within_one_lease() {
     let (redis, client, queue) = setup("limit-killed").await;
     let lease = Duration::from_secs(2);
     queue
-        .set_limits(&Limits::default().with_concurrency(2))
+        .limits()
+        .set(&Limits::default().with_concurrency(2))
         .await
         .unwrap();
     push(&client, &queue, &values("v", 6)).await;
@@ -64,7 +66,7 @@ async fn a_killed_workers_slots_free_within_one_lease() {
         doomed.lock().unwrap().running == 2
     })
     .await;
-    assert_eq!(queue.limit_usage().await.unwrap().slots_held, 2);
+    assert_eq!(queue.limits().usage().await.unwrap().slots_held, 2);
     runtime.shutdown_background();
     let killed = Instant::now();
 
@@ -96,7 +98,8 @@ async fn a_rate_holds_across_workers() {
     let (_redis, client, queue) = setup("limit-rate").await;
     let rate = Rate::new(10, Duration::from_secs(1)).unwrap();
     queue
-        .set_limits(&Limits::default().with_rate(rate))
+        .limits()
+        .set(&Limits::default().with_rate(rate))
         .await
         .unwrap();
     // The test's Redis runs on this host: its TIME is this process's clock.
@@ -166,7 +169,8 @@ fn most_within(times: &[i64], width: i64) -> usize {
 async fn limits_changed_or_cleared_at_run_time_take_effect() {
     let (_redis, client, queue) = setup("limit-change").await;
     queue
-        .set_limits(&Limits::default().with_concurrency(8))
+        .limits()
+        .set(&Limits::default().with_concurrency(8))
         .await
         .unwrap();
     let slow = |_: &str| Duration::from_millis(300);
@@ -180,7 +184,8 @@ async fn limits_changed_or_cleared_at_run_time_take_effect() {
     assert!(first >= 2, "round 1 ran {first} at once, under a cap of 8");
 
     queue
-        .set_limits(&Limits::default().with_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_concurrency(1))
         .await
         .unwrap();
     push(&client, &queue, &batch(2)).await;
@@ -188,7 +193,7 @@ async fn limits_changed_or_cleared_at_run_time_take_effect() {
     let second = std::mem::take(&mut probe.lock().unwrap().most);
     assert_eq!(second, 1, "round 2 ran {second} at once, under a cap of 1");
 
-    assert!(queue.clear_limits().await.unwrap());
+    assert!(queue.limits().clear().await.unwrap());
     push(&client, &queue, &batch(3)).await;
     eventually("round 3 done", || probe.lock().unwrap().done == 24).await;
     let third = probe.lock().unwrap().most;
@@ -210,7 +215,8 @@ async fn a_worker_over_several_queues_limits_each_by_its_own() {
     .await
     .unwrap();
     capped
-        .set_limits(&Limits::default().with_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_concurrency(1))
         .await
         .unwrap();
     let probe = Shared::default();
@@ -262,7 +268,7 @@ async fn jobs_longer_than_their_lease_keep_their_slots() {
     let limits = Limits::default()
         .with_concurrency(1)
         .with_key_concurrency(1);
-    queue.set_limits(&limits).await.unwrap();
+    queue.limits().set(&limits).await.unwrap();
     let probe = Shared::default();
     let long = |_: &str| Duration::from_secs(4);
     let workers: Vec<_> = (0..2)
@@ -279,6 +285,6 @@ async fn jobs_longer_than_their_lease_keep_their_slots() {
         (p.most, p.most_by_key["k"], p.starts.len())
     };
     assert_eq!(seen, (1, 1, 2));
-    let usage = queue.limit_usage().await.unwrap();
+    let usage = queue.limits().usage().await.unwrap();
     assert_eq!((usage.slots_held, usage.keys_busy), (0, 0));
 }

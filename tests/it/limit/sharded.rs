@@ -57,11 +57,12 @@ async fn wait_done(probe: &Shared, n: usize) {
 /// at once, whichever shards their values came from; every reservation released at the end.
 async fn cap_round(queue: &ShardedQueue<StringCodec>) {
     queue
-        .set_limits(&Limits::default().with_concurrency(3))
+        .limits()
+        .set(&Limits::default().with_concurrency(3))
         .await
         .unwrap();
     assert_eq!(
-        queue.limits().await.unwrap(),
+        queue.limits().get().await.unwrap(),
         Some(Limits::default().with_concurrency(3))
     );
     let probe = Shared::default();
@@ -78,14 +79,14 @@ async fn cap_round(queue: &ShardedQueue<StringCodec>) {
         "{most} jobs ran at once under a cap of 3 (of 30 permits)"
     );
     let deadline = Instant::now() + PATIENCE;
-    while queue.limit_usage().await.unwrap().slots_held > 0 {
+    while queue.limits().usage().await.unwrap().slots_held > 0 {
         assert!(
             Instant::now() < deadline,
             "reservations left after the stop"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(queue.clear_limits().await.unwrap());
+    assert!(queue.limits().clear().await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -98,9 +99,9 @@ async fn a_cap_of_a_sharded_queue_holds_across_its_shards_and_workers() {
     cap_round(&queue).await;
     // Per-key limits are each shard's own: refused for the whole, nothing stored.
     let per_key = Limits::default().with_key_concurrency(1);
-    let err = queue.set_limits(&per_key).await.unwrap_err();
+    let err = queue.limits().set(&per_key).await.unwrap_err();
     assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
-    assert_eq!(queue.limits().await.unwrap(), None);
+    assert_eq!(queue.limits().get().await.unwrap(), None);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -115,7 +116,8 @@ async fn limits_of_a_sharded_queue_hold_on_a_cluster() {
     // least 2.75 s of grants (k grants are at least (k - 1)T - T/2 apart).
     let rate = Rate::new(10, Duration::from_secs(1)).unwrap();
     queue
-        .set_limits(&Limits::default().with_rate(rate))
+        .limits()
+        .set(&Limits::default().with_rate(rate))
         .await
         .unwrap();
     let probe = Shared::default();
@@ -141,7 +143,7 @@ async fn one_queue(url: &str, limits: Option<&Limits>, n: usize) -> f64 {
         .await
         .unwrap();
     if let Some(limits) = limits {
-        queue.set_limits(limits).await.unwrap();
+        queue.limits().set(limits).await.unwrap();
     }
     let values: Vec<(String, Duration)> =
         (0..n).map(|i| (format!("v{i}"), Duration::ZERO)).collect();
@@ -173,7 +175,7 @@ async fn sharded(url: &str, limits: Option<&Limits>, n: usize) -> f64 {
         .await
         .unwrap();
     if let Some(limits) = limits {
-        queue.set_limits(limits).await.unwrap();
+        queue.limits().set(limits).await.unwrap();
     }
     let values: Vec<(String, Duration)> =
         (0..n).map(|i| (format!("v{i}"), Duration::ZERO)).collect();

@@ -7,10 +7,8 @@
 use crate::common::queue::*;
 use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::{LongCodec, StringCodec};
-use delayq::{
-    shard_of, Dedup, DedupOutcome, DelayedQueue, EntryFormat, Error, OfferHandle, ShardedQueue,
-    MAX_DEDUP_KEY_LEN,
-};
+use delayq::dedup::{Dedup, DedupOutcome, MAX_DEDUP_KEY_LEN};
+use delayq::{shard_of, DelayedQueue, EntryFormat, Error, OfferHandle, ShardedQueue};
 use fred::clients::Client;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -45,7 +43,11 @@ async fn offer_at_once(
         let dedup = dedup.clone();
         tasks.spawn(async move {
             let value = format!("v{i}");
-            let outcome = queue.offer_dedup(&value, HOUR, &dedup).await.unwrap();
+            let outcome = queue
+                .dedup(dedup.clone())
+                .offer(&value, HOUR)
+                .await
+                .unwrap();
             (value, outcome)
         });
     }
@@ -151,14 +153,16 @@ async fn debounce_replaces_the_value_and_due_time_and_opens_the_window_again() {
     queue.offer("other", HOUR).await.unwrap();
     let debounce = Dedup::debounce("k", HOUR);
     let first = queue
-        .offer_dedup("one", Duration::from_secs(60), &debounce)
+        .dedup(debounce.clone())
+        .offer("one", Duration::from_secs(60))
         .await
         .unwrap();
     assert!(matches!(first, DedupOutcome::Offered { .. }), "{first:?}");
     let mapping = queue.keys().dedup("k");
     cmd(&client, "PEXPIRE", vec![arg(&mapping), arg("600000")]).await;
     let second = queue
-        .offer_dedup("two", Duration::from_secs(120), &debounce)
+        .dedup(debounce.clone())
+        .offer("two", Duration::from_secs(120))
         .await
         .unwrap();
     assert!(
@@ -178,7 +182,8 @@ async fn debounce_replaces_the_value_and_due_time_and_opens_the_window_again() {
     let throttle = Dedup::throttle("k", HOUR);
     cmd(&client, "PEXPIRE", vec![arg(&mapping), arg("600000")]).await;
     let third = queue
-        .offer_dedup("three", Duration::ZERO, &throttle)
+        .dedup(throttle.clone())
+        .offer("three", Duration::ZERO)
         .await
         .unwrap();
     assert_eq!(
@@ -197,14 +202,18 @@ async fn a_mapping_whose_entry_is_gone_counts_as_absent() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
     let queue = manual_queue(&client, &unique_name("dedup-stale")).await;
-    for mode in [delayq::DedupMode::Throttle, delayq::DedupMode::Debounce] {
+    for mode in [
+        delayq::dedup::DedupMode::Throttle,
+        delayq::dedup::DedupMode::Debounce,
+    ] {
         let dedup = Dedup::new("k", HOUR, mode);
         let mut previous: Option<OfferHandle> = None;
         // Each way an entry leaves: transferred, polled (Redisson's poll), removed by value,
         // cancelled by handle.
         for gone_by in ["transfer", "poll", "remove", "cancel"] {
             let outcome = queue
-                .offer_dedup("job", Duration::ZERO, &dedup)
+                .dedup(dedup.clone())
+                .offer("job", Duration::ZERO)
                 .await
                 .unwrap();
             assert!(
@@ -215,7 +224,7 @@ async fn a_mapping_whose_entry_is_gone_counts_as_absent() {
             previous = Some(outcome.handle());
             match gone_by {
                 "transfer" => {
-                    assert_eq!(queue.transfer_due(10).await.unwrap().moved, 1);
+                    assert_eq!(queue.admin().transfer_due(10).await.unwrap().moved, 1);
                     assert_eq!(list_str(&client, queue.name()).await, ["job"]);
                     cmd(&client, "DEL", vec![arg(queue.name())]).await;
                 }
@@ -226,7 +235,8 @@ async fn a_mapping_whose_entry_is_gone_counts_as_absent() {
             assert!(queue.is_empty().await.unwrap());
         }
         let last = queue
-            .offer_dedup("job", Duration::ZERO, &dedup)
+            .dedup(dedup.clone())
+            .offer("job", Duration::ZERO)
             .await
             .unwrap();
         assert!(matches!(last, DedupOutcome::Offered { .. }), "{mode:?}");
@@ -243,7 +253,7 @@ async fn the_windows_end_lets_a_new_entry_in() {
         Dedup::throttle("t", Duration::from_millis(50)),
         Dedup::debounce("d", Duration::from_millis(50)),
     ] {
-        let first = queue.offer_dedup("x", HOUR, &dedup).await.unwrap();
+        let first = queue.dedup(dedup.clone()).offer("x", HOUR).await.unwrap();
         assert!(matches!(first, DedupOutcome::Offered { .. }));
         let mapping = queue.keys().dedup(dedup.key());
         let deadline = Instant::now() + PATIENCE;
@@ -251,7 +261,7 @@ async fn the_windows_end_lets_a_new_entry_in() {
             assert!(Instant::now() < deadline, "the mapping never expired");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        let second = queue.offer_dedup("x", HOUR, &dedup).await.unwrap();
+        let second = queue.dedup(dedup.clone()).offer("x", HOUR).await.unwrap();
         assert!(matches!(second, DedupOutcome::Offered { .. }), "{second:?}");
         // The first entry was not the key's any more: both are pending.
         assert!(queue.cancel(&first.handle()).await.unwrap());
@@ -266,12 +276,12 @@ async fn legacy_entries_and_a_non_string_codec() {
     let name = unique_name("dedup-legacy");
     let queue = manual_queue_with(&client, &name, LongCodec, EntryFormat::Legacy).await;
     let throttle = Dedup::throttle("n", HOUR);
-    let first = queue.offer_dedup(&7, HOUR, &throttle).await.unwrap();
-    let kept = queue.offer_dedup(&8, HOUR, &throttle).await.unwrap();
+    let first = queue.dedup(throttle.clone()).offer(&7, HOUR).await.unwrap();
+    let kept = queue.dedup(throttle.clone()).offer(&8, HOUR).await.unwrap();
     assert_eq!(kept.handle(), first.handle());
     assert!(matches!(kept, DedupOutcome::Kept { .. }));
     let debounce = Dedup::debounce("n", HOUR);
-    let replaced = queue.offer_dedup(&9, HOUR, &debounce).await.unwrap();
+    let replaced = queue.dedup(debounce.clone()).offer(&9, HOUR).await.unwrap();
     assert!(matches!(replaced, DedupOutcome::Replaced { .. }));
     assert_eq!(queue.read_all().await.unwrap(), [9]);
     let order = list(&client, queue.keys().order()).await;
@@ -290,9 +300,17 @@ async fn a_debounce_finds_its_entry_behind_many_unindexed_ones() {
     let keys = queue.keys().clone();
     fill_pending(&client, &keys, (0, 3_000), &[]).await;
     let debounce = Dedup::debounce("k", HOUR);
-    let first = queue.offer_dedup("a", HOUR, &debounce).await.unwrap();
+    let first = queue
+        .dedup(debounce.clone())
+        .offer("a", HOUR)
+        .await
+        .unwrap();
     fill_pending(&client, &keys, (3_000, 3_000), &[]).await;
-    let second = queue.offer_dedup("b", HOUR, &debounce).await.unwrap();
+    let second = queue
+        .dedup(debounce.clone())
+        .offer("b", HOUR)
+        .await
+        .unwrap();
     assert!(
         matches!(second, DedupOutcome::Replaced { .. }),
         "{second:?}"
@@ -326,13 +344,13 @@ async fn bad_input_is_refused_and_nothing_written() {
         ),
     ];
     for (dedup, says) in cases {
-        match queue.offer_dedup("v", HOUR, &dedup).await {
+        match queue.dedup(dedup.clone()).offer("v", HOUR).await {
             Err(Error::InvalidConfig(text)) => assert!(text.contains(says), "{text}"),
             other => panic!("{dedup:?}: {other:?}"),
         }
     }
     let max = Dedup::throttle("k".repeat(MAX_DEDUP_KEY_LEN), HOUR);
-    assert!(queue.offer_dedup("v", HOUR, &max).await.is_ok());
+    assert!(queue.dedup(max.clone()).offer("v", HOUR).await.is_ok());
     assert_eq!(queue.size().await.unwrap(), 1);
 }
 
@@ -345,7 +363,7 @@ async fn a_wrong_type_at_the_mappings_name_is_refused_and_nothing_lost() {
     let mapping = queue.keys().dedup("k");
     cmd(&client, "RPUSH", vec![arg(&mapping), arg("someone else's")]).await;
     for dedup in [Dedup::throttle("k", HOUR), Dedup::debounce("k", HOUR)] {
-        match queue.offer_dedup("v", HOUR, &dedup).await {
+        match queue.dedup(dedup.clone()).offer("v", HOUR).await {
             Err(Error::WrongType { key, .. }) => assert_eq!(key, mapping),
             other => panic!("{other:?}"),
         }
@@ -394,10 +412,11 @@ async fn sharded_dedup_round(queue: &ShardedQueue<StringCodec>) {
     for i in 0..keys {
         let key = format!("key-{i}");
         let throttle = Dedup::throttle(&key, HOUR);
-        let home = queue.shard_for_dedup(&throttle);
+        let home = queue.dedup(throttle.clone()).shard();
         assert_eq!(home, shard_of(key.as_bytes(), queue.shard_count()));
         let (shard, first) = queue
-            .offer_dedup(&format!("order-{i}-a"), HOUR, &throttle)
+            .dedup(throttle.clone())
+            .offer(&format!("order-{i}-a"), HOUR)
             .await
             .unwrap();
         assert_eq!(shard, home);
@@ -405,7 +424,11 @@ async fn sharded_dedup_round(queue: &ShardedQueue<StringCodec>) {
         // Values of one key land on several shards by their bytes; the key keeps them in one.
         for n in 0..6 {
             let value = format!("order-{i}-throttled-{n}");
-            let (shard, again) = queue.offer_dedup(&value, HOUR, &throttle).await.unwrap();
+            let (shard, again) = queue
+                .dedup(throttle.clone())
+                .offer(&value, HOUR)
+                .await
+                .unwrap();
             assert_eq!(shard, home);
             assert_eq!(
                 again,
@@ -421,7 +444,8 @@ async fn sharded_dedup_round(queue: &ShardedQueue<StringCodec>) {
         for n in 0..6 {
             let value = format!("order-{i}-debounced-{n}");
             let (shard, moved) = queue
-                .offer_dedup(&value, Duration::from_secs(7_200), &debounce)
+                .dedup(debounce.clone())
+                .offer(&value, Duration::from_secs(7_200))
                 .await
                 .unwrap();
             assert_eq!(shard, home);
@@ -436,7 +460,11 @@ async fn sharded_dedup_round(queue: &ShardedQueue<StringCodec>) {
         assert_eq!(of_key, [&format!("order-{i}-debounced-5")]);
         let handle = delayq::ShardedHandle::new(home, last.handle());
         assert!(queue.cancel(&handle).await.unwrap());
-        let (_, fresh) = queue.offer_dedup("again", HOUR, &throttle).await.unwrap();
+        let (_, fresh) = queue
+            .dedup(throttle.clone())
+            .offer("again", HOUR)
+            .await
+            .unwrap();
         assert!(matches!(fresh, DedupOutcome::Offered { .. }), "{fresh:?}");
     }
     assert_eq!(queue.size().await.unwrap(), keys as u64);

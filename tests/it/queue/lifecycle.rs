@@ -4,9 +4,11 @@
 use crate::common::queue::{connect, manual_queue, push_raw_entry};
 use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
+use delayq::dedup::Dedup;
 use delayq::fred::clients::Client;
+use delayq::inspect::AccessCheck;
 use delayq::limit::Limits;
-use delayq::{AccessCheck, Dedup, DelayedQueue, QueueKeys, TransferConfig};
+use delayq::{DelayedQueue, QueueKeys, TransferConfig};
 use std::time::Duration;
 
 /// A queue that has used every feature: a position index (any length uses it with threshold 1),
@@ -28,7 +30,15 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
     let indexed = TransferConfig::default()
         .with_batch_size(1)
         .with_index_threshold(1);
-    assert_eq!(queue.transfer_due_with(&indexed).await.unwrap().moved, 1);
+    assert_eq!(
+        queue
+            .admin()
+            .transfer_due_with(&indexed)
+            .await
+            .unwrap()
+            .moved,
+        1
+    );
     assert!(queue.contains("b").await.unwrap(), "builds the value index");
     queue
         .offer_with_handle("handled", Duration::from_secs(60))
@@ -38,6 +48,7 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
     let keys = queue.keys().clone();
     push_raw_entry(client, keys.timeout(), keys.order(), b"junk", 0).await;
     let moved = queue
+        .admin()
         .transfer_due_with(&indexed.with_batch_size(10))
         .await
         .unwrap();
@@ -54,11 +65,12 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
     let claim = keys.claim("gone");
     redis.cli(&["RPUSH", &claim, "claimed"]);
     redis.cli(&["ZADD", keys.claims(), "1", &claim]);
-    assert!(queue.pause().await.unwrap());
+    assert!(queue.admin().pause().await.unwrap());
     // Limits, what enforcing them keeps (queue-wide and for one limit key), and a dedup key's
     // mapping.
     queue
-        .set_limits(&Limits::default().with_concurrency(2))
+        .limits()
+        .set(&Limits::default().with_concurrency(2))
         .await
         .unwrap();
     let limit = |name: &str| format!("{name}:{{{}}}", queue.name());
@@ -79,7 +91,8 @@ async fn busy_queue(redis: &TestRedis, client: &Client) -> DelayedQueue<StringCo
     redis.cli(&["RPUSH", &keys.limit_parked("acme"), "held back"]);
     let dedup = Dedup::throttle("order-1", Duration::from_secs(600));
     queue
-        .offer_dedup("deduped", Duration::from_secs(60), &dedup)
+        .dedup(dedup.clone())
+        .offer("deduped", Duration::from_secs(60))
         .await
         .unwrap();
     queue
@@ -172,7 +185,7 @@ async fn a_java_expire_reaches_the_indexes_and_an_emptied_queue_drops_them() {
     // A Java peer's expire sets a time to live on the zset and the order list only.
     redis.cli(&["PEXPIRE", keys.timeout(), "100000"]);
     redis.cli(&["PEXPIRE", keys.order(), "100000"]);
-    queue.transfer_due(10).await.unwrap();
+    queue.admin().transfer_due(10).await.unwrap();
     for key in [keys.index(), keys.values()] {
         let left = ttl(&redis, key);
         assert!(left > 90_000 && left <= 100_000, "{key}: ttl {left}");
@@ -192,7 +205,7 @@ async fn a_java_expire_reaches_the_indexes_and_an_emptied_queue_drops_them() {
     .unwrap();
     assert!(exists(&redis, keys.index()));
     assert!(exists(&redis, keys.values()));
-    queue.transfer_due(10).await.unwrap();
+    queue.admin().transfer_due(10).await.unwrap();
     assert!(!exists(&redis, keys.index()));
     assert!(!exists(&redis, keys.values()));
 }
@@ -232,24 +245,26 @@ async fn check_probes_every_key_of_the_queue() {
     setuser(&selectors.iter().collect::<Vec<_>>());
     let client = connect(&format!("redis://app:pw@127.0.0.1:{}", redis.port)).await;
     let queue = manual_queue(&client, &name).await;
-    let report = queue.check().await.unwrap();
+    let report = queue.inspect().check().await.unwrap();
     assert_eq!(report.access, AccessCheck::DryRun);
     assert_eq!(report.denied, Vec::<String>::new());
     // The selectors are enough for the limits and dedup keys too.
     queue
-        .set_limits(&Limits::default().with_concurrency(1))
+        .limits()
+        .set(&Limits::default().with_concurrency(1))
         .await
         .unwrap();
     let dedup = Dedup::throttle("k", Duration::from_secs(60));
     queue
-        .offer_dedup("v", Duration::from_secs(60), &dedup)
+        .dedup(dedup.clone())
+        .offer("v", Duration::from_secs(60))
         .await
         .unwrap();
     assert!(queue.delete().await.unwrap());
     for left_out in &selectors {
         let rest: Vec<&String> = selectors.iter().filter(|s| *s != left_out).collect();
         setuser(&rest);
-        let report = queue.check().await.unwrap();
+        let report = queue.inspect().check().await.unwrap();
         assert!(
             !report.denied.is_empty(),
             "without {left_out}: nothing denied"

@@ -105,7 +105,7 @@ async fn legacy_format_writes_dlc0_entries() {
     let client = connect(&redis.url()).await;
     let name = unique_name("offer-legacy");
     let queue = manual_queue_with(&client, &name, StringCodec, EntryFormat::Legacy).await;
-    assert_eq!(queue.entry_format(), EntryFormat::Legacy);
+    assert_eq!(queue.options().format, EntryFormat::Legacy);
     queue.offer("hello", Duration::from_secs(60)).await.unwrap();
     let order = list(&client, queue.keys().order()).await;
     let entry = &order[0];

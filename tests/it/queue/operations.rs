@@ -57,10 +57,10 @@ async fn operations_and_their_effect_on_the_keys() {
     assert_eq!(zset_values, ["b", "e"]);
 
     // pending: offer order with due times; stats: one snapshot.
-    let pending = queue.pending(0).await.unwrap();
+    let pending = queue.inspect().pending(0).await.unwrap();
     assert_eq!(pending.len(), 2);
     assert!(pending[0].due_ms.unwrap() < pending[1].due_ms.unwrap());
-    let stats = queue.stats().await.unwrap();
+    let stats = queue.inspect().stats().await.unwrap();
     assert_eq!((stats.pending, stats.scheduled, stats.ready), (2, 2, 0));
     assert_eq!(stats.next_due_ms, pending[0].due_ms);
 
@@ -73,7 +73,7 @@ async fn operations_and_their_effect_on_the_keys() {
     assert!(queue.clear_expire().await.unwrap());
     assert_eq!(int(&client, "PTTL", keys.order()).await, -1);
     assert!(queue.expire(Duration::ZERO).await.is_err());
-    assert!(queue.size_in_memory().await.unwrap() > 0);
+    assert!(queue.inspect().size_in_memory().await.unwrap() > 0);
 
     // poll_last_and_offer_first_to: the last entry's value onto another list's head.
     // Same hash tag as the target list, as a cluster would need.
@@ -100,7 +100,7 @@ async fn operations_and_their_effect_on_the_keys() {
 
     // clear: the pending keys go, the target list stays.
     queue.offer(&s("h"), Duration::ZERO).await.unwrap();
-    queue.transfer_due(10).await.unwrap();
+    queue.admin().transfer_due(10).await.unwrap();
     queue.offer(&s("i"), minute).await.unwrap();
     assert!(queue.clear().await.unwrap());
     assert!(!queue.clear().await.unwrap());
@@ -139,7 +139,7 @@ async fn size_in_memory_is_redissons_sampled_figure() {
         sampled, exact,
         "the queue is too small to tell the two apart"
     );
-    assert_eq!(queue.size_in_memory().await.unwrap(), sampled);
+    assert_eq!(queue.inspect().size_in_memory().await.unwrap(), sampled);
 }
 
 /// The counters leave the head entry (which may hold a value of many MiB) out of their script,
@@ -166,7 +166,7 @@ async fn stats_read_the_head_entry_outside_their_script() {
         .unwrap();
     let mut lines = std::io::BufReader::new(monitor.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "OK");
-    let stats = queue.stats().await.unwrap();
+    let stats = queue.inspect().stats().await.unwrap();
     let marker = unique_name("done");
     redis.cli(&["ECHO", &marker]);
     let seen: Vec<String> = lines

@@ -27,6 +27,7 @@ async fn setup(
 /// value -> due ms, from the pending entries.
 async fn due_times(queue: &DelayedQueue<StringCodec>) -> HashMap<String, i64> {
     queue
+        .inspect()
         .pending(0)
         .await
         .unwrap()
@@ -81,7 +82,7 @@ async fn reschedule_moves_every_equal_entry_and_keeps_their_bytes() {
 
     // Brought forward to now: it becomes the head, and a transfer moves both copies.
     assert!(queue.reschedule(&order, Duration::ZERO).await.unwrap());
-    let outcome = queue.transfer_due(100).await.unwrap();
+    let outcome = queue.admin().transfer_due(100).await.unwrap();
     assert_eq!(outcome.moved, 2);
     let ready: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
     assert_eq!(ready, [order.clone(), order.clone()]);
@@ -129,7 +130,7 @@ async fn offer_unique_replaces_instead_of_adding() {
         .await
         .unwrap());
     assert_eq!(queue.size().await.unwrap(), 2);
-    let stats = queue.stats().await.unwrap();
+    let stats = queue.inspect().stats().await.unwrap();
     assert_eq!((stats.pending, stats.scheduled), (2, 2));
     // remove (Java's remove(o)) still finds it; the queue stays consistent.
     assert!(queue.remove(&order).await.unwrap());

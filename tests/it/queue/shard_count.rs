@@ -5,7 +5,8 @@
 
 use crate::common::{unique_name, TestRedis};
 use delayq::codec::StringCodec;
-use delayq::{shard_count_key, ShardedQueue, MAX_SHARDS};
+use delayq::names::shard_count_key;
+use delayq::{ShardedQueue, MAX_SHARDS};
 use fred::clients::Client;
 use fred::interfaces::KeysInterface;
 use std::time::{Duration, Instant};

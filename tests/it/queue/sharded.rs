@@ -5,9 +5,8 @@
 
 use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::{Codec, StringCodec};
-use delayq::{
-    shard_count_key, shard_of, Job, JobError, ReliableConfig, ShardedQueue, WorkerHandle,
-};
+use delayq::names::shard_count_key;
+use delayq::{shard_of, Job, JobError, ReliableConfig, ShardedQueue, WorkerHandle};
 use fred::clients::Client;
 use fred::interfaces::KeysInterface;
 use std::collections::HashMap;

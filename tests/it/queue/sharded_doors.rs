@@ -6,7 +6,7 @@
 
 use crate::common::queue::connect;
 use crate::common::{unique_name, wait_until, TestCluster, TestRedis, PATIENCE};
-use delayq::codec::{Codec, StringCodec};
+use delayq::codec::StringCodec;
 use delayq::time::now_ms;
 use delayq::{
     shard_of, Durability, Error, FiringConfig, GroupConfig, Job, JobError, Recurrence,
@@ -155,8 +155,7 @@ async fn schedules_of_a_sharded_queue_fire_each_occurrence_once_into_one_shard()
     for i in 0..SCHEDULES {
         let id = format!("s{i}");
         let every = Recurrence::every(Duration::from_millis(EVERY_MS as u64)).unwrap();
-        let value = StringCodec.encode(&id).unwrap();
-        let schedule = Schedule::new(id.as_str(), every, value)
+        let schedule = Schedule::new(id.as_str(), every, id.clone())
             .start_ms(start)
             .end_ms(end);
         schedules.set(schedule).await.unwrap();
@@ -220,8 +219,8 @@ async fn schedules_of_a_sharded_queue_fire_each_occurrence_once_into_one_shard()
     // The other doors by id: pause, resume, trigger into its shard, remove.
     let paused = schedules.pause("s1").await.unwrap();
     assert!(paused.schedule.paused);
-    let (shard, _) = schedules.trigger("s1").await.unwrap();
-    assert_eq!(shard, shard_of(b"s1", 4));
+    let handle = schedules.trigger("s1").await.unwrap();
+    assert_eq!(handle.shard(), shard_of(b"s1", 4));
     assert!(schedules.remove("s1").await.unwrap());
     assert!(!schedules.remove("s1").await.unwrap());
     assert!(matches!(

@@ -62,11 +62,11 @@ async fn take_registers_in_flight_and_ack_forgets() {
     let count: Option<i64> = client.hget(keys.attempts(), "a").await.unwrap();
     assert_eq!(count, Some(1));
 
-    let stats = queue.reliable_stats().await.unwrap();
+    let stats = queue.inspect().reliable_stats().await.unwrap();
     assert_eq!((stats.in_flight, stats.overdue), (1, 0));
 
     assert!(first.ack().await.unwrap());
-    assert_eq!(queue.reliable_stats().await.unwrap().in_flight, 0);
+    assert_eq!(queue.inspect().reliable_stats().await.unwrap().in_flight, 0);
     let held: Option<String> = client.hget(keys.inflight_data(), "a").await.unwrap();
     assert!(held.is_none());
     assert!(!client
@@ -104,7 +104,7 @@ async fn nack_with_delay_is_a_normal_pending_entry_and_counts_attempts() {
     let entry = delayq::entry::unpack(&order[0], delayq::EntryFormat::Current).unwrap();
     assert_eq!(entry.value, b"job-1");
     assert_eq!(entry.id.len(), 8);
-    let pending = queue.pending(0).await.unwrap();
+    let pending = queue.inspect().pending(0).await.unwrap();
     assert_eq!(pending.len(), 1);
     let due = pending[0].due_ms.unwrap();
     assert!(
@@ -177,7 +177,7 @@ async fn expired_values_are_reaped_and_late_settlements_refused() {
     queue.offer("x", Duration::ZERO).await.unwrap();
     let held = consumer.take().await.unwrap();
     tokio::time::sleep(Duration::from_millis(350)).await;
-    let outcomes = futures::future::join_all((0..4).map(|_| queue.reap_expired(10))).await;
+    let outcomes = futures::future::join_all((0..4).map(|_| queue.admin().reap_expired(10))).await;
     let returned: u64 = outcomes.into_iter().map(|o| o.unwrap().returned).sum();
     assert_eq!(returned, 1);
     assert_eq!(target(&client, &queue).await, ["x"]);
@@ -319,29 +319,29 @@ async fn dead_letters_list_replay_and_purge() {
         assert!(d.dead_letter(&error).await.unwrap());
     }
     let after = now_ms();
-    let letters = queue.dead_letters(0).await.unwrap();
+    let letters = queue.inspect().dead_letters(0).await.unwrap();
     assert_eq!(letters.len(), 2);
     assert_eq!(letters[0].value.as_ref().unwrap(), "bad-1");
     assert_eq!(letters[0].attempts, 1);
     assert_eq!(letters[0].error, "payment API said 503 for bad-1");
     assert!((before..=after).contains(&letters[0].dead_at_ms));
-    assert_eq!(queue.reliable_stats().await.unwrap().dead, 2);
-    assert_eq!(queue.reliable_stats().await.unwrap().in_flight, 0);
+    assert_eq!(queue.inspect().reliable_stats().await.unwrap().dead, 2);
+    assert_eq!(queue.inspect().reliable_stats().await.unwrap().in_flight, 0);
 
     // A record someone else wrote is reported, not fatal, and never replayed.
     client
         .rpush::<i64, _, _>(queue.keys().dead(), "garbage")
         .await
         .unwrap();
-    let letters = queue.dead_letters(0).await.unwrap();
+    let letters = queue.inspect().dead_letters(0).await.unwrap();
     assert_eq!(letters.len(), 3);
     assert!(letters[2].value.is_err());
 
     // Two replays of every record at once replay each record once, however their calls
     // interleave (one may find the list already replayed, or replay part of it).
     let (a, b) = tokio::join!(
-        queue.replay_dead_letters(0, Duration::ZERO),
-        queue.replay_dead_letters(0, Duration::ZERO)
+        queue.admin().replay_dead_letters(0, Duration::ZERO),
+        queue.admin().replay_dead_letters(0, Duration::ZERO)
     );
     assert_eq!(a.unwrap() + b.unwrap(), 2);
     assert_eq!(target(&client, &queue).await, ["bad-1", "bad-2"]);
@@ -355,14 +355,19 @@ async fn dead_letters_list_replay_and_purge() {
     // Replayed with a delay (an hour: still pending when counted, however slow the machine).
     assert_eq!(
         queue
+            .admin()
             .replay_dead_letters(0, Duration::from_secs(3_600))
             .await
             .unwrap(),
         1
     );
-    assert_eq!(queue.pending(0).await.unwrap().len(), 1);
-    assert_eq!(queue.purge_dead_letters().await.unwrap(), 1, "the garbage");
-    assert!(queue.dead_letters(0).await.unwrap().is_empty());
+    assert_eq!(queue.inspect().pending(0).await.unwrap().len(), 1);
+    assert_eq!(
+        queue.admin().purge_dead_letters().await.unwrap(),
+        1,
+        "the garbage"
+    );
+    assert!(queue.inspect().dead_letters(0).await.unwrap().is_empty());
 
     // The dead-letter list is bounded.
     let bounded = queue
@@ -383,6 +388,7 @@ async fn dead_letters_list_replay_and_purge() {
             .unwrap();
     }
     let kept: Vec<String> = queue
+        .inspect()
         .dead_letters(0)
         .await
         .unwrap()
@@ -469,19 +475,21 @@ async fn poison_entries_are_quarantined_and_undecodable_values_delivered_raw() {
         good,
         [1, 2],
         "the queue kept moving past the poison; {:?} {:?}",
-        queue.stats().await,
-        queue.quarantined(0).await
+        queue.inspect().stats().await,
+        queue.inspect().quarantined(0).await
     );
     assert_eq!(undecodable, [Bytes::from_static(b"twelve")]);
-    let quarantined = queue.quarantined(0).await.unwrap();
+    let quarantined = queue.inspect().quarantined(0).await.unwrap();
     assert_eq!(quarantined.len(), 4, "{quarantined:?}");
-    assert_eq!(queue.stats().await.unwrap().pending, 0);
+    assert_eq!(queue.inspect().stats().await.unwrap().pending, 0);
     assert_eq!(
-        queue.dead_letters(0).await.unwrap()[0].raw.as_ref(),
+        queue.inspect().dead_letters(0).await.unwrap()[0]
+            .raw
+            .as_ref(),
         b"twelve"
     );
-    assert_eq!(queue.purge_quarantine().await.unwrap(), 4);
-    assert!(queue.quarantined(0).await.unwrap().is_empty());
+    assert_eq!(queue.admin().purge_quarantine().await.unwrap(), 4);
+    assert!(queue.inspect().quarantined(0).await.unwrap().is_empty());
     consumer.close().await;
     queue.destroy().await.unwrap();
 }
@@ -496,7 +504,7 @@ async fn server_clock_stamps_with_redis_time() {
         .build()
         .await
         .unwrap();
-    assert_eq!(queue.clock(), Clock::Server);
+    assert_eq!(queue.options().clock, Clock::Server);
     let server_ms = |redis: &TestRedis| -> i64 {
         let out = redis.cli(&["TIME"]);
         let mut parts = out.split_whitespace();
@@ -585,11 +593,11 @@ async fn stale_attempt_counters_are_pruned() {
     // the counter, so the reaper does once it is old enough.
     d.nack(Duration::ZERO).await.unwrap();
     let _: Option<String> = client.lpop(queue.name(), None).await.unwrap();
-    assert_eq!(queue.reliable_stats().await.unwrap().counters, 1);
+    assert_eq!(queue.inspect().reliable_stats().await.unwrap().counters, 1);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let outcome = consumer.reap().await.unwrap();
     assert_eq!(outcome.pruned, 1);
-    assert_eq!(queue.reliable_stats().await.unwrap().counters, 0);
+    assert_eq!(queue.inspect().reliable_stats().await.unwrap().counters, 0);
     let exists: i64 = client.exists(queue.keys().attempts_seen()).await.unwrap();
     assert_eq!(exists, 0);
     consumer.close().await;
@@ -627,11 +635,11 @@ async fn claim_lists_of_dead_consumers_are_given_back() {
         )
         .await
         .unwrap();
-    let outcome = queue.reap_expired(10).await.unwrap();
+    let outcome = queue.admin().reap_expired(10).await.unwrap();
     assert_eq!(outcome.unclaimed, 2);
     // Back at the head, in their order, ahead of what arrived since.
     assert_eq!(target(&client, &queue).await, ["c1", "c2", "t1"]);
-    assert_eq!(queue.reap_expired(10).await.unwrap().unclaimed, 0);
+    assert_eq!(queue.admin().reap_expired(10).await.unwrap().unclaimed, 0);
     let left: i64 = client.llen(alive.as_str()).await.unwrap();
     assert_eq!(left, 1, "a live lease is respected");
 
@@ -678,7 +686,7 @@ async fn the_reaper_never_drains_a_list_it_is_pointed_at() {
     redis.cli(&["ZADD", keys.claims(), "1", &keys.claim("gone")]);
     redis.cli(&["RPUSH", &keys.claim("gone"), "claimed"]);
 
-    let outcome = queue.reap_expired(100).await.unwrap();
+    let outcome = queue.admin().reap_expired(100).await.unwrap();
     assert_eq!(outcome.foreign_claims, 1);
     assert_eq!(outcome.unclaimed, 1);
     assert_eq!(redis.cli(&["LRANGE", foreign, "0", "-1"]), "card-1\ncard-2");
@@ -701,7 +709,7 @@ async fn the_reaper_never_drains_a_list_it_is_pointed_at() {
     let url = format!("redis://worker:pw@127.0.0.1:{}", redis.port);
     let limited = delayq::connect(&url).await.unwrap();
     let queue = crate::common::queue::manual_queue(&limited, &name).await;
-    let outcome = queue.reap_expired(100).await.unwrap();
+    let outcome = queue.admin().reap_expired(100).await.unwrap();
     assert_eq!(outcome.foreign_claims, 1);
     assert_eq!(redis.cli(&["LRANGE", foreign, "0", "-1"]), "card-1\ncard-2");
 
@@ -733,7 +741,7 @@ async fn trimmed_dead_letters_are_logged() {
     let values: Vec<(String, Duration)> =
         (0..3).map(|i| (format!("v{i}"), Duration::ZERO)).collect();
     queue.offer_all(&values).await.unwrap();
-    queue.transfer_due(10).await.unwrap();
+    queue.admin().transfer_due(10).await.unwrap();
     let consumer = queue
         .reliable_consumer_with(ReliableConfig::default().with_dead_letter_limit(2))
         .await
@@ -744,7 +752,7 @@ async fn trimmed_dead_letters_are_logged() {
         order.push(delivery.value().unwrap().clone());
         assert!(delivery.dead_letter("boom").await.unwrap());
     }
-    let dead = queue.dead_letters(0).await.unwrap();
+    let dead = queue.inspect().dead_letters(0).await.unwrap();
     let kept: Vec<&String> = dead.iter().map(|d| d.value.as_ref().unwrap()).collect();
     assert_eq!(kept, [&order[1], &order[2]], "the oldest one goes");
     let warnings = captured.lines_with("dead-letter list is full");
@@ -788,7 +796,11 @@ async fn a_long_replay_goes_in_bounded_calls() {
             .unwrap();
     }
     redis.cli(&["CONFIG", "RESETSTAT"]);
-    let replayed = queue.replay_dead_letters(0, Duration::ZERO).await.unwrap();
+    let replayed = queue
+        .admin()
+        .replay_dead_letters(0, Duration::ZERO)
+        .await
+        .unwrap();
     assert_eq!(replayed, 1_234 - 13);
     let expected: Vec<String> = (0..1_234)
         .filter(|i| i % 100 != 7)

@@ -97,12 +97,12 @@ async fn failures_are_retried_after_the_policy_delay_then_dead_lettered() {
             );
         }
     }
-    let dead = queue.dead_letters(0).await.unwrap();
+    let dead = queue.inspect().dead_letters(0).await.unwrap();
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].value.as_ref().unwrap(), "broken");
     assert_eq!(dead[0].attempts, 3);
     assert_eq!(dead[0].error, "still broken (3)");
-    let stats = queue.reliable_stats().await.unwrap();
+    let stats = queue.inspect().reliable_stats().await.unwrap();
     assert_eq!((stats.in_flight, stats.counters), (0, 0));
     assert!(queue.is_empty().await.unwrap());
     queue.destroy().await.unwrap();
@@ -125,7 +125,7 @@ async fn a_waiting_retry_is_an_ordinary_pending_entry() {
     queue.offer("flaky", Duration::ZERO).await.unwrap();
     eventually("the retry to be planned", || handle.stats().retried == 1).await;
     let after = now_ms();
-    let pending = queue.pending(0).await.unwrap();
+    let pending = queue.inspect().pending(0).await.unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].value.as_deref().ok(), Some("flaky"));
     assert_eq!(pending[0].raw.as_ref(), b"flaky");
@@ -195,6 +195,7 @@ async fn permanent_errors_and_panics_and_concurrency_bound() {
     );
     assert_eq!(peak.load(Ordering::SeqCst), 3, "the bound was used");
     let dead: HashMap<String, (u32, String)> = queue
+        .inspect()
         .dead_letters(0)
         .await
         .unwrap()
@@ -271,7 +272,7 @@ async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
     let mut back: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
     back.sort();
     assert_eq!(back, ["long-1", "long-2"]);
-    let rel = queue.reliable_stats().await.unwrap();
+    let rel = queue.inspect().reliable_stats().await.unwrap();
     assert_eq!(rel.in_flight, 0);
     assert_eq!(rel.counters, 0, "given-back attempts are not counted");
 
@@ -303,7 +304,7 @@ async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
     stop.cancel();
     worker.shutdown().await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 2);
-    let dead = queue.dead_letters(0).await.unwrap();
+    let dead = queue.inspect().dead_letters(0).await.unwrap();
     assert!(
         dead[0].error.contains("does not decode"),
         "{}",
@@ -355,7 +356,7 @@ async fn an_abandoned_handler_stops_cleanly_before_its_value_goes_back() {
     assert_eq!((stats.acked, stats.given_back), (0, 1), "{stats:?}");
     let back: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
     assert_eq!(back, ["v"]);
-    assert_eq!(queue.reliable_stats().await.unwrap().in_flight, 0);
+    assert_eq!(queue.inspect().reliable_stats().await.unwrap().in_flight, 0);
     queue.destroy().await.unwrap();
 }
 

@@ -5,9 +5,10 @@
 //! every real hour, both passes of the repeated one.
 
 use super::{at, offered};
+use crate::common::queue::bytes_queue;
 use crate::common::queue::connect;
 use crate::common::{unique_name, TestRedis};
-use delayq::{FiringConfig, QueueOptions, Recurrence, Schedule, Schedules};
+use delayq::{FiringConfig, QueueOptions, Recurrence, Schedule};
 use std::time::Duration;
 
 /// Sets `expr` in Europe/Berlin from `from` to `to` and fires it at every hour between them;
@@ -15,19 +16,19 @@ use std::time::Duration;
 async fn fired_hourly(redis: &TestRedis, expr: &str, from: &str, to: &str) -> Vec<i64> {
     let client = connect(&redis.url()).await;
     let queue = unique_name("dst");
-    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let schedules = bytes_queue(&client, queue.as_str(), QueueOptions::default()).await;
     let recurrence = Recurrence::cron(expr, "Europe/Berlin").unwrap();
     let (from, to) = (at(from), at(to));
     let schedule = Schedule::new("s", recurrence, b"v".to_vec())
         .start_ms(from)
         .end_ms(to);
-    schedules.set(schedule).await.unwrap();
+    schedules.schedules().set(schedule).await.unwrap();
     let config = FiringConfig::default()
         .with_lead(Duration::ZERO)
         .with_missed_after(Duration::from_secs(3 * 3600));
     let mut now = from;
     while now <= to + 3_600_000 {
-        schedules.fire_due(now, &config).await.unwrap();
+        schedules.schedules().fire_due(now, &config).await.unwrap();
         now += 15 * 60_000;
     }
     offered(&client, &queue).await
@@ -129,14 +130,14 @@ async fn bad_expressions_and_zones_are_refused_with_what_is_wrong() {
     assert!(Recurrence::every(Duration::ZERO).is_err());
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
-    let schedules = Schedules::new(client, unique_name("bad"), QueueOptions::default());
+    let schedules = bytes_queue(&client, unique_name("bad"), QueueOptions::default()).await;
     let every = Recurrence::every(Duration::from_secs(1)).unwrap();
     let backwards = Schedule::new("s", every, b"v".to_vec())
         .start_ms(2_000)
         .end_ms(1_000);
     assert!(matches!(
-        schedules.set(backwards).await,
+        schedules.schedules().set(backwards).await,
         Err(delayq::Error::InvalidSchedule(_))
     ));
-    assert!(schedules.list().await.unwrap().is_empty());
+    assert!(schedules.schedules().list().await.unwrap().is_empty());
 }

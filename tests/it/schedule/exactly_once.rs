@@ -5,11 +5,12 @@
 //! none missing, each due at its time.
 
 use super::offered;
+use crate::common::queue::bytes_queue;
 use crate::common::queue::connect;
 use crate::common::{unique_name, TestRedis, PATIENCE};
 use delayq::fred::clients::Client;
 use delayq::time::now_ms;
-use delayq::{FiringConfig, QueueOptions, Recurrence, Schedule, Schedules};
+use delayq::{FiringConfig, QueueOptions, Recurrence, Schedule};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
@@ -20,11 +21,14 @@ const OCCURRENCES: i64 = 30;
 /// A firer that fires `queue`'s due schedules in a loop, by a clock `skew_ms` off.
 fn firer(client: Client, queue: String, skew_ms: i64) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let schedules = Schedules::new(client, queue, QueueOptions::default());
+        let schedules = bytes_queue(&client, queue, QueueOptions::default()).await;
         let config = FiringConfig::default().with_lead(Duration::ZERO);
         loop {
             // Errors are a killed call's; the loop goes on as a restarted process would.
-            let _ = schedules.fire_due(now_ms() + skew_ms, &config).await;
+            let _ = schedules
+                .schedules()
+                .fire_due(now_ms() + skew_ms, &config)
+                .await;
             tokio::task::yield_now().await;
         }
     })
@@ -35,7 +39,7 @@ async fn three_firers_one_killed_one_ahead_offer_each_occurrence_once() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
     let queue = unique_name("once");
-    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let schedules = bytes_queue(&client, queue.as_str(), QueueOptions::default()).await;
     let start = now_ms() + 300;
     let end = start + (OCCURRENCES - 1) * EVERY_MS;
     for i in 0..SCHEDULES {
@@ -43,7 +47,7 @@ async fn three_firers_one_killed_one_ahead_offer_each_occurrence_once() {
         let schedule = Schedule::new(format!("s{i}"), every, format!("v{i}").into_bytes())
             .start_ms(start)
             .end_ms(end);
-        schedules.set(schedule).await.unwrap();
+        schedules.schedules().set(schedule).await.unwrap();
     }
     let steady = firer(client.clone(), queue.clone(), 0);
     let mut ahead = None;
@@ -51,7 +55,7 @@ async fn three_firers_one_killed_one_ahead_offer_each_occurrence_once() {
     let deadline = Instant::now() + PATIENCE;
     let mut kills = 0;
     loop {
-        let infos = schedules.list().await.unwrap();
+        let infos = schedules.schedules().list().await.unwrap();
         if infos.iter().all(|info| info.next_ms.is_none()) || Instant::now() > deadline {
             break;
         }

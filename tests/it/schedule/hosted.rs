@@ -1,6 +1,7 @@
 //! Firing hosted by a scheduler group: on by default for the queues the group transfers,
 //! the values arrive on the target list like any offer's, and the group's shutdown stops it.
 
+use crate::common::queue::bytes_queue;
 use crate::common::queue::connect;
 use crate::common::{unique_name, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
@@ -8,7 +9,7 @@ use delayq::fred::interfaces::ListInterface;
 use delayq::time::now_ms;
 use delayq::{
     Clock, FiringConfig, GroupConfig, QueueOptions, Recurrence, Schedule, SchedulerGroup,
-    Schedules, TransferConfig,
+    TransferConfig,
 };
 use std::time::{Duration, Instant};
 
@@ -21,11 +22,12 @@ async fn a_group_fires_its_queues_schedules_until_it_shuts_down() {
     let config = GroupConfig::default().with_schedules(firing);
     let group = SchedulerGroup::spawn(client.clone(), config).await.unwrap();
     group.add(queue.as_str()).await.unwrap();
-    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let schedules = bytes_queue(&client, queue.as_str(), QueueOptions::default()).await;
     let every = Recurrence::every(Duration::from_millis(200)).unwrap();
     let value = delayq::codec::Codec::encode(&StringCodec, "tick").unwrap();
     let start = now_ms();
     schedules
+        .schedules()
         .set(Schedule::new("tick", every, value))
         .await
         .unwrap();
@@ -46,10 +48,22 @@ async fn a_group_fires_its_queues_schedules_until_it_shuts_down() {
         assert!(*at >= due, "occurrence {k} delivered at {at}, due at {due}");
     }
     group.shutdown().await;
-    let stopped = schedules.get("tick").await.unwrap().unwrap().next_ms;
+    let stopped = schedules
+        .schedules()
+        .get("tick")
+        .await
+        .unwrap()
+        .unwrap()
+        .next_ms;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
-        schedules.get("tick").await.unwrap().unwrap().next_ms,
+        schedules
+            .schedules()
+            .get("tick")
+            .await
+            .unwrap()
+            .unwrap()
+            .next_ms,
         stopped,
         "nothing fires after the group's shutdown"
     );
@@ -69,9 +83,10 @@ async fn a_queue_on_the_servers_clock_is_fired_by_it() {
         .add_with(queue.as_str(), options, TransferConfig::default())
         .await
         .unwrap();
-    let schedules = Schedules::new(client.clone(), queue.as_str(), options);
+    let schedules = bytes_queue(&client, queue.as_str(), options).await;
     let every = Recurrence::every(Duration::from_millis(100)).unwrap();
     schedules
+        .schedules()
         .set(Schedule::new("s", every, b"v".to_vec()))
         .await
         .unwrap();

@@ -4,9 +4,10 @@
 //! the same instant offers nothing more.
 
 use super::offered;
+use crate::common::queue::bytes_queue;
 use crate::common::queue::connect;
 use crate::common::{unique_name, TestRedis};
-use delayq::{FiringConfig, Missed, QueueOptions, Recurrence, Schedule, Schedules};
+use delayq::{FiringConfig, Missed, QueueOptions, Recurrence, Schedule};
 use std::time::Duration;
 
 const MINUTE: i64 = 60_000;
@@ -18,24 +19,28 @@ const START: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 async fn fired_with(redis: &TestRedis, missed: Missed) -> (Vec<i64>, Vec<i64>) {
     let client = connect(&redis.url()).await;
     let queue = unique_name("missed");
-    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let schedules = bytes_queue(&client, queue.as_str(), QueueOptions::default()).await;
     let every = Recurrence::every(Duration::from_secs(60)).unwrap();
     let schedule = Schedule::new("m", every, b"v".to_vec())
         .start_ms(START)
         .missed(missed);
-    schedules.set(schedule).await.unwrap();
+    schedules.schedules().set(schedule).await.unwrap();
     let config = FiringConfig::default()
         .with_lead(Duration::ZERO)
         .with_missed_after(Duration::from_secs(60));
     let now = START + 10 * MINUTE + 1_000;
-    let first = schedules.fire_due(now, &config).await.unwrap();
-    let again = schedules.fire_due(now, &config).await.unwrap();
+    let first = schedules.schedules().fire_due(now, &config).await.unwrap();
+    let again = schedules.schedules().fire_due(now, &config).await.unwrap();
     assert_eq!(again.offered, 0, "{missed}: fired twice at one instant");
     let found = offered(&client, &queue).await;
     assert_eq!(first.offered as usize, found.len());
-    schedules.fire_due(now + MINUTE, &config).await.unwrap();
+    schedules
+        .schedules()
+        .fire_due(now + MINUTE, &config)
+        .await
+        .unwrap();
     let later = offered(&client, &queue).await;
-    let info = schedules.get("m").await.unwrap().unwrap();
+    let info = schedules.schedules().get("m").await.unwrap().unwrap();
     assert_eq!(info.last_ms, Some(START + 11 * MINUTE));
     assert_eq!(info.next_ms, Some(START + 12 * MINUTE));
     (found, later)
@@ -76,40 +81,62 @@ async fn pause_resume_and_trigger() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
     let queue = unique_name("pause");
-    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let schedules = bytes_queue(&client, queue.as_str(), QueueOptions::default()).await;
     let every = Recurrence::every(Duration::from_secs(60)).unwrap();
     let start = delayq::time::now_ms() - 5 * MINUTE;
     let schedule = Schedule::new("p", every, b"v".to_vec())
         .start_ms(start)
         .missed(Missed::All { cap: 100 });
-    schedules.set(schedule).await.unwrap();
-    let paused = schedules.pause("p").await.unwrap();
+    schedules.schedules().set(schedule).await.unwrap();
+    let paused = schedules.schedules().pause("p").await.unwrap();
     assert!(paused.schedule.paused);
     let config = FiringConfig::default().with_lead(Duration::ZERO);
     let now = delayq::time::now_ms();
-    assert_eq!(schedules.fire_due(now, &config).await.unwrap().due, 0);
-    let resumed = schedules.resume("p").await.unwrap();
+    assert_eq!(
+        schedules
+            .schedules()
+            .fire_due(now, &config)
+            .await
+            .unwrap()
+            .due,
+        0
+    );
+    let resumed = schedules.schedules().resume("p").await.unwrap();
     let next = resumed.next_ms.unwrap();
     assert!(
         next >= now && next < now + MINUTE + 1_000,
         "{next} vs {now}"
     );
-    assert_eq!(schedules.fire_due(now, &config).await.unwrap().offered, 0);
-    schedules.trigger("p").await.unwrap();
+    assert_eq!(
+        schedules
+            .schedules()
+            .fire_due(now, &config)
+            .await
+            .unwrap()
+            .offered,
+        0
+    );
+    schedules.schedules().trigger("p").await.unwrap();
     let found = offered(&client, &queue).await;
     assert_eq!(found.len(), 1);
     assert!(found[0] >= now && found[0] < next);
     assert_eq!(
-        schedules.get("p").await.unwrap().unwrap().next_ms,
+        schedules
+            .schedules()
+            .get("p")
+            .await
+            .unwrap()
+            .unwrap()
+            .next_ms,
         Some(next)
     );
     assert!(matches!(
-        schedules.pause("nope").await,
+        schedules.schedules().pause("nope").await,
         Err(delayq::Error::NoSuchSchedule { .. })
     ));
-    assert!(schedules.remove("p").await.unwrap());
-    assert!(!schedules.remove("p").await.unwrap());
-    assert!(schedules.get("p").await.unwrap().is_none());
+    assert!(schedules.schedules().remove("p").await.unwrap());
+    assert!(!schedules.schedules().remove("p").await.unwrap());
+    assert!(schedules.schedules().get("p").await.unwrap().is_none());
 }
 
 /// A schedule hash another writer got wrong is logged and left alone; the queue's other
@@ -120,9 +147,10 @@ async fn a_malformed_schedule_does_not_stop_its_neighbours() {
     let client = connect(&redis.url()).await;
     let queue = unique_name("bad-hash");
     let keys = delayq::QueueKeys::new(queue.as_str());
-    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let schedules = bytes_queue(&client, queue.as_str(), QueueOptions::default()).await;
     let every = Recurrence::every(Duration::from_secs(60)).unwrap();
     schedules
+        .schedules()
         .set(Schedule::new("good", every, b"v".to_vec()).start_ms(START))
         .await
         .unwrap();
@@ -141,7 +169,11 @@ async fn a_malformed_schedule_does_not_stop_its_neighbours() {
     ]);
     redis.cli(&["ZADD", keys.schedules(), "0", "bad"]);
     let config = FiringConfig::default().with_lead(Duration::ZERO);
-    let tally = schedules.fire_due(START + 1_000, &config).await.unwrap();
+    let tally = schedules
+        .schedules()
+        .fire_due(START + 1_000, &config)
+        .await
+        .unwrap();
     assert_eq!((tally.invalid, tally.offered), (1, 1));
     assert_eq!(offered(&client, &queue).await, minutes([0]));
 }
@@ -155,7 +187,8 @@ async fn a_wrong_typed_schedule_does_not_stop_its_neighbours() {
     let client = connect(&redis.url()).await;
     let queue = unique_name("wrong-type");
     let keys = delayq::QueueKeys::new(queue.as_str());
-    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let raw = bytes_queue(&client, queue.as_str(), QueueOptions::default()).await;
+    let schedules = raw.schedules();
     let every = Recurrence::every(Duration::from_secs(60)).unwrap();
     schedules
         .set(Schedule::new("good", every, b"v".to_vec()).start_ms(START))
@@ -193,16 +226,20 @@ async fn a_replaced_schedule_does_not_fire_its_last_occurrence_again() {
     let redis = TestRedis::start();
     let client = connect(&redis.url()).await;
     let queue = unique_name("replaced");
-    let schedules = Schedules::new(client.clone(), queue.as_str(), QueueOptions::default());
+    let schedules = bytes_queue(&client, queue.as_str(), QueueOptions::default()).await;
     let every = Recurrence::every(Duration::from_secs(60)).unwrap();
     let config = FiringConfig::default().with_lead(Duration::ZERO);
     for value in ["v1", "v2"] {
         let schedule = Schedule::new("r", every.clone(), value.as_bytes().to_vec()).start_ms(START);
-        schedules.set(schedule).await.unwrap();
-        schedules.fire_due(START + 1_000, &config).await.unwrap();
+        schedules.schedules().set(schedule).await.unwrap();
+        schedules
+            .schedules()
+            .fire_due(START + 1_000, &config)
+            .await
+            .unwrap();
     }
     assert_eq!(offered(&client, &queue).await, minutes([0]));
-    let info = schedules.get("r").await.unwrap().unwrap();
+    let info = schedules.schedules().get("r").await.unwrap().unwrap();
     assert_eq!(
         (info.next_ms, info.schedule.value),
         (Some(START + MINUTE), b"v2".to_vec())

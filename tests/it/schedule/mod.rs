@@ -7,6 +7,7 @@ mod exactly_once;
 mod hosted;
 mod missed;
 mod scale;
+mod typed;
 
 use crate::common::queue::zset;
 use delayq::fred::clients::Client;

@@ -4,14 +4,17 @@
 //! (`INFO commandstats`), so no figure depends on the machine's speed.
 
 use super::offered;
+use crate::common::queue::bytes_queue;
 use crate::common::queue::connect;
 use crate::common::{unique_name, TestRedis, PATIENCE};
+use delayq::codec::ByteArrayCodec;
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::ListInterface;
 use delayq::time::now_ms;
+use delayq::DelayedQueue;
 use delayq::{
     Clock, FiringConfig, GroupConfig, QueueOptions, Recurrence, Schedule, SchedulerGroup,
-    Schedules, TransferConfig,
+    TransferConfig,
 };
 use futures::stream::{self, StreamExt};
 use std::time::{Duration, Instant};
@@ -20,15 +23,19 @@ use std::time::{Duration, Instant};
 const DUE: usize = 1_200;
 
 /// `DUE` schedules of `queue`, every minute from `start_ms`.
-async fn set_many(client: &Client, queue: &str, start_ms: i64) -> Schedules {
-    let schedules = Schedules::new(client.clone(), queue, QueueOptions::default());
+async fn set_many(client: &Client, queue: &str, start_ms: i64) -> DelayedQueue<ByteArrayCodec> {
+    let schedules = bytes_queue(&client, queue, QueueOptions::default()).await;
     let every = Recurrence::every(Duration::from_secs(60)).unwrap();
     stream::iter(0..DUE)
         .for_each_concurrent(32, |k| {
             let (schedules, every) = (schedules.clone(), every.clone());
             async move {
                 let schedule = Schedule::new(format!("s{k}"), every, b"v".to_vec());
-                schedules.set(schedule.start_ms(start_ms)).await.unwrap();
+                schedules
+                    .schedules()
+                    .set(schedule.start_ms(start_ms))
+                    .await
+                    .unwrap();
             }
         })
         .await;
@@ -44,6 +51,7 @@ async fn one_pass_fires_every_due_schedule_in_a_few_reads() {
     let schedules = set_many(&client, &queue, start).await;
     let reads = redis.command_calls("zrangebyscore");
     let tally = schedules
+        .schedules()
         .fire_due(start, &FiringConfig::default())
         .await
         .unwrap();
@@ -64,7 +72,13 @@ async fn concurrent_passes_offer_each_occurrence_once() {
     let passes: Vec<_> = (0..3)
         .map(|_| {
             let schedules = schedules.clone();
-            tokio::spawn(async move { schedules.fire_due(start, &config).await.unwrap() })
+            tokio::spawn(async move {
+                schedules
+                    .schedules()
+                    .fire_due(start, &config)
+                    .await
+                    .unwrap()
+            })
         })
         .collect();
     let mut total = 0;
@@ -72,7 +86,12 @@ async fn concurrent_passes_offer_each_occurrence_once() {
         total += pass.await.unwrap().offered;
     }
     // Whatever a racing pass skipped is due still: one more pass fires the rest.
-    total += schedules.fire_due(start, &config).await.unwrap().offered;
+    total += schedules
+        .schedules()
+        .fire_due(start, &config)
+        .await
+        .unwrap()
+        .offered;
     assert_eq!(total, DUE as u64);
     assert_eq!(offered(&client, &queue).await, vec![start; DUE]);
 }
@@ -101,9 +120,10 @@ async fn a_queue_without_schedules_costs_no_read_per_tick() {
         .add_with(queue.as_str(), options, TransferConfig::default())
         .await
         .unwrap();
-    let schedules = Schedules::new(client.clone(), queue.as_str(), options);
+    let schedules = bytes_queue(&client, queue.as_str(), options).await;
     let every = Recurrence::every(Duration::from_millis(300)).unwrap();
     schedules
+        .schedules()
         .set(Schedule::new("s", every, b"v".to_vec()))
         .await
         .unwrap();

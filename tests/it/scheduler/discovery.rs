@@ -98,7 +98,7 @@ pub(super) async fn indexed_queue(client: &Client, name: &str) {
     queue.offer("now", Duration::ZERO).await.unwrap();
     // The due entry is past the head window: the transfer builds the position index.
     let config = TransferConfig::default().with_index_threshold(1);
-    queue.transfer_due_with(&config).await.unwrap();
+    queue.admin().transfer_due_with(&config).await.unwrap();
     // A lookup by value builds the value index.
     assert!(queue.contains("far0").await.unwrap());
     let keys = QueueKeys::new(name);

@@ -170,7 +170,7 @@ async fn noscript_after_script_flush_is_handled() {
         assert!(queue.remove("b").await.unwrap());
     }
     assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
-    let outcome = queue.transfer_due(100).await.unwrap();
+    let outcome = queue.admin().transfer_due(100).await.unwrap();
     assert_eq!(outcome.moved, 1);
     assert_eq!(list_str(&client, queue.keys().target()).await, ["a"]);
 }
@@ -302,7 +302,7 @@ async fn the_scheduler_reads_the_pause_flag_in_its_transfer_call() {
     let keys = queue.keys().clone();
     cmd(&client, "SET", vec![arg(keys.paused()), arg("1")]).await;
     queue.offer("by-hand", Duration::ZERO).await.unwrap();
-    let outcome = queue.transfer_due(100).await.unwrap();
+    let outcome = queue.admin().transfer_due(100).await.unwrap();
     assert_eq!((outcome.moved, outcome.paused), (1, false));
     assert!(
         outcome.server_time_us.is_none(),
@@ -363,13 +363,13 @@ async fn a_paused_queue_keeps_its_due_values_until_resumed() {
     let queue = DelayedQueue::new(client.clone(), name.as_str(), StringCodec)
         .await
         .unwrap();
-    assert!(!queue.is_paused().await.unwrap());
-    assert!(queue.pause().await.unwrap());
-    assert!(!queue.pause().await.unwrap(), "already paused");
-    assert!(queue.is_paused().await.unwrap());
+    assert!(!queue.inspect().is_paused().await.unwrap());
+    assert!(queue.admin().pause().await.unwrap());
+    assert!(!queue.admin().pause().await.unwrap(), "already paused");
+    assert!(queue.inspect().is_paused().await.unwrap());
     queue.offer("x", Duration::ZERO).await.unwrap();
     let offered = now_ms();
-    let group = queue.scheduler_group().unwrap();
+    let group = queue.inspect().scheduler_group().unwrap();
     // Two looks that ended after the offer: the second began after it, with the value due.
     let first = transfer_ended_after(&group, &name, offered).await;
     transfer_ended_after(&group, &name, first).await;
@@ -377,9 +377,12 @@ async fn a_paused_queue_keeps_its_due_values_until_resumed() {
     assert_eq!(group.queue_stats(&name).unwrap().moved, 0);
     assert!(list_str(&client, &name).await.is_empty());
 
-    assert!(queue.resume().await.unwrap());
-    assert!(!queue.resume().await.unwrap(), "not paused any more");
-    assert!(!queue.is_paused().await.unwrap());
+    assert!(queue.admin().resume().await.unwrap());
+    assert!(
+        !queue.admin().resume().await.unwrap(),
+        "not paused any more"
+    );
+    assert!(!queue.inspect().is_paused().await.unwrap());
     assert!(
         eventually(Duration::from_secs(30), || async {
             list_str(&client, &name).await == ["x"]
@@ -400,16 +403,24 @@ async fn a_sharded_queue_pauses_every_shard() {
         .build()
         .await
         .unwrap();
-    assert!(queue.shards()[1].pause().await.unwrap());
+    assert!(queue.shards()[1].admin().pause().await.unwrap());
     assert!(queue.is_paused().await.unwrap(), "one shard is paused");
     assert!(queue.pause().await.unwrap(), "two were not");
     for shard in queue.shards() {
-        assert!(shard.is_paused().await.unwrap(), "{}", shard.name());
+        assert!(
+            shard.inspect().is_paused().await.unwrap(),
+            "{}",
+            shard.name()
+        );
     }
     assert!(!queue.pause().await.unwrap());
     assert!(queue.resume().await.unwrap());
     for shard in queue.shards() {
-        assert!(!shard.is_paused().await.unwrap(), "{}", shard.name());
+        assert!(
+            !shard.inspect().is_paused().await.unwrap(),
+            "{}",
+            shard.name()
+        );
     }
     assert!(!queue.is_paused().await.unwrap());
     assert!(!queue.resume().await.unwrap());

@@ -27,7 +27,7 @@ async fn transfer_moves_due_entries_only_in_due_order_as_bare_values() {
     let later_due = zset(&client, keys.timeout()).await[3].1;
 
     tokio::time::sleep(Duration::from_millis(80)).await;
-    let outcome = queue.transfer_due(100).await.unwrap();
+    let outcome = queue.admin().transfer_due(100).await.unwrap();
     assert_eq!(outcome.moved, 3);
     assert_eq!(outcome.quarantined, 0);
     assert_eq!(outcome.next_due_ms, Some(later_due));
@@ -45,12 +45,15 @@ async fn transfer_moves_due_entries_only_in_due_order_as_bare_values() {
     assert_eq!(int(&client, "EXISTS", keys.quarantine()).await, 0);
 
     // Nothing due: nothing moves.
-    let outcome = queue.transfer_due(100).await.unwrap();
+    let outcome = queue.admin().transfer_due(100).await.unwrap();
     assert_eq!((outcome.moved, outcome.quarantined), (0, 0));
     assert_eq!(outcome.next_due_ms, Some(later_due));
     // An empty queue reports no head.
     queue.clear().await.unwrap();
-    assert_eq!(queue.transfer_due(100).await.unwrap().next_due_ms, None);
+    assert_eq!(
+        queue.admin().transfer_due(100).await.unwrap().next_due_ms,
+        None
+    );
 }
 
 #[tokio::test]
@@ -63,7 +66,7 @@ async fn batch_size_bounds_one_transfer() {
         .collect();
     queue.offer_all(&items).await.unwrap();
     tokio::time::sleep(Duration::from_millis(30)).await;
-    let first = queue.transfer_due(2).await.unwrap();
+    let first = queue.admin().transfer_due(2).await.unwrap();
     assert_eq!(first.moved, 2);
     assert!(
         first.next_due_ms.unwrap() <= now_ms(),
@@ -75,8 +78,8 @@ async fn batch_size_bounds_one_transfer() {
     );
     assert_eq!(queue.size().await.unwrap(), 3);
     // batch 0 is treated as 1.
-    assert_eq!(queue.transfer_due(0).await.unwrap().moved, 1);
-    assert_eq!(queue.transfer_due(100).await.unwrap().moved, 2);
+    assert_eq!(queue.admin().transfer_due(0).await.unwrap().moved, 1);
+    assert_eq!(queue.admin().transfer_due(100).await.unwrap().moved, 2);
     assert_eq!(
         list_str(&client, queue.keys().target()).await,
         vec!["v0", "v1", "v2", "v3", "v4"]
@@ -155,8 +158,8 @@ async fn a_large_batch_size_works_and_keeps_the_keys_in_step() {
     let mut calls = 0;
     loop {
         calls += 1;
-        let outcome = queue.transfer_due(10_000).await;
-        let stats = queue.stats().await.unwrap();
+        let outcome = queue.admin().transfer_due(10_000).await;
+        let stats = queue.inspect().stats().await.unwrap();
         assert!(
             outcome.is_ok(),
             "transfer_due(10_000) with {N} due failed: {outcome:?}; afterwards pending (order \
@@ -217,7 +220,7 @@ async fn hand_written_legacy_entries_are_moved() {
         let future = pack_legacy(9.0, b"old-future");
         push_raw_entry(&client, keys.timeout(), keys.order(), &future, now + 60_000).await;
 
-        let outcome = queue.transfer_due(100).await.unwrap();
+        let outcome = queue.admin().transfer_due(100).await.unwrap();
         assert_eq!((outcome.moved, outcome.quarantined), (3, 0), "{format:?}");
         assert_eq!(
             list_str(&client, keys.target()).await,

@@ -163,7 +163,7 @@ async fn every_call_leaves_redissons_state_whatever_the_shape() {
         let (mut at_head, mut by_index, mut calls) = (0, 0, 0);
         loop {
             let batch = rng.random_range(1..=150);
-            let outcome = queue.transfer_due(batch).await.unwrap();
+            let outcome = queue.admin().transfer_due(batch).await.unwrap();
             let expected = model.transfer(delayq::time::now_ms() as f64, batch);
             calls += 1;
             assert_eq!(outcome.moved as usize, expected, "{shape:?} call {calls}");

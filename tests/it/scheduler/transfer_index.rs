@@ -96,7 +96,7 @@ async fn indexed_transfer_matches_redisson_end_state_with_java_interference() {
             }
             _ => {}
         }
-        let outcome = queue.transfer_due(97).await.unwrap();
+        let outcome = queue.admin().transfer_due(97).await.unwrap();
         found_by_index += outcome.found_by_index + outcome.found_at_head;
         moved += outcome.moved;
         assert_eq!(outcome.quarantined, 0);
@@ -138,7 +138,7 @@ async fn index_follows_delayq_removals_and_polls() {
 
     // The first transfer builds the index and moves 10 of the due ones (the earliest by score,
     // anywhere in the list: those not in the head window are found through the index).
-    let first = queue.transfer_due(10).await.unwrap();
+    let first = queue.admin().transfer_due(10).await.unwrap();
     assert_eq!(first.moved, 10);
     assert_eq!(first.found_at_head + first.found_by_index, 10);
     assert!(first.found_by_index > 0);
@@ -152,7 +152,7 @@ async fn index_follows_delayq_removals_and_polls() {
     assert_eq!(queue.poll().await.unwrap(), Some(head.clone()));
     assert!(queue.remove("x00601").await.unwrap());
     assert!(queue.remove("x00602").await.unwrap());
-    let rest = queue.transfer_due(1_000).await.unwrap();
+    let rest = queue.admin().transfer_due(1_000).await.unwrap();
     assert_eq!(rest.moved, 500 - 10 - u64::from(head_was_due));
     assert_eq!(rest.found_by_index + rest.found_at_head, rest.moved);
     assert!(rest.found_by_index > rest.moved / 2);
@@ -231,7 +231,7 @@ async fn a_long_list_grows_the_batch_to_amortise_the_pass() {
     // each emptied the list and left the capped call below nothing to move).
     let mut grown = 0;
     for _ in 0..20 {
-        let outcome = queue.transfer_due_with(&roomy).await.unwrap();
+        let outcome = queue.admin().transfer_due_with(&roomy).await.unwrap();
         assert!(outcome.moved <= 5_000);
         grown = grown.max(outcome.moved);
         if grown > 10 {
@@ -243,7 +243,7 @@ async fn a_long_list_grows_the_batch_to_amortise_the_pass() {
     assert!(pending > 20, "left for the capped call: {pending}");
     // The largest batch caps the growth.
     let capped = base.with_adaptive_batch(20, Duration::from_millis(5));
-    let outcome = queue.transfer_due_with(&capped).await.unwrap();
+    let outcome = queue.admin().transfer_due_with(&capped).await.unwrap();
     assert!((1..=20).contains(&outcome.moved), "moved {}", outcome.moved);
     // Due order, and the keys in step.
     let target: Vec<String> = client.lrange(keys.target(), 0, -1).await.unwrap();

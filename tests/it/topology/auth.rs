@@ -30,7 +30,7 @@ async fn use_every_connection(client: &delayq::fred::clients::Client, name: &str
     assert!(!queue.offer_unique("two", 2 * hour).await.unwrap());
     assert!(queue.reschedule("two", hour).await.unwrap());
     assert!(queue.contains("two").await.unwrap());
-    assert_eq!(queue.pending(10).await.unwrap().len(), 2);
+    assert_eq!(queue.inspect().pending(10).await.unwrap().len(), 2);
     assert!(queue.reschedule("one", Duration::ZERO).await.unwrap());
     let consumer = queue.consumer().await.unwrap();
     let first = consumer.poll(PATIENCE).await.unwrap();
@@ -46,8 +46,8 @@ async fn use_every_connection(client: &delayq::fred::clients::Client, name: &str
     let delivery = reliable.take_timeout(PATIENCE).await.unwrap().unwrap();
     assert_eq!(delivery.value().map(String::as_str), Some("two"));
     assert!(delivery.dead_letter("checked").await.unwrap());
-    assert_eq!(queue.dead_letters(10).await.unwrap().len(), 1);
-    let stats = queue.stats().await.unwrap();
+    assert_eq!(queue.inspect().dead_letters(10).await.unwrap().len(), 1);
+    let stats = queue.inspect().stats().await.unwrap();
     assert_eq!(stats.pending, 0);
     reliable.close().await;
     scheduler.shutdown().await;

@@ -216,7 +216,7 @@ async fn offers_and_transfers_ride_out_a_slot_migration() {
     let mut moved = 0;
     let deadline = std::time::Instant::now() + common::PATIENCE;
     while std::time::Instant::now() < deadline {
-        moved += queue.transfer_due(10).await.unwrap().moved;
+        moved += queue.admin().transfer_due(10).await.unwrap().moved;
         if moved == 2 {
             break;
         }

@@ -7,7 +7,8 @@
 
 use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
-use delayq::{Dedup, DelayedQueue, Durability, Error};
+use delayq::dedup::Dedup;
+use delayq::{DelayedQueue, Durability, Error};
 use fred::interfaces::{ListInterface, SortedSetsInterface};
 use std::time::{Duration, Instant};
 
@@ -136,7 +137,8 @@ async fn deduplicated_offers_wait_for_the_replica() {
     let hasty = queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(300)));
     let dedup = Dedup::throttle("order-7", Duration::from_secs(60));
     let first = durable
-        .offer_dedup("first", Duration::from_secs(60), &dedup)
+        .dedup(dedup.clone())
+        .offer("first", Duration::from_secs(60))
         .await
         .unwrap();
     assert_eq!(first.as_str(), "offered");
@@ -145,13 +147,15 @@ async fn deduplicated_offers_wait_for_the_replica() {
     // Dropped, yet waited for like any durable offer: a kept offer cannot tell an entry confirmed
     // long ago from one whose offer was told it was not (see the next test).
     let kept = hasty
-        .offer_dedup("again", Duration::from_secs(60), &dedup)
+        .dedup(dedup.clone())
+        .offer("again", Duration::from_secs(60))
         .await
         .unwrap_err();
     assert!(matches!(kept, Error::NotConfirmed { .. }), "{kept:?}");
     let other = Dedup::throttle("order-8", Duration::from_secs(60));
     let err = hasty
-        .offer_dedup("second", Duration::from_secs(60), &other)
+        .dedup(other.clone())
+        .offer("second", Duration::from_secs(60))
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
@@ -175,14 +179,16 @@ async fn a_kept_retry_after_not_confirmed_is_confirmed_truly() {
     let frozen = pair.freeze();
     let err = first
         .with_durability(hasty)
-        .offer_dedup("v", Duration::from_secs(600), &dedup)
+        .dedup(dedup.clone())
+        .offer("v", Duration::from_secs(600))
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotConfirmed { .. }), "{err:?}");
     for queue in [&first, &retry] {
         let again = queue
             .with_durability(hasty)
-            .offer_dedup("v", Duration::from_secs(600), &dedup)
+            .dedup(dedup.clone())
+            .offer("v", Duration::from_secs(600))
             .await;
         assert!(
             matches!(again, Err(Error::NotConfirmed { .. })),
@@ -193,7 +199,8 @@ async fn a_kept_retry_after_not_confirmed_is_confirmed_truly() {
     drop(frozen);
     let kept = retry
         .with_durability(Durability::replicas(1).timeout(PATIENCE))
-        .offer_dedup("v", Duration::from_secs(600), &dedup)
+        .dedup(dedup.clone())
+        .offer("v", Duration::from_secs(600))
         .await
         .unwrap();
     assert_eq!(kept.as_str(), "kept");
@@ -259,6 +266,7 @@ async fn replays_of_dead_letters_wait_for_the_replica() {
     let durable = queue.with_durability(Durability::replicas(1).timeout(PATIENCE));
     assert_eq!(
         durable
+            .admin()
             .replay_dead_letters(1, Duration::ZERO)
             .await
             .unwrap(),
@@ -271,8 +279,9 @@ async fn replays_of_dead_letters_wait_for_the_replica() {
     let frozen = pair.freeze();
     let durable =
         queue.with_durability(Durability::replicas(1).timeout(Duration::from_millis(200)));
-    let left = queue.dead_letters(0).await.unwrap();
+    let left = queue.inspect().dead_letters(0).await.unwrap();
     let err = durable
+        .admin()
         .replay_dead_letter(&left[0].record, 10, Duration::ZERO)
         .await
         .unwrap_err();

@@ -78,7 +78,7 @@ async fn retried_acks_and_nacks_report_their_own_success() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
-    queue.transfer_due(10).await.unwrap();
+    queue.admin().transfer_due(10).await.unwrap();
     let consumer = queue
         .reliable_consumer_with(ReliableConfig::default().with_visibility(Duration::from_secs(30)))
         .await
@@ -139,7 +139,7 @@ async fn retried_acks_and_nacks_report_their_own_success() {
     assert_eq!(done, [1, 1]);
     let dead_letters: i64 = client.llen(keys.dead()).await.unwrap();
     assert_eq!(dead_letters, 1);
-    assert_eq!(queue.reliable_stats().await.unwrap().in_flight, 0);
+    assert_eq!(queue.inspect().reliable_stats().await.unwrap().in_flight, 0);
 
     // A delivery id that was never settled is still "no longer ours".
     let never = eval_twice(

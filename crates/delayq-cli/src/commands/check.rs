@@ -2,13 +2,13 @@
 
 use super::Ctx;
 use crate::cli::QueueArg;
+use delayq::inspect::{AccessCheck, CheckReport};
 use delayq::time::now_ms;
-use delayq::{AccessCheck, CheckReport};
 use std::io::Write;
 
 /// Prints the report; false when it has warnings.
 pub(crate) async fn check(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<bool> {
-    let report = ctx.one(target, "check").await?.check().await?;
+    let report = ctx.one(target, "check").await?.inspect().check().await?;
     print(&target.queue, &report, ctx.global.json)
 }
 

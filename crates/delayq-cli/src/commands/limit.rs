@@ -4,7 +4,7 @@
 use super::target::{each, Target};
 use super::Ctx;
 use crate::exit::Usage;
-use crate::limit_args::{LimitAction, LimitSetArgs};
+use crate::limit_args::{LimitAction, LimitSetArgs, Setting};
 use crate::limit_view::{self, is_empty, keyless_caution, limits_json, summary};
 use crate::shard_args::ShardArgs;
 use anyhow::Context;
@@ -22,7 +22,7 @@ pub(crate) async fn limit(ctx: &Ctx, action: LimitAction) -> anyhow::Result<bool
             sharding,
         } => {
             let target = limited(ctx, &queue, &sharding).await?;
-            let had = each!(&target, q => q.clear_limits().await)?;
+            let had = each!(&target, q => q.limits().clear().await)?;
             ctx.print_answer(&mut std::io::stdout(), &queue, "cleared", had)?;
             Ok(had || !exit_status)
         }
@@ -43,7 +43,7 @@ async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
     let queue = limited(ctx, &args.queue, &args.sharding).await?;
     let stored = match args.replace {
         true => None,
-        false => each!(&queue, q => q.limits().await).context(
+        false => each!(&queue, q => q.limits().get().await).context(
             "reading the stored limits to change them (`--replace` stores only the flags given)",
         )?,
     };
@@ -53,37 +53,44 @@ async fn set(ctx: &Ctx, args: &LimitSetArgs) -> anyhow::Result<()> {
     }
     match is_empty(&limits) {
         true => {
-            each!(&queue, q => q.clear_limits().await)?;
+            each!(&queue, q => q.limits().clear().await)?;
         }
-        false => each!(&queue, q => q.set_limits(&limits).await)?,
+        false => each!(&queue, q => q.limits().set(&limits).await)?,
     }
     print_limits(ctx, &args.queue, Some(&limits), None)
 }
 
 /// `stored` with the limits `args` gives replaced (`off`: removed).
-fn merged(mut limits: Limits, args: &LimitSetArgs) -> Limits {
-    if let Some(setting) = args.concurrency {
-        limits.concurrency = setting.value();
+fn merged(stored: Limits, args: &LimitSetArgs) -> Limits {
+    fn pick<T>(arg: Option<Setting<T>>, stored: Option<T>) -> Option<T> {
+        arg.map_or(stored, Setting::value)
     }
-    if let Some(setting) = args.rate {
-        limits.rate = setting.value();
-    }
+    let mut key = stored.key().cloned();
+    let (mut key_concurrency, mut key_rate) = (stored.key_concurrency(), stored.key_rate());
     if let Some(pointer) = &args.key_pointer {
-        limits.key = Some(KeyRule::JsonPointer(pointer.clone()));
+        key = Some(KeyRule::JsonPointer(pointer.clone()));
     }
     if let Some(regex) = &args.key_regex {
-        limits.key = Some(KeyRule::Regex(regex.clone()));
+        key = Some(KeyRule::Regex(regex.clone()));
     }
     if args.no_key {
-        limits.key = None;
-        limits.key_concurrency = None;
-        limits.key_rate = None;
+        (key, key_concurrency, key_rate) = (None, None, None);
     }
-    if let Some(setting) = args.key_concurrency {
-        limits.key_concurrency = setting.value();
+    let mut limits = Limits::default();
+    if let Some(n) = pick(args.concurrency, stored.concurrency()) {
+        limits = limits.with_concurrency(n);
     }
-    if let Some(setting) = args.key_rate {
-        limits.key_rate = setting.value();
+    if let Some(rate) = pick(args.rate, stored.rate()) {
+        limits = limits.with_rate(rate);
+    }
+    if let Some(rule) = key {
+        limits = limits.with_key(rule);
+    }
+    if let Some(n) = pick(args.key_concurrency, key_concurrency) {
+        limits = limits.with_key_concurrency(n);
+    }
+    if let Some(rate) = pick(args.key_rate, key_rate) {
+        limits = limits.with_key_rate(rate);
     }
     limits
 }
@@ -99,8 +106,8 @@ async fn limited(ctx: &Ctx, name: &str, sharding: &ShardArgs) -> delayq::Result<
 /// Prints the queue's limits and what is in use of them.
 async fn get(ctx: &Ctx, name: &str, sharding: &ShardArgs) -> anyhow::Result<()> {
     let queue = limited(ctx, name, sharding).await?;
-    let limits = each!(&queue, q => q.limits().await)?;
-    let usage = each!(&queue, q => q.limit_usage().await)?;
+    let limits = each!(&queue, q => q.limits().get().await)?;
+    let usage = each!(&queue, q => q.limits().usage().await)?;
     print_limits(ctx, name, limits.as_ref(), Some(&usage))
 }
 

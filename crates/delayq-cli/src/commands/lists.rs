@@ -13,7 +13,7 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
     match action {
         DeadAction::List { target, limit } => {
             let queue = ctx.one(&target, "dead list").await?;
-            for letter in queue.dead_letters(limit).await? {
+            for letter in queue.inspect().dead_letters(limit).await? {
                 let value = match &letter.value {
                     Ok(value) => value.clone(),
                     Err(err) => format!("<{err}>"),
@@ -48,7 +48,7 @@ pub(crate) async fn dead(ctx: &Ctx, action: DeadAction) -> anyhow::Result<()> {
         }
         DeadAction::Purge { target } => {
             let queue = ctx.one(&target, "dead purge").await?;
-            let purged = queue.purge_dead_letters().await?;
+            let purged = queue.admin().purge_dead_letters().await?;
             ctx.print_answer(&mut out, &target.queue, "purged", purged)?;
         }
     }
@@ -67,7 +67,7 @@ async fn replay(
     const CHUNK: usize = 1_000;
     let queue = ctx.one(target, "dead replay").await?;
     let queue = queue.with_durability(durability);
-    let dead = queue.reliable_stats().await?.dead;
+    let dead = queue.inspect().reliable_stats().await?.dead;
     let total = if limit == 0 {
         dead
     } else {
@@ -77,7 +77,7 @@ async fn replay(
     let mut replayed = 0;
     while replayed < total {
         let chunk = CHUNK.min((total - replayed) as usize);
-        let n = queue.replay_dead_letters(chunk, delay).await?;
+        let n = queue.admin().replay_dead_letters(chunk, delay).await?;
         if n == 0 {
             break;
         }
@@ -93,7 +93,7 @@ pub(crate) async fn quarantine(ctx: &Ctx, action: QuarantineAction) -> anyhow::R
     match action {
         QuarantineAction::List { target, limit } => {
             let queue = ctx.one(&target, "quarantine list").await?;
-            for entry in queue.quarantined(limit).await? {
+            for entry in queue.inspect().quarantined(limit).await? {
                 let hex = crate::text_codec::encode_hex(&entry);
                 ctx.print(&mut out, &format!("{}\t{hex}", entry.len()), || {
                     serde_json::json!({
@@ -106,7 +106,7 @@ pub(crate) async fn quarantine(ctx: &Ctx, action: QuarantineAction) -> anyhow::R
         }
         QuarantineAction::Purge { target } => {
             let queue = ctx.one(&target, "quarantine purge").await?;
-            let purged = queue.purge_quarantine().await?;
+            let purged = queue.admin().purge_quarantine().await?;
             ctx.print_answer(&mut out, &target.queue, "purged", purged)?;
         }
     }

@@ -20,7 +20,7 @@ pub(crate) use crate::ctx::Ctx;
 use crate::exit::Usage;
 use anyhow::{bail, Context};
 use delayq::fred::clients::Client;
-use delayq::redact_url;
+use delayq::names::redact_url;
 
 /// Connects as the global options say; no message carries the password.
 async fn connect(global: &Global) -> anyhow::Result<Client> {

@@ -7,8 +7,10 @@ use crate::cli::QueueArg;
 use crate::exit::Usage;
 use crate::limit_view;
 use crate::show;
+use delayq::dedup::Dedup;
+use delayq::inspect::QueueStats;
 use delayq::time::now_ms;
-use delayq::{Dedup, Durability, OfferHandle, QueueStats, ShardedHandle};
+use delayq::{Durability, OfferHandle, ShardedHandle};
 use std::io::Write;
 use std::time::Duration;
 
@@ -89,11 +91,11 @@ pub(crate) async fn offer_dedup(
     for value in values {
         let (outcome, handle) = match &queue {
             Target::One(q) => {
-                let outcome = q.offer_dedup(value.as_str(), delay, dedup).await?;
+                let outcome = q.dedup(dedup.clone()).offer(value.as_str(), delay).await?;
                 (outcome, outcome.handle().to_string())
             }
             Target::Sharded(q) => {
-                let (shard, outcome) = q.offer_dedup(value.as_str(), delay, dedup).await?;
+                let (shard, outcome) = q.dedup(dedup.clone()).offer(value.as_str(), delay).await?;
                 let handle = ShardedHandle::new(shard, outcome.handle());
                 (outcome, handle.to_string())
             }
@@ -201,7 +203,7 @@ pub(crate) async fn peek(ctx: &Ctx, target: &QueueArg, limit: usize) -> anyhow::
     let queue = ctx.one(target, "peek").await?;
     let now = now_ms();
     let mut out = std::io::stdout().lock();
-    for pending in queue.pending(limit).await? {
+    for pending in queue.inspect().pending(limit).await? {
         let due = match pending.due_ms {
             Some(due) => format!("{}\t{}", show::time(due), show::from_now(due, now)),
             None => "-\t(not scheduled)".to_owned(),
@@ -227,8 +229,10 @@ pub(crate) async fn peek(ctx: &Ctx, target: &QueueArg, limit: usize) -> anyhow::
 /// records the new count once it has).
 pub(crate) async fn stats(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<()> {
     let queue = ctx.target(target).await?;
-    let stats = each!(&queue, q => q.stats().await)?;
-    let paused = each!(&queue, q => q.is_paused().await)?;
+    let (stats, paused) = match &queue {
+        Target::One(q) => (q.inspect().stats().await?, q.inspect().is_paused().await?),
+        Target::Sharded(q) => (q.stats().await?, q.is_paused().await?),
+    };
     let layout = match (&queue, target.previous_shards) {
         (Target::Sharded(q), Some(previous)) => Some(Layout {
             previous,
@@ -238,7 +242,7 @@ pub(crate) async fn stats(ctx: &Ctx, target: &QueueArg) -> anyhow::Result<()> {
         _ => None,
     };
     // A sharded queue's: its limits as a whole.
-    let limits = each!(&queue, q => Some((q.limits().await?, q.limit_usage().await?)));
+    let limits = each!(&queue, q => Some((q.limits().get().await?, q.limits().usage().await?)));
     print_stats(ctx, &target.queue, &stats, paused, layout, limits)
 }
 

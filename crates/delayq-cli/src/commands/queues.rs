@@ -82,9 +82,9 @@ fn cut(name: &str) -> std::borrow::Cow<'_, str> {
 async fn counts(ctx: &Ctx, name: &str) -> anyhow::Result<Counts> {
     use delayq::fred::interfaces::SortedSetsInterface;
     let queue = ctx.queue(name).await?;
-    let stats = queue.stats().await?;
-    let reliable = queue.reliable_stats().await?;
-    let paused = queue.is_paused().await?;
+    let stats = queue.inspect().stats().await?;
+    let reliable = queue.inspect().reliable_stats().await?;
+    let paused = queue.inspect().is_paused().await?;
     let schedules: u64 = ctx.client.zcard(queue.keys().schedules()).await?;
     Ok(Counts {
         pending: stats.pending,

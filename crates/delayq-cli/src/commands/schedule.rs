@@ -8,11 +8,8 @@ use crate::exit::Usage;
 use crate::schedule_args::{ScheduleAction, ScheduleSetArgs, ScheduleTarget};
 use crate::show;
 use crate::text_codec::base64_of;
-use delayq::codec::Codec;
-use delayq::{
-    Discovery, Missed, Recurrence, Schedule, ScheduleInfo, Schedules, ShardedHandle,
-    ShardedSchedules,
-};
+use delayq::codec::{ByteArrayCodec, Codec};
+use delayq::{DelayedQueue, Discovery, Missed, Recurrence, Schedule, ScheduleInfo, ShardedQueue};
 
 /// Runs the action; false when `remove --exit-status` found nothing.
 pub(crate) async fn schedule(ctx: &Ctx, action: ScheduleAction) -> anyhow::Result<bool> {
@@ -34,29 +31,24 @@ pub(crate) async fn schedule(ctx: &Ctx, action: ScheduleAction) -> anyhow::Resul
             target,
             exit_status,
         } => {
-            let doors = schedules(ctx, &queue_arg(&target)).await?;
-            let removed = each!(&doors, s => s.remove(&target.id).await)?;
+            let queue = raw_queue(ctx, &queue_arg(&target)).await?;
+            let removed = each!(&queue, q => q.schedules().remove(&target.id).await)?;
             print_about(ctx, &target, "removed", removed)?;
             Ok(removed || !exit_status)
         }
         ScheduleAction::Pause { target } => {
-            let doors = schedules(ctx, &queue_arg(&target)).await?;
-            each!(&doors, s => s.pause(&target.id).await)?;
+            let queue = raw_queue(ctx, &queue_arg(&target)).await?;
+            each!(&queue, q => q.schedules().pause(&target.id).await)?;
             print_about(ctx, &target, "paused", true).map(|()| true)
         }
         ScheduleAction::Resume { target } => {
-            let doors = schedules(ctx, &queue_arg(&target)).await?;
-            let info = each!(&doors, s => s.resume(&target.id).await)?;
+            let queue = raw_queue(ctx, &queue_arg(&target)).await?;
+            let info = each!(&queue, q => q.schedules().resume(&target.id).await)?;
             print_next(ctx, &target, &info).map(|()| true)
         }
         ScheduleAction::Trigger { target } => {
-            let handle = match schedules(ctx, &queue_arg(&target)).await? {
-                Target::One(s) => s.trigger(&target.id).await?.to_string(),
-                Target::Sharded(s) => {
-                    let (shard, handle) = s.trigger(&target.id).await?;
-                    ShardedHandle::new(shard, handle).to_string()
-                }
-            };
+            let queue = raw_queue(ctx, &queue_arg(&target)).await?;
+            let handle = each!(&queue, q => q.schedules().trigger(&target.id).await?.to_string());
             let queue = &target.queue;
             let mut out = std::io::stdout();
             ctx.print(
@@ -78,20 +70,30 @@ fn queue_arg(target: &ScheduleTarget) -> QueueArg {
     }
 }
 
-/// The schedules of the queue `arg` names: a sharded queue's (`--shards`) live in its shards.
-async fn schedules(
+/// The queue `arg` names (sharded with `--shards`: its schedules live in its shards) with
+/// values as bytes, for its schedules' door: this command encodes and decodes them with the
+/// queue's text codec itself, so an undecodable value still shows.
+async fn raw_queue(
     ctx: &Ctx,
     arg: &QueueArg,
-) -> delayq::Result<Target<Schedules, ShardedSchedules>> {
+) -> delayq::Result<Target<DelayedQueue<ByteArrayCodec>, ShardedQueue<ByteArrayCodec>>> {
     Ok(match arg.shards {
-        None => Target::One(Schedules::new(
-            ctx.client.clone(),
-            arg.queue.as_str(),
-            ctx.global.options(),
-        )),
+        None => Target::One(
+            DelayedQueue::builder(ctx.client.clone(), arg.queue.as_str(), ByteArrayCodec)
+                .options(ctx.global.options())
+                .transfer(false)
+                .build()
+                .await?,
+        ),
         Some(n) => {
-            let queue = ctx.sharded(&arg.queue, n, arg.previous_shards).await?;
-            Target::Sharded(queue.schedules())
+            let mut builder =
+                ShardedQueue::builder(ctx.client.clone(), arg.queue.as_str(), n, ByteArrayCodec)
+                    .options(ctx.global.options())
+                    .transfer(false);
+            if let Some(previous) = arg.previous_shards {
+                builder = builder.previous_shards(previous);
+            }
+            Target::Sharded(builder.build().await?)
         }
     })
 }
@@ -130,8 +132,8 @@ async fn set(ctx: &Ctx, args: ScheduleSetArgs) -> anyhow::Result<()> {
         }
         schedule = schedule.end_ms(end);
     }
-    let doors = schedules(ctx, queue).await?;
-    let info = each!(&doors, s => s.set(schedule).await)?;
+    let queue = raw_queue(ctx, queue).await?;
+    let info = each!(&queue, q => q.schedules().set(schedule).await)?;
     print_next(ctx, &args.target, &info)
 }
 
@@ -152,8 +154,8 @@ async fn list(ctx: &Ctx, queue: Option<QueueArg>) -> anyhow::Result<()> {
     let mut out = std::io::stdout();
     let now = delayq::time::now_ms();
     for queue in queues {
-        let doors = schedules(ctx, &queue).await?;
-        let rows = match each!(&doors, s => s.rows().await) {
+        let raw = raw_queue(ctx, &queue).await?;
+        let rows = match each!(&raw, q => q.schedules().rows().await) {
             Ok(rows) => rows,
             // One queue's key of another type is that queue's row, not the listing's end.
             Err(err @ delayq::Error::WrongType { .. }) => {

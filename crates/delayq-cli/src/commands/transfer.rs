@@ -156,7 +156,7 @@ async fn transfer_once(
         let queue = ctx.queue(name).await?;
         let (mut moved, mut quarantined) = (0, 0);
         loop {
-            let outcome = queue.transfer_due_with(config).await?;
+            let outcome = queue.admin().transfer_due_with(config).await?;
             moved += outcome.moved;
             quarantined += outcome.quarantined;
             if outcome.moved + outcome.quarantined == 0 {

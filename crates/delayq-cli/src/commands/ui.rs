@@ -16,7 +16,7 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
         false => None,
     };
     let mut observed = crate::serve::Observed::new(&ctx.client, None, &args.http)?;
-    let url = delayq::redact_url(&ctx.global.url);
+    let url = delayq::names::redact_url(&ctx.global.url);
     let admin = match &args.admin_token_file {
         Some(path) => Some(read_private_token(path)?),
         None => token.as_ref().map(|t| t.text.clone()),

@@ -87,7 +87,7 @@ async fn run_worker(
     sharded: Option<&delayq::ShardedQueue<crate::text_codec::TextCodec>>,
     args: &WorkArgs,
     runner: Arc<CommandRunner>,
-) -> delayq::Result<delayq::WorkerStats> {
+) -> delayq::Result<delayq::worker::WorkerStats> {
     let handler = move |job: Job<String>| {
         let runner = runner.clone();
         async move { runner.run(job).await }
@@ -161,7 +161,7 @@ fn observe(
     http: &crate::serve::ListenArgs,
     queues: &[delayq::DelayedQueue<crate::text_codec::TextCodec>],
 ) -> anyhow::Result<crate::serve::Server> {
-    let group = queues.first().and_then(|q| q.scheduler_group());
+    let group = queues.first().and_then(|q| q.inspect().scheduler_group());
     let observed = crate::serve::Observed::new(&ctx.client, group, http)?;
     let names: Vec<String> = queues.iter().map(|q| q.name().to_owned()).collect();
     let gauges = crate::serve::Gauges {

@@ -221,7 +221,7 @@ impl LimitReads {
                 };
                 self.0.insert(name.clone(), queue);
             }
-            if let Ok(usage) = self.0[name].limit_usage().await {
+            if let Ok(usage) = self.0[name].limits().usage().await {
                 read.limit_use = Some((usage.slots_held, usage.values_held));
             }
         }
@@ -478,7 +478,7 @@ enum Aggregate {
 /// The labels of queue `queue`'s series, as the library's handles carry them.
 fn labels(queue: &str) -> String {
     let mut out = format!("queue=\"{}\"", escaped(queue));
-    if let Some(logical) = delayq::logical_queue(queue) {
+    if let Some(logical) = delayq::names::logical_queue(queue) {
         let _ = write!(out, ",logical_queue=\"{}\"", escaped(logical));
     }
     out

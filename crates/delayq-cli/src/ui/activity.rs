@@ -12,7 +12,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use delayq::{DelayedQueue, MinuteActivity};
+use delayq::inspect::MinuteActivity;
+use delayq::DelayedQueue;
 use serde_json::json;
 
 /// Minutes of history the queue view charts.
@@ -36,7 +37,10 @@ fn minute_json(m: &MinuteActivity) -> serde_json::Value {
 pub(super) async fn recent(
     queue: &DelayedQueue<TextCodec>,
 ) -> anyhow::Result<(serde_json::Value, usize)> {
-    let (minutes, processes) = tokio::join!(queue.activity(RATE_MINUTES), queue.processes());
+    let (minutes, processes) = tokio::join!(
+        queue.inspect().activity(RATE_MINUTES),
+        queue.inspect().processes()
+    );
     let mut sum = MinuteActivity::default();
     for m in minutes? {
         sum.moved += m.moved;
@@ -54,7 +58,7 @@ pub(super) async fn recent(
 /// `GET /api/queues/{name}/activity`.
 pub(super) async fn history(State(ui): State<Shared>, Path(name): Path<String>) -> Response {
     answer(&ui, &name, |queue| async move {
-        let minutes = queue.activity(HISTORY_MINUTES).await?;
+        let minutes = queue.inspect().activity(HISTORY_MINUTES).await?;
         let minutes: Vec<_> = minutes.iter().map(minute_json).collect();
         Ok(json!({ "now_ms": delayq::time::now_ms(), "minutes": minutes }))
     })
@@ -65,6 +69,7 @@ pub(super) async fn history(State(ui): State<Shared>, Path(name): Path<String>) 
 pub(super) async fn processes(State(ui): State<Shared>, Path(name): Path<String>) -> Response {
     answer(&ui, &name, |queue| async move {
         let processes: Vec<_> = queue
+            .inspect()
             .processes()
             .await?
             .into_iter()

@@ -108,7 +108,7 @@ async fn page(
         "in_flight" => preview::in_flight(queue, from, count).await,
         "dead" => preview::dead(queue, from, count).await,
         "quarantine" => preview::quarantine(queue, from, count).await,
-        _ => preview::pending(queue, queue.entry_format(), from, count).await,
+        _ => preview::pending(queue, queue.options().format, from, count).await,
     }
 }
 

@@ -56,7 +56,7 @@ pub(super) async fn in_flight(
     let done = bounded(async {
         let queue = ui.queue(&name).await?;
         Ok(match action.as_str() {
-            "give-back" => Some(queue.give_back_in_flight(&id).await?),
+            "give-back" => Some(queue.admin().give_back_in_flight(&id).await?),
             _ => None,
         })
     });
@@ -103,10 +103,11 @@ pub(super) async fn dead(
         Ok(match action.as_str() {
             "retry" => Some(
                 queue
+                    .admin()
                     .replay_dead_letter(&record, now_at + 1, std::time::Duration::ZERO)
                     .await?,
             ),
-            "delete" => Some(queue.delete_dead_letter(&record).await?),
+            "delete" => Some(queue.admin().delete_dead_letter(&record).await?),
             _ => None,
         })
     });

@@ -18,7 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
 use delayq::fred::interfaces::{HashesInterface, ListInterface, SortedSetsInterface};
-use delayq::{DelayedQueue, OfferHandle, Preview, PreviewList};
+use delayq::inspect::{Preview, PreviewList};
+use delayq::{DelayedQueue, OfferHandle};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -89,7 +90,7 @@ async fn find(
     at: Option<usize>,
 ) -> anyhow::Result<Option<Value>> {
     let queue = ui.queue(name).await?;
-    let (client, codec, keys) = (&ui.ctx.client, queue.codec(), queue.keys());
+    let (client, codec, keys) = (&ui.ctx.client, queue.inspect().codec(), queue.keys());
     let placed = |(at, mut row): (usize, Value)| {
         row["at"] = json!(at);
         row
@@ -101,7 +102,7 @@ async fn find(
             let read =
                 |offset, count| preview::page(&queue, PreviewList::Pending, offset, count, shown);
             let is_it = |member: &Preview| OfferHandle::of_entry(&member.head) == Some(handle);
-            let format = queue.entry_format();
+            let format = queue.options().format;
             locate(start, read, is_it)
                 .await?
                 .map(|(at, member)| placed((at, pending_row(codec, format, &member, SHOWN))))

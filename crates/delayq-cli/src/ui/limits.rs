@@ -25,8 +25,8 @@ const BODY_LIMIT: usize = 4 * 1024;
 /// `GET /api/queues/{name}/limits`.
 pub(super) async fn get(State(ui): State<Shared>, Path(name): Path<String>) -> Response {
     let read = |queue: delayq::DelayedQueue<_>| async move {
-        let limits = queue.limits().await?;
-        let usage = queue.limit_usage().await?;
+        let limits = queue.limits().get().await?;
+        let usage = queue.limits().usage().await?;
         Ok(json!({
             "limits": limits.as_ref().map(limits_json),
             "usage": limit_view::usage_json(&usage),
@@ -82,22 +82,23 @@ fn limits_of(form: &Form) -> Result<Limits, String> {
     let mut limits = Limits::default();
     let named = |what: &str, err: String| format!("{what}: {err}");
     if let Some(text) = &form.concurrency {
-        limits.concurrency = Some(count_of(text).map_err(|e| named("concurrency", e))?);
+        limits = limits.with_concurrency(count_of(text).map_err(|e| named("concurrency", e))?);
     }
     if let Some(text) = &form.rate {
-        limits.rate = Some(rate_of(text).map_err(|e| named("rate", e))?);
+        limits = limits.with_rate(rate_of(text).map_err(|e| named("rate", e))?);
     }
-    limits.key = match (&form.key_pointer, &form.key_regex) {
+    match (&form.key_pointer, &form.key_regex) {
         (Some(_), Some(_)) => return Err("give a key pointer or a key regex, not both".into()),
-        (Some(pointer), None) => Some(KeyRule::JsonPointer(pointer.clone())),
-        (None, Some(regex)) => Some(KeyRule::Regex(regex.clone())),
-        (None, None) => None,
-    };
+        (Some(pointer), None) => limits = limits.with_key(KeyRule::JsonPointer(pointer.clone())),
+        (None, Some(regex)) => limits = limits.with_key(KeyRule::Regex(regex.clone())),
+        (None, None) => {}
+    }
     if let Some(text) = &form.key_concurrency {
-        limits.key_concurrency = Some(count_of(text).map_err(|e| named("key concurrency", e))?);
+        limits =
+            limits.with_key_concurrency(count_of(text).map_err(|e| named("key concurrency", e))?);
     }
     if let Some(text) = &form.key_rate {
-        limits.key_rate = Some(rate_of(text).map_err(|e| named("key rate", e))?);
+        limits = limits.with_key_rate(rate_of(text).map_err(|e| named("key rate", e))?);
     }
     match is_empty(&limits) {
         true => Err("no limit given: clear the limits instead".into()),
@@ -163,9 +164,9 @@ pub(super) async fn act(
     let done = bounded(async {
         let queue = ui.queue(&name).await?;
         match &limits {
-            Some(limits) => queue.set_limits(limits).await?,
+            Some(limits) => queue.limits().set(limits).await?,
             None => {
-                queue.clear_limits().await?;
+                queue.limits().clear().await?;
             }
         }
         Ok(())

@@ -164,7 +164,7 @@ impl Ui {
     fn serves(&self, name: &str) -> bool {
         self.pattern
             .as_deref()
-            .is_none_or(|pattern| delayq::glob_match(pattern, name))
+            .is_none_or(|pattern| delayq::names::glob_match(pattern, name))
     }
 
     /// The 404 for a queue outside `--match`, if `name` is one.
@@ -213,6 +213,7 @@ async fn run_write(ui: &Ui, name: &str, action: &str) -> anyhow::Result<Option<s
             let mut replayed = 0;
             loop {
                 let n = queue
+                    .admin()
                     .replay_dead_letters(1_000, std::time::Duration::ZERO)
                     .await?;
                 if n == 0 {
@@ -222,14 +223,14 @@ async fn run_write(ui: &Ui, name: &str, action: &str) -> anyhow::Result<Option<s
             }
             json!({ "replayed": replayed })
         }
-        "purge-dead" => json!({ "purged": queue.purge_dead_letters().await? }),
-        "purge-quarantine" => json!({ "purged": queue.purge_quarantine().await? }),
+        "purge-dead" => json!({ "purged": queue.admin().purge_dead_letters().await? }),
+        "purge-quarantine" => json!({ "purged": queue.admin().purge_quarantine().await? }),
         "pause" => {
-            queue.pause().await?;
+            queue.admin().pause().await?;
             json!({ "paused": true })
         }
         "resume" => {
-            queue.resume().await?;
+            queue.admin().resume().await?;
             json!({ "paused": false })
         }
         _ => return Ok(None),

@@ -47,9 +47,9 @@ impl Ui {
     /// One queue's counters, next due time, most overdue entry, pause flag and stuck state.
     pub(crate) async fn row(&self, name: &str) -> anyhow::Result<serde_json::Value> {
         let queue = self.queue(name).await?;
-        let stats = queue.stats().await?;
-        let reliable = queue.reliable_stats().await?;
-        let paused = queue.is_paused().await?;
+        let stats = queue.inspect().stats().await?;
+        let reliable = queue.inspect().reliable_stats().await?;
+        let paused = queue.inspect().is_paused().await?;
         let now = delayq::time::now_ms();
         // A head due at -inf (i64::MIN) is overdue the most, not wrapped into the future.
         let overdue_ms = stats

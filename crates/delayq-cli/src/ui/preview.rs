@@ -4,7 +4,8 @@
 
 use crate::text_codec::{encode_hex, TextCodec};
 use delayq::entry::{unpack_head, EntryFormat};
-use delayq::{DelayedQueue, OfferHandle, Preview, PreviewList};
+use delayq::inspect::{Preview, PreviewList};
+use delayq::{DelayedQueue, OfferHandle};
 use serde_json::json;
 
 /// Bytes of a value shown.
@@ -20,7 +21,7 @@ pub(super) const READ: usize = 16 * 1024;
 pub(super) const ENTRY_HEADER: usize = 1 + 255 + 8;
 
 /// `count` previews of `list` from `offset`, `shown` bytes of each: Redis copies one member per
-/// command, and only the preview goes on to the browser (see [`DelayedQueue::previews`]).
+/// command, and only the preview goes on to the browser (see [`Inspect::previews`](delayq::inspect::Inspect::previews)).
 pub(super) async fn page(
     queue: &DelayedQueue<TextCodec>,
     list: PreviewList,
@@ -28,7 +29,10 @@ pub(super) async fn page(
     count: usize,
     shown: usize,
 ) -> anyhow::Result<Vec<Preview>> {
-    Ok(queue.previews(list, offset, count.max(1), shown).await?)
+    Ok(queue
+        .inspect()
+        .previews(list, offset, count.max(1), shown)
+        .await?)
 }
 
 /// A value `len` bytes long that starts with `value` as JSON: `value` (decoded, or its first
@@ -102,7 +106,7 @@ pub(super) async fn pending(
     offset: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let codec = queue.codec();
+    let codec = queue.inspect().codec();
     let page = page(
         queue,
         PreviewList::Pending,
@@ -151,7 +155,7 @@ pub(super) async fn ready(
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let page = page(queue, PreviewList::Ready, offset, count, READ).await?;
-    let codec = queue.codec();
+    let codec = queue.inspect().codec();
     Ok(page
         .iter()
         .map(|member| shown(codec, &member.head, member.len.unwrap_or_default(), PREVIEW))
@@ -166,7 +170,7 @@ pub(super) async fn in_flight(
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let page = page(queue, PreviewList::InFlight, offset, count, READ).await?;
-    let codec = queue.codec();
+    let codec = queue.inspect().codec();
     Ok(page
         .iter()
         .map(|member| {
@@ -201,7 +205,7 @@ pub(super) fn dead_row(
     member: &Preview,
     limit: usize,
 ) -> serde_json::Value {
-    let (codec, key) = (queue.codec(), queue.keys().dead());
+    let (codec, key) = (queue.inspect().codec(), queue.keys().dead());
     let len = member.len.unwrap_or_default();
     let letter = delayq::reliable::dead_letter(key, member.head.clone(), |_| Ok(()));
     match letter.value {

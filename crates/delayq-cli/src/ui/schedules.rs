@@ -17,8 +17,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use delayq::codec::ByteArrayCodec;
 use delayq::fred::interfaces::SortedSetsInterface;
-use delayq::{Error, QueueKeys, ScheduleInfo, Schedules};
+use delayq::{DelayedQueue, Error, QueueKeys, ScheduleInfo};
 use serde_json::json;
 use std::collections::HashMap;
 
@@ -27,8 +28,14 @@ const PAGE: usize = 50;
 /// The most schedules one page reads.
 const MOST: usize = 200;
 
-fn schedules(ui: &super::Ui, name: &str) -> Schedules {
-    Schedules::new(ui.ctx.client.clone(), name, ui.ctx.global.options())
+/// The queue `name` with values as bytes, for its schedules' door (the rows show values with
+/// the queue's text codec, or as bytes when they do not decode).
+async fn raw_queue(ui: &super::Ui, name: &str) -> delayq::Result<DelayedQueue<ByteArrayCodec>> {
+    DelayedQueue::builder(ui.ctx.client.clone(), name, ByteArrayCodec)
+        .options(ui.ctx.global.options())
+        .transfer(false)
+        .build()
+        .await
 }
 
 /// `GET /api/queues/{name}/schedules`.
@@ -52,7 +59,8 @@ pub(super) async fn list(
         let ids: Vec<String> = client
             .zrange(keys.schedules(), first, last, None, false, None, false)
             .await?;
-        let of_queue = schedules(&ui, &name);
+        let queue = raw_queue(&ui, &name).await?;
+        let of_queue = queue.schedules();
         let mut rows = Vec::with_capacity(ids.len());
         for id in ids {
             match of_queue.get(&id).await {
@@ -104,8 +112,9 @@ pub(super) async fn act(
     if let Some(refused) = refusal(&ui, &headers, &action).or_else(|| ui.outside(&name)) {
         return refused;
     }
-    let of_queue = schedules(&ui, &name);
     let done = bounded(async {
+        let queue = raw_queue(&ui, &name).await?;
+        let of_queue = queue.schedules();
         Ok(match action.as_str() {
             "pause" => Some(
                 of_queue

@@ -96,7 +96,7 @@ async fn every_command_works_and_check_passes_under_the_documented_acl() {
     let queue = manual_queue(&client, &name).await;
     let deadline = Instant::now() + PATIENCE;
     loop {
-        let stats = queue.stats().await.unwrap();
+        let stats = queue.inspect().stats().await.unwrap();
         if stats.pending + stats.ready == 0 {
             break;
         }
@@ -167,13 +167,13 @@ async fn check_says_when_the_server_is_busy_with_a_script() {
         "{report}"
     );
 
-    let report = queue.check().await.unwrap();
+    let report = queue.inspect().check().await.unwrap();
     assert!(report.busy.is_some(), "{report:?}");
     assert_eq!(report.warnings().len(), 1, "{report:?}");
 
     assert_eq!(redis.cli(&["SCRIPT", "KILL"]), "OK");
     runaway.wait().unwrap();
-    let report = queue.check().await.unwrap();
+    let report = queue.inspect().check().await.unwrap();
     assert!(report.busy.is_none(), "{report:?}");
     let out = delayq(&redis.url(), &["check", &name]);
     let stdout = text(&out.stdout);

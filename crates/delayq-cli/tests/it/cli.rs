@@ -215,7 +215,7 @@ async fn check_reports_counts_persistence_and_the_users_rights() {
     let queue = manual_queue(&client, &name).await;
     queue.offer("later", Duration::from_secs(60)).await.unwrap();
     queue.offer("now", Duration::ZERO).await.unwrap();
-    queue.transfer_due(10).await.unwrap();
+    queue.admin().transfer_due(10).await.unwrap();
     assert_eq!(list_str(&client, &name).await, ["now"]);
 
     let out = delayq(&redis.url(), &["check", &name, "--json"]);
@@ -377,7 +377,7 @@ async fn durations_are_read_as_people_type_them() {
         offered.insert(delay.to_owned(), (before + ms, delayq::time::now_ms() + ms));
     }
     let queue = manual_queue(&client, &name).await;
-    let pending = queue.pending(0).await.unwrap();
+    let pending = queue.inspect().pending(0).await.unwrap();
     assert_eq!(pending.len(), offered.len());
     for p in pending {
         let delay = p.value.unwrap();

@@ -86,7 +86,7 @@ fn bad_dedup_input_exits_2_and_a_wrong_type_mapping_5_with_nothing_written() {
             text(&out.stderr)
         );
     }
-    let long = "k".repeat(delayq::MAX_DEDUP_KEY_LEN + 1);
+    let long = "k".repeat(delayq::dedup::MAX_DEDUP_KEY_LEN + 1);
     let out = delayq(
         &url,
         &[

@@ -215,7 +215,7 @@ async fn queue_with(redis: &TestRedis, prefix: &str, limits: &Limits) -> Delayed
         .await
         .unwrap();
     if !limits.is_empty() {
-        queue.set_limits(limits).await.unwrap();
+        queue.limits().set(limits).await.unwrap();
     }
     queue
 }

@@ -50,7 +50,10 @@ fn a_count_that_disagrees_is_refused_and_changing_it_loses_nothing() {
     for v in &old {
         ok(&url, &["offer", &name, v, "--shards", "4"]);
     }
-    assert_eq!(redis.cli(&["GET", &delayq::shard_count_key(&name)]), "4");
+    assert_eq!(
+        redis.cli(&["GET", &delayq::names::shard_count_key(&name)]),
+        "4"
+    );
     for args in [
         vec!["work", &name, "--shards", "3", "--", "true"],
         vec!["offer", &name, "v", "--shards", "5"],
@@ -113,7 +116,10 @@ fn a_count_that_disagrees_is_refused_and_changing_it_loses_nothing() {
 
     let report = during(&["--previous-shards", "4"]);
     assert_eq!(report["drained"], true, "{report}");
-    assert_eq!(redis.cli(&["GET", &delayq::shard_count_key(&name)]), "6");
+    assert_eq!(
+        redis.cli(&["GET", &delayq::names::shard_count_key(&name)]),
+        "6"
+    );
     let stderr = usage_error(&url, &["stats", &name, "--shards", "4"]);
     assert!(
         stderr.contains("has 6 shards") && stderr.contains("has 4"),

@@ -181,7 +181,7 @@ async fn the_cli_reschedules_and_clears_across_shards_and_refuses_what_it_cannot
     let args = ["reschedule", &name, "r3", "--delay", "0s", "--shards", "4"];
     assert_eq!(stdout(delayq(&args)), "true");
     let shard = &queue.shards()[shard_of(b"r3", 4)];
-    let pending = shard.pending(0).await.unwrap();
+    let pending = shard.inspect().pending(0).await.unwrap();
     let r3 = pending.iter().find(|p| p.raw.as_ref() == b"r3").unwrap();
     assert!(r3.due_ms.unwrap() <= delayq::time::now_ms(), "r3 due now");
     let args = [
@@ -361,7 +361,9 @@ async fn the_cli_worker_hands_every_value_on_stdin() {
     // last value unacknowledged, back after its 30 s visibility (seen on CI as "2 taken, 2
     // acked" below). Every value settled first, then a graceful stop.
     let deadline = Instant::now() + PATIENCE;
-    while queue.reliable_stats().await.unwrap().in_flight > 0 || queue.size().await.unwrap() > 0 {
+    while queue.inspect().reliable_stats().await.unwrap().in_flight > 0
+        || queue.size().await.unwrap() > 0
+    {
         assert!(Instant::now() < deadline, "not settled: {}", worker.log());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -392,7 +394,7 @@ async fn the_cli_worker_hands_every_value_on_stdin() {
     queue.offer(&values[0], Duration::ZERO).await.unwrap();
     let deadline = Instant::now() + PATIENCE;
     // In flight from before the command ran until it is settled.
-    while !ran.exists() || queue.reliable_stats().await.unwrap().in_flight > 0 {
+    while !ran.exists() || queue.inspect().reliable_stats().await.unwrap().in_flight > 0 {
         assert!(Instant::now() < deadline, "not settled: {}", worker.log());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -431,9 +433,9 @@ async fn the_cli_worker_says_when_its_queue_is_paused_and_resumed() {
         .unwrap();
     let worker = Worker::start(&redis.url(), redis.dir(), &[queue.name(), "--", "true"]);
     worker.wait_for_log("worker started");
-    assert!(queue.pause().await.unwrap());
+    assert!(queue.admin().pause().await.unwrap());
     worker.wait_for_log("queue is paused");
-    assert!(queue.resume().await.unwrap());
+    assert!(queue.admin().resume().await.unwrap());
     worker.wait_for_log("queue resumed");
     let log = worker.log();
     assert_eq!(log.matches("queue is paused").count(), 1, "{log}");

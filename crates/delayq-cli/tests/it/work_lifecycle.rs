@@ -5,8 +5,8 @@
 
 use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
+use delayq::fred::interfaces::ListInterface;
 use delayq::DelayedQueue;
-use fred::interfaces::{ListInterface, SortedSetsInterface};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
@@ -162,9 +162,10 @@ async fn queue_on(redis: &TestRedis, prefix: &str) -> DelayedQueue<StringCodec> 
         .unwrap()
 }
 
-/// The values on the queue's target list.
-async fn ready(queue: &DelayedQueue<StringCodec>) -> Vec<String> {
-    queue.client().lrange(queue.name(), 0, -1).await.unwrap()
+/// The values on the queue's target list (read on a client of its own).
+async fn ready(redis: &TestRedis, queue: &DelayedQueue<StringCodec>) -> Vec<String> {
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    client.lrange(queue.name(), 0, -1).await.unwrap()
 }
 
 /// After --grace, the handler's own children end too, and the value goes back.
@@ -184,7 +185,11 @@ async fn the_grace_period_ends_the_commands_whole_process_group() {
     worker.signal("-TERM");
     assert!(worker.wait_exit().success(), "{}", worker.log());
     grandchild.wait_gone();
-    assert_eq!(ready(&queue).await, ["v"], "the value was given back");
+    assert_eq!(
+        ready(&redis, &queue).await,
+        ["v"],
+        "the value was given back"
+    );
 }
 
 /// Past --timeout the command's process group ends and the attempt fails: with two attempts
@@ -212,7 +217,7 @@ async fn a_command_past_its_timeout_fails_and_its_group_ends() {
     queue.offer("slow", Duration::ZERO).await.unwrap();
     let deadline = std::time::Instant::now() + PATIENCE;
     let dead = loop {
-        let dead = queue.dead_letters(10).await.unwrap();
+        let dead = queue.inspect().dead_letters(10).await.unwrap();
         if !dead.is_empty() {
             break dead;
         }
@@ -276,7 +281,7 @@ async fn an_abandoned_value_goes_to_another_worker_only_once_the_group_is_gone()
     assert!(first.wait_exit().success(), "{}", first.log());
     first_loop.wait_gone();
     drop(second);
-    assert!(ready(&queue).await.is_empty());
+    assert!(ready(&redis, &queue).await.is_empty());
 }
 
 /// Past --timeout the attempt fails only once the command's whole group is gone: the retry
@@ -333,7 +338,7 @@ async fn a_second_signal_ends_the_grace_period_and_keeps_the_value() {
         worker.log()
     );
     grandchild.wait_gone();
-    assert_eq!(ready(&queue).await, ["kept"], "{}", worker.log());
+    assert_eq!(ready(&redis, &queue).await, ["kept"], "{}", worker.log());
 }
 
 /// Sends SIGCONT to a stopped server when dropped, so that a failing test leaves none stopped.
@@ -396,6 +401,6 @@ async fn a_stopped_worker_waits_for_a_silent_redis_a_bounded_time_and_says_so() 
     );
     grandchild.wait_gone();
     drop(stopped);
-    let in_flight: u64 = queue.client().zcard(queue.keys().inflight()).await.unwrap();
+    let in_flight = queue.inspect().reliable_stats().await.unwrap().in_flight;
     assert_eq!(in_flight, 1, "the value stays in flight for the reaper");
 }

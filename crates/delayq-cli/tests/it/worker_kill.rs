@@ -68,7 +68,7 @@ async fn a_killed_worker_loses_nothing_and_duplicates_only_its_in_flight_values(
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let acked_fast = queue.reliable_stats().await.unwrap();
+    let acked_fast = queue.inspect().reliable_stats().await.unwrap();
     assert_eq!(acked_fast.in_flight, 3);
     // The visibility deadlines of the three held values: none may come back before its own.
     let deadlines: Vec<(String, f64)> = client
@@ -155,7 +155,7 @@ async fn a_killed_worker_loses_nothing_and_duplicates_only_its_in_flight_values(
     for v in &slow {
         assert_eq!(count[v], 2, "{v}");
     }
-    let rel = queue.reliable_stats().await.unwrap();
+    let rel = queue.inspect().reliable_stats().await.unwrap();
     assert_eq!((rel.in_flight, rel.dead, rel.counters), (0, 0, 0));
     assert!(queue.is_empty().await.unwrap());
     queue.destroy().await.unwrap();
@@ -262,7 +262,7 @@ async fn cli_manages_dead_letters_quarantine_and_reschedules() {
             .trim(),
         "false"
     );
-    let pending = queue.pending(0).await.unwrap();
+    let pending = queue.inspect().pending(0).await.unwrap();
     assert_eq!(pending.len(), 1);
     queue.destroy().await.unwrap();
 }

@@ -35,7 +35,7 @@ async fn watch(queues: Vec<DelayedQueue<TextCodec>>, stop: CancellationToken) {
     let look = async {
         loop {
             for (queue, was_paused) in queues.iter().zip(paused.iter_mut()) {
-                match queue.is_paused().await {
+                match queue.inspect().is_paused().await {
                     Ok(true) if !*was_paused => tracing::info!(
                         queue = queue.name(),
                         "queue is paused: its due values stay pending until `delayq resume`"

@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Sets `config.tls` from `options`, and the server name on every configured host.
-pub(in crate::redis) fn enable(config: &mut Config, options: &TlsOptions) -> Result<()> {
+pub(in crate::connection) fn enable(config: &mut Config, options: &TlsOptions) -> Result<()> {
     let client_config = client_config(options)?;
     let hostnames = match options.server_name.as_deref() {
         // Cluster nodes found through CLUSTER SLOTS get the name too (as SNI and to verify).
