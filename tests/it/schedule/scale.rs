@@ -24,7 +24,7 @@ const DUE: usize = 1_200;
 
 /// `DUE` schedules of `queue`, every minute from `start_ms`.
 async fn set_many(client: &Client, queue: &str, start_ms: i64) -> DelayedQueue<ByteArrayCodec> {
-    let schedules = bytes_queue(&client, queue, QueueOptions::default()).await;
+    let schedules = bytes_queue(client, queue, QueueOptions::default()).await;
     let every = Recurrence::every(Duration::from_secs(60)).unwrap();
     stream::iter(0..DUE)
         .for_each_concurrent(32, |k| {
