@@ -119,7 +119,7 @@
 //!   [`ReliableConsumer`](crate::ReliableConsumer) used on its own; only workers enforce limits.
 //!   A [`ShardedQueue`](crate::ShardedQueue)'s shards are queues of their own, each with its
 //!   own limits; the sharded queue's limits as a whole are reserved before each take
-//!   ([`ShardedQueue::set_limits`](crate::ShardedQueue::set_limits), `docs/sharding.md`).
+//!   ([`ShardedQueue::limits`](crate::ShardedQueue::limits), `docs/sharding.md`).
 
 mod rule;
 mod stored;
