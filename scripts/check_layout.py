@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Checks the layout of every crate of the workspace (`src/` of delayq, delayq-codec and
-delayq-cli): modules import each other in one direction only (no cycles), and so do the files
+"""Checks the layout of every crate of the workspace (`src/` of delayq, delayq-codec,
+delayq-cli and delayq-gateway): modules import each other in one direction only (no cycles), and so do the files
 inside each module (no file-level loop, at any depth; the compat peer's crate is checked for
 loops too); no file is over its crate's line limit, no function over 80 lines, no Lua script
 over 400 lines; and a root file's written `# Layout` list names every module, each after the
@@ -25,6 +25,7 @@ CRATES = [
     (".", "lib.rs", 600),
     ("crates/delayq-codec", "lib.rs", 800),
     ("crates/delayq-cli", "main.rs", 600),
+    ("crates/delayq-gateway", "lib.rs", 600),
 ]
 # Crates checked for import loops only: (crate folder, its root file).
 LOOPS_ONLY = [("compat-tests/rust-peer", "main.rs")]

@@ -1,0 +1,179 @@
+//! [`GatewayConfig`]: who may publish, where messages may go, how they are delivered.
+
+use crate::error::{Error, Result};
+use std::fmt;
+use std::time::Duration;
+
+/// The most retries a message may ask for with `Upstash-Retries`.
+pub const MAX_RETRIES: u32 = 100;
+
+/// The gateway's settings. Secrets (tokens, signing keys) are never shown by `Debug`.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct GatewayConfig {
+    pub(crate) queue: String,
+    pub(crate) tokens: Vec<String>,
+    pub(crate) current_key: String,
+    pub(crate) next_key: String,
+    pub(crate) destinations: Vec<String>,
+    pub(crate) body_limit: usize,
+    pub(crate) dedup_window: Duration,
+    pub(crate) max_delay: Duration,
+    pub(crate) default_retries: u32,
+    pub(crate) request_timeout: Duration,
+    pub(crate) backoff_first: Duration,
+    pub(crate) backoff_max: Duration,
+    pub(crate) concurrency: usize,
+}
+
+impl fmt::Debug for GatewayConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GatewayConfig")
+            .field("queue", &self.queue)
+            .field("tokens", &format_args!("[{} redacted]", self.tokens.len()))
+            .field("destinations", &self.destinations)
+            .field("body_limit", &self.body_limit)
+            .field("dedup_window", &self.dedup_window)
+            .field("max_delay", &self.max_delay)
+            .field("default_retries", &self.default_retries)
+            .field("request_timeout", &self.request_timeout)
+            .field("backoff_first", &self.backoff_first)
+            .field("backoff_max", &self.backoff_max)
+            .field("concurrency", &self.concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GatewayConfig {
+    /// A gateway that accepts `token` (as `Authorization: Bearer TOKEN`) and signs deliveries
+    /// with `current_key` (the next key is the same until [`with_next_key`](Self::with_next_key)).
+    /// Nothing may be published until [`allow_destination`](Self::allow_destination) is given.
+    pub fn new(token: impl Into<String>, current_key: impl Into<String>) -> GatewayConfig {
+        let current_key = current_key.into();
+        GatewayConfig {
+            queue: "delayq-gateway".into(),
+            tokens: vec![token.into()],
+            next_key: current_key.clone(),
+            current_key,
+            destinations: Vec::new(),
+            body_limit: 1024 * 1024,
+            dedup_window: Duration::from_secs(10 * 60),
+            max_delay: Duration::from_secs(365 * 24 * 3600),
+            default_retries: 3,
+            request_timeout: Duration::from_secs(30),
+            backoff_first: Duration::from_secs(12),
+            backoff_max: Duration::from_secs(24 * 3600),
+            concurrency: 16,
+        }
+    }
+
+    /// The delayq queue the messages are entries of. Default: `delayq-gateway`.
+    #[must_use]
+    pub fn with_queue(mut self, name: impl Into<String>) -> Self {
+        self.queue = name.into();
+        self
+    }
+
+    /// Accepts `token` too (several processes or clients with their own). Default: the one
+    /// token given to [`new`](Self::new).
+    #[must_use]
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.tokens.push(token.into());
+        self
+    }
+
+    /// The next signing key, which receivers try when the current one fails. Default: the
+    /// current key.
+    #[must_use]
+    pub fn with_next_key(mut self, key: impl Into<String>) -> Self {
+        self.next_key = key.into();
+        self
+    }
+
+    /// Allows destinations that start with `prefix` (an `http://` or `https://` URL; end it
+    /// with `/` so that `http://host:80` does not also allow `http://host:8080`). Required:
+    /// without any, the gateway refuses to start. Default: none.
+    #[must_use]
+    pub fn allow_destination(mut self, prefix: impl Into<String>) -> Self {
+        self.destinations.push(prefix.into());
+        self
+    }
+
+    /// The largest body accepted; a bigger one is answered 413. Default: 1 MiB.
+    #[must_use]
+    pub fn with_body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// How long a deduplication id is remembered, whatever became of its message. Default:
+    /// 10 minutes (QStash's documented window).
+    #[must_use]
+    pub fn with_dedup_window(mut self, window: Duration) -> Self {
+        self.dedup_window = window;
+        self
+    }
+
+    /// The longest `Upstash-Delay` (or `Upstash-Not-Before` ahead) accepted. Default: 365 days.
+    #[must_use]
+    pub fn with_max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+
+    /// The timeout of one delivery attempt; `Upstash-Timeout` may lower it. Default: 30 s.
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The wait before the first retry, growing about twelvefold per retry (QStash's
+    /// `e^2.5`) up to `max`; a destination's `Retry-After` replaces it. Default: 12 s, 1 day.
+    #[must_use]
+    pub fn with_backoff(mut self, first: Duration, max: Duration) -> Self {
+        self.backoff_first = first;
+        self.backoff_max = max;
+        self
+    }
+
+    /// Deliveries in flight at once in this process. Default: 16.
+    #[must_use]
+    pub fn with_concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+
+    /// Refuses settings that cannot work.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let invalid = |why: String| Err(Error::InvalidConfig(why));
+        if self.tokens.iter().any(|t| t.len() < 16) {
+            return invalid("every token must have at least 16 characters".into());
+        }
+        if self.current_key.is_empty() || self.next_key.is_empty() {
+            return invalid("the signing keys must not be empty".into());
+        }
+        if self.destinations.is_empty() {
+            return invalid(
+                "no destination is allowed: give at least one allow_destination prefix".into(),
+            );
+        }
+        for prefix in &self.destinations {
+            match reqwest::Url::parse(prefix) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {}
+                _ => return invalid(format!("{prefix:?} is not an http:// or https:// URL")),
+            }
+        }
+        if self.concurrency == 0 || self.body_limit == 0 || self.request_timeout.is_zero() {
+            return invalid("concurrency, body limit and request timeout must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// Whether `url` may be a destination.
+    pub(crate) fn allows(&self, url: &str) -> bool {
+        self.destinations
+            .iter()
+            .any(|prefix| url.starts_with(prefix))
+    }
+}

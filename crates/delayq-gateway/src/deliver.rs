@@ -1,0 +1,187 @@
+//! Delivery: the worker's handler sends a due message to its destination, signed afresh for
+//! every attempt. A 2xx answer delivers it; any other answer, a timeout or a refused connection
+//! is a failed attempt, retried by delayq's worker after the backoff (or the destination's
+//! `Retry-After`) until the message's retries are used up, when it becomes a dead letter. A
+//! `489` with `Upstash-NonRetryable-Error: true` makes it a dead letter at once. Redirects are
+//! not followed: a 3xx is a failed attempt.
+
+use crate::envelope::Envelope;
+use crate::signature::sign;
+use crate::Shared;
+use delayq::{Job, JobError};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest wait a destination's `Retry-After` may ask for.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
+/// How much of a failed answer's body goes into the error a dead letter keeps.
+const ERROR_BODY_BYTES: usize = 200;
+
+/// What one attempt came to.
+enum Outcome {
+    Delivered,
+    Failed {
+        /// The answer's status; 0 when there was no answer.
+        status: u16,
+        why: String,
+        retry_after: Option<Duration>,
+        final_: bool,
+    },
+}
+
+/// The worker's handler: one attempt at the message in `job`.
+pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<(), JobError> {
+    let envelope = Envelope::decode(job.value())
+        .map_err(|err| JobError::permanent(format!("status 0: not a gateway message: {err}")))?;
+    match shared.store.contains(&envelope.id).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::debug!(message = %envelope.id, "cancelled; dropped unsent");
+            return Ok(());
+        }
+        Err(err) => {
+            return Err(
+                JobError::new(format!("status 0: cannot read the index: {err}"))
+                    .with_retry_after(Duration::from_secs(1)),
+            )
+        }
+    }
+    let retried = job.attempt().saturating_sub(1);
+    match attempt(&shared, &envelope, retried).await {
+        Outcome::Delivered => {
+            forget(&shared, &envelope.id).await;
+            tracing::debug!(message = %envelope.id, retried, "delivered");
+            Ok(())
+        }
+        Outcome::Failed {
+            status,
+            why,
+            retry_after,
+            final_,
+        } => {
+            let error = format!("status {status}: {why}");
+            tracing::info!(message = %envelope.id, retried, status, "delivery failed");
+            if final_ || retried >= envelope.retries {
+                forget(&shared, &envelope.id).await;
+                return Err(JobError::permanent(error));
+            }
+            let error = JobError::new(error);
+            Err(match retry_after {
+                Some(wait) => error.with_retry_after(wait),
+                None => error,
+            })
+        }
+    }
+}
+
+/// Removes the message from the index: it is delivered or given up.
+async fn forget(shared: &Shared, id: &str) {
+    if let Err(err) = shared.store.remove(id).await {
+        tracing::warn!(error = %err, message = %id, "gateway: cannot remove a finished message from the index");
+    }
+}
+
+async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome {
+    let failed = |status, why: String| Outcome::Failed {
+        status,
+        why,
+        retry_after: None,
+        final_: false,
+    };
+    let Ok(method) = reqwest::Method::from_bytes(envelope.method.as_bytes()) else {
+        return Outcome::Failed {
+            status: 0,
+            why: format!("bad method {:?}", envelope.method),
+            retry_after: None,
+            final_: true,
+        };
+    };
+    let config = &shared.config;
+    let timeout = envelope
+        .timeout_ms
+        .map(Duration::from_millis)
+        .map_or(config.request_timeout, |t| t.min(config.request_timeout));
+    let mut request = shared.http.request(method, &envelope.url).timeout(timeout);
+    for (name, value) in &envelope.headers {
+        request = request.header(name, value);
+    }
+    let signature = sign(
+        &config.current_key,
+        &envelope.url,
+        &envelope.body,
+        now_secs(),
+    );
+    let request = request
+        .header("User-Agent", "Upstash-QStash")
+        .header("Upstash-Message-Id", &envelope.id)
+        .header("Upstash-Retried", retried.to_string())
+        .header("Upstash-Signature", signature)
+        .body(envelope.body.clone());
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(err) if err.is_timeout() => return failed(0, format!("timed out after {timeout:?}")),
+        Err(err) => return failed(0, format!("no answer: {}", chain(&err))),
+    };
+    let status = response.status();
+    if status.is_success() {
+        return Outcome::Delivered;
+    }
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .map(str::to_owned)
+    };
+    let non_retryable = status.as_u16() == 489
+        && header("upstash-nonretryable-error").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let retry_after = header("retry-after")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|secs| Duration::from_secs(secs).min(MAX_RETRY_AFTER));
+    let mut body = response.bytes().await.unwrap_or_default().to_vec();
+    body.truncate(ERROR_BODY_BYTES);
+    Outcome::Failed {
+        status: status.as_u16(),
+        why: String::from_utf8_lossy(&body).into_owned(),
+        retry_after,
+        final_: non_retryable,
+    }
+}
+
+/// An error and its causes, for the log and the dead letter.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The HTTP status a dead letter's error starts with (`status 500: ...`); 0 when none.
+pub(crate) fn status_of(error: &str) -> u16 {
+    error
+        .strip_prefix("status ")
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0)
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn status_of_error() {
+        assert_eq!(super::status_of("status 500: boom"), 500);
+        assert_eq!(super::status_of("status 0: timed out"), 0);
+        assert_eq!(super::status_of("panicked"), 0);
+    }
+}

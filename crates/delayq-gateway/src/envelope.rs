@@ -1,0 +1,81 @@
+//! A message as its queue entry holds it: the HTTP request to make (method, destination,
+//! headers, body) and how (retries, timeout), serialized with rmp-serde (MessagePack with field
+//! names, so that later fields can be added without breaking entries already queued).
+
+use serde::{Deserialize, Serialize};
+
+/// One message: the value of one entry of the gateway's queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Envelope {
+    /// `msg_...`, sent as `Upstash-Message-Id`.
+    pub(crate) id: String,
+    /// GET, POST, PUT, PATCH or DELETE.
+    pub(crate) method: String,
+    /// The destination, exactly as published (query included); the JWT's `sub`.
+    pub(crate) url: String,
+    /// Sent to the destination as they are: `Upstash-Forward-*` without the prefix, and
+    /// `Content-Type`.
+    pub(crate) headers: Vec<(String, String)>,
+    /// The body, byte for byte.
+    #[serde(with = "serde_bytes")]
+    pub(crate) body: Vec<u8>,
+    /// Retries after the first attempt.
+    pub(crate) retries: u32,
+    /// The per-attempt timeout asked for with `Upstash-Timeout` (under the gateway's own).
+    pub(crate) timeout_ms: Option<u64>,
+    /// When it was published, epoch ms.
+    pub(crate) created_ms: i64,
+    /// When it is first due, epoch ms.
+    pub(crate) not_before_ms: i64,
+}
+
+impl Envelope {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        // Serializing plain strings, numbers and bytes into a Vec cannot fail.
+        rmp_serde::to_vec_named(self).unwrap_or_default()
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Envelope, rmp_serde::decode::Error> {
+        rmp_serde::from_slice(bytes)
+    }
+}
+
+/// A new message id shaped like QStash's: `msg_` and 40 letters and digits.
+pub(crate) fn new_message_id() -> String {
+    new_id("msg_")
+}
+
+/// `prefix` and 40 random letters and digits.
+pub(crate) fn new_id(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut id = String::with_capacity(prefix.len() + 40);
+    id.push_str(prefix);
+    for _ in 0..40 {
+        id.push(char::from(ALPHABET[rand::random_range(0..ALPHABET.len())]));
+    }
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_keeps_bytes() {
+        let envelope = Envelope {
+            id: new_message_id(),
+            method: "PUT".into(),
+            url: "http://127.0.0.1:9/a?x=1&y=%20".into(),
+            headers: vec![("Content-Type".into(), "application/octet-stream".into())],
+            body: vec![0, 255, 10, 13, 0xc3, 0x28],
+            retries: 2,
+            timeout_ms: Some(5_000),
+            created_ms: 1_700_000_000_000,
+            not_before_ms: 1_700_000_010_000,
+        };
+        let bytes = envelope.encode();
+        assert_eq!(Envelope::decode(&bytes).unwrap(), envelope);
+        assert!(envelope.id.starts_with("msg_") && envelope.id.len() == 44);
+        assert!(Envelope::decode(b"not msgpack").is_err());
+    }
+}

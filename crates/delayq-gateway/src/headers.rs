@@ -1,0 +1,280 @@
+//! The `Upstash-*` request headers of a publish, read into [`PublishOptions`]; every header the
+//! gateway does not support yet is refused (400) rather than ignored.
+
+use crate::config::{GatewayConfig, MAX_RETRIES};
+use crate::error::ApiError;
+use axum::http::HeaderMap;
+use std::time::Duration;
+
+/// What a publish asks for, besides its destination and body.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct PublishOptions {
+    pub(crate) method: String,
+    /// From now until the first attempt.
+    pub(crate) delay: Duration,
+    pub(crate) retries: u32,
+    pub(crate) timeout: Option<Duration>,
+    /// Sent to the destination: `Content-Type` and `Upstash-Forward-*` without the prefix.
+    pub(crate) forward: Vec<(String, String)>,
+    pub(crate) dedup: DedupAsk,
+}
+
+/// How a publish asks to be deduplicated.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum DedupAsk {
+    None,
+    /// `Upstash-Deduplication-Id`.
+    Id(String),
+    /// `Upstash-Content-Based-Deduplication: true`.
+    Content,
+}
+
+const FORWARD: &str = "upstash-forward-";
+
+/// Feature headers this gateway does not implement yet: refused, so that a client never
+/// believes it got what it asked for.
+const NOT_YET: &[&str] = &[
+    "upstash-callback",
+    "upstash-failure-callback",
+    "upstash-retry-delay",
+    "upstash-flow-control-key",
+    "upstash-flow-control-value",
+    "upstash-redact-fields",
+    "upstash-label",
+    "upstash-cron",
+    "upstash-schedule-id",
+    "upstash-queue-name",
+];
+
+/// Reads the options of a publish from `headers`, at `now_ms`.
+pub(crate) fn parse(
+    headers: &HeaderMap,
+    config: &GatewayConfig,
+    now_ms: i64,
+) -> Result<PublishOptions, ApiError> {
+    let text = |name: &str| -> Result<Option<&str>, ApiError> {
+        match headers.get(name).map(|v| v.to_str()) {
+            None => Ok(None),
+            Some(Ok(v)) => Ok(Some(v.trim())),
+            Some(Err(_)) => Err(ApiError::bad_request(format!("{name} is not ASCII text"))),
+        }
+    };
+    refuse_not_yet(headers)?;
+    let method = match text("upstash-method")? {
+        None | Some("") => "POST".to_owned(),
+        Some(m) => match m.to_ascii_uppercase().as_str() {
+            up @ ("GET" | "POST" | "PUT" | "PATCH" | "DELETE") => up.to_owned(),
+            _ => return Err(ApiError::bad_request(format!("bad Upstash-Method {m:?}"))),
+        },
+    };
+    let delay = match (text("upstash-not-before")?, text("upstash-delay")?) {
+        (Some(at), _) => {
+            let secs: i64 = at.parse().map_err(|_| {
+                ApiError::bad_request(format!("bad Upstash-Not-Before {at:?}: unix seconds"))
+            })?;
+            let ms = secs.saturating_mul(1000).saturating_sub(now_ms).max(0);
+            Duration::from_millis(ms as u64)
+        }
+        (None, Some(d)) => parse_duration(d)
+            .ok_or_else(|| ApiError::bad_request(format!("bad Upstash-Delay {d:?}")))?,
+        (None, None) => Duration::ZERO,
+    };
+    if delay > config.max_delay {
+        return Err(ApiError::bad_request(format!(
+            "the delay is over this gateway's maximum of {} s",
+            config.max_delay.as_secs()
+        )));
+    }
+    let retries = match text("upstash-retries")? {
+        None => config.default_retries,
+        Some(r) => match r.parse::<u32>() {
+            Ok(n) if n <= MAX_RETRIES => n,
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "bad Upstash-Retries {r:?}: a number from 0 to {MAX_RETRIES}"
+                )))
+            }
+        },
+    };
+    let timeout = match text("upstash-timeout")? {
+        None => None,
+        Some(t) => match parse_duration(t) {
+            Some(d) if !d.is_zero() => Some(d),
+            _ => return Err(ApiError::bad_request(format!("bad Upstash-Timeout {t:?}"))),
+        },
+    };
+    let dedup = match (
+        text("upstash-deduplication-id")?,
+        text("upstash-content-based-deduplication")?,
+    ) {
+        (Some(id), _) if !id.is_empty() => DedupAsk::Id(id.to_owned()),
+        // Python's SDK sends "True".
+        (_, Some(on)) if on.eq_ignore_ascii_case("true") => DedupAsk::Content,
+        _ => DedupAsk::None,
+    };
+    Ok(PublishOptions {
+        method,
+        delay,
+        retries,
+        timeout,
+        forward: forwarded(headers)?,
+        dedup,
+    })
+}
+
+/// Refuses the headers of features this gateway does not have yet ([`NOT_YET`]).
+fn refuse_not_yet(headers: &HeaderMap) -> Result<(), ApiError> {
+    for name in headers.keys() {
+        let name = name.as_str();
+        if NOT_YET
+            .iter()
+            .any(|n| name == *n || name.starts_with(&format!("{n}-")))
+        {
+            return Err(ApiError::bad_request(format!(
+                "{name} is not supported by this gateway yet (see docs/gateway.md)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `Content-Type` and the `Upstash-Forward-*` headers without their prefix, in the request's
+/// order.
+fn forwarded(headers: &HeaderMap) -> Result<Vec<(String, String)>, ApiError> {
+    let mut out = Vec::new();
+    for (name, value) in headers {
+        let name = name.as_str();
+        let kept = if name == "content-type" {
+            "Content-Type"
+        } else if let Some(rest) = name.strip_prefix(FORWARD).filter(|r| !r.is_empty()) {
+            rest
+        } else {
+            continue;
+        };
+        let value = value
+            .to_str()
+            .map_err(|_| ApiError::bad_request(format!("{name} is not ASCII text")))?;
+        out.push((kept.to_owned(), value.to_owned()));
+    }
+    Ok(out)
+}
+
+/// A duration as QStash writes it: `<n><unit>` repeated, units `s`, `m`, `h`, `d`
+/// (`50s`, `1d10h30m`); a bare number is seconds.
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok().map(Duration::from_secs);
+    }
+    let (mut total, mut number) = (0u64, None::<u64>);
+    for c in text.chars() {
+        if let Some(d) = c.to_digit(10) {
+            number = Some(
+                number
+                    .unwrap_or(0)
+                    .checked_mul(10)?
+                    .checked_add(u64::from(d))?,
+            );
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            _ => return None,
+        };
+        total = total.checked_add(number.take()?.checked_mul(unit)?)?;
+    }
+    match (number, text.is_empty()) {
+        (None, false) => Some(Duration::from_secs(total)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("50s"), Some(Duration::from_secs(50)));
+        assert_eq!(parse_duration("1m"), Some(Duration::from_secs(60)));
+        assert_eq!(
+            parse_duration("1d10h30m"),
+            Some(Duration::from_secs(86_400 + 36_000 + 1_800))
+        );
+        assert_eq!(parse_duration("7"), Some(Duration::from_secs(7)));
+        for bad in [
+            "",
+            "s",
+            "10x",
+            "1.5s",
+            "-1s",
+            "10s5",
+            "99999999999999999999d",
+        ] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn options() {
+        let config = GatewayConfig::new("t".repeat(16), "k");
+        let now = 1_700_000_000_000;
+        let got = parse(
+            &headers(&[
+                ("Upstash-Method", "put"),
+                ("Upstash-Delay", "10s"),
+                ("Upstash-Retries", "0"),
+                ("Upstash-Forward-X-Order", "17"),
+                ("Content-Type", "text/plain"),
+                ("Upstash-Content-Based-Deduplication", "True"),
+                ("Upstash-Telemetry-Sdk", "x"),
+            ]),
+            &config,
+            now,
+        )
+        .unwrap();
+        assert_eq!(got.method, "PUT");
+        assert_eq!(got.delay, Duration::from_secs(10));
+        assert_eq!(got.retries, 0);
+        assert_eq!(got.dedup, DedupAsk::Content);
+        assert!(got.forward.contains(&("x-order".into(), "17".into())));
+        assert!(got
+            .forward
+            .contains(&("Content-Type".into(), "text/plain".into())));
+        assert_eq!(got.forward.len(), 2);
+        // Not-Before wins over Delay.
+        let at = parse(
+            &headers(&[
+                ("Upstash-Delay", "10s"),
+                ("Upstash-Not-Before", "1700000030"),
+            ]),
+            &config,
+            now,
+        )
+        .unwrap();
+        assert_eq!(at.delay, Duration::from_secs(30));
+        for bad in [
+            ("Upstash-Delay", "ten"),
+            ("Upstash-Retries", "-1"),
+            ("Upstash-Retries", "101"),
+            ("Upstash-Method", "TRACE"),
+            ("Upstash-Callback", "http://127.0.0.1/cb"),
+            ("Upstash-Delay", "400d"),
+        ] {
+            assert!(parse(&headers(&[bad]), &config, now).is_err(), "{bad:?}");
+        }
+    }
+}

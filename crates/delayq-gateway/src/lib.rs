@@ -1,0 +1,224 @@
+#![doc = include_str!("../README.md")]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    rust_2018_idioms,
+    unreachable_pub
+)]
+#![cfg_attr(not(test), forbid(clippy::panic, clippy::print_stdout))]
+//! # Layout
+//!
+//! - `error.rs`: [`Error`] and the JSON error answers.
+//! - `config.rs`: [`GatewayConfig`].
+//! - `envelope.rs`: a message as its queue entry holds it (rmp-serde).
+//! - `signature.rs`: the `Upstash-Signature` JWT.
+//! - `headers.rs`: the `Upstash-*` headers of a publish.
+//! - `store.rs`: the gateway's own keys (message index, deduplication ids).
+//! - `publish.rs`: `POST /v2/publish/{destination}`.
+//! - `deliver.rs`: the delivery worker's handler.
+//! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `GET /v2/dlq`.
+
+mod config;
+mod deliver;
+mod envelope;
+mod error;
+mod headers;
+mod messages;
+mod publish;
+mod signature;
+mod store;
+
+pub use config::{GatewayConfig, MAX_RETRIES};
+pub use error::{Error, Result};
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use delayq::codec::ByteArrayCodec;
+use delayq::fred::clients::Client;
+use delayq::{DelayedQueue, RetryPolicy, WorkerHandle};
+use std::sync::Arc;
+
+/// What the routes and the delivery worker share.
+pub(crate) struct Shared {
+    config: GatewayConfig,
+    queue: DelayedQueue<ByteArrayCodec>,
+    store: store::Store,
+    http: reqwest::Client,
+}
+
+/// A QStash-compatible gateway on one delayq queue: [`router`](Self::router) serves the HTTP
+/// API, [`deliver`](Self::deliver) runs the deliveries. Several processes may serve one queue
+/// on one Redis.
+///
+/// ```no_run
+/// # async fn ex() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = delayq::connect("redis://127.0.0.1:6379").await?;
+/// let config = delayq_gateway::GatewayConfig::new("a-token-of-16-chars-or-more", "sig_current")
+///     .with_next_key("sig_next")
+///     .allow_destination("http://127.0.0.1:3000/");
+/// let gateway = delayq_gateway::Gateway::new(client, config).await?;
+/// let delivery = gateway.deliver()?;
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8480").await?;
+/// axum::serve(listener, gateway.router()).await?;
+/// delivery.shutdown().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Gateway {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// A gateway on `client` (an `init()`ed fred client, e.g. from [`delayq::connect`]); builds
+    /// its queue, whose transfer scheduler runs in this process.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`], [`Error::Client`], or the queue's error.
+    pub async fn new(client: Client, config: GatewayConfig) -> Result<Gateway> {
+        config.validate()?;
+        // One process-wide rustls provider: ring, the one delayq's own TLS uses. Another
+        // already installed by the program is kept.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(config.request_timeout)
+            .build()
+            .map_err(Error::Client)?;
+        let queue = DelayedQueue::builder(client.clone(), config.queue.clone(), ByteArrayCodec)
+            .build()
+            .await?;
+        let store = store::Store::new(client, &config.queue);
+        Ok(Gateway {
+            shared: Arc::new(Shared {
+                config,
+                queue,
+                store,
+                http,
+            }),
+        })
+    }
+
+    /// The HTTP API, every route behind the bearer token; mount it at the root or
+    /// [`nest`](Router::nest) it under a prefix.
+    pub fn router(&self) -> Router {
+        let shared = self.shared.clone();
+        Router::new()
+            .route("/v2/publish/{*destination}", post(publish::publish))
+            .route(
+                "/v2/messages/{id}",
+                get(messages::get).delete(messages::cancel),
+            )
+            .route("/v2/dlq", get(messages::dlq))
+            .fallback(not_found)
+            .layer(axum::middleware::from_fn_with_state(
+                shared.clone(),
+                authorize,
+            ))
+            .with_state(shared)
+    }
+
+    /// Starts delivering due messages on a task of its own (at most the configured
+    /// concurrency at once); the handle stops it.
+    ///
+    /// # Errors
+    ///
+    /// An invalid worker configuration.
+    pub fn deliver(&self) -> Result<Delivery> {
+        let config = &self.shared.config;
+        // Each message's own retries decide when it is given up; the policy only paces the
+        // retries, and allows more attempts than any message may ask for.
+        let policy = RetryPolicy::exponential(
+            MAX_RETRIES + 2,
+            config.backoff_first,
+            config.backoff_max.max(config.backoff_first),
+        )
+        .with_multiplier(std::f64::consts::E.powf(2.5));
+        let shared = self.shared.clone();
+        let worker = self
+            .shared
+            .queue
+            .worker(config.concurrency, move |job| {
+                deliver::deliver(shared.clone(), job)
+            })
+            .retry(policy)
+            .spawn()?;
+        Ok(Delivery { worker })
+    }
+
+    /// The delayq queue the messages are entries of.
+    pub fn queue(&self) -> &DelayedQueue<ByteArrayCodec> {
+        &self.shared.queue
+    }
+}
+
+/// The running deliveries of a [`Gateway`].
+#[derive(Debug)]
+pub struct Delivery {
+    worker: WorkerHandle,
+}
+
+impl Delivery {
+    /// Stops taking messages, lets attempts under way finish, and waits.
+    ///
+    /// # Errors
+    ///
+    /// The worker's error.
+    pub async fn shutdown(self) -> Result<()> {
+        self.worker.shutdown().await?;
+        Ok(())
+    }
+}
+
+/// Every route needs `Authorization: Bearer TOKEN` with one of the configured tokens.
+async fn authorize(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    // Every token compared, each in time that depends only on the lengths.
+    let known = shared
+        .config
+        .tokens
+        .iter()
+        .fold(false, |found, token| found | same(given, token));
+    if !given.is_empty() && known {
+        return next.run(request).await;
+    }
+    error::ApiError::new(StatusCode::UNAUTHORIZED, "a valid bearer token is needed").into_response()
+}
+
+/// Whether `given` is `token`, in time that depends on their lengths only.
+fn same(given: &str, token: &str) -> bool {
+    given.len() == token.len()
+        && given
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+async fn not_found() -> Response {
+    error::ApiError::not_found("no such endpoint in this gateway (see docs/gateway.md)")
+        .into_response()
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,92 @@
+//! `GET` and `DELETE /v2/messages/{id}`: a message still to be delivered (pending, or waiting
+//! between retries), and cancelling it.
+
+use crate::envelope::Envelope;
+use crate::error::ApiError;
+use crate::Shared;
+use axum::extract::{Path, State};
+use axum::Json;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// `GET /v2/messages/{id}`: the message as QStash's `Message` (without its body: see
+/// docs/gateway.md), or 404 once it was delivered, given up or cancelled.
+pub(crate) async fn get(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let record = match shared.store.get(&id).await {
+        Ok(Some(record)) => record,
+        Ok(None) => return Err(ApiError::not_found(format!("message {id} not found"))),
+        Err(err) => return Err(ApiError::internal("reading the message", &err)),
+    };
+    Ok(Json(message_json(&record.envelope)))
+}
+
+/// QStash's `Message` fields of `envelope` (headers as arrays of values, times in ms).
+pub(crate) fn message_json(envelope: &Envelope) -> Value {
+    let mut header = Map::new();
+    for (name, value) in &envelope.headers {
+        let values = header.entry(name.clone()).or_insert_with(|| json!([]));
+        if let Value::Array(values) = values {
+            values.push(value.clone().into());
+        }
+    }
+    json!({
+        "messageId": envelope.id,
+        "url": envelope.url,
+        "method": envelope.method,
+        "header": header,
+        "maxRetries": envelope.retries,
+        "notBefore": envelope.not_before_ms,
+        "createdAt": envelope.created_ms,
+    })
+}
+
+/// `DELETE /v2/messages/{id}`: the message is never delivered (an attempt already under way
+/// may still complete); 404 when it is no longer to be delivered.
+pub(crate) async fn cancel(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let record = match shared.store.get(&id).await {
+        Ok(record) => record,
+        Err(err) => return Err(ApiError::internal("reading the message", &err)),
+    };
+    match shared.store.remove(&id).await {
+        Ok(true) => {}
+        Ok(false) => return Err(ApiError::not_found(format!("message {id} not found"))),
+        Err(err) => return Err(ApiError::internal("cancelling the message", &err)),
+    }
+    // Removing the pending entry too frees its place at once; an entry not found by its
+    // handle (taken, waiting for a retry) is dropped at delivery, its record being gone.
+    if let Some(handle) = record.and_then(|r| r.handle.parse().ok()) {
+        if let Err(err) = shared.queue.cancel(&handle).await {
+            tracing::warn!(error = %err, message = %id, "gateway: cannot remove a cancelled entry");
+        }
+    }
+    tracing::debug!(message = %id, "cancelled");
+    Ok(Json(json!({ "cancelled": 1 })))
+}
+
+/// `GET /v2/dlq`: the dead letters, oldest first (at most `count`, default 100), each a
+/// `Message` with `dlqId` (the message id), `responseStatus` and the last error.
+pub(crate) async fn dlq(State(shared): State<Arc<Shared>>) -> Result<Json<Value>, ApiError> {
+    let letters = match shared.queue.inspect().dead_letters(100).await {
+        Ok(letters) => letters,
+        Err(err) => return Err(ApiError::internal("reading the dead letters", &err)),
+    };
+    let mut messages = Vec::new();
+    for letter in letters {
+        let Ok(envelope) = Envelope::decode(&letter.raw) else {
+            continue;
+        };
+        let mut message = message_json(&envelope);
+        message["dlqId"] = envelope.id.clone().into();
+        message["responseStatus"] = crate::deliver::status_of(&letter.error).into();
+        message["error"] = letter.error.into();
+        message["attempts"] = letter.attempts.into();
+        messages.push(message);
+    }
+    Ok(Json(json!({ "messages": messages })))
+}

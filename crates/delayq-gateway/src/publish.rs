@@ -1,0 +1,221 @@
+//! `POST /v2/publish/{destination}`: one message, its destination raw in the path (query
+//! included), its options in `Upstash-*` headers, its body passed through untouched.
+
+use crate::envelope::{new_message_id, Envelope};
+use crate::error::ApiError;
+use crate::headers::{self, DedupAsk};
+use crate::store::Record;
+use crate::Shared;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// The path before the destination, as the router sees it (after any prefix it is nested
+/// under).
+const PREFIX: &str = "/v2/publish/";
+
+pub(crate) async fn publish(
+    State(shared): State<Arc<Shared>>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let url = destination(request.uri())?;
+    if !shared.config.allows(&url) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("destination {url} is not in this gateway's allow-list"),
+        ));
+    }
+    let now_ms = crate::now_ms();
+    let options = headers::parse(request.headers(), &shared.config, now_ms)?;
+    let body = read_body(request.into_body(), shared.config.body_limit).await?;
+    let dedup = match options.dedup {
+        DedupAsk::None => None,
+        DedupAsk::Id(ref id) => Some(format!("id:{id}")),
+        DedupAsk::Content => Some(content_id(&url, &body, &options.forward)),
+    };
+    let envelope = Envelope {
+        id: new_message_id(),
+        method: options.method,
+        url,
+        headers: options.forward,
+        body: body.to_vec(),
+        retries: options.retries,
+        timeout_ms: options
+            .timeout
+            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        created_ms: now_ms,
+        not_before_ms: now_ms + i64::try_from(options.delay.as_millis()).unwrap_or(i64::MAX),
+    };
+    if let Some(key) = &dedup {
+        let window = shared.config.dedup_window;
+        let claimed = shared.store.claim_dedup(key, &envelope.id, window).await;
+        match claimed {
+            Ok(Some(first)) => {
+                return Ok(answer(StatusCode::ACCEPTED, &first, &envelope.url, true))
+            }
+            Ok(None) => {}
+            Err(err) => return Err(ApiError::internal("remembering the deduplication id", &err)),
+        }
+    }
+    if let Err(err) = store(&shared, &envelope, options.delay).await {
+        if let Some(key) = &dedup {
+            if let Err(err) = shared.store.release_dedup(key).await {
+                tracing::warn!(error = %err, "gateway: cannot forget a deduplication id");
+            }
+        }
+        return Err(err);
+    }
+    tracing::debug!(message = %envelope.id, delay_ms = options.delay.as_millis() as u64, "published");
+    Ok(answer(
+        StatusCode::CREATED,
+        &envelope.id,
+        &envelope.url,
+        false,
+    ))
+}
+
+/// Writes the message's record, then its entry, then the entry's handle into the record; a
+/// failure removes what was written.
+async fn store(
+    shared: &Shared,
+    envelope: &Envelope,
+    delay: std::time::Duration,
+) -> Result<(), ApiError> {
+    let record = Record::of(envelope, String::new());
+    if let Err(err) = shared.store.put(&record).await {
+        return Err(ApiError::internal("storing the message", &err));
+    }
+    let handle = match shared
+        .queue
+        .offer_with_handle(&envelope.encode(), delay)
+        .await
+    {
+        Ok(handle) => handle,
+        Err(err) => {
+            let _ = shared.store.remove(&envelope.id).await;
+            return Err(ApiError::internal("storing the message", &err));
+        }
+    };
+    let record = Record::of(envelope, handle.to_string());
+    if let Err(err) = shared.store.update(&record).await {
+        // The message is queued and will be delivered; only a cancel of it while it is still
+        // pending will leave its entry to be dropped at delivery instead of removed at once.
+        tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot index the entry's handle");
+    }
+    Ok(())
+}
+
+fn answer(status: StatusCode, id: &str, url: &str, deduplicated: bool) -> Response {
+    let mut body = serde_json::json!({ "messageId": id, "url": url });
+    if deduplicated {
+        body["deduplicated"] = true.into();
+    }
+    (status, Json(body)).into_response()
+}
+
+/// The destination: the rest of the path, raw (never percent-decoded), plus the raw query.
+/// `http:/x` (a slash merged away by a proxy) is mended to `http://x`.
+pub(crate) fn destination(uri: &Uri) -> Result<String, ApiError> {
+    let rest = uri.path().strip_prefix(PREFIX).unwrap_or("");
+    let mut url = rest.to_owned();
+    for scheme in ["http:/", "https:/"] {
+        if url.starts_with(scheme) && !url.starts_with(&format!("{scheme}/")) {
+            url.insert(scheme.len(), '/');
+        }
+    }
+    if let Some(query) = uri.query() {
+        url.push('?');
+        url.push_str(query);
+    }
+    match reqwest::Url::parse(&url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => Ok(url),
+        _ => Err(ApiError::bad_request(format!(
+            "invalid destination url {url:?}: an http:// or https:// URL is needed (URL groups \
+             are not supported yet)"
+        ))),
+    }
+}
+
+/// The body, refused with 413 past `limit` bytes.
+async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
+    match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => Ok(bytes),
+        Err(err) => {
+            let too_large =
+                std::iter::successors(Some(&err as &(dyn std::error::Error + 'static)), |e| {
+                    e.source()
+                })
+                .any(|e| e.is::<http_body_util::LengthLimitError>());
+            match too_large {
+                true => Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the body is over this gateway's limit of {limit} bytes"),
+                )),
+                false => Err(ApiError::bad_request(format!(
+                    "cannot read the body: {err}"
+                ))),
+            }
+        }
+    }
+}
+
+/// Content-based deduplication: destination, body, `Content-Type` and the forwarded headers.
+fn content_id(url: &str, body: &[u8], forward: &[(String, String)]) -> String {
+    let mut hash = Sha256::new();
+    for part in [url.as_bytes(), body] {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part);
+    }
+    let mut headers: Vec<_> = forward
+        .iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect();
+    headers.sort();
+    for (name, value) in headers {
+        for part in [name.as_bytes(), value.as_bytes()] {
+            hash.update((part.len() as u64).to_be_bytes());
+            hash.update(part);
+        }
+    }
+    let digest = hash.finalize();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("content:{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dest(uri: &str) -> Result<String, ApiError> {
+        destination(&uri.parse().unwrap())
+    }
+
+    #[test]
+    fn destination_is_raw() {
+        assert_eq!(
+            dest("/v2/publish/http://127.0.0.1:9/a%20b?x=1&y=%2F").unwrap(),
+            "http://127.0.0.1:9/a%20b?x=1&y=%2F"
+        );
+        assert_eq!(
+            dest("/v2/publish/https:/h.example/p").unwrap(),
+            "https://h.example/p"
+        );
+        assert!(dest("/v2/publish/my-url-group").is_err());
+        assert!(dest("/v2/publish/ftp://h/x").is_err());
+        assert!(dest("/v2/publish/").is_err());
+    }
+
+    #[test]
+    fn content_ids_differ_by_each_part() {
+        let h = vec![("Content-Type".to_owned(), "text/plain".to_owned())];
+        let a = content_id("http://h/", b"x", &h);
+        assert_eq!(a, content_id("http://h/", b"x", &h));
+        assert_ne!(a, content_id("http://h/", b"y", &h));
+        assert_ne!(a, content_id("http://h/x", b"x", &h));
+        assert_ne!(a, content_id("http://h/", b"x", &[]));
+    }
+}

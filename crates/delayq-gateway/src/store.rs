@@ -1,0 +1,150 @@
+//! The gateway's own keys, beside the queue's and in its hash slot: the message index
+//! (`delayq_gateway_messages:{QUEUE}`, a hash of message id to [`Record`]) and the
+//! deduplication ids (`delayq_gateway_dedup:{QUEUE}:ID`, strings that expire after the window).
+//!
+//! The index says which messages are still to be delivered: publishing writes a message's
+//! record before its entry, a delivery that succeeds or gives up removes it, and a cancel
+//! removes it (then cancels the entry by its handle when it is still pending). A delivery whose
+//! record is gone was cancelled and is dropped unsent, which covers a message cancelled while it
+//! waits between retries (its entry then has a handle the record never saw).
+
+use crate::envelope::Envelope;
+use bytes::Bytes;
+use delayq::fred::clients::Client;
+use delayq::fred::interfaces::{HashesInterface, KeysInterface, LuaInterface};
+use delayq::fred::types::{Expiration, SetOptions};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+type RedisResult<T> = Result<T, delayq::fred::error::Error>;
+
+/// A message's record in the index: its envelope without the body, and the handle of its
+/// first entry (empty until the offer answered).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Record {
+    pub(crate) handle: String,
+    pub(crate) envelope: Envelope,
+    pub(crate) body_len: usize,
+}
+
+impl Record {
+    pub(crate) fn of(envelope: &Envelope, handle: String) -> Record {
+        let mut envelope = envelope.clone();
+        let body_len = std::mem::take(&mut envelope.body).len();
+        Record {
+            handle,
+            envelope,
+            body_len,
+        }
+    }
+
+    fn encode(&self) -> Bytes {
+        Bytes::from(rmp_serde::to_vec_named(self).unwrap_or_default())
+    }
+}
+
+/// Writes the record only when its message is still in the index (not delivered, given up or
+/// cancelled since its first record was written).
+const SET_IF_PRESENT: &str = "if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then \
+     return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end return -1";
+
+/// `prefix:{name}`, or `prefix:name` when the name has its own hash tag (Redisson's rule).
+fn tagged(prefix: &str, name: &str) -> String {
+    match name.contains('{') && name.contains('}') {
+        true => format!("{prefix}:{name}"),
+        false => format!("{prefix}:{{{name}}}"),
+    }
+}
+
+/// The index and the deduplication ids of one gateway queue.
+#[derive(Debug, Clone)]
+pub(crate) struct Store {
+    client: Client,
+    index: String,
+    dedup: String,
+}
+
+impl Store {
+    pub(crate) fn new(client: Client, queue: &str) -> Store {
+        Store {
+            client,
+            index: tagged("delayq_gateway_messages", queue),
+            dedup: tagged("delayq_gateway_dedup", queue),
+        }
+    }
+
+    fn dedup_key(&self, id: &str) -> String {
+        format!("{}:{id}", self.dedup)
+    }
+
+    /// Remembers `id` for `window` as `message`'s, unless it is remembered already: then the
+    /// message id it was first given.
+    pub(crate) async fn claim_dedup(
+        &self,
+        id: &str,
+        message: &str,
+        window: Duration,
+    ) -> RedisResult<Option<String>> {
+        let ms = i64::try_from(window.as_millis()).unwrap_or(i64::MAX).max(1);
+        self.client
+            .set(
+                self.dedup_key(id),
+                message,
+                Some(Expiration::PX(ms)),
+                Some(SetOptions::NX),
+                true,
+            )
+            .await
+    }
+
+    /// Forgets `id` (its message could not be stored).
+    pub(crate) async fn release_dedup(&self, id: &str) -> RedisResult<()> {
+        self.client
+            .del::<i64, _>(self.dedup_key(id))
+            .await
+            .map(drop)
+    }
+
+    pub(crate) async fn put(&self, record: &Record) -> RedisResult<()> {
+        let field = record.envelope.id.as_str();
+        self.client
+            .hset::<i64, _, _>(&self.index, (field, record.encode()))
+            .await
+            .map(drop)
+    }
+
+    /// Writes `record` over the one in the index, if there still is one.
+    pub(crate) async fn update(&self, record: &Record) -> RedisResult<()> {
+        let args = vec![Bytes::from(record.envelope.id.clone()), record.encode()];
+        self.client
+            .eval::<i64, _, _, _>(SET_IF_PRESENT, vec![self.index.clone()], args)
+            .await
+            .map(drop)
+    }
+
+    pub(crate) async fn get(&self, id: &str) -> RedisResult<Option<Record>> {
+        let raw: Option<Bytes> = self.client.hget(&self.index, id).await?;
+        Ok(raw.and_then(|raw| rmp_serde::from_slice(&raw).ok()))
+    }
+
+    pub(crate) async fn contains(&self, id: &str) -> RedisResult<bool> {
+        self.client.hexists(&self.index, id).await
+    }
+
+    /// Removes `id` from the index; true when it was there.
+    pub(crate) async fn remove(&self, id: &str) -> RedisResult<bool> {
+        let removed: i64 = self.client.hdel(&self.index, id).await?;
+        Ok(removed > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_share_the_queue_slot() {
+        assert_eq!(tagged("p", "jobs"), "p:{jobs}");
+        assert_eq!(tagged("p", "{jobs}:a"), "p:{jobs}:a");
+    }
+}

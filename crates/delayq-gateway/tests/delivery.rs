@@ -1,0 +1,247 @@
+//! Delivery against a real redis-server and a recording loopback receiver: signed requests with
+//! the body byte for byte, delays, retries, dead letters, 489, cancel.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delivers_signed_with_headers_and_body() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let url = format!("{}200/a%20b?x=1&y=%2F", receiver.base());
+    let body: Vec<u8> = (0..=255u8).chain(b"\r\n\0end".iter().copied()).collect();
+    let (status, answer) = gw
+        .publish(
+            &url,
+            &[
+                ("Upstash-Method", "PUT"),
+                ("Upstash-Forward-X-Order", "17"),
+                ("Content-Type", "application/octet-stream"),
+                ("Upstash-Telemetry-Sdk", "test"),
+            ],
+            body.clone(),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let id = answer["messageId"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("msg_"));
+    assert_eq!(answer["url"], url);
+    let got = receiver.wait_for("/200/", 1).await;
+    let got = &got[0];
+    assert_eq!(got.method, "PUT");
+    assert_eq!(got.target, "/200/a%20b?x=1&y=%2F");
+    assert_eq!(got.body, body);
+    assert_eq!(got.header("x-order"), "17");
+    assert_eq!(got.header("content-type"), "application/octet-stream");
+    assert_eq!(got.header("upstash-message-id"), id);
+    assert_eq!(got.header("upstash-retried"), "0");
+    assert_eq!(got.header("user-agent"), "Upstash-QStash");
+    assert_eq!(got.header("upstash-telemetry-sdk"), "");
+    let claims = verify(got.header("upstash-signature"), CURRENT_KEY, &url, &body);
+    assert!(claims["jti"].as_str().unwrap().starts_with("jwt_"));
+    // Delivered: no longer a message.
+    wait_gone(&gw, &id).await;
+    gw.shutdown().await;
+}
+
+async fn wait_gone(gw: &TestGateway, id: &str) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while gw.call("GET", &format!("/v2/messages/{id}")).await.0 != 404 {
+        assert!(std::time::Instant::now() < deadline, "{id} still listed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delay_and_not_before_are_kept() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let published = now_ms();
+    let (status, answer) = gw
+        .publish(
+            &format!("{}200/delay", receiver.base()),
+            &[("Upstash-Delay", "2s")],
+            b"d".to_vec(),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let id = answer["messageId"].as_str().unwrap();
+    let (status, message) = gw.call("GET", &format!("/v2/messages/{id}")).await;
+    assert_eq!(status, 200, "{message}");
+    assert_eq!(message["method"], "POST");
+    assert_eq!(message["maxRetries"], 3);
+    let not_before = message["notBefore"].as_i64().unwrap();
+    assert!(not_before >= published + 2_000, "{message}");
+    let not_before_secs = (now_ms() / 1000 + 3).to_string();
+    gw.publish(
+        &format!("{}200/at", receiver.base()),
+        &[
+            ("Upstash-Not-Before", &not_before_secs),
+            ("Upstash-Delay", "0s"),
+        ],
+        b"n".to_vec(),
+    )
+    .await;
+    let got = receiver.wait_for("/200/delay", 1).await;
+    assert!(
+        got[0].at_ms >= not_before,
+        "{} < {not_before}",
+        got[0].at_ms
+    );
+    let got = receiver.wait_for("/200/at", 1).await;
+    assert!(got[0].at_ms >= not_before_secs.parse::<i64>().unwrap() * 1000);
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retries_until_success_with_a_fresh_signature() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let url = format!("{}500-503-200/r", receiver.base());
+    let (_, answer) = gw
+        .publish(&url, &[("Upstash-Retries", "3")], b"r".to_vec())
+        .await;
+    let id = answer["messageId"].as_str().unwrap().to_owned();
+    let got = receiver.wait_for("/500-503-200/r", 3).await;
+    let retried: Vec<&str> = got.iter().map(|r| r.header("upstash-retried")).collect();
+    assert_eq!(retried, ["0", "1", "2"]);
+    let jtis: Vec<String> = got
+        .iter()
+        .map(|r| verify(r.header("upstash-signature"), CURRENT_KEY, &url, b"r")["jti"].to_string())
+        .collect();
+    assert!(jtis[0] != jtis[1] && jtis[1] != jtis[2]);
+    assert!(got.iter().all(|r| r.header("upstash-message-id") == id));
+    wait_gone(&gw, &id).await;
+    let (_, dlq) = gw.call("GET", "/v2/dlq").await;
+    assert_eq!(dlq["messages"].as_array().unwrap().len(), 0, "{dlq}");
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exhausted_retries_and_489_go_to_the_dead_letters() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let (_, answer) = gw
+        .publish(
+            &format!("{}500/x", receiver.base()),
+            &[("Upstash-Retries", "1")],
+            b"x".to_vec(),
+        )
+        .await;
+    let exhausted = answer["messageId"].as_str().unwrap().to_owned();
+    let (_, answer) = gw
+        .publish(
+            &format!("{}489/y", receiver.base()),
+            &[("Upstash-Retries", "5")],
+            b"y".to_vec(),
+        )
+        .await;
+    let refused = answer["messageId"].as_str().unwrap().to_owned();
+    let dead = gw.wait_dead(&exhausted).await;
+    assert_eq!(dead["responseStatus"], 500, "{dead}");
+    assert_eq!(receiver.to("/500/x").len(), 2);
+    let dead = gw.wait_dead(&refused).await;
+    assert_eq!(dead["responseStatus"], 489, "{dead}");
+    assert_eq!(receiver.to("/489/y").len(), 1, "489 is never retried");
+    wait_gone(&gw, &exhausted).await;
+    wait_gone(&gw, &refused).await;
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn timeout_is_a_failed_attempt() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    // A destination that accepts and never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_base = format!("http://{}/", silent.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            kept.push(stream);
+        }
+    });
+    let gw = TestGateway::start(&redis, &receiver, |c| {
+        c.allow_destination(silent_base.clone())
+            .with_request_timeout(Duration::from_millis(300))
+    })
+    .await;
+    let (_, answer) = gw
+        .publish(
+            &format!("{silent_base}slow"),
+            &[("Upstash-Retries", "1")],
+            b"t".to_vec(),
+        )
+        .await;
+    let dead = gw.wait_dead(answer["messageId"].as_str().unwrap()).await;
+    assert_eq!(dead["responseStatus"], 0);
+    assert!(
+        dead["error"].as_str().unwrap().contains("timed out"),
+        "{dead}"
+    );
+    assert_eq!(dead["attempts"], 2, "{dead}");
+    held.abort();
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_message_is_never_delivered() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let (_, answer) = gw
+        .publish(
+            &format!("{}200/cancelled", receiver.base()),
+            &[("Upstash-Delay", "1s")],
+            b"c".to_vec(),
+        )
+        .await;
+    let id = answer["messageId"].as_str().unwrap();
+    let (status, answer) = gw.call("DELETE", &format!("/v2/messages/{id}")).await;
+    assert_eq!((status, answer["cancelled"].as_i64()), (200, Some(1)));
+    assert_eq!(
+        gw.call("DELETE", &format!("/v2/messages/{id}")).await.0,
+        404
+    );
+    assert_eq!(gw.call("GET", &format!("/v2/messages/{id}")).await.0, 404);
+    // One published after it, due later, arrives: the cancelled one had its chance.
+    gw.publish(
+        &format!("{}200/later", receiver.base()),
+        &[("Upstash-Delay", "2s")],
+        b"l".to_vec(),
+    )
+    .await;
+    receiver.wait_for("/200/later", 1).await;
+    assert!(receiver.to("/200/cancelled").is_empty());
+    // A message cancelled while it waits for a retry is dropped at its next attempt.
+    let (_, answer) = gw
+        .publish(
+            &format!("{}500/retrying", receiver.base()),
+            &[("Upstash-Retries", "50")],
+            b"r".to_vec(),
+        )
+        .await;
+    let id = answer["messageId"].as_str().unwrap();
+    receiver.wait_for("/500/retrying", 1).await;
+    assert_eq!(
+        gw.call("DELETE", &format!("/v2/messages/{id}")).await.0,
+        200
+    );
+    let after_cancel = receiver.to("/500/retrying").len();
+    gw.publish(
+        &format!("{}200/marker", receiver.base()),
+        &[("Upstash-Delay", "3s")],
+        b"m".to_vec(),
+    )
+    .await;
+    receiver.wait_for("/200/marker", 1).await;
+    // At most the attempt already under way when it was cancelled.
+    assert!(receiver.to("/500/retrying").len() <= after_cancel + 1);
+    gw.shutdown().await;
+}

@@ -1,0 +1,134 @@
+//! The publish API against a real redis-server: deduplication with QStash's semantics, and every
+//! bad input answered 4xx with a JSON error and nothing stored.
+
+mod common;
+
+use common::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dedup_id_answers_the_first_message_even_after_delivery() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let url = format!("{}200/dedup", receiver.base());
+    let headers = [("Upstash-Deduplication-Id", "order-17")];
+    let (status, first) = gw.publish(&url, &headers, b"1".to_vec()).await;
+    assert_eq!(status, 201);
+    assert!(first.get("deduplicated").is_none());
+    let (status, again) = gw.publish(&url, &headers, b"2".to_vec()).await;
+    assert_eq!(status, 202);
+    assert_eq!(again["messageId"], first["messageId"]);
+    assert_eq!(again["deduplicated"], true);
+    receiver.wait_for("/200/dedup", 1).await;
+    // Still remembered after delivery.
+    let (status, late) = gw.publish(&url, &headers, b"3".to_vec()).await;
+    assert_eq!((status, &late["messageId"]), (202, &first["messageId"]));
+    // Content-based: the same body twice is one message, another body another ("True" as
+    // Python's SDK sends it).
+    let content = [("Upstash-Content-Based-Deduplication", "True")];
+    let (_, a) = gw.publish(&url, &content, b"same".to_vec()).await;
+    let (s, b) = gw.publish(&url, &content, b"same".to_vec()).await;
+    let (_, c) = gw.publish(&url, &content, b"other".to_vec()).await;
+    assert_eq!((s, &b["messageId"]), (202, &a["messageId"]));
+    assert_ne!(c["messageId"], a["messageId"]);
+    receiver.wait_for("/200/dedup", 3).await;
+    assert_eq!(receiver.to("/200/dedup").len(), 3);
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_is_a_json_4xx_and_stores_nothing() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c.with_body_limit(1024)).await;
+    let ok = format!("{}200/bad", receiver.base());
+    let client = reqwest::Client::new();
+    let publish = |token: Option<&str>, dest: String| {
+        let mut r = client.post(format!("{}/v2/publish/{dest}", gw.base));
+        if let Some(token) = token {
+            r = r.bearer_auth(token);
+        }
+        r
+    };
+    let cases: Vec<(u16, reqwest::RequestBuilder)> = vec![
+        (401, publish(None, ok.clone())),
+        (401, publish(Some("wrong-token-0123456789"), ok.clone())),
+        (401, publish(Some(&TOKEN[..TOKEN.len() - 1]), ok.clone())),
+        (
+            403,
+            publish(Some(TOKEN), "http://127.0.0.2:1/elsewhere".into()),
+        ),
+        // The allowed host and port as user info of another host.
+        (
+            403,
+            publish(
+                Some(TOKEN),
+                receiver.base().trim_end_matches('/').to_owned() + "@127.0.0.2:1/x",
+            ),
+        ),
+        (400, publish(Some(TOKEN), "not-a-url".into())),
+        (
+            400,
+            publish(Some(TOKEN), ok.clone()).header("Upstash-Delay", "soon"),
+        ),
+        (
+            400,
+            publish(Some(TOKEN), ok.clone()).header("Upstash-Not-Before", "tomorrow"),
+        ),
+        (
+            400,
+            publish(Some(TOKEN), ok.clone()).header("Upstash-Retries", "-1"),
+        ),
+        (
+            400,
+            publish(Some(TOKEN), ok.clone()).header("Upstash-Retries", "many"),
+        ),
+        (
+            400,
+            publish(Some(TOKEN), ok.clone()).header("Upstash-Method", "TRACE"),
+        ),
+        (
+            400,
+            publish(Some(TOKEN), ok.clone()).header("Upstash-Callback", ok.clone()),
+        ),
+        (413, publish(Some(TOKEN), ok.clone()).body(vec![b'x'; 1025])),
+    ];
+    for (want, request) in cases {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let body: serde_json::Value =
+            serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+        assert_eq!(status, want, "{body}");
+        assert!(
+            body["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{body}"
+        );
+    }
+    // Other routes need the token too.
+    let response = client
+        .get(format!("{}/v2/dlq", gw.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 401);
+    // Nothing stored: no key at all in the server.
+    let keys = std::process::Command::new("redis-cli")
+        .args(["-p", &redis.port.to_string(), "--raw", "keys", "*"])
+        .output()
+        .unwrap();
+    let keys = String::from_utf8(keys.stdout).unwrap();
+    let stored: Vec<&str> = keys
+        .lines()
+        .filter(|k| {
+            k.contains("gateway_messages")
+                || k.contains("delay_queue")
+                || k.contains("gateway_dedup")
+        })
+        .collect();
+    assert!(stored.is_empty(), "{stored:?}");
+    // At the limit is fine.
+    let (status, _) = gw.publish(&ok, &[], vec![b'x'; 1024]).await;
+    assert_eq!(status, 201);
+    receiver.wait_for("/200/bad", 1).await;
+    gw.shutdown().await;
+}
