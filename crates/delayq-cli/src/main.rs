@@ -12,6 +12,8 @@
 //!   lines, as text or JSON (`--log-format`).
 //! - `serve/`: `/metrics` and `/healthz` for `transfer`, `work` and `ui` (`--listen`).
 //! - `otel.rs` (feature `otel`): spans exported over OTLP.
+//! - `commands/gateway.rs`: `delayq gateway`, the QStash-compatible gateway of the
+//!   `delayq-gateway` crate on the same listener (options in `gateway_args.rs`).
 //! - `ui/`: the dashboard's page (`index.html`, `app.js`, `style.css`, built in) and its JSON
 //!   API; `commands/ui.rs` starts it.
 
@@ -24,6 +26,7 @@ mod dedup_args;
 mod durability_args;
 mod duration;
 mod exit;
+mod gateway_args;
 mod limit_args;
 mod limit_view;
 mod logging;
@@ -46,7 +49,8 @@ fn main() -> ExitCode {
     let default_filter = match cli.command {
         cli::Command::Transfer(cli::TransferArgs { once: false, .. })
         | cli::Command::Work(_)
-        | cli::Command::Ui(_) => "warn,delayq=info",
+        | cli::Command::Ui(_)
+        | cli::Command::Gateway(_) => "warn,delayq=info,delayq_gateway=info",
         _ => "warn",
     };
     #[cfg(feature = "otel")]

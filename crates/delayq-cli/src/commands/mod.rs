@@ -2,6 +2,7 @@
 
 mod check;
 mod docs;
+mod gateway;
 mod limit;
 mod lists;
 mod pause;
@@ -173,6 +174,7 @@ async fn dispatch(ctx: Ctx, command: Command) -> anyhow::Result<bool> {
         Command::Schedule { action } => schedule::schedule(&ctx, action).await,
         Command::Transfer(args) => done(transfer::transfer(&ctx, &args).await),
         Command::Ui(args) => done(ui::ui(ctx, args).await),
+        Command::Gateway(args) => done(gateway::gateway(ctx, args).await),
         Command::Limit { action } => limit::limit(&ctx, action).await,
         Command::Completions { .. } | Command::Man => Ok(true),
     }

@@ -178,7 +178,7 @@ fn token(args: &UiArgs) -> anyhow::Result<Token> {
 /// A role's token from `path`, a file no one but its owner may read or write (as ssh asks of
 /// a key): a token others can read is everyone's. Every problem with the file is a usage
 /// error (exit 2): the command line named it.
-fn read_private_token(path: &Path) -> anyhow::Result<String> {
+pub(super) fn read_private_token(path: &Path) -> anyhow::Result<String> {
     let unreadable = |err: std::io::Error| {
         Usage(format!(
             "cannot read the token file {}: {err}",

@@ -1,0 +1,57 @@
+//! `delayq gateway`: the QStash-compatible gateway (`delayq-gateway`) on the listener every
+//! long-running command shares, loopback unless `--allow-remote`, with its deliveries, until
+//! SIGINT or SIGTERM.
+
+use super::ui::read_private_token;
+use super::Ctx;
+use crate::exit::Usage;
+use crate::gateway_args::GatewayArgs;
+use delayq_gateway::{Gateway, GatewayConfig};
+
+/// Serves the gateway and delivers its messages until SIGINT or SIGTERM.
+pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
+    // Every file and setting is checked before the port is taken; the secrets go nowhere but
+    // into the config (never into a message or the log).
+    let token = read_private_token(&args.token_file)?;
+    let current = read_private_token(&args.signing_key_file)?;
+    let next = args
+        .next_signing_key_file
+        .as_deref()
+        .map(read_private_token)
+        .transpose()?;
+    let mut config = GatewayConfig::new(token, current)
+        .with_queue(args.queue.clone())
+        .with_body_limit(args.body_limit)
+        .with_dedup_window(args.dedup_window)
+        .with_request_timeout(args.request_timeout)
+        .with_backoff(args.retry_first_wait, args.retry_max_wait)
+        .with_concurrency(args.concurrency);
+    if let Some(next) = next {
+        config = config.with_next_key(next);
+    }
+    for prefix in &args.allow_destinations {
+        config = config.allow_destination(prefix.clone());
+    }
+    let bound = crate::serve::bind(args.listen, &args.http).await?;
+    let gateway = match Gateway::new(ctx.client.clone(), config).await {
+        Ok(gateway) => gateway,
+        Err(delayq_gateway::Error::InvalidConfig(why)) => return Err(Usage(why).into()),
+        Err(err) => return Err(err.into()),
+    };
+    let delivery = gateway.deliver()?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let addr = bound.addr;
+    let serving = tokio::spawn(bound.serve(gateway.router(), stop.clone()));
+    crate::logging::status!(
+        "QStash-compatible gateway of {} on http://{addr}/v2/ (queue {}; deliveries to {}; \
+         Ctrl-C to stop)",
+        delayq::names::redact_url(&ctx.global.url),
+        args.queue,
+        args.allow_destinations.join(", ")
+    );
+    let stopped = super::transfer::wait_for_stop_signal().await;
+    stop.cancel();
+    let _ = serving.await;
+    delivery.shutdown().await?;
+    stopped
+}

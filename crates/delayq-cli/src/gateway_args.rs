@@ -1,0 +1,79 @@
+//! `delayq gateway`'s options: the listener, the token and signing key files, the allow-list
+//! of destinations and the delivery settings.
+
+use crate::duration::parse_duration;
+use clap::Args;
+use std::time::Duration;
+
+/// `delayq gateway`'s options.
+#[derive(Debug, Args)]
+pub(crate) struct GatewayArgs {
+    /// Where to serve the API; a loopback address unless --allow-remote.
+    #[arg(
+        long,
+        env = "DELAYQ_GATEWAY_LISTEN",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8480"
+    )]
+    pub(crate) listen: std::net::SocketAddr,
+    #[command(flatten, next_help_heading = "HTTP listener")]
+    pub(crate) http: crate::serve::ListenArgs,
+    /// A file (mode 0600, first line at least 16 characters) holding the token clients send
+    /// as `Authorization: Bearer TOKEN` (the SDKs' QSTASH_TOKEN).
+    #[arg(long, env = "DELAYQ_GATEWAY_TOKEN_FILE", value_name = "PATH")]
+    pub(crate) token_file: std::path::PathBuf,
+    /// A file (mode 0600) holding the current signing key (QSTASH_CURRENT_SIGNING_KEY of the
+    /// receivers): every delivery's Upstash-Signature is made with it.
+    #[arg(long, env = "DELAYQ_GATEWAY_SIGNING_KEY_FILE", value_name = "PATH")]
+    pub(crate) signing_key_file: std::path::PathBuf,
+    /// A file (mode 0600) holding the next signing key (QSTASH_NEXT_SIGNING_KEY); default: the
+    /// current one.
+    #[arg(
+        long,
+        env = "DELAYQ_GATEWAY_NEXT_SIGNING_KEY_FILE",
+        value_name = "PATH"
+    )]
+    pub(crate) next_signing_key_file: Option<std::path::PathBuf>,
+    /// Deliver only to destinations starting with URL-PREFIX (repeatable, required; end it
+    /// with `/`); anything else is refused at publish (403).
+    #[arg(
+        long = "allow-destination",
+        env = "DELAYQ_GATEWAY_ALLOW_DESTINATION",
+        value_delimiter = ',',
+        value_name = "URL-PREFIX",
+        required = true
+    )]
+    pub(crate) allow_destinations: Vec<String>,
+    /// The delayq queue the messages are entries of.
+    #[arg(
+        long,
+        env = "DELAYQ_GATEWAY_QUEUE",
+        value_name = "NAME",
+        default_value = "delayq-gateway"
+    )]
+    pub(crate) queue: String,
+    /// The largest body accepted, in bytes (413 past it).
+    #[arg(long, env = "DELAYQ_GATEWAY_BODY_LIMIT", value_name = "BYTES", default_value_t = 1024 * 1024)]
+    pub(crate) body_limit: usize,
+    /// How long a deduplication id is remembered, whatever became of its message.
+    #[arg(long, env = "DELAYQ_GATEWAY_DEDUP_WINDOW", value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
+    pub(crate) dedup_window: Duration,
+    /// The timeout of one delivery attempt (Upstash-Timeout may lower it).
+    #[arg(long, env = "DELAYQ_GATEWAY_REQUEST_TIMEOUT", value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub(crate) request_timeout: Duration,
+    /// The wait before the first retry; each next one is about twelve times longer (QStash's
+    /// e^2.5), up to --retry-max-wait; a destination's Retry-After replaces it.
+    #[arg(long, env = "DELAYQ_GATEWAY_RETRY_FIRST_WAIT", value_name = "DURATION", value_parser = parse_duration, default_value = "12s")]
+    pub(crate) retry_first_wait: Duration,
+    /// The longest wait between two attempts.
+    #[arg(long, env = "DELAYQ_GATEWAY_RETRY_MAX_WAIT", value_name = "DURATION", value_parser = parse_duration, default_value = "1d")]
+    pub(crate) retry_max_wait: Duration,
+    /// Deliveries in flight at once in this process.
+    #[arg(
+        long,
+        env = "DELAYQ_GATEWAY_CONCURRENCY",
+        value_name = "N",
+        default_value_t = 16
+    )]
+    pub(crate) concurrency: usize,
+}

@@ -1,0 +1,189 @@
+"""The official QStash Python SDK (qstash, pinned in requirements.txt) as a client of
+`delayq gateway`: it publishes through the gateway, a recording receiver on loopback verifies
+every delivery with the SDK's own Receiver. Started by ../run.sh, which passes the gateway's
+address, token and keys and the receiver's port."""
+
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from qstash import QStash, Receiver
+from qstash.errors import QStashError
+
+PATIENCE_S = 60
+
+
+def env(name):
+    value = os.environ.get(name)
+    if not value:
+        pytest.exit(f"{name} is not set: run tests/sdk/run.sh", returncode=2)
+    return value
+
+
+GATEWAY_URL = env("GATEWAY_URL")
+TOKEN = env("GATEWAY_TOKEN")
+CURRENT_KEY = env("SIGNING_KEY")
+NEXT_KEY = env("NEXT_SIGNING_KEY")
+PORT = int(env("RECEIVER_PORT"))
+BASE = f"http://127.0.0.1:{PORT}"
+
+SEEN = []
+LOCK = threading.Lock()
+RECEIVER = Receiver(current_signing_key=CURRENT_KEY, next_signing_key=NEXT_KEY)
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Records every request and whether the SDK's Receiver accepts its signature; the n-th
+    request to /PLAN/... gets the n-th status of PLAN (e.g. 500-200), the last repeating."""
+
+    def handle_one(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        record = {
+            "method": self.command,
+            "target": self.path,
+            "headers": {k.lower(): v for k, v in self.headers.items()},
+            "body": body,
+            "at": time.time(),
+            "error": None,
+        }
+        try:
+            RECEIVER.verify(
+                signature=self.headers.get("Upstash-Signature", ""),
+                body=body.decode("utf-8"),
+                url=BASE + self.path,
+            )
+            record["verified"] = True
+        except Exception as err:  # the SDK's SignatureError, or a body that is not UTF-8
+            record["verified"] = False
+            record["error"] = repr(err)
+        path = self.path.split("?")[0]
+        with LOCK:
+            n = sum(1 for r in SEEN if r["target"].split("?")[0] == path)
+            SEEN.append(record)
+        plan = [int(s) for s in path.split("/")[1].split("-") if s.isdigit()] or [200]
+        status = plan[min(n, len(plan) - 1)]
+        self.send_response(status)
+        self.send_header("Content-Length", "6")
+        self.end_headers()
+        self.wfile.write(b"answer")
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_one
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session", autouse=True)
+def receiver():
+    server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield
+    server.shutdown()
+
+
+@pytest.fixture
+def client():
+    return QStash(TOKEN, base_url=GATEWAY_URL)
+
+
+def to(prefix):
+    with LOCK:
+        return [r for r in SEEN if r["target"].startswith(prefix)]
+
+
+def wait_for(prefix, n):
+    deadline = time.time() + PATIENCE_S
+    while len(to(prefix)) < n:
+        assert time.time() < deadline, f"{prefix}: {len(to(prefix))} requests, not {n}"
+        time.sleep(0.025)
+    return to(prefix)
+
+
+def test_publish_body_headers_and_signature(client):
+    body = "grüße ✓ {\"k\": [1, 2]}\r\n"
+    url = f"{BASE}/200/py-publish?x=1&y=a%20b"
+    res = client.message.publish(
+        url=url,
+        body=body,
+        method="PATCH",
+        headers={"X-Order": "17"},
+        content_type="text/plain; charset=utf-8",
+    )
+    assert res.message_id.startswith("msg_")
+    [got] = wait_for("/200/py-publish", 1)
+    assert got["verified"], got["error"]
+    assert got["method"] == "PATCH"
+    assert got["target"] == "/200/py-publish?x=1&y=a%20b"
+    assert got["body"] == body.encode("utf-8")
+    assert got["headers"]["x-order"] == "17"
+    assert got["headers"]["content-type"] == "text/plain; charset=utf-8"
+    assert got["headers"]["upstash-message-id"] == res.message_id
+    assert got["headers"]["upstash-retried"] == "0"
+
+
+def test_delay_is_kept(client):
+    published = time.time()
+    res = client.message.publish(url=f"{BASE}/200/py-delay", body="later", delay="2s")
+    message = client.message.get(res.message_id)
+    assert message.message_id == res.message_id
+    assert message.not_before >= int(published * 1000) + 2000
+    assert message.max_retries == 3
+    [got] = wait_for("/200/py-delay", 1)
+    assert got["verified"], got["error"]
+    assert got["at"] >= published + 2
+
+
+def test_retries_then_success(client):
+    res = client.message.publish(url=f"{BASE}/503-200/py-retry", body="again", retries=2)
+    got = wait_for("/503-200/py-retry", 2)
+    assert [r["headers"]["upstash-retried"] for r in got] == ["0", "1"]
+    assert all(r["verified"] for r in got), [r["error"] for r in got]
+    assert all(r["headers"]["upstash-message-id"] == res.message_id for r in got)
+
+
+def test_cancel(client):
+    res = client.message.publish(url=f"{BASE}/200/py-cancelled", body="no", delay=1)
+    client.message.cancel(res.message_id)
+    with pytest.raises(QStashError):
+        client.message.get(res.message_id)
+    # Published after it and due after it: once this one arrived, the cancelled one had its turn.
+    client.message.publish(url=f"{BASE}/200/py-cancel-marker", body="yes", delay=2)
+    wait_for("/200/py-cancel-marker", 1)
+    assert to("/200/py-cancelled") == []
+
+
+def test_content_based_deduplication(client):
+    # The SDK sends "True" for content_based_deduplication=True.
+    body = f"same-{time.time()}"
+    a = client.message.publish(url=f"{BASE}/200/py-dedup", body=body, content_based_deduplication=True)
+    b = client.message.publish(url=f"{BASE}/200/py-dedup", body=body, content_based_deduplication=True)
+    assert b.message_id == a.message_id
+    assert b.deduplicated
+    [got] = wait_for("/200/py-dedup", 1)
+    assert got["body"] == body.encode()
+
+
+def test_dead_letter_after_retries(client):
+    res = client.message.publish(url=f"{BASE}/500/py-dead", body="x", retries=0)
+    wait_for("/500/py-dead", 1)
+    deadline = time.time() + PATIENCE_S
+    while True:
+        found = [m for m in client.dlq.list().messages if m.message_id == res.message_id]
+        if found:
+            assert found[0].response_status == 500
+            break
+        assert time.time() < deadline, "not in the DLQ"
+        time.sleep(0.05)
+    assert len(to("/500/py-dead")) == 1
+
+
+def test_refused_destination_and_token(client):
+    with pytest.raises(QStashError, match="allow-list"):
+        client.message.publish(url="http://127.0.0.2:9/not-allowed", body="x")
+    stranger = QStash("not-the-token-0123456789", base_url=GATEWAY_URL)
+    with pytest.raises(QStashError):
+        stranger.message.publish(url=f"{BASE}/200/py-bad", body="x")
