@@ -46,6 +46,14 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }
 
+    /// The same error, its message prefixed by where it happened.
+    pub(crate) fn within(self, place: &str) -> ApiError {
+        ApiError {
+            status: self.status,
+            message: format!("{place}: {}", self.message),
+        }
+    }
+
     /// A failure of Redis or of the queue: logged with its cause, answered without it (it may
     /// name keys or servers).
     pub(crate) fn internal(what: &str, err: &dyn std::fmt::Display) -> ApiError {

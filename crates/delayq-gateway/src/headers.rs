@@ -31,6 +31,20 @@ pub(crate) enum DedupAsk {
 
 const FORWARD: &str = "upstash-forward-";
 
+/// Headers of the connection or the framing, which the delivery's HTTP client sets: a forwarded
+/// one could contradict the body sent (`upstash-*` and `proxy-*` ones are refused too).
+const NOT_FORWARDED: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+    "user-agent",
+];
+
 /// Feature headers this gateway does not implement yet: refused, so that a client never
 /// believes it got what it asked for.
 const NOT_YET: &[&str] = &[
@@ -147,6 +161,14 @@ fn forwarded(headers: &HeaderMap) -> Result<Vec<(String, String)>, ApiError> {
         let kept = if name == "content-type" {
             "Content-Type"
         } else if let Some(rest) = name.strip_prefix(FORWARD).filter(|r| !r.is_empty()) {
+            if NOT_FORWARDED.contains(&rest)
+                || rest.starts_with("upstash-")
+                || rest.starts_with("proxy-")
+            {
+                return Err(ApiError::bad_request(format!(
+                    "{name}: the gateway sets {rest} itself; it cannot be forwarded"
+                )));
+            }
             rest
         } else {
             continue;
@@ -155,6 +177,11 @@ fn forwarded(headers: &HeaderMap) -> Result<Vec<(String, String)>, ApiError> {
             .to_str()
             .map_err(|_| ApiError::bad_request(format!("{name} is not ASCII text")))?;
         out.push((kept.to_owned(), value.to_owned()));
+    }
+    // `Upstash-Forward-Content-Type` (Python's SDK prefixes every header it is given) wins
+    // over the request's own `Content-Type`: one is sent.
+    if out.iter().any(|(name, _)| name == "content-type") {
+        out.retain(|(name, _)| name != "Content-Type");
     }
     Ok(out)
 }
@@ -255,6 +282,19 @@ mod tests {
             .forward
             .contains(&("Content-Type".into(), "text/plain".into())));
         assert_eq!(got.forward.len(), 2);
+        let typed = parse(
+            &headers(&[
+                ("Content-Type", "text/plain"),
+                ("Upstash-Forward-Content-Type", "application/json"),
+            ]),
+            &config,
+            now,
+        )
+        .unwrap();
+        assert_eq!(
+            typed.forward,
+            [("content-type".to_owned(), "application/json".to_owned())]
+        );
         // Not-Before wins over Delay.
         let at = parse(
             &headers(&[
@@ -273,6 +313,9 @@ mod tests {
             ("Upstash-Method", "TRACE"),
             ("Upstash-Callback", "http://127.0.0.1/cb"),
             ("Upstash-Delay", "400d"),
+            ("Upstash-Forward-Content-Length", "5"),
+            ("Upstash-Forward-Upstash-Signature", "x"),
+            ("Upstash-Forward-Host", "evil"),
         ] {
             assert!(parse(&headers(&[bad]), &config, now).is_err(), "{bad:?}");
         }

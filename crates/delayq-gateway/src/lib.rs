@@ -15,9 +15,11 @@
 //! - `headers.rs`: the `Upstash-*` headers of a publish.
 //! - `store.rs`: the gateway's own keys (message index, deduplication ids).
 //! - `publish.rs`: `POST /v2/publish/{destination}`.
+//! - `batch.rs`: `POST /v2/batch`.
 //! - `deliver.rs`: the delivery worker's handler.
 //! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `GET /v2/dlq`.
 
+mod batch;
 mod config;
 mod deliver;
 mod envelope;
@@ -117,6 +119,7 @@ impl Gateway {
         let shared = self.shared.clone();
         Router::new()
             .route("/v2/publish/{*destination}", post(publish::publish))
+            .route("/v2/batch", post(batch::batch))
             .route(
                 "/v2/messages/{id}",
                 get(messages::get).delete(messages::cancel),

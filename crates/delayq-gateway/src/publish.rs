@@ -3,7 +3,7 @@
 
 use crate::envelope::{new_message_id, Envelope};
 use crate::error::ApiError;
-use crate::headers::{self, DedupAsk};
+use crate::headers::{self, DedupAsk, PublishOptions};
 use crate::store::Record;
 use crate::Shared;
 use axum::body::Body;
@@ -11,6 +11,7 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -23,59 +24,97 @@ pub(crate) async fn publish(
     request: Request,
 ) -> Result<Response, ApiError> {
     let url = destination(request.uri())?;
-    if !shared.config.allows(&url) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!("destination {url} is not in this gateway's allow-list"),
-        ));
-    }
+    allowed(&shared, &url)?;
     let now_ms = crate::now_ms();
     let options = headers::parse(request.headers(), &shared.config, now_ms)?;
     let body = read_body(request.into_body(), shared.config.body_limit).await?;
-    let dedup = match options.dedup {
-        DedupAsk::None => None,
-        DedupAsk::Id(ref id) => Some(format!("id:{id}")),
-        DedupAsk::Content => Some(content_id(&url, &body, &options.forward)),
-    };
-    let envelope = Envelope {
-        id: new_message_id(),
-        method: options.method,
-        url,
-        headers: options.forward,
-        body: body.to_vec(),
-        retries: options.retries,
-        timeout_ms: options
-            .timeout
-            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-        created_ms: now_ms,
-        not_before_ms: now_ms + i64::try_from(options.delay.as_millis()).unwrap_or(i64::MAX),
-    };
-    if let Some(key) = &dedup {
-        let window = shared.config.dedup_window;
-        let claimed = shared.store.claim_dedup(key, &envelope.id, window).await;
-        match claimed {
-            Ok(Some(first)) => {
-                return Ok(answer(StatusCode::ACCEPTED, &first, &envelope.url, true))
-            }
-            Ok(None) => {}
-            Err(err) => return Err(ApiError::internal("remembering the deduplication id", &err)),
+    let message = Prepared::new(url, options, body.to_vec(), now_ms);
+    let (status, answer) = message.enqueue(&shared).await?;
+    Ok((status, Json(answer)).into_response())
+}
+
+/// Refuses (403) a destination outside the allow-list.
+pub(crate) fn allowed(shared: &Shared, url: &str) -> Result<(), ApiError> {
+    match shared.config.allows(url) {
+        true => Ok(()),
+        false => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("destination {url} is not in this gateway's allow-list"),
+        )),
+    }
+}
+
+/// A message checked and ready to store: its envelope, its delay and its deduplication key.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    envelope: Envelope,
+    delay: std::time::Duration,
+    dedup: Option<String>,
+}
+
+impl Prepared {
+    pub(crate) fn new(
+        url: String,
+        options: PublishOptions,
+        body: Vec<u8>,
+        now_ms: i64,
+    ) -> Prepared {
+        let dedup = match options.dedup {
+            DedupAsk::None => None,
+            DedupAsk::Id(ref id) => Some(format!("id:{id}")),
+            DedupAsk::Content => Some(content_id(&url, &body, &options.forward)),
+        };
+        let delay_ms = i64::try_from(options.delay.as_millis()).unwrap_or(i64::MAX);
+        let envelope = Envelope {
+            id: new_message_id(),
+            method: options.method,
+            url,
+            headers: options.forward,
+            body,
+            retries: options.retries,
+            timeout_ms: options
+                .timeout
+                .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            created_ms: now_ms,
+            not_before_ms: now_ms.saturating_add(delay_ms),
+        };
+        Prepared {
+            envelope,
+            delay: options.delay,
+            dedup,
         }
     }
-    if let Err(err) = store(&shared, &envelope, options.delay).await {
-        if let Some(key) = &dedup {
-            if let Err(err) = shared.store.release_dedup(key).await {
-                tracing::warn!(error = %err, "gateway: cannot forget a deduplication id");
+
+    /// Stores the message, unless its deduplication id is remembered; the answer QStash gives:
+    /// 201 `{messageId, url}`, or 202 with the first message's id and `deduplicated: true`.
+    pub(crate) async fn enqueue(self, shared: &Shared) -> Result<(StatusCode, Value), ApiError> {
+        let envelope = &self.envelope;
+        if let Some(key) = &self.dedup {
+            let window = shared.config.dedup_window;
+            match shared.store.claim_dedup(key, &envelope.id, window).await {
+                Ok(Some(first)) => {
+                    return Ok((StatusCode::ACCEPTED, answer(&first, &envelope.url, true)))
+                }
+                Ok(None) => {}
+                Err(err) => {
+                    return Err(ApiError::internal("remembering the deduplication id", &err))
+                }
             }
         }
-        return Err(err);
+        if let Err(err) = store(shared, envelope, self.delay).await {
+            if let Some(key) = &self.dedup {
+                if let Err(err) = shared.store.release_dedup(key).await {
+                    tracing::warn!(error = %err, "gateway: cannot forget a deduplication id");
+                }
+            }
+            return Err(err);
+        }
+        tracing::debug!(message = %envelope.id, delay_ms = self.delay.as_millis() as u64, "published");
+        Ok((
+            StatusCode::CREATED,
+            answer(&envelope.id, &envelope.url, false),
+        ))
     }
-    tracing::debug!(message = %envelope.id, delay_ms = options.delay.as_millis() as u64, "published");
-    Ok(answer(
-        StatusCode::CREATED,
-        &envelope.id,
-        &envelope.url,
-        false,
-    ))
 }
 
 /// Writes the message's record, then its entry, then the entry's handle into the record; a
@@ -109,12 +148,12 @@ async fn store(
     Ok(())
 }
 
-fn answer(status: StatusCode, id: &str, url: &str, deduplicated: bool) -> Response {
+fn answer(id: &str, url: &str, deduplicated: bool) -> Value {
     let mut body = serde_json::json!({ "messageId": id, "url": url });
     if deduplicated {
         body["deduplicated"] = true.into();
     }
-    (status, Json(body)).into_response()
+    body
 }
 
 /// The destination: the rest of the path, raw (never percent-decoded), plus the raw query.
@@ -131,6 +170,11 @@ pub(crate) fn destination(uri: &Uri) -> Result<String, ApiError> {
         url.push('?');
         url.push_str(query);
     }
+    checked_url(url)
+}
+
+/// `url` if it is an `http://` or `https://` URL with a host.
+pub(crate) fn checked_url(url: String) -> Result<String, ApiError> {
     match reqwest::Url::parse(&url) {
         Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => Ok(url),
         _ => Err(ApiError::bad_request(format!(
@@ -141,7 +185,7 @@ pub(crate) fn destination(uri: &Uri) -> Result<String, ApiError> {
 }
 
 /// The body, refused with 413 past `limit` bytes.
-async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
+pub(crate) async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
     match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => Ok(bytes),
         Err(err) => {

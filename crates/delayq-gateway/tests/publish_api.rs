@@ -132,3 +132,54 @@ async fn bad_input_is_a_json_4xx_and_stores_nothing() {
     receiver.wait_for("/200/bad", 1).await;
     gw.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_stores_all_in_order_or_none() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let client = reqwest::Client::new();
+    let base = receiver.base();
+    let send = |items: serde_json::Value| {
+        client
+            .post(format!("{}/v2/batch", gw.base))
+            .bearer_auth(TOKEN)
+            .header("Content-Type", "application/json")
+            .body(items.to_string())
+            .send()
+    };
+    // One bad message (outside the allow-list) refuses the batch: nothing stored.
+    let response = send(serde_json::json!([
+        { "destination": format!("{base}200/batch-refused"), "body": "a" },
+        { "destination": "http://127.0.0.2:1/x", "body": "b" },
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(response.status().as_u16(), 403);
+    let response = send(serde_json::json!([
+        { "destination": format!("{base}200/batch-a"), "body": "a",
+          "headers": { "upstash-method": "PUT", "upstash-forward-x-n": "1" } },
+        { "destination": format!("{base}200/batch-b"), "body": "b",
+          "headers": { "upstash-delay": "1s", "upstash-deduplication-id": "b" }, "queue": null },
+        { "destination": format!("{base}200/batch-c"),
+          "headers": { "upstash-deduplication-id": "b" } },
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(response.status().as_u16(), 201);
+    let answers: serde_json::Value =
+        serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+    let answers = answers.as_array().unwrap();
+    assert_eq!(answers.len(), 3);
+    assert_eq!(answers[0]["url"], format!("{base}200/batch-a"));
+    assert_eq!(answers[2]["messageId"], answers[1]["messageId"]);
+    assert_eq!(answers[2]["deduplicated"], true);
+    let a = receiver.wait_for("/200/batch-a", 1).await;
+    assert_eq!((a[0].method.as_str(), a[0].header("x-n")), ("PUT", "1"));
+    assert_eq!(a[0].header("upstash-message-id"), answers[0]["messageId"]);
+    let b = receiver.wait_for("/200/batch-b", 1).await;
+    assert_eq!(b[0].body, b"b");
+    assert!(receiver.to("/200/batch-c").is_empty());
+    assert!(receiver.to("/200/batch-refused").is_empty());
+    gw.shutdown().await;
+}

@@ -188,3 +188,20 @@ test("bad input: the SDK gets the gateway's error", async () => {
   const stranger = new Client({ baseUrl: gatewayUrl, token: "not-the-token-0123456789", enableTelemetry: false });
   await assert.rejects(stranger.publish({ url: `${base}/200/node-bad`, body: "x" }), (err) => /401|token/.test(String(err)));
 });
+
+test("batch: every message delivered, answers in order", async () => {
+  const res = await client.batch([
+    { url: `${base}/200/node-batch-a`, body: "a", headers: { "X-N": "1" } },
+    { url: `${base}/200/node-batch-b`, body: "b", method: "PUT", delay: 1 },
+  ]);
+  assert.equal(res.length, 2);
+  assert.match(res[0].messageId, /^msg_/);
+  const [a] = await waitFor("/200/node-batch-a", 1);
+  const [b] = await waitFor("/200/node-batch-b", 1);
+  assert.ok(a.verified && b.verified, `${a.error} ${b.error}`);
+  assert.equal(a.headers["upstash-message-id"], res[0].messageId);
+  assert.equal(a.headers["x-n"], "1");
+  assert.equal(b.headers["upstash-message-id"], res[1].messageId);
+  assert.equal(b.method, "PUT");
+  assert.equal(b.body.toString(), "b");
+});

@@ -187,3 +187,20 @@ def test_refused_destination_and_token(client):
     stranger = QStash("not-the-token-0123456789", base_url=GATEWAY_URL)
     with pytest.raises(QStashError):
         stranger.message.publish(url=f"{BASE}/200/py-bad", body="x")
+
+
+def test_batch(client):
+    res = client.message.batch(
+        [
+            {"url": f"{BASE}/200/py-batch-a", "body": "a", "headers": {"X-N": "1"}},
+            {"url": f"{BASE}/200/py-batch-b", "body": "b", "method": "PUT", "delay": "1s"},
+        ]
+    )
+    assert len(res) == 2
+    [a] = wait_for("/200/py-batch-a", 1)
+    [b] = wait_for("/200/py-batch-b", 1)
+    assert a["verified"] and b["verified"], (a["error"], b["error"])
+    assert a["headers"]["upstash-message-id"] == res[0].message_id
+    assert a["headers"]["x-n"] == "1"
+    assert b["headers"]["upstash-message-id"] == res[1].message_id
+    assert b["method"] == "PUT"
