@@ -24,6 +24,7 @@ mod dashboard_schedules;
 mod dashboard_search;
 mod dedup;
 mod exit_codes;
+mod gateway;
 mod json_shape;
 mod limit_cli;
 mod limit_workers;
