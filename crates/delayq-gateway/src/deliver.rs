@@ -161,13 +161,14 @@ fn chain(err: &dyn std::error::Error) -> String {
     text
 }
 
-/// The HTTP status a dead letter's error starts with (`status 500: ...`); 0 when none.
-pub(crate) fn status_of(error: &str) -> u16 {
-    error
+/// The HTTP status a dead letter's error starts with (`status 500: BODY`), 0 when none, and
+/// what follows it (the answer's body, or why there was no answer).
+pub(crate) fn status_of(error: &str) -> (u16, &str) {
+    let parsed = error
         .strip_prefix("status ")
-        .and_then(|rest| rest.split(':').next())
-        .and_then(|code| code.parse().ok())
-        .unwrap_or(0)
+        .and_then(|rest| rest.split_once(": "))
+        .and_then(|(code, rest)| Some((code.parse().ok()?, rest)));
+    parsed.unwrap_or((0, error))
 }
 
 fn now_secs() -> u64 {
@@ -180,8 +181,8 @@ fn now_secs() -> u64 {
 mod tests {
     #[test]
     fn status_of_error() {
-        assert_eq!(super::status_of("status 500: boom"), 500);
-        assert_eq!(super::status_of("status 0: timed out"), 0);
-        assert_eq!(super::status_of("panicked"), 0);
+        assert_eq!(super::status_of("status 500: boom"), (500, "boom"));
+        assert_eq!(super::status_of("status 0: timed out"), (0, "timed out"));
+        assert_eq!(super::status_of("panicked"), (0, "panicked"));
     }
 }

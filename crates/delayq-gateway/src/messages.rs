@@ -70,7 +70,8 @@ pub(crate) async fn cancel(
 }
 
 /// `GET /v2/dlq`: the dead letters, oldest first (at most `count`, default 100), each a
-/// `Message` with `dlqId` (the message id), `responseStatus` and the last error.
+/// `Message` with `dlqId` (the message id), `responseStatus`, `responseBody` (its first 200
+/// bytes) and the last error.
 pub(crate) async fn dlq(State(shared): State<Arc<Shared>>) -> Result<Json<Value>, ApiError> {
     let letters = match shared.queue.inspect().dead_letters(100).await {
         Ok(letters) => letters,
@@ -83,7 +84,9 @@ pub(crate) async fn dlq(State(shared): State<Arc<Shared>>) -> Result<Json<Value>
         };
         let mut message = message_json(&envelope);
         message["dlqId"] = envelope.id.clone().into();
-        message["responseStatus"] = crate::deliver::status_of(&letter.error).into();
+        let (status, body) = crate::deliver::status_of(&letter.error);
+        message["responseStatus"] = status.into();
+        message["responseBody"] = body.into();
         message["error"] = letter.error.into();
         message["attempts"] = letter.attempts.into();
         messages.push(message);

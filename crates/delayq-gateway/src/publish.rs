@@ -87,7 +87,21 @@ impl Prepared {
 
     /// Stores the message, unless its deduplication id is remembered; the answer QStash gives:
     /// 201 `{messageId, url}`, or 202 with the first message's id and `deduplicated: true`.
-    pub(crate) async fn enqueue(self, shared: &Shared) -> Result<(StatusCode, Value), ApiError> {
+    ///
+    /// Runs on a task of its own: a client that goes away mid-request never leaves a message
+    /// half stored (a record without its entry, a deduplication id without its message).
+    pub(crate) async fn enqueue(
+        self,
+        shared: &Arc<Shared>,
+    ) -> Result<(StatusCode, Value), ApiError> {
+        let shared = shared.clone();
+        match tokio::spawn(async move { self.store_all(&shared).await }).await {
+            Ok(done) => done,
+            Err(err) => Err(ApiError::internal("storing the message", &err)),
+        }
+    }
+
+    async fn store_all(self, shared: &Shared) -> Result<(StatusCode, Value), ApiError> {
         let envelope = &self.envelope;
         if let Some(key) = &self.dedup {
             let window = shared.config.dedup_window;

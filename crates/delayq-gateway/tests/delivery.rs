@@ -145,6 +145,7 @@ async fn exhausted_retries_and_489_go_to_the_dead_letters() {
     let refused = answer["messageId"].as_str().unwrap().to_owned();
     let dead = gw.wait_dead(&exhausted).await;
     assert_eq!(dead["responseStatus"], 500, "{dead}");
+    assert_eq!(dead["responseBody"], "answer", "{dead}");
     assert_eq!(receiver.to("/500/x").len(), 2);
     let dead = gw.wait_dead(&refused).await;
     assert_eq!(dead["responseStatus"], 489, "{dead}");
@@ -244,4 +245,47 @@ async fn a_cancelled_message_is_never_delivered() {
     // At most the attempt already under way when it was cancelled.
     assert!(receiver.to("/500/retrying").len() <= after_cancel + 1);
     gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_gateways_share_one_queue() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let one = TestGateway::start(&redis, &receiver, |c| c).await;
+    let two = TestGateway::start(&redis, &receiver, |c| c).await;
+    // Published through one, seen and cancelled through the other.
+    let (_, answer) = one
+        .publish(
+            &format!("{}200/shared-cancelled", receiver.base()),
+            &[("Upstash-Delay", "1s")],
+            b"c".to_vec(),
+        )
+        .await;
+    let id = answer["messageId"].as_str().unwrap();
+    assert_eq!(two.call("GET", &format!("/v2/messages/{id}")).await.0, 200);
+    assert_eq!(
+        two.call("DELETE", &format!("/v2/messages/{id}")).await.0,
+        200
+    );
+    // Each message delivered once, by whichever process takes it.
+    for n in 0..10 {
+        let gw = if n % 2 == 0 { &one } else { &two };
+        gw.publish(&format!("{}200/shared-{n}", receiver.base()), &[], vec![n])
+            .await;
+    }
+    one.publish(
+        &format!("{}200/shared-marker", receiver.base()),
+        &[("Upstash-Delay", "2s")],
+        b"m".to_vec(),
+    )
+    .await;
+    receiver.wait_for("/200/shared-marker", 1).await;
+    for n in 0..10 {
+        let got = receiver.wait_for(&format!("/200/shared-{n}"), 1).await;
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].body, [n]);
+    }
+    assert!(receiver.to("/200/shared-cancelled").is_empty());
+    one.shutdown().await;
+    two.shutdown().await;
 }
