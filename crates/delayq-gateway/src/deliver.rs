@@ -33,15 +33,18 @@ enum Outcome {
 pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<(), JobError> {
     let envelope = Envelope::decode(job.value())
         .map_err(|err| JobError::permanent(format!("status 0: not a gateway message: {err}")))?;
-    match shared.store.contains(&envelope.id).await {
-        Ok(true) => {}
-        Ok(false) => {
+    match shared.store.is_cancelled(&envelope.id).await {
+        Ok(false) => {}
+        Ok(true) => {
             tracing::debug!(message = %envelope.id, "cancelled; dropped unsent");
+            if let Err(err) = shared.store.clear_cancelled(&envelope.id).await {
+                tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot clear a cancellation");
+            }
             return Ok(());
         }
         Err(err) => {
             return Err(
-                JobError::new(format!("status 0: cannot read the index: {err}"))
+                JobError::new(format!("status 0: cannot read the cancellations: {err}"))
                     .with_retry_after(Duration::from_secs(1)),
             )
         }

@@ -53,17 +53,31 @@ pub(crate) async fn cancel(
         Ok(record) => record,
         Err(err) => return Err(ApiError::internal("reading the message", &err)),
     };
-    match shared.store.remove(&id).await {
-        Ok(true) => {}
-        Ok(false) => return Err(ApiError::not_found(format!("message {id} not found"))),
-        Err(err) => return Err(ApiError::internal("cancelling the message", &err)),
+    // The cancellation first: from the moment the record is gone, no attempt may be made.
+    if let Err(err) = shared.store.mark_cancelled(&id).await {
+        return Err(ApiError::internal("cancelling the message", &err));
     }
-    // Removing the pending entry too frees its place at once; an entry not found by its
-    // handle (taken, waiting for a retry) is dropped at delivery, its record being gone.
-    if let Some(handle) = record.and_then(|r| r.handle.parse().ok()) {
-        if let Err(err) = shared.queue.cancel(&handle).await {
+    let found = match shared.store.remove(&id).await {
+        Ok(found) => found,
+        Err(err) => return Err(ApiError::internal("cancelling the message", &err)),
+    };
+    // The pending entry removed by its handle needs no cancellation left for it; an entry not
+    // found by it (taken, waiting for a retry) meets the cancellation at its next attempt.
+    let handle = record.and_then(|r| r.handle.parse().ok());
+    let removed = match (found, handle) {
+        (true, Some(handle)) => shared.queue.cancel(&handle).await.unwrap_or_else(|err| {
             tracing::warn!(error = %err, message = %id, "gateway: cannot remove a cancelled entry");
+            false
+        }),
+        _ => false,
+    };
+    if removed || !found {
+        if let Err(err) = shared.store.clear_cancelled(&id).await {
+            tracing::warn!(error = %err, message = %id, "gateway: cannot clear a cancellation");
         }
+    }
+    if !found {
+        return Err(ApiError::not_found(format!("message {id} not found")));
     }
     tracing::debug!(message = %id, "cancelled");
     Ok(Json(json!({ "cancelled": 1 })))

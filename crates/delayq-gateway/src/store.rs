@@ -1,12 +1,14 @@
 //! The gateway's own keys, beside the queue's and in its hash slot: the message index
-//! (`delayq_gateway_messages:{QUEUE}`, a hash of message id to [`Record`]) and the
-//! deduplication ids (`delayq_gateway_dedup:{QUEUE}:ID`, strings that expire after the window).
+//! (`delayq_gateway_messages:{QUEUE}`, a hash of message id to [`Record`]), the deduplication
+//! ids (`delayq_gateway_dedup:{QUEUE}:ID`, strings that expire after the window) and the
+//! cancellations (`delayq_gateway_cancelled:{QUEUE}:ID`).
 //!
-//! The index says which messages are still to be delivered: publishing writes a message's
-//! record before its entry, a delivery that succeeds or gives up removes it, and a cancel
-//! removes it (then cancels the entry by its handle when it is still pending). A delivery whose
-//! record is gone was cancelled and is dropped unsent, which covers a message cancelled while it
-//! waits between retries (its entry then has a handle the record never saw).
+//! The index is what `GET` and `DELETE /v2/messages/{id}` read: publishing writes a message's
+//! record before its entry, and a delivery that succeeds or gives up removes it. A cancel
+//! removes the record and cancels the entry by its handle; when the entry is not pending any
+//! more (taken, or waiting for a retry under a new handle) it leaves a cancellation, and the
+//! next attempt drops the message unsent. Deliveries need no record: a dead letter replayed
+//! with `delayq dead replay` is delivered.
 
 use crate::envelope::Envelope;
 use bytes::Bytes;
@@ -43,6 +45,10 @@ impl Record {
     }
 }
 
+/// How long a cancellation waits for the message's next attempt: longer than the longest delay
+/// plus the longest wait between retries.
+const CANCELLATION_KEPT: Duration = Duration::from_secs(400 * 24 * 3600);
+
 /// Writes the record only when its message is still in the index (not delivered, given up or
 /// cancelled since its first record was written).
 const SET_IF_PRESENT: &str = "if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then \
@@ -62,6 +68,7 @@ pub(crate) struct Store {
     client: Client,
     index: String,
     dedup: String,
+    cancelled: String,
 }
 
 impl Store {
@@ -70,6 +77,7 @@ impl Store {
             client,
             index: tagged("delayq_gateway_messages", queue),
             dedup: tagged("delayq_gateway_dedup", queue),
+            cancelled: tagged("delayq_gateway_cancelled", queue),
         }
     }
 
@@ -127,8 +135,35 @@ impl Store {
         Ok(raw.and_then(|raw| rmp_serde::from_slice(&raw).ok()))
     }
 
-    pub(crate) async fn contains(&self, id: &str) -> RedisResult<bool> {
-        self.client.hexists(&self.index, id).await
+    fn cancelled_key(&self, id: &str) -> String {
+        format!("{}:{id}", self.cancelled)
+    }
+
+    /// Records that `id` was cancelled, for its next attempt to see; kept for longer than any
+    /// message can wait between two attempts.
+    pub(crate) async fn mark_cancelled(&self, id: &str) -> RedisResult<()> {
+        let ms = i64::try_from(CANCELLATION_KEPT.as_millis()).unwrap_or(i64::MAX);
+        self.client
+            .set::<(), _, _>(
+                self.cancelled_key(id),
+                1,
+                Some(Expiration::PX(ms)),
+                None,
+                false,
+            )
+            .await
+    }
+
+    pub(crate) async fn is_cancelled(&self, id: &str) -> RedisResult<bool> {
+        let found: i64 = self.client.exists(self.cancelled_key(id)).await?;
+        Ok(found > 0)
+    }
+
+    pub(crate) async fn clear_cancelled(&self, id: &str) -> RedisResult<()> {
+        self.client
+            .del::<i64, _>(self.cancelled_key(id))
+            .await
+            .map(drop)
     }
 
     /// Removes `id` from the index; true when it was there.

@@ -289,3 +289,36 @@ async fn two_gateways_share_one_queue() {
     one.shutdown().await;
     two.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replayed_dead_letter_is_delivered() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let url = format!("{}500-200/replayed", receiver.base());
+    let (_, answer) = gw
+        .publish(&url, &[("Upstash-Retries", "0")], b"again".to_vec())
+        .await;
+    let id = answer["messageId"].as_str().unwrap();
+    gw.wait_dead(id).await;
+    // What `delayq dead replay` does: back into the queue with a fresh attempt count.
+    let replayed = gw
+        .gateway
+        .queue()
+        .admin()
+        .replay_dead_letters(0, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(replayed, 1);
+    let got = receiver.wait_for("/500-200/replayed", 2).await;
+    assert_eq!(got[1].header("upstash-message-id"), id);
+    assert_eq!(got[1].header("upstash-retried"), "0");
+    assert_eq!(got[1].body, b"again");
+    verify(
+        got[1].header("upstash-signature"),
+        CURRENT_KEY,
+        &url,
+        b"again",
+    );
+    gw.shutdown().await;
+}
