@@ -10,7 +10,7 @@ use crate::signature::sign;
 use crate::Shared;
 use delayq::{Job, JobError};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// The longest wait a destination's `Retry-After` may ask for.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
@@ -139,9 +139,10 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
     };
     let non_retryable = status.as_u16() == 489
         && header("upstash-nonretryable-error").is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    let retry_after = header("retry-after")
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(|secs| Duration::from_secs(secs).min(MAX_RETRY_AFTER));
+    let retry_after = RETRY_AFTER
+        .iter()
+        .find_map(|name| header(name).and_then(|v| retry_after(&v, SystemTime::now())))
+        .map(|wait| wait.min(MAX_RETRY_AFTER));
     let mut body = response.bytes().await.unwrap_or_default().to_vec();
     body.truncate(ERROR_BODY_BYTES);
     Outcome::Failed {
@@ -149,6 +150,57 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
         why: String::from_utf8_lossy(&body).into_owned(),
         retry_after,
         final_: non_retryable,
+    }
+}
+
+/// The headers a destination may name its next attempt's time with, in the order they are read.
+const RETRY_AFTER: &[&str] = &[
+    "retry-after",
+    "x-ratelimit-reset",
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-reset-tokens",
+];
+
+/// A wait a destination asked for: seconds (`120`), an HTTP date, or a Go duration (`6m5s`,
+/// `1.5s`, `300ms`).
+fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    if let Ok(at) = httpdate::parse_http_date(value) {
+        return Some(at.duration_since(now).unwrap_or(Duration::ZERO));
+    }
+    go_duration(value)
+}
+
+/// A Go `time.Duration` string: numbers (decimals allowed) each with a unit of `ns`, `us`,
+/// `µs`, `ms`, `s`, `m` or `h`.
+fn go_duration(text: &str) -> Option<Duration> {
+    let mut rest = text;
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, seconds) = [
+            ("ns", 1e-9),
+            ("us", 1e-6),
+            ("µs", 1e-6),
+            ("ms", 1e-3),
+            ("s", 1.0),
+            ("m", 60.0),
+            ("h", 3600.0),
+        ]
+        .into_iter()
+        .find(|(unit, _)| rest.starts_with(unit))?;
+        rest = &rest[unit.len()..];
+        total += number * seconds;
+    }
+    match text.is_empty() || !total.is_finite() {
+        true => None,
+        false => Duration::try_from_secs_f64(total).ok(),
     }
 }
 
@@ -182,10 +234,30 @@ fn now_secs() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_forms() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let at = |text| retry_after(text, now);
+        assert_eq!(at("120"), Some(Duration::from_secs(120)));
+        assert_eq!(at("6m5s"), Some(Duration::from_secs(365)));
+        assert_eq!(at("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(at("300ms"), Some(Duration::from_millis(300)));
+        assert_eq!(at("1h"), Some(Duration::from_secs(3600)));
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(90));
+        assert_eq!(at(&date), Some(Duration::from_secs(90)));
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(90));
+        assert_eq!(at(&past), Some(Duration::ZERO));
+        for bad in ["", "soon", "5x", "m", "-1s"] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+    }
+
     #[test]
     fn status_of_error() {
-        assert_eq!(super::status_of("status 500: boom"), (500, "boom"));
-        assert_eq!(super::status_of("status 0: timed out"), (0, "timed out"));
-        assert_eq!(super::status_of("panicked"), (0, "panicked"));
+        assert_eq!(status_of("status 500: boom"), (500, "boom"));
+        assert_eq!(status_of("status 0: timed out"), (0, "timed out"));
+        assert_eq!(status_of("panicked"), (0, "panicked"));
     }
 }

@@ -322,3 +322,22 @@ async fn a_replayed_dead_letter_is_delivered() {
     );
     gw.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retry_after_sets_the_next_attempt() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    gw.publish(
+        &format!("{}429-200/later", receiver.base()),
+        &[("Upstash-Retries", "1")],
+        b"l".to_vec(),
+    )
+    .await;
+    let got = receiver.wait_for("/429-200/later", 2).await;
+    // Retry-After: 2 instead of the 200 ms backoff.
+    let waited = got[1].at_ms - got[0].at_ms;
+    assert!(waited >= 1_900, "retried after {waited} ms");
+    assert_eq!(got[1].header("upstash-retried"), "1");
+    gw.shutdown().await;
+}

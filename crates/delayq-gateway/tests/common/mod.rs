@@ -112,7 +112,8 @@ impl Recorded {
 
 /// A loopback HTTP server that records every request and answers the n-th request to a path
 /// `/PLAN/...` with the n-th status of PLAN (`500-500-200`: two failures, then success; the
-/// last status repeats). 489 comes with `Upstash-NonRetryable-Error: true`.
+/// last status repeats). 489 comes with `Upstash-NonRetryable-Error: true`, 429 with
+/// `Retry-After: 2`.
 #[derive(Clone)]
 pub struct Receiver {
     pub addr: SocketAddr,
@@ -211,6 +212,7 @@ async fn record(State(seen): State<Arc<Mutex<Vec<Recorded>>>>, request: Request)
     let status = StatusCode::from_u16(status).unwrap();
     match status.as_u16() {
         489 => (status, [("Upstash-NonRetryable-Error", "true")], "no").into_response(),
+        429 => (status, [("Retry-After", "2")], "later").into_response(),
         _ => (status, "answer").into_response(),
     }
 }
