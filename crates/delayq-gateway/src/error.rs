@@ -46,6 +46,10 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }
 
+    pub(crate) fn is_not_found(&self) -> bool {
+        self.status == StatusCode::NOT_FOUND
+    }
+
     /// The same error, its message prefixed by where it happened.
     pub(crate) fn within(self, place: &str) -> ApiError {
         ApiError {

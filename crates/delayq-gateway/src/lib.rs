@@ -17,11 +17,13 @@
 //! - `publish.rs`: `POST /v2/publish/{destination}`.
 //! - `batch.rs`: `POST /v2/batch`.
 //! - `deliver.rs`: the delivery worker's handler.
-//! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `GET /v2/dlq`.
+//! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`.
+//! - `dlq.rs`: the dead letters as QStash's DLQ.
 
 mod batch;
 mod config;
 mod deliver;
+mod dlq;
 mod envelope;
 mod error;
 mod headers;
@@ -124,7 +126,10 @@ impl Gateway {
                 "/v2/messages/{id}",
                 get(messages::get).delete(messages::cancel),
             )
-            .route("/v2/dlq", get(messages::dlq))
+            .route("/v2/dlq", get(dlq::list))
+            .route("/v2/dlq/{id}", get(dlq::get).delete(dlq::delete))
+            .route("/v2/dlq/retry", post(dlq::retry_many))
+            .route("/v2/dlq/retry/{id}", post(dlq::retry))
             .fallback(not_found)
             .layer(axum::middleware::from_fn_with_state(
                 shared.clone(),

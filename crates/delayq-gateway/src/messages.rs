@@ -82,28 +82,3 @@ pub(crate) async fn cancel(
     tracing::debug!(message = %id, "cancelled");
     Ok(Json(json!({ "cancelled": 1 })))
 }
-
-/// `GET /v2/dlq`: the dead letters, oldest first (at most `count`, default 100), each a
-/// `Message` with `dlqId` (the message id), `responseStatus`, `responseBody` (its first 200
-/// bytes) and the last error.
-pub(crate) async fn dlq(State(shared): State<Arc<Shared>>) -> Result<Json<Value>, ApiError> {
-    let letters = match shared.queue.inspect().dead_letters(100).await {
-        Ok(letters) => letters,
-        Err(err) => return Err(ApiError::internal("reading the dead letters", &err)),
-    };
-    let mut messages = Vec::new();
-    for letter in letters {
-        let Ok(envelope) = Envelope::decode(&letter.raw) else {
-            continue;
-        };
-        let mut message = message_json(&envelope);
-        message["dlqId"] = envelope.id.clone().into();
-        let (status, body) = crate::deliver::status_of(&letter.error);
-        message["responseStatus"] = status.into();
-        message["responseBody"] = body.into();
-        message["error"] = letter.error.into();
-        message["attempts"] = letter.attempts.into();
-        messages.push(message);
-    }
-    Ok(Json(json!({ "messages": messages })))
-}

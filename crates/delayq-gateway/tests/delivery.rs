@@ -341,3 +341,48 @@ async fn retry_after_sets_the_next_attempt() {
     assert_eq!(got[1].header("upstash-retried"), "1");
     gw.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dead_letters_listed_read_deleted_and_retried() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let mut ids = Vec::new();
+    for path in ["500/dlq-a", "500-200/dlq-b", "500/dlq-c"] {
+        let url = format!("{}{path}", receiver.base());
+        let (_, answer) = gw
+            .publish(&url, &[("Upstash-Retries", "0")], b"d".to_vec())
+            .await;
+        let id = answer["messageId"].as_str().unwrap().to_owned();
+        gw.wait_dead(&id).await;
+        ids.push(id);
+    }
+    let (a, b) = (&ids[0], &ids[1]);
+    let (_, page) = gw.call("GET", "/v2/dlq?count=2").await;
+    assert_eq!(page["messages"].as_array().unwrap().len(), 2, "{page}");
+    assert_eq!(page["cursor"], "2");
+    let (_, rest) = gw.call("GET", "/v2/dlq?cursor=2").await;
+    assert_eq!(rest["messages"].as_array().unwrap().len(), 1, "{rest}");
+    assert!(rest.get("cursor").is_none());
+    let (_, one) = gw.call("GET", &format!("/v2/dlq?messageId={b}")).await;
+    assert_eq!(one["messages"][0]["dlqId"], b.as_str());
+    let (status, letter) = gw.call("GET", &format!("/v2/dlq/{a}")).await;
+    assert_eq!((status, &letter["responseStatus"]), (200, &500.into()));
+    let (status, deleted) = gw.call("DELETE", &format!("/v2/dlq/{a}")).await;
+    assert_eq!((status, &deleted["deleted"]), (200, &1.into()));
+    assert_eq!(gw.call("GET", &format!("/v2/dlq/{a}")).await.0, 404);
+    assert_eq!(gw.call("DELETE", &format!("/v2/dlq/{a}")).await.0, 404);
+    let (status, retried) = gw.call("POST", &format!("/v2/dlq/retry/{b}")).await;
+    assert_eq!((status, &retried["messageId"]), (201, &b.as_str().into()));
+    let got = receiver.wait_for("/500-200/dlq-b", 2).await;
+    assert_eq!(got[1].header("upstash-retried"), "0");
+    assert_eq!(gw.call("GET", &format!("/v2/dlq/{b}")).await.0, 404);
+    assert_eq!(gw.call("POST", &format!("/v2/dlq/retry/{b}")).await.0, 404);
+    assert_eq!(gw.call("POST", "/v2/dlq/retry").await.0, 400);
+    let (status, none) = gw.call("POST", &format!("/v2/dlq/retry?dlqIds={b}")).await;
+    assert_eq!(
+        (status, none["responses"].as_array().unwrap().len()),
+        (201, 0)
+    );
+    gw.shutdown().await;
+}

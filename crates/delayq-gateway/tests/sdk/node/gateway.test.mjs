@@ -142,21 +142,37 @@ test("retries: each attempt signed afresh, Upstash-Retried counts", async () => 
   assert.ok(!dlq.messages.some((m) => m.messageId === res.messageId));
 });
 
-test("retries used up: a dead letter", async () => {
-  const res = await client.publish({ url: `${base}/500/node-dead`, body: "x", retries: 1 });
-  await waitFor("/500/node-dead", 2);
+async function waitDead(messageId) {
   const deadline = Date.now() + PATIENCE_MS;
   for (;;) {
     const dlq = await client.dlq.listMessages();
-    const found = dlq.messages.find((m) => m.messageId === res.messageId);
-    if (found) {
-      assert.equal(found.responseStatus, 500);
-      break;
-    }
-    assert.ok(Date.now() < deadline, "not in the DLQ");
+    const found = dlq.messages.find((m) => m.messageId === messageId);
+    if (found) return found;
+    assert.ok(Date.now() < deadline, `${messageId} not in the DLQ`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  assert.equal(to("/500/node-dead").length, 2);
+}
+
+test("retries used up: a dead letter, retried from the DLQ", async () => {
+  const res = await client.publish({ url: `${base}/500-500-200/node-dead`, body: "x", retries: 1 });
+  await waitFor("/500-500-200/node-dead", 2);
+  const dead = await waitDead(res.messageId);
+  assert.equal(dead.responseStatus, 500);
+  assert.equal(dead.dlqId, res.messageId);
+  assert.equal(to("/500-500-200/node-dead").length, 2);
+  const retried = await client.dlq.retry(dead.dlqId);
+  assert.deepEqual(retried.responses.map((r) => r.messageId), [res.messageId]);
+  const got = await waitFor("/500-500-200/node-dead", 3);
+  assert.equal(got[2].headers["upstash-retried"], "0");
+  assert.equal(got[2].verified, true, got[2].error);
+});
+
+test("a dead letter deleted", async () => {
+  const res = await client.publish({ url: `${base}/500/node-deleted`, body: "x", retries: 0 });
+  const dead = await waitDead(res.messageId);
+  await client.dlq.delete(dead.dlqId);
+  const dlq = await client.dlq.listMessages();
+  assert.ok(!dlq.messages.some((m) => m.messageId === res.messageId));
 });
 
 test("cancel: a cancelled message is never delivered", async () => {

@@ -167,7 +167,7 @@ def test_content_based_deduplication(client):
     assert got["body"] == body.encode()
 
 
-def test_dead_letter_after_retries(client):
+def test_dead_letter_read_and_deleted(client):
     res = client.message.publish(url=f"{BASE}/500/py-dead", body="x", retries=0)
     wait_for("/500/py-dead", 1)
     deadline = time.time() + PATIENCE_S
@@ -179,6 +179,12 @@ def test_dead_letter_after_retries(client):
         assert time.time() < deadline, "not in the DLQ"
         time.sleep(0.05)
     assert len(to("/500/py-dead")) == 1
+    letter = client.dlq.get(found[0].dlq_id)
+    assert letter.message_id == res.message_id
+    assert letter.response_body == "answer"
+    client.dlq.delete(found[0].dlq_id)
+    with pytest.raises(QStashError):
+        client.dlq.get(found[0].dlq_id)
 
 
 def test_refused_destination_and_token(client):

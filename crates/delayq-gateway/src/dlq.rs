@@ -1,0 +1,192 @@
+//! The dead letters of the gateway's queue as QStash's DLQ: `GET /v2/dlq` (a page, optionally
+//! one message's), `GET` and `DELETE /v2/dlq/{dlqId}`, `POST /v2/dlq/retry/{dlqId}` and
+//! `POST /v2/dlq/retry?dlqIds=..` (as the JS SDK sends it). A dead
+//! letter's `dlqId` is its message id. They are found by reading the dead-letter list from its
+//! oldest record, at most [`SCANNED`] of them.
+
+use crate::envelope::Envelope;
+use crate::error::ApiError;
+use crate::messages::message_json;
+use crate::Shared;
+use axum::extract::{Path, Query, RawQuery, State};
+use axum::http::StatusCode;
+use axum::Json;
+use delayq::reliable::DeadLetter;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The most dead letters read to answer one request.
+pub(crate) const SCANNED: usize = 10_000;
+/// The most dead letters on one page.
+const PAGE: usize = 100;
+
+/// The query of `GET /v2/dlq`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListQuery {
+    cursor: Option<String>,
+    count: Option<usize>,
+    message_id: Option<String>,
+}
+
+/// A dead letter and its envelope.
+struct Found {
+    letter: DeadLetter<Vec<u8>>,
+    envelope: Envelope,
+}
+
+impl Found {
+    /// QStash's `DLQMessage`: the `Message` fields, `dlqId`, `responseStatus`, `responseBody`
+    /// (the first 200 bytes of the last answer, or why there was none), and delayq's `error`
+    /// and `attempts`.
+    fn json(&self) -> Value {
+        let mut message = message_json(&self.envelope);
+        let (status, body) = crate::deliver::status_of(&self.letter.error);
+        message["dlqId"] = self.envelope.id.clone().into();
+        message["responseStatus"] = status.into();
+        message["responseBody"] = body.into();
+        message["error"] = self.letter.error.clone().into();
+        message["attempts"] = self.letter.attempts.into();
+        message
+    }
+}
+
+/// The dead letters (the oldest `limit`) whose records hold a gateway envelope.
+async fn letters(shared: &Shared, limit: usize) -> Result<Vec<Found>, ApiError> {
+    let letters = match shared.queue.inspect().dead_letters(limit).await {
+        Ok(letters) => letters,
+        Err(err) => return Err(ApiError::internal("reading the dead letters", &err)),
+    };
+    Ok(letters
+        .into_iter()
+        .filter_map(|letter| {
+            let envelope = Envelope::decode(&letter.raw).ok()?;
+            Some(Found { letter, envelope })
+        })
+        .collect())
+}
+
+async fn find(shared: &Shared, id: &str) -> Result<Found, ApiError> {
+    letters(shared, SCANNED)
+        .await?
+        .into_iter()
+        .find(|found| found.envelope.id == id)
+        .ok_or_else(|| ApiError::not_found(format!("dead letter {id} not found")))
+}
+
+/// `GET /v2/dlq[?cursor=N&count=N&messageId=ID]`: `{messages, cursor?}`, oldest first; the
+/// cursor (an offset) is there when more follow.
+pub(crate) async fn list(
+    State(shared): State<Arc<Shared>>,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let from: usize = match query.cursor.as_deref() {
+        None | Some("") => 0,
+        Some(cursor) => cursor
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("bad cursor {cursor:?}")))?,
+    };
+    let count = query.count.unwrap_or(PAGE).clamp(1, PAGE);
+    let all = letters(&shared, SCANNED).await?;
+    let matching: Vec<&Found> = all
+        .iter()
+        .filter(|f| {
+            query
+                .message_id
+                .as_ref()
+                .is_none_or(|id| &f.envelope.id == id)
+        })
+        .collect();
+    let page: Vec<Value> = matching
+        .iter()
+        .skip(from)
+        .take(count)
+        .map(|f| f.json())
+        .collect();
+    let mut answer = json!({ "messages": page });
+    if from + count < matching.len() {
+        answer["cursor"] = (from + count).to_string().into();
+    }
+    Ok(Json(answer))
+}
+
+/// `GET /v2/dlq/{dlqId}`.
+pub(crate) async fn get(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(find(&shared, &id).await?.json()))
+}
+
+/// `DELETE /v2/dlq/{dlqId}`: `{"deleted": 1}`, or 404.
+pub(crate) async fn delete(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let found = find(&shared, &id).await?;
+    match shared
+        .queue
+        .admin()
+        .delete_dead_letter(&found.letter.record)
+        .await
+    {
+        Ok(true) => Ok(Json(json!({ "deleted": 1 }))),
+        Ok(false) => Err(ApiError::not_found(format!("dead letter {id} not found"))),
+        Err(err) => Err(ApiError::internal("deleting the dead letter", &err)),
+    }
+}
+
+/// `POST /v2/dlq/retry?dlqIds=A&dlqIds=B`: each as [`retry`]; 201
+/// `{"responses": [{"messageId"}]}` for those found. Filters instead of ids are refused.
+pub(crate) async fn retry_many(
+    State(shared): State<Arc<Shared>>,
+    RawQuery(query): RawQuery,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let ids: Vec<&str> = query
+        .as_deref()
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|pair| pair.strip_prefix("dlqIds="))
+        .filter(|id| !id.is_empty())
+        .collect();
+    if ids.is_empty() {
+        return Err(ApiError::bad_request(
+            "give the dead letters as dlqIds=ID (filters are not supported yet)",
+        ));
+    }
+    let mut responses = Vec::new();
+    for id in ids {
+        match replay(&shared, id).await {
+            Ok(()) => responses.push(json!({ "messageId": id })),
+            Err(err) if err.is_not_found() => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok((StatusCode::CREATED, Json(json!({ "responses": responses }))))
+}
+
+/// Puts the dead letter `id` back into the queue, due now.
+async fn replay(shared: &Shared, id: &str) -> Result<(), ApiError> {
+    let found = find(shared, id).await?;
+    let admin = shared.queue.admin();
+    match admin
+        .replay_dead_letter(&found.letter.record, SCANNED, Duration::ZERO)
+        .await
+    {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ApiError::not_found(format!("dead letter {id} not found"))),
+        Err(err) => Err(ApiError::internal("retrying the dead letter", &err)),
+    }
+}
+
+/// `POST /v2/dlq/retry/{dlqId}`: the message goes back into the queue, due now, with a fresh
+/// count of retries; 201 `{"messageId"}`. Differs from QStash: the message keeps its id.
+pub(crate) async fn retry(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    replay(&shared, &id).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "messageId": id }))))
+}
