@@ -31,6 +31,9 @@ pub(crate) enum DedupAsk {
 
 const FORWARD: &str = "upstash-forward-";
 
+/// The longest deduplication id (delayq's own dedup keys have the same limit).
+const MAX_DEDUP_ID_LEN: usize = delayq::dedup::MAX_DEDUP_KEY_LEN;
+
 /// Headers of the connection or the framing, which the delivery's HTTP client sets: a forwarded
 /// one could contradict the body sent (`upstash-*` and `proxy-*` ones are refused too).
 const NOT_FORWARDED: &[&str] = &[
@@ -121,6 +124,11 @@ pub(crate) fn parse(
         text("upstash-deduplication-id")?,
         text("upstash-content-based-deduplication")?,
     ) {
+        (Some(id), _) if id.len() > MAX_DEDUP_ID_LEN => {
+            return Err(ApiError::bad_request(format!(
+                "Upstash-Deduplication-Id is longer than {MAX_DEDUP_ID_LEN} bytes"
+            )))
+        }
         (Some(id), _) if !id.is_empty() => DedupAsk::Id(id.to_owned()),
         // Python's SDK sends "True".
         (_, Some(on)) if on.eq_ignore_ascii_case("true") => DedupAsk::Content,
@@ -316,6 +324,7 @@ mod tests {
             ("Upstash-Forward-Content-Length", "5"),
             ("Upstash-Forward-Upstash-Signature", "x"),
             ("Upstash-Forward-Host", "evil"),
+            ("Upstash-Deduplication-Id", &"x".repeat(513)),
         ] {
             assert!(parse(&headers(&[bad]), &config, now).is_err(), "{bad:?}");
         }
