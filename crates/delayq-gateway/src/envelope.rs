@@ -27,6 +27,9 @@ pub(crate) struct Envelope {
     pub(crate) created_ms: i64,
     /// When it is first due, epoch ms.
     pub(crate) not_before_ms: i64,
+    /// `Upstash-Label`'s labels (shown by `GET`; nothing filters on them yet).
+    #[serde(default)]
+    pub(crate) labels: Vec<String>,
 }
 
 impl Envelope {
@@ -72,10 +75,38 @@ mod tests {
             timeout_ms: Some(5_000),
             created_ms: 1_700_000_000_000,
             not_before_ms: 1_700_000_010_000,
+            labels: vec!["a".into()],
         };
         let bytes = envelope.encode();
         assert_eq!(Envelope::decode(&bytes).unwrap(), envelope);
         assert!(envelope.id.starts_with("msg_") && envelope.id.len() == 44);
         assert!(Envelope::decode(b"not msgpack").is_err());
+        // An envelope written before a field existed still reads.
+        #[derive(Serialize)]
+        struct Older<'a> {
+            id: &'a str,
+            method: &'a str,
+            url: &'a str,
+            headers: Vec<(String, String)>,
+            #[serde(with = "serde_bytes")]
+            body: &'a [u8],
+            retries: u32,
+            timeout_ms: Option<u64>,
+            created_ms: i64,
+            not_before_ms: i64,
+        }
+        let older = rmp_serde::to_vec_named(&Older {
+            id: "msg_1",
+            method: "POST",
+            url: "http://h/",
+            headers: vec![],
+            body: b"b",
+            retries: 3,
+            timeout_ms: None,
+            created_ms: 1,
+            not_before_ms: 2,
+        })
+        .unwrap();
+        assert!(Envelope::decode(&older).unwrap().labels.is_empty());
     }
 }

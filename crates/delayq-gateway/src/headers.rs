@@ -17,6 +17,8 @@ pub(crate) struct PublishOptions {
     /// Sent to the destination: `Content-Type` and `Upstash-Forward-*` without the prefix.
     pub(crate) forward: Vec<(String, String)>,
     pub(crate) dedup: DedupAsk,
+    /// `Upstash-Label`, split at commas.
+    pub(crate) labels: Vec<String>,
 }
 
 /// How a publish asks to be deduplicated.
@@ -57,7 +59,6 @@ const NOT_YET: &[&str] = &[
     "upstash-flow-control-key",
     "upstash-flow-control-value",
     "upstash-redact-fields",
-    "upstash-label",
     "upstash-cron",
     "upstash-schedule-id",
     "upstash-queue-name",
@@ -120,10 +121,32 @@ pub(crate) fn parse(
             _ => return Err(ApiError::bad_request(format!("bad Upstash-Timeout {t:?}"))),
         },
     };
-    let dedup = match (
+    let dedup = dedup_ask(
         text("upstash-deduplication-id")?,
         text("upstash-content-based-deduplication")?,
-    ) {
+    )?;
+    let labels = text("upstash-label")?.map_or_else(Vec::new, |l| {
+        l.split(',')
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    });
+    Ok(PublishOptions {
+        labels,
+        method,
+        delay,
+        retries,
+        timeout,
+        forward: forwarded(headers)?,
+        dedup,
+    })
+}
+
+/// How a publish asks to be deduplicated, from `Upstash-Deduplication-Id` and
+/// `Upstash-Content-Based-Deduplication`.
+fn dedup_ask(id: Option<&str>, content: Option<&str>) -> Result<DedupAsk, ApiError> {
+    Ok(match (id, content) {
         (Some(id), _) if id.len() > MAX_DEDUP_ID_LEN => {
             return Err(ApiError::bad_request(format!(
                 "Upstash-Deduplication-Id is longer than {MAX_DEDUP_ID_LEN} bytes"
@@ -133,14 +156,6 @@ pub(crate) fn parse(
         // Python's SDK sends "True".
         (_, Some(on)) if on.eq_ignore_ascii_case("true") => DedupAsk::Content,
         _ => DedupAsk::None,
-    };
-    Ok(PublishOptions {
-        method,
-        delay,
-        retries,
-        timeout,
-        forward: forwarded(headers)?,
-        dedup,
     })
 }
 
@@ -276,6 +291,7 @@ mod tests {
                 ("Content-Type", "text/plain"),
                 ("Upstash-Content-Based-Deduplication", "True"),
                 ("Upstash-Telemetry-Sdk", "x"),
+                ("Upstash-Label", "billing, eu"),
             ]),
             &config,
             now,
@@ -284,6 +300,7 @@ mod tests {
         assert_eq!(got.method, "PUT");
         assert_eq!(got.delay, Duration::from_secs(10));
         assert_eq!(got.retries, 0);
+        assert_eq!(got.labels, ["billing", "eu"]);
         assert_eq!(got.dedup, DedupAsk::Content);
         assert!(got.forward.contains(&("x-order".into(), "17".into())));
         assert!(got

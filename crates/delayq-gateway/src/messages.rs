@@ -32,7 +32,7 @@ pub(crate) fn message_json(envelope: &Envelope) -> Value {
             values.push(value.clone().into());
         }
     }
-    json!({
+    let mut message = json!({
         "messageId": envelope.id,
         "url": envelope.url,
         "method": envelope.method,
@@ -40,7 +40,12 @@ pub(crate) fn message_json(envelope: &Envelope) -> Value {
         "maxRetries": envelope.retries,
         "notBefore": envelope.not_before_ms,
         "createdAt": envelope.created_ms,
-    })
+    });
+    if let Some(first) = envelope.labels.first() {
+        message["label"] = first.clone().into();
+        message["labels"] = envelope.labels.clone().into();
+    }
+    message
 }
 
 /// `DELETE /v2/messages/{id}`: the message is never delivered (an attempt already under way

@@ -77,6 +77,7 @@ impl Prepared {
                 .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
             created_ms: now_ms,
             not_before_ms: now_ms.saturating_add(delay_ms),
+            labels: options.labels,
         };
         Prepared {
             envelope,

@@ -64,7 +64,7 @@ async fn delay_and_not_before_are_kept() {
     let (status, answer) = gw
         .publish(
             &format!("{}200/delay", receiver.base()),
-            &[("Upstash-Delay", "2s")],
+            &[("Upstash-Delay", "2s"), ("Upstash-Label", "a,b")],
             b"d".to_vec(),
         )
         .await;
@@ -74,6 +74,8 @@ async fn delay_and_not_before_are_kept() {
     assert_eq!(status, 200, "{message}");
     assert_eq!(message["method"], "POST");
     assert_eq!(message["maxRetries"], 3);
+    assert_eq!(message["labels"], serde_json::json!(["a", "b"]));
+    assert_eq!(message["label"], "a");
     let not_before = message["notBefore"].as_i64().unwrap();
     assert!(not_before >= published + 2_000, "{message}");
     let not_before_secs = (now_ms() / 1000 + 3).to_string();

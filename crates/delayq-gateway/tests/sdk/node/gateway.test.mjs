@@ -118,9 +118,10 @@ test("the signature is the gateway's: a receiver with other keys refuses it", as
 
 test("delay: delivered not before it", async () => {
   const published = Date.now();
-  const res = await client.publish({ url: `${base}/200/node-delay`, body: "later", delay: 2 });
+  const res = await client.publish({ url: `${base}/200/node-delay`, body: "later", delay: 2, label: "node-label" });
   const message = await client.messages.get(res.messageId);
   assert.equal(message.messageId, res.messageId);
+  assert.equal(message.label, "node-label");
   assert.ok(message.notBefore >= published + 2000, JSON.stringify(message));
   const [got] = await waitFor("/200/node-delay", 1);
   assert.equal(got.verified, true, got.error);

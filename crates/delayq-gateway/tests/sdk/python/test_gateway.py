@@ -127,11 +127,14 @@ def test_publish_body_headers_and_signature(client):
 
 def test_delay_is_kept(client):
     published = time.time()
-    res = client.message.publish(url=f"{BASE}/200/py-delay", body="later", delay="2s")
+    res = client.message.publish(
+        url=f"{BASE}/200/py-delay", body="later", delay="2s", label="py-label"
+    )
     message = client.message.get(res.message_id)
     assert message.message_id == res.message_id
     assert message.not_before >= int(published * 1000) + 2000
     assert message.max_retries == 3
+    assert message.label == "py-label"
     [got] = wait_for("/200/py-delay", 1)
     assert got["verified"], got["error"]
     assert got["at"] >= published + 2
