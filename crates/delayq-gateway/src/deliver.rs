@@ -68,8 +68,15 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
                 forget(&shared, &envelope.id).await;
                 return Err(JobError::permanent(error));
             }
+            // The destination's Retry-After, else the message's own expression, else the
+            // gateway's backoff.
+            let asked = retry_after.or_else(|| {
+                let expr = envelope.retry_delay.as_deref()?;
+                let ms = crate::retry_delay::wait_ms(expr, retried);
+                Some(Duration::from_millis(ms).min(MAX_RETRY_AFTER))
+            });
             let error = JobError::new(error);
-            Err(match retry_after {
+            Err(match asked {
                 Some(wait) => error.with_retry_after(wait),
                 None => error,
             })

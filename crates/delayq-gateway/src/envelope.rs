@@ -30,6 +30,9 @@ pub(crate) struct Envelope {
     /// `Upstash-Label`'s labels (shown by `GET`; nothing filters on them yet).
     #[serde(default)]
     pub(crate) labels: Vec<String>,
+    /// `Upstash-Retry-Delay`: the wait before each retry, in ms, of `retried`.
+    #[serde(default)]
+    pub(crate) retry_delay: Option<String>,
 }
 
 impl Envelope {
@@ -76,6 +79,7 @@ mod tests {
             created_ms: 1_700_000_000_000,
             not_before_ms: 1_700_000_010_000,
             labels: vec!["a".into()],
+            retry_delay: Some("1000 * retried".into()),
         };
         let bytes = envelope.encode();
         assert_eq!(Envelope::decode(&bytes).unwrap(), envelope);

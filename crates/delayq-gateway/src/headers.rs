@@ -17,6 +17,8 @@ pub(crate) struct PublishOptions {
     /// Sent to the destination: `Content-Type` and `Upstash-Forward-*` without the prefix.
     pub(crate) forward: Vec<(String, String)>,
     pub(crate) dedup: DedupAsk,
+    /// `Upstash-Retry-Delay`, checked.
+    pub(crate) retry_delay: Option<String>,
     /// `Upstash-Label`, split at commas.
     pub(crate) labels: Vec<String>,
 }
@@ -55,7 +57,6 @@ const NOT_FORWARDED: &[&str] = &[
 const NOT_YET: &[&str] = &[
     "upstash-callback",
     "upstash-failure-callback",
-    "upstash-retry-delay",
     "upstash-flow-control-key",
     "upstash-flow-control-value",
     "upstash-redact-fields",
@@ -125,14 +126,10 @@ pub(crate) fn parse(
         text("upstash-deduplication-id")?,
         text("upstash-content-based-deduplication")?,
     )?;
-    let labels = text("upstash-label")?.map_or_else(Vec::new, |l| {
-        l.split(',')
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(str::to_owned)
-            .collect()
-    });
+    let labels = text("upstash-label")?.map_or_else(Vec::new, labels);
+    let retry_delay = retry_delay(text("upstash-retry-delay")?)?;
     Ok(PublishOptions {
+        retry_delay,
         labels,
         method,
         delay,
@@ -141,6 +138,28 @@ pub(crate) fn parse(
         forward: forwarded(headers)?,
         dedup,
     })
+}
+
+/// `Upstash-Label`'s labels: split at commas, trimmed, empty ones left out.
+fn labels(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `Upstash-Retry-Delay`, checked.
+fn retry_delay(text: Option<&str>) -> Result<Option<String>, ApiError> {
+    let Some(expr) = text else {
+        return Ok(None);
+    };
+    match crate::retry_delay::check(expr) {
+        Ok(()) => Ok(Some(expr.to_owned())),
+        Err(why) => Err(ApiError::bad_request(format!(
+            "bad Upstash-Retry-Delay {expr:?}: {why}"
+        ))),
+    }
 }
 
 /// How a publish asks to be deduplicated, from `Upstash-Deduplication-Id` and
@@ -337,6 +356,7 @@ mod tests {
             ("Upstash-Retries", "101"),
             ("Upstash-Method", "TRACE"),
             ("Upstash-Callback", "http://127.0.0.1/cb"),
+            ("Upstash-Retry-Delay", "pow(2)"),
             ("Upstash-Delay", "400d"),
             ("Upstash-Forward-Content-Length", "5"),
             ("Upstash-Forward-Upstash-Signature", "x"),

@@ -12,6 +12,7 @@
 //! - `config.rs`: [`GatewayConfig`].
 //! - `envelope.rs`: a message as its queue entry holds it (rmp-serde).
 //! - `signature.rs`: the `Upstash-Signature` JWT.
+//! - `retry_delay.rs`: the `Upstash-Retry-Delay` expression.
 //! - `headers.rs`: the `Upstash-*` headers of a publish.
 //! - `store.rs`: the gateway's own keys (message index, deduplication ids).
 //! - `publish.rs`: `POST /v2/publish/{destination}`.
@@ -29,6 +30,7 @@ mod error;
 mod headers;
 mod messages;
 mod publish;
+mod retry_delay;
 mod signature;
 mod store;
 

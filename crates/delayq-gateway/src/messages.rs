@@ -41,6 +41,9 @@ pub(crate) fn message_json(envelope: &Envelope) -> Value {
         "notBefore": envelope.not_before_ms,
         "createdAt": envelope.created_ms,
     });
+    if let Some(expr) = &envelope.retry_delay {
+        message["retryDelayExpression"] = expr.clone().into();
+    }
     if let Some(first) = envelope.labels.first() {
         message["label"] = first.clone().into();
         message["labels"] = envelope.labels.clone().into();

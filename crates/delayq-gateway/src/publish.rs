@@ -78,6 +78,7 @@ impl Prepared {
             created_ms: now_ms,
             not_before_ms: now_ms.saturating_add(delay_ms),
             labels: options.labels,
+            retry_delay: options.retry_delay,
         };
         Prepared {
             envelope,

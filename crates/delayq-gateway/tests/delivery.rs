@@ -388,3 +388,36 @@ async fn dead_letters_listed_read_deleted_and_retried() {
     );
     gw.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retry_delay_expression_paces_the_retries() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let expr = "1500 * (1 + retried)";
+    let (status, answer) = gw
+        .publish(
+            &format!("{}500-500-200/expr", receiver.base()),
+            &[("Upstash-Retries", "2"), ("Upstash-Retry-Delay", expr)],
+            b"e".to_vec(),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let id = answer["messageId"].as_str().unwrap();
+    let (_, message) = gw.call("GET", &format!("/v2/messages/{id}")).await;
+    assert_eq!(message["retryDelayExpression"], expr);
+    let got = receiver.wait_for("/500-500-200/expr", 3).await;
+    // 1.5 s, then 3 s: the gateway's own backoff here is 200 ms to 1 s.
+    let (first, second) = (got[1].at_ms - got[0].at_ms, got[2].at_ms - got[1].at_ms);
+    assert!(first >= 1_450, "first retry after {first} ms");
+    assert!(second >= 2_950, "second retry after {second} ms");
+    let (status, bad) = gw
+        .publish(
+            &format!("{}200/expr-bad", receiver.base()),
+            &[("Upstash-Retry-Delay", "pow(2, retried")],
+            b"b".to_vec(),
+        )
+        .await;
+    assert_eq!(status, 400, "{bad}");
+    gw.shutdown().await;
+}

@@ -129,8 +129,16 @@ test("delay: delivered not before it", async () => {
 });
 
 test("retries: each attempt signed afresh, Upstash-Retried counts", async () => {
-  const res = await client.publish({ url: `${base}/500-502-200/node-retry`, body: "again", retries: 3 });
+  const res = await client.publish({
+    url: `${base}/500-502-200/node-retry`,
+    body: "again",
+    retries: 3,
+    retryDelay: "600 * (1 + retried)",
+  });
   const got = await waitFor("/500-502-200/node-retry", 3);
+  // The message's own retry delay (600 ms, then 1200 ms), not the gateway's 200 ms backoff.
+  assert.ok(got[1].at - got[0].at >= 550, `first retry after ${got[1].at - got[0].at} ms`);
+  assert.ok(got[2].at - got[1].at >= 1150, `second retry after ${got[2].at - got[1].at} ms`);
   assert.deepEqual(got.map((r) => r.headers["upstash-retried"]), ["0", "1", "2"]);
   assert.ok(got.every((r) => r.verified), got.map((r) => r.error).join());
   assert.ok(got.every((r) => r.headers["upstash-message-id"] === res.messageId));

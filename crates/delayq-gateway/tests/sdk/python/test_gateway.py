@@ -141,8 +141,12 @@ def test_delay_is_kept(client):
 
 
 def test_retries_then_success(client):
-    res = client.message.publish(url=f"{BASE}/503-200/py-retry", body="again", retries=2)
+    res = client.message.publish(
+        url=f"{BASE}/503-200/py-retry", body="again", retries=2, retry_delay="700"
+    )
     got = wait_for("/503-200/py-retry", 2)
+    # The message's own retry delay, not the gateway's 200 ms backoff.
+    assert got[1]["at"] - got[0]["at"] >= 0.65
     assert [r["headers"]["upstash-retried"] for r in got] == ["0", "1"]
     assert all(r["verified"] for r in got), [r["error"] for r in got]
     assert all(r["headers"]["upstash-message-id"] == res.message_id for r in got)
