@@ -18,7 +18,7 @@
 //! - `publish.rs`: `POST /v2/publish/{destination}`.
 //! - `batch.rs`: `POST /v2/batch`.
 //! - `deliver.rs`: the delivery worker's handler.
-//! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`.
+//! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `DELETE /v2/messages`.
 //! - `dlq.rs`: the dead letters as QStash's DLQ.
 
 mod batch;
@@ -124,6 +124,7 @@ impl Gateway {
         Router::new()
             .route("/v2/publish/{*destination}", post(publish::publish))
             .route("/v2/batch", post(batch::batch))
+            .route("/v2/messages", axum::routing::delete(messages::cancel_many))
             .route(
                 "/v2/messages/{id}",
                 get(messages::get).delete(messages::cancel),

@@ -1,11 +1,13 @@
 //! `GET` and `DELETE /v2/messages/{id}`: a message still to be delivered (pending, or waiting
-//! between retries), and cancelling it.
+//! between retries), and cancelling it; `DELETE /v2/messages` cancels several by id.
 
 use crate::envelope::Envelope;
 use crate::error::ApiError;
 use crate::Shared;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::Json;
+use bytes::Bytes;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -57,15 +59,65 @@ pub(crate) async fn cancel(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let record = match shared.store.get(&id).await {
+    match cancel_one(&shared, &id).await? {
+        true => Ok(Json(json!({ "cancelled": 1 }))),
+        false => Err(ApiError::not_found(format!("message {id} not found"))),
+    }
+}
+
+/// `DELETE /v2/messages?messageIds=A&messageIds=B` (the JS SDK) or with the body
+/// `{"messageIds": [..]}` (the Python SDK): `{"cancelled": n}`, those still to be delivered.
+/// Cancelling every message, or by filters, is refused (400): not supported yet.
+pub(crate) async fn cancel_many(
+    State(shared): State<Arc<Shared>>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let mut ids: Vec<String> = query
+        .as_deref()
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|pair| pair.strip_prefix("messageIds="))
+        .flat_map(|ids| ids.split(','))
+        .map(str::to_owned)
+        .collect();
+    if !body.is_empty() {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Ids {
+            #[serde(default)]
+            message_ids: Vec<String>,
+        }
+        let given: Ids = serde_json::from_slice(&body)
+            .map_err(|err| ApiError::bad_request(format!("bad body: {err}")))?;
+        ids.extend(given.message_ids);
+    }
+    ids.retain(|id| !id.is_empty());
+    if ids.is_empty() {
+        return Err(ApiError::bad_request(
+            "give the messages as messageIds (cancelling all, or by filters, is not supported yet)",
+        ));
+    }
+    let mut cancelled = 0;
+    for id in &ids {
+        if cancel_one(&shared, id).await? {
+            cancelled += 1;
+        }
+    }
+    Ok(Json(json!({ "cancelled": cancelled })))
+}
+
+/// Cancels message `id`; false when it is no longer to be delivered.
+async fn cancel_one(shared: &Shared, id: &str) -> Result<bool, ApiError> {
+    let record = match shared.store.get(id).await {
         Ok(record) => record,
         Err(err) => return Err(ApiError::internal("reading the message", &err)),
     };
     // The cancellation first: from the moment the record is gone, no attempt may be made.
-    if let Err(err) = shared.store.mark_cancelled(&id).await {
+    if let Err(err) = shared.store.mark_cancelled(id).await {
         return Err(ApiError::internal("cancelling the message", &err));
     }
-    let found = match shared.store.remove(&id).await {
+    let found = match shared.store.remove(id).await {
         Ok(found) => found,
         Err(err) => return Err(ApiError::internal("cancelling the message", &err)),
     };
@@ -80,13 +132,12 @@ pub(crate) async fn cancel(
         _ => false,
     };
     if removed || !found {
-        if let Err(err) = shared.store.clear_cancelled(&id).await {
+        if let Err(err) = shared.store.clear_cancelled(id).await {
             tracing::warn!(error = %err, message = %id, "gateway: cannot clear a cancellation");
         }
     }
-    if !found {
-        return Err(ApiError::not_found(format!("message {id} not found")));
+    if found {
+        tracing::debug!(message = %id, "cancelled");
     }
-    tracing::debug!(message = %id, "cancelled");
-    Ok(Json(json!({ "cancelled": 1 })))
+    Ok(found)
 }

@@ -421,3 +421,48 @@ async fn retry_delay_expression_paces_the_retries() {
     assert_eq!(status, 400, "{bad}");
     gw.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn several_cancelled_by_id_in_the_query_or_the_body() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let url = format!("{}200/many-{n}", receiver.base());
+        let (_, answer) = gw.publish(&url, &[("Upstash-Delay", "1s")], vec![n]).await;
+        ids.push(answer["messageId"].as_str().unwrap().to_owned());
+    }
+    let (status, answer) = gw
+        .call(
+            "DELETE",
+            &format!("/v2/messages?messageIds={}&messageIds={}", ids[0], ids[1]),
+        )
+        .await;
+    assert_eq!((status, &answer["cancelled"]), (200, &2.into()), "{answer}");
+    let response = reqwest::Client::new()
+        .delete(format!("{}/v2/messages", gw.base))
+        .bearer_auth(TOKEN)
+        .header("Content-Type", "application/json")
+        .body(serde_json::json!({ "messageIds": [ids[2], ids[0], "msg_unknown"] }).to_string())
+        .send()
+        .await
+        .unwrap();
+    let answer: serde_json::Value =
+        serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+    assert_eq!(answer["cancelled"], 1, "{answer}");
+    // Cancelling everything is not a bare DELETE here.
+    assert_eq!(gw.call("DELETE", "/v2/messages").await.0, 400);
+    gw.publish(
+        &format!("{}200/many-marker", receiver.base()),
+        &[("Upstash-Delay", "2s")],
+        b"m".to_vec(),
+    )
+    .await;
+    receiver.wait_for("/200/many-marker", 1).await;
+    assert!(receiver
+        .to("/200/many-")
+        .iter()
+        .all(|r| r.target == "/200/many-marker"));
+    gw.shutdown().await;
+}

@@ -188,6 +188,12 @@ test("cancel: a cancelled message is never delivered", async () => {
   const res = await client.publish({ url: `${base}/200/node-cancelled`, body: "no", delay: 1 });
   await client.messages.cancel(res.messageId);
   await assert.rejects(client.messages.get(res.messageId));
+  const two = [
+    await client.publish({ url: `${base}/200/node-cancelled`, body: "no", delay: 1 }),
+    await client.publish({ url: `${base}/200/node-cancelled`, body: "no", delay: 1 }),
+  ];
+  const many = await client.messages.cancel(two.map((r) => r.messageId));
+  assert.equal(many.cancelled, 2);
   // Published after it and due after it: once this one arrived, the cancelled one had its turn.
   await client.publish({ url: `${base}/200/node-cancel-marker`, body: "yes", delay: 2 });
   await waitFor("/200/node-cancel-marker", 1);

@@ -157,6 +157,11 @@ def test_cancel(client):
     client.message.cancel(res.message_id)
     with pytest.raises(QStashError):
         client.message.get(res.message_id)
+    two = [
+        client.message.publish(url=f"{BASE}/200/py-cancelled", body="no", delay=1).message_id
+        for _ in range(2)
+    ]
+    assert client.message.cancel_many(two + [res.message_id]) == 2
     # Published after it and due after it: once this one arrived, the cancelled one had its turn.
     client.message.publish(url=f"{BASE}/200/py-cancel-marker", body="yes", delay=2)
     wait_for("/200/py-cancel-marker", 1)
