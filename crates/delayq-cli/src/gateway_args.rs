@@ -34,8 +34,8 @@ pub(crate) struct GatewayArgs {
         value_name = "PATH"
     )]
     pub(crate) next_signing_key_file: Option<std::path::PathBuf>,
-    /// Deliver only to destinations starting with URL-PREFIX (repeatable, required; end it
-    /// with `/`); anything else is refused at publish (403).
+    /// Deliver only to destinations with URL-PREFIX's scheme, host and port whose path starts
+    /// with its path (repeatable, required); anything else is refused at publish (403).
     #[arg(
         long = "allow-destination",
         env = "DELAYQ_GATEWAY_ALLOW_DESTINATION",

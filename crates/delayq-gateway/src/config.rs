@@ -90,9 +90,10 @@ impl GatewayConfig {
         self
     }
 
-    /// Allows destinations that start with `prefix` (an `http://` or `https://` URL; end it
-    /// with `/` so that `http://host:80` does not also allow `http://host:8080`). Required:
-    /// without any, the gateway refuses to start. Default: none.
+    /// Allows destinations with the scheme, host and port of `prefix` (an `http://` or
+    /// `https://` URL) whose path starts with its path: `http://10.0.0.5:3000/hooks/` allows
+    /// `http://10.0.0.5:3000/hooks/orders?id=1`. Required: without any, the gateway refuses to
+    /// start. Default: none.
     #[must_use]
     pub fn allow_destination(mut self, prefix: impl Into<String>) -> Self {
         self.destinations.push(prefix.into());
@@ -160,8 +161,16 @@ impl GatewayConfig {
         }
         for prefix in &self.destinations {
             match reqwest::Url::parse(prefix) {
-                Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {}
-                _ => return invalid(format!("{prefix:?} is not an http:// or https:// URL")),
+                Ok(url)
+                    if matches!(url.scheme(), "http" | "https")
+                        && url.has_host()
+                        && url.query().is_none()
+                        && url.username().is_empty() => {}
+                _ => {
+                    return invalid(format!(
+                        "{prefix:?} is not an http:// or https:// URL without a query or user"
+                    ))
+                }
             }
         }
         if self.concurrency == 0 || self.body_limit == 0 || self.request_timeout.is_zero() {
@@ -170,10 +179,56 @@ impl GatewayConfig {
         Ok(())
     }
 
-    /// Whether `url` may be a destination.
+    /// Whether `url` may be a destination: for some allowed prefix, the same scheme, host and
+    /// port (as a URL parser reads them, so that no spelling of another host passes), and a path
+    /// that starts with the prefix's.
     pub(crate) fn allows(&self, url: &str) -> bool {
-        self.destinations
-            .iter()
-            .any(|prefix| url.starts_with(prefix))
+        let Ok(url) = reqwest::Url::parse(url) else {
+            return false;
+        };
+        self.destinations.iter().any(|prefix| {
+            let Ok(prefix) = reqwest::Url::parse(prefix) else {
+                return false;
+            };
+            url.scheme() == prefix.scheme()
+                && url.host_str() == prefix.host_str()
+                && url.port_or_known_default() == prefix.port_or_known_default()
+                && url.path().starts_with(prefix.path())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_list_compares_what_a_parser_reads() {
+        let config = GatewayConfig::new("t".repeat(16), "k")
+            .allow_destination("http://127.0.0.1:3000/hooks/")
+            .allow_destination("https://api.example");
+        for ok in [
+            "http://127.0.0.1:3000/hooks/a?x=1",
+            "http://2130706433:3000/hooks/a",
+            "https://API.example/anything",
+            "https://api.example:443/x",
+        ] {
+            assert!(config.allows(ok), "{ok}");
+        }
+        for refused in [
+            "http://127.0.0.1:3000/other",
+            "http://127.0.0.1:30000/hooks/",
+            "http://127.0.0.1:3000@127.0.0.2/hooks/",
+            "https://api.example.evil.test/",
+            "https://api.example@evil.test/",
+            "http://api.example/",
+            "https://api.example:8443/",
+            "not a url",
+        ] {
+            assert!(!config.allows(refused), "{refused}");
+        }
+        assert!(config.validate().is_ok());
+        let bad = GatewayConfig::new("t".repeat(16), "k").allow_destination("http://h/?q=1");
+        assert!(bad.validate().is_err());
     }
 }
