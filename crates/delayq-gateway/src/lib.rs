@@ -169,6 +169,13 @@ impl Gateway {
         Ok(Delivery { worker })
     }
 
+    /// Whether `headers` carry one of the gateway's tokens (`Authorization: Bearer TOKEN`,
+    /// compared in constant time): for routes a program mounts beside the router, such as
+    /// `/metrics`.
+    pub fn authorizes(&self, headers: &axum::http::HeaderMap) -> bool {
+        authorized(&self.shared, headers)
+    }
+
     /// The delayq queue the messages are entries of.
     pub fn queue(&self) -> &DelayedQueue<ByteArrayCodec> {
         &self.shared.queue
@@ -195,8 +202,14 @@ impl Delivery {
 
 /// Every route needs `Authorization: Bearer TOKEN` with one of the configured tokens.
 async fn authorize(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
+    if authorized(&shared, request.headers()) {
+        return next.run(request).await;
+    }
+    error::ApiError::new(StatusCode::UNAUTHORIZED, "a valid bearer token is needed").into_response()
+}
+
+fn authorized(shared: &Shared, headers: &axum::http::HeaderMap) -> bool {
+    let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
@@ -207,10 +220,7 @@ async fn authorize(State(shared): State<Arc<Shared>>, request: Request, next: Ne
         .tokens
         .iter()
         .fold(false, |found, token| found | same(given, token));
-    if !given.is_empty() && known {
-        return next.run(request).await;
-    }
-    error::ApiError::new(StatusCode::UNAUTHORIZED, "a valid bearer token is needed").into_response()
+    !given.is_empty() && known
 }
 
 /// Whether `given` is `token`, in time that depends on their lengths only.

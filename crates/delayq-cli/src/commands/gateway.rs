@@ -1,6 +1,6 @@
 //! `delayq gateway`: the QStash-compatible gateway (`delayq-gateway`) on the listener every
-//! long-running command shares, loopback unless `--allow-remote`, with its deliveries, until
-//! SIGINT or SIGTERM.
+//! long-running command shares, loopback unless `--allow-remote`, with `/metrics` (behind the
+//! token) and `/healthz` beside it, and its deliveries, until SIGINT or SIGTERM.
 
 use super::ui::read_private_token;
 use super::Ctx;
@@ -33,15 +33,26 @@ pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
         config = config.allow_destination(prefix.clone());
     }
     let bound = crate::serve::bind(args.listen, &args.http).await?;
+    // /metrics (the gateway queue's gauges and the deliveries' counters) behind the token, and
+    // /healthz open, beside the API, as `delayq ui` serves them; the recorder first, so that
+    // the first deliveries are counted.
+    let mut observed = crate::serve::Observed::new(&ctx.client, None, &args.http)?;
     let gateway = match Gateway::new(ctx.client.clone(), config).await {
         Ok(gateway) => gateway,
         Err(delayq_gateway::Error::InvalidConfig(why)) => return Err(Usage(why).into()),
         Err(err) => return Err(err.into()),
     };
+    let guard = gateway.clone();
+    observed.guard_metrics(move |headers| guard.authorizes(headers));
     let delivery = gateway.deliver()?;
-    let stop = tokio_util::sync::CancellationToken::new();
+    let queue = args.queue.clone();
+    let gauges = crate::serve::Gauges {
+        client: ctx.client.clone(),
+        names: Box::new(move || vec![queue.clone()]),
+        budget: args.http.metrics_read_budget,
+    };
     let addr = bound.addr;
-    let serving = tokio::spawn(bound.serve(gateway.router(), stop.clone()));
+    let server = crate::serve::Server::start(bound, None, observed, gateway.router(), Some(gauges));
     crate::logging::status!(
         "QStash-compatible gateway of {} on http://{addr}/v2/ (queue {}; deliveries to {}; \
          Ctrl-C to stop)",
@@ -50,8 +61,7 @@ pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
         args.allow_destinations.join(", ")
     );
     let stopped = super::transfer::wait_for_stop_signal().await;
-    stop.cancel();
-    let _ = serving.await;
+    server.shutdown().await;
     delivery.shutdown().await?;
     stopped
 }

@@ -1,6 +1,7 @@
 //! `delayq gateway` against a real redis-server: it refuses to start without an allow-list of
 //! destinations, with a token or key file others may read, or on a non-loopback address without
-//! `--allow-remote`; once started it serves the API behind its token and never prints a secret.
+//! `--allow-remote`; once started it serves the API and `/metrics` behind its token, `/healthz`
+//! open, and never prints a secret.
 
 use crate::common::{TestRedis, PATIENCE};
 use crate::observe::{free_port, Daemon, BIN};
@@ -125,29 +126,37 @@ fn serves_behind_its_token_and_prints_no_secret() {
             .unwrap(),
     );
     let mut stderr = BufReader::new(daemon.0.stderr.take().unwrap());
-    let mut started = String::new();
-    stderr.read_line(&mut started).unwrap();
-    assert!(started.contains("QStash-compatible gateway"), "{started}");
-    assert!(
-        !started.contains(TOKEN) && !started.contains(KEY),
-        "{started}"
-    );
-    let get = |auth: &str| {
+    let mut said = String::new();
+    while !said.contains("QStash-compatible gateway") {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "ended: {said}");
+        said.push_str(&line);
+    }
+    assert!(!said.contains(TOKEN) && !said.contains(KEY), "{said}");
+    let get = |path: &str, auth: &str| {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream.set_read_timeout(Some(PATIENCE)).unwrap();
         write!(
             stream,
-            "GET /v2/dlq HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Connection: close\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Connection: close\r\n\r\n"
         )
         .unwrap();
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
         answer
     };
-    let answer = get("");
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let answer = get("/v2/dlq", "");
     assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
     assert!(answer.contains(r#"{"error":"#), "{answer}");
-    let answer = get(&format!("Authorization: Bearer {TOKEN}\r\n"));
+    let answer = get("/v2/dlq", &auth);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains(r#"{"messages":[]}"#), "{answer}");
+    // /healthz is open, /metrics needs the token.
+    let answer = get("/healthz", "");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(get("/metrics", "").starts_with("HTTP/1.1 401"));
+    let answer = get("/metrics", &auth);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("delayq_"), "{answer}");
 }
