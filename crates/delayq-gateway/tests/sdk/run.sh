@@ -94,8 +94,9 @@ export GATEWAY_TOKEN SIGNING_KEY NEXT_SIGNING_KEY
 # The SDKs must not switch to their dev-server mode or read another account's settings.
 unset QSTASH_DEV QSTASH_URL QSTASH_TOKEN QSTASH_REGION
 status=0
-echo "== @upstash/qstash $(node -p "require('./$sdk/node/node_modules/@upstash/qstash/package.json').version") (node $(node --version))"
-RECEIVER_PORT=$node_port QSTASH_SDK_DIR="$(cd "$sdk/node" && pwd)" \
+sdk_node=$(cd "$sdk/node" && pwd)
+echo "== @upstash/qstash $(node -p "require('$sdk_node/node_modules/@upstash/qstash/package.json').version") (node $(node --version))"
+RECEIVER_PORT=$node_port QSTASH_SDK_DIR="$sdk_node" \
     node --test "$here/node/gateway.test.mjs" || status=1
 echo "== qstash $("$sdk/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("qstash"))') (pytest)"
 RECEIVER_PORT=$python_port "$sdk/venv/bin/python" -m pytest -q -p no:cacheprovider \
