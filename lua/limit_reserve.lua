@@ -4,6 +4,7 @@
 -- reservation id, before the take from a shard; the job renews and releases the reservation like
 -- any delivery's slots (limit_lease.lua). Queue-wide limits only: per-key limits stay per shard.
 --
+-- Helpers: time, guard, limit
 -- KEYS[1]: target list        NAME (untouched: routes the call to the logical queue's slot)
 -- KEYS[2]: limits             delayq_limits:{NAME}         field -> value
 -- KEYS[3]: queue-wide slots   delayq_limit_slots:{NAME}    reservation id -> lease end ms

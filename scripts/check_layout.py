@@ -315,8 +315,11 @@ def long_functions(rel, code):
         name, start, depth, opened = m.group(6), i, 0, False
         j = i
         while j < len(lines):
-            depth += lines[j].count("{") - lines[j].count("}")
-            if "{" in lines[j]:
+            # Braces in string and char literals ('{', "{x}") are not blocks.
+            bare = re.sub(r'"(?:\\.|[^"\\])*"', '""', lines[j])
+            bare = re.sub(r"'(?:\\.|[^'\\])'", "''", bare)
+            depth += bare.count("{") - bare.count("}")
+            if "{" in bare:
                 opened = True
             if ";" in lines[j] and not opened:
                 break  # a declaration without a body

@@ -108,18 +108,3 @@ impl LimitKeys {
         })
     }
 }
-
-/// The name pattern of a limit role, as the Lua headers write it.
-#[cfg(test)]
-pub(super) fn pattern(role: KeyRole) -> &'static str {
-    match role {
-        KeyRole::Limits => "delayq_limits:{NAME}",
-        KeyRole::LimitSlots => "delayq_limit_slots:{NAME}",
-        KeyRole::LimitTat => "delayq_limit_tat:{NAME}",
-        KeyRole::LimitHeld => "delayq_limit_held:{NAME}",
-        KeyRole::LimitBusy => "delayq_limit_busy:{NAME}",
-        KeyRole::LimitKeySlots => "delayq_limit_key:{NAME}:KEY",
-        KeyRole::LimitParked => "delayq_limit_parked:{NAME}:KEY",
-        _ => "",
-    }
-}

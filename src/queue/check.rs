@@ -112,21 +112,10 @@ impl<C: Codec> Inspect<'_, DelayedQueue<C>> {
             &schedule,
             &dedup,
         ]);
-        all_keys.extend(
-            [
-                &limit.limits,
-                &limit.slots,
-                &limit.tat,
-                &limit.held,
-                &limit.busy,
-                &limit.key_slots,
-                &limit.parked,
-            ]
-            .map(String::as_str),
-        );
+        all_keys.extend(limit_key_names(&limit));
         let mut evalsha = vec!["0".repeat(40), all_keys.len().to_string()];
         evalsha.extend(all_keys.iter().map(|k| (*k).to_owned()));
-        vec![
+        let mut needs = vec![
             Need {
                 command: "EVALSHA",
                 args: evalsha,
@@ -166,14 +155,9 @@ impl<C: Codec> Inspect<'_, DelayedQueue<C>> {
             need("ZREMRANGEBYSCORE", &[&processes, "-inf", "0"]),
             need("ZRANGEBYSCORE", &[keys.schedules(), "-inf", "0"]),
             need("HGETALL", &[&schedule]),
-            need("HGETALL", &[&limit.limits]),
-            need("ZADD", &[&limit.slots, "0", "id"]),
-            need("ZADD", &[&limit.tat, "0", "q"]),
-            need("ZADD", &[&limit.held, "0", "k"]),
-            need("ZADD", &[&limit.busy, "0", "k"]),
-            need("ZADD", &[&limit.key_slots, "0", "id"]),
-            need("RPUSH", &[&limit.parked, "v"]),
-        ]
+        ];
+        needs.extend(limit_needs(&limit));
+        needs
     }
 
     /// The needs the user may not use, by `ACL DRYRUN`, or (when that is refused) only the
@@ -250,4 +234,35 @@ async fn config_get(client: &Client, name: &str) -> Option<String> {
         Value::Map(map) => map.inner().values().next().and_then(Value::as_string),
         _ => None,
     }
+}
+
+/// The names of the limit keys of a queue (for one limit key).
+fn limit_key_names(limit: &crate::keys::LimitKeys) -> [&str; 7] {
+    [
+        &limit.limits,
+        &limit.slots,
+        &limit.tat,
+        &limit.held,
+        &limit.busy,
+        &limit.key_slots,
+        &limit.parked,
+    ]
+    .map(String::as_str)
+}
+
+/// The commands the limit scripts send on a queue's limit keys.
+fn limit_needs(limit: &crate::keys::LimitKeys) -> Vec<Need> {
+    let need = |command: &'static str, args: &[&str]| Need {
+        command,
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+    };
+    vec![
+        need("HGETALL", &[&limit.limits]),
+        need("ZADD", &[&limit.slots, "0", "id"]),
+        need("ZADD", &[&limit.tat, "0", "q"]),
+        need("ZADD", &[&limit.held, "0", "k"]),
+        need("ZADD", &[&limit.busy, "0", "k"]),
+        need("ZADD", &[&limit.key_slots, "0", "id"]),
+        need("RPUSH", &[&limit.parked, "v"]),
+    ]
 }

@@ -318,7 +318,7 @@ pub(super) async fn scan(
     }) {
         match queue {
             Ok(queue) if !seen.insert(queue.target().to_owned()) => {}
-            Ok(queue) if held(known, &queue) => scanned.found.push(queue),
+            Ok(queue) if held(|name| known.contains(name), &queue) => scanned.found.push(queue),
             Ok(queue) => fresh.push(queue),
             Err(escaped) => scanned.unreadable.push(escaped),
         }
@@ -327,10 +327,10 @@ pub(super) async fn scan(
     Ok(scanned)
 }
 
-/// Whether `known` holds the queue `keys`, by its name or the name whose keys are the same
-/// ([`QueueKeys::twin`]): a queue is transferred to one target list only.
-pub(super) fn held(known: &HashSet<String>, keys: &QueueKeys) -> bool {
-    known.contains(keys.target()) || keys.twin().is_some_and(|twin| known.contains(&twin))
+/// Whether the queue `keys` is held (`holds` says it of a name), by its name or the name whose
+/// keys are the same ([`QueueKeys::twin`]): a queue is transferred to one target list only.
+pub(super) fn held(holds: impl Fn(&str) -> bool, keys: &QueueKeys) -> bool {
+    holds(keys.target()) || keys.twin().is_some_and(|twin| holds(&twin))
 }
 
 /// Of the two names whose delayed-queue keys are one (Redisson's `prefixName` wraps only a name
@@ -453,11 +453,16 @@ pub(super) fn warn_unreadable(key: &str) {
     );
 }
 
-/// Whether the queue `keys` has pending entries (its timeout zset exists): a message on an
-/// unknown queue's channel adds it only then, since anyone may publish on any channel.
-pub(super) async fn has_pending(client: &Client, keys: &QueueKeys) -> bool {
+/// A message came on the channel of the unknown queue `keys`: the name it is taken by (see
+/// [`readings`]), and whether it has pending entries (its timeout zset exists): it is added
+/// only then, since anyone may publish on any channel.
+pub(super) async fn heard(client: &Client, keys: QueueKeys) -> (QueueKeys, bool) {
     let pending: std::result::Result<u64, _> = client.exists(keys.timeout()).await;
-    pending.is_ok_and(|n| n > 0)
+    let keys = match readings(client, vec![keys.clone()]).await {
+        Ok(mut chosen) => chosen.pop().unwrap_or(keys),
+        Err(_) => keys,
+    };
+    (keys, pending.is_ok_and(|n| n > 0))
 }
 
 /// What a scan means for a group's queues.

@@ -518,22 +518,14 @@ impl GroupTask {
     fn check_heard(&mut self, keys: QueueKeys) {
         let client = self.client.clone();
         self.jobs.spawn(async move {
-            let pending = discovery::has_pending(&client, &keys).await;
-            let keys = match discovery::readings(&client, vec![keys.clone()]).await {
-                Ok(mut chosen) => chosen.pop().unwrap_or(keys),
-                Err(_) => keys,
-            };
+            let (keys, pending) = discovery::heard(&client, keys).await;
             Done::Heard(Box::new(keys), pending)
         });
     }
 
     /// What [`check_heard`](Self::check_heard) found: a queue with pending entries is added.
     async fn on_heard(&mut self, keys: QueueKeys, pending: bool) {
-        let holds = self.queues.contains_key(keys.target())
-            || keys
-                .twin()
-                .is_some_and(|twin| self.queues.contains_key(&twin));
-        if pending && !holds {
+        if pending && !discovery::held(|name| self.queues.contains_key(name), &keys) {
             self.add_discovered(keys).await;
         }
     }

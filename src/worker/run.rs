@@ -2,7 +2,7 @@
 
 use super::gate::{Gates, Slot};
 use super::next::next_job;
-use super::reserve::Reserver;
+use super::reserve::{Reservation, Reserver};
 use super::sources::Sources;
 use super::taker::Taker;
 use super::tally::{self, JobTally};
@@ -71,21 +71,9 @@ where
         .clone()
         .map(|logical| Reserver::new(logical, job.visibility));
     loop {
-        let permit = tokio::select! {
-            biased;
-            _ = stop.cancelled() => break,
-            permit = permits.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-        };
-        // A sharded queue's own limits: reserved before the take, held until the job settles.
-        let reservation = match reserver.as_mut() {
-            Some(reserver) => match reserver.reserve(&stop).await {
-                Some(reservation) => reservation,
-                None => break,
-            },
-            None => None,
+        let Some((permit, reservation)) = next_turn(&stop, &permits, reserver.as_mut()).await
+        else {
+            break;
         };
         let Some((queue, delivery, slot)) = next_job(&mut gates, &mut taker, &permits).await else {
             break;
@@ -115,6 +103,25 @@ where
     let stats = counters.snapshot();
     tracing::info!(queue = %name, ?stats, "worker stopped");
     Ok(stats)
+}
+
+/// A permit for the next job, then, under a sharded queue's own limits, its reservation (held
+/// until the job settles); `None` when the worker stops first.
+async fn next_turn<C: Codec>(
+    stop: &CancellationToken,
+    permits: &Arc<Semaphore>,
+    reserver: Option<&mut Reserver<C>>,
+) -> Option<(tokio::sync::OwnedSemaphorePermit, Option<Reservation>)> {
+    let permit = tokio::select! {
+        biased;
+        _ = stop.cancelled() => return None,
+        permit = permits.clone().acquire_owned() => permit.ok()?,
+    };
+    let reservation = match reserver {
+        Some(reserver) => reserver.reserve(stop).await?,
+        None => None,
+    };
+    Some((permit, reservation))
 }
 
 /// The span of one job, its handler and its settlement.

@@ -86,7 +86,7 @@ impl<C: Codec> ShardedQueue<C> {
 /// that shard's (`delayq_schedule:NAME:{i}:ID`, `delayq_schedules:NAME:{i}`), in the shard's
 /// slot, so firing an occurrence stays one script that offers the entry into that shard and
 /// moves the schedule on, exactly once however many processes fire (see
-/// [`crate::recurring`]). The shard's queue is in the registry of queues with schedules, so
+/// `docs/schedules.md`). The shard's queue is in the registry of queues with schedules, so
 /// every process transferring the shards fires them. Spread schedules over the shards by
 /// giving them different ids.
 ///

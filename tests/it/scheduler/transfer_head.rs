@@ -164,7 +164,10 @@ async fn every_call_leaves_redissons_state_whatever_the_shape() {
         loop {
             let batch = rng.random_range(1..=150);
             let outcome = queue.admin().transfer_due(batch).await.unwrap();
-            let expected = model.transfer(delayq::time::now_ms() as f64, batch);
+            // A call moves its whole batch unless its time runs out first (the position index
+            // is built a few ms of each call's time): then the earliest part of it, at least one.
+            assert!(outcome.moved as usize <= batch, "{shape:?} call {calls}");
+            let expected = model.transfer(delayq::time::now_ms() as f64, outcome.moved as usize);
             calls += 1;
             assert_eq!(outcome.moved as usize, expected, "{shape:?} call {calls}");
             assert_same_state(

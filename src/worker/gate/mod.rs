@@ -11,7 +11,6 @@ use crate::queue::DelayedQueue;
 use crate::redis::ops::limit_acquire;
 use crate::redis::ops::limit_admit::{self, Admitted, Batch};
 use crate::redis::ops::limit_take::TakeGate;
-use crate::redis::ops::limit_unpark::{self, Unparked};
 use crate::redis::reply::{Decision, WaitFor};
 use crate::reliable::Delivery;
 use crate::time::Delay;
@@ -24,6 +23,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// How often a worker without limits looks for new ones.
+mod unpark;
+
 const READ_EVERY: Duration = Duration::from_secs(1);
 /// How often malformed stored limits are logged again while they last.
 const SAY_MALFORMED_EVERY: Duration = Duration::from_secs(60);
@@ -540,70 +541,6 @@ impl<C: Codec> Gates<C> {
             _ = self.released.notified() => true,
             _ = tokio::time::sleep(sleep) => true,
         }
-    }
-
-    /// A held-back value of a due key, taken into flight with its slots, if a queue has one.
-    pub(super) async fn unpark(
-        &mut self,
-        sources: &Sources<C>,
-    ) -> Option<(Arc<str>, Admit<C::Value>)> {
-        for i in 0..self.gates.len() {
-            self.refresh(i, false).await;
-            let due = self.gates[i].held_check_at <= Instant::now();
-            if !due || !self.gates[i].active.as_ref().is_some_and(|a| a.per_key) {
-                continue;
-            }
-            if let Some(found) = self.unpark_one(i, sources).await {
-                return Some(found);
-            }
-        }
-        None
-    }
-
-    async fn unpark_one(
-        &mut self,
-        i: usize,
-        sources: &Sources<C>,
-    ) -> Option<(Arc<str>, Admit<C::Value>)> {
-        self.gates[i].held_check_at = Instant::now() + POLL_CAP;
-        let gate = &self.gates[i];
-        let active = gate.active.as_ref()?;
-        let name: Arc<str> = Arc::from(gate.queue.name());
-        let consumer = sources.consumer(&name)?;
-        let id = crate::reliable::random_id();
-        let lease = Delay::span(self.lease).ok()?;
-        let queue = &gate.queue;
-        let reply =
-            limit_unpark::run(queue.client(), queue.spec(), &active.version, lease, &id).await;
-        let next_check = match reply {
-            Ok(Unparked::Taken {
-                deadline_ms,
-                admitted_ms,
-                key,
-                taken,
-            }) => {
-                let mut delivery = consumer.adopt(taken.id, taken.raw, taken.attempt, deadline_ms);
-                let slot = Slot::hold(&mut delivery, key, admitted_ms, self);
-                return Some((name, Admit::Start(delivery, Some(slot))));
-            }
-            Ok(Unparked::NoneDue(next)) => next.unwrap_or(POLL_CAP).min(POLL_CAP),
-            Ok(Unparked::Other(Decision::Stale)) => {
-                self.refresh(i, true).await;
-                Duration::ZERO
-            }
-            Ok(Unparked::Other(Decision::Wait(wait, _))) => wait.min(POLL_CAP),
-            Ok(Unparked::Other(Decision::Malformed(field))) => {
-                self.close(i, &format!("field {field:?} (as the limit script read it)"));
-                READ_EVERY
-            }
-            Ok(Unparked::Other(_)) => POLL_CAP,
-            Err(err) => {
-                tracing::warn!(queue = %name, error = %err, "limits: taking a held-back value failed");
-                POLL_CAP * 4
-            }
-        };
-        self.gates[i].held_check_at = Instant::now() + next_check;
-        None
     }
 }
 
