@@ -104,10 +104,13 @@ fn idle_cost(extra: &[&str]) -> Cost {
             .spawn()
             .unwrap(),
     );
-    // Discovered, and each queue transferred once (a script call each): idle from now on.
-    wait_until("every queue transferred once", PATIENCE, || {
+    // Discovered, and the start's transfers done (a script call a queue): idle from now on.
+    // Not every queue: one whose head the sweep's probe read before its first transfer ran
+    // needs none (its wake-up is set from the probe); those left count against the budget,
+    // which only makes the check stricter.
+    wait_until("the start's transfers done", PATIENCE, || {
         let calls = redis.command_calls("evalsha") - scripts_before;
-        match calls >= QUEUES as u64 {
+        match calls >= (QUEUES as u64) * 95 / 100 {
             true => Ok(()),
             false => Err(format!("{calls} script calls")),
         }
