@@ -37,6 +37,9 @@ impl Export {
         if flag.is_none() && !from_env {
             return Ok(None);
         }
+        // reqwest has no TLS provider of its own in this workspace (the gateway's choice): the
+        // exporter's client needs the process's default, rustls with ring.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
