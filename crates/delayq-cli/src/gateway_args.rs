@@ -18,10 +18,36 @@ pub(crate) struct GatewayArgs {
     pub(crate) listen: std::net::SocketAddr,
     #[command(flatten, next_help_heading = "HTTP listener")]
     pub(crate) http: crate::serve::ListenArgs,
-    /// A file (mode 0600, first line at least 16 characters) holding the token clients send
-    /// as `Authorization: Bearer TOKEN` (the SDKs' QSTASH_TOKEN).
-    #[arg(long, env = "DELAYQ_GATEWAY_TOKEN_FILE", value_name = "PATH")]
-    pub(crate) token_file: std::path::PathBuf,
+    /// A file (mode 0600, first line at least 16 characters) holding an admin token, which
+    /// clients send as `Authorization: Bearer TOKEN` (the SDKs' QSTASH_TOKEN): every route
+    /// (repeatable, at least one; also --admin-token-file).
+    #[arg(
+        long = "token-file",
+        visible_alias = "admin-token-file",
+        env = "DELAYQ_GATEWAY_TOKEN_FILE",
+        value_delimiter = ',',
+        value_name = "PATH",
+        required = true
+    )]
+    pub(crate) token_files: Vec<std::path::PathBuf>,
+    /// A file (mode 0600) holding a publish-only token: publish, batch, enqueue, and reading
+    /// the messages published with it; any other route is answered 403 (repeatable).
+    #[arg(
+        long = "publish-token-file",
+        env = "DELAYQ_GATEWAY_PUBLISH_TOKEN_FILE",
+        value_delimiter = ',',
+        value_name = "PATH"
+    )]
+    pub(crate) publish_token_files: Vec<std::path::PathBuf>,
+    /// A file (mode 0600) holding a token of the native queues (/v1/queues/...) only
+    /// (repeatable).
+    #[arg(
+        long = "native-token-file",
+        env = "DELAYQ_GATEWAY_NATIVE_TOKEN_FILE",
+        value_delimiter = ',',
+        value_name = "PATH"
+    )]
+    pub(crate) native_token_files: Vec<std::path::PathBuf>,
     /// A file (mode 0600) holding the current signing key (QSTASH_CURRENT_SIGNING_KEY of the
     /// receivers): every delivery's Upstash-Signature is made with it.
     #[arg(long, env = "DELAYQ_GATEWAY_SIGNING_KEY_FILE", value_name = "PATH")]

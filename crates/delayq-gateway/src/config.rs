@@ -13,6 +13,8 @@ pub const MAX_RETRIES: u32 = 100;
 pub struct GatewayConfig {
     pub(crate) queue: String,
     pub(crate) tokens: Vec<String>,
+    pub(crate) publish_tokens: Vec<String>,
+    pub(crate) native_tokens: Vec<String>,
     pub(crate) current_key: String,
     pub(crate) next_key: String,
     pub(crate) destinations: Vec<String>,
@@ -31,6 +33,14 @@ impl fmt::Debug for GatewayConfig {
         f.debug_struct("GatewayConfig")
             .field("queue", &self.queue)
             .field("tokens", &format_args!("[{} redacted]", self.tokens.len()))
+            .field(
+                "publish_tokens",
+                &format_args!("[{} redacted]", self.publish_tokens.len()),
+            )
+            .field(
+                "native_tokens",
+                &format_args!("[{} redacted]", self.native_tokens.len()),
+            )
             .field("destinations", &self.destinations)
             .field("body_limit", &self.body_limit)
             .field("dedup_window", &self.dedup_window)
@@ -45,7 +55,8 @@ impl fmt::Debug for GatewayConfig {
 }
 
 impl GatewayConfig {
-    /// A gateway that accepts `token` (as `Authorization: Bearer TOKEN`) and signs deliveries
+    /// A gateway that accepts `token` (as `Authorization: Bearer TOKEN`, with the admin role:
+    /// every route) and signs deliveries
     /// with `current_key` (the next key is the same until [`with_next_key`](Self::with_next_key)).
     /// Nothing may be published until [`allow_destination`](Self::allow_destination) is given.
     pub fn new(token: impl Into<String>, current_key: impl Into<String>) -> GatewayConfig {
@@ -53,6 +64,8 @@ impl GatewayConfig {
         GatewayConfig {
             queue: "delayq-gateway".into(),
             tokens: vec![token.into()],
+            publish_tokens: Vec::new(),
+            native_tokens: Vec::new(),
             next_key: current_key.clone(),
             current_key,
             destinations: Vec::new(),
@@ -74,11 +87,27 @@ impl GatewayConfig {
         self
     }
 
-    /// Accepts `token` too (several processes or clients with their own). Default: the one
-    /// token given to [`new`](Self::new).
+    /// Accepts `token` too, with the admin role (several processes or clients with their
+    /// own). Default: the one token given to [`new`](Self::new).
     #[must_use]
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.tokens.push(token.into());
+        self
+    }
+
+    /// Accepts `token` with the publish role: publish, batch, enqueue, and reading the
+    /// messages published with it; any other route is answered 403. Default: none.
+    #[must_use]
+    pub fn with_publish_token(mut self, token: impl Into<String>) -> Self {
+        self.publish_tokens.push(token.into());
+        self
+    }
+
+    /// Accepts `token` with the native role: the native queues (`/v1/queues/...`) only.
+    /// Default: none.
+    #[must_use]
+    pub fn with_native_token(mut self, token: impl Into<String>) -> Self {
+        self.native_tokens.push(token.into());
         self
     }
 
@@ -148,8 +177,18 @@ impl GatewayConfig {
     /// Refuses settings that cannot work.
     pub(crate) fn validate(&self) -> Result<()> {
         let invalid = |why: String| Err(Error::InvalidConfig(why));
-        if self.tokens.iter().any(|t| t.len() < 16) {
+        let all: Vec<&String> = self
+            .tokens
+            .iter()
+            .chain(&self.publish_tokens)
+            .chain(&self.native_tokens)
+            .collect();
+        if all.iter().any(|t| t.len() < 16) {
             return invalid("every token must have at least 16 characters".into());
+        }
+        let distinct: std::collections::HashSet<&String> = all.iter().copied().collect();
+        if distinct.len() != all.len() {
+            return invalid("a token is given twice: give each role and client its own".into());
         }
         if self.current_key.is_empty() || self.next_key.is_empty() {
             return invalid("the signing keys must not be empty".into());

@@ -10,6 +10,7 @@
 //!
 //! - `error.rs`: [`Error`] and the JSON error answers.
 //! - `config.rs`: [`GatewayConfig`].
+//! - `access.rs`: the tokens' roles, and which routes each may call.
 //! - `envelope.rs`: a message as its queue entry holds it (rmp-serde).
 //! - `signature.rs`: the `Upstash-Signature` JWT.
 //! - `retry_delay.rs`: the `Upstash-Retry-Delay` expression.
@@ -21,6 +22,7 @@
 //! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `DELETE /v2/messages`.
 //! - `dlq.rs`: the dead letters as QStash's DLQ.
 
+mod access;
 mod batch;
 mod config;
 mod deliver;
@@ -37,9 +39,6 @@ mod store;
 pub use config::{GatewayConfig, MAX_RETRIES};
 pub use error::{Error, Result};
 
-use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -117,7 +116,7 @@ impl Gateway {
         })
     }
 
-    /// The HTTP API, every route behind the bearer token; mount it at the root or
+    /// The HTTP API, every route behind a bearer token of a role it admits; mount it at the root or
     /// [`nest`](Router::nest) it under a prefix.
     pub fn router(&self) -> Router {
         let shared = self.shared.clone();
@@ -136,7 +135,7 @@ impl Gateway {
             .fallback(not_found)
             .layer(axum::middleware::from_fn_with_state(
                 shared.clone(),
-                authorize,
+                access::authorize,
             ))
             .with_state(shared)
     }
@@ -169,11 +168,11 @@ impl Gateway {
         Ok(Delivery { worker })
     }
 
-    /// Whether `headers` carry one of the gateway's tokens (`Authorization: Bearer TOKEN`,
-    /// compared in constant time): for routes a program mounts beside the router, such as
-    /// `/metrics`.
+    /// Whether `headers` carry one of the gateway's admin tokens (`Authorization: Bearer
+    /// TOKEN`, compared in constant time): for routes a program mounts beside the router, such
+    /// as `/metrics`.
     pub fn authorizes(&self, headers: &axum::http::HeaderMap) -> bool {
-        authorized(&self.shared, headers)
+        access::role_of(&self.shared, headers).is_some_and(|c| c.role == access::Role::Admin)
     }
 
     /// The delayq queue the messages are entries of.
@@ -198,39 +197,6 @@ impl Delivery {
         self.worker.shutdown().await?;
         Ok(())
     }
-}
-
-/// Every route needs `Authorization: Bearer TOKEN` with one of the configured tokens.
-async fn authorize(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    if authorized(&shared, request.headers()) {
-        return next.run(request).await;
-    }
-    error::ApiError::new(StatusCode::UNAUTHORIZED, "a valid bearer token is needed").into_response()
-}
-
-fn authorized(shared: &Shared, headers: &axum::http::HeaderMap) -> bool {
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    // Every token compared, each in time that depends only on the lengths.
-    let known = shared
-        .config
-        .tokens
-        .iter()
-        .fold(false, |found, token| found | same(given, token));
-    !given.is_empty() && known
-}
-
-/// Whether `given` is `token`, in time that depends on their lengths only.
-fn same(given: &str, token: &str) -> bool {
-    given.len() == token.len()
-        && given
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
 }
 
 async fn not_found() -> Response {

@@ -12,7 +12,10 @@ use delayq_gateway::{Gateway, GatewayConfig};
 pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
     // Every file and setting is checked before the port is taken; the secrets go nowhere but
     // into the config (never into a message or the log).
-    let token = read_private_token(&args.token_file)?;
+    let mut admins = args.token_files.iter().map(|p| read_private_token(p));
+    let token = admins
+        .next()
+        .ok_or_else(|| Usage("give at least one --token-file".into()))??;
     let current = read_private_token(&args.signing_key_file)?;
     let next = args
         .next_signing_key_file
@@ -28,6 +31,15 @@ pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
         .with_concurrency(args.concurrency);
     if let Some(next) = next {
         config = config.with_next_key(next);
+    }
+    for token in admins {
+        config = config.with_token(token?);
+    }
+    for path in &args.publish_token_files {
+        config = config.with_publish_token(read_private_token(path)?);
+    }
+    for path in &args.native_token_files {
+        config = config.with_native_token(read_private_token(path)?);
     }
     for prefix in &args.allow_destinations {
         config = config.allow_destination(prefix.clone());
