@@ -11,6 +11,7 @@
 //! - `error.rs`: [`Error`] and the JSON error answers.
 //! - `config.rs`: [`GatewayConfig`].
 //! - `access.rs`: the tokens' roles, and which routes each may call.
+//! - `meter.rs`: the metrics (requests by route and status, deliveries by outcome, latencies).
 //! - `envelope.rs`: a message as its queue entry holds it (rmp-serde).
 //! - `signature.rs`: the `Upstash-Signature` JWT.
 //! - `retry_delay.rs`: the `Upstash-Retry-Delay` expression.
@@ -31,6 +32,7 @@ mod envelope;
 mod error;
 mod headers;
 mod messages;
+mod meter;
 mod publish;
 mod retry_delay;
 mod signature;
@@ -38,6 +40,7 @@ mod store;
 
 pub use config::{GatewayConfig, MAX_RETRIES};
 pub use error::{Error, Result};
+pub use meter::describe_metrics;
 
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -137,6 +140,7 @@ impl Gateway {
                 shared.clone(),
                 access::authorize,
             ))
+            .layer(axum::middleware::from_fn(meter::count_requests))
             .with_state(shared)
     }
 

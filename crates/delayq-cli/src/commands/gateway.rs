@@ -49,6 +49,7 @@ pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
     // /healthz open, beside the API, as `delayq ui` serves them; the recorder first, so that
     // the first deliveries are counted.
     let mut observed = crate::serve::Observed::new(&ctx.client, None, &args.http)?;
+    delayq_gateway::describe_metrics();
     let gateway = match Gateway::new(ctx.client.clone(), config).await {
         Ok(gateway) => gateway,
         Err(delayq_gateway::Error::InvalidConfig(why)) => return Err(Usage(why).into()),
