@@ -60,6 +60,15 @@ pub(crate) struct GatewayArgs {
         value_name = "PATH"
     )]
     pub(crate) next_signing_key_file: Option<std::path::PathBuf>,
+    /// A file (mode 0600) holding a Standard Webhooks secret (`whsec_` and base64 of 24 to 64
+    /// bytes): every attempt then also carries webhook-id, webhook-timestamp and
+    /// webhook-signature (https://www.standardwebhooks.com), beside Upstash-Signature.
+    #[arg(
+        long,
+        env = "DELAYQ_GATEWAY_STANDARD_WEBHOOKS_SECRET_FILE",
+        value_name = "PATH"
+    )]
+    pub(crate) standard_webhooks_secret_file: Option<std::path::PathBuf>,
     /// Deliver only to destinations with URL-PREFIX's scheme, host and port whose path starts
     /// with its path (repeatable, required); anything else is refused at publish (403).
     #[arg(

@@ -26,6 +26,8 @@ pub struct GatewayConfig {
     pub(crate) backoff_first: Duration,
     pub(crate) backoff_max: Duration,
     pub(crate) concurrency: usize,
+    /// `whsec_...`: the Standard Webhooks signature is added to every attempt.
+    pub(crate) standard_webhooks_secret: Option<String>,
 }
 
 impl fmt::Debug for GatewayConfig {
@@ -50,6 +52,10 @@ impl fmt::Debug for GatewayConfig {
             .field("backoff_first", &self.backoff_first)
             .field("backoff_max", &self.backoff_max)
             .field("concurrency", &self.concurrency)
+            .field(
+                "standard_webhooks_secret",
+                &self.standard_webhooks_secret.as_ref().map(|_| "redacted"),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -77,6 +83,7 @@ impl GatewayConfig {
             backoff_first: Duration::from_secs(12),
             backoff_max: Duration::from_secs(24 * 3600),
             concurrency: 16,
+            standard_webhooks_secret: None,
         }
     }
 
@@ -174,6 +181,16 @@ impl GatewayConfig {
         self
     }
 
+    /// Adds a [Standard Webhooks](https://www.standardwebhooks.com) signature to every attempt,
+    /// beside `Upstash-Signature`: `webhook-id` (the message id), `webhook-timestamp` and
+    /// `webhook-signature` (`v1,` base64 HMAC-SHA256 of `ID.TIMESTAMP.BODY`), made with
+    /// `secret` (`whsec_` and the base64 of 24 to 64 bytes). Default: none.
+    #[must_use]
+    pub fn with_standard_webhooks_secret(mut self, secret: impl Into<String>) -> Self {
+        self.standard_webhooks_secret = Some(secret.into());
+        self
+    }
+
     /// Refuses settings that cannot work.
     pub(crate) fn validate(&self) -> Result<()> {
         let invalid = |why: String| Err(Error::InvalidConfig(why));
@@ -211,6 +228,9 @@ impl GatewayConfig {
                     ))
                 }
             }
+        }
+        if let Some(secret) = &self.standard_webhooks_secret {
+            crate::webhooks::key(secret).map_err(Error::InvalidConfig)?;
         }
         if self.concurrency == 0 || self.body_limit == 0 || self.request_timeout.is_zero() {
             return invalid("concurrency, body limit and request timeout must be positive".into());

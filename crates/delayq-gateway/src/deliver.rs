@@ -124,6 +124,11 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
         .map_or(config.request_timeout, |t| t.min(config.request_timeout));
     let mut request = shared.http.request(method, &envelope.url).timeout(timeout);
     for (name, value) in &envelope.headers {
+        // The gateway's own Standard Webhooks headers replace any a publisher forwarded.
+        let ours = ["webhook-id", "webhook-timestamp", "webhook-signature"];
+        if shared.webhooks_key.is_some() && ours.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+            continue;
+        }
         request = request.header(name, value);
     }
     let signature = sign(
@@ -132,6 +137,12 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
         &envelope.body,
         now_secs(),
     );
+    if let Some(key) = &shared.webhooks_key {
+        for (name, value) in crate::webhooks::headers(key, &envelope.id, now_secs(), &envelope.body)
+        {
+            request = request.header(name, value);
+        }
+    }
     let request = request
         .header("User-Agent", "Upstash-QStash")
         .header("Upstash-Message-Id", &envelope.id)

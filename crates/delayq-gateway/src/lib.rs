@@ -9,6 +9,7 @@
 //! # Layout
 //!
 //! - `error.rs`: [`Error`] and the JSON error answers.
+//! - `webhooks.rs`: the opt-in Standard Webhooks signature.
 //! - `config.rs`: [`GatewayConfig`].
 //! - `access.rs`: the tokens' roles, and which routes each may call.
 //! - `meter.rs`: the metrics (requests by route and status, deliveries by outcome, latencies).
@@ -37,6 +38,7 @@ mod publish;
 mod retry_delay;
 mod signature;
 mod store;
+mod webhooks;
 
 pub use config::{GatewayConfig, MAX_RETRIES};
 pub use error::{Error, Result};
@@ -56,6 +58,8 @@ pub(crate) struct Shared {
     queue: DelayedQueue<ByteArrayCodec>,
     store: store::Store,
     http: reqwest::Client,
+    /// The Standard Webhooks key, when the signature is asked for.
+    webhooks_key: Option<Vec<u8>>,
 }
 
 /// A QStash-compatible gateway on one delayq queue: [`router`](Self::router) serves the HTTP
@@ -109,12 +113,17 @@ impl Gateway {
             .build()
             .await?;
         let store = store::Store::new(client, &config.queue);
+        let webhooks_key = match &config.standard_webhooks_secret {
+            Some(secret) => Some(webhooks::key(secret).map_err(Error::InvalidConfig)?),
+            None => None,
+        };
         Ok(Gateway {
             shared: Arc::new(Shared {
                 config,
                 queue,
                 store,
                 http,
+                webhooks_key,
             }),
         })
     }
