@@ -79,6 +79,16 @@ pub(crate) struct GatewayArgs {
         required = true
     )]
     pub(crate) allow_destinations: Vec<String>,
+    /// Allow the native queues (/v1/queues/NAME/...: offer a value into a Redisson queue for
+    /// Java consumers) whose names match PATTERN, `*` standing for any run of characters
+    /// (repeatable; none by default: every native request is refused).
+    #[arg(
+        long = "native-queue",
+        env = "DELAYQ_GATEWAY_NATIVE_QUEUE",
+        value_delimiter = ',',
+        value_name = "PATTERN"
+    )]
+    pub(crate) native_queues: Vec<String>,
     /// The delayq queue the messages are entries of.
     #[arg(
         long,

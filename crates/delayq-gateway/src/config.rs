@@ -28,6 +28,8 @@ pub struct GatewayConfig {
     pub(crate) concurrency: usize,
     /// `whsec_...`: the Standard Webhooks signature is added to every attempt.
     pub(crate) standard_webhooks_secret: Option<String>,
+    /// Patterns of the native queues' names (`*` for any run of characters).
+    pub(crate) native_queues: Vec<String>,
 }
 
 impl fmt::Debug for GatewayConfig {
@@ -52,6 +54,7 @@ impl fmt::Debug for GatewayConfig {
             .field("backoff_first", &self.backoff_first)
             .field("backoff_max", &self.backoff_max)
             .field("concurrency", &self.concurrency)
+            .field("native_queues", &self.native_queues)
             .field(
                 "standard_webhooks_secret",
                 &self.standard_webhooks_secret.as_ref().map(|_| "redacted"),
@@ -84,6 +87,7 @@ impl GatewayConfig {
             backoff_max: Duration::from_secs(24 * 3600),
             concurrency: 16,
             standard_webhooks_secret: None,
+            native_queues: Vec::new(),
         }
     }
 
@@ -191,6 +195,15 @@ impl GatewayConfig {
         self
     }
 
+    /// Allows the native queues (`/v1/queues/{name}/...`) whose names match `pattern`, where
+    /// `*` stands for any run of characters (`orders`, `orders:*`, `*`). Default: none, and
+    /// every native request is refused (403).
+    #[must_use]
+    pub fn allow_native_queue(mut self, pattern: impl Into<String>) -> Self {
+        self.native_queues.push(pattern.into());
+        self
+    }
+
     /// Refuses settings that cannot work.
     pub(crate) fn validate(&self) -> Result<()> {
         let invalid = |why: String| Err(Error::InvalidConfig(why));
@@ -231,6 +244,9 @@ impl GatewayConfig {
         }
         if let Some(secret) = &self.standard_webhooks_secret {
             crate::webhooks::key(secret).map_err(Error::InvalidConfig)?;
+        }
+        if self.native_queues.iter().any(String::is_empty) {
+            return invalid("a native queue pattern must not be empty".into());
         }
         if self.concurrency == 0 || self.body_limit == 0 || self.request_timeout.is_zero() {
             return invalid("concurrency, body limit and request timeout must be positive".into());

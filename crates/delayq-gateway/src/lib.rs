@@ -23,6 +23,7 @@
 //! - `deliver.rs`: the delivery worker's handler.
 //! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `DELETE /v2/messages`.
 //! - `dlq.rs`: the dead letters as QStash's DLQ.
+//! - `native.rs`: the native queues (`/v1/queues/...`): offer into any Redisson queue.
 
 mod access;
 mod batch;
@@ -34,6 +35,7 @@ mod error;
 mod headers;
 mod messages;
 mod meter;
+mod native;
 mod publish;
 mod retry_delay;
 mod signature;
@@ -60,6 +62,9 @@ pub(crate) struct Shared {
     http: reqwest::Client,
     /// The Standard Webhooks key, when the signature is asked for.
     webhooks_key: Option<Vec<u8>>,
+    /// The client the native queues are built on.
+    client: Client,
+    native: native::NativeQueues,
 }
 
 /// A QStash-compatible gateway on one delayq queue: [`router`](Self::router) serves the HTTP
@@ -112,7 +117,7 @@ impl Gateway {
         let queue = DelayedQueue::builder(client.clone(), config.queue.clone(), ByteArrayCodec)
             .build()
             .await?;
-        let store = store::Store::new(client, &config.queue);
+        let store = store::Store::new(client.clone(), &config.queue);
         let webhooks_key = match &config.standard_webhooks_secret {
             Some(secret) => Some(webhooks::key(secret).map_err(Error::InvalidConfig)?),
             None => None,
@@ -124,6 +129,8 @@ impl Gateway {
                 store,
                 http,
                 webhooks_key,
+                client,
+                native: native::NativeQueues::default(),
             }),
         })
     }
@@ -144,6 +151,12 @@ impl Gateway {
             .route("/v2/dlq/{id}", get(dlq::get).delete(dlq::delete))
             .route("/v2/dlq/retry", post(dlq::retry_many))
             .route("/v2/dlq/retry/{id}", post(dlq::retry))
+            .route("/v1/queues/{name}", get(native::size))
+            .route("/v1/queues/{name}/offer", post(native::offer))
+            .route(
+                "/v1/queues/{name}/handles/{handle}",
+                axum::routing::delete(native::cancel),
+            )
             .fallback(not_found)
             .layer(axum::middleware::from_fn_with_state(
                 shared.clone(),

@@ -44,6 +44,9 @@ pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
     for path in &args.native_token_files {
         config = config.with_native_token(read_private_token(path)?);
     }
+    for pattern in &args.native_queues {
+        config = config.allow_native_queue(pattern.clone());
+    }
     for prefix in &args.allow_destinations {
         config = config.allow_destination(prefix.clone());
     }
