@@ -79,7 +79,7 @@ class GatewayNativeQueueTest {
 
     @Test
     void jacksonCodecConsumerTakesTheObjectAfterItsDelay() throws Exception {
-        offer("java:json", "codec=json&delay=2s",
+        offer("java:json", "codec=json&delay=3s",
                 "{\"id\": 17, \"sku\": \"x-1\", \"tags\": [\"a\", \"b\"], \"price\": 12.5, \"ok\": true}");
         RBlockingQueue<Object> queue = redisson.getBlockingQueue("java:json", new JsonJacksonCodec());
         // Not before its delay: the gateway moves it to the queue once due.
