@@ -55,6 +55,7 @@ start_throwaway_redis
 (
     umask 077
     python3 -c 'import secrets; print("tok_" + secrets.token_hex(16))' >"$secrets/token"
+    python3 -c 'import secrets; print("pub_" + secrets.token_hex(16))' >"$secrets/publish-token"
     python3 -c 'import secrets; print("sig_" + secrets.token_urlsafe(24))' >"$secrets/current"
     python3 -c 'import secrets; print("sig_" + secrets.token_urlsafe(24))' >"$secrets/next"
     python3 -c 'import base64, secrets; print("whsec_" + base64.b64encode(secrets.token_bytes(32)).decode())' >"$secrets/whsec"
@@ -65,7 +66,7 @@ webhooks_port=$(free_port)
 gateway_port=$(free_port)
 "$target/debug/delayq" --url "redis://127.0.0.1:$THROWAWAY_REDIS_PORT" gateway \
     --listen "127.0.0.1:$gateway_port" \
-    --token-file "$secrets/token" \
+    --token-file "$secrets/token" --publish-token-file "$secrets/publish-token" \
     --signing-key-file "$secrets/current" --next-signing-key-file "$secrets/next" \
     --allow-destination "http://127.0.0.1:$node_port/" \
     --allow-destination "http://127.0.0.1:$python_port/" \
@@ -93,17 +94,18 @@ done
 
 export GATEWAY_URL="http://127.0.0.1:$gateway_port"
 GATEWAY_TOKEN=$(cat "$secrets/token")
+PUBLISH_TOKEN=$(cat "$secrets/publish-token")
 SIGNING_KEY=$(cat "$secrets/current")
 NEXT_SIGNING_KEY=$(cat "$secrets/next")
 STANDARD_WEBHOOKS_SECRET=$(cat "$secrets/whsec")
-export GATEWAY_TOKEN SIGNING_KEY NEXT_SIGNING_KEY STANDARD_WEBHOOKS_SECRET
+export GATEWAY_TOKEN PUBLISH_TOKEN SIGNING_KEY NEXT_SIGNING_KEY STANDARD_WEBHOOKS_SECRET
 # The SDKs must not switch to their dev-server mode or read another account's settings.
 unset QSTASH_DEV QSTASH_URL QSTASH_TOKEN QSTASH_REGION
 status=0
 sdk_node=$(cd "$sdk/node" && pwd)
 echo "== @upstash/qstash $(node -p "require('$sdk_node/node_modules/@upstash/qstash/package.json').version") (node $(node --version))"
 RECEIVER_PORT=$node_port QSTASH_SDK_DIR="$sdk_node" \
-    node --test "$here/node/gateway.test.mjs" || status=1
+    node --test "$here/node/gateway.test.mjs" "$here/node/roles.test.mjs" || status=1
 echo "== qstash $("$sdk/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("qstash"))') (pytest)"
 RECEIVER_PORT=$python_port WEBHOOKS_RECEIVER_PORT=$webhooks_port \
     "$sdk/venv/bin/python" -m pytest -q -p no:cacheprovider \
