@@ -91,6 +91,9 @@ crates/delayq-cli/tests/ui/run.sh
 step "QStash SDKs as clients of delayq gateway (@upstash/qstash 2.12.0 under node --test, qstash 3.4.0 under pytest; deliveries checked by their Receivers)"
 crates/delayq-gateway/tests/sdk/run.sh
 
+step "gateway native queues taken by Java Redisson 4.7.0 consumers (StringCodec, JsonJacksonCodec)"
+crates/delayq-gateway/tests/native/run.sh
+
 step "compat-tests against the real Java Redisson"
 compat-tests/run.sh
 

@@ -18,10 +18,36 @@ pub(crate) struct GatewayArgs {
     pub(crate) listen: std::net::SocketAddr,
     #[command(flatten, next_help_heading = "HTTP listener")]
     pub(crate) http: crate::serve::ListenArgs,
-    /// A file (mode 0600, first line at least 16 characters) holding the token clients send
-    /// as `Authorization: Bearer TOKEN` (the SDKs' QSTASH_TOKEN).
-    #[arg(long, env = "DELAYQ_GATEWAY_TOKEN_FILE", value_name = "PATH")]
-    pub(crate) token_file: std::path::PathBuf,
+    /// A file (mode 0600, first line at least 16 characters) holding an admin token, which
+    /// clients send as `Authorization: Bearer TOKEN` (the SDKs' QSTASH_TOKEN): every route
+    /// (repeatable, at least one; also --admin-token-file).
+    #[arg(
+        long = "token-file",
+        visible_alias = "admin-token-file",
+        env = "DELAYQ_GATEWAY_TOKEN_FILE",
+        value_delimiter = ',',
+        value_name = "PATH",
+        required = true
+    )]
+    pub(crate) token_files: Vec<std::path::PathBuf>,
+    /// A file (mode 0600) holding a publish-only token: publish, batch, enqueue, and reading
+    /// the messages published with it; any other route is answered 403 (repeatable).
+    #[arg(
+        long = "publish-token-file",
+        env = "DELAYQ_GATEWAY_PUBLISH_TOKEN_FILE",
+        value_delimiter = ',',
+        value_name = "PATH"
+    )]
+    pub(crate) publish_token_files: Vec<std::path::PathBuf>,
+    /// A file (mode 0600) holding a token of the native queues (/v1/queues/...) only
+    /// (repeatable).
+    #[arg(
+        long = "native-token-file",
+        env = "DELAYQ_GATEWAY_NATIVE_TOKEN_FILE",
+        value_delimiter = ',',
+        value_name = "PATH"
+    )]
+    pub(crate) native_token_files: Vec<std::path::PathBuf>,
     /// A file (mode 0600) holding the current signing key (QSTASH_CURRENT_SIGNING_KEY of the
     /// receivers): every delivery's Upstash-Signature is made with it.
     #[arg(long, env = "DELAYQ_GATEWAY_SIGNING_KEY_FILE", value_name = "PATH")]
@@ -34,6 +60,15 @@ pub(crate) struct GatewayArgs {
         value_name = "PATH"
     )]
     pub(crate) next_signing_key_file: Option<std::path::PathBuf>,
+    /// A file (mode 0600) holding a Standard Webhooks secret (`whsec_` and base64 of 24 to 64
+    /// bytes): every attempt then also carries webhook-id, webhook-timestamp and
+    /// webhook-signature (https://www.standardwebhooks.com), beside Upstash-Signature.
+    #[arg(
+        long,
+        env = "DELAYQ_GATEWAY_STANDARD_WEBHOOKS_SECRET_FILE",
+        value_name = "PATH"
+    )]
+    pub(crate) standard_webhooks_secret_file: Option<std::path::PathBuf>,
     /// Deliver only to destinations with URL-PREFIX's scheme, host and port whose path starts
     /// with its path (repeatable, required); anything else is refused at publish (403).
     #[arg(
@@ -44,6 +79,16 @@ pub(crate) struct GatewayArgs {
         required = true
     )]
     pub(crate) allow_destinations: Vec<String>,
+    /// Allow the native queues (/v1/queues/NAME/...: offer a value into a Redisson queue for
+    /// Java consumers) whose names match PATTERN, `*` standing for any run of characters
+    /// (repeatable; none by default: every native request is refused).
+    #[arg(
+        long = "native-queue",
+        env = "DELAYQ_GATEWAY_NATIVE_QUEUE",
+        value_delimiter = ',',
+        value_name = "PATTERN"
+    )]
+    pub(crate) native_queues: Vec<String>,
     /// The delayq queue the messages are entries of.
     #[arg(
         long,

@@ -35,6 +35,7 @@ pub(crate) async fn batch(
     request: Request,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let limit = shared.config.body_limit;
+    let owner = crate::access::caller_of(request.extensions()).owner_tag();
     // The JSON escapes a body may need, and the headers, on top of the bodies themselves.
     let raw = read_body(request.into_body(), limit.saturating_mul(4)).await?;
     let items: Vec<Item> = serde_json::from_slice(&raw).map_err(|err| {
@@ -50,7 +51,8 @@ pub(crate) async fn batch(
     let mut prepared = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let at = |err: ApiError| err.within(&format!("message {i} of the batch"));
-        prepared.push(prepare(&shared, item, now_ms).map_err(at)?);
+        let message = prepare(&shared, item, now_ms).map_err(at)?;
+        prepared.push(message.owned_by(owner.clone()));
     }
     let mut answers = Vec::with_capacity(prepared.len());
     for message in prepared {

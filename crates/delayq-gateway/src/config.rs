@@ -13,6 +13,8 @@ pub const MAX_RETRIES: u32 = 100;
 pub struct GatewayConfig {
     pub(crate) queue: String,
     pub(crate) tokens: Vec<String>,
+    pub(crate) publish_tokens: Vec<String>,
+    pub(crate) native_tokens: Vec<String>,
     pub(crate) current_key: String,
     pub(crate) next_key: String,
     pub(crate) destinations: Vec<String>,
@@ -24,6 +26,10 @@ pub struct GatewayConfig {
     pub(crate) backoff_first: Duration,
     pub(crate) backoff_max: Duration,
     pub(crate) concurrency: usize,
+    /// `whsec_...`: the Standard Webhooks signature is added to every attempt.
+    pub(crate) standard_webhooks_secret: Option<String>,
+    /// Patterns of the native queues' names (`*` for any run of characters).
+    pub(crate) native_queues: Vec<String>,
 }
 
 impl fmt::Debug for GatewayConfig {
@@ -31,6 +37,14 @@ impl fmt::Debug for GatewayConfig {
         f.debug_struct("GatewayConfig")
             .field("queue", &self.queue)
             .field("tokens", &format_args!("[{} redacted]", self.tokens.len()))
+            .field(
+                "publish_tokens",
+                &format_args!("[{} redacted]", self.publish_tokens.len()),
+            )
+            .field(
+                "native_tokens",
+                &format_args!("[{} redacted]", self.native_tokens.len()),
+            )
             .field("destinations", &self.destinations)
             .field("body_limit", &self.body_limit)
             .field("dedup_window", &self.dedup_window)
@@ -40,12 +54,18 @@ impl fmt::Debug for GatewayConfig {
             .field("backoff_first", &self.backoff_first)
             .field("backoff_max", &self.backoff_max)
             .field("concurrency", &self.concurrency)
+            .field("native_queues", &self.native_queues)
+            .field(
+                "standard_webhooks_secret",
+                &self.standard_webhooks_secret.as_ref().map(|_| "redacted"),
+            )
             .finish_non_exhaustive()
     }
 }
 
 impl GatewayConfig {
-    /// A gateway that accepts `token` (as `Authorization: Bearer TOKEN`) and signs deliveries
+    /// A gateway that accepts `token` (as `Authorization: Bearer TOKEN`, with the admin role:
+    /// every route) and signs deliveries
     /// with `current_key` (the next key is the same until [`with_next_key`](Self::with_next_key)).
     /// Nothing may be published until [`allow_destination`](Self::allow_destination) is given.
     pub fn new(token: impl Into<String>, current_key: impl Into<String>) -> GatewayConfig {
@@ -53,6 +73,8 @@ impl GatewayConfig {
         GatewayConfig {
             queue: "delayq-gateway".into(),
             tokens: vec![token.into()],
+            publish_tokens: Vec::new(),
+            native_tokens: Vec::new(),
             next_key: current_key.clone(),
             current_key,
             destinations: Vec::new(),
@@ -64,6 +86,8 @@ impl GatewayConfig {
             backoff_first: Duration::from_secs(12),
             backoff_max: Duration::from_secs(24 * 3600),
             concurrency: 16,
+            standard_webhooks_secret: None,
+            native_queues: Vec::new(),
         }
     }
 
@@ -74,11 +98,27 @@ impl GatewayConfig {
         self
     }
 
-    /// Accepts `token` too (several processes or clients with their own). Default: the one
-    /// token given to [`new`](Self::new).
+    /// Accepts `token` too, with the admin role (several processes or clients with their
+    /// own). Default: the one token given to [`new`](Self::new).
     #[must_use]
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.tokens.push(token.into());
+        self
+    }
+
+    /// Accepts `token` with the publish role: publish, batch, enqueue, and reading the
+    /// messages published with it; any other route is answered 403. Default: none.
+    #[must_use]
+    pub fn with_publish_token(mut self, token: impl Into<String>) -> Self {
+        self.publish_tokens.push(token.into());
+        self
+    }
+
+    /// Accepts `token` with the native role: the native queues (`/v1/queues/...`) only.
+    /// Default: none.
+    #[must_use]
+    pub fn with_native_token(mut self, token: impl Into<String>) -> Self {
+        self.native_tokens.push(token.into());
         self
     }
 
@@ -145,11 +185,40 @@ impl GatewayConfig {
         self
     }
 
+    /// Adds a [Standard Webhooks](https://www.standardwebhooks.com) signature to every attempt,
+    /// beside `Upstash-Signature`: `webhook-id` (the message id), `webhook-timestamp` and
+    /// `webhook-signature` (`v1,` base64 HMAC-SHA256 of `ID.TIMESTAMP.BODY`), made with
+    /// `secret` (`whsec_` and the base64 of 24 to 64 bytes). Default: none.
+    #[must_use]
+    pub fn with_standard_webhooks_secret(mut self, secret: impl Into<String>) -> Self {
+        self.standard_webhooks_secret = Some(secret.into());
+        self
+    }
+
+    /// Allows the native queues (`/v1/queues/{name}/...`) whose names match `pattern`, where
+    /// `*` stands for any run of characters (`orders`, `orders:*`, `*`). Default: none, and
+    /// every native request is refused (403).
+    #[must_use]
+    pub fn allow_native_queue(mut self, pattern: impl Into<String>) -> Self {
+        self.native_queues.push(pattern.into());
+        self
+    }
+
     /// Refuses settings that cannot work.
     pub(crate) fn validate(&self) -> Result<()> {
         let invalid = |why: String| Err(Error::InvalidConfig(why));
-        if self.tokens.iter().any(|t| t.len() < 16) {
+        let all: Vec<&String> = self
+            .tokens
+            .iter()
+            .chain(&self.publish_tokens)
+            .chain(&self.native_tokens)
+            .collect();
+        if all.iter().any(|t| t.len() < 16) {
             return invalid("every token must have at least 16 characters".into());
+        }
+        let distinct: std::collections::HashSet<&String> = all.iter().copied().collect();
+        if distinct.len() != all.len() {
+            return invalid("a token is given twice: give each role and client its own".into());
         }
         if self.current_key.is_empty() || self.next_key.is_empty() {
             return invalid("the signing keys must not be empty".into());
@@ -172,6 +241,12 @@ impl GatewayConfig {
                     ))
                 }
             }
+        }
+        if let Some(secret) = &self.standard_webhooks_secret {
+            crate::webhooks::key(secret).map_err(Error::InvalidConfig)?;
+        }
+        if self.native_queues.iter().any(String::is_empty) {
+            return invalid("a native queue pattern must not be empty".into());
         }
         if self.concurrency == 0 || self.body_limit == 0 || self.request_timeout.is_zero() {
             return invalid("concurrency, body limit and request timeout must be positive".into());

@@ -6,6 +6,7 @@
 //! not followed: a 3xx is a failed attempt.
 
 use crate::envelope::Envelope;
+use crate::meter;
 use crate::signature::sign;
 use crate::Shared;
 use delayq::{Job, JobError};
@@ -31,12 +32,15 @@ enum Outcome {
 
 /// The worker's handler: one attempt at the message in `job`.
 pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<(), JobError> {
-    let envelope = Envelope::decode(job.value())
-        .map_err(|err| JobError::permanent(format!("status 0: not a gateway message: {err}")))?;
+    let envelope = Envelope::decode(job.value()).map_err(|err| {
+        meter::delivery(meter::Outcome::DeadLettered);
+        JobError::permanent(format!("status 0: not a gateway message: {err}"))
+    })?;
     match shared.store.is_cancelled(&envelope.id).await {
         Ok(false) => {}
         Ok(true) => {
             tracing::debug!(message = %envelope.id, "cancelled; dropped unsent");
+            meter::delivery(meter::Outcome::Cancelled);
             if let Err(err) = shared.store.clear_cancelled(&envelope.id).await {
                 tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot clear a cancellation");
             }
@@ -50,8 +54,13 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
         }
     }
     let retried = job.attempt().saturating_sub(1);
-    match attempt(&shared, &envelope, retried).await {
+    let started = std::time::Instant::now();
+    let outcome = attempt(&shared, &envelope, retried).await;
+    meter::attempt_took(started.elapsed());
+    match outcome {
         Outcome::Delivered => {
+            meter::delivery(meter::Outcome::Delivered);
+            meter::delivered_late(envelope.not_before_ms);
             forget(&shared, &envelope.id).await;
             tracing::debug!(message = %envelope.id, retried, "delivered");
             Ok(())
@@ -65,6 +74,7 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
             let error = format!("status {status}: {why}");
             tracing::info!(message = %envelope.id, retried, status, "delivery failed");
             if final_ || retried >= envelope.retries {
+                meter::delivery(meter::Outcome::DeadLettered);
                 forget(&shared, &envelope.id).await;
                 return Err(JobError::permanent(error));
             }
@@ -75,6 +85,7 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
                 let ms = crate::retry_delay::wait_ms(expr, retried);
                 Some(Duration::from_millis(ms).min(MAX_RETRY_AFTER))
             });
+            meter::delivery(meter::Outcome::Retried);
             let error = JobError::new(error);
             Err(match asked {
                 Some(wait) => error.with_retry_after(wait),
@@ -113,6 +124,11 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
         .map_or(config.request_timeout, |t| t.min(config.request_timeout));
     let mut request = shared.http.request(method, &envelope.url).timeout(timeout);
     for (name, value) in &envelope.headers {
+        // The gateway's own Standard Webhooks headers replace any a publisher forwarded.
+        let ours = ["webhook-id", "webhook-timestamp", "webhook-signature"];
+        if shared.webhooks_key.is_some() && ours.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+            continue;
+        }
         request = request.header(name, value);
     }
     let signature = sign(
@@ -121,6 +137,12 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
         &envelope.body,
         now_secs(),
     );
+    if let Some(key) = &shared.webhooks_key {
+        for (name, value) in crate::webhooks::headers(key, &envelope.id, now_secs(), &envelope.body)
+        {
+            request = request.header(name, value);
+        }
+    }
     let request = request
         .header("User-Agent", "Upstash-QStash")
         .header("Upstash-Message-Id", &envelope.id)

@@ -33,6 +33,10 @@ pub(crate) struct Envelope {
     /// `Upstash-Retry-Delay`: the wait before each retry, in ms, of `retried`.
     #[serde(default)]
     pub(crate) retry_delay: Option<String>,
+    /// The fingerprint of the publish-role token that published it (none for an admin's): who
+    /// else may read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) owner: Option<String>,
 }
 
 impl Envelope {
@@ -80,6 +84,7 @@ mod tests {
             not_before_ms: 1_700_000_010_000,
             labels: vec!["a".into()],
             retry_delay: Some("1000 * retried".into()),
+            owner: Some("0123456789abcdef".into()),
         };
         let bytes = envelope.encode();
         assert_eq!(Envelope::decode(&bytes).unwrap(), envelope);

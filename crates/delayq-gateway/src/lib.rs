@@ -9,7 +9,10 @@
 //! # Layout
 //!
 //! - `error.rs`: [`Error`] and the JSON error answers.
+//! - `webhooks.rs`: the opt-in Standard Webhooks signature.
 //! - `config.rs`: [`GatewayConfig`].
+//! - `access.rs`: the tokens' roles, and which routes each may call.
+//! - `meter.rs`: the metrics (requests by route and status, deliveries by outcome, latencies).
 //! - `envelope.rs`: a message as its queue entry holds it (rmp-serde).
 //! - `signature.rs`: the `Upstash-Signature` JWT.
 //! - `retry_delay.rs`: the `Upstash-Retry-Delay` expression.
@@ -20,7 +23,9 @@
 //! - `deliver.rs`: the delivery worker's handler.
 //! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `DELETE /v2/messages`.
 //! - `dlq.rs`: the dead letters as QStash's DLQ.
+//! - `native.rs`: the native queues (`/v1/queues/...`): offer into any Redisson queue.
 
+mod access;
 mod batch;
 mod config;
 mod deliver;
@@ -29,17 +34,18 @@ mod envelope;
 mod error;
 mod headers;
 mod messages;
+mod meter;
+mod native;
 mod publish;
 mod retry_delay;
 mod signature;
 mod store;
+mod webhooks;
 
 pub use config::{GatewayConfig, MAX_RETRIES};
 pub use error::{Error, Result};
+pub use meter::describe_metrics;
 
-use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -54,6 +60,11 @@ pub(crate) struct Shared {
     queue: DelayedQueue<ByteArrayCodec>,
     store: store::Store,
     http: reqwest::Client,
+    /// The Standard Webhooks key, when the signature is asked for.
+    webhooks_key: Option<Vec<u8>>,
+    /// The client the native queues are built on.
+    client: Client,
+    native: native::NativeQueues,
 }
 
 /// A QStash-compatible gateway on one delayq queue: [`router`](Self::router) serves the HTTP
@@ -106,18 +117,25 @@ impl Gateway {
         let queue = DelayedQueue::builder(client.clone(), config.queue.clone(), ByteArrayCodec)
             .build()
             .await?;
-        let store = store::Store::new(client, &config.queue);
+        let store = store::Store::new(client.clone(), &config.queue);
+        let webhooks_key = match &config.standard_webhooks_secret {
+            Some(secret) => Some(webhooks::key(secret).map_err(Error::InvalidConfig)?),
+            None => None,
+        };
         Ok(Gateway {
             shared: Arc::new(Shared {
                 config,
                 queue,
                 store,
                 http,
+                webhooks_key,
+                client,
+                native: native::NativeQueues::default(),
             }),
         })
     }
 
-    /// The HTTP API, every route behind the bearer token; mount it at the root or
+    /// The HTTP API, every route behind a bearer token of a role it admits; mount it at the root or
     /// [`nest`](Router::nest) it under a prefix.
     pub fn router(&self) -> Router {
         let shared = self.shared.clone();
@@ -133,11 +151,18 @@ impl Gateway {
             .route("/v2/dlq/{id}", get(dlq::get).delete(dlq::delete))
             .route("/v2/dlq/retry", post(dlq::retry_many))
             .route("/v2/dlq/retry/{id}", post(dlq::retry))
+            .route("/v1/queues/{name}", get(native::size))
+            .route("/v1/queues/{name}/offer", post(native::offer))
+            .route(
+                "/v1/queues/{name}/handles/{handle}",
+                axum::routing::delete(native::cancel),
+            )
             .fallback(not_found)
             .layer(axum::middleware::from_fn_with_state(
                 shared.clone(),
-                authorize,
+                access::authorize,
             ))
+            .layer(axum::middleware::from_fn(meter::count_requests))
             .with_state(shared)
     }
 
@@ -169,11 +194,11 @@ impl Gateway {
         Ok(Delivery { worker })
     }
 
-    /// Whether `headers` carry one of the gateway's tokens (`Authorization: Bearer TOKEN`,
-    /// compared in constant time): for routes a program mounts beside the router, such as
-    /// `/metrics`.
+    /// Whether `headers` carry one of the gateway's admin tokens (`Authorization: Bearer
+    /// TOKEN`, compared in constant time): for routes a program mounts beside the router, such
+    /// as `/metrics`.
     pub fn authorizes(&self, headers: &axum::http::HeaderMap) -> bool {
-        authorized(&self.shared, headers)
+        access::role_of(&self.shared, headers).is_some_and(|c| c.role == access::Role::Admin)
     }
 
     /// The delayq queue the messages are entries of.
@@ -198,39 +223,6 @@ impl Delivery {
         self.worker.shutdown().await?;
         Ok(())
     }
-}
-
-/// Every route needs `Authorization: Bearer TOKEN` with one of the configured tokens.
-async fn authorize(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    if authorized(&shared, request.headers()) {
-        return next.run(request).await;
-    }
-    error::ApiError::new(StatusCode::UNAUTHORIZED, "a valid bearer token is needed").into_response()
-}
-
-fn authorized(shared: &Shared, headers: &axum::http::HeaderMap) -> bool {
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    // Every token compared, each in time that depends only on the lengths.
-    let known = shared
-        .config
-        .tokens
-        .iter()
-        .fold(false, |found, token| found | same(given, token));
-    !given.is_empty() && known
-}
-
-/// Whether `given` is `token`, in time that depends on their lengths only.
-fn same(given: &str, token: &str) -> bool {
-    given.len() == token.len()
-        && given
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
 }
 
 async fn not_found() -> Response {

@@ -1,10 +1,12 @@
 //! `GET` and `DELETE /v2/messages/{id}`: a message still to be delivered (pending, or waiting
 //! between retries), and cancelling it; `DELETE /v2/messages` cancels several by id.
 
+use crate::access::Caller;
 use crate::envelope::Envelope;
 use crate::error::ApiError;
 use crate::Shared;
 use axum::extract::{Path, RawQuery, State};
+use axum::Extension;
 use axum::Json;
 use bytes::Bytes;
 use serde::Deserialize;
@@ -16,12 +18,17 @@ use std::sync::Arc;
 pub(crate) async fn get(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
+    caller: Option<Extension<Caller>>,
 ) -> Result<Json<Value>, ApiError> {
     let record = match shared.store.get(&id).await {
         Ok(Some(record)) => record,
         Ok(None) => return Err(ApiError::not_found(format!("message {id} not found"))),
         Err(err) => return Err(ApiError::internal("reading the message", &err)),
     };
+    // A publish token sees its own messages only; another's is as if it did not exist.
+    if caller.is_some_and(|Extension(c)| !c.may_see(record.envelope.owner.as_deref())) {
+        return Err(ApiError::not_found(format!("message {id} not found")));
+    }
     Ok(Json(message_json(&record.envelope)))
 }
 

@@ -27,8 +27,9 @@ pub(crate) async fn publish(
     allowed(&shared, &url)?;
     let now_ms = crate::now_ms();
     let options = headers::parse(request.headers(), &shared.config, now_ms)?;
+    let owner = crate::access::caller_of(request.extensions()).owner_tag();
     let body = read_body(request.into_body(), shared.config.body_limit).await?;
-    let message = Prepared::new(url, options, body.to_vec(), now_ms);
+    let message = Prepared::new(url, options, body.to_vec(), now_ms).owned_by(owner);
     let (status, answer) = message.enqueue(&shared).await?;
     Ok((status, Json(answer)).into_response())
 }
@@ -79,12 +80,19 @@ impl Prepared {
             not_before_ms: now_ms.saturating_add(delay_ms),
             labels: options.labels,
             retry_delay: options.retry_delay,
+            owner: None,
         };
         Prepared {
             envelope,
             delay: options.delay,
             dedup,
         }
+    }
+
+    /// The same message, published by `owner` (see [`crate::access::Caller::owner_tag`]).
+    pub(crate) fn owned_by(mut self, owner: Option<String>) -> Prepared {
+        self.envelope.owner = owner;
+        self
     }
 
     /// Stores the message, unless its deduplication id is remembered; the answer QStash gives:

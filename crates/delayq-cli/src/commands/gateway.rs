@@ -12,7 +12,10 @@ use delayq_gateway::{Gateway, GatewayConfig};
 pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
     // Every file and setting is checked before the port is taken; the secrets go nowhere but
     // into the config (never into a message or the log).
-    let token = read_private_token(&args.token_file)?;
+    let mut admins = args.token_files.iter().map(|p| read_private_token(p));
+    let token = admins
+        .next()
+        .ok_or_else(|| Usage("give at least one --token-file".into()))??;
     let current = read_private_token(&args.signing_key_file)?;
     let next = args
         .next_signing_key_file
@@ -29,6 +32,21 @@ pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
     if let Some(next) = next {
         config = config.with_next_key(next);
     }
+    for token in admins {
+        config = config.with_token(token?);
+    }
+    if let Some(path) = &args.standard_webhooks_secret_file {
+        config = config.with_standard_webhooks_secret(read_private_token(path)?);
+    }
+    for path in &args.publish_token_files {
+        config = config.with_publish_token(read_private_token(path)?);
+    }
+    for path in &args.native_token_files {
+        config = config.with_native_token(read_private_token(path)?);
+    }
+    for pattern in &args.native_queues {
+        config = config.allow_native_queue(pattern.clone());
+    }
     for prefix in &args.allow_destinations {
         config = config.allow_destination(prefix.clone());
     }
@@ -37,6 +55,7 @@ pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
     // /healthz open, beside the API, as `delayq ui` serves them; the recorder first, so that
     // the first deliveries are counted.
     let mut observed = crate::serve::Observed::new(&ctx.client, None, &args.http)?;
+    delayq_gateway::describe_metrics();
     let gateway = match Gateway::new(ctx.client.clone(), config).await {
         Ok(gateway) => gateway,
         Err(delayq_gateway::Error::InvalidConfig(why)) => return Err(Usage(why).into()),

@@ -32,7 +32,8 @@ if [ ! -x "$sdk/venv/bin/python" ]; then
     fi
 fi
 if ! cmp -s "$here/python/requirements.txt" "$sdk/venv/requirements.txt"; then
-    "$sdk/venv/bin/pip" install -q -r "$here/python/requirements.txt"
+    # Through the venv's python: its pip script may name another copy's interpreter.
+    "$sdk/venv/bin/python" -m pip install -q -r "$here/python/requirements.txt"
     cp "$here/python/requirements.txt" "$sdk/venv/requirements.txt"
 fi
 cargo build --quiet -p delayq-cli --bin delayq
@@ -54,18 +55,23 @@ start_throwaway_redis
 (
     umask 077
     python3 -c 'import secrets; print("tok_" + secrets.token_hex(16))' >"$secrets/token"
+    python3 -c 'import secrets; print("pub_" + secrets.token_hex(16))' >"$secrets/publish-token"
     python3 -c 'import secrets; print("sig_" + secrets.token_urlsafe(24))' >"$secrets/current"
     python3 -c 'import secrets; print("sig_" + secrets.token_urlsafe(24))' >"$secrets/next"
+    python3 -c 'import base64, secrets; print("whsec_" + base64.b64encode(secrets.token_bytes(32)).decode())' >"$secrets/whsec"
 )
 node_port=$(free_port)
 python_port=$(free_port)
+webhooks_port=$(free_port)
 gateway_port=$(free_port)
 "$target/debug/delayq" --url "redis://127.0.0.1:$THROWAWAY_REDIS_PORT" gateway \
     --listen "127.0.0.1:$gateway_port" \
-    --token-file "$secrets/token" \
+    --token-file "$secrets/token" --publish-token-file "$secrets/publish-token" \
     --signing-key-file "$secrets/current" --next-signing-key-file "$secrets/next" \
     --allow-destination "http://127.0.0.1:$node_port/" \
     --allow-destination "http://127.0.0.1:$python_port/" \
+    --allow-destination "http://127.0.0.1:$webhooks_port/" \
+    --standard-webhooks-secret-file "$secrets/whsec" \
     --retry-first-wait 200ms --retry-max-wait 1s --request-timeout 5s \
     >"$secrets/gateway.log" 2>&1 &
 gateway_pid=$!
@@ -88,19 +94,22 @@ done
 
 export GATEWAY_URL="http://127.0.0.1:$gateway_port"
 GATEWAY_TOKEN=$(cat "$secrets/token")
+PUBLISH_TOKEN=$(cat "$secrets/publish-token")
 SIGNING_KEY=$(cat "$secrets/current")
 NEXT_SIGNING_KEY=$(cat "$secrets/next")
-export GATEWAY_TOKEN SIGNING_KEY NEXT_SIGNING_KEY
+STANDARD_WEBHOOKS_SECRET=$(cat "$secrets/whsec")
+export GATEWAY_TOKEN PUBLISH_TOKEN SIGNING_KEY NEXT_SIGNING_KEY STANDARD_WEBHOOKS_SECRET
 # The SDKs must not switch to their dev-server mode or read another account's settings.
 unset QSTASH_DEV QSTASH_URL QSTASH_TOKEN QSTASH_REGION
 status=0
 sdk_node=$(cd "$sdk/node" && pwd)
 echo "== @upstash/qstash $(node -p "require('$sdk_node/node_modules/@upstash/qstash/package.json').version") (node $(node --version))"
 RECEIVER_PORT=$node_port QSTASH_SDK_DIR="$sdk_node" \
-    node --test "$here/node/gateway.test.mjs" || status=1
+    node --test "$here/node/gateway.test.mjs" "$here/node/roles.test.mjs" || status=1
 echo "== qstash $("$sdk/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("qstash"))') (pytest)"
-RECEIVER_PORT=$python_port "$sdk/venv/bin/python" -m pytest -q -p no:cacheprovider \
-    "$here/python/test_gateway.py" || status=1
+RECEIVER_PORT=$python_port WEBHOOKS_RECEIVER_PORT=$webhooks_port \
+    "$sdk/venv/bin/python" -m pytest -q -p no:cacheprovider \
+    "$here/python/test_gateway.py" "$here/python/test_standard_webhooks.py" || status=1
 if [ "$status" != 0 ]; then
     echo "== the gateway's log" >&2
     cat "$secrets/gateway.log" >&2
