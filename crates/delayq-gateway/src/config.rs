@@ -24,6 +24,9 @@ pub struct GatewayConfig {
     pub(crate) backoff_first: Duration,
     pub(crate) backoff_max: Duration,
     pub(crate) concurrency: usize,
+    pub(crate) keep_delivered: Duration,
+    pub(crate) events_kept: usize,
+    pub(crate) events_max_age: Duration,
 }
 
 impl fmt::Debug for GatewayConfig {
@@ -40,6 +43,9 @@ impl fmt::Debug for GatewayConfig {
             .field("backoff_first", &self.backoff_first)
             .field("backoff_max", &self.backoff_max)
             .field("concurrency", &self.concurrency)
+            .field("keep_delivered", &self.keep_delivered)
+            .field("events_kept", &self.events_kept)
+            .field("events_max_age", &self.events_max_age)
             .finish_non_exhaustive()
     }
 }
@@ -64,6 +70,9 @@ impl GatewayConfig {
             backoff_first: Duration::from_secs(12),
             backoff_max: Duration::from_secs(24 * 3600),
             concurrency: 16,
+            keep_delivered: Duration::ZERO,
+            events_kept: 10_000,
+            events_max_age: Duration::from_secs(24 * 3600),
         }
     }
 
@@ -142,6 +151,23 @@ impl GatewayConfig {
     #[must_use]
     pub fn with_concurrency(mut self, concurrency: usize) -> Self {
         self.concurrency = concurrency;
+        self
+    }
+
+    /// How long a delivered message stays readable with `GET /v2/messages/{id}`. Default:
+    /// zero (gone once delivered, as QStash's "removed shortly after delivery").
+    #[must_use]
+    pub fn with_keep_delivered(mut self, keep: Duration) -> Self {
+        self.keep_delivered = keep;
+        self
+    }
+
+    /// How many events (`GET /v2/events`) are kept at most, and for how long at most (the
+    /// older ones are trimmed as new ones come). Default: 10,000 and 1 day.
+    #[must_use]
+    pub fn with_events_kept(mut self, count: usize, max_age: Duration) -> Self {
+        self.events_kept = count;
+        self.events_max_age = max_age;
         self
     }
 

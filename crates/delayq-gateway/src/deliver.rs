@@ -52,7 +52,10 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
     let retried = job.attempt().saturating_sub(1);
     match attempt(&shared, &envelope, retried).await {
         Outcome::Delivered => {
-            forget(&shared, &envelope.id).await;
+            let keep = shared.config.keep_delivered;
+            if let Err(err) = crate::kept::delivered(&shared.store, &envelope.id, keep).await {
+                tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot move a delivered message out of the index");
+            }
             tracing::debug!(message = %envelope.id, retried, "delivered");
             Ok(())
         }
@@ -116,7 +119,7 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
         request = request.header(name, value);
     }
     let signature = sign(
-        &config.current_key,
+        &shared.keys.current().await,
         &envelope.url,
         &envelope.body,
         now_secs(),

@@ -15,6 +15,8 @@
 //! - `retry_delay.rs`: the `Upstash-Retry-Delay` expression.
 //! - `headers.rs`: the `Upstash-*` headers of a publish.
 //! - `store.rs`: the gateway's own keys (message index, deduplication ids).
+//! - `kept.rs`: delivered messages kept readable for a while.
+//! - `keys.rs`: the signing keys in Redis, `GET /v2/keys`, `POST /v2/keys/rotate`.
 //! - `publish.rs`: `POST /v2/publish/{destination}`.
 //! - `batch.rs`: `POST /v2/batch`.
 //! - `deliver.rs`: the delivery worker's handler.
@@ -28,6 +30,8 @@ mod dlq;
 mod envelope;
 mod error;
 mod headers;
+mod kept;
+mod keys;
 mod messages;
 mod publish;
 mod retry_delay;
@@ -53,6 +57,7 @@ pub(crate) struct Shared {
     config: GatewayConfig,
     queue: DelayedQueue<ByteArrayCodec>,
     store: store::Store,
+    keys: keys::Keys,
     http: reqwest::Client,
 }
 
@@ -106,12 +111,16 @@ impl Gateway {
         let queue = DelayedQueue::builder(client.clone(), config.queue.clone(), ByteArrayCodec)
             .build()
             .await?;
-        let store = store::Store::new(client, &config.queue);
+        let store = store::Store::new(client.clone(), &config.queue);
+        let keys = keys::Keys::seeded(client, &config.queue, &config.current_key, &config.next_key)
+            .await
+            .map_err(|err| Error::Queue(err.into()))?;
         Ok(Gateway {
             shared: Arc::new(Shared {
                 config,
                 queue,
                 store,
+                keys,
                 http,
             }),
         })
@@ -133,6 +142,8 @@ impl Gateway {
             .route("/v2/dlq/{id}", get(dlq::get).delete(dlq::delete))
             .route("/v2/dlq/retry", post(dlq::retry_many))
             .route("/v2/dlq/retry/{id}", post(dlq::retry))
+            .route("/v2/keys", get(keys::get))
+            .route("/v2/keys/rotate", post(keys::rotate))
             .fallback(not_found)
             .layer(axum::middleware::from_fn_with_state(
                 shared.clone(),

@@ -12,12 +12,17 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 /// `GET /v2/messages/{id}`: the message as QStash's `Message` (without its body: see
-/// docs/gateway.md), or 404 once it was delivered, given up or cancelled.
+/// docs/gateway.md), or 404 once it was given up or cancelled, or delivered longer ago than
+/// the configured `keep_delivered`.
 pub(crate) async fn get(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let record = match shared.store.get(&id).await {
+    let found = match shared.store.get(&id).await {
+        Ok(None) => crate::kept::get(&shared.store, &id).await,
+        found => found,
+    };
+    let record = match found {
         Ok(Some(record)) => record,
         Ok(None) => return Err(ApiError::not_found(format!("message {id} not found"))),
         Err(err) => return Err(ApiError::internal("reading the message", &err)),
