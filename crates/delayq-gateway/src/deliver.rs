@@ -33,6 +33,10 @@ enum Outcome {
 pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<(), JobError> {
     let envelope = Envelope::decode(job.value())
         .map_err(|err| JobError::permanent(format!("status 0: not a gateway message: {err}")))?;
+    if envelope.id.is_empty() {
+        // A schedule's occurrence: it becomes a message of its own.
+        return crate::schedules::occurrence(&shared, envelope).await;
+    }
     match shared.store.is_cancelled(&envelope.id).await {
         Ok(false) => {}
         Ok(true) => {
@@ -117,6 +121,9 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
     let mut request = shared.http.request(method, &envelope.url).timeout(timeout);
     for (name, value) in &envelope.headers {
         request = request.header(name, value);
+    }
+    if let Some(schedule) = &envelope.schedule_id {
+        request = request.header("Upstash-Schedule-Id", schedule);
     }
     let signature = sign(
         &shared.keys.current().await,

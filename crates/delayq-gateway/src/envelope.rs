@@ -33,6 +33,11 @@ pub(crate) struct Envelope {
     /// `Upstash-Retry-Delay`: the wait before each retry, in ms, of `retried`.
     #[serde(default)]
     pub(crate) retry_delay: Option<String>,
+    /// The schedule whose occurrence this message is (sent as `Upstash-Schedule-Id`). A
+    /// schedule's own value is an envelope with this and an empty `id`: its template, whose
+    /// `not_before_ms - created_ms` is the delay of every occurrence.
+    #[serde(default)]
+    pub(crate) schedule_id: Option<String>,
 }
 
 impl Envelope {
@@ -80,6 +85,7 @@ mod tests {
             not_before_ms: 1_700_000_010_000,
             labels: vec!["a".into()],
             retry_delay: Some("1000 * retried".into()),
+            schedule_id: Some("scd_1".into()),
         };
         let bytes = envelope.encode();
         assert_eq!(Envelope::decode(&bytes).unwrap(), envelope);

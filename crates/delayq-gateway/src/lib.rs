@@ -19,8 +19,9 @@
 //! - `keys.rs`: the signing keys in Redis, `GET /v2/keys`, `POST /v2/keys/rotate`.
 //! - `publish.rs`: `POST /v2/publish/{destination}`.
 //! - `batch.rs`: `POST /v2/batch`.
-//! - `deliver.rs`: the delivery worker's handler.
 //! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `DELETE /v2/messages`.
+//! - `schedules.rs`: `/v2/schedules` on the queue's recurring schedules.
+//! - `deliver.rs`: the delivery worker's handler.
 //! - `dlq.rs`: the dead letters as QStash's DLQ.
 
 mod batch;
@@ -35,6 +36,7 @@ mod keys;
 mod messages;
 mod publish;
 mod retry_delay;
+mod schedules;
 mod signature;
 mod store;
 
@@ -142,6 +144,11 @@ impl Gateway {
             .route("/v2/dlq/{id}", get(dlq::get).delete(dlq::delete))
             .route("/v2/dlq/retry", post(dlq::retry_many))
             .route("/v2/dlq/retry/{id}", post(dlq::retry))
+            .route("/v2/schedules", get(schedules::list))
+            .route(
+                "/v2/schedules/{*rest}",
+                axum::routing::any(schedules::route),
+            )
             .route("/v2/keys", get(keys::get))
             .route("/v2/keys/rotate", post(keys::rotate))
             .fallback(not_found)

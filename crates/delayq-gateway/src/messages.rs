@@ -51,6 +51,9 @@ pub(crate) fn message_json(envelope: &Envelope) -> Value {
     if let Some(expr) = &envelope.retry_delay {
         message["retryDelayExpression"] = expr.clone().into();
     }
+    if let Some(schedule) = &envelope.schedule_id {
+        message["scheduleId"] = schedule.clone().into();
+    }
     if let Some(first) = envelope.labels.first() {
         message["label"] = first.clone().into();
         message["labels"] = envelope.labels.clone().into();

@@ -79,6 +79,7 @@ impl Prepared {
             not_before_ms: now_ms.saturating_add(delay_ms),
             labels: options.labels,
             retry_delay: options.retry_delay,
+            schedule_id: None,
         };
         Prepared {
             envelope,
@@ -135,7 +136,7 @@ impl Prepared {
 
 /// Writes the message's record, then its entry, then the entry's handle into the record; a
 /// failure removes what was written.
-async fn store(
+pub(crate) async fn store(
     shared: &Shared,
     envelope: &Envelope,
     delay: std::time::Duration,
@@ -175,7 +176,12 @@ fn answer(id: &str, url: &str, deduplicated: bool) -> Value {
 /// The destination: the rest of the path, raw (never percent-decoded), plus the raw query.
 /// `http:/x` (a slash merged away by a proxy) is mended to `http://x`.
 pub(crate) fn destination(uri: &Uri) -> Result<String, ApiError> {
-    let rest = uri.path().strip_prefix(PREFIX).unwrap_or("");
+    destination_after(uri, PREFIX)
+}
+
+/// The destination after `prefix` in `uri`'s path, as [`destination`] reads it.
+pub(crate) fn destination_after(uri: &Uri, prefix: &str) -> Result<String, ApiError> {
+    let rest = uri.path().strip_prefix(prefix).unwrap_or("");
     let mut url = rest.to_owned();
     for scheme in ["http:/", "https:/"] {
         if url.starts_with(scheme) && !url.starts_with(&format!("{scheme}/")) {
