@@ -6,6 +6,7 @@
 //! not followed: a 3xx is a failed attempt.
 
 use crate::envelope::Envelope;
+use crate::events::{event, record};
 use crate::signature::sign;
 use crate::Shared;
 use delayq::{Job, JobError};
@@ -19,7 +20,9 @@ const ERROR_BODY_BYTES: usize = 200;
 
 /// What one attempt came to.
 enum Outcome {
-    Delivered,
+    Delivered {
+        status: u16,
+    },
     Failed {
         /// The answer's status; 0 when there was no answer.
         status: u16,
@@ -54,12 +57,31 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
         }
     }
     let retried = job.attempt().saturating_sub(1);
-    match attempt(&shared, &envelope, retried).await {
-        Outcome::Delivered => {
+    let started_ms = crate::now_ms();
+    let outcome = attempt(&shared, &envelope, retried).await;
+    settle(&shared, &envelope, retried, outcome, started_ms).await
+}
+
+/// What an attempt begun at `started_ms` came to: the message delivered, retried or given up,
+/// and its events recorded.
+async fn settle(
+    shared: &Shared,
+    envelope: &Envelope,
+    retried: u32,
+    outcome: Outcome,
+    started_ms: i64,
+) -> Result<(), JobError> {
+    let mut active = event(envelope, "ACTIVE", started_ms);
+    active["retried"] = retried.into();
+    match outcome {
+        Outcome::Delivered { status } => {
             let keep = shared.config.keep_delivered;
             if let Err(err) = crate::kept::delivered(&shared.store, &envelope.id, keep).await {
                 tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot move a delivered message out of the index");
             }
+            let mut delivered = event(envelope, "DELIVERED", crate::now_ms());
+            delivered["responseStatus"] = status.into();
+            record(shared, &[active, delivered]).await;
             tracing::debug!(message = %envelope.id, retried, "delivered");
             Ok(())
         }
@@ -71,8 +93,15 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
         } => {
             let error = format!("status {status}: {why}");
             tracing::info!(message = %envelope.id, retried, status, "delivery failed");
+            let now_ms = crate::now_ms();
+            let mut failed = event(envelope, "ERROR", now_ms);
+            failed["error"] = error.clone().into();
+            failed["responseStatus"] = status.into();
+            failed["responseBody"] = why.into();
             if final_ || retried >= envelope.retries {
-                forget(&shared, &envelope.id).await;
+                forget(shared, &envelope.id).await;
+                let gone = event(envelope, "FAILED", now_ms);
+                record(shared, &[active, failed, gone]).await;
                 return Err(JobError::permanent(error));
             }
             // The destination's Retry-After, else the message's own expression, else the
@@ -82,6 +111,12 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
                 let ms = crate::retry_delay::wait_ms(expr, retried);
                 Some(Duration::from_millis(ms).min(MAX_RETRY_AFTER))
             });
+            let mut again = event(envelope, "RETRY", now_ms);
+            if let Some(wait) = asked {
+                let wait_ms = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
+                again["nextDeliveryTime"] = now_ms.saturating_add(wait_ms).into();
+            }
+            record(shared, &[active, failed, again]).await;
             let error = JobError::new(error);
             Err(match asked {
                 Some(wait) => error.with_retry_after(wait),
@@ -144,7 +179,9 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
     };
     let status = response.status();
     if status.is_success() {
-        return Outcome::Delivered;
+        return Outcome::Delivered {
+            status: status.as_u16(),
+        };
     }
     let header = |name: &str| {
         response

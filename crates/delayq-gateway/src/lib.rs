@@ -17,6 +17,7 @@
 //! - `store.rs`: the gateway's own keys (message index, deduplication ids).
 //! - `kept.rs`: delivered messages kept readable for a while.
 //! - `keys.rs`: the signing keys in Redis, `GET /v2/keys`, `POST /v2/keys/rotate`.
+//! - `events.rs`: the events of messages, `GET /v2/events` and `/v2/logs`.
 //! - `publish.rs`: `POST /v2/publish/{destination}`.
 //! - `batch.rs`: `POST /v2/batch`.
 //! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `DELETE /v2/messages`.
@@ -30,6 +31,7 @@ mod deliver;
 mod dlq;
 mod envelope;
 mod error;
+mod events;
 mod headers;
 mod kept;
 mod keys;
@@ -149,6 +151,8 @@ impl Gateway {
                 "/v2/schedules/{*rest}",
                 axum::routing::any(schedules::route),
             )
+            .route("/v2/events", get(events::events))
+            .route("/v2/logs", get(events::logs))
             .route("/v2/keys", get(keys::get))
             .route("/v2/keys/rotate", post(keys::rotate))
             .fallback(not_found)

@@ -131,6 +131,10 @@ async fn cancel_one(shared: &Shared, id: &str) -> Result<bool, ApiError> {
     };
     // The pending entry removed by its handle needs no cancellation left for it; an entry not
     // found by it (taken, waiting for a retry) meets the cancellation at its next attempt.
+    if let Some(record) = record.as_ref().filter(|_| found) {
+        let canceled = crate::events::event(&record.envelope, "CANCELED", crate::now_ms());
+        crate::events::record(shared, &[canceled]).await;
+    }
     let handle = record.and_then(|r| r.handle.parse().ok());
     let removed = match (found, handle) {
         (true, Some(handle)) => shared.queue.cancel(&handle).await.unwrap_or_else(|err| {

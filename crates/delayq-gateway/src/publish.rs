@@ -162,6 +162,8 @@ pub(crate) async fn store(
         // pending will leave its entry to be dropped at delivery instead of removed at once.
         tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot index the entry's handle");
     }
+    let created = crate::events::event(envelope, "CREATED", envelope.created_ms);
+    crate::events::record(shared, &[created]).await;
     Ok(())
 }
 

@@ -27,14 +27,15 @@ const port = Number(env("SCHEDULES_RECEIVER_PORT"));
 const base = `http://127.0.0.1:${port}`;
 const client = new Client({ baseUrl: gatewayUrl, token, enableTelemetry: false });
 
-// Every request as it came; always answered 200.
+// Every request as it came; answered with the status its path starts with (/500/...).
 const seen = [];
 const server = http.createServer((req, res) => {
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
     seen.push({ method: req.method, target: req.url, headers: req.headers, body: Buffer.concat(chunks), at: Date.now() });
-    res.writeHead(200, { "content-type": "text/plain" });
+    const status = Number(req.url.split("/")[1]) || 200;
+    res.writeHead(status, { "content-type": "text/plain" });
     res.end("ok");
   });
 });
@@ -137,4 +138,55 @@ test("bad schedules are refused, unknown ones are 404", async () => {
   await assert.rejects(client.schedules.get("node-none"), (err) => err.status === 404);
   await assert.rejects(client.schedules.delete("node-none"), (err) => err.status === 404);
   await assert.rejects(client.schedules.pause({ schedule: "node-none" }), (err) => err.status === 404);
+});
+
+// Polls client.logs for messageId until its newest event is `state`; its events, newest first.
+async function waitEvents(messageId, state) {
+  const deadline = Date.now() + PATIENCE_MS;
+  for (;;) {
+    const { logs } = await client.logs({ filter: { messageId } });
+    if (logs[0]?.state === state) return logs;
+    if (Date.now() > deadline) throw new Error(`${messageId}: ${JSON.stringify(logs)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+test("events: the states of a delivered and a failed message, filters and the cursor", async () => {
+  const a = await client.publish({ url: `${base}/200/node-ev`, body: "a", label: "node-ev" });
+  const b = await client.publish({ url: `${base}/500/node-ev-fail`, body: "b", retries: 0 });
+  const delivered = await waitEvents(a.messageId, "DELIVERED");
+  assert.deepEqual(delivered.map((e) => e.state), ["DELIVERED", "ACTIVE", "CREATED"]);
+  assert.equal(delivered[0].url, `${base}/200/node-ev`);
+  assert.equal(delivered[0].responseStatus, 200);
+  assert.ok(delivered[0].time >= delivered[2].time);
+  const failed = await waitEvents(b.messageId, "FAILED");
+  assert.deepEqual(failed.map((e) => e.state), ["FAILED", "ERROR", "ACTIVE", "CREATED"]);
+  assert.equal(failed[1].responseStatus, 500);
+
+  const byState = await client.logs({ filter: { messageId: b.messageId, state: "ERROR" } });
+  assert.deepEqual(byState.logs.map((e) => e.state), ["ERROR"]);
+  const byUrl = await client.logs({ filter: { url: `${base}/200/node-ev`, state: "CREATED" } });
+  assert.deepEqual(byUrl.logs.map((e) => e.messageId), [a.messageId]);
+  const byIds = await client.logs({ messageIds: [a.messageId, b.messageId] });
+  assert.equal(byIds.logs.length, 7);
+  assert.deepEqual(byIds.events, byIds.logs);
+
+  // One event a page: the cursor walks all three of a's, newest first.
+  const walked = [];
+  let cursor;
+  do {
+    const page = await client.logs({ count: 1, cursor, filter: { messageId: a.messageId } });
+    walked.push(...page.logs.map((e) => e.state));
+    cursor = page.cursor;
+  } while (cursor && walked.length < 10);
+  assert.deepEqual(walked, ["DELIVERED", "ACTIVE", "CREATED"]);
+
+  for (const bad of ["state=NOPE", "count=0", "cursor=zzz"]) {
+    const { status, json } = await api("GET", `/v2/events?${bad}`);
+    assert.equal(status, 400, bad);
+    assert.equal(typeof json.error, "string");
+  }
+  const { status, json } = await api("GET", `/v2/logs?messageId=${a.messageId}`);
+  assert.equal(status, 200);
+  assert.deepEqual(json.logs.map((e) => e.state), ["DELIVERED", "ACTIVE", "CREATED"]);
 });

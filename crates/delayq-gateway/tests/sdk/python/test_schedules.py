@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from qstash import QStash, Receiver
+from qstash.log import LogState
 from qstash.errors import QStashError
 
 PATIENCE_S = 60
@@ -39,7 +40,8 @@ LOCK = threading.Lock()
 
 
 class Handler(BaseHTTPRequestHandler):
-    """Records every request as it came; always answers 200."""
+    """Records every request as it came; answers with the status its path starts with
+    (/500/...)."""
 
     def handle_one(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -54,7 +56,8 @@ class Handler(BaseHTTPRequestHandler):
                     "at": time.time(),
                 }
             )
-        self.send_response(200)
+        first = self.path.split("/")[1]
+        self.send_response(int(first) if first.isdigit() else 200)
         self.send_header("Content-Length", "2")
         self.end_headers()
         self.wfile.write(b"ok")
@@ -191,6 +194,53 @@ def test_bad_schedules_refused(client):
     refused_with(404, lambda: client.schedule.delete("py-none"))
     refused_with(404, lambda: client.schedule.pause("py-none"))
     refused_with(404, lambda: client.schedule.resume("py-none"))
+
+
+def wait_events(client, message_id, state):
+    deadline = time.time() + PATIENCE_S
+    while True:
+        logs = client.log.list(filter={"message_id": message_id}).logs
+        if logs and logs[0].state == state:
+            return logs
+        assert time.time() < deadline, f"{message_id}: {logs}"
+        time.sleep(0.05)
+
+
+def test_events_with_filters_and_cursor(client):
+    a = client.message.publish(url=f"{BASE}/200/py-ev", body="a").message_id
+    b = client.message.publish(url=f"{BASE}/500/py-ev-fail", body="b", retries=0).message_id
+    delivered = wait_events(client, a, LogState.DELIVERED)
+    assert [e.state for e in delivered] == [LogState.DELIVERED, LogState.ACTIVE, LogState.CREATED]
+    assert delivered[0].url == f"{BASE}/200/py-ev"
+    assert delivered[0].response_status == 200
+    failed = wait_events(client, b, LogState.FAILED)
+    assert [e.state for e in failed] == [
+        LogState.FAILED,
+        LogState.ERROR,
+        LogState.ACTIVE,
+        LogState.CREATED,
+    ]
+    assert failed[1].response_status == 500
+
+    errors = client.log.list(filter={"message_id": b, "state": LogState.ERROR}).logs
+    assert [e.state for e in errors] == [LogState.ERROR]
+    both = client.log.list(filter={"message_ids": [a, b]}).logs
+    assert len(both) == 7
+    created = client.log.list(filter={"url": f"{BASE}/200/py-ev", "state": LogState.CREATED})
+    assert [e.message_id for e in created.logs] == [a]
+    since = client.log.list(filter={"message_id": a, "from_time": delivered[0].time})
+    since_states = [e.state for e in since.logs]
+    assert since_states[0] == LogState.DELIVERED and LogState.CREATED not in since_states
+
+    walked = []
+    cursor = None
+    while len(walked) < 10:
+        page = client.log.list(cursor=cursor, count=1, filter={"message_id": a})
+        walked.extend(e.state for e in page.logs)
+        cursor = page.cursor
+        if not cursor:
+            break
+    assert walked == [LogState.DELIVERED, LogState.ACTIVE, LogState.CREATED]
 
 
 def test_key_rotation_verified_by_the_receiver(client):
