@@ -156,6 +156,20 @@ async fn states_filters_and_cursor() {
     }
     assert_eq!(paged, all);
 
+    // Retried from the DLQ: CREATED again, then its attempts.
+    gw.wait_dead(&b).await;
+    assert_eq!(gw.call("POST", &format!("/v2/dlq/retry/{b}")).await.0, 201);
+    let again = wait_state(&gw, &b, "FAILED").await;
+    assert_eq!(
+        again.iter().filter(|s| *s == "CREATED").count(),
+        2,
+        "{again:?}"
+    );
+    assert_eq!(
+        again[..5],
+        ["FAILED", "ERROR", "ACTIVE", "RETRY", "ERROR"].map(String::from)
+    );
+
     for bad in [
         "state=NOPE",
         "count=0",
