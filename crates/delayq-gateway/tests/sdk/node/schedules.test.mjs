@@ -190,3 +190,14 @@ test("events: the states of a delivered and a failed message, filters and the cu
   assert.equal(status, 200);
   assert.deepEqual(json.logs.map((e) => e.state), ["DELIVERED", "ACTIVE", "CREATED"]);
 });
+
+test("a delivered message stays readable (--keep-delivered)", async () => {
+  const res = await client.publish({ url: `${base}/200/node-kept?x=1`, body: "kept", headers: { "X-K": "1" } });
+  // DELIVERED is written once the message left the index for the kept ones.
+  await waitEvents(res.messageId, "DELIVERED");
+  const message = await client.messages.get(res.messageId);
+  assert.equal(message.messageId, res.messageId);
+  assert.equal(message.url, `${base}/200/node-kept?x=1`);
+  assert.deepEqual(message.header["x-k"], ["1"]);
+  await assert.rejects(client.messages.cancel(res.messageId), (err) => err.status === 404);
+});

@@ -243,6 +243,17 @@ def test_events_with_filters_and_cursor(client):
     assert walked == [LogState.DELIVERED, LogState.ACTIVE, LogState.CREATED]
 
 
+def test_delivered_message_stays_readable(client):
+    res = client.message.publish(url=f"{BASE}/200/py-kept?x=1", body="kept", headers={"X-K": "1"})
+    # DELIVERED is written once the message left the index for the kept ones (--keep-delivered).
+    wait_events(client, res.message_id, LogState.DELIVERED)
+    message = client.message.get(res.message_id)
+    assert message.message_id == res.message_id
+    assert message.url == f"{BASE}/200/py-kept?x=1"
+    assert message.headers["x-k"] == ["1"]
+    refused_with(404, lambda: client.message.cancel(res.message_id))
+
+
 def test_key_rotation_verified_by_the_receiver(client):
     keys = client.signing_key.get()
     assert (keys.current, keys.next) == (CURRENT_KEY, NEXT_KEY)
