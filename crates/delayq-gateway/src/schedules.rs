@@ -75,6 +75,11 @@ async fn create(shared: &Shared, request: axum::extract::Request) -> Result<Resp
     let url = crate::publish::destination_after(request.uri(), PREFIX)?;
     crate::publish::allowed(shared, &url)?;
     let mut headers = request.headers().clone();
+    if headers.contains_key("upstash-not-before") {
+        return Err(ApiError::bad_request(
+            "Upstash-Not-Before is not supported on schedules (Upstash-Delay is)",
+        ));
+    }
     let recurrence = cron(&mut headers)?;
     let id = schedule_id(&mut headers)?;
     let now_ms = crate::now_ms();

@@ -240,4 +240,16 @@ async fn retention_by_count_and_age() {
         [format!("{}/CREATED", last["messageId"].as_str().unwrap())]
     );
     by_age.shutdown().await;
+
+    // 0: none written.
+    let off = TestGateway::start(&redis, &receiver, |c| {
+        c.with_queue("off")
+            .with_events_kept(0, Duration::from_secs(60))
+    })
+    .await;
+    let (status, _) = off.publish(&url, &[("Upstash-Delay", "1h")], vec![]).await;
+    assert_eq!(status, 201);
+    let (_, got) = off.call("GET", "/v2/events").await;
+    assert_eq!(got["events"], serde_json::json!([]));
+    off.shutdown().await;
 }

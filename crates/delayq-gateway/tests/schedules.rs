@@ -209,6 +209,11 @@ async fn zones_and_bad_input() {
         ],
         &[("Upstash-Cron", "* * * * *"), ("Upstash-Retries", "9999")],
         &[("Upstash-Cron", "* * * * *"), ("Upstash-Delay", "soon")],
+        &[("Upstash-Cron", "* * * * *"), ("Upstash-Not-Before", "1")],
+        &[
+            ("Upstash-Cron", "* * * * *"),
+            ("Upstash-Callback", "http://127.0.0.1:9/"),
+        ],
     ];
     for headers in bad {
         let (status, answer) = send(&gw, "POST", &path, headers, b"x").await;
