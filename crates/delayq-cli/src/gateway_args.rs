@@ -121,4 +121,19 @@ pub(crate) struct GatewayArgs {
         default_value_t = 16
     )]
     pub(crate) concurrency: usize,
+    /// How long a delivered message stays readable with GET /v2/messages/{id} (0: gone once
+    /// delivered, as QStash).
+    #[arg(long, env = "DELAYQ_GATEWAY_KEEP_DELIVERED", value_name = "DURATION", value_parser = parse_duration, default_value = "0")]
+    pub(crate) keep_delivered: Duration,
+    /// The most events (GET /v2/events, /v2/logs) kept; older ones are trimmed.
+    #[arg(
+        long,
+        env = "DELAYQ_GATEWAY_EVENTS_KEPT",
+        value_name = "N",
+        default_value_t = 10_000
+    )]
+    pub(crate) events_kept: usize,
+    /// The longest an event is kept.
+    #[arg(long, env = "DELAYQ_GATEWAY_EVENTS_MAX_AGE", value_name = "DURATION", value_parser = parse_duration, default_value = "1d")]
+    pub(crate) events_max_age: Duration,
 }

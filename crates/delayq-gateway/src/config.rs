@@ -30,6 +30,9 @@ pub struct GatewayConfig {
     pub(crate) standard_webhooks_secret: Option<String>,
     /// Patterns of the native queues' names (`*` for any run of characters).
     pub(crate) native_queues: Vec<String>,
+    pub(crate) keep_delivered: Duration,
+    pub(crate) events_kept: usize,
+    pub(crate) events_max_age: Duration,
 }
 
 impl fmt::Debug for GatewayConfig {
@@ -59,6 +62,9 @@ impl fmt::Debug for GatewayConfig {
                 "standard_webhooks_secret",
                 &self.standard_webhooks_secret.as_ref().map(|_| "redacted"),
             )
+            .field("keep_delivered", &self.keep_delivered)
+            .field("events_kept", &self.events_kept)
+            .field("events_max_age", &self.events_max_age)
             .finish_non_exhaustive()
     }
 }
@@ -88,6 +94,9 @@ impl GatewayConfig {
             concurrency: 16,
             standard_webhooks_secret: None,
             native_queues: Vec::new(),
+            keep_delivered: Duration::ZERO,
+            events_kept: 10_000,
+            events_max_age: Duration::from_secs(24 * 3600),
         }
     }
 
@@ -201,6 +210,20 @@ impl GatewayConfig {
     #[must_use]
     pub fn allow_native_queue(mut self, pattern: impl Into<String>) -> Self {
         self.native_queues.push(pattern.into());
+    /// How long a delivered message stays readable with `GET /v2/messages/{id}`. Default:
+    /// zero (gone once delivered, as QStash's "removed shortly after delivery").
+    #[must_use]
+    pub fn with_keep_delivered(mut self, keep: Duration) -> Self {
+        self.keep_delivered = keep;
+        self
+    }
+
+    /// How many events (`GET /v2/events`) are kept at most, and for how long at most (the
+    /// older ones are trimmed as new ones come). Default: 10,000 and 1 day.
+    #[must_use]
+    pub fn with_events_kept(mut self, count: usize, max_age: Duration) -> Self {
+        self.events_kept = count;
+        self.events_max_age = max_age;
         self
     }
 

@@ -6,6 +6,7 @@
 //! not followed: a 3xx is a failed attempt.
 
 use crate::envelope::Envelope;
+use crate::events::{event, record};
 use crate::meter;
 use crate::signature::sign;
 use crate::Shared;
@@ -20,7 +21,9 @@ const ERROR_BODY_BYTES: usize = 200;
 
 /// What one attempt came to.
 enum Outcome {
-    Delivered,
+    Delivered {
+        status: u16,
+    },
     Failed {
         /// The answer's status; 0 when there was no answer.
         status: u16,
@@ -36,6 +39,10 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
         meter::delivery(meter::Outcome::DeadLettered);
         JobError::permanent(format!("status 0: not a gateway message: {err}"))
     })?;
+    if envelope.id.is_empty() {
+        // A schedule's occurrence: it becomes a message of its own.
+        return crate::schedules::occurrence(&shared, envelope).await;
+    }
     match shared.store.is_cancelled(&envelope.id).await {
         Ok(false) => {}
         Ok(true) => {
@@ -54,14 +61,35 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
         }
     }
     let retried = job.attempt().saturating_sub(1);
+    let started_ms = crate::now_ms();
     let started = std::time::Instant::now();
     let outcome = attempt(&shared, &envelope, retried).await;
     meter::attempt_took(started.elapsed());
+    settle(&shared, &envelope, retried, outcome, started_ms).await
+}
+
+/// What an attempt begun at `started_ms` came to: the message delivered, retried or given up,
+/// and its events recorded.
+async fn settle(
+    shared: &Shared,
+    envelope: &Envelope,
+    retried: u32,
+    outcome: Outcome,
+    started_ms: i64,
+) -> Result<(), JobError> {
+    let mut active = event(envelope, "ACTIVE", started_ms);
+    active["retried"] = retried.into();
     match outcome {
-        Outcome::Delivered => {
+        Outcome::Delivered { status } => {
             meter::delivery(meter::Outcome::Delivered);
             meter::delivered_late(envelope.not_before_ms);
-            forget(&shared, &envelope.id).await;
+            let keep = shared.config.keep_delivered;
+            if let Err(err) = crate::kept::delivered(&shared.store, &envelope.id, keep).await {
+                tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot move a delivered message out of the index");
+            }
+            let mut delivered = event(envelope, "DELIVERED", crate::now_ms());
+            delivered["responseStatus"] = status.into();
+            record(shared, &[active, delivered]).await;
             tracing::debug!(message = %envelope.id, retried, "delivered");
             Ok(())
         }
@@ -73,9 +101,16 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
         } => {
             let error = format!("status {status}: {why}");
             tracing::info!(message = %envelope.id, retried, status, "delivery failed");
+            let now_ms = crate::now_ms();
+            let mut failed = event(envelope, "ERROR", now_ms);
+            failed["error"] = error.clone().into();
+            failed["responseStatus"] = status.into();
+            failed["responseBody"] = why.into();
             if final_ || retried >= envelope.retries {
                 meter::delivery(meter::Outcome::DeadLettered);
-                forget(&shared, &envelope.id).await;
+                forget(shared, &envelope.id).await;
+                let gone = event(envelope, "FAILED", now_ms);
+                record(shared, &[active, failed, gone]).await;
                 return Err(JobError::permanent(error));
             }
             // The destination's Retry-After, else the message's own expression, else the
@@ -86,6 +121,12 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
                 Some(Duration::from_millis(ms).min(MAX_RETRY_AFTER))
             });
             meter::delivery(meter::Outcome::Retried);
+            let mut again = event(envelope, "RETRY", now_ms);
+            if let Some(wait) = asked {
+                let wait_ms = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
+                again["nextDeliveryTime"] = now_ms.saturating_add(wait_ms).into();
+            }
+            record(shared, &[active, failed, again]).await;
             let error = JobError::new(error);
             Err(match asked {
                 Some(wait) => error.with_retry_after(wait),
@@ -131,8 +172,11 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
         }
         request = request.header(name, value);
     }
+    if let Some(schedule) = &envelope.schedule_id {
+        request = request.header("Upstash-Schedule-Id", schedule);
+    }
     let signature = sign(
-        &config.current_key,
+        &shared.keys.current().await,
         &envelope.url,
         &envelope.body,
         now_secs(),
@@ -156,7 +200,9 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
     };
     let status = response.status();
     if status.is_success() {
-        return Outcome::Delivered;
+        return Outcome::Delivered {
+            status: status.as_u16(),
+        };
     }
     let header = |name: &str| {
         response

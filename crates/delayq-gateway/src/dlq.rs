@@ -175,7 +175,11 @@ async fn replay(shared: &Shared, id: &str) -> Result<(), ApiError> {
         .replay_dead_letter(&found.letter.record, SCANNED, Duration::ZERO)
         .await
     {
-        Ok(true) => Ok(()),
+        Ok(true) => {
+            let again = crate::events::event(&found.envelope, "CREATED", crate::now_ms());
+            crate::events::record(shared, &[again]).await;
+            Ok(())
+        }
         Ok(false) => Err(ApiError::not_found(format!("dead letter {id} not found"))),
         Err(err) => Err(ApiError::internal("retrying the dead letter", &err)),
     }

@@ -37,6 +37,11 @@ pub(crate) struct Envelope {
     /// else may read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) owner: Option<String>,
+    /// The schedule whose occurrence this message is (sent as `Upstash-Schedule-Id`). A
+    /// schedule's own value is an envelope with this and an empty `id`: its template, whose
+    /// `not_before_ms - created_ms` is the delay of every occurrence.
+    #[serde(default)]
+    pub(crate) schedule_id: Option<String>,
 }
 
 impl Envelope {
@@ -85,6 +90,7 @@ mod tests {
             labels: vec!["a".into()],
             retry_delay: Some("1000 * retried".into()),
             owner: Some("0123456789abcdef".into()),
+            schedule_id: Some("scd_1".into()),
         };
         let bytes = envelope.encode();
         assert_eq!(Envelope::decode(&bytes).unwrap(), envelope);

@@ -18,10 +18,14 @@
 //! - `retry_delay.rs`: the `Upstash-Retry-Delay` expression.
 //! - `headers.rs`: the `Upstash-*` headers of a publish.
 //! - `store.rs`: the gateway's own keys (message index, deduplication ids).
+//! - `kept.rs`: delivered messages kept readable for a while.
+//! - `keys.rs`: the signing keys in Redis, `GET /v2/keys`, `POST /v2/keys/rotate`.
+//! - `events.rs`: the events of messages, `GET /v2/events` and `/v2/logs`.
 //! - `publish.rs`: `POST /v2/publish/{destination}`.
 //! - `batch.rs`: `POST /v2/batch`.
-//! - `deliver.rs`: the delivery worker's handler.
 //! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `DELETE /v2/messages`.
+//! - `schedules.rs`: `/v2/schedules` on the queue's recurring schedules.
+//! - `deliver.rs`: the delivery worker's handler.
 //! - `dlq.rs`: the dead letters as QStash's DLQ.
 //! - `native.rs`: the native queues (`/v1/queues/...`): offer into any Redisson queue.
 
@@ -32,12 +36,16 @@ mod deliver;
 mod dlq;
 mod envelope;
 mod error;
+mod events;
 mod headers;
+mod kept;
+mod keys;
 mod messages;
 mod meter;
 mod native;
 mod publish;
 mod retry_delay;
+mod schedules;
 mod signature;
 mod store;
 mod webhooks;
@@ -59,6 +67,7 @@ pub(crate) struct Shared {
     config: GatewayConfig,
     queue: DelayedQueue<ByteArrayCodec>,
     store: store::Store,
+    keys: keys::Keys,
     http: reqwest::Client,
     /// The Standard Webhooks key, when the signature is asked for.
     webhooks_key: Option<Vec<u8>>,
@@ -122,11 +131,15 @@ impl Gateway {
             Some(secret) => Some(webhooks::key(secret).map_err(Error::InvalidConfig)?),
             None => None,
         };
+        let keys = keys::Keys::seeded(client, &config.queue, &config.current_key, &config.next_key)
+            .await
+            .map_err(|err| Error::Queue(err.into()))?;
         Ok(Gateway {
             shared: Arc::new(Shared {
                 config,
                 queue,
                 store,
+                keys,
                 http,
                 webhooks_key,
                 client,
@@ -157,6 +170,15 @@ impl Gateway {
                 "/v1/queues/{name}/handles/{handle}",
                 axum::routing::delete(native::cancel),
             )
+            .route("/v2/schedules", get(schedules::list))
+            .route(
+                "/v2/schedules/{*rest}",
+                axum::routing::any(schedules::route),
+            )
+            .route("/v2/events", get(events::events))
+            .route("/v2/logs", get(events::logs))
+            .route("/v2/keys", get(keys::get))
+            .route("/v2/keys/rotate", post(keys::rotate))
             .fallback(not_found)
             .layer(axum::middleware::from_fn_with_state(
                 shared.clone(),

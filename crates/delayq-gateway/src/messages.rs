@@ -14,13 +14,18 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 /// `GET /v2/messages/{id}`: the message as QStash's `Message` (without its body: see
-/// docs/gateway.md), or 404 once it was delivered, given up or cancelled.
+/// docs/gateway.md), or 404 once it was given up or cancelled, or delivered longer ago than
+/// the configured `keep_delivered`.
 pub(crate) async fn get(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
     caller: Option<Extension<Caller>>,
 ) -> Result<Json<Value>, ApiError> {
-    let record = match shared.store.get(&id).await {
+    let found = match shared.store.get(&id).await {
+        Ok(None) => crate::kept::get(&shared.store, &id).await,
+        found => found,
+    };
+    let record = match found {
         Ok(Some(record)) => record,
         Ok(None) => return Err(ApiError::not_found(format!("message {id} not found"))),
         Err(err) => return Err(ApiError::internal("reading the message", &err)),
@@ -52,6 +57,9 @@ pub(crate) fn message_json(envelope: &Envelope) -> Value {
     });
     if let Some(expr) = &envelope.retry_delay {
         message["retryDelayExpression"] = expr.clone().into();
+    }
+    if let Some(schedule) = &envelope.schedule_id {
+        message["scheduleId"] = schedule.clone().into();
     }
     if let Some(first) = envelope.labels.first() {
         message["label"] = first.clone().into();
@@ -130,6 +138,10 @@ async fn cancel_one(shared: &Shared, id: &str) -> Result<bool, ApiError> {
     };
     // The pending entry removed by its handle needs no cancellation left for it; an entry not
     // found by it (taken, waiting for a retry) meets the cancellation at its next attempt.
+    if let Some(record) = record.as_ref().filter(|_| found) {
+        let canceled = crate::events::event(&record.envelope, "CANCELED", crate::now_ms());
+        crate::events::record(shared, &[canceled]).await;
+    }
     let handle = record.and_then(|r| r.handle.parse().ok());
     let removed = match (found, handle) {
         (true, Some(handle)) => shared.queue.cancel(&handle).await.unwrap_or_else(|err| {

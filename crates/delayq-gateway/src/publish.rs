@@ -81,6 +81,7 @@ impl Prepared {
             labels: options.labels,
             retry_delay: options.retry_delay,
             owner: None,
+            schedule_id: None,
         };
         Prepared {
             envelope,
@@ -143,7 +144,7 @@ impl Prepared {
 
 /// Writes the message's record, then its entry, then the entry's handle into the record; a
 /// failure removes what was written.
-async fn store(
+pub(crate) async fn store(
     shared: &Shared,
     envelope: &Envelope,
     delay: std::time::Duration,
@@ -169,6 +170,8 @@ async fn store(
         // pending will leave its entry to be dropped at delivery instead of removed at once.
         tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot index the entry's handle");
     }
+    let created = crate::events::event(envelope, "CREATED", envelope.created_ms);
+    crate::events::record(shared, &[created]).await;
     Ok(())
 }
 
@@ -183,7 +186,12 @@ fn answer(id: &str, url: &str, deduplicated: bool) -> Value {
 /// The destination: the rest of the path, raw (never percent-decoded), plus the raw query.
 /// `http:/x` (a slash merged away by a proxy) is mended to `http://x`.
 pub(crate) fn destination(uri: &Uri) -> Result<String, ApiError> {
-    let rest = uri.path().strip_prefix(PREFIX).unwrap_or("");
+    destination_after(uri, PREFIX)
+}
+
+/// The destination after `prefix` in `uri`'s path, as [`destination`] reads it.
+pub(crate) fn destination_after(uri: &Uri, prefix: &str) -> Result<String, ApiError> {
+    let rest = uri.path().strip_prefix(prefix).unwrap_or("");
     let mut url = rest.to_owned();
     for scheme in ["http:/", "https:/"] {
         if url.starts_with(scheme) && !url.starts_with(&format!("{scheme}/")) {

@@ -55,7 +55,7 @@ const SET_IF_PRESENT: &str = "if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 th
      return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end return -1";
 
 /// `prefix:{name}`, or `prefix:name` when the name has its own hash tag (Redisson's rule).
-fn tagged(prefix: &str, name: &str) -> String {
+pub(crate) fn tagged(prefix: &str, name: &str) -> String {
     match name.contains('{') && name.contains('}') {
         true => format!("{prefix}:{name}"),
         false => format!("{prefix}:{{{name}}}"),
@@ -128,6 +128,15 @@ impl Store {
             .eval::<i64, _, _, _>(SET_IF_PRESENT, vec![self.index.clone()], args)
             .await
             .map(drop)
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The index's key.
+    pub(crate) fn index_key(&self) -> &str {
+        &self.index
     }
 
     pub(crate) async fn get(&self, id: &str) -> RedisResult<Option<Record>> {

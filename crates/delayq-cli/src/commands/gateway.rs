@@ -28,7 +28,9 @@ pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
         .with_dedup_window(args.dedup_window)
         .with_request_timeout(args.request_timeout)
         .with_backoff(args.retry_first_wait, args.retry_max_wait)
-        .with_concurrency(args.concurrency);
+        .with_concurrency(args.concurrency)
+        .with_keep_delivered(args.keep_delivered)
+        .with_events_kept(args.events_kept, args.events_max_age);
     if let Some(next) = next {
         config = config.with_next_key(next);
     }

@@ -1,0 +1,255 @@
+//! Events (`GET /v2/events`, `GET /v2/logs`) against a real redis-server and the recording
+//! receiver: the states of delivered, failed and cancelled messages, newest first, filters, the
+//! cursor, and the retention by count and by age.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// The states of `id`'s events, newest first.
+async fn states(gw: &TestGateway, id: &str) -> Vec<String> {
+    let (status, answer) = gw.call("GET", &format!("/v2/events?messageId={id}")).await;
+    assert_eq!(status, 200, "{answer}");
+    answer["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["state"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Waits until `id`'s newest event is `state`; its states.
+async fn wait_state(gw: &TestGateway, id: &str, state: &str) -> Vec<String> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let got = states(gw, id).await;
+        if got.first().map(String::as_str) == Some(state) {
+            return got;
+        }
+        assert!(Instant::now() < deadline, "{id}: {got:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn ids_of(answer: &Value, name: &str) -> Vec<String> {
+    answer[name]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            format!(
+                "{}/{}",
+                e["messageId"].as_str().unwrap(),
+                e["state"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn states_filters_and_cursor() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let ok_url = format!("{}200/ev-ok", receiver.base());
+    let (_, a) = gw
+        .publish(&ok_url, &[("Upstash-Label", "l1")], b"a".to_vec())
+        .await;
+    let a = a["messageId"].as_str().unwrap().to_owned();
+    let (_, b) = gw
+        .publish(
+            &format!("{}500/ev-fail", receiver.base()),
+            &[("Upstash-Retries", "1")],
+            b"b".to_vec(),
+        )
+        .await;
+    let b = b["messageId"].as_str().unwrap().to_owned();
+    let (_, c) = gw
+        .publish(
+            &format!("{}200/ev-cancel", receiver.base()),
+            &[("Upstash-Delay", "1h")],
+            b"c".to_vec(),
+        )
+        .await;
+    let c = c["messageId"].as_str().unwrap().to_owned();
+    assert_eq!(gw.call("DELETE", &format!("/v2/messages/{c}")).await.0, 200);
+
+    assert_eq!(
+        wait_state(&gw, &a, "DELIVERED").await,
+        ["DELIVERED", "ACTIVE", "CREATED"]
+    );
+    assert_eq!(
+        wait_state(&gw, &b, "FAILED").await,
+        ["FAILED", "ERROR", "ACTIVE", "RETRY", "ERROR", "ACTIVE", "CREATED"]
+    );
+    assert_eq!(states(&gw, &c).await, ["CANCELED", "CREATED"]);
+
+    // /v2/logs answers the same under "logs"; the error carries the answer.
+    let (status, logs) = gw.call("GET", &format!("/v2/logs?messageId={b}")).await;
+    assert_eq!(status, 200, "{logs}");
+    let logs = logs["logs"].as_array().unwrap();
+    assert_eq!(logs[1]["state"], "ERROR");
+    assert_eq!(logs[1]["responseStatus"], 500);
+    assert_eq!(logs[1]["responseBody"], "answer");
+    assert_eq!(logs[0]["url"], format!("{}500/ev-fail", receiver.base()));
+    assert_eq!(logs[0]["maxRetries"], 1);
+    let times: Vec<i64> = logs.iter().map(|e| e["time"].as_i64().unwrap()).collect();
+    assert!(
+        times.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {times:?}"
+    );
+    let (_, events) = gw.call("GET", &format!("/v2/events?messageId={a}")).await;
+    assert_eq!(events["events"][0]["responseStatus"], 200);
+    assert_eq!(events["events"][0]["labels"], serde_json::json!(["l1"]));
+
+    // Filters: state (several), url, label, several ids, dates.
+    let (_, got) = gw.call("GET", "/v2/events?state=CANCELED").await;
+    assert_eq!(ids_of(&got, "events"), [format!("{c}/CANCELED")]);
+    let (_, got) = gw.call("GET", "/v2/events?state=DELIVERED,FAILED").await;
+    assert_eq!(
+        ids_of(&got, "events"),
+        [format!("{b}/FAILED"), format!("{a}/DELIVERED")]
+    );
+    let (_, got) = gw
+        .call("GET", &format!("/v2/events?url={ok_url}&state=CREATED"))
+        .await;
+    assert_eq!(ids_of(&got, "events"), [format!("{a}/CREATED")]);
+    let (_, got) = gw.call("GET", "/v2/events?label=l1&state=ACTIVE").await;
+    assert_eq!(ids_of(&got, "events"), [format!("{a}/ACTIVE")]);
+    let (_, got) = gw
+        .call(
+            "GET",
+            &format!("/v2/events?messageIds={a}&messageIds={c}&state=CREATED"),
+        )
+        .await;
+    assert_eq!(got["events"].as_array().unwrap().len(), 2, "{got}");
+    let (_, got) = gw
+        .call(
+            "GET",
+            &format!("/v2/events?toDate={}", now_ms() - 3_600_000),
+        )
+        .await;
+    assert_eq!(got["events"], serde_json::json!([]));
+    assert!(got.get("cursor").is_none());
+
+    // Pages of 2 with the cursor: all 12 events, in order, each once.
+    let (_, all) = gw.call("GET", "/v2/events").await;
+    let all = ids_of(&all, "events");
+    assert_eq!(all.len(), 12, "{all:?}");
+    let mut paged = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (status, page) = gw
+            .call("GET", &format!("/v2/events?count=2&cursor={cursor}"))
+            .await;
+        assert_eq!(status, 200, "{page}");
+        let ids = ids_of(&page, "events");
+        assert!(ids.len() <= 2);
+        paged.extend(ids);
+        match page["cursor"].as_str() {
+            Some(next) => cursor = next.to_owned(),
+            None => break,
+        }
+        assert!(paged.len() <= all.len(), "the cursor does not end");
+    }
+    assert_eq!(paged, all);
+
+    // Retried from the DLQ: CREATED again, then its attempts.
+    gw.wait_dead(&b).await;
+    assert_eq!(gw.call("POST", &format!("/v2/dlq/retry/{b}")).await.0, 201);
+    let again = wait_state(&gw, &b, "FAILED").await;
+    assert_eq!(
+        again.iter().filter(|s| *s == "CREATED").count(),
+        2,
+        "{again:?}"
+    );
+    assert_eq!(
+        again[..5],
+        ["FAILED", "ERROR", "ACTIVE", "RETRY", "ERROR"].map(String::from)
+    );
+
+    for bad in [
+        "state=NOPE",
+        "count=0",
+        "count=5000",
+        "cursor=zzz",
+        "callerIp=1.2.3.4",
+        "fromDate=soon",
+    ] {
+        let (status, answer) = gw.call("GET", &format!("/v2/events?{bad}")).await;
+        assert_eq!(status, 400, "{bad}: {answer}");
+        assert!(answer["error"].is_string());
+    }
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retention_by_count_and_age() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let url = format!("{}200/kept", receiver.base());
+    let by_count = TestGateway::start(&redis, &receiver, |c| {
+        c.with_queue("count")
+            .with_events_kept(5, Duration::from_secs(3600))
+    })
+    .await;
+    let mut ids = Vec::new();
+    for _ in 0..10 {
+        let (_, answer) = by_count
+            .publish(&url, &[("Upstash-Delay", "1h")], vec![])
+            .await;
+        ids.push(answer["messageId"].as_str().unwrap().to_owned());
+    }
+    let (_, got) = by_count.call("GET", "/v2/events").await;
+    let kept: Vec<&str> = got["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["messageId"].as_str().unwrap())
+        .collect();
+    let newest: Vec<&str> = ids.iter().rev().take(5).map(String::as_str).collect();
+    assert_eq!(kept, newest);
+    by_count.shutdown().await;
+
+    let by_age = TestGateway::start(&redis, &receiver, |c| {
+        c.with_queue("age")
+            .with_events_kept(1000, Duration::from_secs(1))
+    })
+    .await;
+    for _ in 0..3 {
+        by_age
+            .publish(&url, &[("Upstash-Delay", "1h")], vec![])
+            .await;
+    }
+    assert_eq!(
+        by_age.call("GET", "/v2/events").await.1["events"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (_, last) = by_age
+        .publish(&url, &[("Upstash-Delay", "1h")], vec![])
+        .await;
+    let (_, got) = by_age.call("GET", "/v2/events").await;
+    assert_eq!(
+        ids_of(&got, "events"),
+        [format!("{}/CREATED", last["messageId"].as_str().unwrap())]
+    );
+    by_age.shutdown().await;
+
+    // 0: none written.
+    let off = TestGateway::start(&redis, &receiver, |c| {
+        c.with_queue("off")
+            .with_events_kept(0, Duration::from_secs(60))
+    })
+    .await;
+    let (status, _) = off.publish(&url, &[("Upstash-Delay", "1h")], vec![]).await;
+    assert_eq!(status, 201);
+    let (_, got) = off.call("GET", "/v2/events").await;
+    assert_eq!(got["events"], serde_json::json!([]));
+    off.shutdown().await;
+}
