@@ -5,7 +5,7 @@
 //! `489` with `Upstash-NonRetryable-Error: true` makes it a dead letter at once. Redirects are
 //! not followed: a 3xx is a failed attempt.
 
-use crate::envelope::Envelope;
+use crate::envelope::{Answer, Envelope};
 use crate::signature::sign;
 use crate::Shared;
 use delayq::{Job, JobError};
@@ -14,18 +14,22 @@ use std::time::{Duration, SystemTime};
 
 /// The longest wait a destination's `Retry-After` may ask for.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
-/// How much of a failed answer's body goes into the error a dead letter keeps.
-const ERROR_BODY_BYTES: usize = 200;
+/// How much of a failed answer's body is kept: in the error a dead letter keeps, in the last
+/// response and in the failure callback.
+const ERROR_BODY_BYTES: usize = 4096;
 
 /// What one attempt came to.
 enum Outcome {
-    Delivered,
+    /// The answer (its body read only for a callback).
+    Delivered(Answer),
     Failed {
         /// The answer's status; 0 when there was no answer.
         status: u16,
         why: String,
         retry_after: Option<Duration>,
         final_: bool,
+        /// The answer, when there was one.
+        answer: Option<Answer>,
     },
 }
 
@@ -51,7 +55,18 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
     }
     let retried = job.attempt().saturating_sub(1);
     match attempt(&shared, &envelope, retried).await {
-        Outcome::Delivered => {
+        Outcome::Delivered(answer) => {
+            if let Some(callback) = &envelope.callback {
+                crate::callback::publish(
+                    &shared,
+                    &envelope,
+                    callback,
+                    Some(&answer),
+                    retried,
+                    None,
+                )
+                .await;
+            }
             forget(&shared, &envelope.id).await;
             tracing::debug!(message = %envelope.id, retried, "delivered");
             Ok(())
@@ -61,11 +76,12 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
             why,
             retry_after,
             final_,
+            answer,
         } => {
             let error = format!("status {status}: {why}");
             tracing::info!(message = %envelope.id, retried, status, "delivery failed");
             if final_ || retried >= envelope.retries {
-                forget(&shared, &envelope.id).await;
+                given_up(&shared, &envelope, answer.as_ref(), retried).await;
                 return Err(JobError::permanent(error));
             }
             // The destination's Retry-After, else the message's own expression, else the
@@ -84,6 +100,21 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
     }
 }
 
+/// A message about to become a dead letter: its last answer kept for the DLQ, its failure
+/// callback published (`dlqId` is the message id), its record removed.
+async fn given_up(shared: &Shared, envelope: &Envelope, answer: Option<&Answer>, retried: u32) {
+    if let Some(answer) = answer {
+        if let Err(err) = shared.store.put_response(&envelope.id, answer).await {
+            tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot keep the last response");
+        }
+    }
+    if let Some(callback) = &envelope.failure_callback {
+        let dlq_id = Some(envelope.id.as_str());
+        crate::callback::publish(shared, envelope, callback, answer, retried, dlq_id).await;
+    }
+    forget(shared, &envelope.id).await;
+}
+
 /// Removes the message from the index: it is delivered or given up.
 async fn forget(shared: &Shared, id: &str) {
     if let Err(err) = shared.store.remove(id).await {
@@ -97,6 +128,7 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
         why,
         retry_after: None,
         final_: false,
+        answer: None,
     };
     let Ok(method) = reqwest::Method::from_bytes(envelope.method.as_bytes()) else {
         return Outcome::Failed {
@@ -104,6 +136,7 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
             why: format!("bad method {:?}", envelope.method),
             retry_after: None,
             final_: true,
+            answer: None,
         };
     };
     let config = &shared.config;
@@ -133,16 +166,19 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
         Err(err) => return failed(0, format!("no answer: {}", chain(&err))),
     };
     let status = response.status();
+    let headers = text_headers(response.headers());
     if status.is_success() {
-        return Outcome::Delivered;
+        // The body is read for the callback only (up to the gateway's body limit).
+        let limit = envelope.callback.as_ref().map_or(0, |_| config.body_limit);
+        return Outcome::Delivered(Answer {
+            status: status.as_u16(),
+            headers,
+            body: read_bounded(response, limit).await,
+        });
     }
     let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .map(str::to_owned)
+        let value = response.headers().get(name)?.to_str().ok()?;
+        Some(value.trim().to_owned())
     };
     let non_retryable = status.as_u16() == 489
         && header("upstash-nonretryable-error").is_some_and(|v| v.eq_ignore_ascii_case("true"));
@@ -150,14 +186,39 @@ async fn attempt(shared: &Shared, envelope: &Envelope, retried: u32) -> Outcome 
         .iter()
         .find_map(|name| header(name).and_then(|v| retry_after(&v, SystemTime::now())))
         .map(|wait| wait.min(MAX_RETRY_AFTER));
-    let mut body = response.bytes().await.unwrap_or_default().to_vec();
-    body.truncate(ERROR_BODY_BYTES);
+    let body = read_bounded(response, ERROR_BODY_BYTES).await;
     Outcome::Failed {
         status: status.as_u16(),
         why: String::from_utf8_lossy(&body).into_owned(),
         retry_after,
         final_: non_retryable,
+        answer: Some(Answer {
+            status: status.as_u16(),
+            headers,
+            body,
+        }),
     }
+}
+
+/// The headers whose values are text.
+fn text_headers(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect()
+}
+
+/// The first `limit` bytes of the answer's body (what could be read of them).
+async fn read_bounded(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < limit {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(limit);
+    body
 }
 
 /// The headers a destination may name its next attempt's time with, in the order they are read.

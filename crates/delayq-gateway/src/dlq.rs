@@ -39,7 +39,7 @@ struct Found {
 
 impl Found {
     /// QStash's `DLQMessage`: the `Message` fields, `dlqId`, `responseStatus`, `responseBody`
-    /// (the first 200 bytes of the last answer, or why there was none), and delayq's `error`
+    /// (the first 4 KiB of the last answer, or why there was none), and delayq's `error`
     /// and `attempts`.
     fn json(&self) -> Value {
         let mut message = message_json(&self.envelope);
@@ -51,6 +51,23 @@ impl Found {
         message["attempts"] = self.letter.attempts.into();
         message
     }
+}
+
+/// `message` (a dead letter's JSON) with its last answer's headers as `responseHeader` (names
+/// to arrays of values), when the gateway kept them.
+async fn with_response(shared: &Shared, mut message: Value) -> Value {
+    let id = message["messageId"].as_str().unwrap_or_default().to_owned();
+    if let Ok(Some(answer)) = shared.store.response(&id).await {
+        let mut header = serde_json::Map::new();
+        for (name, value) in answer.headers {
+            let values = header.entry(name).or_insert_with(|| json!([]));
+            if let Value::Array(values) = values {
+                values.push(value.into());
+            }
+        }
+        message["responseHeader"] = header.into();
+    }
+    message
 }
 
 /// The dead letters (the oldest `limit`) whose records hold a gateway envelope.
@@ -99,12 +116,10 @@ pub(crate) async fn list(
                 .is_none_or(|id| &f.envelope.id == id)
         })
         .collect();
-    let page: Vec<Value> = matching
-        .iter()
-        .skip(from)
-        .take(count)
-        .map(|f| f.json())
-        .collect();
+    let mut page: Vec<Value> = Vec::new();
+    for found in matching.iter().skip(from).take(count) {
+        page.push(with_response(&shared, found.json()).await);
+    }
     let mut answer = json!({ "messages": page });
     if from + count < matching.len() {
         answer["cursor"] = (from + count).to_string().into();
@@ -117,7 +132,8 @@ pub(crate) async fn get(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(find(&shared, &id).await?.json()))
+    let found = find(&shared, &id).await?;
+    Ok(Json(with_response(&shared, found.json()).await))
 }
 
 /// `DELETE /v2/dlq/{dlqId}`: `{"deleted": 1}`, or 404.

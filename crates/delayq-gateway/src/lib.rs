@@ -15,21 +15,29 @@
 //! - `retry_delay.rs`: the `Upstash-Retry-Delay` expression.
 //! - `headers.rs`: the `Upstash-*` headers of a publish.
 //! - `store.rs`: the gateway's own keys (message index, deduplication ids).
+//! - `lanes.rs`: the delayq queues of QStash queues and of flow-control values.
 //! - `publish.rs`: `POST /v2/publish/{destination}`.
+//! - `callback.rs`: the callback and failure-callback messages.
 //! - `batch.rs`: `POST /v2/batch`.
 //! - `deliver.rs`: the delivery worker's handler.
+//! - `lane_workers.rs`: a delivery worker per lane, as the lanes come and go.
+//! - `queues.rs`: `POST /v2/enqueue/{queue}/{destination}` and `/v2/queues`.
 //! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `DELETE /v2/messages`.
 //! - `dlq.rs`: the dead letters as QStash's DLQ.
 
 mod batch;
+mod callback;
 mod config;
 mod deliver;
 mod dlq;
 mod envelope;
 mod error;
 mod headers;
+mod lane_workers;
+mod lanes;
 mod messages;
 mod publish;
+mod queues;
 mod retry_delay;
 mod signature;
 mod store;
@@ -53,6 +61,7 @@ pub(crate) struct Shared {
     config: GatewayConfig,
     queue: DelayedQueue<ByteArrayCodec>,
     store: store::Store,
+    lanes: lanes::Lanes,
     http: reqwest::Client,
 }
 
@@ -106,12 +115,14 @@ impl Gateway {
         let queue = DelayedQueue::builder(client.clone(), config.queue.clone(), ByteArrayCodec)
             .build()
             .await?;
+        let lanes = lanes::Lanes::new(client.clone(), &config.queue);
         let store = store::Store::new(client, &config.queue);
         Ok(Gateway {
             shared: Arc::new(Shared {
                 config,
                 queue,
                 store,
+                lanes,
                 http,
             }),
         })
@@ -124,6 +135,11 @@ impl Gateway {
         Router::new()
             .route("/v2/publish/{*destination}", post(publish::publish))
             .route("/v2/batch", post(batch::batch))
+            .route("/v2/enqueue/{queue}/{*destination}", post(queues::enqueue))
+            .route("/v2/queues", get(queues::list).post(queues::upsert))
+            .route("/v2/queues/{name}", get(queues::get).delete(queues::delete))
+            .route("/v2/queues/{name}/pause", post(queues::pause))
+            .route("/v2/queues/{name}/resume", post(queues::resume))
             .route("/v2/messages", axum::routing::delete(messages::cancel_many))
             .route(
                 "/v2/messages/{id}",
@@ -164,9 +180,19 @@ impl Gateway {
             .worker(config.concurrency, move |job| {
                 deliver::deliver(shared.clone(), job)
             })
-            .retry(policy)
+            .retry(policy.clone())
             .spawn()?;
-        Ok(Delivery { worker })
+        let stop = delayq::CancellationToken::new();
+        let lanes = tokio::spawn(lane_workers::supervise(
+            self.shared.clone(),
+            policy,
+            stop.clone(),
+        ));
+        Ok(Delivery {
+            worker,
+            lanes,
+            stop,
+        })
     }
 
     /// Whether `headers` carry one of the gateway's tokens (`Authorization: Bearer TOKEN`,
@@ -186,6 +212,9 @@ impl Gateway {
 #[derive(Debug)]
 pub struct Delivery {
     worker: WorkerHandle,
+    /// The task that keeps a worker per lane (QStash queues, flow-control values).
+    lanes: tokio::task::JoinHandle<()>,
+    stop: delayq::CancellationToken,
 }
 
 impl Delivery {
@@ -195,6 +224,8 @@ impl Delivery {
     ///
     /// The worker's error.
     pub async fn shutdown(self) -> Result<()> {
+        self.stop.cancel();
+        let _ = self.lanes.await;
         self.worker.shutdown().await?;
         Ok(())
     }

@@ -79,6 +79,11 @@ impl Prepared {
             not_before_ms: now_ms.saturating_add(delay_ms),
             labels: options.labels,
             retry_delay: options.retry_delay,
+            callback: options.callback,
+            failure_callback: options.failure_callback,
+            lane: None,
+            queue_name: None,
+            flow: options.flow,
         };
         Prepared {
             envelope,
@@ -103,7 +108,37 @@ impl Prepared {
         }
     }
 
-    async fn store_all(self, shared: &Shared) -> Result<(StatusCode, Value), ApiError> {
+    /// The message goes to QStash queue `name` (its lane registered already).
+    pub(crate) fn in_queue(mut self, name: &str, lane: String) -> Prepared {
+        self.envelope.queue_name = Some(name.to_owned());
+        self.envelope.lane = Some(lane);
+        self
+    }
+
+    /// Whether the message asks for flow control.
+    pub(crate) fn has_flow(&self) -> bool {
+        self.envelope.flow.is_some()
+    }
+
+    async fn store_all(mut self, shared: &Shared) -> Result<(StatusCode, Value), ApiError> {
+        if let Some(flow) = &self.envelope.flow {
+            let lanes = &shared.lanes;
+            let name = lanes.flow_lane(flow.parallelism, flow.rate, flow.period_ms);
+            let now = crate::now_ms();
+            let lane = crate::lanes::Lane {
+                queue: None,
+                parallelism: flow.parallelism,
+                rate: flow.rate,
+                period_ms: flow.period_ms,
+                paused: false,
+                created_at: now,
+                updated_at: now,
+            };
+            if let Err(err) = lanes.ensure(&name, &lane).await {
+                return Err(ApiError::internal("registering the flow-control key", &err));
+            }
+            self.envelope.lane = Some(name);
+        }
         let envelope = &self.envelope;
         if let Some(key) = &self.dedup {
             let window = shared.config.dedup_window;
@@ -135,20 +170,23 @@ impl Prepared {
 
 /// Writes the message's record, then its entry, then the entry's handle into the record; a
 /// failure removes what was written.
-async fn store(
+pub(crate) async fn store(
     shared: &Shared,
     envelope: &Envelope,
     delay: std::time::Duration,
 ) -> Result<(), ApiError> {
+    let queue = match &envelope.lane {
+        None => shared.queue.clone(),
+        Some(lane) => match shared.lanes.queue(lane).await {
+            Ok(queue) => queue,
+            Err(err) => return Err(ApiError::internal("storing the message", &err)),
+        },
+    };
     let record = Record::of(envelope, String::new());
     if let Err(err) = shared.store.put(&record).await {
         return Err(ApiError::internal("storing the message", &err));
     }
-    let handle = match shared
-        .queue
-        .offer_with_handle(&envelope.encode(), delay)
-        .await
-    {
+    let handle = match queue.offer_with_handle(&envelope.encode(), delay).await {
         Ok(handle) => handle,
         Err(err) => {
             let _ = shared.store.remove(&envelope.id).await;
@@ -175,7 +213,12 @@ fn answer(id: &str, url: &str, deduplicated: bool) -> Value {
 /// The destination: the rest of the path, raw (never percent-decoded), plus the raw query.
 /// `http:/x` (a slash merged away by a proxy) is mended to `http://x`.
 pub(crate) fn destination(uri: &Uri) -> Result<String, ApiError> {
-    let rest = uri.path().strip_prefix(PREFIX).unwrap_or("");
+    destination_after(uri, PREFIX)
+}
+
+/// [`destination`] after the path's `prefix`.
+pub(crate) fn destination_after(uri: &Uri, prefix: &str) -> Result<String, ApiError> {
+    let rest = uri.path().strip_prefix(prefix).unwrap_or("");
     let mut url = rest.to_owned();
     for scheme in ["http:/", "https:/"] {
         if url.starts_with(scheme) && !url.starts_with(&format!("{scheme}/")) {

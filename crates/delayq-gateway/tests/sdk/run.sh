@@ -59,6 +59,8 @@ start_throwaway_redis
 )
 node_port=$(free_port)
 python_port=$(free_port)
+flow_node_port=$(free_port)
+flow_python_port=$(free_port)
 gateway_port=$(free_port)
 "$target/debug/delayq" --url "redis://127.0.0.1:$THROWAWAY_REDIS_PORT" gateway \
     --listen "127.0.0.1:$gateway_port" \
@@ -66,6 +68,8 @@ gateway_port=$(free_port)
     --signing-key-file "$secrets/current" --next-signing-key-file "$secrets/next" \
     --allow-destination "http://127.0.0.1:$node_port/" \
     --allow-destination "http://127.0.0.1:$python_port/" \
+    --allow-destination "http://127.0.0.1:$flow_node_port/" \
+    --allow-destination "http://127.0.0.1:$flow_python_port/" \
     --retry-first-wait 200ms --retry-max-wait 1s --request-timeout 5s \
     >"$secrets/gateway.log" 2>&1 &
 gateway_pid=$!
@@ -98,9 +102,13 @@ sdk_node=$(cd "$sdk/node" && pwd)
 echo "== @upstash/qstash $(node -p "require('$sdk_node/node_modules/@upstash/qstash/package.json').version") (node $(node --version))"
 RECEIVER_PORT=$node_port QSTASH_SDK_DIR="$sdk_node" \
     node --test "$here/node/gateway.test.mjs" || status=1
+RECEIVER_PORT=$flow_node_port QSTASH_SDK_DIR="$sdk_node" \
+    node --test "$here/node/flow.test.mjs" || status=1
 echo "== qstash $("$sdk/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("qstash"))') (pytest)"
 RECEIVER_PORT=$python_port "$sdk/venv/bin/python" -m pytest -q -p no:cacheprovider \
     "$here/python/test_gateway.py" || status=1
+RECEIVER_PORT=$flow_python_port "$sdk/venv/bin/python" -m pytest -q -p no:cacheprovider \
+    "$here/python/test_flow.py" || status=1
 if [ "$status" != 0 ]; then
     echo "== the gateway's log" >&2
     cat "$secrets/gateway.log" >&2
