@@ -131,3 +131,55 @@ test("callback outside the allow-list: refused, nothing delivered", async () => 
   await sleep(300);
   assert.equal(to("/200/node-cb-refused").length, 0);
 });
+
+const byStart = (records) => [...records].sort((a, b) => a.start - b.start);
+
+test("queues: FIFO one at a time with parallelism 1, paused then resumed", async () => {
+  const queue = client.queue({ queueName: "node-fifo" });
+  await queue.upsert({ parallelism: 1, paused: true });
+  const ids = [];
+  for (let i = 0; i < 6; i++) {
+    const res = await queue.enqueue({ url: `${base}/slow100/node-fifo/${i}`, body: `m${i}` });
+    ids.push(res.messageId);
+    await sleep(3);
+  }
+  await sleep(800);
+  assert.equal(to("/slow100/node-fifo/").length, 0);
+  const paused = await queue.get();
+  assert.equal(paused.name, "node-fifo");
+  assert.equal(paused.paused, true);
+  assert.equal(paused.parallelism, 1);
+  assert.equal(paused.lag, 6);
+  await queue.resume();
+  await waitFor("/slow100/node-fifo/", 6);
+  const calls = byStart(to("/slow100/node-fifo/"));
+  assert.deepEqual(calls.map((c) => c.target), [0, 1, 2, 3, 4, 5].map((i) => `/slow100/node-fifo/${i}`));
+  assert.deepEqual(calls.map((c) => c.headers["upstash-message-id"]), ids);
+  for (const c of calls) assert.equal(c.verified, true, c.error);
+  assert.equal(peak.get("node-fifo"), 1);
+  const names = (await client.queue().list()).map((q) => q.name);
+  assert.ok(names.includes("node-fifo"), names.join());
+  const deadline = Date.now() + PATIENCE_MS;
+  while ((await queue.get()).lag > 0 && Date.now() < deadline) await sleep(50);
+  await queue.delete();
+  await assert.rejects(queue.get());
+});
+
+test("queues: parallelism 2 caps the deliveries under way", async () => {
+  const queue = client.queue({ queueName: "node-two" });
+  await queue.upsert({ parallelism: 2, paused: true });
+  for (let i = 0; i < 8; i++) await queue.enqueue({ url: `${base}/slow300/node-two/${i}`, body: "p" });
+  await queue.resume();
+  await waitFor("/slow300/node-two/", 8);
+  await sleep(400);
+  assert.equal(peak.get("node-two"), 2);
+});
+
+test("queues: a bad queue name or parallelism is refused, nothing stored", async () => {
+  await assert.rejects(client.queue({ queueName: "bad*name" }).enqueue({ url: `${base}/200/node-q-bad`, body: "x" }), /queue name/);
+  await assert.rejects(client.queue({ queueName: "node-p0" }).upsert({ parallelism: 0 }), /parallelism/);
+  const names = (await client.queue().list()).map((q) => q.name);
+  assert.ok(!names.includes("node-p0") && !names.includes("bad*name"), names.join());
+  await sleep(300);
+  assert.equal(to("/200/node-q-bad").length, 0);
+});

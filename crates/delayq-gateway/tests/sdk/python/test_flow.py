@@ -142,3 +142,55 @@ def test_callback_outside_the_allow_list_is_refused(client):
                                callback="http://127.0.0.2:1/cb")
     time.sleep(0.3)
     assert to("/200/py-cb-refused") == []
+
+
+def by_start(records):
+    return sorted(records, key=lambda r: r["start"])
+
+
+def test_queue_fifo_one_at_a_time_paused_then_resumed(client):
+    client.queue.upsert("py-fifo", parallelism=1, paused=True)
+    ids = []
+    for i in range(6):
+        res = client.message.enqueue(queue="py-fifo", url=f"{BASE}/slow100/py-fifo/{i}", body=f"m{i}")
+        ids.append(res.message_id)
+        time.sleep(0.003)
+    time.sleep(0.8)
+    assert to("/slow100/py-fifo/") == []
+    queue = client.queue.get("py-fifo")
+    assert (queue.name, queue.paused, queue.parallelism, queue.lag) == ("py-fifo", True, 1, 6)
+    client.queue.resume("py-fifo")
+    wait_for("/slow100/py-fifo/", 6)
+    calls = by_start(to("/slow100/py-fifo/"))
+    assert [c["target"] for c in calls] == [f"/slow100/py-fifo/{i}" for i in range(6)]
+    assert [c["headers"]["upstash-message-id"] for c in calls] == ids
+    assert all(c["verified"] for c in calls), [c["error"] for c in calls]
+    assert PEAK["py-fifo"] == 1
+    assert "py-fifo" in [q.name for q in client.queue.list()]
+    deadline = time.time() + PATIENCE_S
+    while client.queue.get("py-fifo").lag > 0 and time.time() < deadline:
+        time.sleep(0.05)
+    client.queue.delete("py-fifo")
+    with pytest.raises(QStashError):
+        client.queue.get("py-fifo")
+
+
+def test_queue_parallelism_caps_deliveries(client):
+    client.queue.upsert("py-two", parallelism=2, paused=True)
+    for i in range(8):
+        client.message.enqueue(queue="py-two", url=f"{BASE}/slow300/py-two/{i}", body="p")
+    client.queue.resume("py-two")
+    wait_for("/slow300/py-two/", 8)
+    time.sleep(0.4)
+    assert PEAK["py-two"] == 2
+
+
+def test_queue_bad_name_or_parallelism_refused(client):
+    with pytest.raises(QStashError, match="queue name"):
+        client.message.enqueue(queue="bad*name", url=f"{BASE}/200/py-q-bad", body="x")
+    with pytest.raises(QStashError, match="parallelism"):
+        client.queue.upsert("py-p0", parallelism=0)
+    names = [q.name for q in client.queue.list()]
+    assert "py-p0" not in names and "bad*name" not in names
+    time.sleep(0.3)
+    assert to("/200/py-q-bad") == []
