@@ -183,3 +183,50 @@ test("queues: a bad queue name or parallelism is refused, nothing stored", async
   await sleep(300);
   assert.equal(to("/200/node-q-bad").length, 0);
 });
+
+test("flow control: parallelism 1 per key, observed at the receiver", async () => {
+  for (let i = 0; i < 5; i++) {
+    await client.publish({ url: `${base}/slow200/node-fc-a/${i}`, body: "a", flowControl: { key: "node-a", parallelism: 1 } });
+  }
+  const got = await waitFor("/slow200/node-fc-a/", 5);
+  await sleep(300);
+  for (const c of got) assert.equal(c.verified, true, c.error);
+  assert.equal(peak.get("node-fc-a"), 1);
+});
+
+test("flow control: rate per period, observed at the receiver", async () => {
+  for (let i = 0; i < 6; i++) {
+    await client.publish({ url: `${base}/200/node-fc-rate/${i}`, body: "r", flowControl: { key: "node-r", rate: 2, period: "1s" } });
+  }
+  const calls = byStart(await waitFor("/200/node-fc-rate/", 6));
+  const span = calls[5].start - calls[0].start;
+  assert.ok(span >= 2000, `span ${span} ms`);
+  for (let i = 0; i + 3 < calls.length; i++) {
+    assert.ok(calls[i + 3].start - calls[i].start >= 900, `4 starts within ${calls[i + 3].start - calls[i].start} ms`);
+  }
+});
+
+test("flow control: the values read back; bad ones refused, nothing delivered", async () => {
+  const res = await client.publish({
+    url: `${base}/200/node-fc-shown`,
+    body: "s",
+    delay: 30,
+    flowControl: { key: "node-s", parallelism: 3, rate: 5, period: "1m" },
+  });
+  const message = await client.messages.get(res.messageId);
+  assert.equal(message.flowControlKey, "node-s");
+  assert.equal(message.parallelism, 3);
+  assert.equal(message.rate, 5);
+  assert.equal(message.period, 60);
+  await client.messages.cancel(res.messageId);
+  await assert.rejects(
+    client.publish({ url: `${base}/200/node-fc-bad`, body: "x", flowControl: { key: "k", parallelism: 0 } }),
+    /Flow-Control-Value/,
+  );
+  await assert.rejects(
+    client.publish({ url: `${base}/200/node-fc-bad`, body: "x", flowControl: { key: "k", rate: 1, period: "8d" } }),
+    /Flow-Control-Value/,
+  );
+  await sleep(300);
+  assert.equal(to("/200/node-fc-bad").length, 0);
+});

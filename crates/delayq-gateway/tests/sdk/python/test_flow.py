@@ -194,3 +194,41 @@ def test_queue_bad_name_or_parallelism_refused(client):
     assert "py-p0" not in names and "bad*name" not in names
     time.sleep(0.3)
     assert to("/200/py-q-bad") == []
+
+
+def test_flow_control_parallelism_one_per_key(client):
+    for i in range(5):
+        client.message.publish(url=f"{BASE}/slow200/py-fc-a/{i}", body="a",
+                               flow_control={"key": "py-a", "parallelism": 1})
+    got = wait_for("/slow200/py-fc-a/", 5)
+    time.sleep(0.3)
+    assert all(c["verified"] for c in got), [c["error"] for c in got]
+    assert PEAK["py-fc-a"] == 1
+
+
+def test_flow_control_rate_per_period(client):
+    for i in range(6):
+        client.message.publish(url=f"{BASE}/200/py-fc-rate/{i}", body="r",
+                               flow_control={"key": "py-r", "rate": 2, "period": 1})
+    calls = by_start(wait_for("/200/py-fc-rate/", 6))
+    span = calls[5]["start"] - calls[0]["start"]
+    assert span >= 2.0, span
+    for i in range(len(calls) - 3):
+        assert calls[i + 3]["start"] - calls[i]["start"] >= 0.9
+
+
+def test_flow_control_values_read_back_and_bad_ones_refused(client):
+    res = client.message.publish(url=f"{BASE}/200/py-fc-shown", body="s", delay="30s",
+                                 flow_control={"key": "py-s", "parallelism": 3, "rate": 5,
+                                               "period": 5403})
+    message = client.message.get(res.message_id)
+    assert message.flow_control.key == "py-s"
+    assert (message.flow_control.parallelism, message.flow_control.rate) == (3, 5)
+    assert message.flow_control.period == 5403
+    client.message.cancel(res.message_id)
+    for bad in [{"key": "k", "parallelism": 0}, {"key": "k", "rate": 1, "period": "8d"},
+                {"key": "k", "rate": "x"}]:
+        with pytest.raises(QStashError, match="Flow-Control-Value"):
+            client.message.publish(url=f"{BASE}/200/py-fc-bad", body="x", flow_control=bad)
+    time.sleep(0.3)
+    assert to("/200/py-fc-bad") == []
