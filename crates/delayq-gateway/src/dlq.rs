@@ -11,7 +11,9 @@ use crate::Shared;
 use axum::extract::{Path, Query, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
+use delayq::codec::ByteArrayCodec;
 use delayq::reliable::DeadLetter;
+use delayq::DelayedQueue;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -35,6 +37,8 @@ pub(crate) struct ListQuery {
 struct Found {
     letter: DeadLetter<Vec<u8>>,
     envelope: Envelope,
+    /// The queue whose dead letter it is: the gateway's, or a lane's.
+    queue: DelayedQueue<ByteArrayCodec>,
 }
 
 impl Found {
@@ -71,18 +75,38 @@ async fn with_response(shared: &Shared, mut message: Value) -> Value {
 }
 
 /// The dead letters (the oldest `limit`) whose records hold a gateway envelope.
+/// Those of the gateway's queue first, then those of each lane (QStash queues, flow control).
 async fn letters(shared: &Shared, limit: usize) -> Result<Vec<Found>, ApiError> {
-    let letters = match shared.queue.inspect().dead_letters(limit).await {
-        Ok(letters) => letters,
+    let mut queues = vec![shared.queue.clone()];
+    let lanes = match shared.lanes.all().await {
+        Ok(lanes) => lanes,
         Err(err) => return Err(ApiError::internal("reading the dead letters", &err)),
     };
-    Ok(letters
-        .into_iter()
-        .filter_map(|letter| {
+    let mut names: Vec<String> = lanes.into_keys().collect();
+    names.sort();
+    for name in names {
+        match shared.lanes.queue(&name).await {
+            Ok(queue) => queues.push(queue),
+            Err(err) => return Err(ApiError::internal("reading the dead letters", &err)),
+        }
+    }
+    let mut found = Vec::new();
+    for queue in queues {
+        let letters = match queue.inspect().dead_letters(limit).await {
+            Ok(letters) => letters,
+            Err(err) => return Err(ApiError::internal("reading the dead letters", &err)),
+        };
+        found.extend(letters.into_iter().filter_map(|letter| {
             let envelope = Envelope::decode(&letter.raw).ok()?;
-            Some(Found { letter, envelope })
-        })
-        .collect())
+            let queue = queue.clone();
+            Some(Found {
+                letter,
+                envelope,
+                queue,
+            })
+        }));
+    }
+    Ok(found)
 }
 
 async fn find(shared: &Shared, id: &str) -> Result<Found, ApiError> {
@@ -142,7 +166,7 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let found = find(&shared, &id).await?;
-    match shared
+    match found
         .queue
         .admin()
         .delete_dead_letter(&found.letter.record)
@@ -186,7 +210,7 @@ pub(crate) async fn retry_many(
 /// Puts the dead letter `id` back into the queue, due now.
 async fn replay(shared: &Shared, id: &str) -> Result<(), ApiError> {
     let found = find(shared, id).await?;
-    let admin = shared.queue.admin();
+    let admin = found.queue.admin();
     match admin
         .replay_dead_letter(&found.letter.record, SCANNED, Duration::ZERO)
         .await

@@ -250,3 +250,39 @@ async fn bad_queue_input_is_refused_and_nothing_is_stored() {
     assert!(slow.calls("bad").is_empty());
     gw.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dead_letters_of_queues_and_flow_keys_are_in_the_dlq() {
+    let redis = TestRedis::start();
+    let slow = SlowReceiver::start(Duration::from_millis(1)).await;
+    let (receiver, gw) = start(&redis, &slow).await;
+    let url = format!("{}500-200/qdead", receiver.base());
+    let (status, answer) = enqueue(&gw.base, "dying", &url, &[("Upstash-Retries", "0")]).await;
+    assert_eq!(status, 201);
+    let queued = answer["messageId"].as_str().unwrap().to_owned();
+    let flow_url = format!("{}500-200/fdead", receiver.base());
+    let (status, answer) = gw
+        .publish(
+            &flow_url,
+            &[
+                ("Upstash-Retries", "0"),
+                ("Upstash-Flow-Control-Key", "k"),
+                ("Upstash-Flow-Control-Value", "parallelism=1"),
+            ],
+            b"f".to_vec(),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let flowed = answer["messageId"].as_str().unwrap().to_owned();
+    let dead = gw.wait_dead(&queued).await;
+    assert_eq!(dead["responseStatus"], 500);
+    assert_eq!(dead["queueName"], "dying");
+    gw.wait_dead(&flowed).await;
+    for (id, path) in [(&queued, "/500-200/qdead"), (&flowed, "/500-200/fdead")] {
+        let (status, _) = gw.call("POST", &format!("/v2/dlq/retry/{id}")).await;
+        assert_eq!(status, 201);
+        let got = receiver.wait_for(path, 2).await;
+        assert_eq!(got[1].header("upstash-message-id"), id.as_str());
+    }
+    gw.shutdown().await;
+}
