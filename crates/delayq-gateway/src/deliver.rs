@@ -33,43 +33,93 @@ enum Outcome {
     },
 }
 
-/// The worker's handler: one attempt at the message in `job`.
+/// What came of an attempt, for the worker.
+enum Settled {
+    /// Delivered, or given up (a dead letter).
+    Done(Result<(), JobError>),
+    /// To be tried again: after the wait asked for (none: the gateway's backoff).
+    Retry {
+        error: String,
+        wait: Option<Duration>,
+    },
+}
+
+/// The worker's handler: one attempt at the message in `job`. A QStash queue's message keeps
+/// its place in the queue while it is retried: its retries run here, in the handler, holding
+/// the queue's slot (QStash's FIFO through retries).
 pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<(), JobError> {
     let envelope = Envelope::decode(job.value())
         .map_err(|err| JobError::permanent(format!("status 0: not a gateway message: {err}")))?;
-    match shared.store.is_cancelled(&envelope.id).await {
-        Ok(false) => {}
-        Ok(true) => {
-            tracing::debug!(message = %envelope.id, "cancelled; dropped unsent");
-            if let Err(err) = shared.store.clear_cancelled(&envelope.id).await {
-                tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot clear a cancellation");
-            }
+    if cancelled(&shared, &envelope.id).await? {
+        return Ok(());
+    }
+    let mut retried = job.attempt().saturating_sub(1);
+    loop {
+        let outcome = attempt(&shared, &envelope, retried).await;
+        let (error, wait) = match settle(&shared, &envelope, retried, outcome).await {
+            Settled::Done(result) => return result,
+            Settled::Retry { error, wait } => (error, wait),
+        };
+        if envelope.queue_name.is_none() {
+            let error = JobError::new(error);
+            return Err(match wait {
+                Some(wait) => error.with_retry_after(wait),
+                None => error,
+            });
+        }
+        let wait = wait.unwrap_or_else(|| backoff(&shared, retried));
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            // The worker stops: the message is taken again later (its count of retries
+            // restarts from the worker's count of attempts).
+            () = job.abort_token().cancelled() => return Err(JobError::new(error)),
+        }
+        if cancelled(&shared, &envelope.id).await? {
             return Ok(());
         }
-        Err(err) => {
-            return Err(
-                JobError::new(format!("status 0: cannot read the cancellations: {err}"))
-                    .with_retry_after(Duration::from_secs(1)),
-            )
-        }
+        retried += 1;
     }
-    let retried = job.attempt().saturating_sub(1);
-    match attempt(&shared, &envelope, retried).await {
+}
+
+/// Whether message `id` was cancelled (its cancellation then cleared: it is dropped unsent).
+async fn cancelled(shared: &Shared, id: &str) -> Result<bool, JobError> {
+    match shared.store.is_cancelled(id).await {
+        Ok(false) => Ok(false),
+        Ok(true) => {
+            tracing::debug!(message = %id, "cancelled; dropped unsent");
+            if let Err(err) = shared.store.clear_cancelled(id).await {
+                tracing::warn!(error = %err, message = %id, "gateway: cannot clear a cancellation");
+            }
+            Ok(true)
+        }
+        Err(err) => Err(
+            JobError::new(format!("status 0: cannot read the cancellations: {err}"))
+                .with_retry_after(Duration::from_secs(1)),
+        ),
+    }
+}
+
+/// The gateway's backoff before retry `retried + 1`, as its retry policy paces it (without the
+/// jitter).
+fn backoff(shared: &Shared, retried: u32) -> Duration {
+    let config = &shared.config;
+    let factor = (2.5 * f64::from(retried)).exp();
+    let secs = config.backoff_first.as_secs_f64() * factor;
+    let max = config.backoff_max.max(config.backoff_first);
+    Duration::try_from_secs_f64(secs).map_or(max, |wait| wait.min(max))
+}
+
+/// Callbacks, the index and the dead letter after attempt `retried` came to `outcome`.
+async fn settle(shared: &Shared, envelope: &Envelope, retried: u32, outcome: Outcome) -> Settled {
+    match outcome {
         Outcome::Delivered(answer) => {
             if let Some(callback) = &envelope.callback {
-                crate::callback::publish(
-                    &shared,
-                    &envelope,
-                    callback,
-                    Some(&answer),
-                    retried,
-                    None,
-                )
-                .await;
+                let answer = Some(&answer);
+                crate::callback::publish(shared, envelope, callback, answer, retried, None).await;
             }
-            forget(&shared, &envelope.id).await;
+            forget(shared, &envelope.id).await;
             tracing::debug!(message = %envelope.id, retried, "delivered");
-            Ok(())
+            Settled::Done(Ok(()))
         }
         Outcome::Failed {
             status,
@@ -81,21 +131,17 @@ pub(crate) async fn deliver(shared: Arc<Shared>, job: Job<Vec<u8>>) -> Result<()
             let error = format!("status {status}: {why}");
             tracing::info!(message = %envelope.id, retried, status, "delivery failed");
             if final_ || retried >= envelope.retries {
-                given_up(&shared, &envelope, answer.as_ref(), retried).await;
-                return Err(JobError::permanent(error));
+                given_up(shared, envelope, answer.as_ref(), retried).await;
+                return Settled::Done(Err(JobError::permanent(error)));
             }
             // The destination's Retry-After, else the message's own expression, else the
             // gateway's backoff.
-            let asked = retry_after.or_else(|| {
+            let wait = retry_after.or_else(|| {
                 let expr = envelope.retry_delay.as_deref()?;
                 let ms = crate::retry_delay::wait_ms(expr, retried);
                 Some(Duration::from_millis(ms).min(MAX_RETRY_AFTER))
             });
-            let error = JobError::new(error);
-            Err(match asked {
-                Some(wait) => error.with_retry_after(wait),
-                None => error,
-            })
+            Settled::Retry { error, wait }
         }
     }
 }

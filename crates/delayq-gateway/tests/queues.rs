@@ -286,3 +286,37 @@ async fn dead_letters_of_queues_and_flow_keys_are_in_the_dlq() {
     }
     gw.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_being_retried_holds_its_queue() {
+    let redis = TestRedis::start();
+    let slow = SlowReceiver::start(Duration::from_millis(1)).await;
+    let (receiver, gw) = start(&redis, &slow).await;
+    post_json(
+        &gw,
+        "/v2/queues",
+        json!({"queueName": "strict", "parallelism": 1, "paused": true}),
+    )
+    .await;
+    let head = format!("{}500-500-200/hol-a", receiver.base());
+    let (status, _) = enqueue(&gw.base, "strict", &head, &[("Upstash-Retries", "3")]).await;
+    assert_eq!(status, 201);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let next = format!("{}200/hol-b", receiver.base());
+    enqueue(&gw.base, "strict", &next, &[]).await;
+    call_empty(&gw, "POST", "/v2/queues/strict/resume").await;
+    let b = receiver.wait_for("/200/hol-b", 1).await;
+    let a = receiver.to("/500-500-200/hol-a");
+    let retried: Vec<&str> = a.iter().map(|r| r.header("upstash-retried")).collect();
+    assert_eq!(retried, ["0", "1", "2"]);
+    assert!(a.iter().all(|r| r.at_ms <= b[0].at_ms), "{a:?} {b:?}");
+    // Each retry freshly signed, after the backoff.
+    for pair in a.windows(2) {
+        assert!(pair[1].at_ms - pair[0].at_ms >= 150, "{pair:?}");
+        assert_ne!(
+            pair[0].header("upstash-signature"),
+            pair[1].header("upstash-signature")
+        );
+    }
+    gw.shutdown().await;
+}
