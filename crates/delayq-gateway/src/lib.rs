@@ -18,10 +18,10 @@
 //! - `lanes.rs`: the delayq queues of QStash queues and of flow-control values.
 //! - `publish.rs`: `POST /v2/publish/{destination}`.
 //! - `callback.rs`: the callback and failure-callback messages.
+//! - `queues.rs`: `POST /v2/enqueue/{queue}/{destination}` and `/v2/queues`.
 //! - `batch.rs`: `POST /v2/batch`.
 //! - `deliver.rs`: the delivery worker's handler.
 //! - `lane_workers.rs`: a delivery worker per lane, as the lanes come and go.
-//! - `queues.rs`: `POST /v2/enqueue/{queue}/{destination}` and `/v2/queues`.
 //! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `DELETE /v2/messages`.
 //! - `dlq.rs`: the dead letters as QStash's DLQ.
 

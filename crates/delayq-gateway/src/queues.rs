@@ -19,7 +19,11 @@ use std::sync::Arc;
 /// The highest parallelism of a queue.
 pub(crate) const MAX_PARALLELISM: u32 = 1000;
 
-fn checked_name(name: &str) -> Result<(), ApiError> {
+/// Why a queue's message may not ask for flow control.
+pub(crate) const NO_FLOW: &str =
+    "flow control is not supported on a queue's messages (the queue's parallelism limits them)";
+
+pub(crate) fn checked_name(name: &str) -> Result<(), ApiError> {
     match valid_queue_name(name) {
         true => Ok(()),
         false => Err(ApiError::bad_request(format!(
@@ -46,13 +50,24 @@ pub(crate) async fn enqueue(
     let body = read_body(request.into_body(), shared.config.body_limit).await?;
     let message = Prepared::new(url, options, body.to_vec(), now_ms);
     if message.has_flow() {
-        return Err(ApiError::bad_request(
-            "flow control is not supported on a queue's messages (the queue's parallelism limits them)",
-        ));
+        return Err(ApiError::bad_request(NO_FLOW));
     }
-    let lane = shared.lanes.queue_lane(&name);
+    let message = into_queue(&shared, message, &name).await?;
+    let (status, answer) = message.enqueue(&shared).await?;
+    Ok((status, Json(answer)).into_response())
+}
+
+/// `message` sent to queue `name` (checked already), the queue made (parallelism 1) when
+/// missing.
+pub(crate) async fn into_queue(
+    shared: &Shared,
+    message: Prepared,
+    name: &str,
+) -> Result<Prepared, ApiError> {
+    let lane = shared.lanes.queue_lane(name);
+    let now_ms = crate::now_ms();
     let fresh = Lane {
-        queue: Some(name.clone()),
+        queue: Some(name.to_owned()),
         parallelism: Some(1),
         rate: None,
         period_ms: 0,
@@ -63,8 +78,7 @@ pub(crate) async fn enqueue(
     if let Err(err) = shared.lanes.ensure(&lane, &fresh).await {
         return Err(ApiError::internal("creating the queue", &err));
     }
-    let (status, answer) = message.in_queue(&name, lane).enqueue(&shared).await?;
-    Ok((status, Json(answer)).into_response())
+    Ok(message.in_queue(name, lane))
 }
 
 /// The body of `POST /v2/queues`.

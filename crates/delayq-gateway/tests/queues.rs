@@ -320,3 +320,34 @@ async fn a_message_being_retried_holds_its_queue() {
     }
     gw.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_items_go_to_their_queues() {
+    let redis = TestRedis::start();
+    let slow = SlowReceiver::start(Duration::from_millis(50)).await;
+    let (_receiver, gw) = start(&redis, &slow).await;
+    let batch = |items: serde_json::Value| post_json(&gw, "/v2/batch", items);
+    let item = |i: usize, queue: Option<&str>| json!({"destination": format!("{}bq/{i}", slow.base()), "body": "b", "queue": queue});
+    // A bad queue name refuses the whole batch: nothing stored.
+    let (status, text) = batch(json!([item(0, Some("batched")), item(1, Some("bad name"))])).await;
+    assert_eq!(status, 400, "{text}");
+    assert_eq!(gw.call("GET", "/v2/queues/batched").await.0, 404);
+    let items: Vec<_> = (0..4).map(|i| item(i, Some("batched"))).collect();
+    let (status, text) = batch(json!(items)).await;
+    assert_eq!(status, 201, "{text}");
+    let answers: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(answers.as_array().unwrap().len(), 4);
+    let mut calls = slow.wait_for("bq", 4).await;
+    calls.sort_by_key(|c| c.start_ms);
+    // All four, one at a time (their order is the offer order unless two were offered in the
+    // same millisecond, which a batch may do: see docs/gateway.md).
+    let mut paths: Vec<&str> = calls.iter().map(|c| c.path.as_str()).collect();
+    paths.sort();
+    assert_eq!(paths, ["/bq/0", "/bq/1", "/bq/2", "/bq/3"]);
+    assert_eq!(slow.peak("bq"), 1);
+    assert_eq!(
+        gw.call("GET", "/v2/queues/batched").await.1["parallelism"],
+        1
+    );
+    gw.shutdown().await;
+}

@@ -230,3 +230,15 @@ test("flow control: the values read back; bad ones refused, nothing delivered", 
   await sleep(300);
   assert.equal(to("/200/node-fc-bad").length, 0);
 });
+
+test("queues: batch items with a queueName go to their queue", async () => {
+  const res = await client.batch([
+    { url: `${base}/slow50/node-bq/0`, body: "0", queueName: "node-batched" },
+    { url: `${base}/slow50/node-bq/1`, body: "1", queueName: "node-batched" },
+  ]);
+  assert.equal(res.length, 2);
+  const got = await waitFor("/slow50/node-bq/", 2);
+  for (const c of got) assert.equal(c.verified, true, c.error);
+  assert.equal(peak.get("node-bq"), 1);
+  assert.equal((await client.queue({ queueName: "node-batched" }).get()).parallelism, 1);
+});
