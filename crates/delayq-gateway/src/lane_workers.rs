@@ -29,9 +29,12 @@ pub(crate) async fn supervise(shared: Arc<Shared>, policy: RetryPolicy, stop: Ca
                     })
                     .map(|(name, _)| name.clone())
                     .collect();
+                // Stopped on tasks of their own: attempts under way finish (a queue's message
+                // between retries, within the worker's grace) without holding up the others;
+                // the queue's limits in Redis still count their slots.
                 for name in stale {
                     if let Some((_, worker)) = running.remove(&name) {
-                        stop_worker(&name, worker).await;
+                        tokio::spawn(async move { stop_worker(&name, worker).await });
                     }
                 }
                 for (name, lane) in lanes {
@@ -62,6 +65,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>, policy: RetryPolicy, stop: Ca
 }
 
 async fn stop_worker(name: &str, worker: WorkerHandle) {
+    tracing::debug!(lane = %name, "gateway: stopping a lane's worker");
     if let Err(err) = worker.shutdown().await {
         tracing::warn!(lane = %name, error = %err, "gateway: a lane worker stopped with an error");
     }

@@ -142,6 +142,33 @@ async fn failure_callback_after_the_last_retry_with_the_dlq_id() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn failure_callback_at_once_on_489() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    let failure = format!("{}200/on-489", receiver.base());
+    let (_, answer) = gw
+        .publish(
+            &format!("{}489/refusing", receiver.base()),
+            &[
+                ("Upstash-Retries", "3"),
+                ("Upstash-Failure-Callback", &failure),
+            ],
+            b"n".to_vec(),
+        )
+        .await;
+    let id = answer["messageId"].as_str().unwrap();
+    let got = receiver.wait_for("/200/on-489", 1).await;
+    let body = json_of(&got[0]);
+    assert_eq!(body["status"], 489);
+    assert_eq!(body["retried"], 0);
+    assert_eq!(body["dlqId"], id);
+    assert_eq!(body["header"]["upstash-nonretryable-error"][0], "true");
+    assert_eq!(receiver.to("/489/refusing").len(), 1);
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_callbacks_are_refused_and_nothing_is_stored() {
     let redis = TestRedis::start();
     let receiver = Receiver::start().await;

@@ -351,3 +351,33 @@ async fn batch_items_go_to_their_queues() {
     );
     gw.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_parallelism_reaches_the_running_workers() {
+    let redis = TestRedis::start();
+    let slow = SlowReceiver::start(Duration::from_millis(300)).await;
+    let (_receiver, gw) = start(&redis, &slow).await;
+    let upsert = |parallelism: u32, paused: bool| {
+        post_json(
+            &gw,
+            "/v2/queues",
+            json!({"queueName": "grow", "parallelism": parallelism, "paused": paused}),
+        )
+    };
+    assert_eq!(upsert(1, false).await.0, 200);
+    let (_, before) = gw.call("GET", "/v2/queues/grow").await;
+    for i in 0..9 {
+        enqueue(&gw.base, "grow", &format!("{}grow/{i}", slow.base()), &[]).await;
+    }
+    // Served one at a time, then, without a pause, three at a time.
+    slow.wait_for("grow", 1).await;
+    assert_eq!(slow.peak("grow"), 1);
+    assert_eq!(upsert(3, false).await.0, 200);
+    slow.wait_for("grow", 9).await;
+    assert_eq!(slow.peak("grow"), 3);
+    let (_, after) = gw.call("GET", "/v2/queues/grow").await;
+    assert_eq!(after["parallelism"], 3);
+    assert_eq!(after["createdAt"], before["createdAt"]);
+    assert!(after["updatedAt"].as_i64() > before["updatedAt"].as_i64());
+    gw.shutdown().await;
+}
