@@ -51,13 +51,20 @@ pub(crate) async fn batch(
     let mut prepared = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let at = |err: ApiError| err.within(&format!("message {i} of the batch"));
-        let message = prepare(&shared, item, now_ms).map_err(at)?;
-        prepared.push(message.owned_by(owner.clone()));
+        let (message, queue) = prepare(&shared, item, now_ms).map_err(at)?;
+        prepared.push((message.owned_by(owner.clone()), queue));
     }
     let mut answers = Vec::with_capacity(prepared.len());
-    for message in prepared {
+    for (message, queue) in prepared {
         // A storage failure here leaves the messages before it stored (and says so).
-        let (_, answer) = message.enqueue(&shared).await.map_err(|err| {
+        let stored = match queue {
+            None => message.enqueue(&shared).await,
+            Some(name) => match crate::queues::into_queue(&shared, message, &name).await {
+                Ok(message) => message.enqueue(&shared).await,
+                Err(err) => Err(err),
+            },
+        };
+        let (_, answer) = stored.map_err(|err| {
             err.within(&format!(
                 "after {} messages of the batch were stored",
                 answers.len()
@@ -68,11 +75,14 @@ pub(crate) async fn batch(
     Ok((StatusCode::CREATED, Json(Value::Array(answers))))
 }
 
-fn prepare(shared: &Shared, item: Item, now_ms: i64) -> Result<Prepared, ApiError> {
-    if item.queue.is_some() {
-        return Err(ApiError::bad_request(
-            "queues (`queue`) are not supported by this gateway yet",
-        ));
+/// A message of the batch checked, with the queue it goes to.
+fn prepare(
+    shared: &Shared,
+    item: Item,
+    now_ms: i64,
+) -> Result<(Prepared, Option<String>), ApiError> {
+    if let Some(queue) = &item.queue {
+        crate::queues::checked_name(queue)?;
     }
     let url = checked_url(item.destination)?;
     allowed(shared, &url)?;
@@ -95,5 +105,9 @@ fn prepare(shared: &Shared, item: Item, now_ms: i64) -> Result<Prepared, ApiErro
             ),
         ));
     }
-    Ok(Prepared::new(url, options, body, now_ms))
+    let message = Prepared::new(url, options, body, now_ms);
+    if item.queue.is_some() && message.has_flow() {
+        return Err(ApiError::bad_request(crate::queues::NO_FLOW));
+    }
+    Ok((message, item.queue))
 }

@@ -210,6 +210,9 @@ impl GatewayConfig {
     #[must_use]
     pub fn allow_native_queue(mut self, pattern: impl Into<String>) -> Self {
         self.native_queues.push(pattern.into());
+        self
+    }
+
     /// How long a delivered message stays readable with `GET /v2/messages/{id}`. Default:
     /// zero (gone once delivered, as QStash's "removed shortly after delivery").
     #[must_use]

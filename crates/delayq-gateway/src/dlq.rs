@@ -11,7 +11,9 @@ use crate::Shared;
 use axum::extract::{Path, Query, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
+use delayq::codec::ByteArrayCodec;
 use delayq::reliable::DeadLetter;
+use delayq::DelayedQueue;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -35,11 +37,13 @@ pub(crate) struct ListQuery {
 struct Found {
     letter: DeadLetter<Vec<u8>>,
     envelope: Envelope,
+    /// The queue whose dead letter it is: the gateway's, or a lane's.
+    queue: DelayedQueue<ByteArrayCodec>,
 }
 
 impl Found {
     /// QStash's `DLQMessage`: the `Message` fields, `dlqId`, `responseStatus`, `responseBody`
-    /// (the first 200 bytes of the last answer, or why there was none), and delayq's `error`
+    /// (the first 4 KiB of the last answer, or why there was none), and delayq's `error`
     /// and `attempts`.
     fn json(&self) -> Value {
         let mut message = message_json(&self.envelope);
@@ -53,19 +57,56 @@ impl Found {
     }
 }
 
+/// `message` (a dead letter's JSON) with its last answer's headers as `responseHeader` (names
+/// to arrays of values), when the gateway kept them.
+async fn with_response(shared: &Shared, mut message: Value) -> Value {
+    let id = message["messageId"].as_str().unwrap_or_default().to_owned();
+    if let Ok(Some(answer)) = shared.store.response(&id).await {
+        let mut header = serde_json::Map::new();
+        for (name, value) in answer.headers {
+            let values = header.entry(name).or_insert_with(|| json!([]));
+            if let Value::Array(values) = values {
+                values.push(value.into());
+            }
+        }
+        message["responseHeader"] = header.into();
+    }
+    message
+}
+
 /// The dead letters (the oldest `limit`) whose records hold a gateway envelope.
+/// Those of the gateway's queue first, then those of each lane (QStash queues, flow control).
 async fn letters(shared: &Shared, limit: usize) -> Result<Vec<Found>, ApiError> {
-    let letters = match shared.queue.inspect().dead_letters(limit).await {
-        Ok(letters) => letters,
+    let mut queues = vec![shared.queue.clone()];
+    let lanes = match shared.lanes.all().await {
+        Ok(lanes) => lanes,
         Err(err) => return Err(ApiError::internal("reading the dead letters", &err)),
     };
-    Ok(letters
-        .into_iter()
-        .filter_map(|letter| {
+    let mut names: Vec<String> = lanes.into_keys().collect();
+    names.sort();
+    for name in names {
+        match shared.lanes.queue(&name).await {
+            Ok(queue) => queues.push(queue),
+            Err(err) => return Err(ApiError::internal("reading the dead letters", &err)),
+        }
+    }
+    let mut found = Vec::new();
+    for queue in queues {
+        let letters = match queue.inspect().dead_letters(limit).await {
+            Ok(letters) => letters,
+            Err(err) => return Err(ApiError::internal("reading the dead letters", &err)),
+        };
+        found.extend(letters.into_iter().filter_map(|letter| {
             let envelope = Envelope::decode(&letter.raw).ok()?;
-            Some(Found { letter, envelope })
-        })
-        .collect())
+            let queue = queue.clone();
+            Some(Found {
+                letter,
+                envelope,
+                queue,
+            })
+        }));
+    }
+    Ok(found)
 }
 
 async fn find(shared: &Shared, id: &str) -> Result<Found, ApiError> {
@@ -99,12 +140,10 @@ pub(crate) async fn list(
                 .is_none_or(|id| &f.envelope.id == id)
         })
         .collect();
-    let page: Vec<Value> = matching
-        .iter()
-        .skip(from)
-        .take(count)
-        .map(|f| f.json())
-        .collect();
+    let mut page: Vec<Value> = Vec::new();
+    for found in matching.iter().skip(from).take(count) {
+        page.push(with_response(&shared, found.json()).await);
+    }
     let mut answer = json!({ "messages": page });
     if from + count < matching.len() {
         answer["cursor"] = (from + count).to_string().into();
@@ -117,7 +156,8 @@ pub(crate) async fn get(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(find(&shared, &id).await?.json()))
+    let found = find(&shared, &id).await?;
+    Ok(Json(with_response(&shared, found.json()).await))
 }
 
 /// `DELETE /v2/dlq/{dlqId}`: `{"deleted": 1}`, or 404.
@@ -126,7 +166,7 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let found = find(&shared, &id).await?;
-    match shared
+    match found
         .queue
         .admin()
         .delete_dead_letter(&found.letter.record)
@@ -170,7 +210,7 @@ pub(crate) async fn retry_many(
 /// Puts the dead letter `id` back into the queue, due now.
 async fn replay(shared: &Shared, id: &str) -> Result<(), ApiError> {
     let found = find(shared, id).await?;
-    let admin = shared.queue.admin();
+    let admin = found.queue.admin();
     match admin
         .replay_dead_letter(&found.letter.record, SCANNED, Duration::ZERO)
         .await

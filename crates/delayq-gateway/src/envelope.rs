@@ -42,6 +42,57 @@ pub(crate) struct Envelope {
     /// `not_before_ms - created_ms` is the delay of every occurrence.
     #[serde(default)]
     pub(crate) schedule_id: Option<String>,
+    /// `Upstash-Callback`: published to after a delivery.
+    #[serde(default)]
+    pub(crate) callback: Option<Callback>,
+    /// `Upstash-Failure-Callback`: published to once the retries are used up.
+    #[serde(default)]
+    pub(crate) failure_callback: Option<Callback>,
+    /// The delayq queue of its entry when it is not the gateway's own: a QStash queue's or a
+    /// flow-control lane (see `lanes.rs`).
+    #[serde(default)]
+    pub(crate) lane: Option<String>,
+    /// The QStash queue it was enqueued to.
+    #[serde(default)]
+    pub(crate) queue_name: Option<String>,
+    /// `Upstash-Flow-Control-Key` and `-Value`.
+    #[serde(default)]
+    pub(crate) flow: Option<Flow>,
+}
+
+/// A message's flow control: its key, and the limits of the key it was published with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Flow {
+    pub(crate) key: String,
+    pub(crate) parallelism: Option<u32>,
+    pub(crate) rate: Option<u32>,
+    /// The rate's period (1 s by default).
+    pub(crate) period_ms: u64,
+}
+
+/// A callback a message asks for: the message published to `url` with QStash's callback body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Callback {
+    pub(crate) url: String,
+    /// `Upstash-Callback-Method`; POST by default.
+    pub(crate) method: String,
+    /// `Upstash-Callback-Forward-*` without the prefix.
+    pub(crate) headers: Vec<(String, String)>,
+    /// `Upstash-Callback-Retries`; the source message's retries when absent.
+    pub(crate) retries: Option<u32>,
+    /// `Upstash-Callback-Timeout`.
+    pub(crate) timeout_ms: Option<u64>,
+    /// `Upstash-Callback-Retry-Delay`.
+    pub(crate) retry_delay: Option<String>,
+}
+
+/// A destination's answer, as a callback and a dead letter keep it (the body bounded).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    #[serde(with = "serde_bytes")]
+    pub(crate) body: Vec<u8>,
 }
 
 impl Envelope {
@@ -91,6 +142,18 @@ mod tests {
             retry_delay: Some("1000 * retried".into()),
             owner: Some("0123456789abcdef".into()),
             schedule_id: Some("scd_1".into()),
+            callback: Some(Callback {
+                url: "http://127.0.0.1:9/cb".into(),
+                method: "PUT".into(),
+                headers: vec![("x-a".into(), "1".into())],
+                retries: Some(1),
+                timeout_ms: None,
+                retry_delay: None,
+            }),
+            failure_callback: None,
+            lane: None,
+            queue_name: None,
+            flow: None,
         };
         let bytes = envelope.encode();
         assert_eq!(Envelope::decode(&bytes).unwrap(), envelope);

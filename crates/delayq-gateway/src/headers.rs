@@ -2,8 +2,9 @@
 //! gateway does not support yet is refused (400) rather than ignored.
 
 use crate::config::{GatewayConfig, MAX_RETRIES};
+use crate::envelope::{Callback, Flow};
 use crate::error::ApiError;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use std::time::Duration;
 
 /// What a publish asks for, besides its destination and body.
@@ -21,6 +22,12 @@ pub(crate) struct PublishOptions {
     pub(crate) retry_delay: Option<String>,
     /// `Upstash-Label`, split at commas.
     pub(crate) labels: Vec<String>,
+    /// `Upstash-Callback` and its `Upstash-Callback-*` settings.
+    pub(crate) callback: Option<Callback>,
+    /// `Upstash-Failure-Callback` and its `Upstash-Failure-Callback-*` settings.
+    pub(crate) failure_callback: Option<Callback>,
+    /// `Upstash-Flow-Control-Key` and `-Value`.
+    pub(crate) flow: Option<Flow>,
 }
 
 /// How a publish asks to be deduplicated.
@@ -55,10 +62,6 @@ const NOT_FORWARDED: &[&str] = &[
 /// Feature headers this gateway does not implement yet: refused, so that a client never
 /// believes it got what it asked for.
 const NOT_YET: &[&str] = &[
-    "upstash-callback",
-    "upstash-failure-callback",
-    "upstash-flow-control-key",
-    "upstash-flow-control-value",
     "upstash-redact-fields",
     "upstash-cron",
     "upstash-schedule-id",
@@ -129,6 +132,12 @@ pub(crate) fn parse(
     let labels = text("upstash-label")?.map_or_else(Vec::new, labels);
     let retry_delay = retry_delay(text("upstash-retry-delay")?)?;
     Ok(PublishOptions {
+        flow: flow_control(
+            text("upstash-flow-control-key")?,
+            text("upstash-flow-control-value")?,
+        )?,
+        callback: callback(headers, config, "upstash-callback")?,
+        failure_callback: callback(headers, config, "upstash-failure-callback")?,
         retry_delay,
         labels,
         method,
@@ -194,15 +203,173 @@ fn refuse_not_yet(headers: &HeaderMap) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The most a flow-control key's parallelism and rate may be.
+const MAX_FLOW: u32 = 10_000;
+/// The longest flow-control period (QStash's).
+const MAX_PERIOD: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// `Upstash-Flow-Control-Key` with `Upstash-Flow-Control-Value`: `parallelism=N`, `rate=N`,
+/// `period=DURATION` (1 s by default, a week at most), separated by commas; parallelism or rate
+/// is needed.
+pub(crate) fn flow_control(
+    key: Option<&str>,
+    value: Option<&str>,
+) -> Result<Option<Flow>, ApiError> {
+    let bad = |why: String| Err(ApiError::bad_request(why));
+    let (key, value) = match (key, value) {
+        (None, None) => return Ok(None),
+        (Some(key), Some(value)) => (key, value),
+        _ => return bad("Upstash-Flow-Control-Key and -Value go together".into()),
+    };
+    if key.is_empty() || key.len() > 256 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return bad(format!(
+            "bad Upstash-Flow-Control-Key {key:?}: 1 to 256 printable characters"
+        ));
+    }
+    let (mut parallelism, mut rate, mut period) = (None, None, None);
+    for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, v) = part.split_once('=').unwrap_or((part, ""));
+        let number = || {
+            v.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=MAX_FLOW).contains(n))
+        };
+        let slot = match name.trim() {
+            "parallelism" => parallelism.replace(number()),
+            "rate" => rate.replace(number()),
+            "period" => period
+                .replace(parse_duration(v.trim()).filter(|d| !d.is_zero() && *d <= MAX_PERIOD))
+                .map(|d| d.map(|_| 0)),
+            _ => {
+                return bad(format!(
+                    "bad Upstash-Flow-Control-Value {value:?}: unknown {part:?}"
+                ))
+            }
+        };
+        if slot.is_some() {
+            return bad(format!(
+                "bad Upstash-Flow-Control-Value {value:?}: {part:?} twice"
+            ));
+        }
+    }
+    let invalid = |what: &str| {
+        bad(format!(
+            "bad Upstash-Flow-Control-Value {value:?}: {what} (parallelism and rate from 1 to \
+             {MAX_FLOW}, a period from 1s to 7d)"
+        ))
+    };
+    if parallelism == Some(None) || rate == Some(None) || period == Some(None) {
+        return invalid("a value out of range");
+    }
+    if parallelism.is_none() && rate.is_none() {
+        return invalid("parallelism or rate is needed");
+    }
+    Ok(Some(Flow {
+        key: key.to_owned(),
+        parallelism: parallelism.flatten(),
+        rate: rate.flatten(),
+        period_ms: period.flatten().map_or(1000, |d| d.as_millis() as u64),
+    }))
+}
+
+/// The callback `prefix` (`upstash-callback` or `upstash-failure-callback`) names, with its
+/// settings: `-Forward-*`, `-Method`, `-Retries`, `-Timeout`, `-Retry-Delay`. Any other
+/// setting (`-Delay`: QStash refuses delayed callbacks) is refused. The URL must be in the
+/// allow-list, as a destination.
+fn callback(
+    headers: &HeaderMap,
+    config: &GatewayConfig,
+    prefix: &str,
+) -> Result<Option<Callback>, ApiError> {
+    let text = |name: &str| -> Result<Option<&str>, ApiError> {
+        match headers.get(name).map(|v| v.to_str()) {
+            None => Ok(None),
+            Some(Ok(v)) => Ok(Some(v.trim())),
+            Some(Err(_)) => Err(ApiError::bad_request(format!("{name} is not ASCII text"))),
+        }
+    };
+    let setting = |s: &str| format!("{prefix}-{s}");
+    for name in headers.keys() {
+        let Some(rest) = name.as_str().strip_prefix(&setting("")) else {
+            continue;
+        };
+        if !(rest.starts_with("forward-")
+            || ["method", "retries", "timeout", "retry-delay"].contains(&rest))
+        {
+            return Err(ApiError::bad_request(format!(
+                "{name} is not supported by this gateway (see docs/gateway.md)"
+            )));
+        }
+    }
+    let Some(url) = text(prefix)?.filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    let parsed = reqwest::Url::parse(url).ok();
+    if !parsed.is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host()) {
+        return Err(ApiError::bad_request(format!(
+            "bad {prefix} {url:?}: an http:// or https:// URL is needed"
+        )));
+    }
+    if !config.allows(url) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("{prefix} {url} is not in this gateway's allow-list"),
+        ));
+    }
+    let method = match text(&setting("method"))? {
+        None | Some("") => "POST".to_owned(),
+        Some(m) => match m.to_ascii_uppercase().as_str() {
+            up @ ("GET" | "POST" | "PUT" | "PATCH" | "DELETE") => up.to_owned(),
+            _ => return Err(ApiError::bad_request(format!("bad {prefix}-Method {m:?}"))),
+        },
+    };
+    let retries = match text(&setting("retries"))? {
+        None => None,
+        Some(r) => match r.parse::<u32>() {
+            Ok(n) if n <= MAX_RETRIES => Some(n),
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "bad {prefix}-Retries {r:?}: a number from 0 to {MAX_RETRIES}"
+                )))
+            }
+        },
+    };
+    let timeout_ms = match text(&setting("timeout"))? {
+        None => None,
+        Some(t) => match parse_duration(t) {
+            Some(d) if !d.is_zero() => Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            _ => return Err(ApiError::bad_request(format!("bad {prefix}-Timeout {t:?}"))),
+        },
+    };
+    Ok(Some(Callback {
+        url: url.to_owned(),
+        method,
+        headers: forwarded_with(headers, &setting("forward-"), false)?,
+        retries,
+        timeout_ms,
+        retry_delay: retry_delay(text(&setting("retry-delay"))?)?,
+    }))
+}
+
 /// `Content-Type` and the `Upstash-Forward-*` headers without their prefix, in the request's
 /// order.
 fn forwarded(headers: &HeaderMap) -> Result<Vec<(String, String)>, ApiError> {
+    forwarded_with(headers, FORWARD, true)
+}
+
+/// The headers named `prefix*` without the prefix (and `Content-Type` when `content_type`).
+fn forwarded_with(
+    headers: &HeaderMap,
+    prefix: &str,
+    content_type: bool,
+) -> Result<Vec<(String, String)>, ApiError> {
     let mut out = Vec::new();
     for (name, value) in headers {
         let name = name.as_str();
-        let kept = if name == "content-type" {
+        let kept = if content_type && name == "content-type" {
             "Content-Type"
-        } else if let Some(rest) = name.strip_prefix(FORWARD).filter(|r| !r.is_empty()) {
+        } else if let Some(rest) = name.strip_prefix(prefix).filter(|r| !r.is_empty()) {
             if NOT_FORWARDED.contains(&rest)
                 || rest.starts_with("upstash-")
                 || rest.starts_with("proxy-")
@@ -356,6 +523,9 @@ mod tests {
             ("Upstash-Retries", "101"),
             ("Upstash-Method", "TRACE"),
             ("Upstash-Callback", "http://127.0.0.1/cb"),
+            ("Upstash-Callback-Delay", "10s"),
+            ("Upstash-Flow-Control-Key", "k"),
+            ("Upstash-Flow-Control-Value", "parallelism=1"),
             ("Upstash-Retry-Delay", "pow(2)"),
             ("Upstash-Delay", "400d"),
             ("Upstash-Forward-Content-Length", "5"),
@@ -365,5 +535,38 @@ mod tests {
         ] {
             assert!(parse(&headers(&[bad]), &config, now).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn flow_control_values() {
+        let flow = |v| flow_control(Some("k"), Some(v));
+        let got = flow("parallelism=2, rate=5, period=1d").unwrap().unwrap();
+        assert_eq!(
+            (got.parallelism, got.rate, got.period_ms),
+            (Some(2), Some(5), 86_400_000)
+        );
+        let got = flow("rate=3,period=5403").unwrap().unwrap();
+        assert_eq!(
+            (got.parallelism, got.rate, got.period_ms),
+            (None, Some(3), 5_403_000)
+        );
+        assert_eq!(flow("parallelism=1").unwrap().unwrap().period_ms, 1000);
+        for bad in [
+            "",
+            "period=1s",
+            "parallelism=0",
+            "parallelism=x",
+            "rate=-1",
+            "parallelism=1, parallelism=2",
+            "parallelism=1, burst=2",
+            "rate=1, period=8d",
+            "rate=1, period=0s",
+            "parallelism=99999999999",
+        ] {
+            assert!(flow(bad).is_err(), "{bad}");
+        }
+        assert!(flow_control(None, Some("parallelism=1")).is_err());
+        assert!(flow_control(Some("a b"), Some("parallelism=1")).is_err());
+        assert_eq!(flow_control(None, None).unwrap(), None);
     }
 }

@@ -21,16 +21,21 @@
 //! - `kept.rs`: delivered messages kept readable for a while.
 //! - `keys.rs`: the signing keys in Redis, `GET /v2/keys`, `POST /v2/keys/rotate`.
 //! - `events.rs`: the events of messages, `GET /v2/events` and `/v2/logs`.
+//! - `lanes.rs`: the delayq queues of QStash queues and of flow-control values.
 //! - `publish.rs`: `POST /v2/publish/{destination}`.
+//! - `callback.rs`: the callback and failure-callback messages.
+//! - `queues.rs`: `POST /v2/enqueue/{queue}/{destination}` and `/v2/queues`.
 //! - `batch.rs`: `POST /v2/batch`.
 //! - `messages.rs`: `GET`/`DELETE /v2/messages/{id}`, `DELETE /v2/messages`.
 //! - `schedules.rs`: `/v2/schedules` on the queue's recurring schedules.
 //! - `deliver.rs`: the delivery worker's handler.
+//! - `lane_workers.rs`: a delivery worker per lane, as the lanes come and go.
 //! - `dlq.rs`: the dead letters as QStash's DLQ.
 //! - `native.rs`: the native queues (`/v1/queues/...`): offer into any Redisson queue.
 
 mod access;
 mod batch;
+mod callback;
 mod config;
 mod deliver;
 mod dlq;
@@ -40,10 +45,13 @@ mod events;
 mod headers;
 mod kept;
 mod keys;
+mod lane_workers;
+mod lanes;
 mod messages;
 mod meter;
 mod native;
 mod publish;
+mod queues;
 mod retry_delay;
 mod schedules;
 mod signature;
@@ -68,6 +76,7 @@ pub(crate) struct Shared {
     queue: DelayedQueue<ByteArrayCodec>,
     store: store::Store,
     keys: keys::Keys,
+    lanes: lanes::Lanes,
     http: reqwest::Client,
     /// The Standard Webhooks key, when the signature is asked for.
     webhooks_key: Option<Vec<u8>>,
@@ -126,20 +135,27 @@ impl Gateway {
         let queue = DelayedQueue::builder(client.clone(), config.queue.clone(), ByteArrayCodec)
             .build()
             .await?;
+        let lanes = lanes::Lanes::new(client.clone(), &config.queue);
         let store = store::Store::new(client.clone(), &config.queue);
         let webhooks_key = match &config.standard_webhooks_secret {
             Some(secret) => Some(webhooks::key(secret).map_err(Error::InvalidConfig)?),
             None => None,
         };
-        let keys = keys::Keys::seeded(client, &config.queue, &config.current_key, &config.next_key)
-            .await
-            .map_err(|err| Error::Queue(err.into()))?;
+        let keys = keys::Keys::seeded(
+            client.clone(),
+            &config.queue,
+            &config.current_key,
+            &config.next_key,
+        )
+        .await
+        .map_err(|err| Error::Queue(err.into()))?;
         Ok(Gateway {
             shared: Arc::new(Shared {
                 config,
                 queue,
                 store,
                 keys,
+                lanes,
                 http,
                 webhooks_key,
                 client,
@@ -155,6 +171,11 @@ impl Gateway {
         Router::new()
             .route("/v2/publish/{*destination}", post(publish::publish))
             .route("/v2/batch", post(batch::batch))
+            .route("/v2/enqueue/{queue}/{*destination}", post(queues::enqueue))
+            .route("/v2/queues", get(queues::list).post(queues::upsert))
+            .route("/v2/queues/{name}", get(queues::get).delete(queues::delete))
+            .route("/v2/queues/{name}/pause", post(queues::pause))
+            .route("/v2/queues/{name}/resume", post(queues::resume))
             .route("/v2/messages", axum::routing::delete(messages::cancel_many))
             .route(
                 "/v2/messages/{id}",
@@ -211,9 +232,19 @@ impl Gateway {
             .worker(config.concurrency, move |job| {
                 deliver::deliver(shared.clone(), job)
             })
-            .retry(policy)
+            .retry(policy.clone())
             .spawn()?;
-        Ok(Delivery { worker })
+        let stop = delayq::CancellationToken::new();
+        let lanes = tokio::spawn(lane_workers::supervise(
+            self.shared.clone(),
+            policy,
+            stop.clone(),
+        ));
+        Ok(Delivery {
+            worker,
+            lanes,
+            stop,
+        })
     }
 
     /// Whether `headers` carry one of the gateway's admin tokens (`Authorization: Bearer
@@ -233,6 +264,9 @@ impl Gateway {
 #[derive(Debug)]
 pub struct Delivery {
     worker: WorkerHandle,
+    /// The task that keeps a worker per lane (QStash queues, flow-control values).
+    lanes: tokio::task::JoinHandle<()>,
+    stop: delayq::CancellationToken,
 }
 
 impl Delivery {
@@ -242,6 +276,8 @@ impl Delivery {
     ///
     /// The worker's error.
     pub async fn shutdown(self) -> Result<()> {
+        self.stop.cancel();
+        let _ = self.lanes.await;
         self.worker.shutdown().await?;
         Ok(())
     }

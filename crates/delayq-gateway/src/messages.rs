@@ -61,6 +61,33 @@ pub(crate) fn message_json(envelope: &Envelope) -> Value {
     if let Some(schedule) = &envelope.schedule_id {
         message["scheduleId"] = schedule.clone().into();
     }
+    for (callback, name) in [
+        (&envelope.callback, "callback"),
+        (&envelope.failure_callback, "failureCallback"),
+    ] {
+        if let Some(callback) = callback {
+            message[name] = callback.url.clone().into();
+            let header: Map<String, Value> = callback
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), json!([v])))
+                .collect();
+            message[format!("{name}Header")] = header.into();
+        }
+    }
+    if let Some(queue) = &envelope.queue_name {
+        message["queueName"] = queue.clone().into();
+    }
+    if let Some(flow) = &envelope.flow {
+        message["flowControlKey"] = flow.key.clone().into();
+        if let Some(p) = flow.parallelism {
+            message["parallelism"] = p.into();
+        }
+        if let Some(rate) = flow.rate {
+            message["rate"] = rate.into();
+            message["period"] = (flow.period_ms / 1000).into();
+        }
+    }
     if let Some(first) = envelope.labels.first() {
         message["label"] = first.clone().into();
         message["labels"] = envelope.labels.clone().into();
@@ -142,12 +169,23 @@ async fn cancel_one(shared: &Shared, id: &str) -> Result<bool, ApiError> {
         let canceled = crate::events::event(&record.envelope, "CANCELED", crate::now_ms());
         crate::events::record(shared, &[canceled]).await;
     }
-    let handle = record.and_then(|r| r.handle.parse().ok());
+    let handle = record.as_ref().and_then(|r| r.handle.parse().ok());
     let removed = match (found, handle) {
-        (true, Some(handle)) => shared.queue.cancel(&handle).await.unwrap_or_else(|err| {
-            tracing::warn!(error = %err, message = %id, "gateway: cannot remove a cancelled entry");
-            false
-        }),
+        (true, Some(handle)) => {
+            let lane = record.as_ref().and_then(|r| r.envelope.lane.clone());
+            let queue = match lane {
+                None => Ok(shared.queue.clone()),
+                Some(lane) => shared.lanes.queue(&lane).await,
+            };
+            let cancelled = match queue {
+                Ok(queue) => queue.cancel(&handle).await.map_err(|e| e.to_string()),
+                Err(err) => Err(err.to_string()),
+            };
+            cancelled.unwrap_or_else(|err| {
+                tracing::warn!(error = %err, message = %id, "gateway: cannot remove a cancelled entry");
+                false
+            })
+        }
         _ => false,
     };
     if removed || !found {

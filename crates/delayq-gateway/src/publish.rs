@@ -82,6 +82,11 @@ impl Prepared {
             retry_delay: options.retry_delay,
             owner: None,
             schedule_id: None,
+            callback: options.callback,
+            failure_callback: options.failure_callback,
+            lane: None,
+            queue_name: None,
+            flow: options.flow,
         };
         Prepared {
             envelope,
@@ -112,7 +117,37 @@ impl Prepared {
         }
     }
 
-    async fn store_all(self, shared: &Shared) -> Result<(StatusCode, Value), ApiError> {
+    /// The message goes to QStash queue `name` (its lane registered already).
+    pub(crate) fn in_queue(mut self, name: &str, lane: String) -> Prepared {
+        self.envelope.queue_name = Some(name.to_owned());
+        self.envelope.lane = Some(lane);
+        self
+    }
+
+    /// Whether the message asks for flow control.
+    pub(crate) fn has_flow(&self) -> bool {
+        self.envelope.flow.is_some()
+    }
+
+    async fn store_all(mut self, shared: &Shared) -> Result<(StatusCode, Value), ApiError> {
+        if let Some(flow) = &self.envelope.flow {
+            let lanes = &shared.lanes;
+            let name = lanes.flow_lane(flow.parallelism, flow.rate, flow.period_ms);
+            let now = crate::now_ms();
+            let lane = crate::lanes::Lane {
+                queue: None,
+                parallelism: flow.parallelism,
+                rate: flow.rate,
+                period_ms: flow.period_ms,
+                paused: false,
+                created_at: now,
+                updated_at: now,
+            };
+            if let Err(err) = lanes.ensure(&name, &lane).await {
+                return Err(ApiError::internal("registering the flow-control key", &err));
+            }
+            self.envelope.lane = Some(name);
+        }
         let envelope = &self.envelope;
         if let Some(key) = &self.dedup {
             let window = shared.config.dedup_window;
@@ -149,15 +184,18 @@ pub(crate) async fn store(
     envelope: &Envelope,
     delay: std::time::Duration,
 ) -> Result<(), ApiError> {
+    let queue = match &envelope.lane {
+        None => shared.queue.clone(),
+        Some(lane) => match shared.lanes.queue(lane).await {
+            Ok(queue) => queue,
+            Err(err) => return Err(ApiError::internal("storing the message", &err)),
+        },
+    };
     let record = Record::of(envelope, String::new());
     if let Err(err) = shared.store.put(&record).await {
         return Err(ApiError::internal("storing the message", &err));
     }
-    let handle = match shared
-        .queue
-        .offer_with_handle(&envelope.encode(), delay)
-        .await
-    {
+    let handle = match queue.offer_with_handle(&envelope.encode(), delay).await {
         Ok(handle) => handle,
         Err(err) => {
             let _ = shared.store.remove(&envelope.id).await;

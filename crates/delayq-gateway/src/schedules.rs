@@ -89,6 +89,11 @@ async fn create(shared: &Shared, request: axum::extract::Request) -> Result<Resp
             "deduplication is not supported on schedules",
         ));
     }
+    if options.flow.is_some() {
+        return Err(ApiError::bad_request(
+            "flow control is not supported on schedules",
+        ));
+    }
     let body: Body = request.into_body();
     let body = crate::publish::read_body(body, shared.config.body_limit).await?;
     let delay_ms = i64::try_from(options.delay.as_millis()).unwrap_or(i64::MAX);
@@ -107,6 +112,12 @@ async fn create(shared: &Shared, request: axum::extract::Request) -> Result<Resp
         labels: options.labels,
         retry_delay: options.retry_delay,
         schedule_id: Some(id.clone()),
+        owner: None,
+        callback: options.callback,
+        failure_callback: options.failure_callback,
+        lane: None,
+        queue_name: None,
+        flow: None,
     };
     let schedule = Schedule::new(id.clone(), recurrence, template.encode());
     match shared.queue.schedules().set(schedule).await {

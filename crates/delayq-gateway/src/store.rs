@@ -1,7 +1,8 @@
 //! The gateway's own keys, beside the queue's and in its hash slot: the message index
 //! (`delayq_gateway_messages:{QUEUE}`, a hash of message id to [`Record`]), the deduplication
-//! ids (`delayq_gateway_dedup:{QUEUE}:ID`, strings that expire after the window) and the
-//! cancellations (`delayq_gateway_cancelled:{QUEUE}:ID`).
+//! ids (`delayq_gateway_dedup:{QUEUE}:ID`, strings that expire after the window), the
+//! cancellations (`delayq_gateway_cancelled:{QUEUE}:ID`) and the last answers of dead letters
+//! (`delayq_gateway_response:{QUEUE}:ID`).
 //!
 //! The index is what `GET` and `DELETE /v2/messages/{id}` read: publishing writes a message's
 //! record before its entry, and a delivery that succeeds or gives up removes it. A cancel
@@ -10,7 +11,7 @@
 //! next attempt drops the message unsent. Deliveries need no record: a dead letter replayed
 //! with `delayq dead replay` is delivered.
 
-use crate::envelope::Envelope;
+use crate::envelope::{Answer, Envelope};
 use bytes::Bytes;
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::{HashesInterface, KeysInterface, LuaInterface};
@@ -49,6 +50,9 @@ impl Record {
 /// plus the longest wait between retries.
 const CANCELLATION_KEPT: Duration = Duration::from_secs(400 * 24 * 3600);
 
+/// How long a dead letter's last response is kept.
+const RESPONSE_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// Writes the record only when its message is still in the index (not delivered, given up or
 /// cancelled since its first record was written).
 const SET_IF_PRESENT: &str = "if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then \
@@ -69,6 +73,7 @@ pub(crate) struct Store {
     index: String,
     dedup: String,
     cancelled: String,
+    responses: String,
 }
 
 impl Store {
@@ -78,6 +83,7 @@ impl Store {
             index: tagged("delayq_gateway_messages", queue),
             dedup: tagged("delayq_gateway_dedup", queue),
             cancelled: tagged("delayq_gateway_cancelled", queue),
+            responses: tagged("delayq_gateway_response", queue),
         }
     }
 
@@ -173,6 +179,27 @@ impl Store {
             .del::<i64, _>(self.cancelled_key(id))
             .await
             .map(drop)
+    }
+
+    /// Keeps the last answer to message `id` (given up: a dead letter) for [`RESPONSE_KEPT`].
+    pub(crate) async fn put_response(&self, id: &str, answer: &Answer) -> RedisResult<()> {
+        let ms = i64::try_from(RESPONSE_KEPT.as_millis()).unwrap_or(i64::MAX);
+        let bytes = Bytes::from(rmp_serde::to_vec_named(answer).unwrap_or_default());
+        self.client
+            .set::<(), _, _>(
+                format!("{}:{id}", self.responses),
+                bytes,
+                Some(Expiration::PX(ms)),
+                None,
+                false,
+            )
+            .await
+    }
+
+    /// The last answer kept for message `id`.
+    pub(crate) async fn response(&self, id: &str) -> RedisResult<Option<Answer>> {
+        let raw: Option<Bytes> = self.client.get(format!("{}:{id}", self.responses)).await?;
+        Ok(raw.and_then(|raw| rmp_serde::from_slice(&raw).ok()))
     }
 
     /// Removes `id` from the index; true when it was there.

@@ -212,7 +212,8 @@ async fn zones_and_bad_input() {
         &[("Upstash-Cron", "* * * * *"), ("Upstash-Not-Before", "1")],
         &[
             ("Upstash-Cron", "* * * * *"),
-            ("Upstash-Callback", "http://127.0.0.1:9/"),
+            ("Upstash-Flow-Control-Key", "k"),
+            ("Upstash-Flow-Control-Value", "parallelism=1"),
         ],
     ];
     for headers in bad {
@@ -226,6 +227,19 @@ async fn zones_and_bad_input() {
         "/v2/schedules/http://169.254.169.254/latest",
         &[("Upstash-Cron", "* * * * *")],
         b"",
+    )
+    .await;
+    assert_eq!(status, 403, "{answer}");
+    // A callback outside the allow-list: refused like the destination.
+    let (status, answer) = send(
+        &gw,
+        "POST",
+        &path,
+        &[
+            ("Upstash-Cron", "* * * * *"),
+            ("Upstash-Callback", "http://127.0.0.1:9/"),
+        ],
+        b"x",
     )
     .await;
     assert_eq!(status, 403, "{answer}");

@@ -65,6 +65,8 @@ python_port=$(free_port)
 webhooks_port=$(free_port)
 schedules_node_port=$(free_port)
 schedules_python_port=$(free_port)
+flow_node_port=$(free_port)
+flow_python_port=$(free_port)
 gateway_port=$(free_port)
 "$target/debug/delayq" --url "redis://127.0.0.1:$THROWAWAY_REDIS_PORT" gateway \
     --listen "127.0.0.1:$gateway_port" \
@@ -76,6 +78,8 @@ gateway_port=$(free_port)
     --standard-webhooks-secret-file "$secrets/whsec" \
     --allow-destination "http://127.0.0.1:$schedules_node_port/" \
     --allow-destination "http://127.0.0.1:$schedules_python_port/" \
+    --allow-destination "http://127.0.0.1:$flow_node_port/" \
+    --allow-destination "http://127.0.0.1:$flow_python_port/" \
     --retry-first-wait 200ms --retry-max-wait 1s --request-timeout 5s \
     --keep-delivered 10m \
     >"$secrets/gateway.log" 2>&1 &
@@ -112,12 +116,17 @@ echo "== @upstash/qstash $(node -p "require('$sdk_node/node_modules/@upstash/qst
 RECEIVER_PORT=$node_port SCHEDULES_RECEIVER_PORT=$schedules_node_port QSTASH_SDK_DIR="$sdk_node" \
     node --test "$here/node/gateway.test.mjs" "$here/node/roles.test.mjs" \
     "$here/node/schedules.test.mjs" || status=1
+RECEIVER_PORT=$flow_node_port QSTASH_SDK_DIR="$sdk_node" \
+    node --test "$here/node/flow.test.mjs" || status=1
 echo "== qstash $("$sdk/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("qstash"))') (pytest)"
-# test_schedules.py rotates the signing keys once (current <- next): keep it last.
 RECEIVER_PORT=$python_port WEBHOOKS_RECEIVER_PORT=$webhooks_port \
-    SCHEDULES_RECEIVER_PORT=$schedules_python_port \
     "$sdk/venv/bin/python" -m pytest -q -p no:cacheprovider \
-    "$here/python/test_gateway.py" "$here/python/test_standard_webhooks.py" \
+    "$here/python/test_gateway.py" "$here/python/test_standard_webhooks.py" || status=1
+RECEIVER_PORT=$flow_python_port "$sdk/venv/bin/python" -m pytest -q -p no:cacheprovider \
+    "$here/python/test_flow.py" || status=1
+# test_schedules.py rotates the signing keys once (current <- next): keep it last.
+SCHEDULES_RECEIVER_PORT=$schedules_python_port \
+    "$sdk/venv/bin/python" -m pytest -q -p no:cacheprovider \
     "$here/python/test_schedules.py" || status=1
 if [ "$status" != 0 ]; then
     echo "== the gateway's log" >&2
