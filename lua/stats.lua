@@ -1,7 +1,7 @@
 -- delayq: one consistent snapshot of a queue's counters.
 -- Not in Redisson.
 --
--- Helpers: time, guard, head
+-- Helpers: guard
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: timeout zset       redisson_delay_queue_timeout:{NAME}
 -- KEYS[3]: order list         redisson_delay_queue:{NAME}
@@ -9,13 +9,12 @@
 -- KEYS[5]: quarantine         delayq_quarantine:{NAME}
 -- ARGV[1]: now (not used)
 -- ARGV[2]: entry format (not used)
--- Returns: { order list length, zset size, target list length, quarantine length, the head's
---            score as a string or false }: the head entry is never read (lib/head.lua), so a
---            16 MiB one costs no more than a small one.
+-- Returns: { order list length, zset size, target list length, quarantine length }; the head's
+-- score is read by the caller with a ZRANGE of its own, as copying the head entry into the
+-- script (a whole 16 MiB entry for a 16 MiB value) holds Redis several times longer.
 return {
     redis.call('llen', KEYS[3]),
     redis.call('zcard', KEYS[2]),
     redis.call('llen', KEYS[1]),
     redis.call('llen', KEYS[5]),
-    delayq_lowest_score(KEYS[2]),
 }

@@ -24,10 +24,9 @@ use tracing::Instrument;
 
 /// The helpers a script may start with, in order: a file only calls helpers defined above it.
 /// Each is named by its file's stem, as a script's `-- Helpers:` header line names it.
-const PRELUDE: [(&str, &str); 13] = [
+const PRELUDE: [(&str, &str); 12] = [
     ("time", include_str!("../../lua/lib/time.lua")),
     ("guard", include_str!("../../lua/lib/guard.lua")),
-    ("head", include_str!("../../lua/lib/head.lua")),
     ("entry", include_str!("../../lua/lib/entry.lua")),
     ("queue", include_str!("../../lua/lib/queue.lua")),
     ("position", include_str!("../../lua/lib/position.lua")),
