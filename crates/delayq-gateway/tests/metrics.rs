@@ -112,9 +112,10 @@ async fn requests_deliveries_and_latencies_are_counted() {
     );
     assert_eq!(at("delayq_gateway_attempt_duration_seconds_count"), 4.0);
     assert_eq!(at("delayq_gateway_delivery_latency_seconds_count"), 2.0);
-    // The retried message waited at least the 200 ms backoff before its delivery.
+    // The retried message waited its backoff before its delivery: 200 ms less the policy's
+    // jitter (up to 20 % off: 160 ms; the sum was 0.195 s in a run where this said 0.2).
     assert!(
-        at("delayq_gateway_delivery_latency_seconds_sum") >= 0.2,
+        at("delayq_gateway_delivery_latency_seconds_sum") >= 0.16,
         "{text}"
     );
     assert_eq!(
