@@ -189,13 +189,14 @@ class Publisher:
     moving to the other gateway when its connection breaks (a kill) and sending the message
     again: a message whose answer was lost may so be published twice, under two ids."""
 
-    def __init__(self, gateways, token, receiver_url, retries, results):
+    def __init__(self, gateways, token, receiver_url, args, results):
         self.gateways = gateways
         self.headers = {
             "Authorization": f"Bearer {token}",
             "Content-Type": "text/plain",
-            "Upstash-Retries": str(retries),
+            "Upstash-Retries": str(args.retries),
         }
+        self.dedup = args.dedup
         self.path = "/v2/publish/" + receiver_url + "hook"
         self.results = results
 
@@ -208,7 +209,11 @@ class Publisher:
                 conn = http.client.HTTPConnection(
                     "127.0.0.1", self.gateways.ports[which], timeout=15)
             try:
-                conn.request("POST", self.path, body=f"seq={seq}".encode(), headers=self.headers)
+                headers = dict(self.headers)
+                if self.dedup:
+                    # A resend is answered 202 with the first message's id.
+                    headers["Upstash-Deduplication-Id"] = f"kill-run-{seq}"
+                conn.request("POST", self.path, body=f"seq={seq}".encode(), headers=headers)
                 response = conn.getresponse()
                 body = response.read()
             except (OSError, http.client.HTTPException):
@@ -222,9 +227,10 @@ class Publisher:
                 self.results.note_retry()
                 time.sleep(0.05)
                 continue
-            if response.status != 201:
+            if response.status != 201 and not (self.dedup and response.status == 202):
                 raise RuntimeError(f"publish of {seq} answered {response.status}: {body[:200]!r}")
-            self.results.add(seq, json.loads(body)["messageId"])
+            answer = json.loads(body)
+            self.results.add(seq, answer["messageId"], answer.get("deduplicated", False))
             seq += step
         if conn is not None:
             conn.close()
@@ -236,9 +242,12 @@ class Published:
         self.ids = {}
         self.seq_of = {}
         self.retries = 0
+        self.deduplicated = set()
 
-    def add(self, seq, message_id):
+    def add(self, seq, message_id, deduplicated):
         with self.lock:
+            if deduplicated:
+                self.deduplicated.add(message_id)
             self.ids.setdefault(seq, []).append(message_id)
             self.seq_of[message_id] = seq
 
@@ -350,8 +359,9 @@ def report(args, published, recorder, dead, missing, lost, kills, wall):
     twice = sum(1 for v in ids_of_seq.values() if len(v) > 1)
     seqs_done = sum(1 for v in published.ids.values()
                     if any(i in recorder.delivered or i in dead for i in v))
-    print(f"published:                 {len(ids)} messages answered 201 ({len(published.ids)} "
-          f"of {args.messages} sequence numbers)")
+    print(f"published:                 {len(ids)} messages ({len(published.ids)} of "
+          f"{args.messages} sequence numbers; {len(published.deduplicated)} answered 202 "
+          f"deduplicated to a first publish cut off by a kill)")
     print(f"publish requests retried:  {published.retries}")
     print(f"delivered (a 200):         {len(ids) - len(missing)}")
     print(f"in the DLQ:                {len(missing) - len(lost)}")
@@ -370,6 +380,8 @@ def report(args, published, recorder, dead, missing, lost, kills, wall):
     print(f"wall time:                 {wall:.1f} s")
     if lost:
         print(f"lost message ids (first 20): {lost[:20]}")
+        print(f"lost ids named by a 202 (deduplicated) answer: "
+              f"{sum(1 for i in lost if i in published.deduplicated)} of {len(lost)}")
     if recorder.no_id:
         print(f"requests without Upstash-Message-Id: {recorder.no_id}")
     failed = bool(lost) or bool(mismatched) or recorder.no_id > 0
@@ -398,7 +410,7 @@ def run(args, work):
             target=killer, args=(gateways, args.kill_every, stop, killer_errors), daemon=True)
         kill_thread.start()
         published = Published()
-        publisher = Publisher(gateways, token, receiver_url, args.retries, published)
+        publisher = Publisher(gateways, token, receiver_url, args, published)
         errors = []
 
         def publish(first):
@@ -448,6 +460,8 @@ def main():
                         help="seconds to wait after publishing for every message's outcome")
     parser.add_argument("--settle", type=float, default=3.0,
                         help="seconds to keep recording once every message is accounted for")
+    parser.add_argument("--dedup", action="store_true",
+                        help="send each message with an Upstash-Deduplication-Id of its own")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--binary", default=os.path.join(ROOT, "target/debug/delayq"))
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs)")
