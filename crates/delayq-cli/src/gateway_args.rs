@@ -103,6 +103,10 @@ pub(crate) struct GatewayArgs {
     /// How long a deduplication id is remembered, whatever became of its message.
     #[arg(long, env = "DELAYQ_GATEWAY_DEDUP_WINDOW", value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
     pub(crate) dedup_window: Duration,
+    /// How long a publish may take between claiming its deduplication id and storing its
+    /// message; a publish with the id after that (its first publisher died) takes it over.
+    #[arg(long, env = "DELAYQ_GATEWAY_DEDUP_LEASE", value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub(crate) dedup_lease: Duration,
     /// The timeout of one delivery attempt (Upstash-Timeout may lower it).
     #[arg(long, env = "DELAYQ_GATEWAY_REQUEST_TIMEOUT", value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
     pub(crate) request_timeout: Duration,

@@ -57,7 +57,7 @@ pub(crate) async fn publish(
     } else {
         "callback"
     };
-    match crate::publish::store(shared, &envelope, std::time::Duration::ZERO).await {
+    match crate::publish::store(shared, &envelope, std::time::Duration::ZERO, None).await {
         Ok(()) => {
             tracing::debug!(message = %source.id, callback = %envelope.id, "{kind} published")
         }

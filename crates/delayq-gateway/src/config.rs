@@ -20,6 +20,7 @@ pub struct GatewayConfig {
     pub(crate) destinations: Vec<String>,
     pub(crate) body_limit: usize,
     pub(crate) dedup_window: Duration,
+    pub(crate) dedup_lease: Duration,
     pub(crate) max_delay: Duration,
     pub(crate) default_retries: u32,
     pub(crate) request_timeout: Duration,
@@ -51,6 +52,7 @@ impl fmt::Debug for GatewayConfig {
             .field("destinations", &self.destinations)
             .field("body_limit", &self.body_limit)
             .field("dedup_window", &self.dedup_window)
+            .field("dedup_lease", &self.dedup_lease)
             .field("max_delay", &self.max_delay)
             .field("default_retries", &self.default_retries)
             .field("request_timeout", &self.request_timeout)
@@ -86,6 +88,7 @@ impl GatewayConfig {
             destinations: Vec::new(),
             body_limit: 1024 * 1024,
             dedup_window: Duration::from_secs(10 * 60),
+            dedup_lease: Duration::from_secs(10),
             max_delay: Duration::from_secs(365 * 24 * 3600),
             default_retries: 3,
             request_timeout: Duration::from_secs(30),
@@ -161,6 +164,17 @@ impl GatewayConfig {
     #[must_use]
     pub fn with_dedup_window(mut self, window: Duration) -> Self {
         self.dedup_window = window;
+        self
+    }
+
+    /// How long a publish may take between claiming its deduplication id and storing its
+    /// message. A publish with the id meanwhile waits for the first to be stored and answers
+    /// its id; once the lease is over (the first publisher died or lost Redis after claiming)
+    /// it takes the id over and stores its own message. A publisher slower than the lease may
+    /// then store a second message under the id (a duplicate, never a loss). Default: 10 s.
+    #[must_use]
+    pub fn with_dedup_lease(mut self, lease: Duration) -> Self {
+        self.dedup_lease = lease;
         self
     }
 

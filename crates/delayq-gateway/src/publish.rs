@@ -4,7 +4,7 @@
 use crate::envelope::{new_message_id, Envelope};
 use crate::error::ApiError;
 use crate::headers::{self, DedupAsk, PublishOptions};
-use crate::store::Record;
+use crate::store::{DedupClaim, Record};
 use crate::Shared;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -150,20 +150,13 @@ impl Prepared {
         }
         let envelope = &self.envelope;
         if let Some(key) = &self.dedup {
-            let window = shared.config.dedup_window;
-            match shared.store.claim_dedup(key, &envelope.id, window).await {
-                Ok(Some(first)) => {
-                    return Ok((StatusCode::ACCEPTED, answer(&first, &envelope.url, true)))
-                }
-                Ok(None) => {}
-                Err(err) => {
-                    return Err(ApiError::internal("remembering the deduplication id", &err))
-                }
+            if let Some(first) = claim(shared, key, &envelope.id).await? {
+                return Ok((StatusCode::ACCEPTED, answer(&first, &envelope.url, true)));
             }
         }
-        if let Err(err) = store(shared, envelope, self.delay).await {
+        if let Err(err) = store(shared, envelope, self.delay, self.dedup.as_deref()).await {
             if let Some(key) = &self.dedup {
-                if let Err(err) = shared.store.release_dedup(key).await {
+                if let Err(err) = shared.store.release_dedup(key, &envelope.id).await {
                     tracing::warn!(error = %err, "gateway: cannot forget a deduplication id");
                 }
             }
@@ -177,12 +170,44 @@ impl Prepared {
     }
 }
 
-/// Writes the message's record, then its entry, then the entry's handle into the record; a
-/// failure removes what was written.
+/// Claims deduplication id `key` for `message`: `None` when it is this message's now, or the
+/// id of the message that holds it, once that message is stored. While the holder is being
+/// stored this asks again every 50 ms; after the lease it takes the id over (see
+/// [`crate::GatewayConfig::with_dedup_lease`]).
+async fn claim(shared: &Shared, key: &str, message: &str) -> Result<Option<String>, ApiError> {
+    let config = &shared.config;
+    let deadline = tokio::time::Instant::now() + config.dedup_lease * 2;
+    loop {
+        let claimed = shared
+            .store
+            .claim_dedup(key, message, config.dedup_window, config.dedup_lease)
+            .await;
+        match claimed {
+            Ok(DedupClaim::Claimed) => return Ok(None),
+            Ok(DedupClaim::Settled(first)) => return Ok(Some(first)),
+            Ok(DedupClaim::Pending(_)) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
+            Ok(DedupClaim::Pending(first)) => {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!(
+                    "message {first} with this deduplication id is still being stored; try again"
+                ),
+                ))
+            }
+            Err(err) => return Err(ApiError::internal("remembering the deduplication id", &err)),
+        }
+    }
+}
+
+/// Writes the message's record, then its entry, then the entry's handle into the record (and
+/// settles the claim of deduplication id `dedup` with it); a failure removes what was written.
 pub(crate) async fn store(
     shared: &Shared,
     envelope: &Envelope,
     delay: std::time::Duration,
+    dedup: Option<&str>,
 ) -> Result<(), ApiError> {
     let queue = match &envelope.lane {
         None => shared.queue.clone(),
@@ -203,9 +228,10 @@ pub(crate) async fn store(
         }
     };
     let record = Record::of(envelope, handle.to_string());
-    if let Err(err) = shared.store.update(&record).await {
+    if let Err(err) = shared.store.update(&record, dedup).await {
         // The message is queued and will be delivered; only a cancel of it while it is still
-        // pending will leave its entry to be dropped at delivery instead of removed at once.
+        // pending will leave its entry to be dropped at delivery instead of removed at once,
+        // and a publish with its deduplication id after the lease stores a second message.
         tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot index the entry's handle");
     }
     let created = crate::events::event(envelope, "CREATED", envelope.created_ms);

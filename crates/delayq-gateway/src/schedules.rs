@@ -288,7 +288,7 @@ pub(crate) async fn occurrence(shared: &Shared, template: Envelope) -> Result<()
         ..template
     };
     let delay = Duration::from_millis(u64::try_from(delay_ms).unwrap_or(0));
-    match crate::publish::store(shared, &message, delay).await {
+    match crate::publish::store(shared, &message, delay, None).await {
         Ok(()) => {
             tracing::debug!(message = %message.id, schedule = ?message.schedule_id, "occurrence published");
             Ok(())

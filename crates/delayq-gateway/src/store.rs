@@ -15,7 +15,7 @@ use crate::envelope::{Answer, Envelope};
 use bytes::Bytes;
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::{HashesInterface, KeysInterface, LuaInterface};
-use delayq::fred::types::{Expiration, SetOptions};
+use delayq::fred::types::Expiration;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -54,9 +54,64 @@ const CANCELLATION_KEPT: Duration = Duration::from_secs(400 * 24 * 3600);
 const RESPONSE_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// Writes the record only when its message is still in the index (not delivered, given up or
-/// cancelled since its first record was written).
-const SET_IF_PRESENT: &str = "if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then \
-     return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end return -1";
+/// cancelled since its first record was written); with a second key, also settles the
+/// message's deduplication claim there (see [`CLAIM_DEDUP`]), in the same step.
+///
+/// KEYS: the index, [the deduplication id's key]. ARGV: the message id, the record.
+const SET_IF_PRESENT: &str = r#"
+if KEYS[2] then
+  local held = redis.call('GET', KEYS[2])
+  if held and string.match(held, '^~%d+ (.+)$') == ARGV[1] then
+    local ttl = redis.call('PTTL', KEYS[2])
+    if ttl > 0 then redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl) else redis.call('SET', KEYS[2], ARGV[1]) end
+  end
+end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+return -1
+"#;
+
+/// What a deduplication id's key holds: `~SINCE MESSAGE` while MESSAGE is being stored (SINCE:
+/// Redis's clock when it was claimed, ms), then `MESSAGE` once it is stored. A claim is
+/// written before its message and settled when its entry's handle is written into its record
+/// ([`SET_IF_PRESENT`]), so a publisher that dies between the two leaves a pending claim,
+/// never a settled one without its message.
+///
+/// KEYS: the id's key. ARGV: the message id, the window (ms), the lease (ms). Returns
+/// `{state, message}`: `claimed` (this message's), `pending` or `settled` (another's).
+const CLAIM_DEDUP: &str = r#"
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local held = redis.call('GET', KEYS[1])
+if held then
+  local since, first = string.match(held, '^~(%d+) (.+)$')
+  if not since then return {'settled', held} end
+  if now - tonumber(since) < tonumber(ARGV[3]) then return {'pending', first} end
+end
+redis.call('SET', KEYS[1], '~' .. now .. ' ' .. ARGV[1], 'PX', ARGV[2])
+return {'claimed', ARGV[1]}
+"#;
+
+/// KEYS: the id's key. ARGV: the message id. Deletes the claim if it is still this message's
+/// and pending; 1 when it did.
+const RELEASE_DEDUP: &str = r#"
+local held = redis.call('GET', KEYS[1])
+if not held or string.match(held, '^~%d+ (.+)$') ~= ARGV[1] then return 0 end
+return redis.call('DEL', KEYS[1])
+"#;
+
+/// What claiming a deduplication id found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DedupClaim {
+    /// The id is this message's now: store it (which settles the claim).
+    Claimed,
+    /// Another message holds the id and is being stored (or its publisher died less than a
+    /// lease ago): ask again shortly.
+    Pending(String),
+    /// Another message holds the id and is stored: the answer is its id.
+    Settled(String),
+}
 
 /// `prefix:{name}`, or `prefix:name` when the name has its own hash tag (Redisson's rule).
 pub(crate) fn tagged(prefix: &str, name: &str) -> String {
@@ -91,30 +146,39 @@ impl Store {
         format!("{}:{id}", self.dedup)
     }
 
-    /// Remembers `id` for `window` as `message`'s, unless it is remembered already: then the
-    /// message id it was first given.
+    /// Claims `id` for `message` for `window`, unless it is claimed already: see
+    /// [`DedupClaim`]. A claim stays pending until [`update`](Store::update) settles it; a
+    /// pending claim older than `lease` (its publisher died or lost Redis between the claim
+    /// and the store) is taken over by this one.
     pub(crate) async fn claim_dedup(
         &self,
         id: &str,
         message: &str,
         window: Duration,
-    ) -> RedisResult<Option<String>> {
-        let ms = i64::try_from(window.as_millis()).unwrap_or(i64::MAX).max(1);
-        self.client
-            .set(
-                self.dedup_key(id),
-                message,
-                Some(Expiration::PX(ms)),
-                Some(SetOptions::NX),
-                true,
-            )
-            .await
+        lease: Duration,
+    ) -> RedisResult<DedupClaim> {
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1);
+        let args = vec![
+            message.to_owned(),
+            ms(window).to_string(),
+            ms(lease).to_string(),
+        ];
+        let (state, first): (String, String) = self
+            .client
+            .eval(CLAIM_DEDUP, vec![self.dedup_key(id)], args)
+            .await?;
+        Ok(match state.as_str() {
+            "claimed" => DedupClaim::Claimed,
+            "pending" => DedupClaim::Pending(first),
+            _ => DedupClaim::Settled(first),
+        })
     }
 
-    /// Forgets `id` (its message could not be stored).
-    pub(crate) async fn release_dedup(&self, id: &str) -> RedisResult<()> {
+    /// Forgets `id`'s pending claim by `message` (its message could not be stored); a claim
+    /// taken over by another publish meanwhile stays.
+    pub(crate) async fn release_dedup(&self, id: &str, message: &str) -> RedisResult<()> {
         self.client
-            .del::<i64, _>(self.dedup_key(id))
+            .eval::<i64, _, _, _>(RELEASE_DEDUP, vec![self.dedup_key(id)], vec![message])
             .await
             .map(drop)
     }
@@ -127,11 +191,15 @@ impl Store {
             .map(drop)
     }
 
-    /// Writes `record` over the one in the index, if there still is one.
-    pub(crate) async fn update(&self, record: &Record) -> RedisResult<()> {
+    /// Writes `record` over the one in the index, if there still is one; with `dedup`, settles
+    /// the record's message's claim of that deduplication id in the same step (its message is
+    /// stored: a later publish with the id answers it).
+    pub(crate) async fn update(&self, record: &Record, dedup: Option<&str>) -> RedisResult<()> {
         let args = vec![Bytes::from(record.envelope.id.clone()), record.encode()];
+        let mut keys = vec![self.index.clone()];
+        keys.extend(dedup.map(|id| self.dedup_key(id)));
         self.client
-            .eval::<i64, _, _, _>(SET_IF_PRESENT, vec![self.index.clone()], args)
+            .eval::<i64, _, _, _>(SET_IF_PRESENT, keys, args)
             .await
             .map(drop)
     }

@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn dedup_id_answers_the_first_message_even_after_delivery() {
@@ -34,6 +35,99 @@ async fn dedup_id_answers_the_first_message_even_after_delivery() {
     receiver.wait_for("/200/dedup", 3).await;
     assert_eq!(receiver.to("/200/dedup").len(), 3);
     gw.shutdown().await;
+}
+
+/// A gateway that claims a deduplication id and then loses Redis (killed, cut off) before it
+/// stores the message leaves a pending claim: a resend of the publish with the id is not told
+/// "deduplicated" for a message that does not exist; once the lease is over it stores and
+/// delivers its own (before the claim was settled apart, it answered 202 with the dead
+/// message's id and nothing was ever delivered).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dedup_id_claimed_by_a_publisher_that_died_is_taken_over_after_the_lease() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let proxy = FreezingProxy::start(&redis, b"delayq_gateway_dedup").await;
+    let lease = |c: delayq_gateway::GatewayConfig| c.with_dedup_lease(Duration::from_secs(1));
+    let dying = TestGateway::start_at(&proxy.url(), &receiver, lease).await;
+    let url = format!("{}200/taken-over", receiver.base());
+    let headers = [("Upstash-Deduplication-Id", "order-99")];
+    let cut_off = {
+        let (base, url) = (dying.base.clone(), url.clone());
+        tokio::spawn(async move {
+            let _ = reqwest::Client::new()
+                .post(format!("{base}/v2/publish/{url}"))
+                .bearer_auth(TOKEN)
+                .header(headers[0].0, headers[0].1)
+                .body("lost?")
+                .send()
+                .await;
+        })
+    };
+    let deadline = Instant::now() + PATIENCE;
+    while !proxy.is_frozen() {
+        assert!(
+            Instant::now() < deadline,
+            "the dying gateway never claimed the id"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let claim = "delayq_gateway_dedup:{delayq-gateway}:id:order-99";
+    let found: i64 = delayq::fred::interfaces::KeysInterface::exists(&client, claim)
+        .await
+        .unwrap();
+    assert_eq!(found, 1, "the claim is in Redis");
+    proxy.cut();
+    cut_off.abort();
+
+    let gw = TestGateway::start(&redis, &receiver, lease).await;
+    let (status, answer) = gw.publish(&url, &headers, b"resent".to_vec()).await;
+    assert_eq!(
+        status, 201,
+        "the resend is stored, not deduplicated: {answer}"
+    );
+    let got = receiver.wait_for("/200/taken-over", 1).await;
+    assert_eq!(got[0].body, b"resent");
+    assert_eq!(got[0].header("upstash-message-id"), answer["messageId"]);
+    // Settled now: the id answers this message.
+    let (status, again) = gw.publish(&url, &headers, b"again".to_vec()).await;
+    assert_eq!((status, &again["messageId"]), (202, &answer["messageId"]));
+    gw.shutdown().await;
+}
+
+/// Twenty publishes with one deduplication id at once: one is stored, nineteen answer its id
+/// (those that came while it was being stored waited for it), one delivery.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_publishes_with_one_dedup_id_store_one_message() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = std::sync::Arc::new(TestGateway::start(&redis, &receiver, |c| c).await);
+    let url = format!("{}200/at-once", receiver.base());
+    let mut publishes = Vec::new();
+    for n in 0..20 {
+        let (gw, url) = (gw.clone(), url.clone());
+        publishes.push(tokio::spawn(async move {
+            let headers = [("Upstash-Deduplication-Id", "at-once")];
+            gw.publish(&url, &headers, format!("{n}").into_bytes())
+                .await
+        }));
+    }
+    let mut answers = Vec::new();
+    for publish in publishes {
+        answers.push(publish.await.unwrap());
+    }
+    let stored: Vec<_> = answers.iter().filter(|(s, _)| *s == 201).collect();
+    assert_eq!(stored.len(), 1, "{answers:?}");
+    let first = &stored[0].1["messageId"];
+    for (status, answer) in &answers {
+        assert!(
+            *status == 201 || (*status == 202 && &answer["messageId"] == first),
+            "{answers:?}"
+        );
+    }
+    receiver.wait_for("/200/at-once", 1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.to("/200/at-once").len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -26,6 +26,7 @@ pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
         .with_queue(args.queue.clone())
         .with_body_limit(args.body_limit)
         .with_dedup_window(args.dedup_window)
+        .with_dedup_lease(args.dedup_lease)
         .with_request_timeout(args.request_timeout)
         .with_backoff(args.retry_first_wait, args.retry_max_wait)
         .with_concurrency(args.concurrency)

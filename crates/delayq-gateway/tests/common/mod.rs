@@ -232,7 +232,16 @@ impl TestGateway {
         receiver: &Receiver,
         tune: impl FnOnce(GatewayConfig) -> GatewayConfig,
     ) -> TestGateway {
-        let client = delayq::connect(&redis.url()).await.unwrap();
+        TestGateway::start_at(&redis.url(), receiver, tune).await
+    }
+
+    /// [`TestGateway::start`] on the Redis at `url` (a [`FreezingProxy`], say).
+    pub async fn start_at(
+        url: &str,
+        receiver: &Receiver,
+        tune: impl FnOnce(GatewayConfig) -> GatewayConfig,
+    ) -> TestGateway {
+        let client = delayq::connect(url).await.unwrap();
         let config = GatewayConfig::new(TOKEN, CURRENT_KEY)
             .with_next_key(NEXT_KEY)
             .allow_destination(receiver.base())
@@ -348,4 +357,91 @@ pub fn verify(token: &str, key: &str, url: &str, body: &[u8]) -> serde_json::Val
         URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(body))
     );
     claims
+}
+
+/// A loopback TCP proxy in front of a Redis that passes everything until a client sends a
+/// command naming `needle`; from then on it passes that command (and the answers) but holds
+/// every later command of every connection, as if their sender had died right after it.
+/// [`FreezingProxy::cut`] closes every connection and the listener.
+pub struct FreezingProxy {
+    pub port: u16,
+    frozen: Arc<std::sync::atomic::AtomicBool>,
+    tasks: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl FreezingProxy {
+    pub async fn start(redis: &TestRedis, needle: &'static [u8]) -> FreezingProxy {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let upstream = redis.port;
+        let frozen = Arc::new(AtomicBool::new(false));
+        let tasks: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+        let (frozen2, tasks2) = (frozen.clone(), tasks.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let server = tokio::net::TcpStream::connect(("127.0.0.1", upstream))
+                    .await
+                    .unwrap();
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                let frozen = frozen2.clone();
+                let up = tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match client_read.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        if frozen.load(Ordering::SeqCst) {
+                            std::future::pending::<()>().await;
+                        }
+                        let chunk = &buf[..n];
+                        if server_write.write_all(chunk).await.is_err() {
+                            return;
+                        }
+                        if chunk.windows(needle.len()).any(|w| w == needle) {
+                            frozen.store(true, Ordering::SeqCst);
+                        }
+                    }
+                });
+                let down = tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match server_read.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        if client_write.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+                tasks2.lock().unwrap().extend([up, down]);
+            }
+        });
+        tasks.lock().unwrap().push(accept);
+        FreezingProxy {
+            port,
+            frozen,
+            tasks,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Whether a command naming the needle went through.
+    pub fn is_frozen(&self) -> bool {
+        self.frozen.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Closes every connection and the listener: its clients reach Redis no more.
+    pub fn cut(&self) {
+        for task in self.tasks.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
 }
