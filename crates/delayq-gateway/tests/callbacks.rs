@@ -16,7 +16,12 @@ fn json_of(recorded: &Recorded) -> serde_json::Value {
 async fn callback_after_delivery_carries_the_answer_signed() {
     let redis = TestRedis::start();
     let receiver = Receiver::start().await;
-    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    // Delivered messages stay readable: the GET below may come after the delivery on a slow
+    // machine.
+    let keep = |c: delayq_gateway::GatewayConfig| {
+        c.with_keep_delivered(std::time::Duration::from_secs(600))
+    };
+    let gw = TestGateway::start(&redis, &receiver, keep).await;
     let url = format!("{}200/source?x=1", receiver.base());
     let callback = format!("{}200/callback", receiver.base());
     let (status, answer) = gw

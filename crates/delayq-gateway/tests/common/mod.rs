@@ -445,3 +445,14 @@ impl FreezingProxy {
         }
     }
 }
+
+/// How many entries the gateway's queue (`delayq-gateway`) holds pending in `redis`.
+pub async fn pending_entries(redis: &TestRedis) -> i64 {
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let timeout = delayq::QueueKeys::new("delayq-gateway")
+        .timeout()
+        .to_owned();
+    delayq::fred::interfaces::SortedSetsInterface::zcard(&client, &timeout)
+        .await
+        .unwrap()
+}
