@@ -483,6 +483,13 @@ pub(crate) struct WorkArgs {
     /// (and 0): no limit.
     #[arg(long, env = "DELAYQ_TIMEOUT", value_parser = parse_duration)]
     pub(crate) timeout: Option<Duration>,
+    /// Keep the last BYTES of a command's stderr with its failed attempt: the attempt's error,
+    /// and so the dead letter's, ends with them (`sh exited with exit status: 3; stderr:
+    /// ...`), cut at a character, saying how much was printed when it was more. Its stderr is
+    /// still passed on to the worker's own as it comes; its stdout is never kept. 0: not read
+    /// (the command writes to the worker's stderr itself).
+    #[arg(long, env = "DELAYQ_KEEP_STDERR", value_name = "BYTES", default_value_t = 4096, value_parser = parse_keep_stderr)]
+    pub(crate) keep_stderr: usize,
     /// At shutdown, after --grace: how long to wait for Redis to take the outcomes and the
     /// values handed back, then again for the transfer schedulers to stop. Values Redis has not
     /// taken stay in flight; the reaper of any worker gives them back after --visibility.
@@ -553,6 +560,19 @@ pub(crate) enum QuarantineAction {
         #[command(flatten)]
         target: QueueArg,
     },
+}
+
+/// `--keep-stderr`: 0 to [`delayq::reliable::MAX_ERROR_BYTES`], what a dead letter keeps of
+/// an error.
+fn parse_keep_stderr(text: &str) -> Result<usize, String> {
+    let most = delayq::reliable::MAX_ERROR_BYTES;
+    match text.trim().parse::<usize>() {
+        Ok(bytes) if bytes <= most => Ok(bytes),
+        _ => Err(format!(
+            "{text:?}: a number of bytes from 0 to {most} (a dead letter keeps at most {most} \
+             bytes of an error)"
+        )),
+    }
 }
 
 #[cfg(test)]
