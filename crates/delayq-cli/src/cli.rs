@@ -225,6 +225,16 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: DeadAction,
     },
+    /// Values taken by reliable consumers (`work`) and not yet settled.
+    Inflight {
+        #[command(subcommand)]
+        action: InflightAction,
+    },
+    /// Values on the target list, ready to take.
+    Ready {
+        #[command(subcommand)]
+        action: ReadyAction,
+    },
     /// Quarantined entries: malformed members taken out of the delayed queue.
     Quarantine {
         #[command(subcommand)]
@@ -513,17 +523,50 @@ pub(crate) struct WorkArgs {
     pub(crate) command: Vec<String>,
 }
 
+/// A page of one of a queue's lists: from a position, how many.
+#[derive(Debug, Args)]
+pub(crate) struct PageArgs {
+    /// The position to start from (0: the first; each line says its own).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) from: usize,
+    /// How many to show (0: all from --from on).
+    #[arg(long, default_value_t = 20)]
+    pub(crate) limit: usize,
+}
+
+/// A dead letter named by its id, as `dead list` and the dashboard show it.
+#[derive(Debug, Args)]
+pub(crate) struct DeadLetterArg {
+    #[command(flatten)]
+    pub(crate) target: QueueArg,
+    /// The dead letter's id (16 hex digits, from `dead list` or the dashboard).
+    pub(crate) id: String,
+    /// Where `dead list` showed it: it is looked for among the 1,000 records up to there
+    /// (records only move nearer the head). Default: among the first 1,000.
+    #[arg(long, value_name = "POSITION")]
+    pub(crate) at: Option<usize>,
+    /// Exit with status 1 when there was no such dead letter (it still prints false).
+    #[arg(long)]
+    pub(crate) exit_status: bool,
+}
+
 /// What to do with the dead letters.
 #[derive(Debug, Subcommand)]
 pub(crate) enum DeadAction {
-    /// Print them, oldest first: attempts, time, error, value.
+    /// Print them, oldest first, without taking them: position, id, attempts, time, error
+    /// (why the last attempt failed: for `work`, the end of the command's stderr), value (its
+    /// first 64 KiB).
     List {
         #[command(flatten)]
         target: QueueArg,
-        /// How many to show (0: all).
-        #[arg(long, default_value_t = 20)]
-        limit: usize,
+        #[command(flatten)]
+        page: PageArgs,
     },
+    /// Put one dead letter back onto the target list with a fresh attempt count; prints true,
+    /// or false when it is not there (retried, deleted or trimmed meanwhile).
+    Retry(DeadLetterArg),
+    /// Delete one dead letter; prints true, or false when it is not there.
+    Delete(DeadLetterArg),
     /// Put dead letters back into the queue with fresh attempt counts; prints how many.
     Replay {
         #[command(flatten)]
@@ -541,6 +584,32 @@ pub(crate) enum DeadAction {
     Purge {
         #[command(flatten)]
         target: QueueArg,
+    },
+}
+
+/// What to do with the values in flight.
+#[derive(Debug, Subcommand)]
+pub(crate) enum InflightAction {
+    /// Print them, nearest deadline first, without touching them: position, delivery id,
+    /// deadline, value (its first 64 KiB).
+    List {
+        #[command(flatten)]
+        target: QueueArg,
+        #[command(flatten)]
+        page: PageArgs,
+    },
+}
+
+/// What to do with the ready values.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ReadyAction {
+    /// Print them from the head of the list (the next one taken), without taking them:
+    /// position, value (its first 64 KiB).
+    List {
+        #[command(flatten)]
+        target: QueueArg,
+        #[command(flatten)]
+        page: PageArgs,
     },
 }
 

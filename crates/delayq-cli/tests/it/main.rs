@@ -29,6 +29,7 @@ mod handler_output;
 mod json_shape;
 mod limit_cli;
 mod limit_workers;
+mod list_commands;
 mod listen;
 mod metrics;
 mod observe;
