@@ -6,7 +6,7 @@
 //! entry, which have no name, by its position. `at` is the position the row had: a pending entry
 //! is looked for among [`WINDOW`] ranks around it, a dead letter from there towards the head
 //! (records leave only from the head), so no request reads more than [`WINDOW`] entries, in
-//! steps of [`STEP`].
+//! steps of [`STEP`](crate::lists::STEP).
 
 use super::preview::{self, dead_row, pending_row, ENTRY_HEADER, READ};
 use super::search::WINDOW;
