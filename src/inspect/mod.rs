@@ -75,7 +75,10 @@ pub struct Pending<V> {
 }
 
 /// A snapshot of a queue's counters (one atomic script) and its next due time (read just after).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+///
+/// Serializes with its fields' names (`pending`, `scheduled`, `ready`, `quarantined`,
+/// `next_due_ms`), the names `delayq stats --json` and the dashboard use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[non_exhaustive]
 pub struct QueueStats {
     /// Entries in the order list (Java `size()`).
@@ -103,8 +106,8 @@ impl From<stats::Counts> for QueueStats {
 }
 
 /// A snapshot of delayq's own keys for a queue (one atomic script): what its reliable consumers
-/// hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// hold. Serializes with its fields' names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[non_exhaustive]
 pub struct ReliableStats {
     /// Values taken by reliable consumers and not settled.
@@ -131,5 +134,37 @@ impl From<reliable_stats::Counts> for ReliableStats {
             quarantined: counts.quarantined,
             next_deadline_ms: counts.next_deadline_ms,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stats serialize with the names the CLI's `--json` and the dashboard print.
+    #[test]
+    fn stats_serialize_with_their_field_names() {
+        let stats = QueueStats {
+            pending: 3,
+            scheduled: 3,
+            ready: 2,
+            quarantined: 1,
+            next_due_ms: Some(5),
+        };
+        assert_eq!(
+            serde_json::to_value(stats).unwrap(),
+            serde_json::json!({"pending": 3, "scheduled": 3, "ready": 2, "quarantined": 1,
+                "next_due_ms": 5})
+        );
+        let reliable = ReliableStats {
+            in_flight: 4,
+            dead: 2,
+            ..ReliableStats::default()
+        };
+        assert_eq!(
+            serde_json::to_value(reliable).unwrap(),
+            serde_json::json!({"in_flight": 4, "overdue": 0, "dead": 2, "counters": 0,
+                "quarantined": 0, "next_deadline_ms": null})
+        );
     }
 }

@@ -9,8 +9,14 @@ use std::time::Duration;
 /// At most `count` starts per `period`, smoothed (one every `period / count`; see the module
 /// docs for the exact bound).
 ///
-/// Written and read as `COUNT/PERIOD`, the period in `ms`, `s`, `m` or `h` (a bare unit means
-/// one of it):
+/// Read as `COUNT/PERIOD` (the one grammar of the library, the `delayq` command's `--rate`
+/// and the dashboard): COUNT a whole number from 1 to 4294967295; PERIOD a duration as people
+/// type it, in any case, a bare unit meaning one of it: `100/s`, `5/min`, `10/250ms`,
+/// `1000/1h`, `3/1.5s`, `1/1h30m`, `2/2 hours 5 min`, `7/d`. Units: `ms` (`msec`), `s` (`sec`,
+/// `second`), `m` (`min`, `minute`), `h` (`hr`, `hour`), `d` (`day`), `w` (`week`), `month`
+/// (30.44 days), `y` (`year`, 365.25 days), plurals too; decimals are rounded to whole
+/// milliseconds. Written as `COUNT/NUNIT` in the largest unit that is exact (`5/1m`), which
+/// reads back as the same rate.
 ///
 /// ```
 /// use delayq::limit::Rate;
@@ -18,8 +24,9 @@ use std::time::Duration;
 ///
 /// let rate: Rate = "100/1s".parse().unwrap();
 /// assert_eq!(rate, Rate::new(100, Duration::from_secs(1)).unwrap());
-/// assert_eq!("5/m".parse::<Rate>().unwrap().to_string(), "5/1m");
+/// assert_eq!("5/min".parse::<Rate>().unwrap().to_string(), "5/1m");
 /// assert_eq!("3/250ms".parse::<Rate>().unwrap().to_string(), "3/250ms");
+/// assert_eq!("3/1.5s".parse::<Rate>().unwrap().to_string(), "3/1500ms");
 /// assert!("0/1s".parse::<Rate>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,29 +88,84 @@ impl FromStr for Rate {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Rate> {
-        let bad = || {
-            invalid(format!(
-                "rate {text:?}: expected COUNT/PERIOD, e.g. 100/1s or 5/250ms"
-            ))
+        const EXAMPLES: &str = "use COUNT/PERIOD, e.g. 100/s, 5/min, 10/250ms, 1000/1h";
+        let refused = |why: String| invalid(format!("rate {text:?}: {why}"));
+        let Some((count, period)) = text.trim().split_once('/') else {
+            return Err(refused(format!("not a rate; {EXAMPLES}")));
         };
-        let (count, period) = text.trim().split_once('/').ok_or_else(bad)?;
-        let count: u32 = count.trim().parse().map_err(|_| bad())?;
+        let count = count.trim();
+        if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(refused(format!(
+                "the count {count:?} is not a whole number; {EXAMPLES}"
+            )));
+        }
+        let count: u32 = match count.parse() {
+            Ok(0) => return Err(refused("the count must be at least 1".into())),
+            Ok(n) => n,
+            Err(_) => return Err(refused(format!("the count is over {}", u32::MAX))),
+        };
         let period = period.trim();
-        let digits = period.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-        let n: u64 = match &period[..digits] {
-            "" => 1,
-            n => n.parse().map_err(|_| bad())?,
-        };
-        let unit_ms = match &period[digits..] {
-            "ms" => 1,
-            "s" => 1_000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            _ => return Err(bad()),
-        };
-        let ms = n.checked_mul(unit_ms).ok_or_else(bad)?;
+        let ms = period_ms(period).ok_or_else(|| {
+            refused(format!(
+                "the period {period:?} is not a duration; {EXAMPLES}"
+            ))
+        })?;
+        if ms == 0 {
+            return Err(refused("the period must be at least 1ms".into()));
+        }
         Rate::new(count, Duration::from_millis(ms))
     }
+}
+
+/// A period as people type it (see [`Rate`]) in whole milliseconds (rounded); `None` when it
+/// is no duration, or longer than `u64` milliseconds.
+fn period_ms(text: &str) -> Option<u64> {
+    let text = text.to_ascii_lowercase();
+    // `100/s`: a unit alone is one of it.
+    let text = match text.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        true => text,
+        false => format!("1{text}"),
+    };
+    let mut rest = text.trim();
+    let mut total: f64 = 0.0;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(number_end);
+        let tail = tail.trim_start();
+        let unit_end = tail
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_end);
+        if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+            return None;
+        }
+        let number: f64 = number.parse().ok()?;
+        total += number * unit_ms(unit)?;
+        rest = tail.trim_start_matches([' ', ',']);
+    }
+    let ms = total.round();
+    (ms.is_finite() && ms <= u64::MAX as f64).then_some(ms as u64)
+}
+
+/// Milliseconds in one `unit` (lower case).
+fn unit_ms(unit: &str) -> Option<f64> {
+    const DAY: f64 = 86_400_000.0;
+    Some(match unit {
+        "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" => 1.0,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1_000.0,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60_000.0,
+        "h" | "hr" | "hrs" | "hour" | "hours" => 3_600_000.0,
+        "d" | "day" | "days" => DAY,
+        "w" | "week" | "weeks" => 7.0 * DAY,
+        "month" | "months" => 30.44 * DAY,
+        "y" | "year" | "years" => 365.25 * DAY,
+        _ => return None,
+    })
 }
 
 /// How a value's key is read from its bytes (as UTF-8 text) when the worker has no
@@ -208,14 +270,58 @@ mod tests {
 
     #[test]
     fn rates_round_trip_and_refuse_nonsense() {
-        for text in ["1/1ms", "100/1s", "7/90s", "2/1h", "9/1500ms"] {
+        for text in ["1/1ms", "100/1s", "7/90s", "2/1h", "9/1500ms", "4/24h"] {
             assert_eq!(text.parse::<Rate>().unwrap().to_string(), text);
         }
         for bad in [
-            "", "1", "a/1s", "1/", "1/1", "1/1d", "0/1s", "1/0s", "-1/1s",
+            "", "1", "a/1s", "1/", "1/1", "0/1s", "1/0s", "-1/1s", "1/2y",
         ] {
             assert!(bad.parse::<Rate>().is_err(), "{bad}");
         }
+    }
+
+    /// The grammar people type, as `--rate` has always taken it: units in any case and by any
+    /// of their names, a bare unit, decimals, sums of terms.
+    #[test]
+    fn rates_as_people_type_them() {
+        let rate = |t: &str| {
+            let rate: Rate = t.parse().unwrap();
+            (rate.count, rate.period.as_millis())
+        };
+        assert_eq!(rate("100/s"), (100, 1_000));
+        assert_eq!(rate("5/min"), (5, 60_000));
+        assert_eq!(rate("5/m"), (5, 60_000));
+        assert_eq!(
+            rate("5/10M"),
+            (5, 600_000),
+            "M is minutes, as the CLI always read it"
+        );
+        assert_eq!(rate("10/250ms"), (10, 250));
+        assert_eq!(rate("1000/1h"), (1000, 3_600_000));
+        assert_eq!(rate("3/1.5s"), (3, 1_500));
+        assert_eq!(rate(" 7 / 2s "), (7, 2_000));
+        assert_eq!(rate("2/1h30m"), (2, 5_400_000));
+        assert_eq!(rate("2/2 hours 5 min"), (2, 7_500_000));
+        assert_eq!(rate("1/0.25h"), (1, 900_000));
+        assert_eq!(rate("4294967295/d"), (u32::MAX, 86_400_000));
+        assert_eq!(rate("1/1w"), (1, 604_800_000));
+        let err = |t: &str| t.parse::<Rate>().unwrap_err().to_string();
+        assert!(err("100").contains("not a rate"));
+        assert!(err("0/s").contains("at least 1"));
+        assert!(err("-1/s").contains("not a whole number"));
+        assert!(err("1.5/s").contains("not a whole number"));
+        assert!(err("/s").contains("not a whole number"));
+        assert!(err("4294967296/s").contains("over 4294967295"));
+        assert!(err("99999999999999999999999/s").contains("over"));
+        assert!(err("10/parsec").contains("not a duration"));
+        assert!(err("10/5").contains("not a duration"));
+        assert!(err("10/").contains("not a duration"));
+        assert!(err("10/1.2.3s").contains("not a duration"));
+        assert!(err("10/0s").contains("at least 1ms"));
+        assert!(err("10/0.1ms").contains("at least 1ms"));
+        assert!(err("10/-1s").contains("not a duration"));
+        assert!(err("10/99999999999999999999d").contains("not a duration"));
+        assert!(err("10/2y").contains("from 1 ms to a year"));
     }
 
     #[test]

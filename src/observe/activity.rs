@@ -68,7 +68,8 @@ impl Event {
 }
 
 /// One minute of a queue's activity, as every delayq process serving it counted it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Serializes with its fields' names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct MinuteActivity {
     /// The minute's start, epoch ms.

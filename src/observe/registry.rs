@@ -35,8 +35,8 @@ impl ProcessKind {
     }
 }
 
-/// One live delayq process, as its registry record says.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// One live delayq process, as its registry record says. Serializes with its fields' names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct ProcessInfo {
     /// The process's id in the registry (host, pid and a random part).

@@ -9,7 +9,7 @@
 //! | 4 | attempts made (u32) |
 //! | 8 | when it died, epoch ms (i64) |
 //! | 4 | length `e` of the error text (u32) |
-//! | e | the last error, UTF-8 (at most [`MAX_ERROR_BYTES`]) |
+//! | e | the last error, UTF-8 (at most [`MAX_ERROR_BYTES`]; see [`bounded_error`]) |
 //! | rest | the value bytes, exactly as they were on the target list |
 //!
 //! The client builds the header; `dead.lua` appends the value bytes it holds, so the value never
@@ -29,8 +29,12 @@ use std::time::Duration;
 const MAGIC: &[u8; 4] = b"DQD1";
 const HEADER_LEN: usize = 4 + 4 + 8 + 4;
 
-/// Longest error text kept in a dead letter, in bytes (longer text is cut at a char boundary).
-pub const MAX_ERROR_BYTES: usize = 4096;
+/// Longest error text kept in a dead letter, in bytes: a longer one keeps its start and its
+/// end, cut in the middle (see [`bounded_error`]).
+pub const MAX_ERROR_BYTES: usize = 8192;
+
+/// Of an error cut by [`bounded_error`], the bytes at most kept from its start.
+const KEPT_START: usize = 1024;
 
 /// A value that failed every attempt, as stored in `delayq_dead:{NAME}`.
 #[derive(Debug, Clone)]
@@ -50,18 +54,55 @@ pub struct DeadLetter<V> {
     pub record: Bytes,
 }
 
-/// The record's header for a value given up after `attempts` with `error`, at `dead_at_ms`.
-pub(crate) fn header(attempts: u32, dead_at_ms: i64, error: &str) -> Vec<u8> {
-    let mut cut = error.len().min(MAX_ERROR_BYTES);
-    while !error.is_char_boundary(cut) {
-        cut -= 1;
+/// `error` as a dead letter keeps it: whole when it has at most [`MAX_ERROR_BYTES`] bytes;
+/// else its first kilobyte (what failed) and its end (an error chain's root cause, the last
+/// lines a command printed), cut at char boundaries, with a mark in between saying how many
+/// bytes were left out. Never longer than [`MAX_ERROR_BYTES`].
+///
+/// ```
+/// use delayq::reliable::{bounded_error, MAX_ERROR_BYTES};
+///
+/// assert_eq!(bounded_error("card declined"), "card declined");
+/// let long = format!("job 7 failed: {}the real cause", "x".repeat(20_000));
+/// let kept = bounded_error(&long);
+/// assert!(kept.len() <= MAX_ERROR_BYTES);
+/// assert!(kept.starts_with("job 7 failed: ") && kept.ends_with("the real cause"));
+/// assert!(kept.contains("bytes left out"));
+/// ```
+pub fn bounded_error(error: &str) -> std::borrow::Cow<'_, str> {
+    if error.len() <= MAX_ERROR_BYTES {
+        return error.into();
     }
-    let error = &error.as_bytes()[..cut];
+    let start = floor_boundary(error, KEPT_START);
+    // The mark at its longest (the most bytes that can be left out), so the end fits with it.
+    let mark = |left_out: usize| format!(" [\u{2026} {left_out} bytes left out \u{2026}] ");
+    let room = MAX_ERROR_BYTES - start - mark(error.len()).len();
+    let mut end = error.len() - room;
+    while !error.is_char_boundary(end) {
+        end += 1;
+    }
+    format!("{}{}{}", &error[..start], mark(end - start), &error[end..]).into()
+}
+
+/// The largest char boundary of `text` at or before `at`.
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The record's header for a value given up after `attempts` with `error` (kept as
+/// [`bounded_error`] says), at `dead_at_ms`.
+pub(crate) fn header(attempts: u32, dead_at_ms: i64, error: &str) -> Vec<u8> {
+    let error = bounded_error(error);
+    let error = error.as_bytes();
     let mut out = Vec::with_capacity(HEADER_LEN + error.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&attempts.to_be_bytes());
     out.extend_from_slice(&dead_at_ms.to_be_bytes());
-    // `cut` is at most MAX_ERROR_BYTES, so it fits.
+    // At most MAX_ERROR_BYTES, so it fits.
     out.extend_from_slice(&(error.len() as u32).to_be_bytes());
     out.extend_from_slice(error);
     out
@@ -297,8 +338,36 @@ mod tests {
         let record = Bytes::from(header(1, 0, &error));
         let parsed = parse(&record).unwrap();
         assert!(parsed.error.len() <= MAX_ERROR_BYTES);
-        assert!(parsed.error.chars().all(|c| c == 'é'));
+        let (start, end) = parsed.error.split_once(" [\u{2026} ").unwrap();
+        assert!(start.chars().all(|c| c == 'é'), "{start}");
+        let (mark, end) = end.split_once(" \u{2026}] ").unwrap();
+        assert!(end.chars().all(|c| c == 'é'), "{end}");
+        let left_out = error.len() - start.len() - end.len();
+        assert_eq!(mark, format!("{left_out} bytes left out"));
         assert!(parsed.value.is_empty());
+    }
+
+    #[test]
+    fn a_long_error_keeps_its_start_and_its_end_within_the_bound() {
+        // Every length around the bound, with 1- to 4-byte characters at the cuts.
+        for filler in ["x", "é", "€", "😀"] {
+            for extra in 0..8 {
+                let error = format!(
+                    "head:{}:tail",
+                    filler.repeat((MAX_ERROR_BYTES - 10) / filler.len() + extra)
+                );
+                let kept = bounded_error(&error);
+                assert!(kept.len() <= MAX_ERROR_BYTES, "{} > bound", kept.len());
+                assert!(kept.starts_with("head:") && kept.ends_with(":tail"));
+                if error.len() <= MAX_ERROR_BYTES {
+                    assert_eq!(kept, error);
+                } else {
+                    assert!(kept.contains("bytes left out"), "{filler} {extra}");
+                }
+            }
+        }
+        let huge = "z".repeat(1 << 20);
+        assert!(bounded_error(&huge).len() <= MAX_ERROR_BYTES);
     }
 
     #[test]

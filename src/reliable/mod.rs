@@ -77,7 +77,7 @@ mod settle;
 pub use config::ReliableConfig;
 pub use consumer::ReliableConsumer;
 pub(crate) use consumer::{random_id, GatedTake};
-pub use dead::{dead_letter, DeadLetter, MAX_ERROR_BYTES};
+pub use dead::{bounded_error, dead_letter, DeadLetter, MAX_ERROR_BYTES};
 pub use delivery::{Delivery, Receipt};
 pub use reaper::ReapOutcome;
 

@@ -10,6 +10,10 @@ use std::time::Duration;
 /// returns `Result<(), JobError>`. A handler may return `anyhow::Error` (feature `anyhow`, on by
 /// default) or `Box<dyn Error + Send + Sync>` instead (see [`HandlerError`]); a `JobError`
 /// converted into either (`JobError::permanent("..").into()`, or `?`) keeps its kind.
+///
+/// What a failed job's dead letter records ([`DeadLetter::error`](crate::reliable::DeadLetter))
+/// is the message: for a converted error, its text and each of its causes' (`source()`), and
+/// the contexts an `anyhow::Error` added around a `JobError`, outermost first, joined by `: `.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobError {
     message: String,
@@ -118,13 +122,19 @@ impl HandlerError for BoxError {
     }
 }
 
+/// A `JobError` with the context an `anyhow::Error` added around it (`.context("..")`) in
+/// front of its message: its kind is the `JobError`'s, its message the whole chain.
 #[cfg(feature = "anyhow")]
 #[cfg_attr(docsrs, doc(cfg(feature = "anyhow")))]
 impl HandlerError for anyhow::Error {
     fn into_job_error(self) -> JobError {
+        let message = message_chain(self.as_ref());
         match self.downcast_ref::<Boxed>() {
-            Some(boxed) => boxed.0.clone(),
-            None => JobError::new(message_chain(self.as_ref())),
+            Some(boxed) => JobError {
+                message,
+                ..boxed.0.clone()
+            },
+            None => JobError::new(message),
         }
     }
 }
@@ -183,7 +193,23 @@ mod tests {
         let outer = || Outer(std::io::Error::other("connection reset"));
         let later = JobError::new("later").with_retry_after(Duration::from_secs(3));
         let through_anyhow = anyhow::Error::from(later.clone()).context("calling the bank");
-        assert_eq!(through_anyhow.into_job_error(), later);
+        let kept = through_anyhow.into_job_error();
+        assert_eq!(kept.message(), "calling the bank: later");
+        assert_eq!(
+            kept,
+            JobError::new("calling the bank: later").with_retry_after(Duration::from_secs(3))
+        );
+        let permanent = anyhow::Error::from(JobError::permanent("no such order"))
+            .context("loading order 7")
+            .context("cancelling order 7")
+            .into_job_error();
+        assert!(permanent.is_permanent());
+        assert_eq!(
+            permanent.message(),
+            "cancelling order 7: loading order 7: no such order"
+        );
+        let bare = anyhow::Error::from(later.clone()).into_job_error();
+        assert_eq!(bare, later);
         let plain = anyhow::Error::from(outer()).context("cancelling order 7");
         assert_eq!(
             plain.into_job_error().message(),

@@ -225,6 +225,16 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: DeadAction,
     },
+    /// Values taken by reliable consumers (`work`) and not yet settled.
+    Inflight {
+        #[command(subcommand)]
+        action: InflightAction,
+    },
+    /// Values on the target list, ready to take.
+    Ready {
+        #[command(subcommand)]
+        action: ReadyAction,
+    },
     /// Quarantined entries: malformed members taken out of the delayed queue.
     Quarantine {
         #[command(subcommand)]
@@ -483,6 +493,13 @@ pub(crate) struct WorkArgs {
     /// (and 0): no limit.
     #[arg(long, env = "DELAYQ_TIMEOUT", value_parser = parse_duration)]
     pub(crate) timeout: Option<Duration>,
+    /// Keep the last BYTES of a command's stderr with its failed attempt: the attempt's error,
+    /// and so the dead letter's, ends with them (`sh exited with exit status: 3; stderr:
+    /// ...`), cut at a character, saying how much was printed when it was more. Its stderr is
+    /// still passed on to the worker's own as it comes; its stdout is never kept. 0: not read
+    /// (the command writes to the worker's stderr itself).
+    #[arg(long, env = "DELAYQ_KEEP_STDERR", value_name = "BYTES", default_value_t = 4096, value_parser = parse_keep_stderr)]
+    pub(crate) keep_stderr: usize,
     /// At shutdown, after --grace: how long to wait for Redis to take the outcomes and the
     /// values handed back, then again for the transfer schedulers to stop. Values Redis has not
     /// taken stay in flight; the reaper of any worker gives them back after --visibility.
@@ -506,17 +523,50 @@ pub(crate) struct WorkArgs {
     pub(crate) command: Vec<String>,
 }
 
+/// A page of one of a queue's lists: from a position, how many.
+#[derive(Debug, Args)]
+pub(crate) struct PageArgs {
+    /// The position to start from (0: the first; each line says its own).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) from: usize,
+    /// How many to show (0: all from --from on).
+    #[arg(long, default_value_t = 20)]
+    pub(crate) limit: usize,
+}
+
+/// A dead letter named by its id, as `dead list` and the dashboard show it.
+#[derive(Debug, Args)]
+pub(crate) struct DeadLetterArg {
+    #[command(flatten)]
+    pub(crate) target: QueueArg,
+    /// The dead letter's id (16 hex digits, from `dead list` or the dashboard).
+    pub(crate) id: String,
+    /// Where `dead list` showed it: it is looked for among the 1,000 records up to there
+    /// (records only move nearer the head). Default: among the first 1,000.
+    #[arg(long, value_name = "POSITION")]
+    pub(crate) at: Option<usize>,
+    /// Exit with status 1 when there was no such dead letter (it still prints false).
+    #[arg(long)]
+    pub(crate) exit_status: bool,
+}
+
 /// What to do with the dead letters.
 #[derive(Debug, Subcommand)]
 pub(crate) enum DeadAction {
-    /// Print them, oldest first: attempts, time, error, value.
+    /// Print them, oldest first, without taking them: position, id, attempts, time, error
+    /// (why the last attempt failed: for `work`, the end of the command's stderr), value (its
+    /// first 64 KiB).
     List {
         #[command(flatten)]
         target: QueueArg,
-        /// How many to show (0: all).
-        #[arg(long, default_value_t = 20)]
-        limit: usize,
+        #[command(flatten)]
+        page: PageArgs,
     },
+    /// Put one dead letter back onto the target list with a fresh attempt count; prints true,
+    /// or false when it is not there (retried, deleted or trimmed meanwhile).
+    Retry(DeadLetterArg),
+    /// Delete one dead letter; prints true, or false when it is not there.
+    Delete(DeadLetterArg),
     /// Put dead letters back into the queue with fresh attempt counts; prints how many.
     Replay {
         #[command(flatten)]
@@ -537,6 +587,32 @@ pub(crate) enum DeadAction {
     },
 }
 
+/// What to do with the values in flight.
+#[derive(Debug, Subcommand)]
+pub(crate) enum InflightAction {
+    /// Print them, nearest deadline first, without touching them: position, delivery id,
+    /// deadline, value (its first 64 KiB).
+    List {
+        #[command(flatten)]
+        target: QueueArg,
+        #[command(flatten)]
+        page: PageArgs,
+    },
+}
+
+/// What to do with the ready values.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ReadyAction {
+    /// Print them from the head of the list (the next one taken), without taking them:
+    /// position, value (its first 64 KiB).
+    List {
+        #[command(flatten)]
+        target: QueueArg,
+        #[command(flatten)]
+        page: PageArgs,
+    },
+}
+
 /// What to do with the quarantine (malformed entries cannot be replayed).
 #[derive(Debug, Subcommand)]
 pub(crate) enum QuarantineAction {
@@ -553,6 +629,19 @@ pub(crate) enum QuarantineAction {
         #[command(flatten)]
         target: QueueArg,
     },
+}
+
+/// `--keep-stderr`: 0 to [`delayq::reliable::MAX_ERROR_BYTES`], what a dead letter keeps of
+/// an error.
+fn parse_keep_stderr(text: &str) -> Result<usize, String> {
+    let most = delayq::reliable::MAX_ERROR_BYTES;
+    match text.trim().parse::<usize>() {
+        Ok(bytes) if bytes <= most => Ok(bytes),
+        _ => Err(format!(
+            "{text:?}: a number of bytes from 0 to {most} (a dead letter keeps at most {most} \
+             bytes of an error)"
+        )),
+    }
 }
 
 #[cfg(test)]

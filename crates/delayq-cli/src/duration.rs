@@ -1,4 +1,5 @@
-//! Durations and rates as people type them on a command line.
+//! Durations as people type them on a command line (rates: the library's
+//! [`Rate`](delayq::limit::Rate) parser).
 
 use std::time::Duration;
 
@@ -22,39 +23,6 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(&normalized).map_err(|e| {
         format!("{text:?} is not a duration ({e}); use e.g. 250ms, 10s, 1.5s, 1h30m, 2d")
     })
-}
-
-/// Parses a rate `N/PERIOD` as people type it: `100/s`, `5/min`, `10/250ms`, `1000/1h`, `3/1.5s`
-/// (a bare unit is one of it): N from 1 to 4294967295 starts per PERIOD, a duration of at least
-/// 1 ms in any unit [`parse_duration`] reads (the library bounds it further).
-pub(crate) fn parse_rate(text: &str) -> Result<(u32, Duration), String> {
-    const EXAMPLES: &str = "use N/PERIOD, e.g. 100/s, 5/min, 10/250ms, 1000/1h";
-    let Some((count, period)) = text.trim().split_once('/') else {
-        return Err(format!("{text:?} is not a rate; {EXAMPLES}"));
-    };
-    let count = count.trim();
-    if count.is_empty() || !count.chars().all(|c| c.is_ascii_digit()) {
-        return Err(format!(
-            "{text:?}: the count {count:?} is not a whole number; {EXAMPLES}"
-        ));
-    }
-    let count: u32 = match count.parse() {
-        Ok(0) => return Err(format!("{text:?}: the count must be at least 1")),
-        Ok(n) => n,
-        Err(_) => return Err(format!("{text:?}: the count is over {}", u32::MAX)),
-    };
-    let period = period.trim();
-    // `100/s`: a unit alone is one of it.
-    let starts_with_digit = period.starts_with(|c: char| c.is_ascii_digit() || c == '.');
-    let period = match starts_with_digit {
-        true => parse_duration(period),
-        false => parse_duration(&format!("1{period}")),
-    }
-    .map_err(|e| format!("{text:?}: the period {period:?} is not a duration ({e})"))?;
-    if period < Duration::from_millis(1) {
-        return Err(format!("{text:?}: the period must be at least 1ms"));
-    }
-    Ok((count, period))
 }
 
 /// Rewrites each `<int>.<fraction><unit>` as the whole milliseconds it is (`1.5s` -> `1500ms`).
@@ -120,33 +88,5 @@ mod tests {
         assert!(parse_duration("5").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("99999999999999999999d").is_err());
-    }
-
-    #[test]
-    fn rates_as_people_type_them() {
-        let rate = |t: &str| {
-            let (count, period) = parse_rate(t).unwrap();
-            (count, period.as_millis())
-        };
-        assert_eq!(rate("100/s"), (100, 1_000));
-        assert_eq!(rate("5/min"), (5, 60_000));
-        assert_eq!(rate("10/250ms"), (10, 250));
-        assert_eq!(rate("1000/1h"), (1000, 3_600_000));
-        assert_eq!(rate("3/1.5s"), (3, 1_500));
-        assert_eq!(rate(" 7 / 2s "), (7, 2_000));
-        assert_eq!(rate("4294967295/d"), (u32::MAX, 86_400_000));
-        let err = |t: &str| parse_rate(t).unwrap_err();
-        assert!(err("100").contains("not a rate"));
-        assert!(err("0/s").contains("at least 1"));
-        assert!(err("-1/s").contains("not a whole number"));
-        assert!(err("1.5/s").contains("not a whole number"));
-        assert!(err("/s").contains("not a whole number"));
-        assert!(err("4294967296/s").contains("over 4294967295"));
-        assert!(err("99999999999999999999999/s").contains("over"));
-        assert!(err("10/parsec").contains("not a duration"));
-        assert!(err("10/").contains("not a duration"));
-        assert!(err("10/0s").contains("at least 1ms"));
-        assert!(err("10/-1s").contains("not a duration"));
-        assert!(err("10/99999999999999999999d").contains("not a duration"));
     }
 }

@@ -2,15 +2,16 @@
 //! `limit set`, `stats`, the dashboard), and limits from the text the command line and the
 //! dashboard take (`100/s`, `off`).
 
-use crate::duration::parse_rate;
 use delayq::limit::{KeyRule, LimitUsage, Limits, Rate};
 use serde_json::{json, Value};
 
-/// A rate from the text `--rate` takes (`100/s`, `5/min`, `10/250ms`), within the library's
-/// bounds.
+/// A rate from the text `--rate` takes (`100/s`, `5/min`, `10/250ms`), read by the library's
+/// parser (the one grammar of the library, the command line and the dashboard).
 pub(crate) fn rate_of(text: &str) -> Result<Rate, String> {
-    let (count, period) = parse_rate(text)?;
-    Rate::new(count, period).map_err(|e| format!("{text:?}: {e}"))
+    text.parse::<Rate>().map_err(|err| match err {
+        delayq::Error::InvalidLimits(why) => why,
+        other => other.to_string(),
+    })
 }
 
 /// A limit's count: 1 to 4294967295.

@@ -29,6 +29,7 @@ mod exit;
 mod gateway_args;
 mod limit_args;
 mod limit_view;
+mod lists;
 mod logging;
 #[cfg(feature = "otel")]
 mod otel;

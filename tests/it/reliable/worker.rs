@@ -212,6 +212,65 @@ async fn permanent_errors_and_panics_and_concurrency_bound() {
     queue.destroy().await.unwrap();
 }
 
+/// A dead letter records why the job failed with every cause: an error's `source()` chain, and
+/// the contexts an `anyhow::Error` added around a `JobError` (whose kind still decides: a
+/// permanent one is not retried); an error of a megabyte is kept within the bound, its start and
+/// its end.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_letter_keeps_the_error_s_whole_chain_within_the_bound() {
+    let (_redis, _client, queue) = setup("work-chain").await;
+    let handle = queue
+        .worker(2, move |job: Job<String>| async move {
+            match job.value().as_str() {
+                "context" => Err(anyhow::Error::from(JobError::permanent("no such order"))
+                    .context("loading order 7")
+                    .context("cancelling order 7")),
+                "source" => {
+                    let io = std::io::Error::other("connection reset by peer");
+                    Err(anyhow::Error::from(io).context("calling the payment API"))
+                }
+                _ => Err(anyhow::anyhow!(
+                    "started{}ended with the root cause",
+                    "x".repeat(1 << 20)
+                )),
+            }
+        })
+        .retry(RetryPolicy::fixed(1, Duration::from_millis(50)))
+        .reliable_config(fast())
+        .spawn()
+        .unwrap();
+    let values = ["context", "source", "huge"].map(|v| (v.to_owned(), Duration::ZERO));
+    queue.offer_all(&values).await.unwrap();
+    eventually("three dead letters", || handle.stats().dead == 3).await;
+    let stats = handle.shutdown().await.unwrap();
+    assert_eq!(stats.retried, 0);
+    let dead: HashMap<String, String> = queue
+        .inspect()
+        .dead_letters(0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.value.unwrap(), d.error))
+        .collect();
+    assert_eq!(
+        dead["context"],
+        "cancelling order 7: loading order 7: no such order"
+    );
+    assert_eq!(
+        dead["source"],
+        "calling the payment API: connection reset by peer"
+    );
+    let huge = &dead["huge"];
+    assert!(
+        huge.len() <= delayq::reliable::MAX_ERROR_BYTES,
+        "{}",
+        huge.len()
+    );
+    assert!(huge.starts_with("startedxxx") && huge.ends_with("xxxended with the root cause"));
+    assert!(huge.contains("bytes left out"), "no mark of the cut");
+    queue.destroy().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn graceful_shutdown_finishes_or_gives_back_and_loses_nothing() {
     let (_redis, client, queue) = setup("work-stop").await;

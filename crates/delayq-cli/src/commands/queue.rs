@@ -290,16 +290,14 @@ fn print_stats(
         .map_or(0, |due| show::overdue_ms(due, now));
     let mut out = std::io::stdout().lock();
     if json {
-        let mut object = serde_json::json!({
-            "queue": queue,
-            "pending": stats.pending,
-            "scheduled": stats.scheduled,
-            "ready": stats.ready,
-            "quarantined": stats.quarantined,
-            "next_due_ms": stats.next_due_ms,
-            "overdue_ms": overdue_ms,
-            "paused": paused,
-        });
+        // The counters by the library's own names (QueueStats serializes with them).
+        let mut fields = serde_json::Map::from_iter([("queue".to_owned(), queue.into())]);
+        if let serde_json::Value::Object(counts) = serde_json::to_value(stats)? {
+            fields.extend(counts);
+        }
+        let mut object = serde_json::Value::Object(fields);
+        object["overdue_ms"] = overdue_ms.into();
+        object["paused"] = paused.into();
         if let Some(layout) = &layout {
             object["previous_shards"] = layout.previous.into();
             object["misplaced"] = layout.misplaced.into();

@@ -1,11 +1,13 @@
 //! `delayq work`: a reliable worker that hands each value to a command.
 //!
 //! - `command.rs`: running the command for one value (stdin, environment, process group,
-//!   `--timeout`); `paused.rs`: telling when a queue it serves is paused; `watchdog.rs`: the
-//!   process that ends the commands' groups should the worker die.
+//!   `--timeout`); `stderr.rs`: the end of a command's stderr, kept for its failure;
+//!   `paused.rs`: telling when a queue it serves is paused; `watchdog.rs`: the process that
+//!   ends the commands' groups should the worker die.
 
 mod command;
 mod paused;
+mod stderr;
 mod watchdog;
 
 use super::Ctx;
@@ -36,6 +38,7 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
     let runner = Arc::new(CommandRunner::new(
         args.command.clone(),
         args.timeout.filter(|limit| !limit.is_zero()),
+        args.keep_stderr,
         ctx.codecs.clone(),
     )?);
     let pause_watch = PauseWatch::start(queues.clone());

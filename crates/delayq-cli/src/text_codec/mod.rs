@@ -310,6 +310,24 @@ impl TextCodec {
         vec![self.json_field(text)]
     }
 
+    /// A value's text as [`describe`](Self::describe) gave it, with the codec `read_by` that
+    /// read it, as a JSON record's field ([`json_field`](Self::json_field)): for `--codec auto`,
+    /// in the form of the codec it recognised.
+    pub(crate) fn json_field_read_by(
+        &self,
+        read_by: &str,
+        text: &str,
+    ) -> (&'static str, serde_json::Value) {
+        match self.name {
+            CodecName::Auto => TextCodec {
+                name: detect::codec_named(read_by),
+                java_class: None,
+            }
+            .json_field(text),
+            _ => self.json_field(text),
+        }
+    }
+
     /// Whether this is `--codec auto`, which writes nothing.
     pub(crate) fn reads_only(&self) -> bool {
         self.name == CodecName::Auto

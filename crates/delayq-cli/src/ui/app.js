@@ -147,6 +147,11 @@ function drawChart(chart) {
   setText($("#overdue"), String(chart.overdue));
 }
 
+// A dead letter's error in its row: a long one (a command's stderr) as its start and its end,
+// the whole of it in the entry's detail.
+function shortError(error) {
+  return error.length <= 400 ? error : error.slice(0, 120) + " … " + error.slice(-280);
+}
 function preview(x) {
   const text = x.value ?? x.hex;
   return (x.cut ? text + " … (" + x.len + " bytes)" : text) + codecNote(x);
@@ -160,7 +165,7 @@ const TABS = {
   in_flight: { key: (x) => x.id, columns: [["Deadline", (x) => when(x.deadline_ms, x.now)],
     ["Delivery", (x) => x.id], ["Value", (x) => x.error || preview(x), "v"], ["", null, "act"]] },
   dead: { key: (x) => x.id || "at " + x.at, columns: [["Attempts", (x) => x.malformed ? "-" : String(x.attempts), "n"],
-    ["Error", (x) => x.malformed || x.error], ["Dead at", (x) => x.malformed ? "-" : new Date(x.dead_at_ms).toISOString()],
+    ["Error", (x) => x.malformed || shortError(x.error), "err"], ["Dead at", (x) => x.malformed ? "-" : new Date(x.dead_at_ms).toISOString()],
     ["Value", preview, "v"], ["", null, "act"]] },
   quarantine: { key: (x) => "at " + x.at, columns: [["Bytes", (x) => String(x.len), "n"], ["Hex (start)", (x) => x.hex, "v"]] },
 };

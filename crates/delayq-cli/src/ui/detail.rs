@@ -103,12 +103,13 @@ async fn page(
     from: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
+    let shown = preview::PREVIEW;
     match tab {
-        "ready" => preview::ready(queue, from, count).await,
-        "in_flight" => preview::in_flight(queue, from, count).await,
-        "dead" => preview::dead(queue, from, count).await,
-        "quarantine" => preview::quarantine(queue, from, count).await,
-        _ => preview::pending(queue, queue.options().format, from, count).await,
+        "ready" => preview::ready(queue, from, count, shown).await,
+        "in_flight" => preview::in_flight(queue, from, count, shown).await,
+        "dead" => preview::dead(queue, from, count, shown).await,
+        "quarantine" => preview::quarantine(queue, from, count, shown).await,
+        _ => preview::pending(queue, queue.options().format, from, count, shown).await,
     }
 }
 

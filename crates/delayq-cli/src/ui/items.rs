@@ -11,6 +11,7 @@
 //! onto the head of the target list, unprocessed (its consumer's ack then finds it gone).
 
 use super::{bounded, failure, refusal, Shared};
+use crate::lists::dead;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -95,42 +96,12 @@ pub(super) async fn dead(
     }
     let done = bounded(async {
         let queue = ui.queue(&name).await?;
-        // Records only leave the head (replays, trimming), so it is at `at` or nearer the head.
-        let Some(record) = dead_record(&ui.ctx.client, &queue, at, &id).await? else {
-            return Ok(Some(false));
-        };
-        let (now_at, record) = record;
+        let client = &ui.ctx.client;
         Ok(match action.as_str() {
-            "retry" => Some(
-                queue
-                    .admin()
-                    .replay_dead_letter(&record, now_at + 1, std::time::Duration::ZERO)
-                    .await?,
-            ),
-            "delete" => Some(queue.admin().delete_dead_letter(&record).await?),
+            "retry" => Some(dead::retry(client, &queue, Some(at), &id).await?),
+            "delete" => Some(dead::delete(client, &queue, Some(at), &id).await?),
             _ => None,
         })
     });
     answer(done.await, &name, &id, &action, "dead letter")
-}
-
-/// The whole dead-letter record `id` of `queue` (read at `at` by the page) and where it is now:
-/// found by its first bytes (one record per command, at most a window of them), then read whole
-/// by its position, the one command that copies it; `None` when it is gone, or moved between
-/// the two reads.
-async fn dead_record(
-    client: &delayq::fred::clients::Client,
-    queue: &delayq::DelayedQueue<crate::text_codec::TextCodec>,
-    at: usize,
-    id: &str,
-) -> anyhow::Result<Option<(usize, bytes::Bytes)>> {
-    use delayq::fred::interfaces::ListInterface;
-    let read = super::preview::READ;
-    let Some((now_at, _)) = super::job::locate_dead(queue, Some(at), id, read).await? else {
-        return Ok(None);
-    };
-    let record: Option<bytes::Bytes> = client.lindex(queue.keys().dead(), now_at as i64).await?;
-    Ok(record
-        .filter(|record| super::preview::record_id(record) == id)
-        .map(|record| (now_at, record)))
 }

@@ -6,12 +6,13 @@
 //! entry, which have no name, by its position. `at` is the position the row had: a pending entry
 //! is looked for among [`WINDOW`] ranks around it, a dead letter from there towards the head
 //! (records leave only from the head), so no request reads more than [`WINDOW`] entries, in
-//! steps of [`STEP`].
+//! steps of [`STEP`](crate::lists::STEP).
 
-use super::preview::{self, dead_row, pending_row, record_id_of, ENTRY_HEADER, READ};
-use super::search::{STEP, WINDOW};
+use super::preview::{self, dead_row, pending_row, ENTRY_HEADER, READ};
+use super::search::WINDOW;
 use super::{bounded, detail::TABS, failure, Shared};
-use crate::text_codec::TextCodec;
+use crate::lists::dead::locate_dead;
+use crate::lists::locate;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -19,7 +20,7 @@ use axum::Json;
 use bytes::Bytes;
 use delayq::fred::interfaces::{HashesInterface, ListInterface, SortedSetsInterface};
 use delayq::inspect::{Preview, PreviewList};
-use delayq::{DelayedQueue, OfferHandle};
+use delayq::OfferHandle;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -137,47 +138,4 @@ async fn find(
             })
         }
     })
-}
-
-/// The dead letter `id` of `queue`, read at position `at` (or from the head when not given),
-/// its first `shown` bytes: looked for from `WINDOW` positions nearer the head than `at`, since
-/// records leave the list only from the head; with its position now.
-pub(super) async fn locate_dead(
-    queue: &DelayedQueue<TextCodec>,
-    at: Option<usize>,
-    id: &str,
-    shown: usize,
-) -> anyhow::Result<Option<(usize, Preview)>> {
-    let start = at.map_or(0, |at| (at + 1).saturating_sub(WINDOW));
-    // The id is made from a record's first READ bytes: read at least those.
-    let shown = shown.max(READ);
-    let read = |offset, count| preview::page(queue, PreviewList::Dead, offset, count, shown);
-    let is_it = |member: &Preview| record_id_of(&member.head, member.len.unwrap_or_default()) == id;
-    locate(start, read, is_it).await
-}
-
-/// The first member from position `start` for which `wanted` holds, with its position, among
-/// at most [`WINDOW`] read by `page(offset, count)` in steps of [`STEP`].
-async fn locate<T, F, Fut>(
-    start: usize,
-    mut page: F,
-    wanted: impl Fn(&T) -> bool,
-) -> anyhow::Result<Option<(usize, T)>>
-where
-    F: FnMut(usize, usize) -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<Vec<T>>>,
-{
-    let mut at = start;
-    while at < start + WINDOW {
-        let read = page(at, STEP).await?;
-        let got = read.len();
-        if let Some((i, member)) = read.into_iter().enumerate().find(|(_, m)| wanted(m)) {
-            return Ok(Some((at + i, member)));
-        }
-        if got < STEP {
-            break;
-        }
-        at += got;
-    }
-    Ok(None)
 }

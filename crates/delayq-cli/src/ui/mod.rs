@@ -27,11 +27,12 @@ mod limits;
 mod order;
 mod overview;
 mod paging;
-mod preview;
 mod schedules;
 mod search;
 
 use crate::ctx::Ctx;
+// The rows of a queue's lists, shared with the CLI's list commands.
+use crate::lists::rows as preview;
 use crate::text_codec::TextCodec;
 use access::refusal;
 pub(crate) use access::Tokens;

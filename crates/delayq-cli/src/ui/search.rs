@@ -10,10 +10,7 @@
 use crate::text_codec::encode_hex;
 use serde_json::{json, Value};
 
-/// Entries one search request reads at most.
-pub(super) const WINDOW: usize = 1_000;
-/// Entries read by one command of a search.
-pub(super) const STEP: usize = 100;
+pub(super) use crate::lists::{STEP, WINDOW};
 /// The longest `q`: the rows compared show this many bytes of each value.
 pub(super) const MAX_QUERY: usize = super::preview::PREVIEW;
 

@@ -205,10 +205,13 @@ async fn cli_manages_dead_letters_quarantine_and_reschedules() {
     let (ok, out) = cli(&redis, &["dead", "list", &name]);
     assert!(ok, "{out}");
     let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split('\t').collect()).collect();
+    // Position, id, attempts, time, error, value.
     assert_eq!(rows.len(), 2, "{out}");
-    assert_eq!(rows[0][0], "2");
-    assert_eq!(rows[0][2], "card declined");
-    let mut values: Vec<&str> = rows.iter().map(|r| r[3]).collect();
+    assert_eq!((rows[0][0], rows[1][0]), ("0", "1"));
+    assert_eq!(rows[0][1].len(), 16, "{out}");
+    assert_eq!(rows[0][2], "2");
+    assert_eq!(rows[0][4], "card declined");
+    let mut values: Vec<&str> = rows.iter().map(|r| r[5]).collect();
     values.sort();
     assert_eq!(values, ["a", "b"]);
     assert_eq!(

@@ -5,7 +5,7 @@ the token already typed into the page).
 """
 import subprocess
 
-from drive import DELAYQ, TOKEN, dead_letters, http, wait
+from drive import DELAYQ, SAID, TOKEN, dead_letters, http, wait
 
 QUEUE = "ui:search"
 ZSET = "redisson_delay_queue_timeout:{ui:search}"
@@ -82,7 +82,8 @@ def check_job(browser, redis, ui):
     browser.js(ROWS + "[0].click()")
     field = "return (document.querySelector('#job .job-' + arguments[0]) || {}).textContent"
     wait("the entry shown", lambda: browser.js(field, "attempts") == "1")
-    assert "exited" in browser.js(field, "last-error"), browser.js(field, "last-error")
+    last_error = browser.js(field, "last-error")
+    assert last_error == "sh exited with exit status: 3; stderr: " + SAID, last_error
     assert browser.js("return document.querySelector('#job-value').textContent") == payload
     assert browser.js("return document.querySelectorAll('#job-actions button').length") == 2
     link = browser.js("return location.href")

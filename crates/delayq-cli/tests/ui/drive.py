@@ -114,11 +114,16 @@ def fill(redis):
     dead_letters(redis, "ui:dead", 2)
 
 
+# What the failing command of dead_letters() says on stderr: each dead letter's error ends
+# with it.
+SAID = "SMTP 550 5.1.1 mailbox unavailable"
+
+
 def dead_letters(redis, queue, count):
-    """Runs a real worker on `queue` whose command always fails, one attempt each, until the
-    queue has `count` dead letters."""
+    """Runs a real worker on `queue` whose command always fails, saying SAID on stderr, one
+    attempt each, until the queue has `count` dead letters."""
     worker = subprocess.Popen([DELAYQ, "--url", redis.url, "work", queue, "--max-attempts",
-                               "1", "--", "false"],
+                               "1", "--", "sh", "-c", f"echo '{SAID}' >&2; exit 3"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait(f"{count} dead letters", lambda: redis.cli("LLEN", f"delayq_dead:{{{queue}}}")
@@ -382,7 +387,8 @@ def main():
             "return document.querySelectorAll('#list tbody tr').length") == 2)
         errors = browser.js("return [...document.querySelectorAll('#list tbody tr')]"
                             ".map(r => r.cells[1].textContent)")
-        assert all("exited" in e for e in errors), errors
+        # Each says why: the exit status and what the command said on stderr.
+        assert all(e == "sh exited with exit status: 3; stderr: " + SAID for e in errors), errors
         bars = browser.js("return document.querySelectorAll('#chart rect').length")
         assert bars == 60, bars
         browser.screenshot("dashboard.png")

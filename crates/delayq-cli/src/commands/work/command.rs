@@ -4,7 +4,10 @@
 //! handler returns only once no process of the group is left, so that the value is given back
 //! (or retried) only then: another worker never runs it while this one's command still does.
 //! Should the worker itself die, its [`Watchdog`] ends the groups of the commands it ran.
+//! A failed attempt's error ends with the last `--keep-stderr` bytes of the command's stderr
+//! ([`StderrTail`]).
 
+use super::stderr::StderrTail;
 use super::watchdog::{self, Watchdog};
 use crate::codec_choice::Codecs;
 use delayq::Job;
@@ -38,6 +41,9 @@ pub(crate) struct CommandRunner {
     args: Vec<String>,
     /// `--timeout`: longest run of one command.
     timeout: Option<Duration>,
+    /// `--keep-stderr`: bytes of the end of a command's stderr its failure keeps (0: its
+    /// stderr is the worker's, not read).
+    keep_stderr: usize,
     /// Each queue's codec: whether its values go to the command as raw bytes or as text.
     codecs: Codecs,
     /// Ends the process groups of commands whose jobs were abandoned.
@@ -50,6 +56,7 @@ impl CommandRunner {
     pub(crate) fn new(
         command: Vec<String>,
         timeout: Option<Duration>,
+        keep_stderr: usize,
         codecs: Codecs,
     ) -> anyhow::Result<Self> {
         let mut command = command.into_iter();
@@ -60,6 +67,7 @@ impl CommandRunner {
             program,
             args: command.collect(),
             timeout,
+            keep_stderr,
             codecs,
             ends: TaskTracker::new(),
             watchdog: Arc::new(Watchdog::start()),
@@ -68,9 +76,11 @@ impl CommandRunner {
 
     /// Runs the command for one value: exit 0 acknowledges it. Past `--timeout`, or when the
     /// job is abandoned, the command's group is ended and the handler fails once it is gone.
+    /// A failure's error ends with what the command printed last on stderr.
     pub(crate) async fn run(&self, job: Job<String>) -> anyhow::Result<()> {
         let mut child = self.watchdog.spawn(&mut self.command(&job))?;
         let group = Group::lead_by(&child, &self.ends, &self.watchdog);
+        let mut stderr = StderrTail::new(child.stderr.take(), self.keep_stderr);
         let input = self
             .codecs
             .of(job.queue())
@@ -92,31 +102,37 @@ impl CommandRunner {
             };
             tokio::select! {
                 biased;
-                status = exit_of(&mut child, feed) => Ended::Exited(status),
+                status = exit_of(&mut child, feed, &mut stderr) => Ended::Exited(status),
                 _ = job.abort_token().cancelled() => Ended::Abandoned,
                 () = time_up => Ended::TimedOut,
             }
         };
         let status = match ended {
-            Ended::Exited(status) => status?,
+            Ended::Exited(status) => status,
             Ended::Abandoned => {
                 group.end(&mut child).await;
+                stderr.drain().await;
                 anyhow::bail!("{} abandoned; its process group was ended", self.program);
             }
             Ended::TimedOut => {
                 group.end(&mut child).await;
-                anyhow::bail!(
+                stderr.drain().await;
+                anyhow::bail!(stderr.after(format!(
                     "{} ran longer than --timeout {}; its process group was ended",
                     self.program,
                     humantime::format_duration(self.timeout.unwrap_or_default())
-                );
+                )));
             }
         };
         group.disarm();
+        // What the command printed last may still be in the pipe.
+        stderr.drain().await;
+        let status = status?;
         if status.success() {
             Ok(())
         } else {
-            anyhow::bail!("{} exited with {status}", self.program)
+            let failure = format!("{} exited with {status}", self.program);
+            anyhow::bail!(stderr.after(failure))
         }
     }
 
@@ -130,6 +146,12 @@ impl CommandRunner {
             .env_remove("DELAYQ_VALUE_ON_STDIN_ONLY")
             .env_remove("DELAYQ_ADMITTED_MS")
             .stdin(Stdio::piped())
+            // Its stderr is read when some of it is kept (passed on to the worker's as it
+            // comes); else it is the worker's own.
+            .stderr(match self.keep_stderr {
+                0 => Stdio::inherit(),
+                _ => Stdio::piped(),
+            })
             // Its own group, so that ending it ends what it started too; a terminal's Ctrl-C
             // reaches only the worker, which lets the command finish within --grace.
             .process_group(0);
@@ -180,16 +202,19 @@ enum Ended {
     TimedOut,
 }
 
-/// The child's exit status, feeding its stdin meanwhile; stops feeding when it exits.
+/// The child's exit status, feeding its stdin and reading its stderr meanwhile; stops feeding
+/// when it exits.
 async fn exit_of(
     child: &mut Child,
     feed: impl std::future::Future<Output = ()>,
+    stderr: &mut StderrTail,
 ) -> std::io::Result<std::process::ExitStatus> {
     tokio::pin!(feed);
     let mut fed = false;
     loop {
         tokio::select! {
             () = &mut feed, if !fed => fed = true,
+            () = stderr.read_some(), if stderr.is_open() => {}
             status = child.wait() => return status,
         }
     }

@@ -1,6 +1,7 @@
-//! A page of a queue's lists for the dashboard, each value as a preview: its first bytes and
-//! its whole length, never the whole value (a 16 MiB value would otherwise be turned into JSON
-//! and sent to the browser on every refresh).
+//! Pages of a queue's lists as rows, each value as a preview: its first bytes and its whole
+//! length, never the whole value (a 16 MiB value would otherwise be turned into JSON and sent to
+//! the browser on every refresh). The dashboard's API answers these rows, and the CLI's list
+//! commands print them.
 
 use crate::text_codec::{encode_hex, TextCodec};
 use delayq::entry::{unpack_head, EntryFormat};
@@ -9,20 +10,23 @@ use delayq::{DelayedQueue, OfferHandle};
 use serde_json::json;
 
 /// Bytes of a value shown.
-pub(super) const PREVIEW: usize = 256;
+pub(crate) const PREVIEW: usize = 256;
 
 /// Bytes of each member read for a row: a value up to this long is decoded whole with the
 /// queue's codec (a longer one is decoded from its start, or shown as text or hex), and a dead
 /// letter's header and the start of its value fit in it.
-pub(super) const READ: usize = 16 * 1024;
+pub(crate) const READ: usize = 16 * 1024;
 
 /// Room for a pending entry's header (id length, id of up to 255 bytes, value length) ahead of
 /// its value's first [`READ`] bytes.
-pub(super) const ENTRY_HEADER: usize = 1 + 255 + 8;
+pub(crate) const ENTRY_HEADER: usize = 1 + 255 + 8;
+
+/// The longest header of a dead-letter record (magic, attempts, time, error length, error).
+const DEAD_HEADER: usize = 4 + 4 + 8 + 4 + delayq::reliable::MAX_ERROR_BYTES;
 
 /// `count` previews of `list` from `offset`, `shown` bytes of each: Redis copies one member per
 /// command, and only the preview goes on to the browser (see [`Inspect::previews`](delayq::inspect::Inspect::previews)).
-pub(super) async fn page(
+pub(crate) async fn page(
     queue: &DelayedQueue<TextCodec>,
     list: PreviewList,
     offset: usize,
@@ -40,7 +44,7 @@ pub(super) async fn page(
 /// (whether `value` is only its start), and when it decoded, `codec` (the one that read it: the
 /// queue's, or the one `--codec auto` recognised) and `class` (the Java class its bytes name,
 /// if any).
-pub(super) fn shown(codec: &TextCodec, value: &[u8], len: u64, limit: usize) -> serde_json::Value {
+pub(crate) fn shown(codec: &TextCodec, value: &[u8], len: u64, limit: usize) -> serde_json::Value {
     let decoded = codec.describe(value).ok();
     let start = &value[..value.len().min(limit)];
     let text = match &decoded {
@@ -72,21 +76,21 @@ pub(super) fn shown(codec: &TextCodec, value: &[u8], len: u64, limit: usize) -> 
 
 /// Bytes that are no value (a malformed entry, a quarantined one) as JSON: their length `len`
 /// and first `limit` bytes in hex, from `head`, their start.
-pub(super) fn shown_raw(head: &[u8], len: u64, limit: usize) -> serde_json::Value {
+pub(crate) fn shown_raw(head: &[u8], len: u64, limit: usize) -> serde_json::Value {
     let cut = len > limit as u64;
     json!({ "len": len, "hex": encode_hex(&head[..head.len().min(limit)]), "cut": cut })
 }
 
 /// A dead letter's name for the actions on it, which tells it from the records around it (they
 /// may move up the list between the page and the action).
-pub(super) fn record_id(record: &[u8]) -> String {
+pub(crate) fn record_id(record: &[u8]) -> String {
     record_id_of(&record[..record.len().min(READ)], record.len() as u64)
 }
 
 /// [`record_id`] of a record `len` bytes long that starts with `head`: FNV-1a of its length
 /// and first [`READ`] bytes (which hold its attempts, time of death and error), so a page
 /// names a record without reading it whole.
-pub(super) fn record_id_of(head: &[u8], len: u64) -> String {
+pub(crate) fn record_id_of(head: &[u8], len: u64) -> String {
     let head = &head[..head.len().min(READ)];
     let hash = len
         .to_le_bytes()
@@ -99,31 +103,26 @@ pub(super) fn record_id_of(head: &[u8], len: u64) -> String {
 }
 
 /// Pending entries, next due first, from `offset` (by rank in the timeout zset: no walk over
-/// the entries before it): due time, handle and preview.
-pub(super) async fn pending(
+/// the entries before it): due time, handle and preview of `limit` bytes.
+pub(crate) async fn pending(
     queue: &DelayedQueue<TextCodec>,
     format: EntryFormat,
     offset: usize,
     count: usize,
+    limit: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let codec = queue.inspect().codec();
-    let page = page(
-        queue,
-        PreviewList::Pending,
-        offset,
-        count,
-        READ + ENTRY_HEADER,
-    )
-    .await?;
+    let read = READ.max(limit) + ENTRY_HEADER;
+    let page = page(queue, PreviewList::Pending, offset, count, read).await?;
     Ok(page
         .iter()
-        .map(|member| pending_row(codec, format, member, PREVIEW))
+        .map(|member| pending_row(codec, format, member, limit))
         .collect())
 }
 
 /// A pending entry read as `member` as JSON: due time, handle and its value shown up to `limit`
 /// bytes.
-pub(super) fn pending_row(
+pub(crate) fn pending_row(
     codec: &TextCodec,
     format: EntryFormat,
     member: &Preview,
@@ -148,34 +147,37 @@ pub(super) fn pending_row(
     row
 }
 
-/// Values on the target list, from its head (the next one taken) at `offset`.
-pub(super) async fn ready(
+/// Values on the target list, from its head (the next one taken) at `offset`, previews of
+/// `limit` bytes.
+pub(crate) async fn ready(
     queue: &DelayedQueue<TextCodec>,
     offset: usize,
     count: usize,
+    limit: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let page = page(queue, PreviewList::Ready, offset, count, READ).await?;
+    let page = page(queue, PreviewList::Ready, offset, count, READ.max(limit)).await?;
     let codec = queue.inspect().codec();
     Ok(page
         .iter()
-        .map(|member| shown(codec, &member.head, member.len.unwrap_or_default(), PREVIEW))
+        .map(|member| shown(codec, &member.head, member.len.unwrap_or_default(), limit))
         .collect())
 }
 
 /// Values taken by reliable consumers and not yet acknowledged, nearest deadline first, from
-/// `offset`: delivery id, deadline and preview.
-pub(super) async fn in_flight(
+/// `offset`: delivery id, deadline and preview of `limit` bytes.
+pub(crate) async fn in_flight(
     queue: &DelayedQueue<TextCodec>,
     offset: usize,
     count: usize,
+    limit: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let page = page(queue, PreviewList::InFlight, offset, count, READ).await?;
+    let page = page(queue, PreviewList::InFlight, offset, count, READ.max(limit)).await?;
     let codec = queue.inspect().codec();
     Ok(page
         .iter()
         .map(|member| {
             let mut row = match member.len {
-                Some(len) => shown(codec, &member.head, len, PREVIEW),
+                Some(len) => shown(codec, &member.head, len, limit),
                 None => json!({ "error": "its value is gone (acknowledged meanwhile?)" }),
             };
             row["id"] = json!(member.id);
@@ -185,22 +187,26 @@ pub(super) async fn in_flight(
         .collect())
 }
 
-/// Dead letters, oldest first, from `offset`: attempts, error, time and preview.
-pub(super) async fn dead(
+/// Dead letters, oldest first, from `offset`: id, attempts, error, time and preview of `limit`
+/// bytes.
+pub(crate) async fn dead(
     queue: &DelayedQueue<TextCodec>,
     offset: usize,
     count: usize,
+    limit: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let page = page(queue, PreviewList::Dead, offset, count, READ).await?;
+    // A record's header (attempts, time, error) comes before its value: room for it too.
+    let read = READ.max(limit.saturating_add(DEAD_HEADER));
+    let page = page(queue, PreviewList::Dead, offset, count, read).await?;
     Ok(page
         .iter()
-        .map(|member| dead_row(queue, member, PREVIEW))
+        .map(|member| dead_row(queue, member, limit))
         .collect())
 }
 
 /// A dead-letter record read as `member` as JSON: id, attempts, error, time and its value shown
 /// up to `limit` bytes; a record delayq did not write: its bytes and why it does not read.
-pub(super) fn dead_row(
+pub(crate) fn dead_row(
     queue: &DelayedQueue<TextCodec>,
     member: &Preview,
     limit: usize,
@@ -227,15 +233,16 @@ pub(super) fn dead_row(
     }
 }
 
-/// Quarantined entries from `offset`: their length and first bytes in hex.
-pub(super) async fn quarantine(
+/// Quarantined entries from `offset`: their length and first `limit` bytes in hex.
+pub(crate) async fn quarantine(
     queue: &DelayedQueue<TextCodec>,
     offset: usize,
     count: usize,
+    limit: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
-    let page = page(queue, PreviewList::Quarantine, offset, count, PREVIEW).await?;
+    let page = page(queue, PreviewList::Quarantine, offset, count, limit).await?;
     Ok(page
         .iter()
-        .map(|member| shown_raw(&member.head, member.len.unwrap_or_default(), PREVIEW))
+        .map(|member| shown_raw(&member.head, member.len.unwrap_or_default(), limit))
         .collect())
 }
