@@ -3,6 +3,7 @@
 
 mod consumer;
 mod worker;
+mod worker_pause;
 mod worker_queues;
 
 use crate::common::PATIENCE;
