@@ -334,7 +334,7 @@ where
     /// How a worker over several queues chooses the queue of its next value: in turn (the
     /// default), in strict order, or by weight, the queues numbered in the order given (the one
     /// the worker was made from first, then each [`with_queue`](Self::with_queue)). See
-    /// [`Priority`]; `docs/worker.md` compares it with Asynq's and Sidekiq's.
+    /// [`Priority`]; `docs/many-queues.md` compares it with Asynq's and Sidekiq's.
     ///
     /// ```no_run
     /// # async fn ex(

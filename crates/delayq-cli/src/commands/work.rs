@@ -1,18 +1,18 @@
 //! `delayq work`: a reliable worker that hands each value to a command.
 //!
 //! - `command.rs`: running the command for one value (stdin, environment, process group,
-//!   `--timeout`); `paused.rs`: telling when a queue it serves is paused; `watchdog.rs`: the
-//!   process that ends the commands' groups should the worker die.
+//!   `--timeout`); `watchdog.rs`: the process that ends the commands' groups should the worker
+//!   die. (The library's worker says when a queue it serves is paused, and takes nothing from
+//!   it meanwhile.)
 
 mod command;
-mod paused;
 mod watchdog;
 
 use super::Ctx;
 use crate::cli::WorkArgs;
 use command::CommandRunner;
+use delayq::worker::Priority;
 use delayq::{GroupConfig, Job, ReliableConfig, RetryPolicy};
-use paused::PauseWatch;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,14 +38,12 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         args.timeout.filter(|limit| !limit.is_zero()),
         ctx.codecs.clone(),
     )?);
-    let pause_watch = PauseWatch::start(queues.clone());
     crate::logging::status!(
         "working on {} with {} at a time (Ctrl-C to stop)",
         args.queues.join(", "),
         args.concurrency
     );
     let stats = run_worker(&queues, sharded.as_ref(), &args, runner.clone()).await;
-    pause_watch.shutdown().await;
     runner.wait_for_ends().await;
     let stats = stats?;
     crate::logging::status!(
@@ -102,7 +100,13 @@ async fn run_worker(
             worker
         }
     };
+    let priority = match (&args.weights, args.strict) {
+        (Some(weights), _) => Priority::weighted(weights.iter().copied()),
+        (None, true) => Priority::Strict,
+        (None, false) => Priority::Turns,
+    };
     worker
+        .priority(priority)
         .retry(RetryPolicy::exponential(
             args.max_attempts,
             args.retry_delay,
