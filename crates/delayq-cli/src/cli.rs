@@ -277,13 +277,15 @@ pub(crate) enum Command {
         #[command(flatten)]
         target: QueueArg,
     },
-    /// Pause delayq's schedulers for a queue: due values stay pending until `delayq resume`
-    /// (Java's schedulers do not know the flag); prints true if it was not paused.
+    /// Pause a queue for delayq's schedulers and workers: due values stay pending and ready ones
+    /// stay ready (jobs running finish) until `delayq resume` (Java's schedulers and consumers
+    /// do not know the flag); prints true if it was not paused.
     Pause {
         #[command(flatten)]
         target: QueueArg,
     },
-    /// Let delayq's schedulers transfer a paused queue again; prints true if it was paused.
+    /// Let delayq's schedulers transfer a paused queue and its workers take from it again;
+    /// prints true if it was paused.
     Resume {
         #[command(flatten)]
         target: QueueArg,
