@@ -1,8 +1,9 @@
 //! A paused queue's workers take none of its values: a job running when the pause comes
 //! finishes and is acknowledged, the ready values stay ready (none taken, none handled) while
 //! the worker keeps looking, and after the resume each is handled exactly once. Under
-//! queue-wide limits (their own take script) as without, and over several queues, whose
-//! others are served meanwhile.
+//! queue-wide limits (their own take script) as without, values held back by per-key limits
+//! too (taken back by a script of their own), and over several queues, whose others are served
+//! meanwhile.
 
 use super::eventually;
 use crate::common::{unique_name, TestRedis};
@@ -203,4 +204,79 @@ async fn a_worker_over_several_queues_serves_the_others_while_one_is_paused() {
     let all: Vec<String> = served.iter().chain(&held).cloned().collect();
     each_once(&handled, &all);
     assert_eq!(ready_count(&client, &paused).await, 0);
+}
+
+/// Per-key limits (one at a time per key): values held back behind a running job of their key
+/// are not taken back while the queue is paused, once that job is done; after the resume they
+/// run, in their order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_held_back_by_per_key_limits_stay_held_while_paused() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = DelayedQueue::new(client.clone(), unique_name("pause-held"), StringCodec)
+        .await
+        .unwrap();
+    let limits = Limits::default().with_key_concurrency(1);
+    queue.limits().set(&limits).await.unwrap();
+    let handled: Handled = Arc::default();
+    let release = Arc::new(Semaphore::new(0));
+    let handler = {
+        let (handled, release) = (handled.clone(), release.clone());
+        move |job: Job<String>| {
+            let (handled, release) = (handled.clone(), release.clone());
+            async move {
+                handled.lock().unwrap().push(job.value().clone());
+                if job.value() == "k:0" {
+                    let _permit = release.acquire().await.unwrap();
+                }
+                Ok::<(), JobError>(())
+            }
+        }
+    };
+    let worker = queue
+        .worker(4, handler)
+        .limit_key(|value: &String| value.split(':').next().map(str::to_owned))
+        .reliable_config(fast())
+        .spawn()
+        .unwrap();
+    let values: Vec<String> = (0..3).map(|i| format!("k:{i}")).collect();
+    make_ready(&queue, &values).await;
+    let held = || async { queue.limits().usage().await.unwrap().values_held };
+    eventually("k:0 running", || handled.lock().unwrap().len() == 1).await;
+    let deadline = std::time::Instant::now() + crate::common::PATIENCE;
+    while held().await < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "k:1 and k:2 never held back"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    assert!(queue.admin().pause().await.unwrap());
+    release.add_permits(1);
+    eventually("k:0 acknowledged", || worker.stats().acked >= 1).await;
+    eventually("the worker to find the queue paused a few times", || {
+        worker.stats().paused_takes >= LOOKS || handled.lock().unwrap().len() > 1
+    })
+    .await;
+    assert_eq!(
+        *handled.lock().unwrap(),
+        ["k:0"],
+        "nothing taken back while paused"
+    );
+    assert_eq!(held().await, 2, "both still held back");
+
+    assert!(queue.admin().resume().await.unwrap());
+    eventually("every value handled after the resume", || {
+        worker.stats().acked == 3
+    })
+    .await;
+    let stats = worker.shutdown().await.unwrap();
+    assert_eq!((stats.retried, stats.dead), (0, 0));
+    assert_eq!(
+        *handled.lock().unwrap(),
+        values,
+        "once each, in their order"
+    );
+    assert_eq!(held().await, 0);
 }
