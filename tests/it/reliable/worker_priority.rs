@@ -79,7 +79,7 @@ async fn weights_six_three_one_share_ten_thousand_jobs_within_ten_percent() {
         .await
         .unwrap();
     let took = started.elapsed();
-    let handled = handled.lock().unwrap();
+    let handled = handled.lock().unwrap().clone();
     assert!(handled.len() >= JOBS, "{stats:?}");
     let mut counts = [0usize; 3];
     for &q in &handled[..JOBS] {
