@@ -186,7 +186,7 @@ pub const METRICS: &[Metric] = &[
     Metric::new(
         "delayq_paused",
         Gauge,
-        "1 while the queue's transfers are paused",
+        "1 while the queue is paused (delayq's transfers and workers leave it alone)",
     ),
     Metric::new(
         "delayq_memory_bytes",

@@ -116,8 +116,8 @@ impl CheckReport {
         }
         if self.paused == Ok(true) {
             out.push(
-                "the queue is paused: delayq's schedulers leave its due values pending until \
-                 `delayq resume`"
+                "the queue is paused: delayq's schedulers leave its due values pending and its \
+                 workers take none of its ready values until `delayq resume`"
                     .to_owned(),
             );
         }

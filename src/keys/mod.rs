@@ -27,6 +27,10 @@ const CHANNEL_PREFIX: &str = "redisson_delay_queue_channel";
 const QUARANTINE_PREFIX: &str = "delayq_quarantine";
 /// Prefix of delayq's pause flag (not a Redisson key; Java schedulers ignore it).
 const PAUSED_PREFIX: &str = "delayq_paused";
+/// How often delayq's schedulers and workers look at a paused queue's flag again (each of
+/// their calls reads it: a scheduler's transfer, a worker's take), so a resume takes effect
+/// within about this long.
+pub(crate) const PAUSED_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 /// Prefix of delayq's in-flight zset of the reliable consumer (delivery id → deadline ms).
 const INFLIGHT_PREFIX: &str = "delayq_inflight";
 /// Prefix of delayq's in-flight hash (delivery id → value bytes).
@@ -176,7 +180,8 @@ impl QueueKeys {
     }
 
     /// delayq's pause flag (`delayq_paused:{NAME}`): while the key exists, delayq's schedulers
-    /// leave the queue alone (Redisson's own schedulers do not know it and keep transferring).
+    /// leave the queue alone and its workers and reliable consumers take none of its values
+    /// (Redisson's own schedulers and Java's consumers do not know it and go on).
     ///
     /// # Examples
     ///

@@ -87,12 +87,16 @@ impl<'a, Q> Admin<'a, Q> {
 }
 
 impl<C: Codec> Admin<'_, DelayedQueue<C>> {
-    /// Pauses the queue's transfers: from now on no delayq scheduler (of any process) moves its
-    /// due values onto the target list, until [`resume`](Self::resume); offers, consumers and
-    /// one-off transfers ([`transfer_due`](Self::transfer_due)) go on. Java's schedulers do not
-    /// know the flag and keep transferring. The flag holds when it was set (epoch ms, this
-    /// process's clock). True if the queue was not paused already (a second pause keeps the
-    /// first one's time).
+    /// Pauses the queue: from now on, until [`resume`](Self::resume), no delayq scheduler (of
+    /// any process) moves its due values onto the target list, and no delayq worker or
+    /// [reliable consumer](crate::ReliableConsumer) takes its ready values (each reads the flag
+    /// in the same script call that would move or take values, so none does after this
+    /// returns; jobs already running finish and settle as usual, and the ready values stay
+    /// ready). Offers, one-off transfers ([`transfer_due`](Self::transfer_due)) and the
+    /// at-most-once [`Consumer`](crate::Consumer) go on. Java's schedulers and consumers do not
+    /// know the flag and keep transferring and taking. The flag holds when it was set (epoch
+    /// ms, this process's clock). True if the queue was not paused already (a second pause
+    /// keeps the first one's time).
     ///
     /// # Errors
     ///
@@ -109,8 +113,9 @@ impl<C: Codec> Admin<'_, DelayedQueue<C>> {
         Ok(set.is_some())
     }
 
-    /// Lets delayq's schedulers transfer the queue again: they read the flag of a paused queue
-    /// about every second, and then move what fell due meanwhile. True if it was paused.
+    /// Lets delayq's schedulers transfer the queue and its workers take from it again: they read
+    /// the flag of a paused queue about every second, and then move what fell due meanwhile and
+    /// take what is ready. True if it was paused.
     ///
     /// # Errors
     ///

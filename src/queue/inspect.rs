@@ -103,7 +103,7 @@ impl<'a, C: Codec> Inspect<'a, DelayedQueue<C>> {
         queue.own_list(queue.keys().quarantine(), limit).await
     }
 
-    /// Whether the queue's transfers are paused (see [`Admin::pause`]).
+    /// Whether the queue is paused: its transfers and its workers' takes (see [`Admin::pause`]).
     ///
     /// # Errors
     ///

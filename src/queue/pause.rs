@@ -1,6 +1,6 @@
-//! Pausing a sharded queue's transfers: delayq's pause flag (`delayq_paused:{NAME}`) on every
-//! shard, which every delayq scheduler's transfer reads in the same script call that would move
-//! values. A queue's own flag is [`Admin::pause`](crate::admin::Admin::pause)'s.
+//! Pausing a sharded queue: delayq's pause flag (`delayq_paused:{NAME}`) on every shard, which
+//! every delayq scheduler's transfer and every worker's take reads in the same script call that
+//! would move or take values. A queue's own flag is [`Admin::pause`](crate::admin::Admin::pause)'s.
 
 use super::ShardedQueue;
 use crate::codec::Codec;
@@ -8,7 +8,8 @@ use crate::Result;
 use futures::future::try_join_all;
 
 impl<C: Codec> ShardedQueue<C> {
-    /// Pauses the transfers of every shard (see [`Admin::pause`](crate::admin::Admin::pause)). True
+    /// Pauses every shard: its transfers and its workers' takes (see
+    /// [`Admin::pause`](crate::admin::Admin::pause)). True
     /// if any shard was not paused already.
     ///
     /// # Errors
@@ -19,7 +20,8 @@ impl<C: Codec> ShardedQueue<C> {
         Ok(paused.contains(&true))
     }
 
-    /// Lets every shard be transferred again (see [`Admin::resume`](crate::admin::Admin::resume)). True if any shard
+    /// Lets every shard be transferred and taken from again (see
+    /// [`Admin::resume`](crate::admin::Admin::resume)). True if any shard
     /// was paused.
     ///
     /// # Errors
@@ -31,7 +33,7 @@ impl<C: Codec> ShardedQueue<C> {
         Ok(resumed.contains(&true))
     }
 
-    /// Whether any shard's transfers are paused (all of them are after [`pause`](Self::pause)).
+    /// Whether any shard is paused (all of them are after [`pause`](Self::pause)).
     ///
     /// # Errors
     ///

@@ -207,6 +207,15 @@ pub(crate) fn decision(
     })
 }
 
+/// The answer of the scripts that take for a worker (`limit_take.lua`, `limit_unpark.lua`)
+/// when the queue is paused: `{ 9 }`, nothing taken.
+const PAUSED: i64 = 9;
+
+/// Whether a take script's reply `items` says the queue is paused (see [`PAUSED`]).
+pub(crate) fn is_paused(items: &[Value]) -> bool {
+    matches!(items, [code] if code.as_i64() == Some(PAUSED))
+}
+
 /// A whole reply that is one decision: `{ code, a, b }` (fewer items where the code needs
 /// fewer).
 pub(crate) fn decision_reply(reply: &Value, context: &'static str) -> Result<Decision> {

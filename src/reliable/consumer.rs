@@ -7,6 +7,7 @@ use super::reaper;
 use super::reaper::ReapOutcome;
 use super::settle::SettleCtx;
 use crate::codec::{decode_value, Codec};
+use crate::keys::PAUSED_RECHECK;
 use crate::queue::DelayedQueue;
 use crate::redis::ops::limit_take::{self, LimitedTake, TakeGate};
 use crate::redis::ops::take;
@@ -82,6 +83,17 @@ pub(crate) enum GatedTake<V> {
     Granted(Vec<Delivery<V>>, i64),
     /// The limits refused (nothing taken), changed, or are malformed.
     Limited(Decision),
+    /// The queue is paused ([`Admin::pause`](crate::admin::Admin::pause)): nothing taken.
+    Paused,
+}
+
+/// What a take that waits for nothing found.
+#[derive(Debug)]
+pub(crate) enum Found<V> {
+    /// The values taken (none when none was ready).
+    Values(Vec<Delivery<V>>),
+    /// The queue is paused ([`Admin::pause`](crate::admin::Admin::pause)): nothing taken.
+    Paused,
 }
 
 /// 16 random bytes as hex: a delivery id, or a consumer's.
@@ -144,7 +156,9 @@ impl<C: Codec> ReliableConsumer<C> {
         &self.ctx.config
     }
 
-    /// Waits for the next value and takes it.
+    /// Waits for the next value and takes it. While the queue is
+    /// [paused](crate::admin::Admin::pause) nothing is taken: the wait goes on, looking at the
+    /// pause flag again about every second.
     ///
     /// # Errors
     ///
@@ -158,7 +172,8 @@ impl<C: Codec> ReliableConsumer<C> {
         }
     }
 
-    /// Takes the next value, waiting at most `timeout` (not at all for zero).
+    /// Takes the next value, waiting at most `timeout` (not at all for zero). While the queue
+    /// is [paused](crate::admin::Admin::pause) nothing is taken.
     ///
     /// # Errors
     ///
@@ -167,15 +182,25 @@ impl<C: Codec> ReliableConsumer<C> {
         let until = Instant::now() + timeout;
         loop {
             self.housekeeping().await?;
-            if let Some(delivery) = self.try_take(1).await?.pop() {
-                return Ok(Some(delivery));
+            let found = self.take_now(1).await?;
+            let paused = matches!(found, Found::Paused);
+            if let Found::Values(mut taken) = found {
+                if let Some(delivery) = taken.pop() {
+                    return Ok(Some(delivery));
+                }
             }
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Ok(None);
             }
-            self.wait_ready(left.min(self.config().wait_slice()))
-                .await?;
+            match paused {
+                // No blocking wait: it would claim a value only for the take to give it back.
+                true => tokio::time::sleep(left.min(PAUSED_RECHECK)).await,
+                false => {
+                    self.wait_ready(left.min(self.config().wait_slice()))
+                        .await?
+                }
+            }
         }
     }
 
@@ -183,7 +208,8 @@ impl<C: Codec> ReliableConsumer<C> {
     /// blocking wait is cut short, never a take script in flight), or once `until` has passed:
     /// the blocking waits end by then, so none is left running on the connection. Under a
     /// `gate` (queue-wide limits) a value is taken only with its slot and token; the limits'
-    /// refusal is returned instead.
+    /// refusal is returned instead. A paused queue returns [`GatedTake::Paused`] at once (the
+    /// caller waits before it looks again).
     pub(crate) async fn take_or_stop(
         &self,
         stop: &CancellationToken,
@@ -196,7 +222,10 @@ impl<C: Codec> ReliableConsumer<C> {
             }
             self.housekeeping().await?;
             let taken = match gate {
-                None => self.try_take(1).await?.pop().map(GatedTake::Value),
+                None => match self.take_now(1).await? {
+                    Found::Values(mut taken) => taken.pop().map(GatedTake::Value),
+                    Found::Paused => Some(GatedTake::Paused),
+                },
                 Some(gate) => self.try_take_gated(gate).await?,
             };
             if taken.is_some() {
@@ -237,6 +266,7 @@ impl<C: Codec> ReliableConsumer<C> {
         );
         let (deadline_ms, admitted_ms, taken, unreadable, refused) = match reply.await? {
             LimitedTake::Limited(decision) => return Ok(Some(GatedTake::Limited(decision))),
+            LimitedTake::Paused => return Ok(Some(GatedTake::Paused)),
             LimitedTake::Taken {
                 deadline_ms,
                 admitted_ms,
@@ -260,14 +290,23 @@ impl<C: Codec> ReliableConsumer<C> {
         })
     }
 
-    /// Takes up to `max` values that are ready now, without waiting.
+    /// Takes up to `max` values that are ready now, without waiting; none while the queue is
+    /// [paused](crate::admin::Admin::pause).
     ///
     /// # Errors
     ///
     /// A Redis error.
     pub async fn try_take(&self, max: usize) -> Result<Vec<Delivery<C::Value>>> {
+        Ok(match self.take_now(max).await? {
+            Found::Values(taken) => taken,
+            Found::Paused => Vec::new(),
+        })
+    }
+
+    /// Takes up to `max` values that are ready now, without waiting, or finds the queue paused.
+    pub(crate) async fn take_now(&self, max: usize) -> Result<Found<C::Value>> {
         if max == 0 {
-            return Ok(Vec::new());
+            return Ok(Found::Values(Vec::new()));
         }
         let config = self.config();
         let visibility = Delay::span(config.visibility())?;
@@ -284,6 +323,9 @@ impl<C: Codec> ReliableConsumer<C> {
             ids,
         )
         .await?;
+        if reply.paused {
+            return Ok(Found::Paused);
+        }
         // Every receipt is built before an unreadable item is reported, so that no value taken
         // is dropped unsettled (an unsettled receipt is given back).
         let deliveries = reply
@@ -302,7 +344,7 @@ impl<C: Codec> ReliableConsumer<C> {
             .collect();
         match reply.unreadable {
             Some(err) => Err(err),
-            None => Ok(deliveries),
+            None => Ok(Found::Values(deliveries)),
         }
     }
 

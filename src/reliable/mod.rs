@@ -36,6 +36,13 @@
 //! keeps Redis's first-come, first-served order between reliable consumers and Java `BLPOP`
 //! consumers: a value moved back onto the list would go at once to a waiting Java consumer.
 //!
+//! While the queue is [paused](crate::admin::Admin::pause), `take.lua` takes nothing (it reads
+//! the pause flag in the same call, so no take follows a pause) and puts a value its blocking
+//! wait claimed back onto the head of the target list; the consumer does not wait with `BLMOVE`
+//! then, and looks at the flag again about every second. Values already in flight settle as
+//! usual. Java's `BLPOP` consumers, and delayq's own [`Consumer`](crate::Consumer), which takes
+//! as they do, do not know the flag.
+//!
 //! [`ack`](Delivery::ack) deletes the in-flight value; [`nack`](Delivery::nack) gives it back
 //! (onto the target list, or with a delay as a normal Redisson entry of the delayed queue, so Java
 //! sees it as pending); dropping a [`Delivery`] unsettled gives it back at the consumer's next
@@ -76,7 +83,7 @@ mod settle;
 
 pub use config::ReliableConfig;
 pub use consumer::ReliableConsumer;
-pub(crate) use consumer::{random_id, GatedTake};
+pub(crate) use consumer::{random_id, Found, GatedTake};
 pub use dead::{bounded_error, dead_letter, DeadLetter, MAX_ERROR_BYTES};
 pub use delivery::{Delivery, Receipt};
 pub use reaper::ReapOutcome;

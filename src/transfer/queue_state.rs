@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 const FIRST_RETRY_WAIT: Duration = Duration::from_millis(100);
 
 /// How often a paused queue's flag is read again.
-const PAUSED_RECHECK_MS: i64 = 1_000;
+const PAUSED_RECHECK_MS: i64 = crate::keys::PAUSED_RECHECK.as_millis() as i64;
 
 /// The state of one queue.
 #[derive(Debug)]

@@ -3,6 +3,9 @@
 //!
 //! - `mod.rs`: [`Job`], [`WorkerBuilder`], [`WorkerHandle`], [`WorkerStats`].
 //! - `job_error.rs`: [`JobError`] and [`HandlerError`], why a job failed.
+//! - `priority.rs`: [`Priority`], how a worker over several queues chooses among them.
+//! - `sources.rs`: where the values come from: one queue's blocking waits, or several queues'
+//!   lengths looked at, the next chosen by the priority; a paused queue waited out.
 //! - `taker.rs`: takes from the target lists, cut short when a held-back value is due.
 //! - `gate.rs`: the queues' limits ([`crate::limit`]): slots and tokens acquired before a
 //!   handler runs, values held back per key and taken back, slots renewed and released.
@@ -39,6 +42,7 @@
 mod gate;
 mod job_error;
 mod next;
+mod priority;
 mod reserve;
 mod run;
 mod sharded;
@@ -62,6 +66,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use job_error::{HandlerError, JobError};
+pub use priority::Priority;
 
 /// One value handed to a worker's handler.
 #[derive(Debug)]
@@ -135,6 +140,7 @@ struct Counters {
     given_back: AtomicU64,
     lost: AtomicU64,
     errors: AtomicU64,
+    paused_takes: AtomicU64,
 }
 
 /// What a worker did.
@@ -156,6 +162,9 @@ pub struct WorkerStats {
     pub lost: u64,
     /// Redis errors while taking or settling.
     pub errors: u64,
+    /// Takes that found their queue [paused](crate::admin::Admin::pause) and took nothing (a
+    /// paused queue is looked at again about every second).
+    pub paused_takes: u64,
 }
 
 impl Counters {
@@ -169,6 +178,7 @@ impl Counters {
             given_back: get(&self.given_back),
             lost: get(&self.lost),
             errors: get(&self.errors),
+            paused_takes: get(&self.paused_takes),
         }
     }
 
@@ -197,6 +207,8 @@ pub struct WorkerBuilder<C: Codec, F> {
     limit_key: Option<LimitKeyFn<C::Value>>,
     /// A sharded queue's logical handle, whose limits hold for every shard together.
     logical: Option<DelayedQueue<C>>,
+    /// How the next queue is chosen when there are several.
+    priority: Priority,
 }
 
 /// A worker's [`WorkerBuilder::limit_key`] closure.
@@ -223,6 +235,7 @@ impl<C: Codec, F> fmt::Debug for WorkerBuilder<C, F> {
             .field("observe", &self.observe)
             .field("on_signal", &self.on_signal)
             .field("limit_key", &self.limit_key.is_some())
+            .field("priority", &self.priority)
             .finish_non_exhaustive()
     }
 }
@@ -270,6 +283,7 @@ impl<C: Codec, F> WorkerBuilder<C, F> {
             on_signal: false,
             limit_key: None,
             logical: None,
+            priority: Priority::default(),
         }
     }
 }
@@ -287,8 +301,9 @@ where
     ///
     /// A worker on one queue waits for values on a connection of its own; a worker on several
     /// opens none: it looks at the lengths of every target list (one round trip) and serves the
-    /// queues that have values in turn, one value each, looking again at least every 100 ms so
-    /// that a flooded queue does not hold up the others. The transfer schedulers of the queues'
+    /// queues that have values by its [`priority`](Self::priority) (in turn by default, one
+    /// value each), looking again at least every 100 ms so that a flooded queue does not hold
+    /// up the others. The transfer schedulers of the queues'
     /// client tell it at once which queue they filled; values moved by another process are
     /// seen within its idle wait (10 ms per queue, between 100 ms and 2 s). A queue whose calls
     /// fail (a wrong-type key, a refused command) waits out its own backoff while the others
@@ -313,6 +328,35 @@ where
     /// Default: the queue the worker was made from, alone.
     pub fn with_queue(mut self, queue: &DelayedQueue<C>) -> Self {
         self.queues.push(queue.clone());
+        self
+    }
+
+    /// How a worker over several queues chooses the queue of its next value: in turn (the
+    /// default), in strict order, or by weight, the queues numbered in the order given (the one
+    /// the worker was made from first, then each [`with_queue`](Self::with_queue)). See
+    /// [`Priority`]; `docs/many-queues.md` compares it with Asynq's and Sidekiq's.
+    ///
+    /// ```no_run
+    /// # async fn ex(
+    /// #     critical: delayq::DelayedQueue<delayq::codec::StringCodec>,
+    /// #     default: delayq::DelayedQueue<delayq::codec::StringCodec>,
+    /// #     low: delayq::DelayedQueue<delayq::codec::StringCodec>,
+    /// # ) -> Result<(), delayq::Error> {
+    /// use delayq::worker::Priority;
+    ///
+    /// critical
+    ///     .worker(8, |job: delayq::Job<String>| async move { Ok::<(), delayq::JobError>(()) })
+    ///     .with_queue(&default)
+    ///     .with_queue(&low)
+    ///     // 60 % of the values from `critical`, 30 % from `default`, 10 % from `low`.
+    ///     .priority(Priority::weighted([6, 3, 1]))
+    ///     .run()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    /// Default: [`Priority::Turns`].
+    pub fn priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
         self
     }
 
@@ -439,6 +483,14 @@ where
                 "the worker's server_check must be positive (or None)".into(),
             ));
         }
+        if self.logical.is_some() && self.priority != Priority::Turns {
+            return Err(Error::InvalidConfig(
+                "a sharded queue's worker serves its shards in turn: a priority is between \
+                 queues"
+                    .into(),
+            ));
+        }
+        self.priority.validate(self.queues.len())?;
         self.retry.validate()?;
         self.observe.validate()?;
         self.config.validate()

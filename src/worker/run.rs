@@ -39,7 +39,7 @@ where
     Fut: Future<Output = std::result::Result<(), E>> + Send + 'static,
     E: HandlerError,
 {
-    let mut sources = Sources::open(&builder.queues, &builder.config).await?;
+    let mut sources = Sources::open(&builder.queues, &builder.config, &builder.priority).await?;
     let stop = builder.stop.clone();
     let abort = CancellationToken::new();
     let signals = (builder.on_signal)

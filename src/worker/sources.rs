@@ -3,22 +3,29 @@
 //!
 //! Several queues are watched by looking at the lengths of their target lists (one round trip
 //! for all of them) and by the "moved" notices of the client's scheduler group, which say at
-//! once which queue a transfer filled. Queues found ready are served in turn, one value each,
-//! and the lengths are looked at again at least every [`PROBE_EVERY`], so that a flooded queue
-//! cannot keep a quiet one waiting. With nothing ready, the worker waits for a notice or a
-//! while, doubling from [`FIRST_IDLE_WAIT`] up to a cap that grows with the number of queues
-//! (values moved by another process, which sends the worker no notice, are seen within it).
+//! once which queue a transfer filled. The worker's [`Priority`] picks among the queues found
+//! ready (in turn by default, one value each; by weight; or in strict order, looking at the
+//! lengths again before taking from any queue but the first), and the lengths are looked at
+//! again at least every [`PROBE_EVERY`], so that a flooded queue cannot keep a quiet one
+//! waiting. With nothing ready, the worker waits for a notice or a while, doubling from
+//! [`FIRST_IDLE_WAIT`] up to a cap that grows with the number of queues (values moved by another
+//! process, which sends the worker no notice, are seen within it).
+//!
+//! A paused queue's take finds it paused and takes nothing (the take script reads the flag);
+//! the queue is then left alone for [`PAUSED_RECHECK`] before its next take looks again.
 
+use super::priority::{Picker, Priority};
 use super::Counters;
 use crate::codec::Codec;
+use crate::keys::PAUSED_RECHECK;
 use crate::queue::DelayedQueue;
 use crate::redis::ops::limit_take::TakeGate;
-use crate::reliable::{Delivery, GatedTake, ReliableConfig, ReliableConsumer};
+use crate::reliable::{Delivery, Found, GatedTake, ReliableConfig, ReliableConsumer};
 use crate::retry::{Backoff, FailureLog, Retrying};
 use crate::Result;
 use fred::interfaces::ListInterface;
 use futures::future::{join_all, select_all, FutureExt};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
@@ -43,18 +50,52 @@ fn max_idle_wait(queues: usize) -> Duration {
         .clamp(Duration::from_millis(100), Duration::from_secs(2))
 }
 
+/// Whether a queue was last found paused: the worker says so once when it is, and once when
+/// it is resumed, and counts every take that found it paused.
+#[derive(Debug, Default)]
+pub(super) struct PauseNote {
+    paused: bool,
+}
+
+impl PauseNote {
+    /// A take of the queue `name` found it `paused`, or not.
+    fn found(&mut self, name: &str, paused: bool, counters: &Counters) {
+        if paused {
+            Counters::bump(&counters.paused_takes);
+        }
+        if std::mem::replace(&mut self.paused, paused) == paused {
+            return;
+        }
+        let recheck_ms = PAUSED_RECHECK.as_millis() as u64;
+        match paused {
+            true => {
+                tracing::info!(queue = %name, recheck_ms, "queue is paused: the worker takes none of its values until it is resumed")
+            }
+            false => {
+                tracing::info!(queue = %name, "queue resumed: the worker takes its values again")
+            }
+        }
+    }
+}
+
 /// A worker's consumers.
 pub(super) enum Sources<C: Codec> {
-    One(ReliableConsumer<C>),
+    One(ReliableConsumer<C>, PauseNote),
     Many(Many<C>),
 }
 
 impl<C: Codec> Sources<C> {
-    /// One consumer per queue: a blocking one for a single queue, polling ones for several.
-    pub(super) async fn open(queues: &[DelayedQueue<C>], config: &ReliableConfig) -> Result<Self> {
+    /// One consumer per queue: a blocking one for a single queue, polling ones for several,
+    /// chosen among by `priority`.
+    pub(super) async fn open(
+        queues: &[DelayedQueue<C>],
+        config: &ReliableConfig,
+        priority: &Priority,
+    ) -> Result<Self> {
         if let [queue] = queues {
             return Ok(Sources::One(
                 queue.reliable_consumer_with(config.clone()).await?,
+                PauseNote::default(),
             ));
         }
         let consumers = queues
@@ -70,6 +111,7 @@ impl<C: Codec> Sources<C> {
         Ok(Sources::Many(Many::new(
             consumers,
             notices.into_values().collect(),
+            Picker::new(priority, queues.len()),
         )))
     }
 
@@ -77,7 +119,9 @@ impl<C: Codec> Sources<C> {
     /// has passed. A single queue takes under `gate` (its queue-wide limits), if given.
     ///
     /// An error of the single queue is returned (the caller backs off); with several queues, a
-    /// queue that fails is logged and benched for its own backoff while the others go on.
+    /// queue that fails is logged and benched for its own backoff while the others go on. A
+    /// paused queue is waited out here (looked at again every [`PAUSED_RECHECK`]): the result
+    /// is never [`GatedTake::Paused`].
     pub(super) async fn next(
         &mut self,
         stop: &CancellationToken,
@@ -86,10 +130,29 @@ impl<C: Codec> Sources<C> {
         counters: &Counters,
     ) -> Result<Option<(Arc<str>, GatedTake<C::Value>)>> {
         match self {
-            Sources::One(consumer) => Ok(consumer
-                .take_or_stop(stop, until, gate)
-                .await?
-                .map(|taken| (Arc::from(consumer.name()), taken))),
+            Sources::One(consumer, pause) => loop {
+                match consumer.take_or_stop(stop, until, gate).await? {
+                    Some(GatedTake::Paused) => {
+                        pause.found(consumer.name(), true, counters);
+                        let look_again = Instant::now() + PAUSED_RECHECK;
+                        let wake = until.map_or(look_again, |until| until.min(look_again));
+                        tokio::select! {
+                            biased;
+                            _ = stop.cancelled() => return Ok(None),
+                            _ = tokio::time::sleep_until(wake) => {}
+                        }
+                        if until.is_some_and(|until| until <= Instant::now()) {
+                            return Ok(None);
+                        }
+                    }
+                    None if stop.is_cancelled() => return Ok(None),
+                    // Any other answer came from a take that found the queue not paused.
+                    taken => {
+                        pause.found(consumer.name(), false, counters);
+                        return Ok(taken.map(|taken| (Arc::from(consumer.name()), taken)));
+                    }
+                }
+            },
             Sources::Many(many) => {
                 let value = |taken: Option<(Arc<str>, Delivery<C::Value>)>| {
                     taken.map(|(name, delivery)| (name, GatedTake::Value(delivery)))
@@ -115,7 +178,7 @@ impl<C: Codec> Sources<C> {
     /// The consumer of the queue `name`.
     pub(super) fn consumer(&self, name: &str) -> Option<&ReliableConsumer<C>> {
         match self {
-            Sources::One(consumer) => Some(consumer).filter(|c| c.name() == name),
+            Sources::One(consumer, _) => Some(consumer).filter(|c| c.name() == name),
             Sources::Many(many) => many
                 .sources
                 .iter()
@@ -137,7 +200,7 @@ impl<C: Codec> Sources<C> {
     /// Closes every consumer (gives back what they hold unsettled).
     pub(super) async fn close(self) {
         match self {
-            Sources::One(consumer) => consumer.close().await,
+            Sources::One(consumer, _) => consumer.close().await,
             Sources::Many(many) => {
                 join_all(many.sources.into_iter().map(|s| s.consumer.close())).await;
             }
@@ -149,8 +212,9 @@ impl<C: Codec> Sources<C> {
 struct Source<C: Codec> {
     consumer: ReliableConsumer<C>,
     name: Arc<str>,
-    /// In the line of ready queues.
-    queued: bool,
+    /// Believed to hold values (its length was found above zero, a notice named it, or its
+    /// last take brought a value).
+    ready: bool,
     /// Its own errors: a queue that fails (a wrong-type key, an ACL refusal) waits out its own
     /// backoff while the others are served.
     retrying: Retrying,
@@ -158,12 +222,37 @@ struct Source<C: Codec> {
     benched_until: Option<Instant>,
     /// Until when the queue's limits let none of its values start (see `gate.rs`).
     resting_until: Option<Instant>,
+    /// Until when it is left alone: its last take found it paused.
+    paused_until: Option<Instant>,
+    pause: PauseNote,
 }
 
 impl<C: Codec> Source<C> {
     fn benched(&self, now: Instant) -> bool {
-        self.benched_until.is_some_and(|until| until > now)
-            || self.resting_until.is_some_and(|until| until > now)
+        [self.benched_until, self.resting_until, self.paused_until]
+            .into_iter()
+            .flatten()
+            .any(|until| until > now)
+    }
+
+    /// Takes a value, if the queue has one and is not paused.
+    async fn take(&mut self, counters: &Counters) -> Option<Delivery<C::Value>> {
+        let found = self.consumer.take_now(1).await;
+        let found = self.record(found, counters);
+        let paused = matches!(found, Some(Found::Paused));
+        if found.is_some() {
+            self.pause.found(&self.name, paused, counters);
+        }
+        if paused {
+            self.paused_until = Some(Instant::now() + PAUSED_RECHECK);
+        }
+        let taken = match found {
+            Some(Found::Values(mut taken)) => taken.pop(),
+            _ => None,
+        };
+        // A queue that gave a value may hold more.
+        self.ready = taken.is_some();
+        taken
     }
 
     /// Notes how a call on this queue went; an error benches the queue for its backoff.
@@ -193,40 +282,46 @@ impl<C: Codec> Source<C> {
     }
 }
 
-/// Several queues taken in turn.
+/// Several queues, chosen among by the worker's [`Priority`].
 pub(super) struct Many<C: Codec> {
     sources: Vec<Source<C>>,
     by_name: HashMap<Arc<str>, usize>,
-    /// Queues believed to hold values, in the order they are served.
-    ready: VecDeque<usize>,
-    /// Where the next probe starts listing ready queues (turns, so no queue always comes first).
-    probe_start: usize,
+    picker: Picker,
     last_probe: Option<Instant>,
+    /// A value was taken since the last probe: under a strict priority the lengths are looked
+    /// at again before a take from any queue but the first.
+    taken_since_probe: bool,
     idle_wait: Duration,
     notices: Vec<Receiver<Arc<str>>>,
 }
 
 impl<C: Codec> Many<C> {
-    fn new(consumers: Vec<ReliableConsumer<C>>, notices: Vec<Receiver<Arc<str>>>) -> Self {
+    fn new(
+        consumers: Vec<ReliableConsumer<C>>,
+        notices: Vec<Receiver<Arc<str>>>,
+        picker: Picker,
+    ) -> Self {
         let sources: Vec<Source<C>> = consumers
             .into_iter()
             .map(|consumer| Source {
                 name: Arc::from(consumer.name()),
                 consumer,
-                queued: false,
+                ready: false,
                 retrying: Retrying::new(take_backoff()),
                 failures: FailureLog::default(),
                 benched_until: None,
                 resting_until: None,
+                paused_until: None,
+                pause: PauseNote::default(),
             })
             .collect();
         let by_name = sources.iter().map(|s| s.name.clone()).zip(0..).collect();
         Many {
             sources,
             by_name,
-            ready: VecDeque::new(),
-            probe_start: 0,
+            picker,
             last_probe: None,
+            taken_since_probe: false,
             idle_wait: FIRST_IDLE_WAIT,
             notices,
         }
@@ -246,22 +341,20 @@ impl<C: Codec> Many<C> {
             if self.probe_due() {
                 self.probe(counters).await;
             }
-            while let Some(index) = self.ready.pop_front() {
-                let source = &mut self.sources[index];
-                source.queued = false;
-                if source.benched(Instant::now()) {
+            while let Some(index) = self.pick() {
+                if self.picker.strict() && index > 0 && self.taken_since_probe {
+                    // Values may have come to a queue before it since the lengths were read.
+                    self.probe(counters).await;
                     continue;
                 }
-                let taken = source.consumer.try_take(1).await;
-                if let Some(delivery) = source.record(taken, counters).and_then(|mut d| d.pop()) {
-                    // It may hold more: back in line, behind the other ready queues.
-                    self.mark_ready(index);
+                if let Some(delivery) = self.sources[index].take(counters).await {
                     self.idle_wait = FIRST_IDLE_WAIT;
+                    self.taken_since_probe = true;
                     return Some((self.sources[index].name.clone(), delivery));
                 }
             }
             self.probe(counters).await;
-            if !self.ready.is_empty() {
+            if self.any_ready() {
                 continue;
             }
             if !self.idle(stop).await {
@@ -287,14 +380,32 @@ impl<C: Codec> Many<C> {
         }
     }
 
+    /// The queue to take from next, by the priority, among those believed to hold values.
+    fn pick(&mut self) -> Option<usize> {
+        let now = Instant::now();
+        let candidates: Vec<bool> = self
+            .sources
+            .iter()
+            .map(|s| s.ready && !s.benched(now))
+            .collect();
+        self.picker.pick(&candidates)
+    }
+
+    /// Whether some queue that may be taken from is believed to hold values.
+    fn any_ready(&self) -> bool {
+        let now = Instant::now();
+        self.sources.iter().any(|s| s.ready && !s.benched(now))
+    }
+
     /// Whether the lengths are to be looked at before taking: nothing known ready, or the last
     /// look is older than [`PROBE_EVERY`].
     fn probe_due(&self) -> bool {
-        self.ready.is_empty() || self.last_probe.is_none_or(|at| at.elapsed() >= PROBE_EVERY)
+        !self.any_ready() || self.last_probe.is_none_or(|at| at.elapsed() >= PROBE_EVERY)
     }
 
-    /// Looks at the length of every target list (one round trip: the commands are pipelined)
-    /// and queues up those with values that are not in line yet.
+    /// Looks at the length of every target list (one round trip: the commands are pipelined):
+    /// those with values are ready, and so is a queue last found paused (its next take looks
+    /// whether it still is).
     async fn probe(&mut self, counters: &Counters) {
         let now = Instant::now();
         let lengths = join_all(self.sources.iter().map(|source| async move {
@@ -312,28 +423,17 @@ impl<C: Codec> Many<C> {
         }))
         .await;
         self.last_probe = Some(Instant::now());
-        let count = lengths.len();
-        let mut found = vec![false; count];
-        for (index, length) in lengths.into_iter().enumerate() {
+        self.taken_since_probe = false;
+        for (source, length) in self.sources.iter_mut().zip(lengths) {
             if let Some(length) = length {
-                found[index] = self.sources[index].record(length, counters).unwrap_or(0) > 0;
+                let length = source.record(length, counters);
+                source.ready = length.is_some_and(|n| n > 0) || source.pause.paused;
             }
         }
-        for offset in 0..count {
-            let index = (self.probe_start + offset) % count;
-            if found[index] {
-                self.mark_ready(index);
-            }
-        }
-        self.probe_start = (self.probe_start + 1) % count.max(1);
     }
 
     fn mark_ready(&mut self, index: usize) {
-        let source = &mut self.sources[index];
-        if !source.queued {
-            source.queued = true;
-            self.ready.push_back(index);
-        }
+        self.sources[index].ready = true;
     }
 
     /// Queues up the queues named by notices received so far; after a lag, probes next time.

@@ -82,6 +82,9 @@ impl<'a, C: Codec> Taker<'a, C> {
                             Took::Granted(queue, deliveries, admitted_ms)
                         }
                         GatedTake::Limited(refused) => Took::Limited(refused),
+                        // The sources wait a pause out themselves and never return it; were
+                        // one returned, the loop would look at the limits and take again.
+                        GatedTake::Paused => Took::Woke,
                     };
                 }
                 Ok(None) if self.stop.is_cancelled() => return Took::Stopped,

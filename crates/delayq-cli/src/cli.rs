@@ -287,13 +287,15 @@ pub(crate) enum Command {
         #[command(flatten)]
         target: QueueArg,
     },
-    /// Pause delayq's schedulers for a queue: due values stay pending until `delayq resume`
-    /// (Java's schedulers do not know the flag); prints true if it was not paused.
+    /// Pause a queue for delayq's schedulers and workers: due values stay pending and ready ones
+    /// stay ready (jobs running finish) until `delayq resume` (Java's schedulers and consumers
+    /// do not know the flag); prints true if it was not paused.
     Pause {
         #[command(flatten)]
         target: QueueArg,
     },
-    /// Let delayq's schedulers transfer a paused queue again; prints true if it was paused.
+    /// Let delayq's schedulers transfer a paused queue and its workers take from it again;
+    /// prints true if it was paused.
     Resume {
         #[command(flatten)]
         target: QueueArg,
@@ -471,6 +473,21 @@ pub(crate) struct WorkArgs {
     /// Commands run at once.
     #[arg(long, env = "DELAYQ_CONCURRENCY", default_value_t = 1)]
     pub(crate) concurrency: usize,
+    /// Serve the queues in the order named: never a value from a queue while one named before
+    /// it has values ready (a busy first queue starves the others). Default: in turn.
+    #[arg(long, env = "DELAYQ_STRICT", conflicts_with_all = ["weights", "shards"])]
+    pub(crate) strict: bool,
+    /// Serve the queues by weight, one weight (at least 1) per QUEUE in the order named: with
+    /// `a b c --weights 6,3,1`, 60 %, 30 % and 10 % of the values while all three have some.
+    /// Default: in turn (all weights 1).
+    #[arg(
+        long,
+        env = "DELAYQ_WEIGHTS",
+        value_name = "W,W,...",
+        value_delimiter = ',',
+        conflicts_with = "shards"
+    )]
+    pub(crate) weights: Option<Vec<u32>>,
     /// How long a value may go without a heartbeat before another worker gets it.
     #[arg(long, env = "DELAYQ_VISIBILITY", value_parser = parse_duration, default_value = "30s")]
     pub(crate) visibility: Duration,

@@ -15,6 +15,7 @@ script!(
     "limit_take.lua",
     [
         Target,
+        Paused,
         Inflight,
         InflightData,
         Attempts,
@@ -51,6 +52,8 @@ pub(crate) enum LimitedTake {
     },
     /// The limits changed or are malformed; nothing was taken.
     Limited(Decision),
+    /// The queue is paused ([`Admin::pause`](crate::admin::Admin::pause)); nothing was taken.
+    Paused,
 }
 
 /// Takes up to `ids.len()` values (one delivery id each) under `version`, renewing the lease
@@ -86,6 +89,9 @@ fn parse(reply: Value, name: &'static str) -> Result<LimitedTake> {
             detail: format!("{reply:?}"),
         });
     };
+    if reply::is_paused(&items) {
+        return Ok(LimitedTake::Paused);
+    }
     if items.len() < 4 {
         let reply = Value::Array(items);
         return reply::decision_reply(&reply, name).map(LimitedTake::Limited);
@@ -134,5 +140,7 @@ mod tests {
         assert!(matches!(stale, LimitedTake::Limited(Decision::Stale)));
         let bad = parse(Value::Array(vec![int(8), text("rate_count")]), "t").unwrap();
         assert!(matches!(bad, LimitedTake::Limited(Decision::Malformed(f)) if f == "rate_count"));
+        let paused = parse(Value::Array(vec![int(9)]), "t").unwrap();
+        assert!(matches!(paused, LimitedTake::Paused));
     }
 }

@@ -14,6 +14,7 @@ script!(
     "limit_unpark.lua",
     [
         Target,
+        Paused,
         Inflight,
         InflightData,
         Attempts,
@@ -43,6 +44,8 @@ pub(crate) enum Unparked {
     },
     /// No key held back is due: the next one is in the duration given (`None`: none held).
     NoneDue(Option<Duration>),
+    /// The queue is paused ([`Admin::pause`](crate::admin::Admin::pause)); nothing was taken.
+    Paused,
     /// Anything else the limit scripts answer (a queue-wide wait, stale or malformed limits).
     Other(Decision),
 }
@@ -69,6 +72,7 @@ pub(crate) async fn run(
         .run(client)
         .await?;
     let code = match &reply {
+        Value::Array(items) if reply::is_paused(items) => return Ok(Unparked::Paused),
         Value::Array(items) => items.first().and_then(Value::as_i64),
         _ => None,
     };

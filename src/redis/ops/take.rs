@@ -12,6 +12,7 @@ script!(
     "take.lua",
     [
         Target,
+        Paused,
         Inflight,
         InflightData,
         Attempts,
@@ -26,6 +27,8 @@ script!(
 pub(crate) struct TakeReply {
     /// The visibility deadline of every value taken, epoch ms.
     pub(crate) deadline_ms: i64,
+    /// The queue is paused ([`Admin::pause`](crate::admin::Admin::pause)): nothing was taken.
+    pub(crate) paused: bool,
     /// The values, in the order taken.
     pub(crate) taken: Vec<Taken>,
     /// An item of the reply that could not be read; its value stays in flight and a reaper
@@ -69,9 +72,15 @@ fn parse(reply: Value) -> Result<TakeReply> {
         .next()
         .and_then(|v| v.as_i64())
         .ok_or_else(|| bad("no deadline"))?;
+    let paused = items
+        .next()
+        .and_then(|v| v.as_i64())
+        .ok_or_else(|| bad("no pause flag"))?
+        == 1;
     let (taken, unreadable) = reply::taken_list(items, name);
     Ok(TakeReply {
         deadline_ms,
+        paused,
         taken,
         unreadable,
     })
@@ -85,6 +94,7 @@ mod tests {
     fn a_bad_item_keeps_the_others() {
         let reply = Value::Array(vec![
             Value::Integer(1_000),
+            Value::Integer(0),
             Value::String("a".into()),
             Value::Bytes("va".into()),
             Value::Integer(2),
@@ -97,9 +107,12 @@ mod tests {
         ]);
         let reply = parse(reply).unwrap();
         assert_eq!(reply.deadline_ms, 1_000);
+        assert!(!reply.paused);
         let ids: Vec<&str> = reply.taken.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["a", "c"]);
         assert_eq!(reply.taken[0].attempt, 2);
         assert!(reply.unreadable.is_some());
+        let paused = parse(Value::Array(vec![Value::Integer(1_000), Value::Integer(1)])).unwrap();
+        assert!(paused.paused && paused.taken.is_empty());
     }
 }

@@ -3,6 +3,7 @@
 
 use super::{Admit, Gates, Slot, POLL_CAP, READ_EVERY};
 use crate::codec::Codec;
+use crate::keys::PAUSED_RECHECK;
 use crate::redis::ops::limit_unpark::{self, Unparked};
 use crate::redis::reply::Decision;
 use crate::time::Delay;
@@ -57,6 +58,8 @@ impl<C: Codec> Gates<C> {
                 return Some((name, Admit::Start(delivery, Some(slot))));
             }
             Ok(Unparked::NoneDue(next)) => next.unwrap_or(POLL_CAP).min(POLL_CAP),
+            // The takes of its queue say so and count it; nothing held back leaves meanwhile.
+            Ok(Unparked::Paused) => PAUSED_RECHECK,
             Ok(Unparked::Other(Decision::Stale)) => {
                 self.refresh(i, true).await;
                 Duration::ZERO

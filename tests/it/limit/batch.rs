@@ -140,6 +140,7 @@ async fn gated_take(
     let source = delayq::__internal::script_source("limit_take.lua").expect("the take script");
     let script_keys = vec![
         queue.name().to_owned(),
+        keys.paused().to_owned(),
         keys.inflight().to_owned(),
         keys.inflight_data().to_owned(),
         keys.attempts().to_owned(),

@@ -3,6 +3,8 @@
 
 mod consumer;
 mod worker;
+mod worker_pause;
+mod worker_priority;
 mod worker_queues;
 
 use crate::common::PATIENCE;

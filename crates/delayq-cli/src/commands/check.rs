@@ -141,7 +141,9 @@ fn as_text(
     }
     if let Ok(paused) = report.paused {
         let paused = match paused {
-            true => "yes (delayq's schedulers move nothing until `delayq resume`)",
+            true => {
+                "yes (delayq's schedulers and workers move and take nothing until `delayq resume`)"
+            }
             false => "no",
         };
         writeln!(out, "paused:       {paused}")?;

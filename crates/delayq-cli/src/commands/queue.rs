@@ -324,7 +324,9 @@ fn print_stats(
             None => writeln!(out, "next due:    none")?,
         }
         let paused = match paused {
-            true => "yes (delayq's schedulers move nothing until `delayq resume`)",
+            true => {
+                "yes (delayq's schedulers and workers move and take nothing until `delayq resume`)"
+            }
             false => "no",
         };
         writeln!(out, "paused:      {paused}")?;

@@ -2,19 +2,19 @@
 //!
 //! - `command.rs`: running the command for one value (stdin, environment, process group,
 //!   `--timeout`); `stderr.rs`: the end of a command's stderr, kept for its failure;
-//!   `paused.rs`: telling when a queue it serves is paused; `watchdog.rs`: the process that
-//!   ends the commands' groups should the worker die.
+//!   `watchdog.rs`: the process that ends the commands' groups should the worker die. (The
+//!   library's worker says when a queue it serves is paused, and takes nothing from it
+//!   meanwhile.)
 
 mod command;
-mod paused;
 mod stderr;
 mod watchdog;
 
 use super::Ctx;
 use crate::cli::WorkArgs;
 use command::CommandRunner;
+use delayq::worker::Priority;
 use delayq::{GroupConfig, Job, ReliableConfig, RetryPolicy};
-use paused::PauseWatch;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,14 +41,12 @@ pub(crate) async fn work(ctx: &Ctx, args: WorkArgs) -> anyhow::Result<()> {
         args.keep_stderr,
         ctx.codecs.clone(),
     )?);
-    let pause_watch = PauseWatch::start(queues.clone());
     crate::logging::status!(
         "working on {} with {} at a time (Ctrl-C to stop)",
         args.queues.join(", "),
         args.concurrency
     );
     let stats = run_worker(&queues, sharded.as_ref(), &args, runner.clone()).await;
-    pause_watch.shutdown().await;
     runner.wait_for_ends().await;
     let stats = stats?;
     crate::logging::status!(
@@ -105,7 +103,13 @@ async fn run_worker(
             worker
         }
     };
+    let priority = match (&args.weights, args.strict) {
+        (Some(weights), _) => Priority::weighted(weights.iter().copied()),
+        (None, true) => Priority::Strict,
+        (None, false) => Priority::Turns,
+    };
     worker
+        .priority(priority)
         .retry(RetryPolicy::exponential(
             args.max_attempts,
             args.retry_delay,

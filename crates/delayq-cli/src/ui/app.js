@@ -245,6 +245,9 @@ async function showDetail() {
   setText($("#detail-error"), "");
   setText($("#detail-name"), name);
   showQueueCodec(d);
+  // One of Pause and Resume, by the queue's state.
+  $('button[data-action="pause"]').hidden = !!d.queue.paused;
+  $('button[data-action="resume"]').hidden = !d.queue.paused;
   drawChart(d.chart);
   fillList(d);
   more.detail(name);

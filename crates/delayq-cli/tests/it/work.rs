@@ -5,6 +5,7 @@ use crate::common::{unique_name, wait_until, TestCluster, TestRedis, PATIENCE};
 use crate::work_lifecycle::Worker;
 use delayq::codec::StringCodec;
 use delayq::{shard_of, DelayedQueue, ShardedQueue};
+use fred::interfaces::SortedSetsInterface;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -421,6 +422,159 @@ impl Drop for KillOnDrop {
             let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
         }
     }
+}
+
+/// `work` on a paused queue takes none of its ready values: its first take finds the pause
+/// flag (and says so), the values stay ready and no command runs; after `delayq resume` each
+/// value is handed to the command exactly once. (Before, `work` took them all at once.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_worker_takes_nothing_from_a_paused_queue_until_it_is_resumed() {
+    let redis = TestRedis::start();
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = DelayedQueue::builder(client.clone(), unique_name("paused-ready"), StringCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    assert!(queue.admin().pause().await.unwrap());
+    let values: Vec<String> = (0..5).map(|i| format!("p{i}")).collect();
+    for value in &values {
+        queue.offer(value, Duration::ZERO).await.unwrap();
+    }
+    // The schedulers of a paused queue move nothing; a transfer by hand does.
+    while queue.size().await.unwrap() > 0 {
+        queue.admin().transfer_due(100).await.unwrap();
+    }
+    let ready = || async { queue.inspect().stats().await.unwrap().ready };
+    assert_eq!(ready().await, 5);
+    let out = redis.dir().join("paused-handled.txt");
+    let script = format!("echo \"$DELAYQ_VALUE\" >> {}", out.display());
+    let worker = Worker::start(
+        &redis.url(),
+        redis.dir(),
+        &[
+            queue.name(),
+            "--concurrency",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    worker.wait_for_log("the worker takes none of its values");
+    assert!(!out.exists(), "no command ran while paused");
+    assert_eq!(ready().await, 5, "every value still ready");
+    let in_flight: u64 = client.zcard(queue.keys().inflight()).await.unwrap();
+    assert_eq!(in_flight, 0, "nothing in flight");
+
+    assert!(queue.admin().resume().await.unwrap());
+    worker.wait_for_log("queue resumed");
+    wait_until("every value handled", PATIENCE, || {
+        let lines = std::fs::read_to_string(&out).unwrap_or_default();
+        match lines.lines().count() >= 5 {
+            true => Ok(()),
+            false => Err(lines),
+        }
+    });
+    worker.signal("-TERM");
+    let mut handled: Vec<String> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    handled.sort();
+    assert_eq!(handled, values, "each value handled exactly once");
+    assert_eq!(ready().await, 0);
+}
+
+/// Values ready in three queues before `work` starts, handed to a command one at a time; the
+/// command appends `$DELAYQ_QUEUE` to a file. Returns the queues' names and the file's lines
+/// (the first `jobs`, once the command has run that often).
+async fn serve_three(
+    redis: &TestRedis,
+    counts: [usize; 3],
+    jobs: usize,
+    order: &[&str],
+) -> (Vec<String>, Vec<String>) {
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let mut names = Vec::new();
+    for (q, count) in counts.into_iter().enumerate() {
+        let queue = DelayedQueue::builder(
+            client.clone(),
+            unique_name(&format!("prio{q}")),
+            StringCodec,
+        )
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+        let values: Vec<String> = (0..count).map(|i| format!("{q}-{i}")).collect();
+        let _: () = fred::interfaces::ListInterface::rpush(&client, queue.name(), values)
+            .await
+            .unwrap();
+        names.push(queue.name().to_owned());
+    }
+    let out = redis
+        .dir()
+        .join(format!("{}.txt", unique_name("order").replace(':', "-")));
+    let script = format!("echo \"$DELAYQ_QUEUE\" >> {}", out.display());
+    let mut args: Vec<&str> = names.iter().map(String::as_str).collect();
+    args.extend(order);
+    args.extend(["--", "sh", "-c", &script]);
+    let worker = Worker::start(&redis.url(), redis.dir(), &args);
+    let lines = wait_until("the jobs run", PATIENCE, || {
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        match lines.len() >= jobs {
+            true => Ok(lines),
+            false => Err(text),
+        }
+    });
+    worker.signal("-TERM");
+    (names, lines[..jobs].to_vec())
+}
+
+/// `work A B C --strict`: every value of A, then B's, then C's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_worker_serves_queues_in_strict_order() {
+    let redis = TestRedis::start();
+    let (names, lines) = serve_three(&redis, [4, 4, 4], 12, &["--strict"]).await;
+    let want: Vec<&String> = names.iter().flat_map(|n| [n; 4]).collect();
+    assert_eq!(lines.iter().collect::<Vec<_>>(), want);
+}
+
+/// `work A B C --weights 3,2,1`: of the first 24 values, 12, 8 and 4 (while all have values).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_worker_serves_queues_by_weight() {
+    let redis = TestRedis::start();
+    let (names, lines) = serve_three(&redis, [30, 30, 30], 24, &["--weights", "3,2,1"]).await;
+    let count = |name: &String| lines.iter().filter(|l| *l == name).count();
+    let counts: Vec<usize> = names.iter().map(count).collect();
+    assert_eq!(counts, [12, 8, 4], "{lines:?}");
+}
+
+/// Weights that do not match the queues, or given with --strict, are refused at start.
+#[test]
+fn the_cli_worker_refuses_weights_that_do_not_match_its_queues() {
+    let redis = TestRedis::start();
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(["--url", &redis.url(), "work", "a", "b", "c"])
+            .args(args)
+            .args(["--", "true"])
+            .env_remove("REDIS_URL")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--weights", "6,3"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("3 queue(s) and 2 weight(s)"), "{stderr}");
+    let out = run(&["--weights", "6,3,1", "--strict"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
 }
 
 /// `work` says once when a queue it serves is paused, and once when it is resumed.

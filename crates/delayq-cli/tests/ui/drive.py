@@ -315,6 +315,14 @@ def check_deep_links(browser, ui):
     assert status == 404, status
 
 
+def pause_controls(browser):
+    """Which of the queue's Pause and Resume buttons are shown (laid out, not hidden)."""
+    return browser.js(
+        "const shown = (a) => { const b = document.querySelector('button[data-action=\"' + a + '\"]');"
+        " return !b.hidden && b.getClientRects().length > 0; };"
+        " return {pause: shown('pause'), resume: shown('resume')};")
+
+
 def check_phone(browser):
     """At a phone's width the page fits: nothing wider than the screen but the tables' own
     scrolling boxes."""
@@ -424,15 +432,28 @@ def main():
         print(f"after replay: page shows {got} = Redis")
         browser.screenshot("replayed.png")
 
-        # Pause and resume delayq's schedulers for the queue: the flag key, and the page says so.
+        # Pause and resume delayq's schedulers and workers for the queue: the flag key, and the
+        # page says so; only the control for the other state is shown, and the note beside it
+        # says that Java's consumers are out of reach.
         paused_key = "delayq_paused:{ui:dead}"
+        assert pause_controls(browser) == {"pause": True, "resume": False}, pause_controls(browser)
+        note = browser.js("return document.querySelector('#pause-note').textContent")
+        assert "workers" in note and "Java consumers" in note, note
         browser.js("document.querySelector('button[data-action=\"pause\"]').click()")
         wait("pause flag set", lambda: redis.cli("EXISTS", paused_key) == "1")
         wait("paused shown", lambda: browser.js(SHOWN)["ui:dead"]["state"] == "paused")
+        wait("only Resume offered", lambda: pause_controls(browser) == {"pause": False, "resume": True})
         browser.screenshot("paused.png")
         browser.js("document.querySelector('button[data-action=\"resume\"]').click()")
         wait("pause flag cleared", lambda: redis.cli("EXISTS", paused_key) == "0")
         wait("ok shown", lambda: browser.js(SHOWN)["ui:dead"]["state"] == "ok")
+        wait("only Pause offered", lambda: pause_controls(browser) == {"pause": True, "resume": False})
+        # Paused from elsewhere (the CLI): the page follows at its next refresh.
+        redis.cli("SET", paused_key, "1")
+        wait("Resume offered after a pause elsewhere",
+             lambda: pause_controls(browser) == {"pause": False, "resume": True})
+        redis.cli("DEL", paused_key)
+        wait("Pause offered again", lambda: pause_controls(browser) == {"pause": True, "resume": False})
 
         # The API the page uses, with the token: purge the quarantine of ui:bad.
         auth = {"Authorization": "Bearer " + TOKEN}
