@@ -189,6 +189,11 @@ pub const METRICS: &[Metric] = &[
         "1 while the queue's transfers are paused",
     ),
     Metric::new(
+        "delayq_unreadable",
+        Gauge,
+        "1 while the queue's last read failed (a key of another type, say), else 0",
+    ),
+    Metric::new(
         "delayq_memory_bytes",
         Gauge,
         "bytes Redis uses for the queue's keys (MEMORY USAGE, sampled)",
@@ -224,6 +229,11 @@ pub const METRICS: &[Metric] = &[
         "slots of the queue's concurrency cap held now",
     ),
     Metric::new(
+        "delayq_limit_concurrency",
+        Gauge,
+        "the queue's concurrency cap (its limits' slots)",
+    ),
+    Metric::new(
         "delayq_limit_held_values",
         Gauge,
         "values held back by per-key limits now",
@@ -253,8 +263,10 @@ pub fn metric(name: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|m| m.name == name)
 }
 
-/// Gives the installed recorder every metric's HELP text and sets `delayq_build_info` to 1
-/// with its `version` label. Call it once, after installing the recorder.
+/// Gives the installed recorder every metric's HELP text, sets `delayq_build_info` to 1 with
+/// its `version` label, and makes the connection counters (`delayq_connection_errors_total`,
+/// `delayq_reconnects_total`, `delayq_resubscribes_total`) at 0, so that their first rise
+/// shows in `increase()`. Call it once, after installing the recorder.
 ///
 /// ```
 /// delayq::metrics::describe();
@@ -270,8 +282,20 @@ pub fn describe() {
             }
         }
         metrics::gauge!("delayq_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+        for name in PROCESS_COUNTERS {
+            metrics::counter!(name).absolute(0);
+        }
     }
 }
+
+/// The counters of the process's connections, made at 0 by [`describe`]: a counter first seen
+/// at 1 has no earlier sample, and Prometheus's `increase()` misses that first rise.
+#[cfg(feature = "metrics")]
+const PROCESS_COUNTERS: [&str; 3] = [
+    "delayq_connection_errors_total",
+    "delayq_reconnects_total",
+    "delayq_resubscribes_total",
+];
 
 /// The labels of queue `queue`'s series: `queue`, and for a shard of a sharded queue
 /// `logical_queue`, the sharded queue's name, so that dashboards can sum over its shards.
@@ -284,8 +308,9 @@ pub(crate) fn queue_labels(queue: &str) -> Vec<metrics::Label> {
     labels
 }
 
-/// The `kind` label of an error: `connection`, `refused` (a refusal such as LOADING, OOM or
-/// NOPERM), `script` or `other`.
+/// The `kind` label of an error, as its index in [`KINDS`]: `connection`, `refused` (a refusal
+/// such as LOADING, OOM or NOPERM), `script`, `wrong_type` (a key of the queue holds another
+/// type: the queue cannot be read until someone repairs it) or `other`.
 #[cfg(feature = "metrics")]
 pub(crate) fn error_kind(err: &Error) -> usize {
     if err.is_connection_error() {
@@ -294,13 +319,16 @@ pub(crate) fn error_kind(err: &Error) -> usize {
         1
     } else if matches!(err, Error::Script { .. }) {
         2
-    } else {
+    } else if matches!(err, Error::WrongType { .. }) {
         3
+    } else {
+        4
     }
 }
 
+/// The values of `delayq_errors_total`'s `kind` label.
 #[cfg(feature = "metrics")]
-const KINDS: [&str; 4] = ["connection", "refused", "script", "other"];
+const KINDS: [&str; 5] = ["connection", "refused", "script", "wrong_type", "other"];
 
 /// A scheduler's handles for one queue. The counters of what seldom happens (errors,
 /// quarantined entries, paused skips) are made on first use, so that a queue has no series
@@ -320,7 +348,7 @@ struct SchedulerInner {
     duration: metrics::Histogram,
     lateness: metrics::Histogram,
     quarantined: Lazy,
-    errors: [Lazy; 4],
+    errors: [Lazy; KINDS.len()],
     paused: Lazy,
 }
 

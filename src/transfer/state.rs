@@ -71,6 +71,8 @@ pub(super) struct GroupShared {
     pub(super) subscriber: Client,
     /// The last re-subscribe failed.
     pub(super) resubscribe_failed: AtomicBool,
+    /// What the last discovery scan listed, sorted: every queue with a key of its own.
+    pub(super) listed: Mutex<Vec<String>>,
 }
 
 impl GroupShared {
@@ -111,6 +113,10 @@ impl GroupShared {
             *sum = sum.plus(&counters.snapshot());
         }
         totals
+    }
+
+    pub(super) fn set_listed(&self, listed: Vec<String>) {
+        *lock(&self.listed) = listed;
     }
 
     pub(super) fn set_subscribed(&self, subscribed: bool) {

@@ -1,8 +1,12 @@
 //! The queues' gauges: read in the background at a bounded rate of Redis commands, a slice of
 //! the queues at a time in rotation, and rendered from the last values on each scrape (a
-//! scrape never waits on Redis). A queue that leaves the list loses its series at once. A queue
-//! with flow-control limits also gets what they hold (slots, values held back), read with the
-//! library's `limit_usage` (one script call) after its counts.
+//! scrape never waits on Redis). A queue that leaves the list stays read while its last read
+//! found values in it (ready, in flight, dead, quarantined, pending) or failed, so that a queue
+//! a transfer no longer moves for keeps the gauges its alerts read; it loses its series once a
+//! read finds it empty. A queue whose read fails is `delayq_unreadable` 1 (the others 0) and
+//! keeps its last values. A queue with flow-control limits also gets what they hold (slots,
+//! values held back) and its cap, read with the library's `limit_usage` (one script call) and
+//! its limits' hash after its counts.
 
 use super::recorder::MetricsMode;
 use delayq::codec::ByteArrayCodec;
@@ -82,8 +86,24 @@ struct Reading {
     memory: Option<u64>,
     /// The queue has flow-control limits stored.
     limited: bool,
-    /// What its limits hold: slots held and values held back (read only when it has limits).
-    limit_use: Option<(u64, u64)>,
+    /// What its limits hold (read only when it has limits).
+    limit_use: Option<LimitUse>,
+}
+
+/// What a queue's limits hold, and its cap.
+#[derive(Debug, Clone, Copy, Default)]
+struct LimitUse {
+    slots_held: u64,
+    values_held: u64,
+    /// The concurrency cap, if the limits have one (and could be read).
+    concurrency: Option<u32>,
+}
+
+impl Reading {
+    /// The read found values in the queue: pending, ready, in flight, dead or quarantined.
+    fn holds_values(&self) -> bool {
+        self.pending + self.ready + self.in_flight + self.dead + self.quarantined > 0
+    }
 }
 
 /// The last reading of every queue, shared by the reader, `/metrics` and the dashboard's order.
@@ -139,6 +159,7 @@ impl Gauges {
                 _ = tick.tick() => {}
             }
             let mut names = (self.names)();
+            names.extend(readings.holding());
             names.sort_unstable();
             names.dedup();
             readings.retain(&names);
@@ -202,8 +223,8 @@ impl LimitReads {
         self.0.retain(|name, _| names.binary_search(name).is_ok());
     }
 
-    /// `reads` of `queues` with, for each queue that has limits, what they hold (left out
-    /// when that read fails: the counts stand).
+    /// `reads` of `queues` with, for each queue that has limits, what they hold and its cap
+    /// (left out when that read fails: the counts stand).
     async fn read(
         &mut self,
         client: &Client,
@@ -221,8 +242,17 @@ impl LimitReads {
                 };
                 self.0.insert(name.clone(), queue);
             }
-            if let Ok(usage) = self.0[name].limits().usage().await {
-                read.limit_use = Some((usage.slots_held, usage.values_held));
+            let limits = self.0[name].limits();
+            if let Ok(usage) = limits.usage().await {
+                let concurrency = match limits.get().await {
+                    Ok(stored) => stored.and_then(|limits| limits.concurrency()),
+                    Err(_) => None,
+                };
+                read.limit_use = Some(LimitUse {
+                    slots_held: usage.slots_held,
+                    values_held: usage.values_held,
+                    concurrency,
+                });
             }
         }
         reads
@@ -323,6 +353,15 @@ impl Readings {
             .retain(|name, _| names.binary_search(name).is_ok());
     }
 
+    /// The queues whose last read found values in them or failed: read on whether or not
+    /// the process still lists them.
+    fn holding(&self) -> Vec<String> {
+        let held = self.lock();
+        let holding = held.readings.iter().filter(|(_, r)| r.holds_values());
+        let names = holding.map(|(name, _)| name.clone());
+        names.chain(held.failing.keys().cloned()).collect()
+    }
+
     /// Every queue read so far as last seen: one copy of the map, no read of Redis.
     pub(crate) fn seen(&self) -> HashMap<String, Seen> {
         let held = self.lock();
@@ -372,45 +411,48 @@ impl Readings {
 
     /// The gauges as Prometheus text, each with its HELP and TYPE lines: a series per queue,
     /// or (aggregate) one per gauge, the counts summed and the ages their maximum. The limits'
-    /// gauges have series only for queues with limits.
+    /// gauges have series only for queues with limits (the cap's only for those with a cap);
+    /// `delayq_unreadable` has one for every queue read so far, its last read failed or not.
     pub(crate) fn render(&self, mode: MetricsMode, now_ms: i64) -> String {
-        let held = &self.lock().readings;
+        let held = self.lock();
+        let readings = &held.readings;
         let mut out = String::new();
         for (name, aggregate, value) in GAUGES {
-            write_gauge(&mut out, (name, aggregate), held, mode, |r| {
-                Some(value(r, now_ms))
-            });
+            let values = readings.iter().map(|(q, r)| (q, value(r, now_ms)));
+            write_gauge(&mut out, (name, aggregate), mode, values);
         }
+        let mut unreadable: BTreeMap<&String, f64> = readings.keys().map(|q| (q, 0.0)).collect();
+        unreadable.extend(held.failing.keys().map(|q| (q, 1.0)));
+        let unreadable = unreadable.into_iter();
+        write_gauge(&mut out, ("delayq_unreadable", Aggregate::Sum), mode, unreadable);
         for (name, value) in LIMIT_GAUGES {
-            write_gauge(&mut out, (name, Aggregate::Sum), held, mode, |r| {
-                r.limit_use.map(value)
-            });
+            let values = readings
+                .iter()
+                .filter_map(|(q, r)| Some((q, value(r.limit_use?)?)));
+            write_gauge(&mut out, (name, Aggregate::Sum), mode, values);
         }
         out
     }
 }
 
-/// One gauge with its HELP and TYPE lines: a series per queue that `value` has a value for, or
-/// (aggregate) one series of them all.
-fn write_gauge(
+/// One gauge with its HELP and TYPE lines: a series per queue of `values`, or (aggregate) one
+/// series of them all.
+fn write_gauge<'a>(
     out: &mut String,
     (name, aggregate): (&str, Aggregate),
-    held: &BTreeMap<String, Reading>,
     mode: MetricsMode,
-    value: impl Fn(&Reading) -> Option<f64>,
+    values: impl Iterator<Item = (&'a String, f64)>,
 ) {
     let help = delayq::metrics::metric(name).map_or("", |m| m.help);
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
     match mode {
         MetricsMode::PerQueue => {
-            for (queue, reading) in held.iter() {
-                if let Some(value) = value(reading) {
-                    let _ = writeln!(out, "{name}{{{}}} {value}", labels(queue));
-                }
+            for (queue, value) in values {
+                let _ = writeln!(out, "{name}{{{}}} {value}", labels(queue));
             }
         }
         MetricsMode::Aggregate => {
-            let values = held.values().filter_map(value);
+            let values = values.map(|(_, value)| value);
             let total = match aggregate {
                 Aggregate::Sum => values.sum(),
                 Aggregate::Max => values.fold(0.0, f64::max),
@@ -421,13 +463,13 @@ fn write_gauge(
     out.push('\n');
 }
 
-/// A gauge of what a queue's limits hold: its name, and its value from the queue's (slots
-/// held, values held back).
-type LimitGauge = (&'static str, fn((u64, u64)) -> f64);
+/// A gauge of a queue's limits: its name, and its value from what they hold (none: no series).
+type LimitGauge = (&'static str, fn(LimitUse) -> Option<f64>);
 
-const LIMIT_GAUGES: [LimitGauge; 2] = [
-    ("delayq_limit_slots_held", |(slots, _)| slots as f64),
-    ("delayq_limit_held_values", |(_, values)| values as f64),
+const LIMIT_GAUGES: [LimitGauge; 3] = [
+    ("delayq_limit_slots_held", |u| Some(u.slots_held as f64)),
+    ("delayq_limit_held_values", |u| Some(u.values_held as f64)),
+    ("delayq_limit_concurrency", |u| u.concurrency.map(f64::from)),
 ];
 
 /// A gauge read from Redis: its name, how it sums over the queues, and its value for one

@@ -30,6 +30,7 @@ mod limit_cli;
 mod limit_workers;
 mod listen;
 mod metrics;
+mod monitoring;
 mod observe;
 #[cfg(feature = "otel")]
 mod otel;
