@@ -25,6 +25,7 @@ mod dashboard_search;
 mod dedup;
 mod exit_codes;
 mod gateway;
+mod grafana;
 mod json_shape;
 mod limit_cli;
 mod limit_workers;
