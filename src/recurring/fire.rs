@@ -195,9 +195,9 @@ pub(crate) async fn fire_due(
         let firing = &*firing.get_or_insert_with(|| Firing {
             horizon,
             now_ms,
-            metrics: held.cloned().unwrap_or_else(|| {
-                Arc::new(FiringMetrics::new(queue.keys.target()))
-            }),
+            metrics: held
+                .cloned()
+                .unwrap_or_else(|| Arc::new(FiringMetrics::new(queue.keys.target()))),
         });
         let mut fired = stream::iter(ids)
             .map(|id| async move {

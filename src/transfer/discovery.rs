@@ -289,9 +289,7 @@ pub(super) async fn scan(
         if !discovery.takes(queue.target()) {
             continue;
         }
-        if lists(role) && !listed.contains(queue.target()) {
-            listed.insert(queue.target().to_owned());
-        }
+        listed.extend(lists(role).then(|| queue.target().to_owned()));
         match role {
             // A queue with recurring schedules is one to transfer (its schedules fire in the
             // group that transfers it), pending entries or not.

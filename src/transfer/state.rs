@@ -115,8 +115,11 @@ impl GroupShared {
         totals
     }
 
-    pub(super) fn set_listed(&self, listed: Vec<String>) {
-        *lock(&self.listed) = listed;
+    /// What the last discovery scan listed, for the group `shared` (if it is still there).
+    pub(super) fn set_listed(shared: &std::sync::Weak<GroupShared>, listed: Vec<String>) {
+        if let Some(shared) = shared.upgrade() {
+            *lock(&shared.listed) = listed;
+        }
     }
 
     pub(super) fn set_subscribed(&self, subscribed: bool) {

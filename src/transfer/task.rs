@@ -574,9 +574,7 @@ impl GroupTask {
             return;
         };
         let mut sorted = discovery.sort(scanned, &mut self.queues, began_us);
-        if let Some(shared) = self.shared.upgrade() {
-            shared.set_listed(std::mem::take(&mut sorted.listed));
-        }
+        GroupShared::set_listed(&self.shared, std::mem::take(&mut sorted.listed));
         for name in sorted.unreadable {
             if self.unreadable_warned.insert(name.clone()) {
                 discovery::warn_unreadable(&name);

@@ -73,7 +73,10 @@ impl Prometheus {
         let port = free_port();
         let child = Command::new("prometheus")
             .arg(format!("--config.file={}", file.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -95,7 +98,11 @@ impl Prometheus {
         let chunked = head
             .to_ascii_lowercase()
             .contains("transfer-encoding: chunked");
-        let body = if chunked { dechunked(body)? } else { body.to_owned() };
+        let body = if chunked {
+            dechunked(body)?
+        } else {
+            body.to_owned()
+        };
         let json: Value = serde_json::from_str(&body).map_err(|e| format!("{e}: {body}"))?;
         match (head.get(9..12), json["status"].as_str()) {
             (Some("200"), Some("success")) => Ok(json),
@@ -183,8 +190,7 @@ fn every_dashboard_query_has_data_and_every_rule_evaluates() {
     // A schedule (not due for an hour).
     let start = (delayq::time::now_ms() + 3_600_000).to_string();
     let set = [
-        "schedule", "set", &scheduled, "hourly", "--every", "1h", "--value", "v", "--start",
-        &start,
+        "schedule", "set", &scheduled, "hourly", "--every", "1h", "--value", "v", "--start", &start,
     ];
     delayq(&url, &set);
 
@@ -243,7 +249,11 @@ fn every_dashboard_query_has_data_and_every_rule_evaluates() {
             empty.push(format!("{title}: {expr}"));
         }
     }
-    assert!(empty.is_empty(), "queries with no data:\n{}", empty.join("\n"));
+    assert!(
+        empty.is_empty(),
+        "queries with no data:\n{}",
+        empty.join("\n")
+    );
 
     // Every rule evaluated at least once, none with an error.
     let rules = wait_until("every rule evaluated", PATIENCE, || {
@@ -260,7 +270,10 @@ fn every_dashboard_query_has_data_and_every_rule_evaluates() {
             .count();
         match (rules.is_empty(), unevaluated) {
             (false, 0) => Ok(rules),
-            _ => Err(format!("{} rules, {unevaluated} not evaluated", rules.len())),
+            _ => Err(format!(
+                "{} rules, {unevaluated} not evaluated",
+                rules.len()
+            )),
         }
     });
     let failing: Vec<String> = rules

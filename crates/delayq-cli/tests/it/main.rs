@@ -43,6 +43,7 @@ mod shard_count;
 mod sharded_doors;
 mod take_handoff;
 mod transfer_stop;
+mod units;
 mod work;
 mod work_lifecycle;
 mod worker_kill;
