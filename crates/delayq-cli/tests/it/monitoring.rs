@@ -158,3 +158,35 @@ fn counters_are_there_at_zero_and_stay() {
         );
     }
 }
+
+/// A queue's concurrency cap is a gauge beside the slots its limits hold (no series for a queue
+/// without a cap), and follows a change of the limits.
+#[test]
+fn the_concurrency_cap_is_a_gauge_beside_the_slots_held() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let prefix = unique_name("capped");
+    let (capped, keyed) = (format!("{prefix}-capped"), format!("{prefix}-keyed"));
+    delayq(&url, &["limit", "set", &capped, "--concurrency", "3"]);
+    delayq(&url, &["limit", "set", &keyed, "--rate", "10/s"]);
+    for queue in [&capped, &keyed] {
+        delayq(&url, &["offer", queue, "v", "--delay", "1h"]);
+    }
+    let pattern = format!("{prefix}-*");
+    let (_daemon, port) = listening(&url, &["transfer", "--all", "--match", &pattern]);
+    let cap = of("delayq_limit_concurrency", &capped);
+    let text = scrape_until(port, &cap, |v| v == 3.0);
+    assert_eq!(
+        sample(&text, &of("delayq_limit_slots_held", &capped)),
+        Some(0.0)
+    );
+    scrape_until(port, &of("delayq_limit_slots_held", &keyed), |v| v == 0.0);
+    let text = scrape(port);
+    assert_eq!(
+        sample(&text, &of("delayq_limit_concurrency", &keyed)),
+        None,
+        "{text}"
+    );
+    delayq(&url, &["limit", "set", &capped, "--concurrency", "5"]);
+    scrape_until(port, &cap, |v| v == 5.0);
+}
