@@ -10,6 +10,8 @@
 - Every alert of the rules has, in deploy/prometheus/delayq-alerts.test.yml, a test case where
   it fires and one where it must not (`exp_alerts: []`), so that a rule that always fires or
   never fires fails `promtool test rules`.
+- Every alert has a `runbook_url` annotation naming its own section of docs/runbooks.md (the
+  heading the alert's name is), in this repository on its main branch.
 
 Prints one line per check and `N passed, N failed`; exits 1 when a check fails. Standard library
 only (promtool and systemd-analyze are run by scripts/check_deploy.sh).
@@ -20,11 +22,18 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_docs import ROOT, Checks, metric_names  # noqa: E402
+from check_docs import (  # noqa: E402
+    ROOT,
+    Checks,
+    metric_names,
+    repository_problems,
+    repository_url,
+)
 
 DASHBOARD = os.path.join("deploy", "grafana", "delayq.json")
 RULES = os.path.join("deploy", "prometheus", "delayq-alerts.yml")
 RULE_TESTS = os.path.join("deploy", "prometheus", "delayq-alerts.test.yml")
+RUNBOOKS = "docs/runbooks.md"
 
 METRIC = re.compile(r"\bdelayq_[a-z0-9_]*[a-z0-9]\b")
 HISTOGRAM_SERIES = ("_bucket", "_sum", "_count")
@@ -102,6 +111,39 @@ def check_rules(checks, known):
                   "in another", problems)
 
 
+def alert_blocks(rules):
+    """(name, text) of each alert of the rules file, its text up to the next rule."""
+    starts = list(re.finditer(r"^\s*-\s*(?:alert|record):\s*(\S+)\s*$", rules, re.M))
+    for at, start in enumerate(starts):
+        end = starts[at + 1].start() if at + 1 < len(starts) else len(rules)
+        if re.match(r"\s*-\s*alert:", start.group(0)):
+            yield start.group(1), rules[start.start():end]
+
+
+def check_runbooks(checks):
+    try:
+        rules = read(RULES)
+    except OSError as err:
+        checks.report(False, f"alert rules: cannot read {err.filename}")
+        return
+    repository = repository_url()
+    problems, count = [], 0
+    for name, block in alert_blocks(rules):
+        count += 1
+        url = re.search(r"^\s*runbook_url:\s*\"?([^\"\s]+)\"?\s*$", block, re.M)
+        want = f"{repository}/blob/main/{RUNBOOKS}#{name.lower()}"
+        if not url:
+            problems.append(f"{name}: no runbook_url annotation")
+        elif url.group(1) != want:
+            problems.append(f"{name}: runbook_url {url.group(1)}, not {want}")
+        else:
+            _, why = repository_problems([(name, url.group(1))], repository)
+            problems += why
+    checks.report(count > 0 and not problems,
+                  f"{RULES}: each of the {count} alerts has a runbook_url to its section of "
+                  f"{RUNBOOKS}", problems)
+
+
 def main():
     checks = Checks()
     names = metric_names(read(os.path.join("src", "metrics.rs")))
@@ -111,6 +153,7 @@ def main():
     known = set(names)
     check_dashboard(checks, known)
     check_rules(checks, known)
+    check_runbooks(checks)
     print(f"{checks.passed} passed, {checks.failed} failed")
     return 1 if checks.failed else 0
 

@@ -2,7 +2,9 @@
 # Checks what deploy/ ships: the metric names of the Grafana dashboard and the alert rules
 # (scripts/check_deploy.py), the rules with `promtool check rules` and their unit tests with
 # `promtool test rules`, and the systemd units with `systemd-analyze verify` (any warning
-# fails) and a ceiling on `systemd-analyze security`'s exposure score. Installs Debian's
+# fails) and a ceiling on `systemd-analyze security`'s exposure score. (How `delayq ui` runs
+# under its unit, credentials and environment file included, is tested by
+# crates/delayq-cli/tests/it/units.rs.) Installs Debian's
 # prometheus (promtool) and systemd when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,9 +12,11 @@ cd "$(dirname "$0")/.."
 
 # The most exposure `systemd-analyze security` may score per unit, in tenths (it prints 0.0
 # best to 10.0 worst; --threshold takes 0 to 100); the worker's commands are the operator's,
-# so it keeps less hardening than the transfer daemon.
+# so it keeps less hardening than the transfer daemon; the dashboard (it holds the role tokens)
+# is hardened as the transfer daemon is.
 TRANSFER_EXPOSURE_MAX=20
 WORK_EXPOSURE_MAX=40
+UI_EXPOSURE_MAX=20
 
 missing=()
 command -v promtool >/dev/null || missing+=(prometheus)
@@ -37,7 +41,8 @@ for unit in deploy/systemd/*.service; do
     sed "s|/usr/local/bin/delayq|$units/delayq|" "$unit" >"$units/$(basename "$unit")"
 done
 mv "$units/delayq-work@.service" "$units/delayq-work@orders.service"
-said=$(cd "$units" && systemd-analyze verify ./delayq-transfer.service ./delayq-work@orders.service 2>&1) || {
+said=$(cd "$units" && systemd-analyze verify ./delayq-transfer.service ./delayq-work@orders.service \
+    ./delayq-ui.service 2>&1) || {
     echo "$said" >&2
     exit 1
 }
@@ -46,8 +51,9 @@ if [ -n "$said" ]; then
     echo "$said" >&2
     exit 1
 fi
-echo "ok    systemd-analyze verify: delayq-transfer.service, delayq-work@.service"
-for check in "delayq-transfer.service $TRANSFER_EXPOSURE_MAX" "delayq-work@orders.service $WORK_EXPOSURE_MAX"; do
+echo "ok    systemd-analyze verify: delayq-transfer.service, delayq-work@.service, delayq-ui.service"
+for check in "delayq-transfer.service $TRANSFER_EXPOSURE_MAX" "delayq-work@orders.service $WORK_EXPOSURE_MAX" \
+    "delayq-ui.service $UI_EXPOSURE_MAX"; do
     set -- $check
     if ! score=$(cd "$units" && systemd-analyze security --offline=yes --threshold="$2" "./$1" 2>&1); then
         echo "$score" | tail -5 >&2

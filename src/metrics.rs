@@ -21,12 +21,12 @@
 //! delayq::metrics::record_queue_gauges("orders", &stats, None, 0);
 //! ```
 
-use crate::error::Error;
-
 mod limits;
+mod scheduler;
 mod schedules;
 pub use limits::record_limit_gauges;
 pub(crate) use limits::LimitMetrics;
+pub(crate) use scheduler::SchedulerMetrics;
 pub(crate) use schedules::FiringMetrics;
 
 /// What kind of metric a [`Metric`] is.
@@ -189,6 +189,11 @@ pub const METRICS: &[Metric] = &[
         "1 while the queue is paused (delayq's transfers and workers leave it alone)",
     ),
     Metric::new(
+        "delayq_unreadable",
+        Gauge,
+        "1 while the queue's last read failed (a key of another type, say), else 0",
+    ),
+    Metric::new(
         "delayq_memory_bytes",
         Gauge,
         "bytes Redis uses for the queue's keys (MEMORY USAGE, sampled)",
@@ -224,6 +229,11 @@ pub const METRICS: &[Metric] = &[
         "slots of the queue's concurrency cap held now",
     ),
     Metric::new(
+        "delayq_limit_concurrency",
+        Gauge,
+        "the queue's concurrency cap (its limits' slots)",
+    ),
+    Metric::new(
         "delayq_limit_held_values",
         Gauge,
         "values held back by per-key limits now",
@@ -253,8 +263,10 @@ pub fn metric(name: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|m| m.name == name)
 }
 
-/// Gives the installed recorder every metric's HELP text and sets `delayq_build_info` to 1
-/// with its `version` label. Call it once, after installing the recorder.
+/// Gives the installed recorder every metric's HELP text, sets `delayq_build_info` to 1 with
+/// its `version` label, and makes the connection counters (`delayq_connection_errors_total`,
+/// `delayq_reconnects_total`, `delayq_resubscribes_total`) at 0, so that their first rise
+/// shows in `increase()`. Call it once, after installing the recorder.
 ///
 /// ```
 /// delayq::metrics::describe();
@@ -270,8 +282,20 @@ pub fn describe() {
             }
         }
         metrics::gauge!("delayq_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+        for name in PROCESS_COUNTERS {
+            metrics::counter!(name).absolute(0);
+        }
     }
 }
+
+/// The counters of the process's connections, made at 0 by [`describe`]: a counter first seen
+/// at 1 has no earlier sample, and Prometheus's `increase()` misses that first rise.
+#[cfg(feature = "metrics")]
+const PROCESS_COUNTERS: [&str; 3] = [
+    "delayq_connection_errors_total",
+    "delayq_reconnects_total",
+    "delayq_resubscribes_total",
+];
 
 /// The labels of queue `queue`'s series: `queue`, and for a shard of a sharded queue
 /// `logical_queue`, the sharded queue's name, so that dashboards can sum over its shards.
@@ -282,149 +306,6 @@ pub(crate) fn queue_labels(queue: &str) -> Vec<metrics::Label> {
         labels.push(metrics::Label::new("logical_queue", logical.to_owned()));
     }
     labels
-}
-
-/// The `kind` label of an error: `connection`, `refused` (a refusal such as LOADING, OOM or
-/// NOPERM), `script` or `other`.
-#[cfg(feature = "metrics")]
-pub(crate) fn error_kind(err: &Error) -> usize {
-    if err.is_connection_error() {
-        0
-    } else if matches!(err, Error::Refused { .. }) {
-        1
-    } else if matches!(err, Error::Script { .. }) {
-        2
-    } else {
-        3
-    }
-}
-
-#[cfg(feature = "metrics")]
-const KINDS: [&str; 4] = ["connection", "refused", "script", "other"];
-
-/// A scheduler's handles for one queue. The counters of what seldom happens (errors,
-/// quarantined entries, paused skips) are made on first use, so that a queue has no series
-/// for them until then.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SchedulerMetrics {
-    #[cfg(feature = "metrics")]
-    inner: Option<std::sync::Arc<SchedulerInner>>,
-}
-
-#[cfg(feature = "metrics")]
-#[derive(Debug)]
-struct SchedulerInner {
-    labels: Vec<metrics::Label>,
-    moved: metrics::Counter,
-    transfers: metrics::Counter,
-    duration: metrics::Histogram,
-    lateness: metrics::Histogram,
-    quarantined: Lazy,
-    errors: [Lazy; 4],
-    paused: Lazy,
-}
-
-/// A counter of one queue made the first time it counts.
-#[cfg(feature = "metrics")]
-#[derive(Debug)]
-struct Lazy {
-    name: &'static str,
-    kind: Option<&'static str>,
-    counter: std::sync::OnceLock<metrics::Counter>,
-}
-
-#[cfg(feature = "metrics")]
-impl Lazy {
-    fn new(name: &'static str, kind: Option<&'static str>) -> Lazy {
-        Lazy {
-            name,
-            kind,
-            counter: std::sync::OnceLock::new(),
-        }
-    }
-
-    fn increment(&self, labels: &[metrics::Label], by: u64) {
-        if by == 0 {
-            return;
-        }
-        let counter = self.counter.get_or_init(|| {
-            let mut labels = labels.to_vec();
-            if let Some(kind) = self.kind {
-                labels.push(metrics::Label::new("kind", kind));
-            }
-            metrics::counter!(self.name, labels)
-        });
-        counter.increment(by);
-    }
-}
-
-impl SchedulerMetrics {
-    /// The handles of queue `name` (made once, when the scheduler takes the queue on).
-    pub(crate) fn new(name: &str) -> SchedulerMetrics {
-        #[cfg(feature = "metrics")]
-        {
-            let labels = queue_labels(name);
-            let l = || labels.clone();
-            SchedulerMetrics {
-                inner: Some(std::sync::Arc::new(SchedulerInner {
-                    moved: metrics::counter!("delayq_moved_total", l()),
-                    transfers: metrics::counter!("delayq_transfers_total", l()),
-                    duration: metrics::histogram!("delayq_transfer_duration_seconds", l()),
-                    lateness: metrics::histogram!("delayq_transfer_lateness_seconds", l()),
-                    quarantined: Lazy::new("delayq_quarantined_total", None),
-                    errors: KINDS.map(|kind| Lazy::new("delayq_errors_total", Some(kind))),
-                    paused: Lazy::new("delayq_paused_skips_total", None),
-                    labels,
-                })),
-            }
-        }
-        #[cfg(not(feature = "metrics"))]
-        {
-            let _ = name;
-            SchedulerMetrics {}
-        }
-    }
-
-    /// One successful transfer call that took `seconds`.
-    pub(crate) fn transfer(&self, moved: u64, quarantined: u64, seconds: f64) {
-        #[cfg(feature = "metrics")]
-        if let Some(m) = &self.inner {
-            m.transfers.increment(1);
-            m.moved.increment(moved);
-            m.quarantined.increment(&m.labels, quarantined);
-            m.duration.record(seconds);
-        }
-        #[cfg(not(feature = "metrics"))]
-        let _ = (moved, quarantined, seconds);
-    }
-
-    /// The head was due `seconds` before the transfer that moved it.
-    pub(crate) fn lateness(&self, seconds: f64) {
-        #[cfg(feature = "metrics")]
-        if let Some(m) = &self.inner {
-            m.lateness.record(seconds);
-        }
-        #[cfg(not(feature = "metrics"))]
-        let _ = seconds;
-    }
-
-    /// A failed transfer.
-    pub(crate) fn error(&self, err: &Error) {
-        #[cfg(feature = "metrics")]
-        if let Some(m) = &self.inner {
-            m.errors[error_kind(err)].increment(&m.labels, 1);
-        }
-        #[cfg(not(feature = "metrics"))]
-        let _ = err;
-    }
-
-    /// A drain skipped: the queue is paused.
-    pub(crate) fn paused(&self) {
-        #[cfg(feature = "metrics")]
-        if let Some(m) = &self.inner {
-            m.paused.increment(&m.labels, 1);
-        }
-    }
 }
 
 /// The pub/sub connection came back and the channels of `queues` were subscribed again.

@@ -1,16 +1,24 @@
 //! The handles of one queue's schedule firings: occurrences offered, their lateness, and the
 //! decisions of the missed-occurrence policies.
 
-/// One queue's handles for a firing pass; made only when the pass has due schedules, so that
-/// a queue without schedules has no series.
+/// The `policy` label of `delayq_schedule_missed_total`: each missed-occurrence policy's name.
+#[cfg(feature = "metrics")]
+const POLICIES: [&str; 3] = ["skip", "latest", "all"];
+
+/// One queue's handles for its schedules' firings, every counter made at 0 (a counter first
+/// seen at 1 has no earlier sample, and `increase()` misses that first rise). A scheduler
+/// group holds them as long as the queue has schedules, so that the series live as long; a
+/// program firing by hand makes them per call, and a recorder that retires idle series may
+/// then drop them between calls.
 #[derive(Debug)]
 pub(crate) struct FiringMetrics {
-    #[cfg(feature = "metrics")]
-    labels: Vec<metrics::Label>,
     #[cfg(feature = "metrics")]
     fired: metrics::Counter,
     #[cfg(feature = "metrics")]
     lateness: metrics::Histogram,
+    /// `delayq_schedule_missed_total` by policy, in the order of [`POLICIES`].
+    #[cfg(feature = "metrics")]
+    missed: [metrics::Counter; 3],
 }
 
 impl FiringMetrics {
@@ -19,10 +27,19 @@ impl FiringMetrics {
         #[cfg(feature = "metrics")]
         {
             let labels = super::queue_labels(name);
+            let fired = metrics::counter!("delayq_schedule_fired_total", labels.clone());
+            fired.absolute(0);
+            let missed = POLICIES.map(|policy| {
+                let mut labels = labels.clone();
+                labels.push(metrics::Label::new("policy", policy));
+                let counter = metrics::counter!("delayq_schedule_missed_total", labels);
+                counter.absolute(0);
+                counter
+            });
             FiringMetrics {
-                fired: metrics::counter!("delayq_schedule_fired_total", labels.clone()),
-                lateness: metrics::histogram!("delayq_schedule_lateness_seconds", labels.clone()),
-                labels,
+                fired,
+                lateness: metrics::histogram!("delayq_schedule_lateness_seconds", labels),
+                missed,
             }
         }
         #[cfg(not(feature = "metrics"))]
@@ -51,10 +68,8 @@ impl FiringMetrics {
     /// occurrences.
     pub(crate) fn missed(&self, policy: &'static str) {
         #[cfg(feature = "metrics")]
-        {
-            let mut labels = self.labels.clone();
-            labels.push(metrics::Label::new("policy", policy));
-            metrics::counter!("delayq_schedule_missed_total", labels).increment(1);
+        if let Some(at) = POLICIES.iter().position(|p| *p == policy) {
+            self.missed[at].increment(1);
         }
         #[cfg(not(feature = "metrics"))]
         let _ = policy;

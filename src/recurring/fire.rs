@@ -13,6 +13,7 @@ use fred::interfaces::{HashesInterface, SortedSetsInterface};
 use fred::prelude::Value;
 use futures::stream::{self, StreamExt};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
 
@@ -165,12 +166,15 @@ pub struct FireTally {
 const PAGE: usize = 500;
 
 /// Fires the due schedules of `queue` at `now_ms`: the due set read in pages, each page's
-/// schedules fired `in_flight` at a time, up to `per_tick` schedules.
+/// schedules fired `in_flight` at a time, up to `per_tick` schedules; recorded with `held`, the
+/// queue's handles its caller keeps, or else handles made for this pass if it finds a due
+/// schedule.
 pub(crate) async fn fire_due(
     client: &Client,
     queue: &QueueSpec,
     now_ms: i64,
     config: &FiringConfig,
+    held: Option<&Arc<FiringMetrics>>,
 ) -> Result<FireTally> {
     let horizon = config.horizon(now_ms);
     let mut tally = FireTally::default();
@@ -178,8 +182,8 @@ pub(crate) async fn fire_due(
     // the next page's offset. A schedule another process moves meanwhile shifts
     // the offset by one: whatever that skips is due still, and fires at the next tick.
     let mut stayed = 0;
-    // The metric handles are made once a pass finds a due schedule: a queue whose schedules
-    // are not due gets no series.
+    // Without handles held by the caller, they are made once a pass finds a due schedule: a
+    // queue whose schedules are not due gets no series.
     let mut firing: Option<Firing> = None;
     loop {
         let room = config.per_tick.saturating_sub(tally_len(&tally));
@@ -191,7 +195,9 @@ pub(crate) async fn fire_due(
         let firing = &*firing.get_or_insert_with(|| Firing {
             horizon,
             now_ms,
-            metrics: FiringMetrics::new(queue.keys.target()),
+            metrics: held
+                .cloned()
+                .unwrap_or_else(|| Arc::new(FiringMetrics::new(queue.keys.target()))),
         });
         let mut fired = stream::iter(ids)
             .map(|id| async move {
@@ -265,7 +271,7 @@ enum Fired {
 struct Firing {
     horizon: Horizon,
     now_ms: i64,
-    metrics: FiringMetrics,
+    metrics: Arc<FiringMetrics>,
 }
 
 /// Fires the schedule `id`.

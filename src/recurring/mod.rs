@@ -52,6 +52,7 @@ pub use recur::{Recurrence, MIN_SCHEDULE_INTERVAL};
 pub use spec::{Missed, Schedule, ScheduleInfo, ScheduleRow};
 
 use crate::entry::OfferHandle;
+use crate::metrics::FiringMetrics;
 use crate::options::QueueOptions;
 use crate::redis::ops::{offer, schedule_remove, schedule_set};
 use crate::redis::script::QueueSpec;
@@ -61,6 +62,7 @@ use fred::clients::Client;
 use fred::interfaces::{HashesInterface, SortedSetsInterface};
 use fred::prelude::Value;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The recurring schedules of one queue: set, read, pause, resume, trigger and remove them,
@@ -235,7 +237,19 @@ impl ScheduleStore {
     /// scheduler group does every tick. Safe beside any number of other firing processes, and
     /// with any `now_ms`: an entry is due at its occurrence's time whenever it is offered.
     pub(crate) async fn fire_due(&self, now_ms: i64, config: &FiringConfig) -> Result<FireTally> {
-        fire::fire_due(&self.client, &self.queue, now_ms, config).await
+        fire::fire_due(&self.client, &self.queue, now_ms, config, None).await
+    }
+
+    /// [`fire_due`](Self::fire_due) recorded with the queue's `metrics`, which the caller holds
+    /// for as long as the queue has schedules (a scheduler group does), so that their series
+    /// stay between firings.
+    pub(crate) async fn fire_due_recorded(
+        &self,
+        now_ms: i64,
+        config: &FiringConfig,
+        metrics: &Arc<FiringMetrics>,
+    ) -> Result<FireTally> {
+        fire::fire_due(&self.client, &self.queue, now_ms, config, Some(metrics)).await
     }
 
     fn no_such(&self, id: &str) -> Error {

@@ -123,9 +123,7 @@ impl Discovery {
             let Some((role, queue)) = key.as_str().and_then(QueueKeys::scanned) else {
                 continue;
             };
-            // Indexes alone are what a queue another client ended left behind, not a queue.
-            let indexes_only = matches!(role, KeyRole::Index | KeyRole::Values);
-            if !indexes_only && self.takes(queue.target()) {
+            if lists(role) && self.takes(queue.target()) {
                 names.insert(queue.target().to_owned());
             }
         }
@@ -223,10 +221,21 @@ impl Discovery {
     }
 }
 
+/// Whether a key of the role `role` makes its queue one that [`Discovery::list`] lists: any
+/// key of a queue's own but delayq's indexes, which alone are what a queue another client
+/// ended left behind, not a queue.
+fn lists(role: KeyRole) -> bool {
+    !matches!(role, KeyRole::Index | KeyRole::Values)
+}
+
 /// What one scan found.
 pub(super) struct Scanned {
     /// The queues discovery takes.
     pub(super) found: Vec<QueueKeys>,
+    /// Every queue discovery takes that [`Discovery::list`] would list, sorted: those with
+    /// nothing to transfer (dead letters, deliveries in flight, a quarantine, a pause flag)
+    /// included, for the gauges of a process that watches them.
+    pub(super) listed: Vec<String>,
     /// The timeout zsets whose queue name is not UTF-8 (hex-escaped), which discovery leaves
     /// alone: delayq handles queue names as text.
     pub(super) unreadable: Vec<String>,
@@ -261,6 +270,7 @@ pub(super) async fn scan(
     // Queues with a timeout or order key, and queues with an index.
     let mut alive = HashSet::new();
     let mut indexed = HashMap::new();
+    let mut listed = std::collections::BTreeSet::new();
     while let Some(key) = keys.next().await {
         let key = key?;
         let Some(text) = key.as_str() else {
@@ -279,6 +289,7 @@ pub(super) async fn scan(
         if !discovery.takes(queue.target()) {
             continue;
         }
+        listed.extend(lists(role).then(|| queue.target().to_owned()));
         match role {
             // A queue with recurring schedules is one to transfer (its schedules fire in the
             // group that transfers it), pending entries or not.
@@ -297,6 +308,7 @@ pub(super) async fn scan(
     }
     let mut scanned = Scanned {
         found: Vec::new(),
+        listed: listed.into_iter().collect(),
         unreadable: Vec::new(),
         orphaned: indexed
             .into_iter()
@@ -475,6 +487,8 @@ pub(super) struct Sorted {
     pub(super) orphaned: Vec<QueueSpec>,
     /// Queue names that are not UTF-8, hex-escaped: to warn about.
     pub(super) unreadable: Vec<String>,
+    /// Every queue with a key of its own, sorted (see [`Scanned::listed`]).
+    pub(super) listed: Vec<String>,
 }
 
 impl Discovery {
@@ -520,6 +534,7 @@ impl Discovery {
                 .map(|keys| self.spec(keys))
                 .collect(),
             unreadable: scanned.unreadable,
+            listed: scanned.listed,
         }
     }
 }

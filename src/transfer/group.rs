@@ -72,6 +72,7 @@ impl SchedulerGroup {
             moved: broadcast::channel(MOVED_BACKLOG).0,
             subscriber: subscriber.clone(),
             resubscribe_failed: AtomicBool::new(false),
+            listed: Mutex::default(),
         });
         let eviction =
             crate::redis::server::warn_if_evicting(&client, "transfer scheduler", "*").await;
@@ -180,6 +181,15 @@ impl SchedulerGroup {
         let mut names: Vec<String> = self.shared.counters().keys().cloned().collect();
         names.sort();
         names
+    }
+
+    /// The names of every queue the group's last discovery scan found a key of its own of,
+    /// sorted, as [`Discovery::list`] lists them: those the group transfers, and those with
+    /// nothing to transfer but dead letters, deliveries in flight, a quarantine or a pause flag
+    /// (found by the same `SCAN`, at no further cost). Empty without discovery, or before its
+    /// first scan ends.
+    pub fn listed(&self) -> Vec<String> {
+        lock(&self.shared.listed).clone()
     }
 
     /// Counters of every queue together since the group started, queues removed since (by

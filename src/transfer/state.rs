@@ -71,6 +71,8 @@ pub(super) struct GroupShared {
     pub(super) subscriber: Client,
     /// The last re-subscribe failed.
     pub(super) resubscribe_failed: AtomicBool,
+    /// What the last discovery scan listed, sorted: every queue with a key of its own.
+    pub(super) listed: Mutex<Vec<String>>,
 }
 
 impl GroupShared {
@@ -111,6 +113,13 @@ impl GroupShared {
             *sum = sum.plus(&counters.snapshot());
         }
         totals
+    }
+
+    /// What the last discovery scan listed, for the group `shared` (if it is still there).
+    pub(super) fn set_listed(shared: &std::sync::Weak<GroupShared>, listed: Vec<String>) {
+        if let Some(shared) = shared.upgrade() {
+            *lock(&shared.listed) = listed;
+        }
     }
 
     pub(super) fn set_subscribed(&self, subscribed: bool) {

@@ -573,7 +573,8 @@ impl GroupTask {
         let Some(discovery) = self.discovery.clone() else {
             return;
         };
-        let sorted = discovery.sort(scanned, &mut self.queues, began_us);
+        let mut sorted = discovery.sort(scanned, &mut self.queues, began_us);
+        GroupShared::set_listed(&self.shared, std::mem::take(&mut sorted.listed));
         for name in sorted.unreadable {
             if self.unreadable_warned.insert(name.clone()) {
                 discovery::warn_unreadable(&name);

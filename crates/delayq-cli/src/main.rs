@@ -1,6 +1,7 @@
 //! `delayq`: operate Redisson-compatible delayed queues from the shell.
 //!
-//! - `cli.rs`: the options and subcommands; `connection.rs`: the connection options (timeouts,
+//! - `cli.rs`: the options and subcommands (`queue_arg.rs`: the queue a command acts on;
+//!   `list_args.rs`: the subcommands over a queue's lists); `connection.rs`: the connection options (timeouts,
 //!   TLS) and the URL without its secrets.
 //! - `commands/`: one file per command group (`queue.rs`: offer, reschedule, remove, cancel,
 //!   peek, stats, clear; `queues.rs`: every queue; `take.rs`; `lists.rs`: dead letters and
@@ -29,11 +30,13 @@ mod exit;
 mod gateway_args;
 mod limit_args;
 mod limit_view;
+mod list_args;
 mod lists;
 mod logging;
 #[cfg(feature = "otel")]
 mod otel;
 mod progress;
+mod queue_arg;
 mod schedule_args;
 mod serve;
 mod shard_args;

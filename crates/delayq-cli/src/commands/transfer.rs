@@ -113,7 +113,9 @@ fn gauges_budget(args: &TransferArgs) -> u32 {
         .max(8)
 }
 
-/// Serves /metrics and /healthz for `group`, reading its queues' gauges.
+/// Serves /metrics and /healthz for `group`, reading the gauges of its queues and of those its
+/// discovery lists with nothing to transfer (dead letters, deliveries in flight, a quarantine):
+/// a queue whose pending entries are gone keeps the gauges its alerts read.
 fn observe(
     ctx: &Ctx,
     bound: crate::serve::Bound,
@@ -124,7 +126,11 @@ fn observe(
     let names = group.clone();
     let gauges = crate::serve::Gauges {
         client: ctx.client.clone(),
-        names: Box::new(move || names.names()),
+        names: Box::new(move || {
+            let mut all = names.names();
+            all.extend(names.listed());
+            all
+        }),
         budget: gauges_budget(args),
     };
     let pages = axum::Router::new();

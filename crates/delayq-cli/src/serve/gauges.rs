@@ -1,10 +1,15 @@
 //! The queues' gauges: read in the background at a bounded rate of Redis commands, a slice of
 //! the queues at a time in rotation, and rendered from the last values on each scrape (a
-//! scrape never waits on Redis). A queue that leaves the list loses its series at once. A queue
-//! with flow-control limits also gets what they hold (slots, values held back), read with the
-//! library's `limit_usage` (one script call) after its counts.
+//! scrape never waits on Redis). A queue that leaves the list stays read while its last read
+//! found values in it (ready, in flight, dead, quarantined, pending) or failed, so that a queue
+//! a transfer no longer moves for keeps the gauges its alerts read; it loses its series once a
+//! read finds it empty. A queue whose read fails is `delayq_unreadable` 1 (the others 0) and
+//! keeps its last values. A queue with flow-control limits also gets what they hold (slots,
+//! values held back) and its cap, read with the library's `limit_usage` (one script call) and
+//! its limits' hash after its counts. `gauges/text.rs` renders them as Prometheus text.
 
-use super::recorder::MetricsMode;
+mod text;
+
 use delayq::codec::ByteArrayCodec;
 use delayq::fred::clients::{Client, Pipeline};
 use delayq::fred::interfaces::{
@@ -13,7 +18,6 @@ use delayq::fred::interfaces::{
 use delayq::fred::prelude::Value;
 use delayq::{DelayedQueue, QueueKeys};
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -82,8 +86,24 @@ struct Reading {
     memory: Option<u64>,
     /// The queue has flow-control limits stored.
     limited: bool,
-    /// What its limits hold: slots held and values held back (read only when it has limits).
-    limit_use: Option<(u64, u64)>,
+    /// What its limits hold (read only when it has limits).
+    limit_use: Option<LimitUse>,
+}
+
+/// What a queue's limits hold, and its cap.
+#[derive(Debug, Clone, Copy, Default)]
+struct LimitUse {
+    slots_held: u64,
+    values_held: u64,
+    /// The concurrency cap, if the limits have one (and could be read).
+    concurrency: Option<u32>,
+}
+
+impl Reading {
+    /// The read found values in the queue: pending, ready, in flight, dead or quarantined.
+    fn holds_values(&self) -> bool {
+        self.pending + self.ready + self.in_flight + self.dead + self.quarantined > 0
+    }
 }
 
 /// The last reading of every queue, shared by the reader, `/metrics` and the dashboard's order.
@@ -139,6 +159,7 @@ impl Gauges {
                 _ = tick.tick() => {}
             }
             let mut names = (self.names)();
+            names.extend(readings.holding());
             names.sort_unstable();
             names.dedup();
             readings.retain(&names);
@@ -202,8 +223,8 @@ impl LimitReads {
         self.0.retain(|name, _| names.binary_search(name).is_ok());
     }
 
-    /// `reads` of `queues` with, for each queue that has limits, what they hold (left out
-    /// when that read fails: the counts stand).
+    /// `reads` of `queues` with, for each queue that has limits, what they hold and its cap
+    /// (left out when that read fails: the counts stand).
     async fn read(
         &mut self,
         client: &Client,
@@ -221,8 +242,17 @@ impl LimitReads {
                 };
                 self.0.insert(name.clone(), queue);
             }
-            if let Ok(usage) = self.0[name].limits().usage().await {
-                read.limit_use = Some((usage.slots_held, usage.values_held));
+            let limits = self.0[name].limits();
+            if let Ok(usage) = limits.usage().await {
+                let concurrency = match limits.get().await {
+                    Ok(stored) => stored.and_then(|limits| limits.concurrency()),
+                    Err(_) => None,
+                };
+                read.limit_use = Some(LimitUse {
+                    slots_held: usage.slots_held,
+                    values_held: usage.values_held,
+                    concurrency,
+                });
             }
         }
         reads
@@ -323,6 +353,15 @@ impl Readings {
             .retain(|name, _| names.binary_search(name).is_ok());
     }
 
+    /// The queues whose last read found values in them or failed: read on whether or not
+    /// the process still lists them.
+    fn holding(&self) -> Vec<String> {
+        let held = self.lock();
+        let holding = held.readings.iter().filter(|(_, r)| r.holds_values());
+        let names = holding.map(|(name, _)| name.clone());
+        names.chain(held.failing.keys().cloned()).collect()
+    }
+
     /// Every queue read so far as last seen: one copy of the map, no read of Redis.
     pub(crate) fn seen(&self) -> HashMap<String, Seen> {
         let held = self.lock();
@@ -369,127 +408,6 @@ impl Readings {
             held.readings.insert(name.clone(), read);
         }
     }
-
-    /// The gauges as Prometheus text, each with its HELP and TYPE lines: a series per queue,
-    /// or (aggregate) one per gauge, the counts summed and the ages their maximum. The limits'
-    /// gauges have series only for queues with limits.
-    pub(crate) fn render(&self, mode: MetricsMode, now_ms: i64) -> String {
-        let held = &self.lock().readings;
-        let mut out = String::new();
-        for (name, aggregate, value) in GAUGES {
-            write_gauge(&mut out, (name, aggregate), held, mode, |r| {
-                Some(value(r, now_ms))
-            });
-        }
-        for (name, value) in LIMIT_GAUGES {
-            write_gauge(&mut out, (name, Aggregate::Sum), held, mode, |r| {
-                r.limit_use.map(value)
-            });
-        }
-        out
-    }
-}
-
-/// One gauge with its HELP and TYPE lines: a series per queue that `value` has a value for, or
-/// (aggregate) one series of them all.
-fn write_gauge(
-    out: &mut String,
-    (name, aggregate): (&str, Aggregate),
-    held: &BTreeMap<String, Reading>,
-    mode: MetricsMode,
-    value: impl Fn(&Reading) -> Option<f64>,
-) {
-    let help = delayq::metrics::metric(name).map_or("", |m| m.help);
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-    match mode {
-        MetricsMode::PerQueue => {
-            for (queue, reading) in held.iter() {
-                if let Some(value) = value(reading) {
-                    let _ = writeln!(out, "{name}{{{}}} {value}", labels(queue));
-                }
-            }
-        }
-        MetricsMode::Aggregate => {
-            let values = held.values().filter_map(value);
-            let total = match aggregate {
-                Aggregate::Sum => values.sum(),
-                Aggregate::Max => values.fold(0.0, f64::max),
-            };
-            let _ = writeln!(out, "{name} {total}");
-        }
-    }
-    out.push('\n');
-}
-
-/// A gauge of what a queue's limits hold: its name, and its value from the queue's (slots
-/// held, values held back).
-type LimitGauge = (&'static str, fn((u64, u64)) -> f64);
-
-const LIMIT_GAUGES: [LimitGauge; 2] = [
-    ("delayq_limit_slots_held", |(slots, _)| slots as f64),
-    ("delayq_limit_held_values", |(_, values)| values as f64),
-];
-
-/// A gauge read from Redis: its name, how it sums over the queues, and its value for one
-/// queue's reading at a time (epoch ms).
-type QueueGauge = (&'static str, Aggregate, fn(&Reading, i64) -> f64);
-
-const GAUGES: [QueueGauge; 10] = [
-    ("delayq_pending", Aggregate::Sum, |r, _| r.pending as f64),
-    ("delayq_ready", Aggregate::Sum, |r, _| r.ready as f64),
-    ("delayq_quarantine_size", Aggregate::Sum, |r, _| {
-        r.quarantined as f64
-    }),
-    ("delayq_in_flight", Aggregate::Sum, |r, _| {
-        r.in_flight as f64
-    }),
-    ("delayq_inflight_overdue", Aggregate::Sum, |r, _| {
-        r.inflight_overdue as f64
-    }),
-    ("delayq_dead", Aggregate::Sum, |r, _| r.dead as f64),
-    ("delayq_paused", Aggregate::Sum, |r, _| {
-        f64::from(u8::from(r.paused))
-    }),
-    ("delayq_oldest_overdue_seconds", Aggregate::Max, |r, now| {
-        age(r.overdue_since_ms, now)
-    }),
-    (
-        "delayq_oldest_ready_age_seconds",
-        Aggregate::Max,
-        |r, now| age(r.ready_since_ms, now),
-    ),
-    ("delayq_memory_bytes", Aggregate::Sum, |r, _| {
-        r.memory.unwrap_or(0) as f64
-    }),
-];
-
-/// Seconds from `since` to `now_ms` (0 without one, or when it is later).
-fn age(since: Option<i64>, now_ms: i64) -> f64 {
-    since.map_or(0.0, |ms| now_ms.saturating_sub(ms).max(0) as f64 / 1e3)
-}
-
-/// How a gauge is summed over the queues.
-#[derive(Clone, Copy)]
-enum Aggregate {
-    Sum,
-    Max,
-}
-
-/// The labels of queue `queue`'s series, as the library's handles carry them.
-fn labels(queue: &str) -> String {
-    let mut out = format!("queue=\"{}\"", escaped(queue));
-    if let Some(logical) = delayq::names::logical_queue(queue) {
-        let _ = write!(out, ",logical_queue=\"{}\"", escaped(logical));
-    }
-    out
-}
-
-/// A label value in Prometheus text: backslash, double quote and newline escaped.
-fn escaped(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -560,14 +478,5 @@ mod tests {
             assert_eq!(passes.len(), 3, "{name}: {passes:?}");
             assert_eq!(passes[2] - passes[1], 4, "{name}: {passes:?}");
         }
-    }
-
-    #[test]
-    fn label_values_are_escaped_and_shards_named() {
-        assert_eq!(labels("a\"b\\c\n"), "queue=\"a\\\"b\\\\c\\n\"");
-        assert_eq!(
-            labels("orders:{2}"),
-            "queue=\"orders:{2}\",logical_queue=\"orders\""
-        );
     }
 }

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// `delayq --url URL ARGS... --listen` in the background; its port.
-fn listening(url: &str, args: &[&str]) -> (Daemon, u16) {
+pub(crate) fn listening(url: &str, args: &[&str]) -> (Daemon, u16) {
     let port = free_port();
     let child = Command::new(BIN)
         .args(["--url", url])
@@ -24,7 +24,7 @@ fn listening(url: &str, args: &[&str]) -> (Daemon, u16) {
 }
 
 /// `/metrics`, once it answers.
-fn scrape(port: u16) -> String {
+pub(crate) fn scrape(port: u16) -> String {
     wait_until("/metrics", PATIENCE, || match get(port, "/metrics") {
         Ok((200, body)) => Ok(body),
         other => Err(format!("{other:?}")),
@@ -32,7 +32,7 @@ fn scrape(port: u16) -> String {
 }
 
 /// The value of the sample `series` (name and labels as rendered).
-fn sample(text: &str, series: &str) -> Option<f64> {
+pub(crate) fn sample(text: &str, series: &str) -> Option<f64> {
     text.lines().find_map(|line| {
         let (key, value) = line.rsplit_once(' ')?;
         (key == series).then(|| value.parse().ok())?
@@ -40,7 +40,7 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 }
 
 /// Waits until `series` satisfies `ok`; the scrape it did.
-fn scrape_until(port: u16, series: &str, ok: impl Fn(f64) -> bool) -> String {
+pub(crate) fn scrape_until(port: u16, series: &str, ok: impl Fn(f64) -> bool) -> String {
     wait_until(series, PATIENCE, || {
         let text = scrape(port);
         match sample(&text, series) {
