@@ -46,10 +46,7 @@ async fn with_dead_letters(redis: &TestRedis, prefix: &str, values: &[&str]) -> 
         .spawn()
         .unwrap();
     for value in values {
-        queue
-            .offer(&value.to_string(), Duration::ZERO)
-            .await
-            .unwrap();
+        queue.offer(value, Duration::ZERO).await.unwrap();
     }
     let deadline = Instant::now() + PATIENCE;
     while worker.stats().dead < values.len() as u64 {
