@@ -234,14 +234,11 @@ async fn a_cancelled_message_is_never_delivered() {
         200
     );
     let after_cancel = receiver.to("/500/retrying").len();
-    gw.publish(
-        &format!("{}200/marker", receiver.base()),
-        &[("Upstash-Delay", "3s")],
-        b"m".to_vec(),
-    )
-    .await;
-    receiver.wait_for("/200/marker", 1).await;
-    // At most the attempt already under way when it was cancelled.
+    // Dropped, not retried on: nothing is left in the queue (waited for as its state, however
+    // slow the machine; a marker due a few seconds later need not come after the retry on a
+    // loaded machine)...
+    wait_idle(&redis).await;
+    // ... and at most the attempt already under way when it was cancelled was made.
     assert!(receiver.to("/500/retrying").len() <= after_cancel + 1);
     gw.shutdown().await;
 }

@@ -28,6 +28,9 @@ async fn parallelism_one_per_key_and_other_keys_go_on() {
     let redis = TestRedis::start();
     let slow = SlowReceiver::start(Duration::from_millis(250)).await;
     let (_receiver, gw) = start(&redis, &slow).await;
+    // Key A's deliveries wait at the receiver until key B's are in: B is seen not to queue
+    // behind A however slow the machine (a race of B's publishes against A's six would not).
+    slow.close("keya");
     for i in 0..6 {
         let (status, answer) = gw
             .publish(
@@ -46,13 +49,15 @@ async fn parallelism_one_per_key_and_other_keys_go_on() {
         )
         .await;
     }
-    let a = slow.wait_for("keya", 6).await;
-    let b = slow.wait_for("keyb", 2).await;
+    slow.wait_running("keya", 1).await;
+    slow.wait_for("keyb", 2).await;
+    // Key B is not held behind key A: both of B's answered while A's first is still held.
+    assert!(slow.calls("keya").is_empty(), "{:?}", slow.calls("keya"));
+    assert_eq!(slow.running("keya"), 1);
+    slow.open("keya");
+    slow.wait_for("keya", 6).await;
     assert_eq!(slow.peak("keya"), 1);
     assert_eq!(slow.peak("keyb"), 1);
-    // Key B is not held behind key A's six.
-    let a_done = a.iter().map(|c| c.end_ms).max().unwrap();
-    assert!(b[0].start_ms < a_done, "{b:?} after {a_done}");
     gw.shutdown().await;
 }
 
@@ -60,24 +65,45 @@ async fn parallelism_one_per_key_and_other_keys_go_on() {
 async fn rate_per_period_is_kept_per_key() {
     let redis = TestRedis::start();
     let slow = SlowReceiver::start(Duration::from_millis(1)).await;
-    let (_receiver, gw) = start(&redis, &slow).await;
+    let (receiver, gw) = start(&redis, &slow).await;
+    // All eight due at one instant, so that the limit alone spreads their starts.
+    let due_secs = now_ms() / 1000 + 2;
+    let not_before = due_secs.to_string();
     for i in 0..8 {
-        gw.publish(
-            &format!("{}rate/{i}", slow.base()),
-            &flow("rated", "rate=2, period=1s"),
-            b"r".to_vec(),
-        )
-        .await;
+        let mut headers = flow("rated", "rate=2, period=1s").to_vec();
+        headers.push(("Upstash-Not-Before", &not_before));
+        let (status, answer) = gw
+            .publish(
+                &format!("{}200/rate/{i}", receiver.base()),
+                &headers,
+                b"r".to_vec(),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
     }
-    let mut calls = slow.wait_for("rate", 8).await;
-    calls.sort_by_key(|c| c.start_ms);
-    // Two per second, spread: eight starts span at least three seconds, and no second holds
-    // more than three (the rate's N + 1 bound, with some slack for the way to the receiver).
-    let span = calls[7].start_ms - calls[0].start_ms;
-    assert!(span >= 3_000, "span {span} ms: {calls:?}");
-    for four in calls.windows(4) {
-        let within = four[3].start_ms - four[0].start_ms;
-        assert!(within >= 900, "4 starts within {within} ms: {four:?}");
+    let mut calls = receiver.wait_for("/200/rate/", 8).await;
+    calls.sort_by_key(|c| c.at_ms);
+    // Two per second, spread: the limit's GCRA (lua/lib/limit.lua, T = 500 ms) grants a start
+    // once its arrival time is reached and moves that time to at least T/2 past the grant, then
+    // T further for each next one; the first is granted no sooner than the due time. So start
+    // k (from 0) is granted no sooner than kT - T/2 after the due time (2 ms less for rounding
+    // to whole milliseconds), and the receiver sees each request after its grant: lower bounds
+    // that hold whatever the machine's load (differences of the receiver's times would not: a
+    // late first request shortens them).
+    let due_ms = due_secs * 1000;
+    assert!(
+        calls[0].at_ms >= due_ms,
+        "{} before {due_ms}",
+        calls[0].at_ms
+    );
+    for (k, call) in calls.iter().enumerate().skip(1) {
+        let earliest = due_ms + k as i64 * 500 - 250 - 2;
+        assert!(
+            call.at_ms >= earliest,
+            "start {k} at {} ms, before {earliest}: {:?}",
+            call.at_ms,
+            calls.iter().map(|c| c.at_ms - due_ms).collect::<Vec<_>>()
+        );
     }
     gw.shutdown().await;
 }
@@ -124,7 +150,8 @@ async fn values_are_shown_and_bad_ones_refused() {
                     "Upstash-Flow-Control-Value",
                     "parallelism=3, rate=5, period=1m",
                 ),
-                ("Upstash-Delay", "30s"),
+                // Still pending when read and cancelled below, however slow the machine.
+                ("Upstash-Delay", "1h"),
             ],
             b"x".to_vec(),
         )

@@ -62,7 +62,9 @@ async fn requests_deliveries_and_latencies_are_counted() {
     assert_eq!(publisher.status(), 403);
     assert_eq!(gw.call("GET", "/v2/messages/msg_nothing").await.0, 404);
 
-    // 200: one attempt; 500 then 200: two; 489: one, then the DLQ.
+    // 200: one attempt; 500 then 200: two; 489: one, then the DLQ. Waited for until every
+    // series below has its last count: a delivery is counted a moment before its latency is
+    // recorded, a moment a loaded machine can stretch.
     let deadline = Instant::now() + PATIENCE;
     let text = loop {
         let text = handle.render();
@@ -73,7 +75,9 @@ async fn requests_deliveries_and_latencies_are_counted() {
             && value(
                 &text,
                 r#"delayq_gateway_deliveries_total{outcome="dead_lettered"}"#,
-            ) >= 1.0;
+            ) >= 1.0
+            && value(&text, "delayq_gateway_attempt_duration_seconds_count") >= 4.0
+            && value(&text, "delayq_gateway_delivery_latency_seconds_count") >= 2.0;
         if done {
             break text;
         }

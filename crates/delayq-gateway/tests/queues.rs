@@ -84,6 +84,9 @@ async fn parallelism_one_is_fifo_one_at_a_time() {
     }
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert!(slow.calls("fifo").is_empty());
+    // All eight still held by the paused queue: none taken.
+    let (_, queue) = gw.call("GET", "/v2/queues/orders").await;
+    assert_eq!((&queue["paused"], &queue["lag"]), (&json!(true), &json!(8)));
     let (status, _) = call_empty(&gw, "POST", "/v2/queues/orders/resume").await;
     assert_eq!(status, 200);
     let mut calls = slow.wait_for("fifo", 8).await;
@@ -110,6 +113,9 @@ async fn parallelism_caps_deliveries_at_once() {
     let redis = TestRedis::start();
     let slow = SlowReceiver::start(Duration::from_millis(300)).await;
     let (_receiver, gw) = start(&redis, &slow).await;
+    // Held at the receiver until three are under way: the parallelism is seen used whatever
+    // the machine's speed (timed answers alone may each end before the next starts).
+    slow.close("par");
     post_json(
         &gw,
         "/v2/queues",
@@ -120,9 +126,11 @@ async fn parallelism_caps_deliveries_at_once() {
         let (status, _) = enqueue(&gw.base, "three", &format!("{}par/{i}", slow.base()), &[]).await;
         assert_eq!(status, 201);
     }
+    slow.wait_running("par", 3).await;
+    slow.open("par");
     slow.wait_for("par", 12).await;
-    let peak = slow.peak("par");
-    assert!((2..=3).contains(&peak), "peak {peak}");
+    // Three at once, never more.
+    assert_eq!(slow.peak("par"), 3);
     let (_, list) = gw.call("GET", "/v2/queues").await;
     let names: Vec<&str> = list
         .as_array()
@@ -145,9 +153,14 @@ async fn paused_queue_delivers_nothing_until_resumed() {
     slow.wait_for("held", 1).await;
     let (_, queue) = gw.call("GET", "/v2/queues/held").await;
     assert_eq!(queue["parallelism"], 1);
+    // Its worker runs (registered as serving the queue's lane)...
+    let lane = format!("{}:q:held", gw.gateway.queue().name());
+    wait_workers(&redis, &lane, 1).await;
     let (status, _) = call_empty(&gw, "POST", "/v2/queues/held/pause").await;
     assert_eq!(status, 200);
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // ... and stops once the pause reaches it (each process reads the queues every 250 ms):
+    // waited for, however slow the machine, before the next messages come.
+    wait_workers(&redis, &lane, 0).await;
     for i in 0..3 {
         enqueue(&gw.base, "held", &format!("{}held/{i}", slow.base()), &[]).await;
     }
@@ -357,6 +370,10 @@ async fn a_new_parallelism_reaches_the_running_workers() {
     let redis = TestRedis::start();
     let slow = SlowReceiver::start(Duration::from_millis(300)).await;
     let (_receiver, gw) = start(&redis, &slow).await;
+    // Held at the receiver until the parallelism was seen at work: one under way (the others
+    // wait behind it), then three, whatever the machine's speed (timed answers alone may all
+    // be over before the new parallelism is set).
+    slow.close("grow");
     let upsert = |parallelism: u32, paused: bool| {
         post_json(
             &gw,
@@ -369,10 +386,13 @@ async fn a_new_parallelism_reaches_the_running_workers() {
     for i in 0..9 {
         enqueue(&gw.base, "grow", &format!("{}grow/{i}", slow.base()), &[]).await;
     }
-    // Served one at a time, then, without a pause, three at a time.
-    slow.wait_for("grow", 1).await;
+    // Served one at a time, then, without a pause, three at a time: the first still held
+    // counts among the three (its worker's stop waits for it).
+    slow.wait_running("grow", 1).await;
     assert_eq!(slow.peak("grow"), 1);
     assert_eq!(upsert(3, false).await.0, 200);
+    slow.wait_running("grow", 3).await;
+    slow.open("grow");
     slow.wait_for("grow", 9).await;
     assert_eq!(slow.peak("grow"), 3);
     let (_, after) = gw.call("GET", "/v2/queues/grow").await;

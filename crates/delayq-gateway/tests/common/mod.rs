@@ -246,7 +246,9 @@ impl TestGateway {
             .with_next_key(NEXT_KEY)
             .allow_destination(receiver.base())
             .with_backoff(Duration::from_millis(200), Duration::from_secs(1))
-            .with_request_timeout(Duration::from_secs(5));
+            // Well above what an answer of the loopback receivers takes on a loaded machine: a
+            // slow answer is not a failed attempt (a test that wants timeouts sets its own).
+            .with_request_timeout(Duration::from_secs(30));
         let gateway = Gateway::new(client, tune(config)).await.unwrap();
         let delivery = gateway.deliver().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -455,4 +457,71 @@ pub async fn pending_entries(redis: &TestRedis) -> i64 {
     delayq::fred::interfaces::SortedSetsInterface::zcard(&client, &timeout)
         .await
         .unwrap()
+}
+
+/// Waits until the gateway's queue (`delayq-gateway`) in `redis` holds nothing to deliver: no
+/// entry pending (its timeout zset), ready (its list), claimed or in flight (delayq's claim
+/// lists and in-flight zset), read at once by one script, so that a value moving from one to
+/// the next is never missed.
+pub async fn wait_idle(redis: &TestRedis) {
+    const HELD: &str = "local n = redis.call('ZCARD', KEYS[1]) + redis.call('LLEN', KEYS[2]) \
+           + redis.call('ZCARD', KEYS[3]) \
+         for _, claim in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do \
+           n = n + redis.call('LLEN', claim) \
+         end \
+         return n";
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let keys = delayq::QueueKeys::new("delayq-gateway");
+    let names: Vec<String> = [
+        keys.timeout(),
+        keys.target(),
+        keys.inflight(),
+        keys.claims(),
+    ]
+    .map(str::to_owned)
+    .into();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let held: i64 = delayq::fred::interfaces::LuaInterface::eval(
+            &client,
+            HELD,
+            names.clone(),
+            Vec::<String>::new(),
+        )
+        .await
+        .unwrap();
+        if held == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the queue still holds {held} after {PATIENCE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until `n` delayq workers serve the queue `name` in `redis`, as the queue's registry of
+/// live processes says (a worker writes its record when it starts and takes it out when it has
+/// stopped taking values).
+pub async fn wait_workers(redis: &TestRedis, name: &str, n: usize) {
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = delayq::DelayedQueue::builder(client, name, delayq::codec::ByteArrayCodec)
+        .transfer(false)
+        .build()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let processes = queue.inspect().processes().await.unwrap();
+        let workers = processes.iter().filter(|p| p.kind == "worker").count();
+        if workers == n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}: {workers} workers after {PATIENCE:?}, not {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -80,7 +80,7 @@ gateway_port=$(free_port)
     --allow-destination "http://127.0.0.1:$schedules_python_port/" \
     --allow-destination "http://127.0.0.1:$flow_node_port/" \
     --allow-destination "http://127.0.0.1:$flow_python_port/" \
-    --retry-first-wait 200ms --retry-max-wait 1s --request-timeout 5s \
+    --retry-first-wait 200ms --retry-max-wait 1s --request-timeout 30s \
     --keep-delivered 10m \
     >"$secrets/gateway.log" 2>&1 &
 gateway_pid=$!

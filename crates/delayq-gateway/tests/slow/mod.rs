@@ -1,12 +1,14 @@
 //! A loopback receiver for the queue and flow-control tests: each request to
 //! `/GROUP/...` is answered 200 after the configured time, and the receiver keeps, per group,
 //! the order the requests came in (their paths), when each started and ended, and the most
-//! that were under way at once.
+//! that were under way at once. A group can be closed: its requests then wait at the receiver
+//! (under way) until it is opened, so that a test sees deliveries overlap however slow the
+//! machine is.
 
 #![allow(dead_code)]
 
 use axum::extract::{Request, State};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,6 +32,8 @@ struct Inner {
     started: Instant,
     hold: Duration,
     groups: Mutex<HashMap<String, Group>>,
+    /// Groups whose requests wait until the group is opened.
+    closed: Mutex<HashSet<String>>,
 }
 
 #[derive(Clone)]
@@ -46,6 +50,7 @@ impl SlowReceiver {
             started: Instant::now(),
             hold,
             groups: Mutex::new(HashMap::new()),
+            closed: Mutex::new(HashSet::new()),
         });
         let app = axum::Router::new()
             .fallback(answer)
@@ -87,6 +92,39 @@ impl SlowReceiver {
         groups.get(group).map_or(0, |g| g.peak)
     }
 
+    /// The calls of `group` under way now.
+    pub fn running(&self, group: &str) -> usize {
+        let groups = self.inner.groups.lock().unwrap();
+        groups.get(group).map_or(0, |g| g.running)
+    }
+
+    /// Holds the requests of `group` (those under way and those to come) until
+    /// [`open`](Self::open).
+    pub fn close(&self, group: &str) {
+        self.inner.closed.lock().unwrap().insert(group.to_owned());
+    }
+
+    /// Lets the requests of `group` be answered (after the hold).
+    pub fn open(&self, group: &str) {
+        self.inner.closed.lock().unwrap().remove(group);
+    }
+
+    /// Waits until `n` calls of `group` are under way at once.
+    pub async fn wait_running(&self, group: &str, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let running = self.running(group);
+            if running >= n {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{group}: {running} calls under way, not {n}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Waits until `n` calls of `group` were answered.
     pub async fn wait_for(&self, group: &str, n: usize) -> Vec<Call> {
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -119,6 +157,9 @@ async fn answer(State(inner): State<Arc<Inner>>, request: Request) -> &'static s
         let g = groups.entry(group.clone()).or_default();
         g.running += 1;
         g.peak = g.peak.max(g.running);
+    }
+    while inner.closed.lock().unwrap().contains(&group) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     tokio::time::sleep(inner.hold).await;
     let end_ms = inner.started.elapsed().as_millis() as u64;

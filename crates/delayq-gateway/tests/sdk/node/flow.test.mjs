@@ -26,11 +26,13 @@ const receiver = new Receiver({
 });
 
 // Every request is recorded with its signature's check. A path /PLAN/... answers the n-th
-// request with PLAN's n-th status (500-200); /slowMS/... answers 200 after MS ms, and counts
-// the requests under way to the path's second segment (`running`, `peak`).
+// request with PLAN's n-th status (500-200); /slowMS/... answers 200 after MS ms, and
+// /gate/... once the test opens the path's second segment (`opened`); both count the requests
+// under way to that segment (`running`, `peak`).
 const seen = [];
 const running = new Map();
 const peak = new Map();
+const opened = new Set();
 const server = http.createServer((req, res) => {
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
@@ -51,10 +53,14 @@ const server = http.createServer((req, res) => {
     const n = seen.filter((r) => r.target.split("?")[0] === pathOnly).length;
     seen.push(record);
     let status = 200;
-    if (first.startsWith("slow")) {
+    if (first.startsWith("slow") || first === "gate") {
       running.set(group, (running.get(group) ?? 0) + 1);
       peak.set(group, Math.max(peak.get(group) ?? 0, running.get(group)));
-      await new Promise((r) => setTimeout(r, Number(first.slice(4))));
+      if (first === "gate") {
+        while (!opened.has(group)) await new Promise((r) => setTimeout(r, 10));
+      } else {
+        await new Promise((r) => setTimeout(r, Number(first.slice(4))));
+      }
       running.set(group, running.get(group) - 1);
     } else {
       const plan = first.split("-").map(Number).filter((s) => s > 0);
@@ -80,6 +86,14 @@ async function waitFor(prefix, n) {
   return to(prefix);
 }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// Waits until n requests of a /gate/ group are under way at once.
+async function waitRunning(group, n) {
+  const deadline = Date.now() + PATIENCE_MS;
+  while ((running.get(group) ?? 0) < n) {
+    if (Date.now() > deadline) throw new Error(`${group}: ${running.get(group) ?? 0} under way, not ${n}`);
+    await sleep(20);
+  }
+}
 
 test("callback: QStash's callback body after delivery, signed for the callback URL", async () => {
   const res = await client.publish({
@@ -168,9 +182,13 @@ test("queues: FIFO one at a time with parallelism 1, paused then resumed", async
 test("queues: parallelism 2 caps the deliveries under way", async () => {
   const queue = client.queue({ queueName: "node-two" });
   await queue.upsert({ parallelism: 2, paused: true });
-  for (let i = 0; i < 8; i++) await queue.enqueue({ url: `${base}/slow300/node-two/${i}`, body: "p" });
+  for (let i = 0; i < 8; i++) await queue.enqueue({ url: `${base}/gate/node-two/${i}`, body: "p" });
   await queue.resume();
-  await waitFor("/slow300/node-two/", 8);
+  // Held at the receiver until two are under way: the parallelism is seen used whatever the
+  // machine's speed (timed answers alone may each end before the next starts).
+  await waitRunning("node-two", 2);
+  opened.add("node-two");
+  await waitFor("/gate/node-two/", 8);
   await sleep(400);
   assert.equal(peak.get("node-two"), 2);
 });
@@ -195,14 +213,26 @@ test("flow control: parallelism 1 per key, observed at the receiver", async () =
 });
 
 test("flow control: rate per period, observed at the receiver", async () => {
+  // All six due at one instant, so that the limit alone spreads their starts.
+  const dueSecs = Math.floor(Date.now() / 1000) + 2;
   for (let i = 0; i < 6; i++) {
-    await client.publish({ url: `${base}/200/node-fc-rate/${i}`, body: "r", flowControl: { key: "node-r", rate: 2, period: "1s" } });
+    await client.publish({
+      url: `${base}/200/node-fc-rate/${i}`,
+      body: "r",
+      notBefore: dueSecs,
+      flowControl: { key: "node-r", rate: 2, period: "1s" },
+    });
   }
   const calls = byStart(await waitFor("/200/node-fc-rate/", 6));
-  const span = calls[5].start - calls[0].start;
-  assert.ok(span >= 2000, `span ${span} ms`);
-  for (let i = 0; i + 3 < calls.length; i++) {
-    assert.ok(calls[i + 3].start - calls[i].start >= 900, `4 starts within ${calls[i + 3].start - calls[i].start} ms`);
+  // Two per second, spread: the limit grants start k (from 0) no sooner than kT - T/2 after
+  // the due time (T = 500 ms; 2 ms less for rounding), and the receiver sees each request
+  // after its grant: lower bounds that hold whatever the machine's load (differences of the
+  // receiver's times would not: a late first request shortens them).
+  const due = dueSecs * 1000;
+  const seenAt = calls.map((c) => c.start - due);
+  assert.ok(seenAt[0] >= 0, `${seenAt}`);
+  for (let k = 1; k < calls.length; k++) {
+    assert.ok(seenAt[k] >= k * 500 - 250 - 2, `start ${k}: ${seenAt}`);
   }
 });
 
@@ -210,7 +240,8 @@ test("flow control: the values read back; bad ones refused, nothing delivered", 
   const res = await client.publish({
     url: `${base}/200/node-fc-shown`,
     body: "s",
-    delay: 30,
+    // Still pending when read and cancelled below, however slow the machine.
+    delay: 3600,
     flowControl: { key: "node-s", parallelism: 3, rate: 5, period: "1m" },
   });
   const message = await client.messages.get(res.messageId);
