@@ -30,6 +30,12 @@ TARGETS = {
     "shard_transfer_vs_one_queue": (">=", 10, ">= 10x"),
     "durable_vs_plain": (">=", 0.5, ">= 0.50"),
     "limits_not_binding": (">=", 0.8, ">= 0.80"),
+    "gateway_publish_rate": (">=", 10_000, ">= 10,000/s"),
+    "gateway_delivery_rate": (">=", 5_000, ">= 5,000/s"),
+    "gateway_delivery_p99_ms": ("<=", 50, "<= 50 ms"),
+    "gateway_delayed_lateness_p99_ms": ("<=", 50, "<= 50 ms"),
+    "gateway_pending_rss_mib": ("<", 100, "< 100 MiB"),
+    "gateway_cancel_median_ms": ("<", 1, "< 1 ms"),
 }
 
 
@@ -153,6 +159,32 @@ def measure(r):
         row("many_found_share", f"{f['queues']} queues, {label}: found by `transfer --all`",
             f.get("found", 0) / f["queues"], f"in {f.get('ready_secs', 0):.2f} s",
             shown=f"{f.get('found', 0):,}")
+    g = r.get("gateway")
+    if g:
+        pub = g["publish"]
+        row("gateway_publish_rate", f"gateway: publish over HTTP, {g['connections']} keep-alive connections",
+            pub["per_s"], f"{pub['ratio']:.2f} of the library's own offers ({pub['library_per_s']:,.0f}/s, "
+            f"{pub['envelope_bytes']}-byte values) at the same concurrency")
+        d = g["delivery"]
+        row("gateway_delivery_rate", "gateway: deliveries/s to a loopback receiver, one process",
+            d["per_s"], f"{d['messages']:,} messages, --concurrency {d['concurrency']}")
+        lat = g["latency"]
+        row("gateway_delivery_p99_ms",
+            f"gateway: publish-to-delivery p99 at {lat['rate']:,}/s undelayed (ms)", lat["p99_ms"],
+            f"p50 {lat['p50_ms']:.1f} ms, max {lat['max_ms']:.1f} ms, {lat['samples']:,} messages")
+        late = g["delayed"]
+        lo, hi = late["delay_secs"]
+        row("gateway_delayed_lateness_p99_ms", f"gateway: lateness p99 of messages delayed {lo}-{hi} s (ms)",
+            late["p99_ms"], f"p50 {late['p50_ms']:.1f} ms, max {late['max_ms']:.1f} ms, "
+            f"{late['samples']:,} messages")
+        pend = g["pending"]
+        n = pend["messages"]
+        small = "; the target is for 1,000,000" if n < 1_000_000 else ""
+        row("gateway_pending_rss_mib", f"gateway: RSS with {n:,} pending messages of 1 KiB (MiB)",
+            pend["rss_mib"], f"peak {pend['hwm_mib']:.1f} MiB{small}")
+        c = pend["cancel"]
+        row("gateway_cancel_median_ms", f"gateway: cancel by id at {n:,} pending, median (ms)",
+            c["p50_ms"], f"p99 {c['p99_ms']:.2f} ms over {c['samples']:,} random ids{small}")
     for x in rows:
         x["met"] = met(x["key"], x["figure"])
     return rows
@@ -279,6 +311,53 @@ def explain(r):
             "due time within its 10 ms window and transfers again at once instead of arming a timer. "
             "delayq sleeps until the next due time on a timer thread of its own (tokio's timers round up "
             "to the next millisecond) and times it by the server's clock.")
+    notes += gateway_notes(r)
+    return notes
+
+
+def gateway_notes(r):
+    """What this run's figures say about the gateway's missed targets."""
+    g = r.get("gateway")
+    if not g:
+        return []
+    notes = []
+    cpus = r["meta"].get("cpus") or 0
+
+    def busy(cpu):
+        parts = [cpu.get("gateway_cores", 0.0), cpu["redis_cores"], cpu["driver_cores"]]
+        return (f"the gateway used {parts[0]:.2f} cores, Redis {parts[1]:.2f} and the driver (load "
+                f"generator and receiver) {parts[2]:.2f}: {sum(parts):.2f} of the machine's {cpus}")
+
+    def ceiling(cpu, per_s):
+        """CPU ms per message, and the rate all the machine's cores would allow at that cost."""
+        total = cpu.get("gateway_cores", 0.0) + cpu["redis_cores"] + cpu["driver_cores"]
+        ms = total / per_s * 1000 if per_s else 0.0
+        return (f"{ms:.2f} ms of CPU a message in all, so {cpus} cores doing nothing else would allow "
+                f"about {cpus / ms * 1000:,.0f}/s" if ms else "no CPU measured")
+
+    pub = g["publish"]
+    if met("gateway_publish_rate", pub["per_s"]) is False:
+        notes.append(
+            f"Gateway publish: {pub['per_s']:,.0f}/s, {pub['ratio']:.2f} of the library's offers. While "
+            f"publishing, {busy(pub['http']['cpu'])}: {ceiling(pub['http']['cpu'], pub['per_s'])}. A "
+            "publish is more than an offer: an HTTP request parsed and answered, the message's record "
+            "written beside its entry, the entry's handle indexed and an event appended (four Redis "
+            "calls against the offer's one).")
+    d = g["delivery"]
+    if met("gateway_delivery_rate", d["per_s"]) is False:
+        # The CPU was measured from the resume to the last delivery.
+        window = d["first_after_resume_ms"] / 1000 + d["secs"]
+        per_s = d["messages"] / window if window else 0.0
+        notes.append(
+            f"Gateway delivery: {d['per_s']:,.0f}/s; from the resume to the last delivery "
+            f"{busy(d['cpu'])}: {ceiling(d['cpu'], per_s)}.")
+    lat = g["latency"]
+    if met("gateway_delivery_p99_ms", lat["p99_ms"]) is False and d["per_s"] < 1.5 * lat["rate"]:
+        notes.append(
+            f"Publish-to-delivery at {lat['rate']:,}/s: p50 {lat['p50_ms']:,.0f} ms, p99 "
+            f"{lat['p99_ms']:,.0f} ms. The deliveries a second measured above ({d['per_s']:,.0f}) "
+            f"leave little room over {lat['rate']:,}/s, and the publishes take CPU from the same "
+            "cores: messages wait in the queue.")
     return notes
 
 
@@ -475,6 +554,112 @@ def limits_section(d, w):
     w("")
 
 
+def targets_table(targets, w, notes_below=True):
+    """The targets judged in this run, one row each (`notes_below`: the report explains the
+    missed ones further down)."""
+    if not targets:
+        return
+    w("## Targets, within this run")
+    w("")
+    w("The goals are `report.py`'s table of targets; the figures are this run's.")
+    w("")
+    w("| target | figure | goal | met | detail |")
+    w("|---|---:|---|---|---|")
+    for t in targets:
+        fig = t["figure"]
+        if fig is None:
+            shown = "-"
+        else:
+            shown = t.get("shown") or (f"{fig:.2f}" if fig < 100 else f"{fig:,.0f}")
+        verdict = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
+        w(f"| {t['what']} | {shown} | {TARGETS[t['key']][2]} | {verdict} | {t['detail']} |")
+    w("")
+    missed = [t for t in targets if t["met"] is False]
+    unmeasured = [t for t in targets if t["met"] is None]
+    if missed:
+        w(f"{len(missed)} of {len(targets)} targets missed"
+          + ("; see *Why targets were missed* below." if notes_below else "."))
+    elif not unmeasured:
+        w(f"All {len(targets)} targets met.")
+    if unmeasured:
+        w(f"{len(unmeasured)} of {len(targets)} figures could not be measured in this run.")
+    w("")
+
+
+def gateway_section(g, w):
+    """The QStash-compatible gateway: publish, delivery, pending messages."""
+    pub, d, lat, late, pend = g["publish"], g["delivery"], g["latency"], g["delayed"], g["pending"]
+    flags = " ".join(g["gateway_flags"])
+    w("## The HTTP gateway")
+    w("")
+    w("The real `delayq gateway` (release build) on loopback, with a token file, a signing key file "
+      f"and `{flags}`, against a redis-server of its own; the load generator (hyper, "
+      f"{g['connections']} keep-alive connections) and the receiver (a hyper server answering 200 "
+      "at once) run in the benchmark driver, on the same cores "
+      f"(load average {g.get('loadavg_start', '?')} at the start of the phase, "
+      f"{g.get('loadavg_end', '?')} at its end). *Cores* are CPU seconds over the wall time.")
+    w("")
+    w(f"**Publish**: `POST /v2/publish/URL` with a {pub['body_bytes']}-byte body and `Upstash-Delay: 1h`, "
+      f"as fast as {g['connections']} connections go, against the library's `DelayedQueue::offer` of "
+      f"{pub['envelope_bytes']}-byte values (the gateway's envelope of such a message) from "
+      f"{g['connections']} tasks on one fred client, {pub['secs_per_round']} s per round, alternating, "
+      "median round kept.")
+    w("")
+    w("| | messages/s | rounds | gateway cores | Redis cores | driver cores |")
+    w("|---|---:|---|---:|---:|---:|")
+    for name, x, rates in (("HTTP publish", pub["http"], pub["http_round_rates"]),
+                           ("library offer", pub["library"], pub["library_round_rates"])):
+        cpu = x["cpu"]
+        gw = f"{cpu['gateway_cores']:.2f}" if "gateway_cores" in cpu else "-"
+        w(f"| {name} | {x['rate']:,.0f} | {', '.join(f'{v:,.0f}' for v in rates)} | {gw} | "
+          f"{cpu['redis_cores']:.2f} | {cpu['driver_cores']:.2f} |")
+    w("")
+    w(f"HTTP / library: **{pub['ratio']:.2f}**.")
+    w("")
+    cpu = d["cpu"]
+    w(f"**Delivery**: {d['messages']:,} messages published undelayed while the queue's transfers were "
+      f"paused (`delayq pause`), then resumed: {d['per_s']:,.0f} deliveries/s from the first delivery "
+      f"to the last ({d['secs']:.2f} s; the first came {d['first_after_resume_ms']:.0f} ms after the "
+      f"resume), gateway {cpu.get('gateway_cores', 0):.2f} cores, Redis {cpu['redis_cores']:.2f}, "
+      f"driver {cpu['driver_cores']:.2f}; {d['duplicates']} delivered twice.")
+    w("")
+    if d.get("redis_commands"):
+        top = ", ".join(f"`{c['command']}` {c['calls_per_message']:.1f} calls {c['us_per_message']:.1f} µs"
+                        for c in d["redis_commands"])
+        w(f"Redis's time per delivery by command (INFO commandstats; commands inside scripts "
+          f"counted too): {top}.")
+        w("")
+    lo, hi = late["delay_secs"]
+    w("| messages | published | samples | p50 | p90 | p99 | max | publisher behind (max) |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|")
+    w(f"| undelayed, publish-to-delivery | {lat['rate']:,}/s for {lat['secs']:g} s | {lat['samples']:,} | "
+      f"{lat['p50_ms']:.1f} ms | {lat['p90_ms']:.1f} ms | {lat['p99_ms']:.1f} ms | {lat['max_ms']:.1f} ms | "
+      f"{lat['publisher_behind_max_ms']:.1f} ms |")
+    w(f"| delayed {lo}-{hi} s, due-to-delivery | {late['rate']:,}/s for {late['secs']:g} s | "
+      f"{late['samples']:,} | {late['p50_ms']:.1f} ms | {late['p90_ms']:.1f} ms | {late['p99_ms']:.1f} ms | "
+      f"{late['max_ms']:.1f} ms | {late['publisher_behind_max_ms']:.1f} ms |")
+    w("")
+    w("Publish-to-delivery is from the publish request's start to the receiver's first byte of the "
+      "delivery; a delayed message's due time is its publish's start plus its delay, so its lateness "
+      "is high by at most the publish's own round trip.")
+    w("")
+    c = pend["cancel"]
+    w(f"**Pending**: a fresh gateway process published {pend['messages']:,} messages with "
+      f"{pend['body_bytes']}-byte bodies and `Upstash-Delay: 1h` in {pend['publish_secs']:.1f} s "
+      f"({pend['publish_per_s']:,.0f}/s); then its RSS was {pend['rss_mib']:.1f} MiB (peak "
+      f"{pend['hwm_mib']:.1f} MiB; {pend['rss_start_mib']:.1f} MiB when it started), Redis's "
+      f"used_memory {pend['redis_used_memory_mib']:,.0f} MiB. `DELETE /v2/messages/{{id}}` of "
+      f"{c['samples']:,} random ids, one after the other on one connection, as the client timed them: "
+      f"median {c['p50_ms']:.2f} ms, p90 {c['p90_ms']:.2f} ms, p99 {c['p99_ms']:.2f} ms, "
+      f"max {c['max_ms']:.2f} ms (the first {c.get('first_ms', 0):.2f} ms).")
+    w("")
+    if c.get("redis_commands"):
+        top = ", ".join(f"`{x['command']}` {x['calls_per_message']:.1f} calls {x['us_per_message']:,.1f} µs"
+                        for x in c["redis_commands"])
+        w(f"Redis's time per cancel by command: {top}.")
+        w("")
+
+
 def main(src, dst):
     with open(src) as f:
         r = json.load(f)
@@ -502,6 +687,22 @@ def main(src, dst):
           f"{m.get('loadavg_end', '?')} at the end), one private redis-server on loopback.")
         w("")
         limits_section(r["limits"], w)
+        with open(dst, "w") as f:
+            f.write("\n".join(out).rstrip() + "\n")
+        return
+    if m["mode"] == "gateway":
+        w("# delayq benchmark results: the HTTP gateway")
+        w("")
+        w(f"Generated by `benches/run.sh --only gateway` on {m['date']} at commit `{m['commit']}`, in "
+          f"{r.get('total_secs', 0) / 60:.1f} min, on {m['cpus']} CPUs (load average "
+          f"{m.get('loadavg_start', '?')} at the start, {m.get('loadavg_end', '?')} at the end). "
+          "Every figure below comes from that one run.")
+        w("")
+        targets_table(measure(r), w, notes_below=False)
+        gateway_section(r["gateway"], w)
+        for note in gateway_notes(r):
+            w(f"- {note}")
+        w("")
         with open(dst, "w") as f:
             f.write("\n".join(out).rstrip() + "\n")
         return
@@ -538,32 +739,7 @@ def main(src, dst):
       "task (`getDelayedQueue(getBlockingQueue(name))`). Only one scheduler runs at a time.")
     w("")
 
-    targets = measure(r)
-    if targets:
-        w("## Targets, within this run")
-        w("")
-        w("The goals are `report.py`'s table of targets; the figures are this run's.")
-        w("")
-        w("| target | figure | goal | met | detail |")
-        w("|---|---:|---|---|---|")
-        for t in targets:
-            fig = t["figure"]
-            if fig is None:
-                shown = "-"
-            else:
-                shown = t.get("shown") or (f"{fig:.2f}" if fig < 100 else f"{fig:,.0f}")
-            verdict = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
-            w(f"| {t['what']} | {shown} | {TARGETS[t['key']][2]} | {verdict} | {t['detail']} |")
-        w("")
-        missed = [t for t in targets if t["met"] is False]
-        unmeasured = [t for t in targets if t["met"] is None]
-        if missed:
-            w(f"{len(missed)} of {len(targets)} targets missed; see *Why targets were missed* below.")
-        elif not unmeasured:
-            w(f"All {len(targets)} targets met.")
-        if unmeasured:
-            w(f"{len(unmeasured)} of {len(targets)} figures could not be measured in this run.")
-        w("")
+    targets_table(measure(r), w)
 
     if "offer" in r:
         w("## Offer throughput")
@@ -719,6 +895,9 @@ def main(src, dst):
 
     if "shard" in r:
         shard_section(r["shard"], w)
+
+    if "gateway" in r:
+        gateway_section(r["gateway"], w)
 
     notes = explain(r)
     if notes:

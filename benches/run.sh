@@ -8,11 +8,13 @@
 #                             the figures; writes into a temporary directory unless --out is given
 #
 # Options: --out DIR (where results go), --no-chart (skip the PNG and its Python venv),
-#          --only offer,transfer,lookup,latency,drain,rss,many,shard (a subset of the phases, for
-#          development; shard alone needs no Java); --only durable (durable offers beside plain
-#          ones, on the server and a replica of it that this script starts; no Java; not part of
-#          the full run); --only limits (one worker with and without limits that never bind;
-#          no Java; not part of the full run).
+#          --only offer,transfer,lookup,latency,drain,rss,many,shard,gateway (a subset of the
+#          phases, for development; shard or gateway alone needs no Java); --only durable
+#          (durable offers beside plain ones, on the server and a replica of it that this script
+#          starts; no Java; not part of the full run); --only limits (one worker with and without
+#          limits that never bind; no Java; not part of the full run); --gateway-pending N (the
+#          gateway phase's pending messages: 1,000,000 in a full run, 2,000 in --smoke);
+#          --gateway-concurrency N (the gateway's --concurrency in that phase; 64).
 #
 # Builds go under the workspace's target/ (the Java side, the chart's venv): a run leaves the
 # checkout as it was, but for the results folder of a full run.
@@ -28,13 +30,17 @@ mode=full
 out=""
 chart=1
 only=""
+gateway_pending=""
+gateway_concurrency=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --smoke) mode=smoke ;;
     --out) out="$2"; shift ;;
     --no-chart) chart=0 ;;
     --only) only="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --gateway-pending) gateway_pending="$2"; shift ;;
+    --gateway-concurrency) gateway_concurrency="$2"; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -85,9 +91,9 @@ mkdir -p "$out"
 results_json="$out/results.json"
 results_md="$out/RESULTS.md"
 
-# The shard and durable phases, alone, need no Java.
+# The shard, durable, limits and gateway phases, alone, need no Java.
 classpath=""
-if [[ "$only" != shard && "$only" != durable && "$only" != limits ]]; then
+if [[ "$only" != shard && "$only" != durable && "$only" != limits && "$only" != gateway ]]; then
   echo "== building the Java side (Redisson from Maven Central)"
   java_build="$target_dir/bench-java"
   mvn -B -q -f "$here/java/pom.xml" -Dbench.build.dir="$java_build" package >"$work/maven.log" 2>&1 \
@@ -140,6 +146,8 @@ args=(--port "$port" --java-classpath "$classpath" --out "$results_json" --work-
       --delayq-bin "$target_dir/release/delayq" "${replica_args[@]}")
 [[ "$mode" == smoke ]] && args+=(--smoke)
 [[ -n "$only" ]] && args+=(--only "$only")
+[[ -n "$gateway_pending" ]] && args+=(--gateway-pending "$gateway_pending")
+[[ -n "$gateway_concurrency" ]] && args+=(--gateway-concurrency "$gateway_concurrency")
 (cd "$root" && cargo bench --quiet --bench delayq_bench -- "${args[@]}") \
   || { echo "run.sh: the benchmark failed" >&2; exit 1; }
 

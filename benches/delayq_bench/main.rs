@@ -10,6 +10,7 @@
 //! exits non-zero when a component fails; a missed performance target never fails it.
 
 mod durable;
+mod gateway;
 mod java;
 mod limits;
 mod many;
@@ -46,6 +47,9 @@ pub(crate) struct Plan {
     pub(crate) many_rate: u32,
     pub(crate) many_secs: f64,
     pub(crate) many_delay_ms: (u64, u64),
+    /// The gateway phase's sizes (`--gateway-pending` sets its pending messages,
+    /// `--gateway-concurrency` the gateway's `--concurrency`).
+    pub(crate) gateway: gateway::Sizes,
 }
 
 impl Plan {
@@ -71,6 +75,7 @@ impl Plan {
             many_rate: 1_000,
             many_secs: 20.0,
             many_delay_ms: (100, 2_000),
+            gateway: gateway::Sizes::full(),
         }
     }
 
@@ -97,6 +102,7 @@ impl Plan {
             many_rate: 500,
             many_secs: 2.0,
             many_delay_ms: (50, 300),
+            gateway: gateway::Sizes::smoke(),
         }
     }
 }
@@ -122,6 +128,8 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> BoxResult<Args> {
     let mut only = None;
     let mut delayq_bin = None;
     let mut replica_port = None;
+    let mut gateway_pending = None;
+    let mut gateway_concurrency = None;
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
         match arg.as_str() {
@@ -133,17 +141,26 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> BoxResult<Args> {
             "--smoke" => smoke = true,
             "--delayq-bin" => delayq_bin = Some(value()?),
             "--replica-port" => replica_port = Some(value()?.parse()?),
+            "--gateway-pending" => gateway_pending = Some(value()?.parse()?),
+            "--gateway-concurrency" => gateway_concurrency = Some(value()?.parse()?),
             // cargo bench passes this to harness-less benches.
             "--bench" => {}
             other => return Err(format!("unknown argument {other}").into()),
         }
+    }
+    let mut plan = if smoke { Plan::smoke() } else { Plan::full() };
+    if let Some(n) = gateway_pending {
+        plan.gateway.pending = n;
+    }
+    if let Some(n) = gateway_concurrency {
+        plan.gateway.concurrency = n;
     }
     Ok(Args {
         port: port.ok_or("--port is required")?,
         classpath: classpath.ok_or("--java-classpath is required")?,
         out: out.ok_or("--out is required")?,
         work_dir,
-        plan: if smoke { Plan::smoke() } else { Plan::full() },
+        plan,
         only,
         delayq_bin,
         replica_port,
@@ -180,9 +197,12 @@ fn main() {
 
 async fn run(args: Args) -> BoxResult<()> {
     // The shard phase needs only its own Cluster, the durable phase the server and its replica,
-    // the limits phase the server: none needs Java; alone, each runs without the rest.
+    // the limits phase the server, the gateway phase its own server and the CLI: none needs
+    // Java; alone, each runs without the rest.
     let alone = match args.only.as_deref() {
-        Some([one]) if ["shard", "durable", "limits"].contains(&one.as_str()) => Some(one.clone()),
+        Some([one]) if ["shard", "durable", "limits", "gateway"].contains(&one.as_str()) => {
+            Some(one.clone())
+        }
         _ => None,
     };
     if let Some(phase) = alone {
@@ -197,6 +217,13 @@ async fn run(args: Args) -> BoxResult<()> {
         let figures = match phase.as_str() {
             "shard" => shard::phase(&args.plan, &args.work_dir).await?,
             "limits" => limits::phase(&args.plan, args.port).await?,
+            "gateway" => {
+                let bin = args
+                    .delayq_bin
+                    .as_deref()
+                    .ok_or("the gateway phase needs --delayq-bin (the delayq CLI)")?;
+                gateway::phase(&args.plan.gateway, bin, &args.work_dir).await?
+            }
             _ => {
                 let replica = args
                     .replica_port

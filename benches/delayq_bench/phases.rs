@@ -130,6 +130,14 @@ pub(crate) async fn run_all(mut ctx: Ctx, only: Option<&[String]>) -> BoxResult<
         let figures = crate::shard::phase(&ctx.plan, &ctx.work_dir).await?;
         out.insert("shard".into(), figures);
     }
+    if wanted("gateway") {
+        let bin = ctx
+            .delayq_bin
+            .as_deref()
+            .ok_or("the gateway phase needs --delayq-bin (the delayq CLI)")?;
+        let figures = crate::gateway::phase(&ctx.plan.gateway, bin, &ctx.work_dir).await?;
+        out.insert("gateway".into(), figures);
+    }
     ctx.java.stop().await?;
     let _ = ctx.client.quit().await;
     // Figures only: report.py judges them against the project's targets.

@@ -197,7 +197,9 @@ pub(crate) async fn command_calls(client: &Client, command: &str) -> BoxResult<u
 
 /// INFO commandstats: command (lower case) -> its numeric fields (`calls`, `usec`,
 /// `usec_per_call`, ...).
-async fn command_stats(client: &Client) -> BoxResult<HashMap<String, HashMap<String, f64>>> {
+pub(crate) async fn command_stats(
+    client: &Client,
+) -> BoxResult<HashMap<String, HashMap<String, f64>>> {
     let info = cmd(client, "INFO", vec![s("commandstats")]).await?;
     let text = info.as_string().ok_or("INFO: not text")?;
     Ok(text
@@ -343,5 +345,60 @@ impl PingLoop {
             "p99_ms": q(0.99),
             "max_ms": q(1.0),
         }))
+    }
+}
+
+/// A standalone redis-server a phase starts for itself (`--save "" --appendonly no`, loopback,
+/// a free port), killed when dropped: the phase's keys and memory go with it.
+pub(crate) struct OwnServer {
+    child: std::process::Child,
+    pub(crate) port: u16,
+}
+
+impl OwnServer {
+    /// Starts one, its directory and log `WORK_DIR/NAME/`, and waits until it answers PING.
+    pub(crate) async fn start(work_dir: &str, name: &str) -> BoxResult<OwnServer> {
+        let dir = format!("{work_dir}/{name}");
+        std::fs::create_dir_all(&dir)?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--dir", &dir])
+            .args(["--logfile", "redis.log"])
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start redis-server: {e}"))?;
+        let server = OwnServer { child, port };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let answered = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok();
+            if answered {
+                let client = delayq::connect(&server.url()).await?;
+                cmd(&client, "PING", Vec::new()).await?;
+                let _ = client.quit().await;
+                return Ok(server);
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(
+                    format!("redis-server on {port} did not start (see {dir}/redis.log)").into(),
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
