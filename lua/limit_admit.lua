@@ -8,7 +8,7 @@
 -- values keep their order: once a value of a key is given back, its key's later values in the
 -- batch find the key as free and are given back behind it.
 --
--- Helpers: time, guard, limit
+-- Helpers: time, guard, item, limit
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: in-flight zset     delayq_inflight:{NAME}       delivery id -> deadline ms
 -- KEYS[3]: in-flight data     delayq_inflight_data:{NAME}  delivery id -> value bytes
@@ -60,8 +60,8 @@ local permits = tonumber(ARGV[7])
 local given = {}
 for i = 8, #ARGV - 1, 2 do
     local id, key = ARGV[i], ARGV[i + 1]
-    local list = ARGV[5] .. ':' .. key
-    local key_slots = ARGV[6] .. ':' .. key
+    local list = delayq_item_list(ARGV[5], KEYS[8], key)
+    local key_slots = delayq_item_key(ARGV[6], key)
     local per_key = key ~= '' and (spec.key_cap > 0 or spec.key_count > 0)
     local key_wait = 0
     if not redis.call('zscore', KEYS[2], id) then

@@ -3,7 +3,7 @@
 -- new limits; when no per-key limits remain, the values held back go to the head of the target
 -- list instead (each key's oldest first), since no worker would look for them any more.
 --
--- Helpers: time, guard
+-- Helpers: time, guard, item
 -- KEYS[1]: target list        NAME
 -- KEYS[2]: limits             delayq_limits:{NAME}         field -> value
 -- KEYS[3]: keys held back     delayq_limit_held:{NAME}     key -> when to try it ms
@@ -28,7 +28,7 @@ for _, key in ipairs(held) do
     if ARGV[4] == '1' then
         redis.call('zadd', KEYS[3], delayq_ms(now), key)
     else
-        local list = ARGV[5] .. ':' .. key
+        local list = delayq_item_list(ARGV[5], KEYS[3], key)
         local values = redis.call('lrange', list, 0, -1)
         for i = #values, 1, -1 do
             redis.call('lpush', KEYS[1], values[i])

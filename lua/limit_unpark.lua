@@ -5,7 +5,7 @@
 -- values, is scored 'now', behind the keys that waited longer. While delayq's pause flag exists
 -- nothing is taken.
 --
--- Helpers: time, guard, limit
+-- Helpers: time, guard, item, limit
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: pause flag         delayq_paused:{NAME} (any type: only whether it exists counts)
 -- KEYS[3]: in-flight zset     delayq_inflight:{NAME}       delivery id -> deadline ms
@@ -55,8 +55,8 @@ if wait > 0 then
     return { 0, delayq_ms(math.ceil(wait)), why }
 end
 for _, key in ipairs(due) do
-    local list = ARGV[6] .. ':' .. key
-    local key_slots = ARGV[7] .. ':' .. key
+    local list = delayq_item_list(ARGV[6], KEYS[10], key)
+    local key_slots = delayq_item_key(ARGV[7], key)
     local key_wait = delayq_limit_key_wait(key_slots, KEYS[9], key, now, spec)
     if redis.call('llen', list) == 0 then
         redis.call('zrem', KEYS[10], key)

@@ -1,7 +1,7 @@
 -- delayq: what a queue's limits hold now: slots, busy keys, values held back, the next token.
 -- Not in Redisson. Reads only; leases already run out are not counted.
 --
--- Helpers: time, guard
+-- Helpers: time, guard, item
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: queue-wide slots   delayq_limit_slots:{NAME}    delivery id -> lease end ms
 -- KEYS[3]: rate state         delayq_limit_tat:{NAME}      'q' or 'k:KEY' -> arrival time ms
@@ -22,7 +22,11 @@ local keys = redis.call('zrange', KEYS[4], 0, tonumber(ARGV[4]) - 1)
 local counts = {}
 local total = 0
 for _, key in ipairs(keys) do
-    local n = redis.call('llen', ARGV[3] .. ':' .. key)
+    local n = redis.call('llen', delayq_item_key(ARGV[3], key))
+    local legacy = delayq_item_legacy_list(ARGV[3], KEYS[4], key)
+    if legacy then
+        n = n + redis.call('llen', legacy)
+    end
     total = total + n
     counts[#counts + 1] = { key, n }
 end

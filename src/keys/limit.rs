@@ -1,7 +1,7 @@
 //! The names of a queue's limits and of what enforcing them keeps: all in the queue's slot
 //! (`{NAME}`), all delayq's own (Java peers never read them).
 
-use super::{prefix_name, KeyRole, QueueKeys};
+use super::{item_key, prefix_name, KeyRole, QueueKeys};
 
 /// Prefix of the hash of a queue's limits.
 const LIMITS_PREFIX: &str = "delayq_limits";
@@ -13,9 +13,9 @@ const TAT_PREFIX: &str = "delayq_limit_tat";
 const HELD_PREFIX: &str = "delayq_limit_held";
 /// Prefix of the zset of keys with slots held (key → latest lease end ms).
 const BUSY_PREFIX: &str = "delayq_limit_busy";
-/// Prefix of one key's slots (followed by `:` and the key).
+/// Prefix of one key's slots (followed by `:` and the key, as `item_key` writes it).
 const KEY_SLOTS_PREFIX: &str = "delayq_limit_key";
-/// Prefix of one key's values held back (followed by `:` and the key).
+/// Prefix of one key's values held back (followed by `:` and the key, as `item_key` writes it).
 const PARKED_PREFIX: &str = "delayq_limit_parked";
 
 impl QueueKeys {
@@ -31,14 +31,16 @@ impl QueueKeys {
     }
 
     /// The list of values held back for the limit key `key`
-    /// (`delayq_limit_parked:{NAME}:KEY`), oldest first.
+    /// (`delayq_limit_parked:{NAME}:KEY`), oldest first; `%` and `:` in `key` written `%25`
+    /// and `%3A`, as in [`dedup`](Self::dedup).
     ///
     /// ```
     /// let keys = delayq::QueueKeys::new("orders");
     /// assert_eq!(keys.limit_parked("acme"), "delayq_limit_parked:{orders}:acme");
+    /// assert_eq!(keys.limit_parked("eu:acme"), "delayq_limit_parked:{orders}:eu%3Aacme");
     /// ```
     pub fn limit_parked(&self, key: &str) -> String {
-        format!("{}:{key}", self.limit_parked_prefix())
+        item_key(&self.limit_parked_prefix(), key)
     }
 
     pub(crate) fn limit_parked_prefix(&self) -> String {
@@ -89,7 +91,7 @@ impl LimitKeys {
             tat: prefix_name(TAT_PREFIX, target),
             held: prefix_name(HELD_PREFIX, target),
             busy: prefix_name(BUSY_PREFIX, target),
-            key_slots: format!("{}:{key}", keys.limit_key_slots_prefix()),
+            key_slots: item_key(&keys.limit_key_slots_prefix(), key),
             parked: keys.limit_parked(key),
         }
     }

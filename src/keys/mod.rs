@@ -65,7 +65,8 @@ const SCHEDULE_PREFIX: &str = "delayq_schedule";
 const DISCOVERING_PREFIX: &str = "delayq_discovering";
 /// Prefix of delayq's set of the queues that have recurring schedules (one for the server).
 const SCHEDULED_PREFIX: &str = "delayq_scheduled";
-/// Prefix of a dedup key's mapping to its entry (followed by `:` and the business key).
+/// Prefix of a dedup key's mapping to its entry (followed by `:` and the business key, as
+/// [`item_key`] writes it).
 const DEDUP_PREFIX: &str = "delayq_dedup";
 
 /// The keys of one delayed queue, derived from the destination queue's name.
@@ -366,14 +367,50 @@ impl QueueKeys {
         format!("delayq_*{}:*", glob_escape(&tagged))
     }
 
-    /// Whether `key` is one of the queue's keys one per business or limit key.
+    /// Whether `key` is one of the queue's keys one per business or limit key: one of
+    /// [`item_prefixes`](Self::item_prefixes), `:`, and a suffix without `:` (as
+    /// [`item_key`] writes it). A suffix with a `:` names a key of another queue, one whose
+    /// name starts with this queue's hash tag (`{NAME}:orders`).
     pub(crate) fn is_item(&self, key: &str) -> bool {
         self.item_prefixes().iter().any(|prefix| {
             key.strip_prefix(prefix.as_str())
                 .and_then(|rest| rest.strip_prefix(':'))
-                .is_some()
+                .is_some_and(|suffix| !suffix.contains(ITEM_SEPARATOR))
         })
     }
+}
+
+/// What separates a key's prefix, the queue's tagged name and a business or limit key.
+const ITEM_SEPARATOR: char = ':';
+
+/// The key one per business or limit key `item` under `prefix` (`delayq_dedup:{NAME}`,
+/// `delayq_limit_parked:{NAME}`, ...): `PREFIX:ITEM`, with `%` written `%25` and `:` written
+/// `%3A` in `ITEM`, so that nothing after the prefix holds a `:` and no queue's key is also
+/// a key of a queue named `{NAME}:…` (whose keys start with the same `PREFIX:{NAME}:`). An
+/// item without `%` or `:` keeps its name. `lua/lib/item.lua`'s `delayq_item_key` writes the
+/// same names for the limit scripts that find a key's list by the key.
+pub(crate) fn item_key(prefix: &str, item: &str) -> String {
+    let mut out = String::with_capacity(prefix.len() + 1 + item.len());
+    out.push_str(prefix);
+    out.push(ITEM_SEPARATOR);
+    for c in item.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            ITEM_SEPARATOR => out.push_str("%3A"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The name delayq gave the key of `item` under `prefix` before issue 38 (`PREFIX:ITEM`, the
+/// item as it is), when it is not the name [`item_key`] gives now. Only tests use it here:
+/// `lua/lib/item.lua`'s `delayq_item_list` still takes the values held back under it, and
+/// [`QueueKeys::is_item`] no longer finds it.
+#[cfg(test)]
+pub(crate) fn legacy_item_key(prefix: &str, item: &str) -> Option<String> {
+    item.contains(['%', ITEM_SEPARATOR])
+        .then(|| format!("{prefix}{ITEM_SEPARATOR}{item}"))
 }
 
 /// `text` as a glob that matches only itself.
@@ -498,6 +535,30 @@ mod tests {
         ] {
             assert!(!keys.is_item(other), "{other}");
         }
+    }
+
+    /// A queue's keys one per business or limit key never name a key of the queue named
+    /// `{NAME}:…` (issue 38): `%` and `:` of the item are escaped, and `is_item` takes only
+    /// suffixes without `:`.
+    #[test]
+    fn item_keys_of_a_queue_and_of_a_queue_under_its_tag_are_apart() {
+        let (plain, tagged) = (QueueKeys::new("t1"), QueueKeys::new("{t1}:orders"));
+        assert_eq!(plain.dedup("orders:k"), "delayq_dedup:{t1}:orders%3Ak");
+        assert_eq!(tagged.dedup("k"), "delayq_dedup:{t1}:orders:k");
+        assert!(!plain.is_item(&tagged.dedup("k")));
+        assert!(!plain.is_item(&tagged.limit_parked("k")));
+        assert!(!plain.is_item(&limit::LimitKeys::new(&tagged, "k").key_slots));
+        assert!(plain.is_item(&plain.dedup("orders:k")));
+        assert!(tagged.is_item(&tagged.dedup("k")) && tagged.is_item(&tagged.dedup("a:b")));
+        // Escaping is one-to-one: no two items share a name.
+        let items = ["a:b", "a%3Ab", "a%b", "a%25b", "%", ":", "%3A", "", "ab"];
+        let names: std::collections::BTreeSet<String> =
+            items.iter().map(|item| plain.dedup(item)).collect();
+        assert_eq!(names.len(), items.len());
+        assert_eq!(plain.dedup("a%b"), "delayq_dedup:{t1}:a%25b");
+        assert_eq!(plain.limit_parked("plain-key_1"), "delayq_limit_parked:{t1}:plain-key_1");
+        assert_eq!(legacy_item_key("p", "a:b").as_deref(), Some("p:a:b"));
+        assert_eq!(legacy_item_key("p", "ab"), None);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use tracing::Instrument;
 
 /// The helpers a script may start with, in order: a file only calls helpers defined above it.
 /// Each is named by its file's stem, as a script's `-- Helpers:` header line names it.
-const PRELUDE: [(&str, &str); 12] = [
+const PRELUDE: [(&str, &str); 13] = [
     ("time", include_str!("../../lua/lib/time.lua")),
     ("guard", include_str!("../../lua/lib/guard.lua")),
     ("entry", include_str!("../../lua/lib/entry.lua")),
@@ -45,6 +45,7 @@ const PRELUDE: [(&str, &str); 12] = [
     ),
     ("values_step", include_str!("../../lua/lib/values_step.lua")),
     ("settle", include_str!("../../lua/lib/settle.lua")),
+    ("item", include_str!("../../lua/lib/item.lua")),
     ("limit", include_str!("../../lua/lib/limit.lua")),
 ];
 

@@ -286,3 +286,64 @@ async fn clear_takes_the_dedup_mappings_with_the_entries() {
     assert!(exists(&redis, &keys.limits()));
     assert!(exists(&redis, &keys.limit_parked("acme")));
 }
+
+/// Queue `T` and queue `{T}:orders` share a hash tag, so their keys one per business or limit
+/// key start alike (`delayq_dedup:{T}:…`): `T`'s business key `orders:k` is named apart from
+/// `{T}:orders`'s key `k` (each throttles on its own), and `clear`, `delete` and `expire` of
+/// `T` leave `{T}:orders`'s dedup mapping, values held back and per-key slots as they were.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_queue_leaves_the_item_keys_of_a_queue_named_under_its_tag_alone() {
+    use delayq::dedup::DedupOutcome;
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let name = unique_name("tagged");
+    let queue = manual_queue(&client, &name).await;
+    let other = manual_queue(&client, &format!("{{{name}}}:orders")).await;
+    let window = Duration::from_secs(3_600);
+    let throttle = |key: &str| Dedup::throttle(key, window);
+    let offered = |outcome: DedupOutcome| matches!(outcome, DedupOutcome::Offered { .. });
+    let later = Duration::from_secs(3_600);
+    assert!(offered(
+        other.dedup(throttle("k")).offer("o", later).await.unwrap()
+    ));
+    assert!(offered(
+        queue
+            .dedup(throttle("orders:k"))
+            .offer("z", later)
+            .await
+            .unwrap()
+    ));
+    assert_ne!(other.keys().dedup("k"), queue.keys().dedup("orders:k"));
+    let parked = other.keys().limit_parked("k");
+    let slots = format!("delayq_limit_key:{}:k", other.name());
+    redis.cli(&["RPUSH", &parked, "p1", "p2", "p3"]);
+    redis.cli(&["ZADD", &slots, "99999999999999", "d1"]);
+    queue.offer("z2", later).await.unwrap();
+
+    let intact = |what: &str| {
+        assert_eq!(redis.cli(&["LLEN", &parked]), "3", "{what}: values held back");
+        assert_eq!(ttl(&redis, &parked), -1, "{what}: values held back");
+        assert_eq!(redis.cli(&["ZCARD", &slots]), "1", "{what}: per-key slots");
+        assert_eq!(ttl(&redis, &slots), -1, "{what}: per-key slots");
+        let mapping = ttl(&redis, &other.keys().dedup("k"));
+        assert!(mapping > 600_000, "{what}: dedup mapping's life {mapping}");
+    };
+    assert!(queue.clear().await.unwrap());
+    intact("clear");
+    let again = other.dedup(throttle("k")).offer("o", later).await.unwrap();
+    assert!(matches!(again, DedupOutcome::Kept { .. }), "{again:?}");
+    // The mapping of `T`'s own key went with its entries: offered afresh.
+    assert!(offered(
+        queue
+            .dedup(throttle("orders:k"))
+            .offer("z", later)
+            .await
+            .unwrap()
+    ));
+    assert!(queue.expire(Duration::from_secs(5)).await.unwrap());
+    intact("expire");
+    assert!(queue.delete().await.unwrap());
+    intact("delete");
+    let again = other.dedup(throttle("k")).offer("o", later).await.unwrap();
+    assert!(matches!(again, DedupOutcome::Kept { .. }), "{again:?}");
+}
