@@ -556,7 +556,10 @@ mod tests {
             items.iter().map(|item| plain.dedup(item)).collect();
         assert_eq!(names.len(), items.len());
         assert_eq!(plain.dedup("a%b"), "delayq_dedup:{t1}:a%25b");
-        assert_eq!(plain.limit_parked("plain-key_1"), "delayq_limit_parked:{t1}:plain-key_1");
+        assert_eq!(
+            plain.limit_parked("plain-key_1"),
+            "delayq_limit_parked:{t1}:plain-key_1"
+        );
         assert_eq!(legacy_item_key("p", "a:b").as_deref(), Some("p:a:b"));
         assert_eq!(legacy_item_key("p", "ab"), None);
     }

@@ -210,3 +210,106 @@ async fn clearing_per_key_limits_gives_the_values_held_back_to_the_target_list()
     assert_eq!(listed, values("a", 5)[1..].to_vec());
     assert_eq!(queue.limits().usage().await.unwrap().values_held, 0);
 }
+
+/// A worker on `queue` like [`worker`], whose values' limit key is what comes before `|`
+/// (`a:b|0` has the key `a:b`).
+fn piped_worker(
+    queue: &delayq::DelayedQueue<delayq::codec::StringCodec>,
+    probe: &Shared,
+    work: Duration,
+) -> delayq::WorkerHandle {
+    let probe = probe.clone();
+    queue
+        .worker(4, move |job: delayq::Job<String>| {
+            let probe = probe.clone();
+            async move {
+                super::Probe::start(&probe, &job);
+                tokio::time::sleep(work).await;
+                super::Probe::end(&probe, job.value());
+                Ok::<(), delayq::JobError>(())
+            }
+        })
+        .reliable_config(super::fast(LEASE))
+        .limit_key(|value: &String| value.split_once('|').map(|(key, _)| key.to_owned()))
+        .spawn()
+        .unwrap()
+}
+
+/// Values held back under a limit key with `:` or `%` are listed under the key's escaped name
+/// (`delayq_limit_parked:{NAME}:e%3Af%25g` for `e:f%g`), the name `QueueKeys::limit_parked`
+/// gives: the scripts and the Rust side agree.
+#[tokio::test(flavor = "multi_thread")]
+async fn values_held_back_under_a_key_with_a_colon_are_listed_under_its_escaped_name() {
+    let (redis, client, queue) = setup("limit-key-escaped").await;
+    queue
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
+        .await
+        .unwrap();
+    let probe = Shared::default();
+    let handle = piped_worker(&queue, &probe, Duration::from_millis(1_500));
+    let offered: Vec<String> = (0..5).map(|i| format!("e:f%g|{i}")).collect();
+    push(&client, &queue, &offered).await;
+    let mut usage = queue.limits().usage().await.unwrap();
+    let deadline = Instant::now() + crate::common::PATIENCE;
+    while usage.values_held < 4 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        usage = queue.limits().usage().await.unwrap();
+    }
+    assert_eq!(usage.top_held, vec![("e:f%g".to_owned(), 4)]);
+    let list = queue.keys().limit_parked("e:f%g");
+    assert!(list.ends_with(":e%3Af%25g"), "{list}");
+    assert_eq!(redis.cli(&["LLEN", &list]), "4");
+    handle.shutdown().await.unwrap();
+    assert!(queue.limits().clear().await.unwrap());
+    let listed: Vec<String> = client.lrange(queue.name(), 0, -1).await.unwrap();
+    assert_eq!(listed, offered[1..].to_vec());
+}
+
+/// Values held back before issue 38 under a key with `:` sit in a list of the key's name as it
+/// was (`delayq_limit_parked:{NAME}:a:b`): after the upgrade they still start, first and in
+/// their order, ahead of the key's values taken since. A list of that old name that a key of
+/// the queue `{NAME}:a` holds now (its key `b`, held back) is left to it.
+#[tokio::test(flavor = "multi_thread")]
+async fn values_held_back_under_the_old_name_of_a_key_still_start() {
+    let (redis, client, queue) = setup("limit-key-legacy").await;
+    queue
+        .limits()
+        .set(&Limits::default().with_key_concurrency(1))
+        .await
+        .unwrap();
+    let name = queue.name();
+    let held = format!("delayq_limit_held:{{{name}}}");
+    let legacy = format!("delayq_limit_parked:{{{name}}}:a:b");
+    redis.cli(&["RPUSH", &legacy, "a:b|0", "a:b|1", "a:b|2"]);
+    redis.cli(&["ZADD", &held, "0", "a:b"]);
+    // Queue `{NAME}:x`'s key `y`, held back, and this queue's key `x:y` held back before.
+    let claimed = format!("delayq_limit_parked:{{{name}}}:x:y");
+    redis.cli(&["RPUSH", &claimed, "theirs 1", "theirs 2"]);
+    redis.cli(&["ZADD", &format!("{held}:x"), "0", "y"]);
+    redis.cli(&["ZADD", &held, "0", "x:y"]);
+    let usage = queue.limits().usage().await.unwrap();
+    assert_eq!(usage.values_held, 3, "{usage:?}");
+
+    let later: Vec<String> = (3..6).map(|i| format!("a:b|{i}")).collect();
+    push(&client, &queue, &later).await;
+    let probe = Shared::default();
+    let handle = piped_worker(&queue, &probe, Duration::from_millis(5));
+    eventually("six values of a:b done", || probe.lock().unwrap().done == 6).await;
+    let started: Vec<String> = probe
+        .lock()
+        .unwrap()
+        .starts
+        .iter()
+        .map(|(value, _)| value.clone())
+        .collect();
+    let expected: Vec<String> = (0..6).map(|i| format!("a:b|{i}")).collect();
+    assert_eq!(started, expected);
+    handle.shutdown().await.unwrap();
+    assert_eq!(redis.cli(&["EXISTS", &legacy]), "0");
+    assert_eq!(
+        redis.cli(&["LLEN", &claimed]),
+        "2",
+        "the other queue's values"
+    );
+}

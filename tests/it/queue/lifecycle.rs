@@ -321,7 +321,11 @@ async fn a_queue_leaves_the_item_keys_of_a_queue_named_under_its_tag_alone() {
     queue.offer("z2", later).await.unwrap();
 
     let intact = |what: &str| {
-        assert_eq!(redis.cli(&["LLEN", &parked]), "3", "{what}: values held back");
+        assert_eq!(
+            redis.cli(&["LLEN", &parked]),
+            "3",
+            "{what}: values held back"
+        );
         assert_eq!(ttl(&redis, &parked), -1, "{what}: values held back");
         assert_eq!(redis.cli(&["ZCARD", &slots]), "1", "{what}: per-key slots");
         assert_eq!(ttl(&redis, &slots), -1, "{what}: per-key slots");
