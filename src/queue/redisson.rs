@@ -295,7 +295,8 @@ impl<C: Codec> DelayedQueue<C> {
 
     /// The queue's keys one per business or limit key (dedup mappings, one limit key's slots
     /// and values held back): one `SCAN` of the keys named `delayq_*:{NAME}:*`, on the node of
-    /// the queue's slot. It reads the whole keyspace of that node, a page at a time.
+    /// the queue's slot, keeping the names with no `:` after `PREFIX:{NAME}:` (a queue named
+    /// `{NAME}:…` has the others). It reads the whole keyspace of that node, a page at a time.
     async fn item_keys(&self) -> Result<Vec<String>> {
         use futures::TryStreamExt;
         let keys = self.keys();
