@@ -7,6 +7,8 @@
 -- delayq_item_key(prefix, key): the key's name.
 -- delayq_item_legacy(prefix, key): the name before issue 38 when it differs (KEY holds '%' or
 -- ':'), else nil.
+-- delayq_item_claimed(held, key): whether the name before issue 38 of KEY (under a queue whose
+-- zset of keys, or of schedules, is `held`) is the name now of another key's (see below).
 -- delayq_item_legacy_list(prefix, held, key): the name before issue 38 of KEY's list of values
 -- held back when a list of that name is there for KEY to take (see below), else nil.
 -- delayq_item_list(prefix, held, key): the name of KEY's list of values held back, after moving

@@ -404,10 +404,9 @@ pub(crate) fn item_key(prefix: &str, item: &str) -> String {
 }
 
 /// The name delayq gave the key of `item` under `prefix` before issue 38 (`PREFIX:ITEM`, the
-/// item as it is), when it is not the name [`item_key`] gives now. Only tests use it here:
-/// `lua/lib/item.lua`'s `delayq_item_list` still takes the values held back under it, and
-/// [`QueueKeys::is_item`] no longer finds it.
-#[cfg(test)]
+/// item as it is), when it is not the name [`item_key`] gives now: a recurring schedule's hash
+/// is taken from it ([`QueueKeys::schedule_legacy`]); `lua/lib/item.lua`'s `delayq_item_list`
+/// takes the values held back under it, and [`QueueKeys::is_item`] no longer finds it.
 pub(crate) fn legacy_item_key(prefix: &str, item: &str) -> Option<String> {
     item.contains(['%', ITEM_SEPARATOR])
         .then(|| format!("{prefix}{ITEM_SEPARATOR}{item}"))

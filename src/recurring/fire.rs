@@ -2,17 +2,16 @@
 //! schedule its hash, its [plan](super::plan), and the firing script.
 
 use super::plan::{plan, Horizon, MissedDecision, Plan};
-use super::spec::{own_error, Missed, ScheduleInfo};
+use super::spec::{own_error, Missed};
+use super::stored;
 use crate::metrics::FiringMetrics;
 use crate::redis::ops::schedule_fire::{self, ReadAt};
 use crate::redis::ops::schedule_remove;
 use crate::redis::script::QueueSpec;
 use crate::{Error, Result};
 use fred::clients::Client;
-use fred::interfaces::{HashesInterface, SortedSetsInterface};
-use fred::prelude::Value;
+use fred::interfaces::SortedSetsInterface;
 use futures::stream::{self, StreamExt};
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
@@ -276,12 +275,7 @@ struct Firing {
 
 /// Fires the schedule `id`.
 async fn fire_one(client: &Client, queue: &QueueSpec, id: &str, firing: &Firing) -> Result<Fired> {
-    let key = queue.keys.schedule(id);
-    let fields: HashMap<String, Value> = client
-        .hgetall(&key)
-        .await
-        .map_err(|e| Error::from_redis("HGETALL", &key, e))?;
-    let Some(info) = ScheduleInfo::from_fields(id, fields)? else {
+    let Some(info) = stored::read(client, queue, id).await? else {
         // No hash: removed meanwhile (the zset member went with it), or a member another
         // writer left behind, which would stay due for ever.
         if schedule_remove::run_ghost(client, queue, id).await? {

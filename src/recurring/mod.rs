@@ -39,6 +39,7 @@
 //! - `recur.rs`: [`Recurrence`] and the occurrence math (the daylight-saving rule);
 //! - `spec.rs`: [`Schedule`], [`Missed`], [`ScheduleInfo`], their hash fields;
 //! - `plan.rs`: what one firing offers; `fire.rs`: firing a queue's due schedules;
+//! - `stored.rs`: reading a schedule's hash (from its name before issue 38 too);
 //! - `registry.rs`: the registry of queues that have schedules.
 
 mod fire;
@@ -46,6 +47,7 @@ mod plan;
 mod recur;
 pub(crate) mod registry;
 mod spec;
+mod stored;
 
 pub use fire::{FireTally, FiringConfig};
 pub use recur::{Recurrence, MIN_SCHEDULE_INTERVAL};
@@ -59,9 +61,7 @@ use crate::redis::script::QueueSpec;
 use crate::time::{now_ms, Delay};
 use crate::{Error, Result};
 use fred::clients::Client;
-use fred::interfaces::{HashesInterface, SortedSetsInterface};
-use fred::prelude::Value;
-use std::collections::HashMap;
+use fred::interfaces::SortedSetsInterface;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -158,13 +158,7 @@ impl ScheduleStore {
 
     /// The schedule `id`, or `None`.
     pub(crate) async fn get(&self, id: &str) -> Result<Option<ScheduleInfo>> {
-        let key = self.queue.keys.schedule(id);
-        let fields: HashMap<String, Value> = self
-            .client
-            .hgetall(&key)
-            .await
-            .map_err(|e| Error::from_redis("HGETALL", &key, e))?;
-        ScheduleInfo::from_fields(id, fields)
+        stored::read(&self.client, &self.queue, id).await
     }
 
     /// Every schedule of the queue, by next occurrence (paused and ended ones last).
@@ -184,6 +178,8 @@ impl ScheduleStore {
 
     /// Removes the schedule `id` (entries it offered stay); false when there was none.
     pub(crate) async fn remove(&self, id: &str) -> Result<bool> {
+        // A hash still under its name before issue 38 goes too.
+        stored::adopt(&self.client, &self.queue, id).await?;
         let existed = schedule_remove::run(&self.client, &self.queue, id).await?;
         registry::unregister_if_empty(&self.client, &self.queue).await?;
         Ok(existed)

@@ -33,6 +33,7 @@ pub(crate) mod reap;
 pub(crate) mod reliable_stats;
 pub(crate) mod remove;
 pub(crate) mod reschedule;
+pub(crate) mod schedule_adopt;
 pub(crate) mod schedule_fire;
 pub(crate) mod schedule_remove;
 pub(crate) mod schedule_set;
@@ -78,6 +79,7 @@ pub(crate) fn all() -> Vec<&'static LuaScript> {
         &reliable_stats::RELIABLE_STATS,
         &remove::REMOVE,
         &reschedule::RESCHEDULE,
+        &schedule_adopt::SCHEDULE_ADOPT,
         &schedule_fire::SCHEDULE_FIRE,
         &schedule_remove::SCHEDULE_REMOVE,
         &schedule_set::SCHEDULE_SET,

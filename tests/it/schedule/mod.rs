@@ -5,6 +5,7 @@
 mod dst;
 mod exactly_once;
 mod hosted;
+mod ids;
 mod missed;
 mod scale;
 mod typed;
