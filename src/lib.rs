@@ -123,7 +123,7 @@ pub mod dedup {
 /// and its console use these).
 pub mod names {
     pub use crate::connection::redact_url;
-    pub use crate::keys::{glob_match, logical_queue, shard_count_key};
+    pub use crate::keys::{glob_match, item_key, logical_queue, shard_count_key};
 }
 
 /// Not part of the API: hooks for delayq's own tests and benchmarks (the scripts as sent, with

@@ -388,8 +388,16 @@ const ITEM_SEPARATOR: char = ':';
 /// `%3A` in `ITEM`, so that nothing after the prefix holds a `:` and no queue's key is also
 /// a key of a queue named `{NAME}:…` (whose keys start with the same `PREFIX:{NAME}:`). An
 /// item without `%` or `:` keeps its name. `lua/lib/item.lua`'s `delayq_item_key` writes the
-/// same names for the limit scripts that find a key's list by the key.
-pub(crate) fn item_key(prefix: &str, item: &str) -> String {
+/// same names for the limit scripts that find a key's list by the key. Public as
+/// `delayq::names::item_key` for the gateway's keys one per id.
+///
+/// ```
+/// use delayq::names::item_key;
+///
+/// assert_eq!(item_key("delayq_dedup:{orders}", "k-17"), "delayq_dedup:{orders}:k-17");
+/// assert_eq!(item_key("delayq_dedup:{orders}", "eu:50%"), "delayq_dedup:{orders}:eu%3A50%25");
+/// ```
+pub fn item_key(prefix: &str, item: &str) -> String {
     let mut out = String::with_capacity(prefix.len() + 1 + item.len());
     out.push_str(prefix);
     out.push(ITEM_SEPARATOR);

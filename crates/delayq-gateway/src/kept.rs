@@ -23,7 +23,9 @@ fn key(store: &Store, id: &str) -> String {
         .index_key()
         .strip_prefix("delayq_gateway_messages:")
         .unwrap_or("");
-    format!("delayq_gateway_delivered:{tag}:{id}")
+    // `%` and `:` of the id escaped (a message id, `msg_…`, keeps its name): a read of `x:ID`
+    // is not of the message `ID` of a gateway whose queue is `{QUEUE}:x`.
+    delayq::names::item_key(&format!("delayq_gateway_delivered:{tag}"), id)
 }
 
 /// Message `id` was delivered: its record leaves the index, kept for `keep` when above zero.

@@ -2,7 +2,8 @@
 //! (`delayq_gateway_messages:{QUEUE}`, a hash of message id to [`Record`]), the deduplication
 //! ids (`delayq_gateway_dedup:{QUEUE}:ID`, strings that expire after the window), the
 //! cancellations (`delayq_gateway_cancelled:{QUEUE}:ID`) and the last answers of dead letters
-//! (`delayq_gateway_response:{QUEUE}:ID`).
+//! (`delayq_gateway_response:{QUEUE}:ID`); in each `ID`, `%` and `:` are escaped as delayq
+//! escapes a business key (`delayq::names::item_key`), after the `KIND:` of a deduplication id.
 //!
 //! The index is what `GET` and `DELETE /v2/messages/{id}` read: publishing writes a message's
 //! record before its entry, and a delivery that succeeds or gives up removes it. A cancel
@@ -16,6 +17,7 @@ use bytes::Bytes;
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::{HashesInterface, KeysInterface, LuaInterface};
 use delayq::fred::types::Expiration;
+use delayq::names::item_key;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -142,8 +144,16 @@ impl Store {
         }
     }
 
+    /// The key of deduplication id `id` (`KIND:VALUE`, KIND `id` or `content`):
+    /// `delayq_gateway_dedup:{QUEUE}:KIND:VALUE`, with `%` and `:` of VALUE escaped as delayq
+    /// writes a business key ([`item_key`]), so that no gateway's key is also one of a gateway
+    /// whose queue is named `{QUEUE}:…` (whose keys have a `:` more after `{QUEUE}:`). A value
+    /// without `%` or `:` keeps the name it had.
     fn dedup_key(&self, id: &str) -> String {
-        format!("{}:{id}", self.dedup)
+        match id.split_once(':') {
+            Some((kind, value)) => item_key(&format!("{}:{kind}", self.dedup), value),
+            None => item_key(&self.dedup, id),
+        }
     }
 
     /// Claims `id` for `message` for `window`, unless it is claimed already: see
@@ -218,8 +228,17 @@ impl Store {
         Ok(raw.and_then(|raw| rmp_serde::from_slice(&raw).ok()))
     }
 
+    /// `delayq_gateway_cancelled:{QUEUE}:ID`, `ID` escaped as [`dedup_key`](Self::dedup_key)
+    /// escapes a value (a message id, `msg_…`, keeps its name): a cancellation asked for
+    /// `x:ID` is not the one of `ID` at a gateway whose queue is `{QUEUE}:x`.
     fn cancelled_key(&self, id: &str) -> String {
-        format!("{}:{id}", self.cancelled)
+        item_key(&self.cancelled, id)
+    }
+
+    /// `delayq_gateway_response:{QUEUE}:ID`, `ID` escaped as in
+    /// [`cancelled_key`](Self::cancelled_key).
+    fn response_key(&self, id: &str) -> String {
+        item_key(&self.responses, id)
     }
 
     /// Records that `id` was cancelled, for its next attempt to see; kept for longer than any
@@ -255,7 +274,7 @@ impl Store {
         let bytes = Bytes::from(rmp_serde::to_vec_named(answer).unwrap_or_default());
         self.client
             .set::<(), _, _>(
-                format!("{}:{id}", self.responses),
+                self.response_key(id),
                 bytes,
                 Some(Expiration::PX(ms)),
                 None,
@@ -266,7 +285,7 @@ impl Store {
 
     /// The last answer kept for message `id`.
     pub(crate) async fn response(&self, id: &str) -> RedisResult<Option<Answer>> {
-        let raw: Option<Bytes> = self.client.get(format!("{}:{id}", self.responses)).await?;
+        let raw: Option<Bytes> = self.client.get(self.response_key(id)).await?;
         Ok(raw.and_then(|raw| rmp_serde::from_slice(&raw).ok()))
     }
 
