@@ -84,3 +84,19 @@ mod tests {
         assert_eq!(overdue_ms(10, 5), 0);
     }
 }
+
+/// A name (of a queue, a schedule) as a text row shows it: control characters escaped
+/// (`\n`, `\u{1b}`), so that a name cannot split a row or reach the terminal as an escape;
+/// `--json` shows names as they are.
+pub(crate) fn name(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.chars().any(char::is_control) {
+        return name.into();
+    }
+    name.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect::<String>()
+        .into()
+}
