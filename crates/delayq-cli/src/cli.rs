@@ -543,17 +543,6 @@ fn parse_keep_stderr(text: &str) -> Result<usize, String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quarantine_has_no_replay() {
-        assert!(Cli::try_parse_from(["delayq", "quarantine", "replay", "q"]).is_err());
-        assert!(Cli::try_parse_from(["delayq", "dead", "replay", "q"]).is_ok());
-    }
-}
-
 /// A `--match` glob: `*` and `?` only. Redis's `[...]` classes (and `\` escapes) are refused
 /// rather than matched as literal characters, which would match nothing, silently.
 fn glob_pattern(pattern: &str) -> Result<String, String> {
@@ -565,5 +554,16 @@ fn glob_pattern(pattern: &str) -> Result<String, String> {
             &pattern[at..=at]
         )),
         None => Ok(pattern.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quarantine_has_no_replay() {
+        assert!(Cli::try_parse_from(["delayq", "quarantine", "replay", "q"]).is_err());
+        assert!(Cli::try_parse_from(["delayq", "dead", "replay", "q"]).is_ok());
     }
 }
