@@ -112,7 +112,8 @@
 //!   a malformed number answers so, naming the field, taking and starting nothing. A worker
 //!   then takes nothing from the queue (a worker over several queues rests that one) until the
 //!   limits are stored again or cleared, looking once a second and logging an error once a
-//!   minute while it lasts.
+//!   minute while it lasts. A limits key of another type (a string) closes the gate the same
+//!   way, and so does any failed read by a worker that has read no good limits yet.
 //!   Clearing the per-key limits moves the values held back to the head of the target list
 //!   (each key's oldest first).
 //! - **Not limited**: Java consumers taking from the target list directly, and delayq's

@@ -6,7 +6,7 @@ use crate::codec::Codec;
 use crate::queue::DelayedQueue;
 use crate::redis::ops::{limit_set, limit_usage};
 use crate::Result;
-use fred::interfaces::HashesInterface;
+use fred::interfaces::{HashesInterface, KeysInterface};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How many keys [`StoredLimits::usage`] names.
@@ -70,13 +70,26 @@ impl<C: Codec> DelayedQueue<C> {
     /// The stored limits and their version token.
     pub(crate) async fn limits_versioned(&self) -> Result<Option<(Limits, String)>> {
         let key = self.keys().limits();
-        let fields: Vec<(String, String)> = self
+        let read = self
             .client()
             .hgetall::<std::collections::HashMap<String, String>, _>(key.as_str())
             .await
-            .map_err(|e| crate::Error::from_redis("HGETALL", &key, e))?
-            .into_iter()
-            .collect();
+            .map_err(|e| crate::Error::from_redis("HGETALL", &key, e));
+        let fields: Vec<(String, String)> = match read {
+            Ok(fields) => fields.into_iter().collect(),
+            // A key of another type (a hand-made `SET`): Redis's reply names no type, so the
+            // error says which was found (workers then take nothing from the queue).
+            Err(crate::Error::WrongType { key, detail }) => {
+                let found: String = self
+                    .client()
+                    .r#type(key.as_str())
+                    .await
+                    .map_err(|e| crate::Error::from_redis("TYPE", &key, e))?;
+                let detail = format!("{detail} (delayq: key '{key}' is a {found}, not a hash)");
+                return Err(crate::Error::WrongType { key, detail });
+            }
+            Err(err) => return Err(err),
+        };
         if fields.is_empty() {
             return Ok(None);
         }

@@ -13,7 +13,7 @@ use fred::clients::Client;
 use fred::interfaces::SortedSetsInterface;
 use futures::stream::{self, StreamExt};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 /// How a scheduler group fires the schedules of its queues
@@ -175,6 +175,56 @@ pub(crate) async fn fire_due(
     config: &FiringConfig,
     held: Option<&Arc<FiringMetrics>>,
 ) -> Result<FireTally> {
+    let mut unreadable = None;
+    let fired = fire_pages(client, queue, now_ms, config, held, &mut unreadable).await;
+    if let Some((id, err)) = unreadable {
+        let invalid = fired.as_ref().map_or(1, |tally| tally.invalid);
+        say_unreadable(queue.keys.target(), invalid, &id, &err);
+    }
+    fired
+}
+
+/// How often a queue's unreadable schedules are logged again while they last.
+const SAY_UNREADABLE_EVERY: Duration = Duration::from_secs(60);
+
+/// When each queue's unreadable schedules were last logged (by its target list; one entry a
+/// queue that ever had one, in this process).
+static UNREADABLE_SAID: std::sync::LazyLock<std::sync::Mutex<HashMap<String, Instant>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Logs a pass's unreadable schedules of `queue`: `invalid` of them, `id` one, `err` its error;
+/// at most once a [`SAY_UNREADABLE_EVERY`] a queue (thousands of them would otherwise log
+/// thousands of lines a tick).
+fn say_unreadable(queue: &str, invalid: u64, id: &str, err: &Error) {
+    let now = Instant::now();
+    let mut said = UNREADABLE_SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match said.get(queue) {
+        Some(at) if now.duration_since(*at) < SAY_UNREADABLE_EVERY => return,
+        _ => said.insert(queue.to_owned(), now),
+    };
+    drop(said);
+    let repeat_s = SAY_UNREADABLE_EVERY.as_secs();
+    tracing::warn!(
+        queue,
+        invalid,
+        schedule = %id,
+        error = %err,
+        repeat_s,
+        "schedules that cannot be read are not fired; their neighbours are (one of them named)"
+    );
+}
+
+/// [`fire_due`]'s pages; the first unreadable schedule and its error into `unreadable`.
+async fn fire_pages(
+    client: &Client,
+    queue: &QueueSpec,
+    now_ms: i64,
+    config: &FiringConfig,
+    held: Option<&Arc<FiringMetrics>>,
+    unreadable: &mut Option<(String, Error)>,
+) -> Result<FireTally> {
     let horizon = config.horizon(now_ms);
     let mut tally = FireTally::default();
     // Fired schedules leave the due range; the unreadable ones stay in it and are skipped by
@@ -217,12 +267,13 @@ pub(crate) async fn fire_due(
                 Err(err) if own_error(&err, &queue.keys.schedule(&id)) => {
                     tally.invalid += 1;
                     stayed += 1;
-                    tracing::warn!(
+                    tracing::debug!(
                         queue = queue.keys.target(),
                         schedule = %id,
                         error = %err,
-                        "a schedule that cannot be read is not fired; its neighbours are"
+                        "a schedule that cannot be read is not fired"
                     );
+                    unreadable.get_or_insert((id, err));
                 }
                 Err(err) => return Err(err),
             }

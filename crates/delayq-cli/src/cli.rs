@@ -183,7 +183,7 @@ pub(crate) enum Command {
     /// and the command exits 1.
     Queues {
         /// Only queues whose name matches this glob (`*`, `?`), e.g. 'tenant-*'.
-        #[arg(long = "match", value_name = "PATTERN")]
+        #[arg(long = "match", value_name = "PATTERN", value_parser = glob_pattern)]
         pattern: Option<String>,
     },
     /// Give every pending entry equal to VALUE a new due time; prints true or false (not
@@ -341,6 +341,7 @@ pub(crate) struct TransferArgs {
         long = "match",
         env = "DELAYQ_MATCH",
         value_name = "PATTERN",
+        value_parser = glob_pattern,
         requires = "all"
     )]
     pub(crate) pattern: Option<String>,
@@ -441,7 +442,7 @@ pub(crate) struct UiArgs {
     #[arg(long, env = "DELAYQ_TOKEN_FILE", value_name = "PATH")]
     pub(crate) token_file: Option<std::path::PathBuf>,
     /// Only queues whose name matches this glob (`*`, `?`).
-    #[arg(long = "match", env = "DELAYQ_MATCH", value_name = "PATTERN")]
+    #[arg(long = "match", env = "DELAYQ_MATCH", value_name = "PATTERN", value_parser = glob_pattern)]
     pub(crate) pattern: Option<String>,
 }
 
@@ -539,6 +540,20 @@ fn parse_keep_stderr(text: &str) -> Result<usize, String> {
             "{text:?}: a number of bytes from 0 to {most} (a dead letter keeps at most {most} \
              bytes of an error)"
         )),
+    }
+}
+
+/// A `--match` glob: `*` and `?` only. Redis's `[...]` classes (and `\` escapes) are refused
+/// rather than matched as literal characters, which would match nothing, silently.
+fn glob_pattern(pattern: &str) -> Result<String, String> {
+    match pattern.find(['[', ']', '\\']) {
+        Some(at) => Err(format!(
+            "{:?} at byte {at}: --match knows only `*` (any run of characters) and `?` (one \
+             character), not `[...]` classes or `\\` escapes; for a name with `[`, `]` or `\\` \
+             in it, put `?` in their place",
+            &pattern[at..=at]
+        )),
+        None => Ok(pattern.to_owned()),
     }
 }
 

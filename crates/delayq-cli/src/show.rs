@@ -67,6 +67,22 @@ pub(crate) fn overdue_ms(due_ms: i64, now_ms: i64) -> i64 {
     now_ms.saturating_sub(due_ms).max(0)
 }
 
+/// A name (of a queue, a schedule) as a text row shows it: control characters escaped
+/// (`\n`, `\u{1b}`), so that a name cannot split a row or reach the terminal as an escape;
+/// `--json` shows names as they are.
+pub(crate) fn name(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.chars().any(char::is_control) {
+        return name.into();
+    }
+    name.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect::<String>()
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,9 @@ struct Gate<C: Codec> {
     /// While the stored limits are malformed (read so, or so answered by a script): when that
     /// was last logged. The gate is closed then: nothing is taken from its queue.
     malformed: Option<Instant>,
+    /// While the limits cannot be read and the last good ones stay in force: when that was
+    /// last logged.
+    unreadable_said: Option<Instant>,
     metrics: LimitMetrics,
 }
 
@@ -97,7 +100,8 @@ impl<C: Codec> Gate<C> {
         }
         self.malformed = Some(now);
         let repeat_s = SAY_MALFORMED_EVERY.as_secs();
-        tracing::error!(queue = %self.queue.name(), reason = %reason, repeat_s, "the stored limits are malformed: taking nothing from the queue until they are stored again (`delayq limit set --replace`, or `limit clear`)");
+        let key = self.queue.keys().limits();
+        tracing::error!(queue = %self.queue.name(), key = %key, reason = %reason, repeat_s, "the stored limits are malformed or unreadable: taking nothing from the queue until they are stored again (`delayq limit set --replace`, or `limit clear`; a key of another type must be deleted)");
     }
 }
 
@@ -153,6 +157,7 @@ impl<C: Codec> Gates<C> {
                 held_check_at: now,
                 warned: false,
                 malformed: None,
+                unreadable_said: None,
                 metrics: LimitMetrics::new(queue.name()),
             })
             .collect();
@@ -308,13 +313,29 @@ impl<C: Codec> Gates<C> {
                 }
                 gate.active = active;
                 gate.malformed = None;
+                gate.unreadable_said = None;
                 gate.held_check_at = Instant::now();
             }
             // Fail closed: limits that cannot be read limit nothing, so nothing is taken.
             Err(Error::MalformedLimits { reason, .. }) => self.close(i, &reason),
+            // A key of another type is limits that cannot be read either (removing it opens
+            // the gate again: `limit set` refuses to overwrite it).
+            Err(Error::WrongType { detail, .. }) => self.close(i, &detail),
+            // With none read yet, nothing says the queue may run unlimited: closed too.
+            Err(err) if gate.active.is_none() => {
+                self.close(i, &format!("reading them failed: {err}"))
+            }
             // The last good limits stay in force.
             Err(err) => {
-                tracing::error!(queue = %gate.queue.name(), error = %err, "cannot read the queue's limits; keeping the last good ones")
+                let now = Instant::now();
+                if gate
+                    .unreadable_said
+                    .is_none_or(|said| now.duration_since(said) >= SAY_MALFORMED_EVERY)
+                {
+                    gate.unreadable_said = Some(now);
+                    let repeat_s = SAY_MALFORMED_EVERY.as_secs();
+                    tracing::error!(queue = %gate.queue.name(), error = %err, repeat_s, "cannot read the queue's limits; keeping the last good ones");
+                }
             }
         }
     }

@@ -245,3 +245,35 @@ async fn a_replaced_schedule_does_not_fire_its_last_occurrence_again() {
         (Some(START + MINUTE), b"v2".to_vec())
     );
 }
+
+/// Many unreadable schedules (hashes of the wrong type), fired tick after tick: one warning
+/// for the queue, naming how many and one of them, not one per schedule and tick.
+#[tokio::test]
+async fn unreadable_schedules_are_summed_up_in_one_warning() {
+    let (captured, _guard) = crate::logs::Captured::start();
+    let redis = TestRedis::start();
+    let client = connect(&redis.url()).await;
+    let queue = unique_name("many-bad");
+    let keys = delayq::QueueKeys::new(queue.as_str());
+    let raw = bytes_queue(&client, queue.as_str(), QueueOptions::default()).await;
+    let schedules = raw.schedules();
+    for n in 0..40 {
+        let id = format!("bad{n}");
+        redis.cli(&["SET", &keys.schedule(&id), "junk"]);
+        redis.cli(&["ZADD", keys.schedules(), "0", &id]);
+    }
+    let config = FiringConfig::default().with_lead(Duration::ZERO);
+    for tick in 0..3 {
+        let tally = schedules
+            .fire_due(START + tick * 1_000, &config)
+            .await
+            .unwrap();
+        assert_eq!(tally.invalid, 40, "{tally:?}");
+    }
+    let warned = captured.lines_with("WARN");
+    assert_eq!(warned.len(), 1, "{warned:#?}");
+    assert!(
+        warned[0].contains("40") && warned[0].contains("bad"),
+        "{warned:#?}"
+    );
+}

@@ -47,6 +47,10 @@ pub(crate) async fn queues(ctx: &Ctx, pattern: Option<String>) -> anyhow::Result
         }
         return Ok(all_read);
     }
+    let rows: Vec<(String, anyhow::Result<Counts>)> = rows
+        .into_iter()
+        .map(|(name, counts)| (crate::show::name(&name).into_owned(), counts))
+        .collect();
     let width = rows
         .iter()
         .map(|(name, _)| name.chars().count().min(NAME_COLUMN))

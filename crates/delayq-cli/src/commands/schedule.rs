@@ -25,7 +25,7 @@ pub(crate) async fn schedule(ctx: &Ctx, action: ScheduleAction) -> anyhow::Resul
                 shards,
                 previous_shards,
             });
-            list(ctx, queue).await.map(|()| true)
+            list(ctx, queue).await
         }
         ScheduleAction::Remove {
             target,
@@ -137,7 +137,8 @@ async fn set(ctx: &Ctx, args: ScheduleSetArgs) -> anyhow::Result<()> {
     print_next(ctx, &args.target, &info)
 }
 
-async fn list(ctx: &Ctx, queue: Option<QueueArg>) -> anyhow::Result<()> {
+/// Lists the schedules (of `queue`, or of every queue); false when a row is an error.
+async fn list(ctx: &Ctx, queue: Option<QueueArg>) -> anyhow::Result<bool> {
     let queues = match queue {
         Some(queue) => vec![queue],
         None => Discovery::all()
@@ -153,6 +154,7 @@ async fn list(ctx: &Ctx, queue: Option<QueueArg>) -> anyhow::Result<()> {
     };
     let mut out = std::io::stdout();
     let now = delayq::time::now_ms();
+    let mut all_read = true;
     for queue in queues {
         let raw = raw_queue(ctx, &queue).await?;
         let rows = match each!(&raw, q => q.schedules().rows().await) {
@@ -160,6 +162,7 @@ async fn list(ctx: &Ctx, queue: Option<QueueArg>) -> anyhow::Result<()> {
             // One queue's key of another type is that queue's row, not the listing's end.
             Err(err @ delayq::Error::WrongType { .. }) => {
                 print_error_row(ctx, &queue.queue, None, &err)?;
+                all_read = false;
                 continue;
             }
             Err(err) => return Err(err.into()),
@@ -170,11 +173,14 @@ async fn list(ctx: &Ctx, queue: Option<QueueArg>) -> anyhow::Result<()> {
                     let text = describe(ctx, &queue.queue, info, now);
                     ctx.print(&mut out, &text, || record(ctx, &queue.queue, info))?;
                 }
-                Err(err) => print_error_row(ctx, &queue.queue, Some(&row.id), err)?,
+                Err(err) => {
+                    print_error_row(ctx, &queue.queue, Some(&row.id), err)?;
+                    all_read = false;
+                }
             }
         }
     }
-    Ok(())
+    Ok(all_read)
 }
 
 /// The row of a schedule (or, without `id`, a queue's schedules) that cannot be read: queue,
@@ -186,7 +192,11 @@ fn print_error_row(
     err: &delayq::Error,
 ) -> anyhow::Result<()> {
     tracing::warn!(queue, schedule = id, error = %err, "a schedule that cannot be read");
-    let text = format!("{queue}\t{}\terror: {err}", id.unwrap_or("-"));
+    let text = format!(
+        "{}\t{}\terror: {err}",
+        show::name(queue),
+        show::name(id.unwrap_or("-"))
+    );
     ctx.print(
         &mut std::io::stdout(),
         &text,
@@ -216,8 +226,10 @@ fn describe(ctx: &Ctx, queue: &str, info: &ScheduleInfo, now: i64) -> String {
         .decode(&schedule.value)
         .unwrap_or_else(|_| format!("base64:{}", base64_of(&schedule.value)));
     format!(
-        "{queue}\t{}\t{when}\t{next}\t{last}\tmissed {}\t{value}",
-        schedule.id, schedule.missed
+        "{}\t{}\t{when}\t{next}\t{last}\tmissed {}\t{value}",
+        show::name(queue),
+        show::name(&schedule.id),
+        schedule.missed
     )
 }
 

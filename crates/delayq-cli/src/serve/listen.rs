@@ -2,8 +2,11 @@
 //! `ui`): where it may bind, which `Host` names it answers, how many connections it holds and
 //! how long a client gets to send a request's headers. Past the cap, a few more connections are
 //! kept for `/healthz` and `/metrics` only ([`RESERVED`]), so that clients that hold
-//! connections open (half-sent requests) cannot make a healthy process look down.
+//! connections open (half-sent requests) cannot make a healthy process look down: a connection
+//! past the cap is first read up to the end of its request head ([`SORTING`] at a time, the
+//! slowest dropped for a new one), and gets a kept place only as a whole probe request.
 
+use super::head::{path_of, read_head, Replayed};
 use crate::duration::parse_duration;
 use anyhow::{bail, Context};
 use axum::body::Body;
@@ -11,10 +14,12 @@ use axum::http::uri::Authority;
 use axum::http::{header, HeaderValue, Request, Response, StatusCode, Version};
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -26,9 +31,13 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 /// The pause after a failed accept (out of file descriptors, say) before the next.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// The connections kept, past `--http-max-connections`, for `/healthz` and `/metrics`: each
-/// answers one request, and gets at most [`RESERVED_HEADER_WAIT`] to send its headers.
+/// answers one request whose head is in already.
 const RESERVED: usize = 16;
-/// How long a reserved connection may take to send its request's headers.
+/// The connections past the cap whose request heads are being read, to learn whether they are
+/// probes: one more drops the one that has been at it longest (a probe sends its head at once,
+/// a client that sends half a head never gets further than this).
+const SORTING: usize = 32;
+/// How long a connection past the cap may take to send its request's head.
 const RESERVED_HEADER_WAIT: Duration = Duration::from_secs(2);
 /// What a reserved connection answers to anything but `/healthz` and `/metrics`.
 const BUSY: &str = "too many connections: only /healthz and /metrics are answered now\n";
@@ -123,6 +132,9 @@ impl Bound {
     pub(crate) async fn serve(self, router: Router, stop: CancellationToken) {
         let permits = Arc::new(Semaphore::new(self.max_connections));
         let reserved = Arc::new(Semaphore::new(RESERVED));
+        // The connections past the cap being sorted, oldest first (each token is cancelled to
+        // drop it, and by the sorting itself once done).
+        let mut sorting: VecDeque<CancellationToken> = VecDeque::new();
         let mut connections = JoinSet::new();
         loop {
             let accepted = tokio::select! {
@@ -140,30 +152,82 @@ impl Bound {
                     }
                 }
             };
-            let (permit, probes_only) = match permits.clone().try_acquire_owned() {
-                Ok(permit) => (permit, false),
-                Err(_) => match reserved.clone().try_acquire_owned() {
-                    Ok(permit) => (permit, true),
-                    Err(_) => {
-                        // Not waiting: a full write buffer must not hold the accept loop.
-                        let _ = stream.try_write(OVER_CAP);
-                        continue;
+            let Ok(permit) = permits.clone().try_acquire_owned() else {
+                sorting.retain(|sorted| !sorted.is_cancelled());
+                if sorting.len() >= SORTING {
+                    if let Some(slowest) = sorting.pop_front() {
+                        slowest.cancel();
                     }
-                },
+                }
+                let dropped = CancellationToken::new();
+                sorting.push_back(dropped.clone());
+                let sorter = Sorter {
+                    hosts: self.hosts.clone(),
+                    router: router.clone(),
+                    reserved: reserved.clone(),
+                    header_timeout: self.header_timeout.min(RESERVED_HEADER_WAIT),
+                    dropped,
+                };
+                connections.spawn(sorter.sort(stream, stop.clone()));
+                continue;
             };
             let connection = Connection {
                 hosts: self.hosts.clone(),
                 router: router.clone(),
-                header_timeout: match probes_only {
-                    true => self.header_timeout.min(RESERVED_HEADER_WAIT),
-                    false => self.header_timeout,
-                },
-                probes_only,
+                header_timeout: self.header_timeout,
+                probes_only: false,
                 _permit: permit,
             };
             connections.spawn(connection.serve(stream, stop.clone()));
         }
         while connections.join_next().await.is_some() {}
+    }
+}
+
+/// A connection past the cap, read up to the end of its request head: a probe gets a reserved
+/// place (if one is free), anything else 503.
+struct Sorter {
+    hosts: Arc<Hosts>,
+    router: Router,
+    reserved: Arc<Semaphore>,
+    header_timeout: Duration,
+    /// Cancelled to drop the connection (a newer one needs its place), and once it is sorted.
+    dropped: CancellationToken,
+}
+
+impl Sorter {
+    async fn sort(self, mut stream: TcpStream, stop: CancellationToken) {
+        let sorted = self.dropped.clone().drop_guard();
+        let head = tokio::select! {
+            _ = self.dropped.cancelled() => {
+                // Not waiting: a full write buffer must not hold a place.
+                let _ = stream.try_write(OVER_CAP);
+                return;
+            }
+            _ = stop.cancelled() => return,
+            head = tokio::time::timeout(self.header_timeout, read_head(&mut stream)) => head,
+        };
+        // Its time is up, or it closed: dropped without an answer, as hyper drops them.
+        let Ok(Ok(Some(head))) = head else {
+            return;
+        };
+        drop(sorted);
+        let permit = match path_of(&head).is_some_and(is_probe) {
+            true => self.reserved.try_acquire_owned().ok(),
+            false => None,
+        };
+        let Some(permit) = permit else {
+            let _ = stream.try_write(OVER_CAP);
+            return;
+        };
+        let connection = Connection {
+            hosts: self.hosts,
+            router: self.router,
+            header_timeout: self.header_timeout,
+            probes_only: true,
+            _permit: permit,
+        };
+        connection.serve(Replayed::new(head, stream), stop).await;
     }
 }
 
@@ -178,7 +242,7 @@ struct Connection {
 }
 
 impl Connection {
-    async fn serve(self, stream: TcpStream, stop: CancellationToken) {
+    async fn serve<S: Local>(self, stream: S, stop: CancellationToken) {
         let Ok(local) = stream.local_addr() else {
             return;
         };
@@ -215,6 +279,23 @@ impl Connection {
             _ = stop.cancelled() => connection.as_mut().graceful_shutdown(),
         }
         let _ = tokio::time::timeout(SHUTDOWN_WAIT, connection).await;
+    }
+}
+
+/// A connection's stream, as hyper serves it, and the local address it came in on.
+trait Local: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    fn local_addr(&self) -> std::io::Result<SocketAddr>;
+}
+
+impl Local for TcpStream {
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        TcpStream::local_addr(self)
+    }
+}
+
+impl Local for Replayed {
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.stream().local_addr()
     }
 }
 

@@ -6,6 +6,7 @@
 //! within a budget of Redis commands; `mount.rs`: `--base-path`, every route under one path.
 
 mod gauges;
+mod head;
 mod listen;
 mod mount;
 mod pulse;

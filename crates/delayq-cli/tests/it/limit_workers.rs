@@ -556,3 +556,58 @@ async fn a_killed_workers_commands_die_with_it_and_the_cap_holds() {
     let (most, at) = most_at_once(&all, gone_us);
     assert!(most <= 2, "{most} commands at once at {at} µs: {runs:?}");
 }
+
+/// The processes of `ids` whose name (`comm`) is `name`.
+fn named(ids: &[u32], name: &str) -> Vec<u32> {
+    ids.iter()
+        .copied()
+        .filter(|id| {
+            std::fs::read_to_string(format!("/proc/{id}/comm"))
+                .is_ok_and(|comm| comm.trim_end() == name)
+        })
+        .collect()
+}
+
+/// `kill -9` of a worker and of its commands' watchdog too (as `pkill -9 -f 'delayq.*work'`
+/// does: the watchdog is a fork of the worker), watchdog first so that it cannot act: the
+/// commands the worker ran (`sleep 1000`, run directly) are gone all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_die_when_the_worker_and_its_watchdog_are_killed() {
+    let redis = TestRedis::start();
+    let limits = Limits::default().with_concurrency(2);
+    let queue = queue_with(&redis, "both-killed", &limits).await;
+    let command = ["sleep".to_owned(), "1000".to_owned()];
+    let flags = ["--concurrency", "4"];
+    let mut worker = Fleet::start(&redis.url(), queue.name(), 1, &flags, &command);
+    let worker_pid = worker.0[0].id();
+    offer_now(&queue, (0..4).map(|i| format!("p{i}"))).await;
+    let sleeps = wait_until("the worker running 2 commands", PATIENCE, || {
+        match named(&children(worker_pid), "sleep") {
+            sleeps if sleeps.len() == 2 => Ok(sleeps),
+            sleeps => Err(format!("{sleeps:?}")),
+        }
+    });
+    let _cleanup = KillGroups(sleeps.clone());
+    let watchdog: Vec<u32> = children(worker_pid)
+        .into_iter()
+        .filter(|id| !sleeps.contains(id))
+        .collect();
+    assert_eq!(watchdog.len(), 1, "one watchdog: {watchdog:?}");
+    signal("-KILL", watchdog[0]);
+    wait_until("the watchdog gone", PATIENCE, || {
+        match is_gone(watchdog[0]) {
+            true => Ok(()),
+            false => Err("still running".to_owned()),
+        }
+    });
+    signal("-KILL", worker_pid);
+    worker.0[0].wait().unwrap();
+    wait_until(
+        "the killed worker's commands to be gone",
+        PATIENCE,
+        || match sleeps.iter().filter(|id| !is_gone(**id)).count() {
+            0 => Ok(()),
+            n => Err(format!("{n} of {sleeps:?} still running")),
+        },
+    );
+}

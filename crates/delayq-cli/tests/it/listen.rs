@@ -376,6 +376,76 @@ fn half_sent_requests_are_cut_off_and_connections_capped() {
     drop(held);
 }
 
+/// Clients past the cap that send half a request head, a byte at a time, and connect again
+/// when closed (G15): with the connections held by them, `/healthz` and `/metrics` still answer
+/// 200 (the slowest half-sent connection past the cap is dropped for a new one, and the
+/// connections kept for probes go only to complete `/healthz` and `/metrics` requests).
+#[test]
+fn health_answers_while_slow_clients_flood_the_listener() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let queue = unique_name("flood");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let _daemon = daemon(
+        &url,
+        &[
+            "transfer",
+            &queue,
+            "--listen",
+            &listen,
+            "--http-max-connections",
+            "8",
+        ],
+    );
+    health_is(port, 200);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let connects = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let flood: Vec<_> = (0..120)
+        .map(|_| {
+            let (stop, connects) = (stop.clone(), connects.clone());
+            std::thread::spawn(move || {
+                let half = format!("GET /api/queues HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-A: ");
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+                        continue;
+                    };
+                    connects.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if stream.write_all(half.as_bytes()).is_err() {
+                        continue;
+                    }
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                        && stream.write_all(b"a").is_ok()
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(200));
+                    }
+                }
+            })
+        })
+        .collect();
+    // The flood is on: more clients connected than the cap and the kept connections hold.
+    wait_until("the flood to connect", PATIENCE, || {
+        match connects.load(std::sync::atomic::Ordering::Relaxed) {
+            n if n > 200 => Ok(()),
+            n => Err(format!("{n} connects")),
+        }
+    });
+    let mut answers = Vec::new();
+    for path in ["/healthz", "/metrics"].iter().cycle().take(20) {
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        answers.push((path, exchange(port, &request).map(|answer| status(&answer))));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for thread in flood {
+        thread.join().unwrap();
+    }
+    assert!(
+        answers.iter().all(|(_, status)| *status == Ok(200)),
+        "{answers:?}"
+    );
+}
+
 #[test]
 fn health_turns_503_while_redis_answers_only_busy() {
     let redis = TestRedis::start_with(&["--busy-reply-threshold", "100"]);

@@ -142,3 +142,32 @@ fn cancel_takes_the_entry_of_its_handle_only() {
         "a one-queue handle with --shards"
     );
 }
+
+/// The listings' smaller edges: a queue name with control characters is shown escaped (one
+/// row, no terminal escape), `schedule list` exits 1 when a row is an error (as `queues`
+/// does), and a `--match` pattern with `[...]`, which delayq's globs do not know, is refused
+/// with a clear error (exit 2) rather than matching nothing.
+#[test]
+fn listings_escape_names_exit_1_on_error_rows_and_refuse_bracket_globs() {
+    let redis = TestRedis::start();
+    let url = redis.url();
+    let prefix = unique_name("edges");
+    let odd = format!("{prefix}-a\u{1b}[2Jb\nc");
+    let out = delayq(&url, &["offer", &odd, "v", "--delay", "1h"]);
+    assert!(out.status.success(), "{out:?}");
+    let out = delayq(&url, &["queues", "--match", &format!("{prefix}-*")]);
+    let table = text(&out.stdout);
+    assert_eq!(table.lines().count(), 2, "{table:?}");
+    assert!(!table.contains('\u{1b}'), "{table:?}");
+    assert!(table.contains("a\\u{1b}[2Jb\\nc"), "{table:?}");
+
+    let bad = format!("{prefix}-sched");
+    redis.cli(&["SET", QueueKeys::new(bad.as_str()).schedules(), "junk"]);
+    let out = delayq(&url, &["schedule", "list", &bad]);
+    assert!(text(&out.stdout).contains("error: "), "{out:?}");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+
+    let out = delayq(&url, &["queues", "--match", &format!("{prefix}-[ab]*")]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(text(&out.stderr).contains('['), "{out:?}");
+}

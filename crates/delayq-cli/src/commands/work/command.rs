@@ -78,7 +78,7 @@ impl CommandRunner {
     /// job is abandoned, the command's group is ended and the handler fails once it is gone.
     /// A failure's error ends with what the command printed last on stderr.
     pub(crate) async fn run(&self, job: Job<String>) -> anyhow::Result<()> {
-        let mut child = self.watchdog.spawn(&mut self.command(&job))?;
+        let mut child = self.watchdog.spawn(self.command(&job)).await?;
         let group = Group::lead_by(&child, &self.ends, &self.watchdog);
         let mut stderr = StderrTail::new(child.stderr.take(), self.keep_stderr);
         let input = self
@@ -162,6 +162,20 @@ impl CommandRunner {
             unsafe {
                 command.pre_exec(move || {
                     watchdog::register_own_group(fd);
+                    Ok(())
+                });
+            }
+        }
+        // Should the watchdog die with the worker, the command dies all the same (after it
+        // registered its group, so that a watchdog alive ends what it started too).
+        #[cfg(target_os = "linux")]
+        if self.watchdog.spawns_from_own_thread() {
+            let worker = std::process::id();
+            // SAFETY: the closure runs in the child between fork and exec and makes only
+            // system calls (prctl, getppid, raise); nothing allocates.
+            unsafe {
+                command.pre_exec(move || {
+                    watchdog::die_with_parent(worker);
                     Ok(())
                 });
             }

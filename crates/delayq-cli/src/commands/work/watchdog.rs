@@ -15,9 +15,13 @@
 //! socket reaches end-of-file, the watchdog sends SIGKILL to every group it still knows, and
 //! exits.
 //!
-//! Why not `PR_SET_PDEATHSIG`: it fires when the *thread* that forked the child ends, and a
-//! Tokio worker thread may end while the process lives on (`block_in_place` hands its work to a
-//! new thread); and it reaches the direct child only, not what that child started.
+//! A second line, for when the watchdog is killed too (`pkill -9 -f 'delayq.*work'` takes both:
+//! the watchdog is a fork of the worker, renamed `delayq-watchdog` but with the worker's command
+//! line): every command is forked from one thread kept for that (see [`Spawner`]), and asks the
+//! kernel for SIGKILL when that thread ends (`PR_SET_PDEATHSIG`). That signal fires when the
+//! *thread* that forked the child ends, which is why it is not a Tokio worker thread (one may
+//! end while the process lives on: `block_in_place` hands its work to a new thread); and it
+//! reaches the command only, not what the command started, which the watchdog alone ends.
 //!
 //! The forked watchdog runs no Rust code that allocates or locks (the worker is multi-threaded:
 //! another thread may hold the allocator's lock at the fork): only system calls on memory made
@@ -29,6 +33,10 @@
 //! the two, the watchdog signals a group that is over (its id is free again only once its last
 //! process is gone, so reuse within that instant is the only risk left).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::process::{Child, Command};
+
 /// One message: `+` (registered by the command's child), `=` (its spawn went), `x` (its spawn
 /// failed), `-` (forgotten), then the group's id (little-endian; 0 for `x`).
 const MESSAGE_LEN: usize = 5;
@@ -39,10 +47,92 @@ pub(crate) struct Watchdog {
     #[cfg(target_os = "linux")]
     socket: Option<std::os::fd::OwnedFd>,
     /// Set once a message could not be sent (the watchdog is gone), so that it is said once.
-    lost: std::sync::atomic::AtomicBool,
+    lost: Arc<AtomicBool>,
     /// Held while one command is spawned and its outcome told, so that a failed spawn's
-    /// registration is the last one the watchdog got.
+    /// registration is the last one the watchdog got (without a [`Spawner`], whose one thread
+    /// spawns one at a time).
     spawning: std::sync::Mutex<()>,
+    /// The thread commands are forked from; `None` outside a Tokio runtime, or off Linux.
+    spawner: Option<Spawner>,
+}
+
+/// A command to spawn and where its outcome goes.
+type SpawnRequest = (
+    Command,
+    tokio::sync::oneshot::Sender<std::io::Result<Child>>,
+);
+
+/// The thread every command is forked from, kept as long as the worker runs commands: a
+/// command's `PR_SET_PDEATHSIG` fires when it ends, so it ends only when the worker is done
+/// with commands (dropped: its queue closed, then joined) or dies.
+struct Spawner {
+    requests: Option<std::sync::mpsc::Sender<SpawnRequest>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Spawner {
+    /// Starts the thread, in the current Tokio runtime (a child's exit is watched by it);
+    /// `None` outside one.
+    fn start(fd: Option<i32>, lost: Arc<AtomicBool>) -> Option<Spawner> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let (requests, queue) = std::sync::mpsc::channel::<SpawnRequest>();
+        let thread = std::thread::Builder::new()
+            .name("delayq-spawner".into())
+            .spawn(move || {
+                let _entered = runtime.enter();
+                while let Ok((mut command, reply)) = queue.recv() {
+                    let _ = reply.send(spawn_told(fd, &mut command, &lost));
+                }
+            })
+            .ok()?;
+        Some(Spawner {
+            requests: Some(requests),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Spawner {
+    fn drop(&mut self) {
+        // Its queue closed, the thread ends after the spawn it is at (if any).
+        drop(self.requests.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Spawns `command` and tells the watchdog on `fd` whether the spawn went.
+fn spawn_told(fd: Option<i32>, command: &mut Command, lost: &AtomicBool) -> std::io::Result<Child> {
+    let Some(fd) = fd else {
+        return command.spawn();
+    };
+    let spawned = command.spawn();
+    let told = match &spawned {
+        Ok(child) => send(
+            fd,
+            b'=',
+            child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .unwrap_or(0),
+        ),
+        Err(_) => send(fd, b'x', 0),
+    };
+    if !told {
+        say_lost(lost);
+    }
+    spawned
+}
+
+/// Says once that the watchdog is gone.
+fn say_lost(lost: &AtomicBool) {
+    if !lost.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "the commands' watchdog is gone: a killed worker's commands will outlive it"
+        );
+    }
 }
 
 impl Watchdog {
@@ -51,13 +141,17 @@ impl Watchdog {
     pub(crate) fn start() -> Self {
         #[cfg(target_os = "linux")]
         {
+            use std::os::fd::AsRawFd;
+            let lost = Arc::new(AtomicBool::new(false));
             match linux::fork_watchdog() {
                 Ok(socket) => {
+                    let spawner = Spawner::start(Some(socket.as_raw_fd()), lost.clone());
                     return Watchdog {
                         socket: Some(socket),
-                        lost: false.into(),
+                        lost,
                         spawning: Default::default(),
-                    }
+                        spawner,
+                    };
                 }
                 Err(err) => tracing::warn!(
                     error = %err,
@@ -70,43 +164,47 @@ impl Watchdog {
         tracing::warn!(
             "no commands' watchdog on this system: a killed worker's commands will outlive it"
         );
+        let lost = Arc::new(AtomicBool::new(false));
         Watchdog {
             #[cfg(target_os = "linux")]
             socket: None,
-            lost: false.into(),
+            spawner: cfg!(target_os = "linux")
+                .then(|| Spawner::start(None, lost.clone()))
+                .flatten(),
+            lost,
             spawning: Default::default(),
         }
     }
 
-    /// Spawns `command` (whose `pre_exec` registers its group), then tells the watchdog whether
-    /// the spawn went, one spawn at a time.
-    pub(crate) fn spawn(
-        &self,
-        command: &mut tokio::process::Command,
-    ) -> std::io::Result<tokio::process::Child> {
-        let Some(fd) = self.descriptor() else {
-            return command.spawn();
-        };
+    /// Whether commands are forked from the [`Spawner`]'s thread, so that a command may ask to
+    /// die with it ([`die_with_parent`]).
+    pub(crate) fn spawns_from_own_thread(&self) -> bool {
+        self.spawner.is_some()
+    }
+
+    /// Spawns `command` (whose `pre_exec` registers its group) from the [`Spawner`]'s thread
+    /// (else from this one), then tells the watchdog whether the spawn went, one spawn at a
+    /// time.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped while the spawn is under way, the command (if it started) runs on unwatched by
+    /// this call: its group stays known to the watchdog.
+    pub(crate) async fn spawn(&self, mut command: Command) -> std::io::Result<Child> {
+        if let Some(requests) = self.spawner.as_ref().and_then(|s| s.requests.as_ref()) {
+            let (reply, spawned) = tokio::sync::oneshot::channel();
+            if requests.send((command, reply)).is_ok() {
+                return spawned
+                    .await
+                    .unwrap_or_else(|_| Err(std::io::Error::other("the spawning thread is gone")));
+            }
+            return Err(std::io::Error::other("the spawning thread is gone"));
+        }
         let _one_at_a_time = self
             .spawning
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let spawned = command.spawn();
-        let told = match &spawned {
-            Ok(child) => send(
-                fd,
-                b'=',
-                child
-                    .id()
-                    .and_then(|id| i32::try_from(id).ok())
-                    .unwrap_or(0),
-            ),
-            Err(_) => send(fd, b'x', 0),
-        };
-        if !told {
-            self.say_lost();
-        }
-        spawned
+        spawn_told(self.descriptor(), &mut command, &self.lost)
     }
 
     /// The socket's descriptor, for a command's `pre_exec` to register its group with
@@ -126,17 +224,27 @@ impl Watchdog {
     pub(crate) fn forget(&self, id: i32) {
         let Some(fd) = self.descriptor() else { return };
         if !send(fd, b'-', id) {
-            self.say_lost();
+            say_lost(&self.lost);
         }
     }
+}
 
-    /// Says once that the watchdog is gone.
-    fn say_lost(&self) {
-        if !self.lost.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            tracing::warn!(
-                error = %std::io::Error::last_os_error(),
-                "the commands' watchdog is gone: a killed worker's commands will outlive it"
-            );
+/// Asks the kernel to SIGKILL the calling process when the thread that forked it ends (the
+/// [`Spawner`]'s: the worker is gone), and dies at once if the worker `parent` is gone already.
+/// Called in the command's child between fork and exec: only system calls.
+#[cfg(target_os = "linux")]
+pub(crate) fn die_with_parent(parent: u32) {
+    // SAFETY: prctl(2), getppid(2) and raise(3) take plain integers and touch no memory.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if u32::try_from(libc::getppid()).ok() != Some(parent) {
+            libc::raise(libc::SIGKILL);
         }
     }
 }
@@ -234,6 +342,15 @@ mod linux {
         // SAFETY: plain system calls; every pointer is to memory of this function or `groups`.
         unsafe {
             libc::setpgid(0, 0);
+            // Told apart from the worker by name (`ps`, `killall delayq`); its command line
+            // stays the worker's.
+            libc::prctl(
+                libc::PR_SET_NAME,
+                c"delayq-watchdog".as_ptr() as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
             for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
                 libc::signal(signal, libc::SIG_IGN);
             }
