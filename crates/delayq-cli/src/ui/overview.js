@@ -8,7 +8,7 @@ const SVG = "http://www.w3.org/2000/svg";
 more.query = () => "&state=" + encodeURIComponent($("#state").value);
 more.page = (data) => {
   setText($("#snapshot"), data.snapshot
-    ? "order as read " + Math.round(data.snapshot.age_ms / 1000) + " s ago" +
+    ? "order as read " + span(data.snapshot.age_ms) + " ago" +
       (data.snapshot.unread ? " (" + data.snapshot.unread + " not read yet, last)" : "")
     : "");
 };
@@ -50,10 +50,9 @@ function drawActivity(d) {
 
 function fillProcesses(d) {
   setText($("#process-count"), String(d.processes.length));
-  const ago = (ms) => Math.max(0, Math.round((d.now_ms - ms) / 1000)) + " s ago";
   sync($("#processes tbody"), d.processes, (p) => p.id, (row, p) => {
     const c = cells(row, 7, ["", "", "", "n", "", "", ""]);
-    [p.kind, p.id, p.host, String(p.pid), p.version, new Date(p.started_ms).toISOString(), ago(p.beat_ms)]
-      .forEach((text, i) => setText(c[i], text));
+    [p.kind, p.id, p.host, String(p.pid), p.version, timed(p.started_ms, d.now_ms), timed(Math.min(p.beat_ms, d.now_ms), d.now_ms)]
+      .forEach((v, i) => put(c[i], v));
   });
 }
