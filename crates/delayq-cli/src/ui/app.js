@@ -165,21 +165,56 @@ async function refresh() {
   }
 }
 
+// The plot area of a chart (viewBox 0 0 760 160): the y axis's labels left of it, the x axis's
+// under it.
+const PLOT = { left: 40, width: 720, top: 10, height: 120 };
+// A group of `svg` by its class, made once.
+function group(svg, cls) {
+  let g = svg.querySelector("g." + cls);
+  if (!g) {
+    g = svg.appendChild(document.createElementNS("http://www.w3.org/2000/svg", "g"));
+    g.setAttribute("class", cls);
+  }
+  return g;
+}
+// A chart's axes: y from 0 to `max` (both written), x with `ticks` ([fraction across, text]).
+function axes(svg, max, ticks) {
+  const make = (tag, attrs, text) => {
+    const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+  const { left, width, top, height } = PLOT;
+  const bottom = top + height;
+  const g = group(svg, "axes");
+  if (g.dataset.drawn === max + "|" + JSON.stringify(ticks)) return;
+  g.dataset.drawn = max + "|" + JSON.stringify(ticks);
+  g.replaceChildren(
+    make("line", { class: "axis", x1: left, y1: top, x2: left, y2: bottom }),
+    make("line", { class: "axis", x1: left, y1: bottom, x2: left + width, y2: bottom }),
+    make("text", { x: left - 4, y: top + 4, "text-anchor": "end", class: "y-max" }, String(max)),
+    make("text", { x: left - 4, y: bottom, "text-anchor": "end" }, "0"),
+    ...ticks.map(([f, text]) => make("text", { x: left + f * width, y: bottom + 16, "text-anchor": f === 0 ? "start" : f === 1 ? "end" : "middle" }, text)));
+}
+
 function drawChart(chart) {
   const svg = $("#chart");
   const max = Math.max(1, ...chart.counts);
-  const w = 720 / chart.counts.length;
-  while (svg.children.length > chart.counts.length) svg.lastChild.remove();
+  const w = PLOT.width / chart.counts.length;
+  axes(svg, max, [[0, "now"], [0.5, "+30 min"], [1, "+60 min"]]);
+  const bars = group(svg, "bars");
+  while (bars.children.length > chart.counts.length) bars.lastChild.remove();
   chart.counts.forEach((n, i) => {
-    let r = svg.children[i];
+    let r = bars.children[i];
     if (!r) {
       r = document.createElementNS("http://www.w3.org/2000/svg", "rect");
       r.appendChild(document.createElementNS("http://www.w3.org/2000/svg", "title"));
-      svg.appendChild(r);
+      bars.appendChild(r);
     }
-    const h = Math.round((n / max) * 120);
-    r.setAttribute("x", i * w + 1);
-    r.setAttribute("y", 130 - h);
+    const h = Math.round((n / max) * PLOT.height);
+    r.setAttribute("x", PLOT.left + i * w + 1);
+    r.setAttribute("y", PLOT.top + PLOT.height - h);
     r.setAttribute("width", w - 2);
     r.setAttribute("height", h);
     setText(r.firstChild, "+" + i + " min: " + n);

@@ -9,6 +9,7 @@ Its own redis-server and `delayq ui --lagging-after 2s` (so that lag shows withi
 - links and tabs: a queue's name is a link to its view; the tabs count their entries.
 - pager: the bulk bar ("0 selected") is not shown while nothing is selected.
 - destructive buttons are red; a queue without schedules shows no schedules table.
+- charts: both have axes, the y axis's top the largest count.
 - dark mode: emulated `prefers-color-scheme: dark` (DevTools protocol) darkens the background.
 - phone: at 390 px the page has no sideways overflow and a long value wraps between words.
 """
@@ -107,6 +108,21 @@ def check_polish(browser, ui):
     print(f"bulk bar and empty schedules hidden; purge button {red}")
 
 
+def check_charts(browser, ui):
+    browser.cmd("POST", "/url", {"url": ui + "/#/queue/ui%3Afailing/dead"})
+    texts = "return [...document.querySelectorAll(arguments[0] + ' text')].map(t => t.textContent)"
+    due = drive.wait("the due chart's axes", lambda: browser.js(texts, "#chart"))
+    bars = browser.js("return [...document.querySelectorAll('#chart rect')]"
+                      ".map(r => Number(r.firstChild.textContent.split(': ')[1]))")
+    assert len(bars) == 60 and due[0] == str(max(1, *bars)), (due, bars)
+    assert due[1:] == ["0", "now", "+30 min", "+60 min"], due
+    activity = drive.wait("the activity chart's axes", lambda: browser.js(texts, "#activity"))
+    # Six dead letters in the last hour: the most in a minute is the y axis's top.
+    assert 1 <= int(activity[0]) <= 6 and activity[1:] == ["0", "-60 min", "-30 min", "now"], activity
+    browser.screenshot("charts.png", at="#chart")
+    print(f"charts: due axes {due}, activity axes {activity}")
+
+
 def check_dark(browser, ui):
     browser.cmd("POST", "/url", {"url": ui + "/"})
     drive.wait("the overview", lambda: "ui:fine" in browser.js(ORDER))
@@ -167,8 +183,8 @@ def main():
     failed = []
     try:
         # Each check loads the page it needs, so each runs (and says how it failed) on its own.
-        for check in (check_health, check_times_links_and_tabs, check_polish, check_dark,
-                      check_phone):
+        for check in (check_health, check_times_links_and_tabs, check_polish, check_charts,
+                      check_dark, check_phone):
             try:
                 check(browser, ui)
             except AssertionError as err:
