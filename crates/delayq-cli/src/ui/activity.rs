@@ -34,7 +34,9 @@ fn minute_json(m: &MinuteActivity) -> serde_json::Value {
 
 /// The queue's counts summed over the last [`RATE_MINUTES`] and how many processes serve it:
 /// two pipelined reads, made at once.
-pub(super) async fn recent(queue: &DelayedQueue<TextCodec>) -> anyhow::Result<(MinuteActivity, usize)> {
+pub(super) async fn recent(
+    queue: &DelayedQueue<TextCodec>,
+) -> anyhow::Result<(MinuteActivity, usize)> {
     let (minutes, processes) = tokio::join!(
         queue.inspect().activity(RATE_MINUTES),
         queue.inspect().processes()

@@ -58,7 +58,9 @@ pub(super) fn judge(signals: &Signals, lagging_after: Duration) -> Health {
     let outcomes = failures + s.acked;
     let minutes = super::activity::RATE_MINUTES;
     let lag_ms = i64::try_from(lagging_after.as_millis()).unwrap_or(i64::MAX);
-    let lagging = s.ready_age_ms.filter(|&age| age >= lag_ms && s.taken < s.ready);
+    let lagging = s
+        .ready_age_ms
+        .filter(|&age| age >= lag_ms && s.taken < s.ready);
     if s.overdue_ms >= STUCK_MS {
         let overdue = span(s.overdue_ms);
         return health("stuck", format!("overdue {overdue}, no transfer seen"));

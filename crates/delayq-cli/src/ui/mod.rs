@@ -37,13 +37,13 @@ use crate::lists::rows as preview;
 use crate::text_codec::TextCodec;
 use access::refusal;
 pub(crate) use access::Tokens;
-pub(crate) use health::LAGGING_AFTER;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use delayq::DelayedQueue;
+pub(crate) use health::LAGGING_AFTER;
 use serde_json::json;
 use std::sync::Arc;
 

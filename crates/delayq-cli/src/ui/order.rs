@@ -40,7 +40,10 @@ pub(super) fn state(seen: &Seen, now_ms: i64, lagging_after: Duration) -> &'stat
 
 /// Where `state` goes in "problems first": smaller first.
 pub(super) fn state_rank(state: &str) -> usize {
-    STATES.iter().position(|&st| st == state).unwrap_or(STATES.len())
+    STATES
+        .iter()
+        .position(|&st| st == state)
+        .unwrap_or(STATES.len())
 }
 
 /// How old the snapshot an order used is: the oldest reading among the queues ordered, and
@@ -67,7 +70,10 @@ pub(super) fn arrange(
     }
     let seen = seen();
     if let Some(wanted) = state_wanted {
-        names.retain(|name| seen.get(name).is_some_and(|s| state(s, now_ms, lagging_after) == wanted));
+        names.retain(|name| {
+            seen.get(name)
+                .is_some_and(|s| state(s, now_ms, lagging_after) == wanted)
+        });
     }
     // Unread queues after every read one: the key's first part.
     names.sort_by_cached_key(|name| match seen.get(name) {
@@ -139,7 +145,14 @@ mod tests {
             .to_vec();
         let arranged = |sort: &str, state: Option<&str>| {
             let mut names = all.clone();
-            let staleness = arrange(&mut names, sort, state, || snapshot.clone(), now, LAGGING_AFTER);
+            let staleness = arrange(
+                &mut names,
+                sort,
+                state,
+                || snapshot.clone(),
+                now,
+                LAGGING_AFTER,
+            );
             (names, staleness)
         };
         let (names, staleness) = arranged("problems", None);

@@ -115,7 +115,14 @@ pub(super) async fn overview(
     let mut names: Vec<String> = names.into_iter().filter(|n| n.contains(part)).collect();
     let now_ms = delayq::time::now_ms();
     let lagging_after = ui.lagging_after;
-    let staleness = order::arrange(&mut names, sort, state, || ui.seen.seen(), now_ms, lagging_after);
+    let staleness = order::arrange(
+        &mut names,
+        sort,
+        state,
+        || ui.seen.seen(),
+        now_ms,
+        lagging_after,
+    );
     let page: Vec<String> = names.iter().skip(offset).take(limit).cloned().collect();
     let ui_ref = &ui;
     let mut rows: Vec<serde_json::Value> = futures::stream::iter(page)

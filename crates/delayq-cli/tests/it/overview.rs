@@ -127,7 +127,10 @@ fn a_queue_whose_jobs_all_fail_and_one_whose_values_wait_are_judged_and_come_fir
     redis.cli(&push);
     // Every job of `failing` fails at its only attempt: six dead letters, none acked.
     for n in 0..6 {
-        delayq(&url, &["offer", &failing, &format!("job{n}"), "--delay", "0s"]);
+        delayq(
+            &url,
+            &["offer", &failing, &format!("job{n}"), "--delay", "0s"],
+        );
     }
     let worker = Command::new(BIN)
         .args(["--url", &url, "work", &failing, "--max-attempts", "1"])
@@ -138,9 +141,11 @@ fn a_queue_whose_jobs_all_fail_and_one_whose_values_wait_are_judged_and_come_fir
         .unwrap();
     let _worker = Daemon(worker);
     let dead = format!("delayq_dead:{{{failing}}}");
-    wait_until("six dead letters", PATIENCE, || match redis.cli(&["LLEN", &dead]) {
-        n if n == "6" => Ok(()),
-        n => Err(n),
+    wait_until("six dead letters", PATIENCE, || {
+        match redis.cli(&["LLEN", &dead]) {
+            n if n == "6" => Ok(()),
+            n => Err(n),
+        }
     });
     let (_ui, port) = dashboard_with(&redis, &[("DELAYQ_LAGGING_AFTER", "2s")]);
 
@@ -157,8 +162,14 @@ fn a_queue_whose_jobs_all_fail_and_one_whose_values_wait_are_judged_and_come_fir
     assert_eq!(health(1)["state"], "lagging", "{page}");
     let reason = health(1)["reason"].as_str().unwrap().to_owned();
     assert!(reason.starts_with("oldest ready "), "{reason}");
-    assert!(reason.ends_with(", 200 waiting, 0 taken in 5 min"), "{reason}");
-    assert!(page["queues"][1]["ready_age_ms"].as_i64().unwrap() >= 2_000, "{page}");
+    assert!(
+        reason.ends_with(", 200 waiting, 0 taken in 5 min"),
+        "{reason}"
+    );
+    assert!(
+        page["queues"][1]["ready_age_ms"].as_i64().unwrap() >= 2_000,
+        "{page}"
+    );
     assert_eq!(health(2)["state"], "ok", "{page}");
     assert_eq!(page["lagging_after_ms"], 2_000, "{page}");
     // The state filter over every queue knows lag from the snapshot.
