@@ -131,7 +131,7 @@ function drawQueue(now) {
       return;
     }
     const extra = more.cells(q);
-    const c = cells(row, 10 + extra.length, ["", ...COUNTS.map((k) => "n " + k), "", "", "n lag", "state"]);
+    const c = cells(row, 10 + extra.length, ["", ...COUNTS.map((k) => "n " + k), "t", "t", "n lag", "state"]);
     extra.forEach((text, i) => setText(c[10 + i], text));
     c[1].colSpan = 1;
     nameLink(c[0], q.name);
