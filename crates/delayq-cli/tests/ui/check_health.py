@@ -161,7 +161,7 @@ def check_phone(browser, ui):
         assert len(lines) >= 3, lines
         for line in lines[:-1]:
             assert line.endswith(" "), f"a word broken at the line's end: {lines}"
-        browser.screenshot("phone-wrap.png")
+        browser.screenshot("phone-wrap.png", at="#list")
         print(f"phone: no overflow; the long value on {len(lines)} lines, broken between words")
     finally:
         browser.cmd("POST", "/window/rect", {"width": 1280, "height": 1000})
