@@ -62,7 +62,7 @@ fn problems_come_first_across_pages_and_the_state_filters_every_queue() {
         "name order reads no snapshot"
     );
 
-    // Problems first, over every page: failing, stuck, paused, then by name.
+    // Problems first, over every page: unreadable, stuck, paused, then by name.
     let want = [
         q("e-wrong"),
         q("c-stuck"),
@@ -175,7 +175,7 @@ fn a_queue_whose_jobs_all_fail_and_one_whose_values_wait_are_judged_and_come_fir
     // The state filter over every queue knows lag from the snapshot.
     assert_eq!(
         all_pages(port, &format!("state=lagging&q={prefix}")),
-        [lagging.clone()]
+        [lagging]
     );
 }
 
