@@ -444,6 +444,10 @@ pub(crate) struct UiArgs {
     /// Only queues whose name matches this glob (`*`, `?`).
     #[arg(long = "match", env = "DELAYQ_MATCH", value_name = "PATTERN", value_parser = glob_pattern)]
     pub(crate) pattern: Option<String>,
+    /// A queue whose list has held values this long without emptying, fewer taken over the
+    /// last 5 minutes than wait, reads "lagging" (docs/dashboard.md, "Health") [default: 5m]
+    #[arg(long, env = "DELAYQ_LAGGING_AFTER", value_name = "DURATION", value_parser = crate::duration::parse_duration)]
+    pub(crate) lagging_after: Option<std::time::Duration>,
 }
 
 /// `delayq work`'s options.

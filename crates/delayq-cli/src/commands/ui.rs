@@ -57,6 +57,7 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
             .map(|name| name.trim_end_matches('.').to_ascii_lowercase())
             .collect(),
         body_wait: args.http.http_header_timeout,
+        lagging_after: args.lagging_after.unwrap_or(crate::ui::LAGGING_AFTER),
     });
     let base = args.base_path.as_ref();
     let server = crate::serve::Server::start(bound, base, observed, pages, Some(gauges));

@@ -130,6 +130,8 @@ pub(crate) struct Seen {
     pub(crate) paused: bool,
     /// Due time of the earliest pending entry if it was due when read.
     pub(crate) overdue_since_ms: Option<i64>,
+    /// Since when its list has been seen holding values, never empty in between.
+    pub(crate) ready_since_ms: Option<i64>,
     /// The last read failed.
     pub(crate) failing: bool,
     /// When it was read, epoch ms.
@@ -362,6 +364,12 @@ impl Readings {
         names.chain(held.failing.keys().cloned()).collect()
     }
 
+    /// Since when the queue `name`'s list has been seen holding values, never empty in between
+    /// (none: seen empty, or not read yet).
+    pub(crate) fn ready_since_ms(&self, name: &str) -> Option<i64> {
+        self.lock().readings.get(name)?.ready_since_ms
+    }
+
     /// Every queue read so far as last seen: one copy of the map, no read of Redis.
     pub(crate) fn seen(&self) -> HashMap<String, Seen> {
         let held = self.lock();
@@ -377,6 +385,7 @@ impl Readings {
                     quarantined: r.quarantined,
                     paused: r.paused,
                     overdue_since_ms: r.overdue_since_ms,
+                    ready_since_ms: r.ready_since_ms,
                     failing: false,
                     read_ms: r.read_ms,
                 };

@@ -36,7 +36,7 @@ fn minute_json(m: &MinuteActivity) -> serde_json::Value {
 /// two pipelined reads, made at once.
 pub(super) async fn recent(
     queue: &DelayedQueue<TextCodec>,
-) -> anyhow::Result<(serde_json::Value, usize)> {
+) -> anyhow::Result<(MinuteActivity, usize)> {
     let (minutes, processes) = tokio::join!(
         queue.inspect().activity(RATE_MINUTES),
         queue.inspect().processes()
@@ -49,10 +49,15 @@ pub(super) async fn recent(
         sum.retried += m.retried;
         sum.dead += m.dead;
     }
-    let mut sums = minute_json(&sum);
+    Ok((sum, processes?.len()))
+}
+
+/// [`recent`]'s sums as the overview's row carries them.
+pub(super) fn recent_json(sum: &MinuteActivity) -> serde_json::Value {
+    let mut sums = minute_json(sum);
     sums["minute_ms"] = json!(null);
     sums["minutes"] = json!(RATE_MINUTES);
-    Ok((sums, processes?.len()))
+    sums
 }
 
 /// `GET /api/queues/{name}/activity`.

@@ -6,6 +6,8 @@
 "use strict";
 const $ = (sel) => document.querySelector(sel);
 const COUNTS = ["pending", "ready", "in_flight", "dead", "quarantined"];
+// A queue's health states (health.rs), worst first; "ok" has no class.
+const HEALTH = ["unreadable", "stuck", "failing", "lagging", "paused"];
 const view = { selected: null, offset: 0, limit: 100, filter: "", order: "name", tab: "pending", from: 0, q: "", job: null };
 // What the parts loaded after this file fill in (overview.js): more parameters of the
 // overview's request, a look at its answer, more cells of a queue's row, more of the queue view.
@@ -19,14 +21,37 @@ const CONFIRM = {
   "give-back": "Give the value of delivery {h} of {q} back to the list? If its consumer still works on it, it may be processed twice.",
 };
 
+// The actions that lose values: their buttons are red.
+const DESTRUCTIVE = ["purge-dead", "purge-quarantine", "cancel", "delete", "remove", "clear-limits"];
 // Sets a node's text only when it changed: replacing equal text would drop a selection in it.
 function setText(node, text) {
   if (node.textContent !== text) node.textContent = text;
 }
-function when(ms, now) {
-  if (ms === null || ms === undefined) return "-";
-  const s = Math.round((ms - now) / 1000);
-  return s >= 0 ? "in " + s + " s" : Math.abs(s) + " s ago";
+// A span of time as people say it, in its two largest units: "12 s", "25 min", "17 h 41 min"
+// (the words of the server's reasons, health.rs).
+function span(ms) {
+  const units = [[86400, "d"], [3600, "h"], [60, "min"], [1, "s"]];
+  let s = Math.max(0, Math.floor(ms / 1000));
+  const parts = [];
+  for (const [size, unit] of units) {
+    if (s >= size || (!parts.length && size === 1)) { parts.push(Math.floor(s / size) + " " + unit); s %= size; }
+    if (parts.length === 2 || (parts.length && s === 0)) break;
+  }
+  return parts.join(" ");
+}
+// The time `ms` (epoch) as the page shows every time: relative to `now` as people say it ("in
+// 17 h 41 min", "29 min ago") and the absolute time (ISO, UTC) as its title, shown on hover.
+function timed(ms, now) {
+  if (ms === null || ms === undefined) return { text: "-", title: "" };
+  const d = ms - now;
+  const text = Math.abs(d) < 1000 ? "now" : d > 0 ? "in " + span(d) : span(-d) + " ago";
+  return { text, title: new Date(ms).toISOString() };
+}
+// Shows `v` in `node`: a text, or `timed`'s text with its title.
+function put(node, v) {
+  const { text, title } = v !== null && typeof v === "object" ? v : { text: String(v), title: "" };
+  setText(node, text);
+  if (node.title !== title) node.title = title;
 }
 // The outcome of the last action; it stays until the next one (refreshes do not touch it).
 function status(text, error) {
@@ -76,30 +101,45 @@ function cells(row, n, classes) {
   return row.cells;
 }
 
+// A queue's state in words: a problem in capitals with its reason ("FAILING: 20 dead, 0 acked
+// in 5 min"), else "paused" or "ok".
+function stateText(health) {
+  return health.reason ? health.state.toUpperCase() + ": " + health.reason : health.state;
+}
+// The queue's name as a link to its view (middle-click, keyboard), made once per row.
+function nameLink(td, name) {
+  let a = td.querySelector("a");
+  if (!a) { a = document.createElement("a"); td.replaceChildren(a); }
+  const href = "#/queue/" + encodeURIComponent(name);
+  if (a.getAttribute("href") !== href) a.setAttribute("href", href);
+  setText(a, name);
+}
 function drawQueue(now) {
   return (row, q, fresh) => {
     row.dataset.queue = q.name;
-    if (fresh) row.onclick = () => select(q.name);
-    row.classList.toggle("stuck", !!q.stuck);
-    row.classList.toggle("paused", !!q.paused);
+    // A click on the row opens the queue; one on its link, the link does (through the address).
+    if (fresh) row.onclick = (e) => { if (!e.target.closest("a")) select(q.name); };
+    const health = q.health || { state: q.error ? "unreadable" : "ok", reason: "" };
+    for (const s of HEALTH) row.classList.toggle(s, s === health.state);
     row.classList.toggle("failed", !!q.error);
     if (q.error) {
       const c = cells(row, 3 + more.cells(q).length, ["", "error", "state"]);
-      c[1].colSpan = 7;
-      setText(c[0], q.name);
+      c[1].colSpan = 8;
+      nameLink(c[0], q.name);
       setText(c[1], q.error);
-      setText(c[2], "ERROR");
+      setText(c[2], "UNREADABLE");
       return;
     }
     const extra = more.cells(q);
-    const c = cells(row, 9 + extra.length, ["", ...COUNTS.map((k) => "n " + k), "", "", "state"]);
-    extra.forEach((text, i) => setText(c[9 + i], text));
+    const c = cells(row, 10 + extra.length, ["", ...COUNTS.map((k) => "n " + k), "t", "t", "n lag", "state"]);
+    extra.forEach((text, i) => setText(c[10 + i], text));
     c[1].colSpan = 1;
-    setText(c[0], q.name);
+    nameLink(c[0], q.name);
     COUNTS.forEach((k, i) => setText(c[i + 1], String(q[k])));
-    setText(c[6], when(q.next_due_ms, now));
-    setText(c[7], q.overdue_ms > 0 ? Math.round(q.overdue_ms / 1000) + " s" : "-");
-    setText(c[8], q.paused ? "paused" : q.stuck ? "STUCK: overdue, no transfer seen" : "ok");
+    put(c[6], timed(q.next_due_ms, now));
+    put(c[7], q.overdue_ms > 0 ? { text: span(q.overdue_ms), title: "due at " + new Date(now - q.overdue_ms).toISOString() } : "-");
+    put(c[8], q.ready_age_ms != null ? { text: span(q.ready_age_ms), title: "values waiting since about " + new Date(now - q.ready_age_ms).toISOString() } : "-");
+    setText(c[9], stateText(health));
   };
 }
 
@@ -125,21 +165,56 @@ async function refresh() {
   }
 }
 
+// The plot area of a chart (viewBox 0 0 760 160): the y axis's labels left of it, the x axis's
+// under it.
+const PLOT = { left: 40, width: 720, top: 10, height: 120 };
+// A group of `svg` by its class, made once.
+function group(svg, cls) {
+  let g = svg.querySelector("g." + cls);
+  if (!g) {
+    g = svg.appendChild(document.createElementNS("http://www.w3.org/2000/svg", "g"));
+    g.setAttribute("class", cls);
+  }
+  return g;
+}
+// A chart's axes: y from 0 to `max` (both written), x with `ticks` ([fraction across, text]).
+function axes(svg, max, ticks) {
+  const make = (tag, attrs, text) => {
+    const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+  const { left, width, top, height } = PLOT;
+  const bottom = top + height;
+  const g = group(svg, "axes");
+  if (g.dataset.drawn === max + "|" + JSON.stringify(ticks)) return;
+  g.dataset.drawn = max + "|" + JSON.stringify(ticks);
+  g.replaceChildren(
+    make("line", { class: "axis", x1: left, y1: top, x2: left, y2: bottom }),
+    make("line", { class: "axis", x1: left, y1: bottom, x2: left + width, y2: bottom }),
+    make("text", { x: left - 4, y: top + 4, "text-anchor": "end", class: "y-max" }, String(max)),
+    make("text", { x: left - 4, y: bottom, "text-anchor": "end" }, "0"),
+    ...ticks.map(([f, text]) => make("text", { x: left + f * width, y: bottom + 16, "text-anchor": f === 0 ? "start" : f === 1 ? "end" : "middle" }, text)));
+}
+
 function drawChart(chart) {
   const svg = $("#chart");
   const max = Math.max(1, ...chart.counts);
-  const w = 720 / chart.counts.length;
-  while (svg.children.length > chart.counts.length) svg.lastChild.remove();
+  const w = PLOT.width / chart.counts.length;
+  axes(svg, max, [[0, "now"], [0.5, "+30 min"], [1, "+60 min"]]);
+  const bars = group(svg, "bars");
+  while (bars.children.length > chart.counts.length) bars.lastChild.remove();
   chart.counts.forEach((n, i) => {
-    let r = svg.children[i];
+    let r = bars.children[i];
     if (!r) {
       r = document.createElementNS("http://www.w3.org/2000/svg", "rect");
       r.appendChild(document.createElementNS("http://www.w3.org/2000/svg", "title"));
-      svg.appendChild(r);
+      bars.appendChild(r);
     }
-    const h = Math.round((n / max) * 120);
-    r.setAttribute("x", i * w + 1);
-    r.setAttribute("y", 130 - h);
+    const h = Math.round((n / max) * PLOT.height);
+    r.setAttribute("x", PLOT.left + i * w + 1);
+    r.setAttribute("y", PLOT.top + PLOT.height - h);
     r.setAttribute("width", w - 2);
     r.setAttribute("height", h);
     setText(r.firstChild, "+" + i + " min: " + n);
@@ -159,13 +234,13 @@ function preview(x) {
 // Each tab of the detail: its columns (heading, text of a row, cell class) and a row's key.
 const TABS = {
   pending: { key: (x) => x.handle || "at " + x.at, columns: [
-    ["Due", (x) => when(x.due_ms, x.now)], ["Handle", (x) => x.handle || x.error || ""],
+    ["Due", (x) => timed(x.due_ms, x.now)], ["Handle", (x) => x.handle || x.error || ""],
     ["Value", preview, "v"], ["", null, "act"]] },
   ready: { key: (x) => "at " + x.at, columns: [["#", (x) => String(x.at + 1), "n"], ["Value", preview, "v"]] },
-  in_flight: { key: (x) => x.id, columns: [["Deadline", (x) => when(x.deadline_ms, x.now)],
+  in_flight: { key: (x) => x.id, columns: [["Deadline", (x) => timed(x.deadline_ms, x.now)],
     ["Delivery", (x) => x.id], ["Value", (x) => x.error || preview(x), "v"], ["", null, "act"]] },
   dead: { key: (x) => x.id || "at " + x.at, columns: [["Attempts", (x) => x.malformed ? "-" : String(x.attempts), "n"],
-    ["Error", (x) => x.malformed || shortError(x.error), "err"], ["Dead at", (x) => x.malformed ? "-" : new Date(x.dead_at_ms).toISOString()],
+    ["Error", (x) => x.malformed || shortError(x.error), "err"], ["Dead at", (x) => x.malformed ? "-" : timed(x.dead_at_ms, x.now)],
     ["Value", preview, "v"], ["", null, "act"]] },
   quarantine: { key: (x) => "at " + x.at, columns: [["Bytes", (x) => String(x.len), "n"], ["Hex (start)", (x) => x.hex, "v"]] },
 };
@@ -183,6 +258,7 @@ function itemButtons(td, row, tab) {
     b.type = "button";
     b.textContent = label;
     b.dataset.entry = action;
+    b.classList.toggle("danger", DESTRUCTIVE.includes(action));
     b.onclick = (e) => {
       e.stopPropagation();
       const item = encodeURIComponent(row.dataset.key);
@@ -207,7 +283,7 @@ function fillList(d) {
   const items = d.rows.map((r, i) => Object.assign({ at: d.from + i, now: d.now_ms }, r));
   sync($("#list tbody"), items, tab.key, (row, x) => {
     const c = cells(row, tab.columns.length, tab.columns.map(([, , cls]) => cls));
-    tab.columns.forEach(([, f], i) => { if (f) setText(c[i], f(x)); });
+    tab.columns.forEach(([, f], i) => { if (f) put(c[i], f(x)); });
     row.dataset.at = String(x.at);
     // An item the actions can name: a pending entry's handle, a dead letter's id (not for a
     // record delayq did not write), a delivery whose value is still there.
@@ -217,7 +293,10 @@ function fillList(d) {
     const bare = !c[c.length - 1].querySelector("button");
     if (bare && ITEM_ACTIONS[d.tab] && named && d.writes) itemButtons(c[c.length - 1], row, d.tab);
   });
-  for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-selected", b.dataset.tab === d.tab);
+  for (const b of document.querySelectorAll(".tabs button")) {
+    b.setAttribute("aria-selected", b.dataset.tab === d.tab);
+    if (d.counts) setText(b.querySelector(".count"), " (" + d.counts[b.dataset.tab] + ")");
+  }
   setText($("#list-page"), d.rows.length ? "from " + (d.from + 1) + " to " + (d.from + d.rows.length) : "none from " + (d.from + 1));
   $("#list-prev").disabled = d.from === 0;
   $("#list-next").disabled = d.rows.length < d.page;
@@ -249,6 +328,7 @@ async function showDetail() {
   $('button[data-action="pause"]').hidden = !!d.queue.paused;
   $('button[data-action="resume"]').hidden = !d.queue.paused;
   drawChart(d.chart);
+  d.counts = { ...d.queue, quarantine: d.queue.quarantined };
   fillList(d);
   more.detail(name);
 }

@@ -45,6 +45,8 @@ function fillLimits(name, d) {
     setText(c[1], String(k.values));
   });
   $("#limits-keys").hidden = u.top_held.length === 0;
+  // Only a role that may store limits sees the form to.
+  $("#limits-form").hidden = !!whyNot("set-limits");
   // The form shows what is stored when the queue is opened or its limits change, never while
   // somebody types into it.
   const stored = JSON.stringify(d.limits);

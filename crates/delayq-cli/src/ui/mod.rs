@@ -21,6 +21,7 @@
 mod access;
 mod activity;
 mod detail;
+mod health;
 mod items;
 mod job;
 mod limits;
@@ -42,6 +43,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use delayq::DelayedQueue;
+pub(crate) use health::LAGGING_AFTER;
 use serde_json::json;
 use std::sync::Arc;
 
@@ -82,6 +84,9 @@ pub(crate) struct Ui {
     /// The `--allow-host` names (lower case, no trailing dot): a write's `Origin` may name one
     /// besides the request's own Host.
     pub(crate) origins: Vec<String>,
+    /// How long a queue's list may hold values, fewer taken than wait, before it reads
+    /// "lagging" (`--lagging-after`; see health.rs).
+    pub(crate) lagging_after: std::time::Duration,
     /// How long a request's body may take to arrive (`--http-header-timeout`).
     pub(crate) body_wait: std::time::Duration,
 }

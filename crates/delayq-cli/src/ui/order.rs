@@ -3,12 +3,10 @@
 //! (`/metrics`' snapshot, read within its command budget), so that a request reads no queue
 //! outside its page however many there are.
 
+use super::health::{self, Signals, STATES};
 use crate::serve::Seen;
 use std::collections::HashMap;
-
-/// A queue whose head has been due this long is "stuck": a running scheduler (delayq's or
-/// Redisson's) moves due entries within milliseconds, so no transfer has run for that long.
-pub(crate) const STUCK_MS: i64 = 10_000;
+use std::time::Duration;
 
 /// The orders `sort=` takes: by name, by trouble ("problems first"), or by a count, largest
 /// first.
@@ -23,19 +21,29 @@ pub(super) const SORTS: [&str; 8] = [
     "overdue",
 ];
 
-/// The states `state=` takes, in the order "problems first" puts them: a queue whose read
-/// fails, one stuck (its head overdue by [`STUCK_MS`]), one paused, the rest.
-pub(super) const STATES: [&str; 4] = ["failing", "stuck", "paused", "ok"];
-
-/// The state of a queue as `seen` at `now_ms`: one of [`STATES`].
-pub(super) fn state(seen: &Seen, now_ms: i64) -> &'static str {
-    let overdue_ms = seen.overdue_since_ms.map_or(0, |due| now_ms - due);
-    match () {
-        _ if seen.failing => "failing",
-        _ if overdue_ms >= STUCK_MS => "stuck",
-        _ if seen.paused => "paused",
-        _ => "ok",
+/// The state of a queue as `seen` at `now_ms` with the lag threshold `lagging_after`: one of
+/// [`STATES`], judged without the activity the snapshot does not hold (so never "failing";
+/// the page's rows, read in full, are judged again and put in order among themselves).
+pub(super) fn state(seen: &Seen, now_ms: i64, lagging_after: Duration) -> &'static str {
+    if seen.failing {
+        return "unreadable";
     }
+    let signals = Signals {
+        paused: seen.paused,
+        overdue_ms: seen.overdue_since_ms.map_or(0, |due| now_ms - due),
+        ready: seen.ready,
+        ready_age_ms: seen.ready_since_ms.map(|since| now_ms - since),
+        ..Signals::default()
+    };
+    health::judge(&signals, lagging_after).state
+}
+
+/// Where `state` goes in "problems first": smaller first.
+pub(super) fn state_rank(state: &str) -> usize {
+    STATES
+        .iter()
+        .position(|&st| st == state)
+        .unwrap_or(STATES.len())
 }
 
 /// How old the snapshot an order used is: the oldest reading among the queues ordered, and
@@ -55,17 +63,21 @@ pub(super) fn arrange(
     state_wanted: Option<&str>,
     seen: impl FnOnce() -> HashMap<String, Seen>,
     now_ms: i64,
+    lagging_after: Duration,
 ) -> Option<Staleness> {
     if sort == "name" && state_wanted.is_none() {
         return None;
     }
     let seen = seen();
     if let Some(wanted) = state_wanted {
-        names.retain(|name| seen.get(name).is_some_and(|s| state(s, now_ms) == wanted));
+        names.retain(|name| {
+            seen.get(name)
+                .is_some_and(|s| state(s, now_ms, lagging_after) == wanted)
+        });
     }
     // Unread queues after every read one: the key's first part.
     names.sort_by_cached_key(|name| match seen.get(name) {
-        Some(s) => (0, rank(s, sort, now_ms)),
+        Some(s) => (0, rank(s, sort, now_ms, lagging_after)),
         None => (1, 0),
     });
     let read = names.iter().filter_map(|name| seen.get(name));
@@ -77,13 +89,10 @@ pub(super) fn arrange(
 }
 
 /// Where a queue `s` goes in the order `sort`: smaller first.
-fn rank(s: &Seen, sort: &str, now_ms: i64) -> i64 {
+fn rank(s: &Seen, sort: &str, now_ms: i64, lagging_after: Duration) -> i64 {
     let count = |n: u64| -(n.min(i64::MAX as u64) as i64);
     match sort {
-        "problems" => STATES
-            .iter()
-            .position(|&st| st == state(s, now_ms))
-            .unwrap_or(STATES.len()) as i64,
+        "problems" => state_rank(state(s, now_ms, lagging_after)) as i64,
         "pending" => count(s.pending),
         "ready" => count(s.ready),
         "in_flight" => count(s.in_flight),
@@ -97,6 +106,7 @@ fn rank(s: &Seen, sort: &str, now_ms: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ui::health::{LAGGING_AFTER, STUCK_MS};
 
     fn seen(dead: u64, overdue_since_ms: Option<i64>, paused: bool, failing: bool) -> Seen {
         Seen {
@@ -111,33 +121,55 @@ mod tests {
 
     #[test]
     fn problems_come_first_then_name_order_and_unread_queues_last() {
-        let now = 100_000;
+        let now = 1_000_000;
+        // Values waiting since past the threshold, none taken (the snapshot knows of none).
+        let lagging = Seen {
+            ready: 200,
+            ready_since_ms: Some(now - LAGGING_AFTER.as_millis() as i64),
+            read_ms: 1_000,
+            ..Seen::default()
+        };
         let snapshot: HashMap<String, Seen> = [
             ("a", seen(0, None, false, false)),
             ("b", seen(0, None, true, false)),
             ("c", seen(0, Some(now - STUCK_MS), true, false)),
             ("d", seen(5, None, false, true)),
             ("f", seen(2, Some(now + 1), false, false)),
+            ("g", lagging),
         ]
         .into_iter()
         .map(|(n, s)| (n.to_owned(), s))
         .collect();
-        let all: Vec<String> = ["a", "b", "c", "d", "e", "f"].map(String::from).to_vec();
+        let all: Vec<String> = ["a", "b", "c", "d", "e", "f", "g"]
+            .map(String::from)
+            .to_vec();
         let arranged = |sort: &str, state: Option<&str>| {
             let mut names = all.clone();
-            let staleness = arrange(&mut names, sort, state, || snapshot.clone(), now);
+            let staleness = arrange(
+                &mut names,
+                sort,
+                state,
+                || snapshot.clone(),
+                now,
+                LAGGING_AFTER,
+            );
             (names, staleness)
         };
         let (names, staleness) = arranged("problems", None);
-        assert_eq!(names, ["d", "c", "b", "a", "f", "e"]);
+        assert_eq!(names, ["d", "c", "g", "b", "a", "f", "e"]);
         let expected = Staleness {
             age_ms: now - 1_000,
             unread: 1,
         };
         assert_eq!(staleness, Some(expected));
-        assert_eq!(arranged("dead", None).0, ["d", "f", "a", "b", "c", "e"]);
+        assert_eq!(
+            arranged("dead", None).0,
+            ["d", "f", "a", "b", "c", "g", "e"]
+        );
         assert_eq!(arranged("name", Some("paused")).0, ["b"]);
         assert_eq!(arranged("name", Some("ok")).0, ["a", "f"]);
+        assert_eq!(arranged("name", Some("lagging")).0, ["g"]);
+        assert_eq!(arranged("name", Some("unreadable")).0, ["d"]);
         assert_eq!(arranged("name", None), (all.clone(), None));
     }
 }

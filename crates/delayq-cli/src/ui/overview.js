@@ -8,7 +8,7 @@ const SVG = "http://www.w3.org/2000/svg";
 more.query = () => "&state=" + encodeURIComponent($("#state").value);
 more.page = (data) => {
   setText($("#snapshot"), data.snapshot
-    ? "order as read " + Math.round(data.snapshot.age_ms / 1000) + " s ago" +
+    ? "order as read " + span(data.snapshot.age_ms) + " ago" +
       (data.snapshot.unread ? " (" + data.snapshot.unread + " not read yet, last)" : "")
     : "");
 };
@@ -30,8 +30,9 @@ $("#state").onchange = () => { view.offset = 0; refresh(); };
 function drawActivity(d) {
   const svg = $("#activity");
   const max = Math.max(1, ...d.minutes.flatMap((m) => KINDS.map((k) => m[k])));
-  const step = 720 / Math.max(1, d.minutes.length - 1);
-  const y = (n) => 130 - Math.round((n / max) * 120);
+  axes(svg, max, [[0, "-60 min"], [0.5, "-30 min"], [1, "now"]]);
+  const step = PLOT.width / Math.max(1, d.minutes.length - 1);
+  const y = (n) => PLOT.top + PLOT.height - Math.round((n / max) * PLOT.height);
   KINDS.forEach((k, i) => {
     let line = svg.querySelector("polyline." + k);
     if (!line) {
@@ -39,9 +40,9 @@ function drawActivity(d) {
       line.setAttribute("class", k);
       svg.appendChild(line);
     }
-    line.setAttribute("points", d.minutes.map((m, j) => j * step + "," + (y(m[k]) - i)).join(" "));
+    line.setAttribute("points", d.minutes.map((m, j) => PLOT.left + j * step + "," + (y(m[k]) - i)).join(" "));
   });
-  let title = svg.querySelector("title");
+  let title = svg.querySelector(":scope > title");
   if (!title) title = svg.appendChild(document.createElementNS(SVG, "title"));
   const total = (k) => d.minutes.reduce((s, m) => s + m[k], 0);
   setText(title, "last hour: " + KINDS.map((k) => total(k) + " " + k).join(", "));
@@ -50,10 +51,9 @@ function drawActivity(d) {
 
 function fillProcesses(d) {
   setText($("#process-count"), String(d.processes.length));
-  const ago = (ms) => Math.max(0, Math.round((d.now_ms - ms) / 1000)) + " s ago";
   sync($("#processes tbody"), d.processes, (p) => p.id, (row, p) => {
     const c = cells(row, 7, ["", "", "", "n", "", "", ""]);
-    [p.kind, p.id, p.host, String(p.pid), p.version, new Date(p.started_ms).toISOString(), ago(p.beat_ms)]
-      .forEach((text, i) => setText(c[i], text));
+    [p.kind, p.id, p.host, String(p.pid), p.version, timed(p.started_ms, d.now_ms), timed(Math.min(p.beat_ms, d.now_ms), d.now_ms)]
+      .forEach((v, i) => put(c[i], v));
   });
 }

@@ -1,6 +1,6 @@
 //! `GET /api/queues`: the overview, a page of the queues' rows with the total.
 
-use super::order::STUCK_MS;
+use super::health::{self, Signals, STUCK_MS};
 use super::{bounded, failure, order, paging, Shared, Ui};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -27,20 +27,42 @@ impl Ui {
         Ok(discovery.list(&self.ctx.client).await?)
     }
 
-    /// The queue's row with its recent activity and live processes, or its name and why it
-    /// could not be read (a wrong-typed key, say).
+    /// The queue's row with its recent activity, live processes and health, or its name and
+    /// why it could not be read (a wrong-typed key, say).
     async fn row_or_error(&self, name: &str) -> serde_json::Value {
         let read = async {
             let recent = async { super::activity::recent(&self.queue(name).await?).await };
             let (row, recent) = tokio::join!(self.row(name), recent);
             let (mut row, (activity, processes)) = (row?, recent?);
-            row["activity"] = activity;
+            let now = delayq::time::now_ms();
+            let ready_age_ms = match row["ready"].as_u64() {
+                Some(0) | None => None,
+                Some(_) => self.seen.ready_since_ms(name).map(|since| now - since),
+            };
+            let signals = Signals {
+                paused: row["paused"].as_bool().unwrap_or(false),
+                overdue_ms: row["overdue_ms"].as_i64().unwrap_or(0),
+                ready: row["ready"].as_u64().unwrap_or(0),
+                ready_age_ms,
+                taken: activity.taken,
+                acked: activity.acked,
+                retried: activity.retried,
+                dead: activity.dead,
+            };
+            let health = health::judge(&signals, self.lagging_after);
+            row["ready_age_ms"] = json!(ready_age_ms);
+            row["health"] = json!({ "state": health.state, "reason": health.reason });
+            row["activity"] = super::activity::recent_json(&activity);
             row["processes"] = json!(processes);
             anyhow::Ok(row)
         };
         match bounded(read).await {
             Ok(row) => row,
-            Err(err) => json!({ "name": name, "error": format!("{err:#}") }),
+            Err(err) => json!({
+                "name": name,
+                "error": format!("{err:#}"),
+                "health": { "state": "unreadable", "reason": format!("{err:#}") },
+            }),
         }
     }
 
@@ -92,20 +114,34 @@ pub(super) async fn overview(
     };
     let mut names: Vec<String> = names.into_iter().filter(|n| n.contains(part)).collect();
     let now_ms = delayq::time::now_ms();
-    let staleness = order::arrange(&mut names, sort, state, || ui.seen.seen(), now_ms);
+    let lagging_after = ui.lagging_after;
+    let staleness = order::arrange(
+        &mut names,
+        sort,
+        state,
+        || ui.seen.seen(),
+        now_ms,
+        lagging_after,
+    );
     let page: Vec<String> = names.iter().skip(offset).take(limit).cloned().collect();
     let ui_ref = &ui;
-    let rows: Vec<serde_json::Value> = futures::stream::iter(page)
+    let mut rows: Vec<serde_json::Value> = futures::stream::iter(page)
         .map(|name| async move { ui_ref.row_or_error(&name).await })
         .buffered(ROWS_AT_ONCE)
         .collect()
         .await;
+    // The snapshot cannot tell a failing queue (it holds no activity): the page's rows, judged
+    // in full, are put in order among themselves (stable: the snapshot's order breaks ties).
+    if sort == "problems" {
+        rows.sort_by_key(|row| order::state_rank(row["health"]["state"].as_str().unwrap_or("")));
+    }
     let snapshot = staleness.map(|s| json!({ "age_ms": s.age_ms, "unread": s.unread }));
     Json(json!({
         "now_ms": delayq::time::now_ms(),
         "writes": ui.access.writes(),
         "codec": delayq::codec::Codec::name(ui.ctx.codecs.default()),
         "stuck_after_ms": STUCK_MS,
+        "lagging_after_ms": lagging_after.as_millis() as u64,
         "total": names.len(),
         "offset": offset,
         "limit": limit,
@@ -138,7 +174,7 @@ fn order_params(
     )?;
     let state = match params.get("state").map(String::as_str) {
         None | Some("") => None,
-        Some(state) => Some(known("state", state, &order::STATES)?),
+        Some(state) => Some(known("state", state, &health::STATES)?),
     };
     Ok((sort, state))
 }

@@ -14,7 +14,9 @@ more.detail = (name) => {
   const url = "api/queues/" + encodeURIComponent(name) + "/schedules?offset=" + schedulesView.offset +
     "&limit=" + schedulesView.limit;
   getJson(url).then((d) => { if (name === view.selected) fillSchedules(d); }, (err) => {
-    if (name === view.selected) setText($("#schedule-count"), "cannot read: " + err.message);
+    if (name !== view.selected) return;
+    $("#schedules-section").hidden = false;
+    setText($("#schedule-count"), "cannot read: " + err.message);
   });
 };
 
@@ -25,13 +27,12 @@ function recurrence(s) {
   const [size, unit] = UNITS.find(([size]) => s.every_ms % size === 0);
   return "every " + s.every_ms / size + " " + unit;
 }
-function at(ms, now) {
-  return ms === null ? "-" : new Date(ms).toISOString() + " (" + when(ms, now) + ")";
-}
 
 function fillSchedules(d) {
   schedulesView.total = d.total;
   setText($("#schedule-count"), String(d.total));
+  // No schedules: no empty table (the section shows once one is added).
+  $("#schedules-section").hidden = d.total === 0 && d.offset === 0;
   const shown = d.schedules.length;
   setText($("#schedule-page"), shown ? (d.offset + 1) + "–" + (d.offset + shown) + " of " + d.total : "none");
   $("#schedule-prev").disabled = d.offset === 0;
@@ -48,8 +49,8 @@ function fillSchedules(d) {
       return;
     }
     setText(c[1], recurrence(s));
-    setText(c[2], s.paused ? "-" : s.next_ms === null ? "ended" : at(s.next_ms, d.now_ms));
-    setText(c[3], s.last_ms === null ? "never" : at(s.last_ms, d.now_ms));
+    put(c[2], s.paused ? "-" : s.next_ms === null ? "ended" : timed(s.next_ms, d.now_ms));
+    put(c[3], s.last_ms === null ? "never" : timed(s.last_ms, d.now_ms));
     setText(c[4], s.paused ? "paused" : "active");
     setText(c[5], s.missed);
     setText(c[6], preview(s.value));
@@ -69,6 +70,7 @@ function scheduleButtons(td, row) {
     b.type = "button";
     b.textContent = label;
     b.dataset.entry = action;
+    b.classList.toggle("danger", DESTRUCTIVE.includes(action));
     b.onclick = () => {
       const id = row.dataset.key;
       const run = () => actOnItem("schedules/" + encodeURIComponent(id), action, "schedule " + id);

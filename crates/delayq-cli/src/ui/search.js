@@ -81,7 +81,6 @@ window.listDrawn = (d) => {
     head.prepend(all);
   }
   for (const b of document.querySelectorAll("#bulk button")) b.hidden = b.dataset.tab !== d.tab;
-  $("#bulk").hidden = !pickable;
   countPicked();
 };
 
@@ -92,6 +91,8 @@ function countPicked() {
   const n = picked().length;
   setText($("#bulk-count"), n + " selected");
   for (const b of document.querySelectorAll("#bulk button")) b.disabled = n === 0;
+  // The bar shows once a row is selected: no stray "0 selected" bar.
+  $("#bulk").hidden = n === 0;
 }
 
 // The actions on the selected rows: one question naming how many, then each entry through its
@@ -146,10 +147,10 @@ async function bulk(action, items) {
 const JOB_FIELDS = [
   ["Handle", (j) => j.handle], ["Delivery", (j) => j.tab === "in_flight" ? j.id : null],
   ["Dead letter", (j) => j.tab === "dead" ? j.id : null], ["Position", (j) => j.at],
-  ["Due", (j) => j.due_ms != null ? new Date(j.due_ms).toISOString() + " (" + when(j.due_ms, j.now_ms) + ")" : null],
-  ["Deadline", (j) => j.deadline_ms != null ? new Date(j.deadline_ms).toISOString() + " (" + when(j.deadline_ms, j.now_ms) + ")" : null],
+  ["Due", (j) => j.due_ms != null ? timed(j.due_ms, j.now_ms) : null],
+  ["Deadline", (j) => j.deadline_ms != null ? timed(j.deadline_ms, j.now_ms) : null],
   ["Attempts", (j) => j.attempts], ["Last error", (j) => j.tab === "dead" ? j.error || "-" : null],
-  ["Dead at", (j) => j.dead_at_ms ? new Date(j.dead_at_ms).toISOString() : null],
+  ["Dead at", (j) => j.dead_at_ms ? timed(j.dead_at_ms, j.now_ms) : null],
   ["Not readable", (j) => j.malformed || (j.tab === "pending" ? j.error : null)],
   ["Length", (j) => j.len + " bytes" + (j.cut ? ", the first " + j.shown_max + " shown" : "")],
 ];
@@ -180,7 +181,9 @@ window.showJob = async () => {
     const v = f(j);
     if (v === null || v === undefined) continue;
     fields.push(Object.assign(document.createElement("dt"), { textContent: name }));
-    fields.push(Object.assign(document.createElement("dd"), { textContent: String(v), className: "job-" + name.toLowerCase().replace(/ /g, "-") }));
+    const dd = Object.assign(document.createElement("dd"), { className: "job-" + name.toLowerCase().replace(/ /g, "-") });
+    put(dd, v);
+    fields.push(dd);
   }
   $("#job-fields").replaceChildren(...fields);
   setText($("#job-value"), j.value ?? j.hex);
@@ -194,6 +197,7 @@ function jobButtons(j) {
   const buttons = (view.writes && named && ITEM_ACTIONS[j.tab] || []).map(([action, label]) => {
     const b = Object.assign(document.createElement("button"), { type: "button", textContent: label });
     b.dataset.entry = action; // gated by role like the rows' buttons (access.js)
+    b.classList.toggle("danger", DESTRUCTIVE.includes(action));
     const run = async () => { await actOnItem(path, action, named); await window.showJob(); };
     b.onclick = () => (CONFIRM[action] ? ask(action, run, named) : run());
     return b;

@@ -10,11 +10,18 @@ use std::process::{Command, Stdio};
 
 /// `delayq ui` on a free loopback port of `redis`, once it answers.
 pub(crate) fn dashboard(redis: &TestRedis) -> (Daemon, u16) {
+    dashboard_with(redis, &[])
+}
+
+/// `delayq ui` with the environment variables `vars` on a free loopback port of `redis`, once
+/// it answers.
+pub(crate) fn dashboard_with(redis: &TestRedis, vars: &[(&str, &str)]) -> (Daemon, u16) {
     let port = free_port();
     let daemon = Daemon(
         Command::new(BIN)
             .args(["--url", &redis.url(), "ui"])
             .args(["--listen", &format!("127.0.0.1:{port}")])
+            .envs(vars.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -4,7 +4,7 @@
 //! leaves the list when it stops.
 
 use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
-use crate::dashboard::{dashboard, json};
+use crate::dashboard::{dashboard, dashboard_with, json};
 use crate::observe::{delayq, Daemon, BIN};
 use serde_json::Value;
 use std::process::{Command, Stdio};
@@ -62,7 +62,7 @@ fn problems_come_first_across_pages_and_the_state_filters_every_queue() {
         "name order reads no snapshot"
     );
 
-    // Problems first, over every page: failing, stuck, paused, then by name.
+    // Problems first, over every page: unreadable, stuck, paused, then by name.
     let want = [
         q("e-wrong"),
         q("c-stuck"),
@@ -91,7 +91,7 @@ fn problems_come_first_across_pages_and_the_state_filters_every_queue() {
     for (state, only) in [
         ("stuck", vec![q("c-stuck")]),
         ("paused", vec![q("d-paused")]),
-        ("failing", vec![q("e-wrong")]),
+        ("unreadable", vec![q("e-wrong")]),
         ("ok", vec![q("a"), q("b"), q("f")]),
     ] {
         assert_eq!(all_pages(port, &format!("state={state}")), only, "{state}");
@@ -108,6 +108,75 @@ fn problems_come_first_across_pages_and_the_state_filters_every_queue() {
     });
     json(port, "/api/queues?sort=size", 400);
     json(port, "/api/queues?state=slow", 400);
+}
+
+#[test]
+fn a_queue_whose_jobs_all_fail_and_one_whose_values_wait_are_judged_and_come_first() {
+    let redis = TestRedis::start_with(&[]);
+    let url = redis.url();
+    let prefix = unique_name("health");
+    let q = |part: &str| format!("{prefix}-{part}");
+    let (fine, failing, lagging) = (q("a-fine"), q("b-failing"), q("c-lagging"));
+    for name in [&fine, &failing, &lagging] {
+        delayq(&url, &["offer", name, "later", "--delay", "1h"]);
+    }
+    // 200 values on the list and nobody taking them.
+    let values: Vec<String> = (0..200).map(|n| format!("v{n}")).collect();
+    let mut push = vec!["RPUSH", lagging.as_str()];
+    push.extend(values.iter().map(String::as_str));
+    redis.cli(&push);
+    // Every job of `failing` fails at its only attempt: six dead letters, none acked.
+    for n in 0..6 {
+        delayq(
+            &url,
+            &["offer", &failing, &format!("job{n}"), "--delay", "0s"],
+        );
+    }
+    let worker = Command::new(BIN)
+        .args(["--url", &url, "work", &failing, "--max-attempts", "1"])
+        .args(["--", "sh", "-c", "exit 3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _worker = Daemon(worker);
+    let dead = format!("delayq_dead:{{{failing}}}");
+    wait_until("six dead letters", PATIENCE, || {
+        match redis.cli(&["LLEN", &dead]) {
+            n if n == "6" => Ok(()),
+            n => Err(n),
+        }
+    });
+    let (_ui, port) = dashboard_with(&redis, &[("DELAYQ_LAGGING_AFTER", "2s")]);
+
+    let page = wait_until("both judged, first", PATIENCE, || {
+        let page = json(port, &format!("/api/queues?sort=problems&q={prefix}"), 200);
+        match names(&page) {
+            got if got == [failing.clone(), lagging.clone(), fine.clone()] => Ok(page),
+            got => Err(format!("{got:?} {page}")),
+        }
+    });
+    let health = |i: usize| page["queues"][i]["health"].clone();
+    assert_eq!(health(0)["state"], "failing", "{page}");
+    assert_eq!(health(0)["reason"], "6 dead, 0 acked in 5 min", "{page}");
+    assert_eq!(health(1)["state"], "lagging", "{page}");
+    let reason = health(1)["reason"].as_str().unwrap().to_owned();
+    assert!(reason.starts_with("oldest ready "), "{reason}");
+    assert!(
+        reason.ends_with(", 200 waiting, 0 taken in 5 min"),
+        "{reason}"
+    );
+    assert!(
+        page["queues"][1]["ready_age_ms"].as_i64().unwrap() >= 2_000,
+        "{page}"
+    );
+    assert_eq!(health(2)["state"], "ok", "{page}");
+    assert_eq!(page["lagging_after_ms"], 2_000, "{page}");
+    // The state filter over every queue knows lag from the snapshot.
+    assert_eq!(
+        all_pages(port, &format!("state=lagging&q={prefix}")),
+        [lagging]
+    );
 }
 
 /// The dashboard's processes of `name`.

@@ -36,7 +36,7 @@ def check_sorted(drive, browser):
     # The failing row's state stays under "State", its rates and processes cells empty.
     failing = browser.js("return [...document.querySelector('tr[data-queue=\"ui:wrong\"]')"
                          ".cells].map(c => c.textContent)")
-    assert failing[2:] == ["ERROR", "", ""], failing
+    assert failing[2:] == ["UNREADABLE", "", ""], failing
     snapshot = browser.js("return document.querySelector('#snapshot').textContent")
     assert snapshot.startswith("order as read"), snapshot
     browser.screenshot("overview-sorted.png")

@@ -37,11 +37,11 @@ def check(drive, browser, redis, ui):
         timeout=60)
     hourly, nightly = rows["hourly"], rows["nightly"]
     assert hourly[:2] == ["hourly", "every 1 h"], hourly
-    assert " ago)" in hourly[3] and "(in " in hourly[2], hourly
+    assert hourly[3].endswith(" ago") and hourly[2].startswith("in "), hourly
     assert hourly[4:] == ["active", "latest", "tick"], hourly
     assert nightly[1] == "cron 30 2 * * * (Europe/Berlin)", nightly
     assert nightly[3] == "never" and nightly[4] == "active", nightly
-    assert "Z (in " in nightly[2], nightly
+    assert nightly[2].startswith("in "), nightly
     print(f"schedules shown: {rows}")
 
     # Pause through the page: Redis and the page.
