@@ -27,7 +27,7 @@
 -- ARGV[3]: entries to move in this call (Redisson uses 100), unless the call runs out of time
 -- ARGV[4]: order-list length from which the position index is used (0: never)
 -- ARGV[5]: most order-list entries to add to the index in this call (it also stops after
---          INDEX_US of the call's time, or half its budget if that is less)
+--          INDEX_US or one pass's time, whichever is longer, or half its budget if less)
 -- ARGV[6]: a marker string that is no entry (random per call)
 -- ARGV[7]: while the index is in use, most list elements to scan for entries it cannot place
 --          (those are in the unindexed tail: their count per call is this over the tail's length;
@@ -66,9 +66,12 @@ local pass_hint_ps = tonumber(ARGV[11])
 local CHUNK = 500 -- arguments per variadic call, well under Lua's stack limit
 local GROW_SLICE = 200 -- due entries fetched at a time when the batch grows
 local CHECK_EVERY = 16 -- entries moved between two looks at the clock
--- Microseconds a call spends at most building the position index: a long list is indexed over
--- many short calls (as the value index is), so that no call holds Redis longer than about 10 ms
--- while the index is behind, whatever the call's budget for moving entries.
+-- Microseconds a call spends at least building the position index while it is behind: a long
+-- list is indexed over many short calls (as the value index is), so that on a list whose pass
+-- is short no call holds Redis longer than about 10 ms. On a list whose pass is longer, a call
+-- that meets the unindexed tail scans it anyway, so it indexes for as long as one pass (at most
+-- doubling the call): the calls until the index is complete stay about as many at 1M entries
+-- as at 100k, where 3 ms a call at 1M moved one entry a call for minutes.
 local INDEX_US = 3000
 local CALIBRATE_FROM = 50000 -- list length from which the pass's cost is measured
 local CALIBRATE_ELEMENTS = 8192
@@ -157,7 +160,8 @@ if #due > 0 then
         -- A pass that alone takes most of the budget would leave no time to move entries:
         -- amortise it instead (the call then takes about twice the pass).
         budget = math.max(budget_us, 2 * length * per_element)
-        use_index, exact, covered = sync_index(length, started + math.min(INDEX_US, budget / 2))
+        local index_us = math.max(INDEX_US, length * per_element)
+        use_index, exact, covered = sync_index(length, started + math.min(index_us, budget / 2))
         index_kept = use_index
     end
 
