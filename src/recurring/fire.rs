@@ -12,7 +12,8 @@ use crate::{Error, Result};
 use fred::clients::Client;
 use fred::interfaces::SortedSetsInterface;
 use futures::stream::{self, StreamExt};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
@@ -189,8 +190,7 @@ const SAY_UNREADABLE_EVERY: Duration = Duration::from_secs(60);
 
 /// When each queue's unreadable schedules were last logged (by its target list; one entry a
 /// queue that ever had one, in this process).
-static UNREADABLE_SAID: std::sync::LazyLock<std::sync::Mutex<HashMap<String, Instant>>> =
-    std::sync::LazyLock::new(Default::default);
+static UNREADABLE_SAID: LazyLock<Mutex<HashMap<String, Instant>>> = LazyLock::new(Default::default);
 
 /// Logs a pass's unreadable schedules of `queue`: `invalid` of them, `id` one, `err` its error;
 /// at most once a [`SAY_UNREADABLE_EVERY`] a queue (thousands of them would otherwise log
