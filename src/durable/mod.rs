@@ -4,6 +4,8 @@
 //! - `mod.rs`: [`Durability`], what a queue asks for.
 //! - `confirm.rs`: the [`Confirmer`]: the connection durable writes go on, and the one task
 //!   that sends `WAIT`/`WAITAOF` on it for every writer waiting at that moment.
+//! - `replicas.rs`: how many replicas a wait for every replica waits for, from the record of
+//!   replicas every process shares on the master.
 //! - `writes.rs`: [`DurableWrites`], a queue's confirmer opened on first use, and [`Writer`],
 //!   the one way a write picks its connection and waits.
 //!
@@ -13,6 +15,7 @@
 //! other calls or its scheduler.
 
 mod confirm;
+mod replicas;
 mod writes;
 
 pub(crate) use confirm::Confirmer;
