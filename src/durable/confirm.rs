@@ -171,7 +171,7 @@ fn wait_command(name: &'static str) -> CustomCommand {
 async fn serve(client: Client, mut requests: mpsc::UnboundedReceiver<Request>) {
     // The most replicas this process saw connected to the master, for when the shared record
     // cannot be used (every-replica waits count them all).
-    let mut most_replicas = 0;
+    let mut seen_here = super::replicas::SeenHere::default();
     while let Some(first) = requests.recv().await {
         let mut batch = vec![first];
         while let Ok(more) = requests.try_recv() {
@@ -183,14 +183,7 @@ async fn serve(client: Client, mut requests: mpsc::UnboundedReceiver<Request>) {
                 .into_iter()
                 .partition(|r| r.durability == durability && r.server == server);
             batch = rest;
-            settle(
-                &client,
-                durability,
-                server.as_ref(),
-                group,
-                &mut most_replicas,
-            )
-            .await;
+            settle(&client, durability, server.as_ref(), group, &mut seen_here).await;
         }
     }
     let _ = client.quit().await;
@@ -202,7 +195,7 @@ async fn settle(
     durability: Durability,
     server: Option<&Server>,
     group: Vec<Request>,
-    most_replicas: &mut u32,
+    seen_here: &mut super::replicas::SeenHere,
 ) {
     let before = connection_id(client, server);
     let wanted = match durability.waits_for_every_replica() {
@@ -210,7 +203,7 @@ async fn settle(
             let on_node = client.with_options(&on_connection(server, Duration::ZERO));
             let record = group.first().and_then(|r| r.record.as_deref());
             let now_ms = crate::time::now_ms();
-            super::replicas::every_replica(&on_node, record, now_ms, most_replicas).await
+            super::replicas::every_replica(&on_node, record, now_ms, seen_here).await
         }
         false => durability.wanted_replicas(),
     };

@@ -1,7 +1,8 @@
 //! The name of the record of a master's replicas that every delayq process shares, so that a
 //! wait for every replica counts the replicas any process has seen, not only this one's.
 
-/// Prefix of the record (a hash: replica address `ip:port` → when last seen connected, ms).
+/// Prefix of the record (a hash: a number of replicas → when a process last saw that many
+/// connected to the master, epoch ms).
 const REPLICAS_PREFIX: &str = "delayq_replicas";
 
 /// The record of the replicas of the master that holds `written` (a key just written), in that
