@@ -43,7 +43,7 @@ pub(super) struct SeenHere {
 /// shared record (see [`replicas_record`](crate::keys::replicas_record)); `here`: what this
 /// process has seen, used (and raised) when the record cannot be read or written.
 pub(super) async fn every_replica(
-    client: &(impl ClientLike + HashesInterface),
+    client: &impl HashesInterface,
     record: Option<&str>,
     now_ms: i64,
     here: &mut SeenHere,
