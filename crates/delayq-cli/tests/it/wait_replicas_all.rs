@@ -50,7 +50,11 @@ fn a_fresh_offer_waits_for_a_replica_an_earlier_one_saw() {
     wait_for_replicas(&master, 1);
     let out = offer("one", "300ms");
     assert_eq!(out.status.code(), Some(9), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("1 of 2"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("1 of 2"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(master.cli(&["DEL", "delayq_replicas"]), "1");
     let out = offer("after", "30s");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
