@@ -32,6 +32,8 @@ struct Request {
     durability: Durability,
     server: Option<Server>,
     connection: Option<i64>,
+    /// The shared record of the master's replicas, in the written key's slot.
+    record: Option<String>,
     reply: oneshot::Sender<Result<()>>,
 }
 
@@ -129,11 +131,13 @@ impl Confirmer {
             .then(|| node_of(&self.client, key));
         let server = server.flatten();
         let connection = connection_id(&self.client, server.as_ref());
+        let record = crate::keys::replicas_record(key, self.client.is_clustered());
         let (reply, answer) = oneshot::channel();
         let request = Request {
             durability,
             server,
             connection,
+            record,
             reply,
         };
         self.requests.send(request).map_err(|_| Error::Closed)?;
@@ -165,8 +169,9 @@ fn wait_command(name: &'static str) -> CustomCommand {
 
 /// The task: takes every request waiting, confirms them one wait per durability and node.
 async fn serve(client: Client, mut requests: mpsc::UnboundedReceiver<Request>) {
-    // The most replicas seen connected to the master (every-replica waits count them all).
-    let mut most_replicas = 0;
+    // The most replicas this process saw connected to the master, for when the shared record
+    // cannot be used (every-replica waits count them all).
+    let mut seen_here = super::replicas::SeenHere::default();
     while let Some(first) = requests.recv().await {
         let mut batch = vec![first];
         while let Ok(more) = requests.try_recv() {
@@ -178,14 +183,7 @@ async fn serve(client: Client, mut requests: mpsc::UnboundedReceiver<Request>) {
                 .into_iter()
                 .partition(|r| r.durability == durability && r.server == server);
             batch = rest;
-            settle(
-                &client,
-                durability,
-                server.as_ref(),
-                group,
-                &mut most_replicas,
-            )
-            .await;
+            settle(&client, durability, server.as_ref(), group, &mut seen_here).await;
         }
     }
     let _ = client.quit().await;
@@ -197,16 +195,15 @@ async fn settle(
     durability: Durability,
     server: Option<&Server>,
     group: Vec<Request>,
-    most_replicas: &mut u32,
+    seen_here: &mut super::replicas::SeenHere,
 ) {
     let before = connection_id(client, server);
     let wanted = match durability.waits_for_every_replica() {
         true => {
-            match connected_replicas(client, server).await {
-                Ok(now) => *most_replicas = (*most_replicas).max(now),
-                Err(err) => tracing::warn!(error = %err, "reading the master's replicas failed"),
-            }
-            (*most_replicas).max(1)
+            let on_node = client.with_options(&on_connection(server, Duration::ZERO));
+            let record = group.first().and_then(|r| r.record.as_deref());
+            let now_ms = crate::time::now_ms();
+            super::replicas::every_replica(&on_node, record, now_ms, seen_here).await
         }
         false => durability.wanted_replicas(),
     };
@@ -248,25 +245,6 @@ fn on_connection(server: Option<&Server>, timeout: Duration) -> Options {
         cluster_node: server.cloned(),
         ..Options::default()
     }
-}
-
-/// The replicas connected to the master now (`connected_slaves` of `INFO replication`), on
-/// `server`'s connection.
-async fn connected_replicas(client: &Client, server: Option<&Server>) -> Result<u32> {
-    let client = client.with_options(&on_connection(server, Duration::ZERO));
-    let info: String = client
-        .custom(
-            CustomCommand::new_static("INFO", ClusterHash::Random, false),
-            vec!["replication"],
-        )
-        .await?;
-    info.lines()
-        .find_map(|line| line.trim().strip_prefix("connected_slaves:"))
-        .and_then(|n| n.parse().ok())
-        .ok_or_else(|| Error::UnexpectedReply {
-            context: "INFO replication",
-            detail: "no connected_slaves".into(),
-        })
 }
 
 /// `WAIT n timeout`, or `WAITAOF numlocal n timeout`, on `server`'s connection, `n` = `wanted`.

@@ -4,6 +4,8 @@
 //! - `mod.rs`: [`Durability`], what a queue asks for.
 //! - `confirm.rs`: the [`Confirmer`]: the connection durable writes go on, and the one task
 //!   that sends `WAIT`/`WAITAOF` on it for every writer waiting at that moment.
+//! - `replicas.rs`: how many replicas a wait for every replica waits for, from the record of
+//!   replicas every process shares on the master.
 //! - `writes.rs`: [`DurableWrites`], a queue's confirmer opened on first use, and [`Writer`],
 //!   the one way a write picks its connection and waits.
 //!
@@ -13,6 +15,7 @@
 //! other calls or its scheduler.
 
 mod confirm;
+mod replicas;
 mod writes;
 
 pub(crate) use confirm::Confirmer;
@@ -85,12 +88,17 @@ impl Durability {
     }
 
     /// Wait until every replica the master has had acknowledged the write: the most replicas
-    /// the queue's durable connection has seen connected to its master (`connected_slaves`,
-    /// read before each wait), at least one. A replica that leaves is still waited for, so a
-    /// forced `SENTINEL FAILOVER` loses nothing that was confirmed: the promoted replica stops
-    /// following the old master, which can then confirm nothing more (`docs/durability.md`).
-    /// The price: every write is [`NotConfirmed`](crate::Error::NotConfirmed) while any replica
-    /// once seen is missing; after replicas were removed for good, open the queue again.
+    /// any delayq process has seen connected to the master in the last 24 hours, at least one.
+    /// Each wait reads `connected_slaves` and a record on the master itself
+    /// (`delayq_replicas`; in a Cluster `delayq_replicas:{TAG}`, in the written key's slot),
+    /// and raises the record when it sees more. A replica that leaves is still waited for, also
+    /// by a process started after it left, so a forced `SENTINEL FAILOVER` loses nothing that
+    /// was confirmed: the promoted replica stops following the old master, which can then
+    /// confirm nothing more (`docs/durability.md`). The price: every write is
+    /// [`NotConfirmed`](crate::Error::NotConfirmed) while any replica once seen is missing;
+    /// after replicas were removed for good, delete the record (`DEL delayq_replicas`). A user
+    /// who may not read and write the record gets a warning, and each process then counts only
+    /// the replicas it has seen itself.
     pub const fn every_replica() -> Durability {
         Durability {
             replicas: 0,

@@ -8,10 +8,12 @@ use std::time::Duration;
 /// The options of a durable write.
 #[derive(Debug, Clone, Copy, Args)]
 pub(crate) struct DurabilityArgs {
-    /// Wait until N replicas acknowledged each write (Redis WAIT), or `all`: every replica
-    /// the master has had while this command ran (a forced failover then loses nothing that
-    /// was confirmed). A write they do not confirm within --wait-timeout exits 9: it IS on the
-    /// master, but may or may not survive a failover.
+    /// Wait until N replicas acknowledged each write (Redis WAIT), or `all`: the most replicas
+    /// any delayq process has seen connected to the master in the last 24 hours, recorded on
+    /// the master (delayq_replicas), so a replica missing now is still waited for (a forced
+    /// failover then loses nothing that was confirmed; after removing a replica for good:
+    /// redis-cli DEL delayq_replicas). A write they do not confirm within --wait-timeout exits
+    /// 9: it IS on the master, but may or may not survive a failover.
     #[arg(long, value_name = "N|all", value_parser = parse_replicas)]
     pub(crate) wait_replicas: Option<Replicas>,
     /// How long a write waits for --wait-replicas / --wait-aof (at most 1h).
@@ -28,7 +30,7 @@ pub(crate) struct DurabilityArgs {
 pub(crate) enum Replicas {
     /// This many.
     Count(u32),
-    /// Every replica the master has had.
+    /// Every replica the master has had (`Durability::every_replica`).
     All,
 }
 

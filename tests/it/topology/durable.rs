@@ -474,6 +474,69 @@ async fn every_replica_keeps_waiting_for_a_replica_that_left() {
     one.offer("any", Duration::from_secs(60)).await.unwrap();
 }
 
+/// A replica an earlier process saw, and gone since, is still waited for by a fresh process's
+/// every-replica offer: the record on the master (`delayq_replicas`) remembers it, as a
+/// one-shot `delayq offer --wait-replicas all` run while a replica is cut off must not confirm
+/// what a forced failover to that replica would lose. Once an operator forgets it
+/// (`DEL delayq_replicas`), the fresh process and the earlier one confirm again.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_replica_in_a_fresh_process_waits_for_a_replica_another_saw() {
+    let pair = Pair::start(&[]);
+    let port = pair.master.port.to_string();
+    let second = TestRedis::start_with(&["--replicaof", "127.0.0.1", port.as_str()]);
+    let connected = |n: &'static str| {
+        let master = &pair.master;
+        move || {
+            let info = master.cli(&["INFO", "replication"]);
+            let online = info.matches("state=online").count().to_string();
+            match info.contains(&format!("connected_slaves:{n}")) && online == n {
+                true => Ok(()),
+                false => Err(info),
+            }
+        }
+    };
+    wait_until("two replicas online", PATIENCE, connected("2"));
+    let every = Durability::every_replica().timeout(PATIENCE);
+    let hasty = Durability::every_replica().timeout(Duration::from_millis(300));
+    // The earlier process sees both replicas.
+    let earlier = queue_on(&pair.master, "durable-shared").await;
+    earlier
+        .with_durability(every)
+        .offer("both", Duration::from_secs(60))
+        .await
+        .unwrap();
+    drop(second);
+    wait_until("one replica left", PATIENCE, connected("1"));
+    // A fresh process: its own client, its own durable connection, which never saw the second.
+    let fresh = queue_on(&pair.master, "durable-shared-fresh").await;
+    let err = fresh
+        .with_durability(hasty)
+        .offer("one", Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    match err {
+        Error::NotConfirmed {
+            wanted_replicas: 2,
+            acked_replicas: 1,
+            ..
+        } => {}
+        other => panic!("expected NotConfirmed, 1 of 2: {other:?}"),
+    }
+    // The operator says the second replica is gone for good.
+    let forgotten = pair.master.cli(&["DEL", "delayq_replicas"]);
+    assert_eq!(forgotten, "1", "the record was on the master");
+    fresh
+        .with_durability(every)
+        .offer("after", Duration::from_secs(60))
+        .await
+        .unwrap();
+    earlier
+        .with_durability(every)
+        .offer("after", Duration::from_secs(60))
+        .await
+        .unwrap();
+}
+
 /// The documented ACL user has no `+wait`: a durable write is refused before anything is
 /// written, and with `+wait` added it goes through (docs/durability.md says so).
 #[tokio::test(flavor = "multi_thread")]

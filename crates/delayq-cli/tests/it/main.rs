@@ -46,6 +46,7 @@ mod sharded_doors;
 mod take_handoff;
 mod transfer_stop;
 mod units;
+mod wait_replicas_all;
 mod work;
 mod work_lifecycle;
 mod worker_kill;
