@@ -4,8 +4,9 @@
 #
 #   benches/run.sh            full run (~15 min on 2 cores): writes RESULTS.md, results.json and
 #                             latency.png into a new folder benches/results/DATE-COMMIT[-PHASES]/
-#   benches/run.sh --smoke    tiny sizes (seconds): checks every component end to end and prints
-#                             the figures; writes into a temporary directory unless --out is given
+#   benches/run.sh --smoke    tiny sizes (seconds), built in the dev profile the test suite has
+#                             built: checks every component end to end and prints the figures;
+#                             writes into a temporary directory unless --out is given
 #
 # Options: --out DIR (where results go), --no-chart (skip the PNG and its Python venv),
 #          --only offer,transfer,lookup,latency,drain,rss,many,shard,gateway (a subset of the
@@ -40,7 +41,7 @@ while [[ $# -gt 0 ]]; do
     --only) only="$2"; shift ;;
     --gateway-pending) gateway_pending="$2"; shift ;;
     --gateway-concurrency) gateway_concurrency="$2"; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -101,9 +102,20 @@ if [[ "$only" != shard && "$only" != durable && "$only" != limits && "$only" != 
   classpath="$java_build/classes:$(cat "$java_build/classpath.txt")"
 fi
 
-echo "== building the delayq driver (cargo bench profile) and the delayq CLI (release)"
-(cd "$root" && cargo bench --quiet --bench delayq_bench --no-run \
-  && cargo build --quiet --release -p delayq-cli --bin delayq) \
+# A smoke run judges no figure: it uses the dev profile the test suite has built already, where a
+# full run builds optimized code (the bench profile and the CLI in release).
+if [[ "$mode" == smoke ]]; then
+  bench_profile=(--profile dev)
+  cli_profile=()
+  cli_dir=debug
+else
+  bench_profile=()
+  cli_profile=(--release)
+  cli_dir=release
+fi
+echo "== building the delayq driver and the delayq CLI (${cli_dir})"
+(cd "$root" && cargo bench --quiet "${bench_profile[@]}" --bench delayq_bench --no-run \
+  && cargo build --quiet "${cli_profile[@]}" -p delayq-cli --bin delayq) \
   || { echo "run.sh: cargo build failed" >&2; exit 1; }
 
 echo "== starting redis-server"
@@ -143,12 +155,12 @@ export BENCH_JAVA_VERSION="$(java -version 2>&1 | head -1)"
 
 echo "== running the $mode benchmark"
 args=(--port "$port" --java-classpath "$classpath" --out "$results_json" --work-dir "$work"
-      --delayq-bin "$target_dir/release/delayq" "${replica_args[@]}")
+      --delayq-bin "$target_dir/$cli_dir/delayq" "${replica_args[@]}")
 [[ "$mode" == smoke ]] && args+=(--smoke)
 [[ -n "$only" ]] && args+=(--only "$only")
 [[ -n "$gateway_pending" ]] && args+=(--gateway-pending "$gateway_pending")
 [[ -n "$gateway_concurrency" ]] && args+=(--gateway-concurrency "$gateway_concurrency")
-(cd "$root" && cargo bench --quiet --bench delayq_bench -- "${args[@]}") \
+(cd "$root" && cargo bench --quiet "${bench_profile[@]}" --bench delayq_bench -- "${args[@]}") \
   || { echo "run.sh: the benchmark failed" >&2; exit 1; }
 
 echo "== writing $results_md"

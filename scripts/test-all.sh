@@ -111,7 +111,7 @@ step "fault-injection suite, short run (faults under load: nothing lost, nothing
 tests/faults/run.sh
 
 step "transfer benchmark, smoke size (figures are not judged; every entry must move)"
-benches/transfer.sh --sizes 2000
+benches/transfer.sh --smoke
 
 step "benchmark runner vs Java Redisson, smoke mode (figures are not judged; every part must run)"
 benches/run.sh --smoke --no-chart
