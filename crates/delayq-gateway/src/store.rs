@@ -12,7 +12,7 @@
 //! with `delayq dead replay` is delivered.
 
 use crate::envelope::{Answer, Envelope};
-use crate::scripts::{DEDUP_CLAIM, DEDUP_RELEASE, STORE_PUT, STORE_UPDATE};
+use crate::scripts::{CANCEL_BEGIN, DEDUP_CLAIM, DEDUP_RELEASE, STORE_PUT, STORE_UPDATE};
 use bytes::Bytes;
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::{HashesInterface, KeysInterface};
@@ -214,19 +214,18 @@ impl Store {
         format!("{}:{id}", self.cancelled)
     }
 
-    /// Records that `id` was cancelled, for its next attempt to see; kept for longer than any
-    /// message can wait between two attempts.
-    pub(crate) async fn mark_cancelled(&self, id: &str) -> RedisResult<()> {
+    /// Begins a cancel of `id` in one call (`lua/cancel_begin.lua`): leaves its cancellation,
+    /// for its next attempt to see (kept for longer than any message can wait between two
+    /// attempts), and takes its record out of the index. Whether the index had it, and the
+    /// record (`None` also when it does not read).
+    pub(crate) async fn begin_cancel(&self, id: &str) -> RedisResult<(bool, Option<Record>)> {
         let ms = i64::try_from(CANCELLATION_KEPT.as_millis()).unwrap_or(i64::MAX);
-        self.client
-            .set::<(), _, _>(
-                self.cancelled_key(id),
-                1,
-                Some(Expiration::PX(ms)),
-                None,
-                false,
-            )
-            .await
+        let keys = vec![self.index.as_str().into(), self.cancelled_key(id).into()];
+        let raw: Option<Bytes> = CANCEL_BEGIN
+            .run(&self.client, keys, vec![Value::from(id), Value::from(ms)])
+            .await?;
+        let record = raw.as_ref().and_then(|raw| rmp_serde::from_slice(raw).ok());
+        Ok((raw.is_some(), record))
     }
 
     pub(crate) async fn is_cancelled(&self, id: &str) -> RedisResult<bool> {
