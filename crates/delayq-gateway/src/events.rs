@@ -11,32 +11,15 @@
 
 use crate::envelope::Envelope;
 use crate::error::ApiError;
+use crate::scripts::{EVENTS_READ, EVENTS_RECORD};
+use crate::store::EventWrite;
 use crate::Shared;
 use axum::extract::{Query, State};
 use axum::Json;
-use bytes::Bytes;
-use delayq::fred::interfaces::LuaInterface;
+use delayq::fred::prelude::Value as RedisValue;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
-
-/// Adds each event (`ARGV[3..]`), the stream capped at `ARGV[1]` entries and trimmed of those
-/// before the stream id `ARGV[2]`.
-const RECORD: &str = "for i = 3, #ARGV do \
-       redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '*', 'e', ARGV[i]) \
-     end \
-     redis.call('XTRIM', KEYS[1], 'MINID', ARGV[2]) \
-     return 1";
-
-/// Up to `ARGV[2]` events before `ARGV[1]` (`+`, or `(ID`), newest first, as id, JSON, id, ...
-const READ: &str =
-    "local found = redis.call('XREVRANGE', KEYS[1], ARGV[1], '-', 'COUNT', ARGV[2]) \
-     local out = {} \
-     for _, entry in ipairs(found) do \
-       out[#out + 1] = entry[1] \
-       out[#out + 1] = entry[2][2] or '' \
-     end \
-     return out";
 
 /// The states QStash's SDKs know (`IN_PROGRESS` is a filter only: `ACTIVE` or `RETRY`).
 const STATES: &[&str] = &[
@@ -83,24 +66,39 @@ pub(crate) fn event(envelope: &Envelope, state: &str, time_ms: i64) -> Value {
     event
 }
 
-/// Writes `events`, in order; a failure is logged, never the caller's.
-pub(crate) async fn record(shared: &Shared, events: &[Value]) {
+/// How the stream is trimmed on a write: the most events it keeps, and the stream id before
+/// which events are too old; `None` when no events are kept.
+fn trim(shared: &Shared) -> Option<(usize, String)> {
     let config = &shared.config;
-    if config.events_kept == 0 || events.is_empty() {
-        return;
+    if config.events_kept == 0 {
+        return None;
     }
     let max_age = i64::try_from(config.events_max_age.as_millis()).unwrap_or(i64::MAX);
     let oldest = crate::now_ms().saturating_sub(max_age).max(0);
-    let mut args = vec![
-        Bytes::from(config.events_kept.to_string()),
-        Bytes::from(format!("{oldest}-0")),
-    ];
-    args.extend(events.iter().map(|e| Bytes::from(e.to_string())));
-    let key = crate::store::tagged("delayq_gateway_events", &config.queue);
-    let written = shared
-        .store
-        .client()
-        .eval::<i64, _, _, _>(RECORD, vec![key], args)
+    Some((config.events_kept, format!("{oldest}-0")))
+}
+
+/// `event` as written in the same step as its message's first record (see
+/// [`crate::store::Store::put`]); `None` when no events are kept.
+pub(crate) fn with_record(shared: &Shared, event: &Value) -> Option<EventWrite> {
+    let (kept, oldest) = trim(shared)?;
+    Some(EventWrite {
+        kept,
+        oldest,
+        json: event.to_string(),
+    })
+}
+
+/// Writes `events`, in order; a failure is logged, never the caller's.
+pub(crate) async fn record(shared: &Shared, events: &[Value]) {
+    let Some((kept, oldest)) = trim(shared).filter(|_| !events.is_empty()) else {
+        return;
+    };
+    let mut args = vec![RedisValue::from(kept.to_string()), RedisValue::from(oldest)];
+    args.extend(events.iter().map(|e| RedisValue::from(e.to_string())));
+    let key = shared.store.events_key();
+    let written = EVENTS_RECORD
+        .run::<i64>(shared.store.client(), vec![key.into()], args)
         .await;
     if let Err(err) = written {
         tracing::warn!(error = %err, "gateway: cannot record events");
@@ -208,7 +206,7 @@ fn cursor(text: &str) -> Result<String, ApiError> {
 
 /// A page of events matching `filter`, newest first, and the cursor after it.
 async fn page(shared: &Shared, filter: &Filter) -> Result<(Vec<Value>, Option<String>), ApiError> {
-    let key = crate::store::tagged("delayq_gateway_events", &shared.config.queue);
+    let key = shared.store.events_key();
     let mut before = filter.cursor.clone();
     let mut found = Vec::new();
     let mut scanned = 0;
@@ -216,11 +214,9 @@ async fn page(shared: &Shared, filter: &Filter) -> Result<(Vec<Value>, Option<St
         let end = before
             .as_ref()
             .map_or("+".to_owned(), |id| format!("({id}"));
-        let args = vec![end, CHUNK.to_string()];
-        let read: Vec<String> = match shared
-            .store
-            .client()
-            .eval(READ, vec![key.clone()], args)
+        let args = vec![RedisValue::from(end), RedisValue::from(CHUNK.to_string())];
+        let read: Vec<String> = match EVENTS_READ
+            .run(shared.store.client(), vec![key.into()], args)
             .await
         {
             Ok(read) => read,

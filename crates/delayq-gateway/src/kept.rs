@@ -4,17 +4,14 @@
 //! `GET /v2/messages/{id}` reads it there (a cancel of it is a 404: it is no longer to be
 //! delivered).
 
+use crate::scripts::KEPT_MOVE;
 use crate::store::{Record, Store};
 use bytes::Bytes;
-use delayq::fred::interfaces::{KeysInterface, LuaInterface};
+use delayq::fred::interfaces::KeysInterface;
+use delayq::fred::prelude::Value;
 use std::time::Duration;
 
 type RedisResult<T> = Result<T, delayq::fred::error::Error>;
-
-/// Moves the record (field `ARGV[1]` of the index `KEYS[1]`) to `KEYS[2]` for `ARGV[2]` ms.
-const KEEP: &str = "local r = redis.call('HGET', KEYS[1], ARGV[1]) \
-     if r then redis.call('SET', KEYS[2], r, 'PX', ARGV[2]) end \
-     return redis.call('HDEL', KEYS[1], ARGV[1])";
 
 fn key(store: &Store, id: &str) -> String {
     // In the index's hash slot: the index key is `delayq_gateway_messages:{QUEUE}` (or
@@ -34,11 +31,10 @@ pub(crate) async fn delivered(store: &Store, id: &str, keep: Duration) -> RedisR
         return store.remove(id).await.map(drop);
     }
     let ms = u64::try_from(keep.as_millis()).unwrap_or(u64::MAX).max(1);
-    let keys = vec![store.index_key().to_owned(), key(store, id)];
-    let args = vec![Bytes::from(id.to_owned()), Bytes::from(ms.to_string())];
-    store
-        .client()
-        .eval::<i64, _, _, _>(KEEP, keys, args)
+    let keys = vec![store.index_key().into(), key(store, id).into()];
+    let args = vec![Value::from(id), Value::from(ms.to_string())];
+    KEPT_MOVE
+        .run::<i64>(store.client(), keys, args)
         .await
         .map(drop)
 }

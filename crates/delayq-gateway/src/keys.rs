@@ -7,28 +7,16 @@
 //! go into the log.
 
 use crate::error::ApiError;
+use crate::scripts::{KEYS_ROTATE, KEYS_SEED};
 use crate::Shared;
 use axum::extract::State;
 use axum::Json;
-use bytes::Bytes;
 use delayq::fred::clients::Client;
-use delayq::fred::interfaces::{HashesInterface, LuaInterface};
+use delayq::fred::interfaces::HashesInterface;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
 type RedisResult<T> = Result<T, delayq::fred::error::Error>;
-
-/// Writes the given keys unless the hash has both already; returns the keys in effect.
-const SEED: &str = "local k = redis.call('HMGET', KEYS[1], 'current', 'next') \
-     if k[1] and k[2] then return k end \
-     redis.call('HSET', KEYS[1], 'current', ARGV[1], 'next', ARGV[2]) \
-     return {ARGV[1], ARGV[2]}";
-
-/// The next key becomes the current one and `ARGV[1]` the next; returns the new pair.
-const ROTATE: &str = "local n = redis.call('HGET', KEYS[1], 'next') \
-     if not n then return redis.error_reply('no signing keys') end \
-     redis.call('HSET', KEYS[1], 'current', n, 'next', ARGV[1]) \
-     return {n, ARGV[1]}";
 
 /// The keys of one gateway queue, and the last pair read.
 pub(crate) struct Keys {
@@ -54,8 +42,12 @@ impl Keys {
         next: &str,
     ) -> RedisResult<Keys> {
         let key = crate::store::tagged("delayq_gateway_keys", queue);
-        let pair: Vec<String> = client
-            .eval(SEED, vec![key.clone()], vec![current, next])
+        let pair: Vec<String> = KEYS_SEED
+            .run(
+                &client,
+                vec![key.as_str().into()],
+                vec![current.into(), next.into()],
+            )
             .await?;
         let keys = Keys {
             client,
@@ -113,9 +105,12 @@ impl Keys {
 
     async fn rotate(&self) -> RedisResult<(String, String)> {
         let fresh = crate::envelope::new_id("sig_");
-        let pair: Vec<String> = self
-            .client
-            .eval(ROTATE, vec![self.key.clone()], vec![Bytes::from(fresh)])
+        let pair: Vec<String> = KEYS_ROTATE
+            .run(
+                &self.client,
+                vec![self.key.as_str().into()],
+                vec![fresh.into()],
+            )
             .await?;
         self.remember(&pair);
         Ok(self.last())

@@ -54,6 +54,7 @@ mod publish;
 mod queues;
 mod retry_delay;
 mod schedules;
+mod scripts;
 mod signature;
 mod store;
 mod webhooks;
@@ -137,6 +138,9 @@ impl Gateway {
             .await?;
         let lanes = lanes::Lanes::new(client.clone(), &config.queue);
         let store = store::Store::new(client.clone(), &config.queue);
+        scripts::load_all(&client)
+            .await
+            .map_err(|err| Error::Queue(err.into()))?;
         let webhooks_key = match &config.standard_webhooks_secret {
             Some(secret) => Some(webhooks::key(secret).map_err(Error::InvalidConfig)?),
             None => None,

@@ -151,16 +151,10 @@ pub(crate) async fn cancel_many(
 
 /// Cancels message `id`; false when it is no longer to be delivered.
 async fn cancel_one(shared: &Shared, id: &str) -> Result<bool, ApiError> {
-    let record = match shared.store.get(id).await {
-        Ok(record) => record,
-        Err(err) => return Err(ApiError::internal("reading the message", &err)),
-    };
-    // The cancellation first: from the moment the record is gone, no attempt may be made.
-    if let Err(err) = shared.store.mark_cancelled(id).await {
-        return Err(ApiError::internal("cancelling the message", &err));
-    }
-    let found = match shared.store.remove(id).await {
-        Ok(found) => found,
+    // The cancellation first, with the record's removal: from the moment the record is gone,
+    // no attempt may be made.
+    let (found, record) = match shared.store.begin_cancel(id).await {
+        Ok(begun) => begun,
         Err(err) => return Err(ApiError::internal("cancelling the message", &err)),
     };
     // The pending entry removed by its handle needs no cancellation left for it; an entry not

@@ -201,8 +201,9 @@ async fn claim(shared: &Shared, key: &str, message: &str) -> Result<Option<Strin
     }
 }
 
-/// Writes the message's record, then its entry, then the entry's handle into the record (and
-/// settles the claim of deduplication id `dedup` with it); a failure removes what was written.
+/// Writes the message's record (with its CREATED event), then its entry, then the entry's
+/// handle into the record (and settles the claim of deduplication id `dedup` with it): three
+/// calls. A failure removes the record.
 pub(crate) async fn store(
     shared: &Shared,
     envelope: &Envelope,
@@ -216,8 +217,12 @@ pub(crate) async fn store(
             Err(err) => return Err(ApiError::internal("storing the message", &err)),
         },
     };
+    // The CREATED event goes with the first record, before the entry: a delivery's events
+    // come after it.
     let record = Record::of(envelope, String::new());
-    if let Err(err) = shared.store.put(&record).await {
+    let created = crate::events::event(envelope, "CREATED", envelope.created_ms);
+    let created = crate::events::with_record(shared, &created);
+    if let Err(err) = shared.store.put(&record, created).await {
         return Err(ApiError::internal("storing the message", &err));
     }
     let handle = match queue.offer_with_handle(&envelope.encode(), delay).await {
@@ -234,8 +239,6 @@ pub(crate) async fn store(
         // and a publish with its deduplication id after the lease stores a second message.
         tracing::warn!(error = %err, message = %envelope.id, "gateway: cannot index the entry's handle");
     }
-    let created = crate::events::event(envelope, "CREATED", envelope.created_ms);
-    crate::events::record(shared, &[created]).await;
     Ok(())
 }
 

@@ -13,9 +13,11 @@
 //! with `delayq dead replay` is delivered.
 
 use crate::envelope::{Answer, Envelope};
+use crate::scripts::{CANCEL_BEGIN, DEDUP_CLAIM, DEDUP_RELEASE, STORE_PUT, STORE_UPDATE};
 use bytes::Bytes;
 use delayq::fred::clients::Client;
-use delayq::fred::interfaces::{HashesInterface, KeysInterface, LuaInterface};
+use delayq::fred::interfaces::{HashesInterface, KeysInterface};
+use delayq::fred::prelude::Value;
 use delayq::fred::types::Expiration;
 use delayq::names::item_key;
 use serde::{Deserialize, Serialize};
@@ -55,53 +57,14 @@ const CANCELLATION_KEPT: Duration = Duration::from_secs(400 * 24 * 3600);
 /// How long a dead letter's last response is kept.
 const RESPONSE_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// Writes the record only when its message is still in the index (not delivered, given up or
-/// cancelled since its first record was written); with a second key, also settles the
-/// message's deduplication claim there (see [`CLAIM_DEDUP`]), in the same step.
-///
-/// KEYS: the index, [the deduplication id's key]. ARGV: the message id, the record.
-const SET_IF_PRESENT: &str = r#"
-if KEYS[2] then
-  local held = redis.call('GET', KEYS[2])
-  if held and string.match(held, '^~%d+ (.+)$') == ARGV[1] then
-    local ttl = redis.call('PTTL', KEYS[2])
-    if ttl > 0 then redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl) else redis.call('SET', KEYS[2], ARGV[1]) end
-  end
-end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-  return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-end
-return -1
-"#;
-
-/// What a deduplication id's key holds: `~SINCE MESSAGE` while MESSAGE is being stored (SINCE:
-/// Redis's clock when it was claimed, ms), then `MESSAGE` once it is stored. A claim is
-/// written before its message and settled when its entry's handle is written into its record
-/// ([`SET_IF_PRESENT`]), so a publisher that dies between the two leaves a pending claim,
-/// never a settled one without its message.
-///
-/// KEYS: the id's key. ARGV: the message id, the window (ms), the lease (ms). Returns
-/// `{state, message}`: `claimed` (this message's), `pending` or `settled` (another's).
-const CLAIM_DEDUP: &str = r#"
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local held = redis.call('GET', KEYS[1])
-if held then
-  local since, first = string.match(held, '^~(%d+) (.+)$')
-  if not since then return {'settled', held} end
-  if now - tonumber(since) < tonumber(ARGV[3]) then return {'pending', first} end
-end
-redis.call('SET', KEYS[1], '~' .. now .. ' ' .. ARGV[1], 'PX', ARGV[2])
-return {'claimed', ARGV[1]}
-"#;
-
-/// KEYS: the id's key. ARGV: the message id. Deletes the claim if it is still this message's
-/// and pending; 1 when it did.
-const RELEASE_DEDUP: &str = r#"
-local held = redis.call('GET', KEYS[1])
-if not held or string.match(held, '^~%d+ (.+)$') ~= ARGV[1] then return 0 end
-return redis.call('DEL', KEYS[1])
-"#;
+/// An event written in the same step as a record (see [`Store::put`]): the most events the
+/// stream keeps, the stream id before which events are trimmed, and the event's JSON.
+#[derive(Debug, Clone)]
+pub(crate) struct EventWrite {
+    pub(crate) kept: usize,
+    pub(crate) oldest: String,
+    pub(crate) json: String,
+}
 
 /// What claiming a deduplication id found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,6 +94,7 @@ pub(crate) struct Store {
     dedup: String,
     cancelled: String,
     responses: String,
+    events: String,
 }
 
 impl Store {
@@ -141,6 +105,7 @@ impl Store {
             dedup: tagged("delayq_gateway_dedup", queue),
             cancelled: tagged("delayq_gateway_cancelled", queue),
             responses: tagged("delayq_gateway_response", queue),
+            events: tagged("delayq_gateway_events", queue),
         }
     }
 
@@ -156,8 +121,13 @@ impl Store {
         }
     }
 
+    /// The events stream's key (`delayq_gateway_events:{QUEUE}`; see `events.rs`).
+    pub(crate) fn events_key(&self) -> &str {
+        &self.events
+    }
+
     /// Claims `id` for `message` for `window`, unless it is claimed already: see
-    /// [`DedupClaim`]. A claim stays pending until [`update`](Store::update) settles it; a
+    /// [`DedupClaim`] and `lua/dedup_claim.lua`. A claim stays pending until [`update`](Store::update) settles it; a
     /// pending claim older than `lease` (its publisher died or lost Redis between the claim
     /// and the store) is taken over by this one.
     pub(crate) async fn claim_dedup(
@@ -169,13 +139,12 @@ impl Store {
     ) -> RedisResult<DedupClaim> {
         let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1);
         let args = vec![
-            message.to_owned(),
-            ms(window).to_string(),
-            ms(lease).to_string(),
+            Value::from(message),
+            Value::from(ms(window)),
+            Value::from(ms(lease)),
         ];
-        let (state, first): (String, String) = self
-            .client
-            .eval(CLAIM_DEDUP, vec![self.dedup_key(id)], args)
+        let (state, first): (String, String) = DEDUP_CLAIM
+            .run(&self.client, vec![self.dedup_key(id).into()], args)
             .await?;
         Ok(match state.as_str() {
             "claimed" => DedupClaim::Claimed,
@@ -187,29 +156,52 @@ impl Store {
     /// Forgets `id`'s pending claim by `message` (its message could not be stored); a claim
     /// taken over by another publish meanwhile stays.
     pub(crate) async fn release_dedup(&self, id: &str, message: &str) -> RedisResult<()> {
-        self.client
-            .eval::<i64, _, _, _>(RELEASE_DEDUP, vec![self.dedup_key(id)], vec![message])
+        DEDUP_RELEASE
+            .run::<i64>(
+                &self.client,
+                vec![self.dedup_key(id).into()],
+                vec![message.into()],
+            )
             .await
             .map(drop)
     }
 
-    pub(crate) async fn put(&self, record: &Record) -> RedisResult<()> {
-        let field = record.envelope.id.as_str();
-        self.client
-            .hset::<i64, _, _>(&self.index, (field, record.encode()))
+    /// Writes a message's first record, and `created` (its CREATED event) in the same step:
+    /// one call, and the event is in the stream before the message's entry is offered.
+    pub(crate) async fn put(
+        &self,
+        record: &Record,
+        created: Option<EventWrite>,
+    ) -> RedisResult<()> {
+        let (kept, oldest, json) = created.map_or((0, String::new(), String::new()), |event| {
+            (event.kept, event.oldest, event.json)
+        });
+        let keys = vec![self.index.as_str().into(), self.events.as_str().into()];
+        let args = vec![
+            Value::from(record.envelope.id.as_str()),
+            Value::Bytes(record.encode()),
+            Value::from(kept.to_string()),
+            Value::from(oldest),
+            Value::from(json),
+        ];
+        STORE_PUT
+            .run::<i64>(&self.client, keys, args)
             .await
             .map(drop)
     }
 
     /// Writes `record` over the one in the index, if there still is one; with `dedup`, settles
     /// the record's message's claim of that deduplication id in the same step (its message is
-    /// stored: a later publish with the id answers it).
+    /// stored: a later publish with the id answers it). See `lua/store_update.lua`.
     pub(crate) async fn update(&self, record: &Record, dedup: Option<&str>) -> RedisResult<()> {
-        let args = vec![Bytes::from(record.envelope.id.clone()), record.encode()];
-        let mut keys = vec![self.index.clone()];
-        keys.extend(dedup.map(|id| self.dedup_key(id)));
-        self.client
-            .eval::<i64, _, _, _>(SET_IF_PRESENT, keys, args)
+        let args = vec![
+            Value::from(record.envelope.id.as_str()),
+            Value::Bytes(record.encode()),
+        ];
+        let mut keys = vec![self.index.as_str().into()];
+        keys.extend(dedup.map(|id| self.dedup_key(id).into()));
+        STORE_UPDATE
+            .run::<i64>(&self.client, keys, args)
             .await
             .map(drop)
     }
@@ -241,19 +233,18 @@ impl Store {
         item_key(&self.responses, id)
     }
 
-    /// Records that `id` was cancelled, for its next attempt to see; kept for longer than any
-    /// message can wait between two attempts.
-    pub(crate) async fn mark_cancelled(&self, id: &str) -> RedisResult<()> {
+    /// Begins a cancel of `id` in one call (`lua/cancel_begin.lua`): leaves its cancellation,
+    /// for its next attempt to see (kept for longer than any message can wait between two
+    /// attempts), and takes its record out of the index. Whether the index had it, and the
+    /// record (`None` also when it does not read).
+    pub(crate) async fn begin_cancel(&self, id: &str) -> RedisResult<(bool, Option<Record>)> {
         let ms = i64::try_from(CANCELLATION_KEPT.as_millis()).unwrap_or(i64::MAX);
-        self.client
-            .set::<(), _, _>(
-                self.cancelled_key(id),
-                1,
-                Some(Expiration::PX(ms)),
-                None,
-                false,
-            )
-            .await
+        let keys = vec![self.index.as_str().into(), self.cancelled_key(id).into()];
+        let raw: Option<Bytes> = CANCEL_BEGIN
+            .run(&self.client, keys, vec![Value::from(id), Value::from(ms)])
+            .await?;
+        let record = raw.as_ref().and_then(|raw| rmp_serde::from_slice(raw).ok());
+        Ok((raw.is_some(), record))
     }
 
     pub(crate) async fn is_cancelled(&self, id: &str) -> RedisResult<bool> {

@@ -46,7 +46,7 @@ async fn dedup_id_answers_the_first_message_even_after_delivery() {
 async fn a_dedup_id_claimed_by_a_publisher_that_died_is_taken_over_after_the_lease() {
     let redis = TestRedis::start();
     let receiver = Receiver::start().await;
-    let proxy = FreezingProxy::start(&redis, b"delayq_gateway_dedup").await;
+    let proxy = FreezingProxy::start(&redis, b"dedup:{delayq-gateway}:id:order-99").await;
     let lease = |c: delayq_gateway::GatewayConfig| c.with_dedup_lease(Duration::from_secs(1));
     let dying = TestGateway::start_at(&proxy.url(), &receiver, lease).await;
     let url = format!("{}200/taken-over", receiver.base());
