@@ -17,6 +17,7 @@
 //! - `signature.rs`: the `Upstash-Signature` JWT.
 //! - `retry_delay.rs`: the `Upstash-Retry-Delay` expression.
 //! - `headers.rs`: the `Upstash-*` headers of a publish.
+//! - `scripts.rs`: the gateway's Lua scripts (`lua/`), run by EVALSHA.
 //! - `store.rs`: the gateway's own keys (message index, deduplication ids).
 //! - `kept.rs`: delivered messages kept readable for a while.
 //! - `keys.rs`: the signing keys in Redis, `GET /v2/keys`, `POST /v2/keys/rotate`.

@@ -22,9 +22,12 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// How often a worker without limits looks for new ones.
+mod slot;
 mod unpark;
 
+pub(super) use slot::Slot;
+
+/// How often a worker without limits looks for new ones.
 const READ_EVERY: Duration = Duration::from_secs(1);
 /// How often malformed stored limits are logged again while they last.
 const SAY_MALFORMED_EVERY: Duration = Duration::from_secs(60);
@@ -570,38 +573,5 @@ fn poll_most(why: WaitFor) -> Duration {
     match why {
         WaitFor::Slot => POLL_CAP,
         WaitFor::Token => POLL_TOKEN,
-    }
-}
-
-/// The slots a started job holds. Its receipt carries them: the job's heartbeats renew their
-/// leases (every third of the lease: the visibility timeout) and settling releases them, an
-/// ack in the same script call; a killed process's run out with their lease. What is left here
-/// is waking this worker's waits on a cap once the job has settled.
-#[derive(Debug)]
-pub(super) struct Slot {
-    released: Arc<Notify>,
-}
-
-impl Slot {
-    /// The slots of `delivery` (limit key `key`, `""` for none), granted at `admitted_ms`,
-    /// noted on its receipt.
-    pub(super) fn hold<C: Codec>(
-        delivery: &mut Delivery<C::Value>,
-        key: String,
-        admitted_ms: i64,
-        gates: &Gates<C>,
-    ) -> Slot {
-        delivery.hold_slots(key, admitted_ms);
-        Slot {
-            released: gates.released.clone(),
-        }
-    }
-
-    /// The job holding `slot` (if the queue has limits) has settled: its slots are released,
-    /// so this worker's waits on a cap may ask again.
-    pub(super) fn settled(slot: Option<Slot>) {
-        if let Some(slot) = slot {
-            slot.released.notify_waiters();
-        }
     }
 }
