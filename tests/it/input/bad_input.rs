@@ -540,6 +540,12 @@ fn given_keys(script: &str, keys: &QueueKeys) -> Vec<String> {
         "schedule_fire.lua" | "schedule_set.lua" | "schedule_remove.lua" => {
             vec![keys.schedule("s1")]
         }
+        // A schedule's hash under its name now and under its name before the escaping.
+        "schedule_adopt.lua" => {
+            let now = keys.schedule("s:1");
+            let before = now.replace("s%3A1", "s:1");
+            vec![now, before]
+        }
         _ if script.starts_with("limit_") => limit_keys(script, keys),
         _ => Vec::new(),
     }
