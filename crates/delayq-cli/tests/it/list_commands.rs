@@ -45,8 +45,13 @@ async fn with_dead_letters(redis: &TestRedis, prefix: &str, values: &[&str]) -> 
         .reliable_config(ReliableConfig::default().with_wait_slice(Duration::from_millis(100)))
         .spawn()
         .unwrap();
-    for value in values {
-        queue.offer(value, Duration::ZERO).await.unwrap();
+    // One millisecond apart: offers due in the same millisecond tie in the timeout zset, and
+    // a tie is ordered by the entry's random id, so the dead letters would come in any order.
+    for (at, value) in values.iter().enumerate() {
+        queue
+            .offer(value, Duration::from_millis(at as u64))
+            .await
+            .unwrap();
     }
     let deadline = Instant::now() + PATIENCE;
     while worker.stats().dead < values.len() as u64 {
