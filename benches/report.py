@@ -586,13 +586,14 @@ def targets_table(targets, w, notes_below=True):
     w("")
 
 
-def gateway_section(g, w):
+def gateway_section(g, w, smoke=False):
     """The QStash-compatible gateway: publish, delivery, pending messages."""
+    build = "dev build: a smoke run's figures are not judged" if smoke else "release build"
     pub, d, lat, late, pend = g["publish"], g["delivery"], g["latency"], g["delayed"], g["pending"]
     flags = " ".join(g["gateway_flags"])
     w("## The HTTP gateway")
     w("")
-    w("The real `delayq gateway` (release build) on loopback, with a token file, a signing key file "
+    w(f"The real `delayq gateway` ({build}) on loopback, with a token file, a signing key file "
       f"and `{flags}`, against a redis-server of its own; the load generator (hyper, "
       f"{g['connections']} keep-alive connections) and the receiver (a hyper server answering 200 "
       "at once) run in the benchmark driver, on the same cores "
@@ -699,7 +700,7 @@ def main(src, dst):
           "Every figure below comes from that one run.")
         w("")
         targets_table(measure(r), w, notes_below=False)
-        gateway_section(r["gateway"], w)
+        gateway_section(r["gateway"], w, smoke=m["mode"] == "smoke")
         for note in gateway_notes(r):
             w(f"- {note}")
         w("")
@@ -897,7 +898,7 @@ def main(src, dst):
         shard_section(r["shard"], w)
 
     if "gateway" in r:
-        gateway_section(r["gateway"], w)
+        gateway_section(r["gateway"], w, smoke=m["mode"] == "smoke")
 
     notes = explain(r)
     if notes:
