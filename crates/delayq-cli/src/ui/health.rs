@@ -41,7 +41,8 @@ pub(super) struct Signals {
     pub(super) dead: u64,
 }
 
-/// A state of [`STATES`] and why, in words ("" for `ok` and `paused`).
+/// A state of [`STATES`] and why, in words ("" for `ok`, and for `paused` unless its head is
+/// overdue).
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Health {
     pub(super) state: &'static str,
@@ -50,7 +51,8 @@ pub(super) struct Health {
 
 /// The health `signals` show with the lag threshold `lagging_after`. When several apply, the
 /// one that explains the others wins: stuck (nothing moves), failing, paused (a paused queue's
-/// values wait on purpose), lagging.
+/// values wait on purpose, so its overdue head is the pause's doing, not a stuck scheduler's),
+/// lagging.
 pub(super) fn judge(signals: &Signals, lagging_after: Duration) -> Health {
     let s = signals;
     let health = |state, reason: String| Health { state, reason };
@@ -61,8 +63,8 @@ pub(super) fn judge(signals: &Signals, lagging_after: Duration) -> Health {
     let lagging = s
         .ready_age_ms
         .filter(|&age| age >= lag_ms && s.taken < s.ready);
-    if s.overdue_ms >= STUCK_MS {
-        let overdue = span(s.overdue_ms);
+    let overdue = (s.overdue_ms >= STUCK_MS).then(|| span(s.overdue_ms));
+    if let (Some(overdue), false) = (&overdue, s.paused) {
         return health("stuck", format!("overdue {overdue}, no transfer seen"));
     }
     if failures >= FAILING_AT_LEAST && failures * 100 >= FAILING_SHARE_PERCENT * outcomes {
@@ -75,7 +77,8 @@ pub(super) fn judge(signals: &Signals, lagging_after: Duration) -> Health {
         return health("failing", reason);
     }
     if s.paused {
-        return health("paused", String::new());
+        let reason = overdue.map(|o| format!("overdue {o}")).unwrap_or_default();
+        return health("paused", reason);
     }
     if let Some(age) = lagging {
         let reason = format!(
@@ -111,6 +114,30 @@ mod tests {
     use super::*;
 
     const LAG: Duration = LAGGING_AFTER;
+
+    #[test]
+    fn a_paused_queue_whose_head_is_overdue_is_paused_not_stuck() {
+        let paused = Signals {
+            paused: true,
+            overdue_ms: 90_000,
+            ..Signals::default()
+        };
+        let expected = Health {
+            state: "paused",
+            reason: "overdue 1 min 30 s".to_owned(),
+        };
+        assert_eq!(judge(&paused, LAG), expected);
+        let running = Signals {
+            paused: false,
+            ..paused
+        };
+        assert_eq!(judge(&running, LAG).state, "stuck");
+        let due_now = Signals {
+            overdue_ms: 0,
+            ..paused
+        };
+        assert_eq!(judge(&due_now, LAG).reason, "");
+    }
 
     #[test]
     fn a_queue_whose_every_job_failed_is_failing_with_its_counts() {
@@ -174,7 +201,8 @@ mod tests {
         assert_eq!(judge(&paused, LAG).state, "paused");
         let stuck = Signals {
             overdue_ms: STUCK_MS,
-            ..paused
+            paused: false,
+            ..waiting
         };
         let health = judge(&stuck, LAG);
         assert_eq!(health.reason, "overdue 10 s, no transfer seen");

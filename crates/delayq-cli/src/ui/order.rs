@@ -132,7 +132,7 @@ mod tests {
         let snapshot: HashMap<String, Seen> = [
             ("a", seen(0, None, false, false)),
             ("b", seen(0, None, true, false)),
-            ("c", seen(0, Some(now - STUCK_MS), true, false)),
+            ("c", seen(0, Some(now - STUCK_MS), false, false)),
             ("d", seen(5, None, false, true)),
             ("f", seen(2, Some(now + 1), false, false)),
             ("g", lagging),
