@@ -28,7 +28,8 @@
 //! - `connection/`: [`connect`], [`client_builder`] and [`ConnectOptions`] (`options.rs`;
 //!   [`TlsOptions`] and the rustls connector in `tls/`).
 //! - `observe/`: what workers and scheduler groups keep in Redis about themselves (each queue's
-//!   per-minute activity, the registry of live processes), one `Observer` task per process.
+//!   per-minute and per-day activity, the registry of live processes), one `Observer` task per
+//!   process.
 //! - [`inspect`]: the operator's view of a queue ([`Inspect`](inspect::Inspect), from
 //!   `queue.inspect()`) and the types of its reads.
 //! - [`metrics`]: every metric delayq records (feature `metrics`), with its name and labels.

@@ -17,7 +17,7 @@
 mod check;
 mod preview;
 
-pub use crate::observe::{MinuteActivity, ProcessInfo};
+pub use crate::observe::{DayActivity, MinuteActivity, ProcessInfo, DAYS_KEPT};
 pub use check::{AccessCheck, CheckReport};
 pub use preview::{Preview, PreviewList};
 

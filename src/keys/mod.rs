@@ -12,7 +12,7 @@ mod shard;
 pub use found::glob_match;
 pub(crate) use found::{every_channel, every_queue_key};
 pub(crate) use limit::LimitKeys;
-pub(crate) use observe::{activity_key, discovering_processes, processes_key};
+pub(crate) use observe::{activity_days_key, activity_key, discovering_processes, processes_key};
 pub(crate) use replicas::replicas_record;
 pub(crate) use role::{KeyKind, KeyRole};
 pub(crate) use schedule::scheduled_queues;
@@ -55,7 +55,8 @@ const INDEX_PREFIX: &str = "delayq_index";
 const VALUES_PREFIX: &str = "delayq_values";
 /// Prefix of the shard count a sharded queue is recorded with (not a Redisson key).
 const SHARDS_PREFIX: &str = "delayq_shards";
-/// Prefix of delayq's per-minute activity counts of a queue (followed by `:` and the minute).
+/// Prefix of delayq's activity counts of a queue (followed by `:` and the minute, or `:day:`
+/// and the day).
 const ACTIVITY_PREFIX: &str = "delayq_activity";
 /// Prefix of delayq's zset of the live processes serving a queue (record → deadline ms).
 const PROCS_PREFIX: &str = "delayq_procs";

@@ -20,7 +20,20 @@ impl QueueKeys {
         activity_key(self.target(), first_minute)
     }
 
-    /// `delayq_activity:{NAME}`, which every minute's key extends.
+    /// delayq's counts of the queue's activity in the ten UTC days from `first_day` (days
+    /// since the epoch, a multiple of ten): a hash `D:moved`, `D:taken`, `D:acked`,
+    /// `D:retried`, `D:dead` → count in the day `first_day + D`
+    /// (`delayq_activity:{NAME}:day:FIRST_DAY`), expiring 90 days after its last day.
+    ///
+    /// ```
+    /// let keys = delayq::QueueKeys::new("orders");
+    /// assert_eq!(keys.activity_days(20_420), "delayq_activity:{orders}:day:20420");
+    /// ```
+    pub fn activity_days(&self, first_day: i64) -> String {
+        activity_days_key(self.target(), first_day)
+    }
+
+    /// `delayq_activity:{NAME}`, which every minute's and day's key extends.
     pub(crate) fn activity_prefix(&self) -> String {
         prefix_name(ACTIVITY_PREFIX, self.target())
     }
@@ -40,6 +53,11 @@ impl QueueKeys {
 /// [`QueueKeys::activity`] of the queue `queue`, without deriving the queue's other keys.
 pub(crate) fn activity_key(queue: &str, first_minute: i64) -> String {
     format!("{}:{first_minute}", prefix_name(ACTIVITY_PREFIX, queue))
+}
+
+/// [`QueueKeys::activity_days`] of the queue `queue`.
+pub(crate) fn activity_days_key(queue: &str, first_day: i64) -> String {
+    format!("{}:day:{first_day}", prefix_name(ACTIVITY_PREFIX, queue))
 }
 
 /// [`QueueKeys::processes`] of the queue `queue`.
@@ -66,6 +84,10 @@ mod tests {
         assert_eq!(
             QueueKeys::new("{o}:eu").activity(7),
             "delayq_activity:{o}:eu:7"
+        );
+        assert_eq!(
+            QueueKeys::new("{o}:eu").activity_days(20),
+            "delayq_activity:{o}:eu:day:20"
         );
     }
 }

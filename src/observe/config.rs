@@ -4,8 +4,9 @@ use crate::{Error, Result};
 use std::time::Duration;
 
 /// What a worker or scheduler process keeps in Redis for the console and for other processes:
-/// per-minute activity counts of each queue it serves (moved, taken, acked, retried, dead;
-/// read with [`Inspect::activity`](crate::inspect::Inspect::activity)), and its record in the
+/// per-minute and per-day activity counts of each queue it serves (moved, taken, acked,
+/// retried, dead; read with [`Inspect::activity`](crate::inspect::Inspect::activity) and
+/// [`Inspect::days`](crate::inspect::Inspect::days)), and its record in the
 /// registry of live processes (read with
 /// [`Inspect::processes`](crate::inspect::Inspect::processes)). Both are on by
 /// default; set with the `with_*` methods, read with the methods of the same name.
@@ -56,7 +57,7 @@ impl ObserveConfig {
         }
     }
 
-    /// Keeps (or not) the per-minute activity counts.
+    /// Keeps (or not) the activity counts, per minute and per day.
     /// Default: true.
     #[must_use]
     pub fn with_activity(mut self, on: bool) -> Self {

@@ -1,13 +1,13 @@
 //! What delayq's workers and schedulers keep in Redis about themselves, for the console and
-//! for each other: per-minute activity counts of each queue (shared by every process), and a
-//! registry of the live processes. One [`Observer`] per worker or scheduler group owns the task
-//! that writes both.
+//! for each other: per-minute and per-day activity counts of each queue (shared by every
+//! process), and a registry of the live processes. One [`Observer`] per worker or scheduler
+//! group owns the task that writes both.
 
 mod activity;
 mod config;
 mod registry;
 
-pub use activity::MinuteActivity;
+pub use activity::{DayActivity, MinuteActivity, DAYS_KEPT};
 pub use config::ObserveConfig;
 pub use registry::ProcessInfo;
 
@@ -28,6 +28,7 @@ use tokio::time::{interval, Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use activity::read as read_activity;
+pub(crate) use activity::read_days as read_activity_days;
 pub(crate) use registry::list as list_processes;
 
 /// The longest a stopping observer waits for its last flush and its record's removal.

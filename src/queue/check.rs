@@ -93,6 +93,7 @@ impl<C: Codec> Inspect<'_, DelayedQueue<C>> {
         let claim = keys.claim("check");
         // What workers and schedulers keep about the queue (any bucket's name will do).
         let (activity, processes) = (keys.activity(0), keys.processes());
+        let activity_days = keys.activity_days(0);
         let schedule = keys.schedule("check");
         let dedup = keys.dedup("check");
         let limit = crate::keys::LimitKeys::new(keys, "check");
@@ -107,6 +108,7 @@ impl<C: Codec> Inspect<'_, DelayedQueue<C>> {
         all_keys.extend([
             claim.as_str(),
             &activity,
+            &activity_days,
             &processes,
             keys.schedules(),
             &schedule,
@@ -151,6 +153,7 @@ impl<C: Codec> Inspect<'_, DelayedQueue<C>> {
             need("ZADD", &[keys.claims(), "0", &claim]),
             need("HINCRBY", &[&activity, "0:taken", "1"]),
             need("PEXPIRE", &[&activity, "60000"]),
+            need("HINCRBY", &[&activity_days, "0:taken", "1"]),
             need("ZADD", &[&processes, "0", "r"]),
             need("ZREMRANGEBYSCORE", &[&processes, "-inf", "0"]),
             need("ZRANGEBYSCORE", &[keys.schedules(), "-inf", "0"]),

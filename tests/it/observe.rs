@@ -6,7 +6,7 @@
 use crate::common::queue::{connect, eventually};
 use crate::common::{unique_name, TestCluster, TestRedis, PATIENCE};
 use delayq::codec::StringCodec;
-use delayq::inspect::MinuteActivity;
+use delayq::inspect::{DayActivity, MinuteActivity, DAYS_KEPT};
 use delayq::{
     DelayedQueue, Discovery, GroupConfig, Job, JobError, ObserveConfig, ReliableConfig,
     SchedulerGroup, WorkerHandle,
@@ -94,15 +94,16 @@ async fn activity_of_two_processes_adds_up_in_few_commands_per_flush() {
         redis.command_calls("pexpire"),
     );
     worker_a.shutdown().await.unwrap();
-    // Taken, acked and dead, in at most two minutes (the run may cross a minute's end), and
-    // the buckets' time to live: at most two (it may cross a ten-minute bucket's end).
+    // Taken, acked and dead, in at most two minutes (the run may cross a minute's end) and
+    // again in at most two days, and the buckets' time to live: a minute bucket and a day
+    // bucket, at most two of each (the run may cross a bucket's end).
     let flushed = redis.command_calls("hincrby") - hincrby;
     assert!(
-        (1..=6).contains(&flushed),
+        (2..=12).contains(&flushed),
         "{flushed} HINCRBY for 64 counts"
     );
     let expired = redis.command_calls("pexpire") - pexpire;
-    assert!((1..=2).contains(&expired), "{expired} PEXPIRE");
+    assert!((2..=4).contains(&expired), "{expired} PEXPIRE");
     queue_a.destroy().await.unwrap();
 
     let (queue_b, worker_b) = process(&redis.url(), &name, observe).await;
@@ -123,7 +124,10 @@ async fn activity_of_two_processes_adds_up_in_few_commands_per_flush() {
     );
 
     let buckets = redis.cli(&["KEYS", &format!("delayq_activity:{{{name}}}:*")]);
-    let buckets: Vec<&str> = buckets.lines().filter(|l| !l.is_empty()).collect();
+    let buckets: Vec<&str> = buckets
+        .lines()
+        .filter(|l| !l.is_empty() && !l.contains(":day:"))
+        .collect();
     assert!(!buckets.is_empty() && buckets.len() <= 2, "{buckets:?}");
     for key in buckets {
         let ttl: i64 = redis.cli(&["PTTL", key]).trim().parse().unwrap();
@@ -384,4 +388,114 @@ async fn the_counters_and_the_activity_count_each_event_once() {
         "activity {total:?}, worker {stats:?}"
     );
     assert_eq!((moved, total.moved), (25, 25), "{total:?}");
+}
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// Today, days since the epoch (UTC), and its ISO 8601 date.
+fn today() -> (i64, String) {
+    let now = jiff::Timestamp::now();
+    let day = now.as_millisecond().div_euclid(DAY_MS);
+    (
+        day,
+        now.to_zoned(jiff::tz::TimeZone::UTC).date().to_string(),
+    )
+}
+
+fn sum_days(days: &[DayActivity]) -> (u64, u64, u64, u64, u64) {
+    days.iter().fold((0, 0, 0, 0, 0), |t, d| {
+        (
+            t.0 + d.moved,
+            t.1 + d.taken,
+            t.2 + d.acked,
+            t.3 + d.retried,
+            t.4 + d.dead,
+        )
+    })
+}
+
+/// A worker's and a scheduler's counts are kept per UTC day beside the minutes, written by
+/// the same flush: 90 days read back with their ISO dates, today last, a day nobody counted
+/// anything in as zeros, and the day buckets expiring 90 days after their last day.
+#[tokio::test(flavor = "multi_thread")]
+async fn daily_counts_read_back_per_day_with_dates_and_expire() {
+    let redis = TestRedis::start();
+    let name = unique_name("days");
+    let observe = ObserveConfig::default()
+        .with_registry(false)
+        .with_flush_interval(Duration::from_secs(3600));
+    let (queue, worker) = process(&redis.url(), &name, observe).await;
+    run_values(&queue, &worker, 7, 2).await;
+    worker.shutdown().await.unwrap();
+    queue.destroy().await.unwrap();
+
+    let (_, before) = today();
+    let days = queue.inspect().days(DAYS_KEPT).await.unwrap();
+    let (_, after) = today();
+    assert_eq!(days.len(), 90);
+    let last = &days[89].date;
+    assert!(*last == before || *last == after, "{last}, today {before}");
+    for pair in days.windows(2) {
+        assert_eq!(pair[1].day_ms - pair[0].day_ms, DAY_MS);
+        assert!(
+            pair[0].date < pair[1].date,
+            "{} {}",
+            pair[0].date,
+            pair[1].date
+        );
+    }
+    assert_eq!(sum_days(&days), (9, 9, 7, 0, 2), "{:?}", &days[88..]);
+    let zero = &days[0];
+    assert_eq!(
+        (zero.moved, zero.taken, zero.acked, zero.failed()),
+        (0, 0, 0, 0),
+        "{zero:?}"
+    );
+
+    let keys = redis.cli(&["KEYS", &format!("delayq_activity:{{{name}}}:day:*")]);
+    let keys: Vec<&str> = keys.lines().filter(|l| !l.is_empty()).collect();
+    assert!(!keys.is_empty() && keys.len() <= 2, "{keys:?}");
+    for key in keys {
+        let ttl: i64 = redis.cli(&["PTTL", key]).trim().parse().unwrap();
+        assert!(
+            ttl > 90 * DAY_MS - 600_000 && ttl <= 100 * DAY_MS,
+            "{key}: PTTL {ttl}"
+        );
+    }
+}
+
+/// Days older than the 90 kept are not returned, however many are asked for, even while their
+/// bucket still lives; the oldest of the 90 is.
+#[tokio::test(flavor = "multi_thread")]
+async fn days_older_than_ninety_are_not_returned() {
+    let redis = TestRedis::start();
+    let name = unique_name("old-days");
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let queue = DelayedQueue::builder(client, name.as_str(), StringCodec)
+        .build()
+        .await
+        .unwrap();
+    // The read and today's day may straddle midnight: try again on the next day.
+    let mut read = None;
+    for _ in 0..3 {
+        let (day, _) = today();
+        for (back, count) in [(89, "5"), (90, "7"), (95, "11"), (200, "13")] {
+            let d = day - back;
+            let key = queue.keys().activity_days(d - d.rem_euclid(10));
+            let field = format!("{}:acked", d.rem_euclid(10));
+            redis.cli(&["HSET", &key, &field, count]);
+        }
+        let days = queue.inspect().days(1000).await.unwrap();
+        if today().0 == day {
+            read = Some((day, days));
+            break;
+        }
+    }
+    let (day, days) = read.unwrap();
+    assert_eq!(days.len(), DAYS_KEPT);
+    assert_eq!(days[0].day_ms, (day - 89) * DAY_MS);
+    assert_eq!(days[0].acked, 5);
+    assert_eq!(sum_days(&days), (0, 0, 5, 0, 0));
+    assert!(queue.inspect().days(0).await.unwrap().is_empty());
+    assert_eq!(queue.inspect().days(3).await.unwrap().len(), 3);
 }

@@ -1,20 +1,23 @@
 //! What delayq's workers and schedulers keep in Redis about a queue, as the dashboard shows it:
-//! its activity by minute (moved, taken, acked, failed) and the live processes serving it.
+//! its activity by minute and by day (moved, taken, acked, failed) and the live processes
+//! serving it.
 //!
 //! `GET /api/queues/{name}/activity`: the last hour, a minute at a time, oldest first (one
-//! pipelined read). `GET /api/queues/{name}/processes`: the live workers and schedulers, with
+//! pipelined read). `GET /api/queues/{name}/days?days=N`: the last N UTC days (default and at
+//! most 90), a day at a time with its ISO date, oldest first (one pipelined read). `GET /api/queues/{name}/processes`: the live workers and schedulers, with
 //! their last heartbeat (one pipelined read). The overview's rows carry [`recent`]'s sums and
 //! a count of the processes.
 
 use super::{bounded, failure, Shared, Ui};
 use crate::text_codec::TextCodec;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use delayq::inspect::MinuteActivity;
+use delayq::inspect::{DayActivity, MinuteActivity, DAYS_KEPT};
 use delayq::DelayedQueue;
 use serde_json::json;
+use std::collections::HashMap;
 
 /// Minutes of history the queue view charts.
 const HISTORY_MINUTES: usize = 60;
@@ -29,6 +32,18 @@ fn minute_json(m: &MinuteActivity) -> serde_json::Value {
         "taken": m.taken,
         "acked": m.acked,
         "failed": m.failed(),
+    })
+}
+
+/// A day's counts as JSON, with its ISO date; `failed` is retried plus dead-lettered.
+fn day_json(d: &DayActivity) -> serde_json::Value {
+    json!({
+        "date": d.date,
+        "day_ms": d.day_ms,
+        "moved": d.moved,
+        "taken": d.taken,
+        "acked": d.acked,
+        "failed": d.failed(),
     })
 }
 
@@ -66,6 +81,33 @@ pub(super) async fn history(State(ui): State<Shared>, Path(name): Path<String>) 
         let minutes = queue.inspect().activity(HISTORY_MINUTES).await?;
         let minutes: Vec<_> = minutes.iter().map(minute_json).collect();
         Ok(json!({ "now_ms": delayq::time::now_ms(), "minutes": minutes }))
+    })
+    .await
+}
+
+/// `GET /api/queues/{name}/days?days=N`: N from 1 to [`DAYS_KEPT`] (default all of them).
+pub(super) async fn days(
+    State(ui): State<Shared>,
+    Path(name): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Response {
+    let days = match params.get("days").map(|d| d.parse::<usize>()) {
+        None => DAYS_KEPT,
+        Some(Ok(days)) if (1..=DAYS_KEPT).contains(&days) => days,
+        Some(_) => {
+            let message = format!("days: a whole number from 1 to {DAYS_KEPT}");
+            return failure(StatusCode::BAD_REQUEST, message);
+        }
+    };
+    answer(&ui, &name, |queue| async move {
+        let days: Vec<_> = queue
+            .inspect()
+            .days(days)
+            .await?
+            .iter()
+            .map(day_json)
+            .collect();
+        Ok(json!({ "now_ms": delayq::time::now_ms(), "days": days }))
     })
     .await
 }

@@ -4,8 +4,9 @@
 //! Reads: `GET /api/queues?offset=&limit=&q=&sort=&state=` (a page of the queues' counters, with
 //! the total; `q`: a part of the name; every queue ordered and filtered, see overview.rs),
 //! `GET /api/queues/{name}?tab=&from=` (one queue: the due times of the next hour and a page of
-//! one of its lists, each value as a bounded preview), `GET /api/queues/{name}/activity` and
-//! `/processes` (its last hour of activity, its live workers and schedulers).
+//! one of its lists, each value as a bounded preview), `GET /api/queues/{name}/activity`,
+//! `/days?days=` and `/processes` (its last hour of activity, its last 90 days of it with
+//! their dates, its live workers and schedulers).
 //! `GET /api/whoami`: the role of the request's token and the role each action needs.
 //! Writes, each with the token of a role that may do it as `Authorization: Bearer TOKEN` and
 //! the header `X-Delayq-Write: 1` (access.rs):
@@ -105,6 +106,7 @@ pub(crate) fn routes(ui: Ui) -> Router {
         .route("/api/queues", get(overview::overview))
         .route("/api/queues/{name}", get(detail::queue))
         .route("/api/queues/{name}/activity", get(activity::history))
+        .route("/api/queues/{name}/days", get(activity::days))
         .route("/api/queues/{name}/processes", get(activity::processes))
         .route("/api/queues/{name}/schedules", get(schedules::list))
         .route(
