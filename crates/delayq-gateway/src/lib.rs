@@ -31,7 +31,7 @@
 //! - `schedules.rs`: `/v2/schedules` on the queue's recurring schedules.
 //! - `deliver.rs`: the delivery worker's handler.
 //! - `lane_workers.rs`: a delivery worker per lane, as the lanes come and go.
-//! - `dlq.rs`: the dead letters as QStash's DLQ.
+//! - `dlq.rs`: the dead letters as QStash's DLQ (list, get, delete one or many, retry).
 //! - `native.rs`: the native queues (`/v1/queues/...`): offer into any Redisson queue.
 
 mod access;
@@ -186,7 +186,7 @@ impl Gateway {
                 "/v2/messages/{id}",
                 get(messages::get).delete(messages::cancel),
             )
-            .route("/v2/dlq", get(dlq::list))
+            .route("/v2/dlq", get(dlq::list).delete(dlq::delete_many))
             .route("/v2/dlq/{id}", get(dlq::get).delete(dlq::delete))
             .route("/v2/dlq/retry", post(dlq::retry_many))
             .route("/v2/dlq/retry/{id}", post(dlq::retry))

@@ -135,6 +135,7 @@ pub(crate) fn route_of(method: &Method, path: &str) -> &'static str {
         (m, ["v2", "messages", _]) if *m == delete => "messages_cancel",
         (m, ["v2", "messages"]) if *m == delete => "messages_cancel_many",
         (m, ["v2", "dlq"]) if *m == get => "dlq_list",
+        (m, ["v2", "dlq"]) if *m == delete => "dlq_delete_many",
         (m, ["v2", "dlq", "retry", ..]) if *m == post => "dlq_retry",
         (m, ["v2", "dlq", _]) if *m == get => "dlq_get",
         (m, ["v2", "dlq", _]) if *m == delete => "dlq_delete",
@@ -159,6 +160,7 @@ mod tests {
             (Method::POST, "/v2/dlq/retry/x", "dlq_retry"),
             (Method::POST, "/v2/dlq/retry", "dlq_retry"),
             (Method::DELETE, "/v2/dlq/x", "dlq_delete"),
+            (Method::DELETE, "/v2/dlq", "dlq_delete_many"),
             (Method::POST, "/v1/queues/orders/offer", "native_offer"),
             (
                 Method::DELETE,
