@@ -139,6 +139,8 @@ pub(crate) fn route_of(method: &Method, path: &str) -> &'static str {
         (m, ["v2", "dlq", "retry", ..]) if *m == post => "dlq_retry",
         (m, ["v2", "dlq", _]) if *m == get => "dlq_get",
         (m, ["v2", "dlq", _]) if *m == delete => "dlq_delete",
+        (m, ["v2", "flowControl"]) if *m == get => "flow_control_list",
+        (m, ["v2", "flowControl", _, ..]) if *m == get => "flow_control_get",
         (m, ["v1", "queues", _, "offer"]) if *m == post => "native_offer",
         (m, ["v1", "queues", _, "handles", _]) if *m == delete => "native_cancel",
         (m, ["v1", "queues", _]) if *m == get => "native_size",
@@ -161,6 +163,8 @@ mod tests {
             (Method::POST, "/v2/dlq/retry", "dlq_retry"),
             (Method::DELETE, "/v2/dlq/x", "dlq_delete"),
             (Method::DELETE, "/v2/dlq", "dlq_delete_many"),
+            (Method::GET, "/v2/flowControl", "flow_control_list"),
+            (Method::GET, "/v2/flowControl/a/b", "flow_control_get"),
             (Method::POST, "/v1/queues/orders/offer", "native_offer"),
             (
                 Method::DELETE,
