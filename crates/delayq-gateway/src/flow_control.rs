@@ -59,7 +59,8 @@ async fn held(
     key: &str,
     now: i64,
 ) -> Result<Held, ApiError> {
-    let fail = |err: delayq::fred::error::Error| ApiError::internal("reading the flow control", &err);
+    let fail =
+        |err: delayq::fred::error::Error| ApiError::internal("reading the flow control", &err);
     let client = &shared.client;
     let waiting: u64 = client.llen(keys.limit_parked(key)).await.map_err(fail)?;
     let active: u64 = client
@@ -139,12 +140,21 @@ async fn info(
 pub(crate) async fn list(State(shared): State<Arc<Shared>>) -> Result<Json<Value>, ApiError> {
     let lanes = flow_lanes(&shared).await?;
     let now = crate::now_ms();
-    let fail = |err: delayq::fred::error::Error| ApiError::internal("listing the flow control", &err);
+    let fail =
+        |err: delayq::fred::error::Error| ApiError::internal("listing the flow control", &err);
     let mut names = std::collections::BTreeSet::new();
     for (_, _, keys) in &lanes {
         let held: Vec<String> = shared
             .client
-            .zrange(keys.limit_held(), 0, LISTED as i64 - 1, None, false, None, false)
+            .zrange(
+                keys.limit_held(),
+                0,
+                LISTED as i64 - 1,
+                None,
+                false,
+                None,
+                false,
+            )
             .await
             .map_err(fail)?;
         let busy: Vec<String> = shared

@@ -62,7 +62,10 @@ async fn dead_letters_deleted_by_ids_in_the_query_and_in_the_body() {
         ("".to_owned(), format!("{{\"dlqIds\": [\"{a}\"")),
         ("".to_owned(), format!("{{\"dlqIds\": \"{a}\"}}")),
         ("".to_owned(), format!("{{\"dlqIds\": [\"{a}\", 7]}}")),
-        ("".to_owned(), format!("{{\"dlqIds\": [\"{a}\"], \"all\": true}}")),
+        (
+            "".to_owned(),
+            format!("{{\"dlqIds\": [\"{a}\"], \"all\": true}}"),
+        ),
         ("".to_owned(), format!("{{\"dlqIds\": [\"{a}\", \"\"]}}")),
         ("".to_owned(), "[]".to_owned()),
         ("".to_owned(), many),
@@ -76,7 +79,11 @@ async fn dead_letters_deleted_by_ids_in_the_query_and_in_the_body() {
         assert_eq!(status, 400, "{query} {body}: {answer}");
         assert!(answer["error"].is_string(), "{query} {body}: {answer}");
     }
-    assert_eq!(dlq_ids(&gw).await, all, "a refused request deleted something");
+    assert_eq!(
+        dlq_ids(&gw).await,
+        all,
+        "a refused request deleted something"
+    );
 
     // Ids in the query (repeated, as node's URLSearchParams writes them); an unknown id is not
     // counted, a repeated one once.

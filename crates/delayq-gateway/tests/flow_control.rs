@@ -208,11 +208,17 @@ async fn flow_control_key_read_with_its_wait_list() {
     let (status, answer) = gw.call("GET", "/v2/flowControl/tenant-r").await;
     assert_eq!(status, 404, "{answer}");
     assert!(answer["error"].is_string());
-    assert_eq!(gw.call("GET", "/v2/flowControl").await.1, serde_json::json!([]));
+    assert_eq!(
+        gw.call("GET", "/v2/flowControl").await.1,
+        serde_json::json!([])
+    );
     let (status, answer) = gw.call("GET", "/v2/flowControl/a%20b").await;
     assert_eq!(status, 400, "{answer}");
     let long = "k".repeat(257);
-    assert_eq!(gw.call("GET", &format!("/v2/flowControl/{long}")).await.0, 400);
+    assert_eq!(
+        gw.call("GET", &format!("/v2/flowControl/{long}")).await.0,
+        400
+    );
     for action in ["pause", "resume", "pin", "unpin", "resetRate"] {
         let (status, answer) = gw
             .call("POST", &format!("/v2/flowControl/tenant-r/{action}"))
