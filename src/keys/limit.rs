@@ -43,6 +43,48 @@ impl QueueKeys {
         item_key(&self.limit_parked_prefix(), key)
     }
 
+    /// The zset of the slots the limit key `key` holds (`delayq_limit_key:{NAME}:KEY`,
+    /// delivery id → lease end ms); `key` written as in [`limit_parked`](Self::limit_parked).
+    ///
+    /// ```
+    /// let keys = delayq::QueueKeys::new("orders");
+    /// assert_eq!(keys.limit_key_slots("eu:acme"), "delayq_limit_key:{orders}:eu%3Aacme");
+    /// ```
+    pub fn limit_key_slots(&self, key: &str) -> String {
+        item_key(&self.limit_key_slots_prefix(), key)
+    }
+
+    /// The zset of the rates' state (`delayq_limit_tat:{NAME}`): `q` (the queue-wide rate) or
+    /// `k:KEY` (a limit key's) → its theoretical arrival time, epoch ms (GCRA: a start is
+    /// granted once the time reaches it).
+    ///
+    /// ```
+    /// assert_eq!(delayq::QueueKeys::new("orders").limit_rate_state(), "delayq_limit_tat:{orders}");
+    /// ```
+    pub fn limit_rate_state(&self) -> String {
+        prefix_name(TAT_PREFIX, self.target())
+    }
+
+    /// The zset of the limit keys with values held back (`delayq_limit_held:{NAME}`, key →
+    /// when to try it again, epoch ms).
+    ///
+    /// ```
+    /// assert_eq!(delayq::QueueKeys::new("orders").limit_held(), "delayq_limit_held:{orders}");
+    /// ```
+    pub fn limit_held(&self) -> String {
+        prefix_name(HELD_PREFIX, self.target())
+    }
+
+    /// The zset of the limit keys with slots held (`delayq_limit_busy:{NAME}`, key → its
+    /// latest lease end, epoch ms; entries run out are removed lazily).
+    ///
+    /// ```
+    /// assert_eq!(delayq::QueueKeys::new("orders").limit_busy(), "delayq_limit_busy:{orders}");
+    /// ```
+    pub fn limit_busy(&self) -> String {
+        prefix_name(BUSY_PREFIX, self.target())
+    }
+
     pub(crate) fn limit_parked_prefix(&self) -> String {
         prefix_name(PARKED_PREFIX, self.target())
     }
@@ -84,14 +126,13 @@ pub(crate) struct LimitKeys {
 impl LimitKeys {
     /// The keys of the queue `keys` for the limit key `key`.
     pub(crate) fn new(keys: &QueueKeys, key: &str) -> LimitKeys {
-        let target = keys.target();
         LimitKeys {
             limits: keys.limits(),
-            slots: prefix_name(SLOTS_PREFIX, target),
-            tat: prefix_name(TAT_PREFIX, target),
-            held: prefix_name(HELD_PREFIX, target),
-            busy: prefix_name(BUSY_PREFIX, target),
-            key_slots: item_key(&keys.limit_key_slots_prefix(), key),
+            slots: prefix_name(SLOTS_PREFIX, keys.target()),
+            tat: keys.limit_rate_state(),
+            held: keys.limit_held(),
+            busy: keys.limit_busy(),
+            key_slots: keys.limit_key_slots(key),
             parked: keys.limit_parked(key),
         }
     }

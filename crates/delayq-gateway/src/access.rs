@@ -1,5 +1,6 @@
-//! Who may call what. Every request needs `Authorization: Bearer TOKEN` with a token of one of
-//! the [`Role`]s (401 otherwise); [`needs`] says which roles each route admits, and a token of
+//! Who may call what. Every request needs `Authorization: Bearer TOKEN` (or, as QStash
+//! accepts, `?qstash_token=TOKEN`, taken out of the query before the route sees it) with a
+//! token of one of the [`Role`]s (401 otherwise); [`needs`] says which roles each route admits, and a token of
 //! another role is answered 403 before the route runs (nothing is read or stored). Tokens are
 //! compared in constant time, every token of every role on every request, so how long the
 //! answer takes says nothing of which one matched.
@@ -14,7 +15,7 @@
 use crate::error::ApiError;
 use crate::Shared;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
@@ -87,13 +88,76 @@ pub(crate) fn needs(method: &Method, path: &str) -> &'static [Role] {
     }
 }
 
-/// The role of the token in `headers`, and its fingerprint; none without a known token.
+/// The role of the token in `headers` (`Authorization: Bearer TOKEN`), and its fingerprint;
+/// none without a known token.
 pub(crate) fn role_of(shared: &Shared, headers: &HeaderMap) -> Option<Caller> {
-    let given = headers
+    caller_of_token(shared, bearer(headers).unwrap_or(""))
+}
+
+/// The token of `Authorization: Bearer TOKEN`, if the header is there.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
+}
+
+/// The name of the query parameter QStash accepts the token in, where a client cannot set
+/// the header.
+const QUERY_TOKEN: &str = "qstash_token";
+
+/// `query` without its `qstash_token` parameters (the others kept byte for byte, in order),
+/// and the values of those (percent-decoded; a value that does not decode as given).
+fn split_query_token(query: &str) -> (String, Vec<String>) {
+    let mut kept: Vec<&str> = Vec::new();
+    let mut tokens = Vec::new();
+    for pair in query.split('&') {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if form_decode(name).as_deref() == Some(QUERY_TOKEN) {
+            // A value that does not decode is kept as given: it then matches no token.
+            tokens.push(form_decode(value).unwrap_or_else(|| value.to_owned()));
+        } else {
+            kept.push(pair);
+        }
+    }
+    (kept.join("&"), tokens)
+}
+
+/// `text` decoded as a form's query component (`%XX`, `+` for a space); none when it is not
+/// UTF-8 or has a bad escape.
+fn form_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+/// `uri` with `query` as its query (none when empty).
+fn with_query(uri: &Uri, query: &str) -> Option<Uri> {
+    let path = uri.path();
+    let path_and_query = match query.is_empty() {
+        true => path.to_owned(),
+        false => format!("{path}?{query}"),
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(path_and_query.parse().ok()?);
+    Uri::from_parts(parts).ok()
+}
+
+/// The caller whose token is `given`, compared with every token of every role.
+fn caller_of_token(shared: &Shared, given: &str) -> Option<Caller> {
     let config = &shared.config;
     // Every token of every role compared, each in time that depends only on the lengths.
     let mut found = None;
@@ -139,9 +203,34 @@ pub(crate) async fn authorize(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let Some(caller) = role_of(&shared, request.headers()) else {
-        return ApiError::new(StatusCode::UNAUTHORIZED, "a valid bearer token is needed")
-            .into_response();
+    // QStash's `?qstash_token=TOKEN`, for clients that cannot set the header: taken out of
+    // the query before any route reads it (a publish's destination keeps its query, which
+    // must not carry the token on), and never logged.
+    let mut query_tokens = Vec::new();
+    if let Some(query) = request.uri().query() {
+        let (kept, tokens) = split_query_token(query);
+        if !tokens.is_empty() {
+            let Some(uri) = with_query(request.uri(), &kept) else {
+                return ApiError::bad_request("a malformed query").into_response();
+            };
+            *request.uri_mut() = uri;
+            query_tokens = tokens;
+        }
+    }
+    if query_tokens.len() > 1 {
+        return ApiError::bad_request("qstash_token given more than once").into_response();
+    }
+    // The header wins when both are given.
+    let given = match bearer(request.headers()) {
+        Some(token) => token.to_owned(),
+        None => query_tokens.pop().unwrap_or_default(),
+    };
+    let Some(caller) = caller_of_token(&shared, &given) else {
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a valid token is needed (Authorization: Bearer TOKEN, or ?qstash_token=TOKEN)",
+        )
+        .into_response();
     };
     let admitted = needs(request.method(), request.uri().path());
     if !admitted.contains(&caller.role) {
@@ -194,6 +283,26 @@ mod tests {
             needs(&Method::POST, "/v1/queues/orders/offer"),
             &[Role::Native, Role::Admin]
         );
+    }
+
+    #[test]
+    fn the_query_token_is_taken_out_and_the_rest_kept_as_given() {
+        let (kept, tokens) = split_query_token("a=1&qstash_token=t%2Bk+n&b=%2F&qstash%5Ftoken=u");
+        assert_eq!(kept, "a=1&b=%2F");
+        assert_eq!(tokens, ["t+k n", "u"]);
+        let (kept, tokens) = split_query_token("qstash_tokens=x&x=qstash_token");
+        assert_eq!(
+            (kept.as_str(), tokens.len()),
+            ("qstash_tokens=x&x=qstash_token", 0)
+        );
+        assert_eq!(form_decode("%zz"), None);
+        assert_eq!(form_decode("%f"), None);
+        let uri: Uri = "/v2/publish/http://h/x?y=1&qstash_token=t".parse().unwrap();
+        assert_eq!(
+            with_query(&uri, "y=1").unwrap(),
+            "/v2/publish/http://h/x?y=1"
+        );
+        assert_eq!(with_query(&uri, "").unwrap(), "/v2/publish/http://h/x");
     }
 
     #[test]

@@ -9,8 +9,9 @@ use crate::error::ApiError;
 use crate::messages::message_json;
 use crate::Shared;
 use axum::extract::{Path, Query, RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, Uri};
 use axum::Json;
+use bytes::Bytes;
 use delayq::codec::ByteArrayCodec;
 use delayq::reliable::DeadLetter;
 use delayq::DelayedQueue;
@@ -176,6 +177,88 @@ pub(crate) async fn delete(
         Ok(false) => Err(ApiError::not_found(format!("dead letter {id} not found"))),
         Err(err) => Err(ApiError::internal("deleting the dead letter", &err)),
     }
+}
+
+/// The most dead letters one bulk delete may name.
+pub(crate) const MAX_BULK: usize = 1_000;
+
+/// The ids of a bulk request: `dlqIds=ID` in the query (repeated, as the node SDK sends them)
+/// and `{"dlqIds": [...]}` in a JSON body (as the Python SDK sends them), without repeats.
+/// Anything else (filters, `all`, `count`, `cursor`, other fields) is refused: a bulk delete
+/// by filter is not supported, and must not delete more than asked.
+fn bulk_ids(uri: &Uri, body: &[u8]) -> Result<Vec<String>, ApiError> {
+    let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(uri)
+        .map_err(|err| ApiError::bad_request(format!("bad query: {}", err.body_text())))?;
+    let mut ids = Vec::new();
+    for (name, value) in pairs {
+        match name.as_str() {
+            "dlqIds" => ids.push(value),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown parameter {other:?}: give the dead letters as dlqIds \
+                     (by filter, count or cursor is not supported yet)"
+                )))
+            }
+        }
+    }
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct Ids {
+            dlq_ids: Vec<String>,
+        }
+        let given: Ids = serde_json::from_slice(body).map_err(|err| {
+            ApiError::bad_request(format!("bad body: {err} (expected {{\"dlqIds\": [...]}})"))
+        })?;
+        ids.extend(given.dlq_ids);
+    }
+    if ids.iter().any(String::is_empty) {
+        return Err(ApiError::bad_request("an empty dlqId"));
+    }
+    ids.sort();
+    ids.dedup();
+    if ids.is_empty() {
+        return Err(ApiError::bad_request(
+            "give the dead letters as dlqIds (deleting all, or by filter, is not supported yet)",
+        ));
+    }
+    if ids.len() > MAX_BULK {
+        return Err(ApiError::bad_request(format!(
+            "{} dlqIds; at most {MAX_BULK} a request",
+            ids.len()
+        )));
+    }
+    Ok(ids)
+}
+
+/// `DELETE /v2/dlq?dlqIds=A&dlqIds=B`, or with the body `{"dlqIds": ["A", "B"]}`:
+/// `{"deleted": N}`, N the dead letters found and deleted (ids not found are not counted, as
+/// QStash answers). The input is checked before anything is deleted.
+pub(crate) async fn delete_many(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let ids = bulk_ids(&uri, &body)?;
+    let wanted: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+    let mut deleted = 0;
+    for found in letters(&shared, SCANNED).await? {
+        if !wanted.contains(found.envelope.id.as_str()) {
+            continue;
+        }
+        match found
+            .queue
+            .admin()
+            .delete_dead_letter(&found.letter.record)
+            .await
+        {
+            Ok(true) => deleted += 1,
+            // Deleted by another request meanwhile: not counted twice.
+            Ok(false) => {}
+            Err(err) => return Err(ApiError::internal("deleting the dead letters", &err)),
+        }
+    }
+    Ok(Json(json!({ "deleted": deleted })))
 }
 
 /// `POST /v2/dlq/retry?dlqIds=A&dlqIds=B`: each as [`retry`]; 201

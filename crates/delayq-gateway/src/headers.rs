@@ -208,6 +208,11 @@ const MAX_FLOW: u32 = 10_000;
 /// The longest flow-control period (QStash's).
 const MAX_PERIOD: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// Whether `key` may be a flow-control key: 1 to 256 printable ASCII characters.
+pub(crate) fn valid_flow_key(key: &str) -> bool {
+    !key.is_empty() && key.len() <= 256 && key.bytes().all(|b| b.is_ascii_graphic())
+}
+
 /// `Upstash-Flow-Control-Key` with `Upstash-Flow-Control-Value`: `parallelism=N`, `rate=N`,
 /// `period=DURATION` (1 s by default, a week at most), separated by commas; parallelism or rate
 /// is needed.
@@ -221,7 +226,7 @@ pub(crate) fn flow_control(
         (Some(key), Some(value)) => (key, value),
         _ => return bad("Upstash-Flow-Control-Key and -Value go together".into()),
     };
-    if key.is_empty() || key.len() > 256 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+    if !valid_flow_key(key) {
         return bad(format!(
             "bad Upstash-Flow-Control-Key {key:?}: 1 to 256 printable characters"
         ));

@@ -31,7 +31,8 @@
 //! - `schedules.rs`: `/v2/schedules` on the queue's recurring schedules.
 //! - `deliver.rs`: the delivery worker's handler.
 //! - `lane_workers.rs`: a delivery worker per lane, as the lanes come and go.
-//! - `dlq.rs`: the dead letters as QStash's DLQ.
+//! - `flow_control.rs`: `GET /v2/flowControl[/{key}]` from the flow-control lanes' limits.
+//! - `dlq.rs`: the dead letters as QStash's DLQ (list, get, delete one or many, retry).
 //! - `native.rs`: the native queues (`/v1/queues/...`): offer into any Redisson queue.
 
 mod access;
@@ -43,6 +44,7 @@ mod dlq;
 mod envelope;
 mod error;
 mod events;
+mod flow_control;
 mod headers;
 mod kept;
 mod keys;
@@ -186,7 +188,7 @@ impl Gateway {
                 "/v2/messages/{id}",
                 get(messages::get).delete(messages::cancel),
             )
-            .route("/v2/dlq", get(dlq::list))
+            .route("/v2/dlq", get(dlq::list).delete(dlq::delete_many))
             .route("/v2/dlq/{id}", get(dlq::get).delete(dlq::delete))
             .route("/v2/dlq/retry", post(dlq::retry_many))
             .route("/v2/dlq/retry/{id}", post(dlq::retry))
@@ -203,6 +205,11 @@ impl Gateway {
             )
             .route("/v2/events", get(events::events))
             .route("/v2/logs", get(events::logs))
+            .route("/v2/flowControl", get(flow_control::list))
+            .route(
+                "/v2/flowControl/{*key}",
+                axum::routing::any(flow_control::route),
+            )
             .route("/v2/keys", get(keys::get))
             .route("/v2/keys/rotate", post(keys::rotate))
             .fallback(not_found)

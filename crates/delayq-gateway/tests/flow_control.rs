@@ -178,3 +178,94 @@ async fn values_are_shown_and_bad_ones_refused() {
     assert!(slow.calls("fcbad").is_empty());
     gw.shutdown().await;
 }
+
+/// Polls `GET path` until `done` holds for its answer (60 s at most); the last answer.
+async fn wait_answer(
+    gw: &TestGateway,
+    path: &str,
+    done: impl Fn(u16, &serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let (status, answer) = gw.call("GET", path).await;
+        if done(status, &answer) {
+            return answer;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path}: {status} {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn flow_control_key_read_with_its_wait_list() {
+    let redis = TestRedis::start();
+    let slow = SlowReceiver::start(Duration::from_millis(50)).await;
+    let (_receiver, gw) = start(&redis, &slow).await;
+    // Unknown before any publish; bad keys and the calls that change a key refused.
+    let (status, answer) = gw.call("GET", "/v2/flowControl/tenant-r").await;
+    assert_eq!(status, 404, "{answer}");
+    assert!(answer["error"].is_string());
+    assert_eq!(
+        gw.call("GET", "/v2/flowControl").await.1,
+        serde_json::json!([])
+    );
+    let (status, answer) = gw.call("GET", "/v2/flowControl/a%20b").await;
+    assert_eq!(status, 400, "{answer}");
+    let long = "k".repeat(257);
+    assert_eq!(
+        gw.call("GET", &format!("/v2/flowControl/{long}")).await.0,
+        400
+    );
+    for action in ["pause", "resume", "pin", "unpin", "resetRate"] {
+        let (status, answer) = gw
+            .call("POST", &format!("/v2/flowControl/tenant-r/{action}"))
+            .await;
+        assert_eq!(status, 405, "{action}: {answer}");
+        assert!(answer["error"].is_string(), "{action}: {answer}");
+    }
+
+    // One start an hour: the first delivery is held at the receiver, the three others wait.
+    slow.close("fcr");
+    for i in 0..4 {
+        let (status, answer) = gw
+            .publish(
+                &format!("{}fcr/{i}", slow.base()),
+                &flow("tenant-r", "parallelism=1, rate=1, period=1h"),
+                b"r".to_vec(),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+    }
+    slow.wait_running("fcr", 1).await;
+    let info = wait_answer(&gw, "/v2/flowControl/tenant-r", |status, a| {
+        status == 200 && a["waitListSize"] == 3
+    })
+    .await;
+    assert_eq!(info["flowControlKey"], "tenant-r");
+    assert_eq!(info["parallelismMax"], 1);
+    assert_eq!(info["parallelismCount"], 1, "{info}");
+    assert_eq!(info["rateMax"], 1);
+    assert_eq!(info["rateCount"], 1, "{info}");
+    assert_eq!(info["ratePeriod"], 3600);
+    assert_eq!(info["isPaused"], false);
+    let (status, listed) = gw.call("GET", "/v2/flowControl").await;
+    assert_eq!(status, 200);
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["flowControlKey"], "tenant-r");
+    assert_eq!(listed[0]["waitListSize"], 3);
+
+    // The first delivery answered: nothing under way, the three still wait for the rate.
+    slow.open("fcr");
+    slow.wait_for("fcr", 1).await;
+    let info = wait_answer(&gw, "/v2/flowControl/tenant-r", |status, a| {
+        status == 200 && a["parallelismCount"] == 0
+    })
+    .await;
+    assert_eq!(info["waitListSize"], 3, "{info}");
+    assert_eq!(slow.calls("fcr").len(), 1);
+    gw.shutdown().await;
+}

@@ -262,6 +262,36 @@ test("flow control: the values read back; bad ones refused, nothing delivered", 
   assert.equal(to("/200/node-fc-bad").length, 0);
 });
 
+test("flow control: a key read back with its wait list", async () => {
+  await assert.rejects(client.flowControl.get("node-w"), (err) => err.status === 404);
+  // One start an hour: the first is delivered, the two others wait for the rate.
+  for (let i = 0; i < 3; i++) {
+    await client.publish({
+      url: `${base}/200/node-fc-wait/${i}`,
+      body: "w",
+      flowControl: { key: "node-w", parallelism: 2, rate: 1, period: "1h" },
+    });
+  }
+  await waitFor("/200/node-fc-wait/", 1);
+  const deadline = Date.now() + PATIENCE_MS;
+  let info;
+  for (;;) {
+    info = await client.flowControl.get("node-w");
+    if (info.waitListSize === 2) break;
+    assert.ok(Date.now() < deadline, JSON.stringify(info));
+    await sleep(50);
+  }
+  assert.equal(info.flowControlKey, "node-w");
+  assert.equal(info.parallelismMax, 2);
+  assert.equal(info.rateMax, 1);
+  assert.equal(info.rateCount, 1);
+  assert.equal(info.ratePeriod, 3600);
+  assert.equal(info.isPaused, false);
+  assert.equal(to("/200/node-fc-wait/").length, 1);
+  // Changing a key is not supported: refused, not ignored.
+  await assert.rejects(client.flowControl.pause("node-w"), (err) => err.status === 405);
+});
+
 test("queues: batch items with a queueName go to their queue", async () => {
   const res = await client.batch([
     { url: `${base}/slow50/node-bq/0`, body: "0", queueName: "node-batched" },

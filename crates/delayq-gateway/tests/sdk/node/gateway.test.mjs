@@ -184,6 +184,20 @@ test("a dead letter deleted", async () => {
   assert.ok(!dlq.messages.some((m) => m.messageId === res.messageId));
 });
 
+test("dead letters deleted in bulk: ids in the query, unknown ones not counted", async () => {
+  const ids = [];
+  for (const name of ["node-bulk-a", "node-bulk-b"]) {
+    const res = await client.publish({ url: `${base}/500/${name}`, body: "x", retries: 0 });
+    ids.push((await waitDead(res.messageId)).dlqId);
+  }
+  const deleted = await client.dlq.delete([...ids, "msg_not_a_dead_letter"]);
+  assert.equal(deleted.deleted, 2);
+  const dlq = await client.dlq.listMessages();
+  assert.ok(!dlq.messages.some((m) => ids.includes(m.dlqId)));
+  // By filter is refused (400) rather than deleting more than asked.
+  await assert.rejects(client.dlq.delete({ filter: { url: `${base}/500/node-bulk-a` } }), (err) => err.status === 400);
+});
+
 test("cancel: a cancelled message is never delivered", async () => {
   // Due in an hour: still pending when cancelled, however slow the machine.
   const res = await client.publish({ url: `${base}/200/node-cancelled`, body: "no", delay: 3600 });

@@ -265,3 +265,28 @@ def test_flow_control_values_read_back_and_bad_ones_refused(client):
             client.message.publish(url=f"{BASE}/200/py-fc-bad", body="x", flow_control=bad)
     time.sleep(0.3)
     assert to("/200/py-fc-bad") == []
+
+
+def test_flow_control_key_read_with_its_wait_list(client):
+    with pytest.raises(QStashError):
+        client.flow_control.get("py-w")
+    # One start an hour: the first is delivered, the two others wait for the rate.
+    for i in range(3):
+        client.message.publish(url=f"{BASE}/200/py-fc-wait/{i}", body="w",
+                               flow_control={"key": "py-w", "parallelism": 2, "rate": 1,
+                                             "period": "1h"})
+    wait_for("/200/py-fc-wait/", 1)
+    deadline = time.time() + PATIENCE_S
+    while True:
+        info = client.flow_control.get("py-w")
+        if info.wait_list_size == 2:
+            break
+        assert time.time() < deadline, info
+        time.sleep(0.05)
+    assert info.key == "py-w"
+    assert (info.parallelism_max, info.rate_max, info.rate_count) == (2, 1, 1)
+    assert info.rate_period == 3600
+    assert not info.is_paused
+    assert len(to("/200/py-fc-wait/")) == 1
+    with pytest.raises(QStashError):
+        client.flow_control.pause("py-w")

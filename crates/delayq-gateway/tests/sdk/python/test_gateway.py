@@ -205,6 +205,22 @@ def test_dead_letter_read_and_deleted(client):
         client.dlq.get(found[0].dlq_id)
 
 
+def test_dead_letters_deleted_in_bulk(client):
+    ids = []
+    for name in ["py-bulk-a", "py-bulk-b"]:
+        res = client.message.publish(url=f"{BASE}/500/{name}", body="x", retries=0)
+        deadline = time.time() + PATIENCE_S
+        while not any(m.message_id == res.message_id for m in client.dlq.list().messages):
+            assert time.time() < deadline, "not in the DLQ"
+            time.sleep(0.05)
+        ids.append(res.message_id)
+    # The Python SDK sends the ids as a JSON body; unknown ones are not counted.
+    assert client.dlq.delete_many(ids + ["msg_not_a_dead_letter"]) == 2
+    left = [m.dlq_id for m in client.dlq.list().messages]
+    assert not set(ids) & set(left)
+    assert client.dlq.delete_many(ids) == 0
+
+
 def test_refused_destination_and_token(client):
     with pytest.raises(QStashError, match="allow-list"):
         client.message.publish(url="http://127.0.0.2:9/not-allowed", body="x")

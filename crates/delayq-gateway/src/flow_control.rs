@@ -1,0 +1,209 @@
+//! `GET /v2/flowControl` and `GET /v2/flowControl/{key}`: what a flow-control key's limits
+//! are and hold now, read from the per-key limits of the flow-control lanes (see `lanes.rs`):
+//! the values held back for the key (QStash's wait list), the slots it holds (deliveries under
+//! way), and the starts its rate has counted. Reads only; pausing, pinning and resetting a key
+//! are not supported (405).
+
+use crate::error::ApiError;
+use crate::lanes::Lane;
+use crate::Shared;
+use axum::extract::{Path, State};
+use axum::http::{Method, StatusCode};
+use axum::Json;
+use delayq::fred::interfaces::{ListInterface, SortedSetsInterface};
+use delayq::QueueKeys;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The most keys `GET /v2/flowControl` lists.
+const LISTED: usize = 1_000;
+
+/// What one flow-control lane holds for one key.
+#[derive(Debug, Default, Clone, Copy)]
+struct Held {
+    /// Values held back for the key: its wait list.
+    waiting: u64,
+    /// Slots the key holds: deliveries under way.
+    active: u64,
+    /// Starts its rate counted that still weigh on it.
+    rate_count: u64,
+    /// Whether the lane keeps any state for the key.
+    known: bool,
+}
+
+/// The flow-control lanes: name, what the lane is, its keys.
+async fn flow_lanes(shared: &Shared) -> Result<Vec<(String, Lane, QueueKeys)>, ApiError> {
+    let all = shared
+        .lanes
+        .all()
+        .await
+        .map_err(|err| ApiError::internal("reading the flow-control lanes", &err))?;
+    let mut lanes: Vec<(String, Lane)> = all
+        .into_iter()
+        .filter(|(_, lane)| lane.queue.is_none())
+        .collect();
+    lanes.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out = Vec::with_capacity(lanes.len());
+    for (name, lane) in lanes {
+        let keys = QueueKeys::new(&name);
+        out.push((name, lane, keys));
+    }
+    Ok(out)
+}
+
+/// What the lane of `lane`, `keys` holds for `key` at `now` (epoch ms).
+async fn held(
+    shared: &Shared,
+    lane: &Lane,
+    keys: &QueueKeys,
+    key: &str,
+    now: i64,
+) -> Result<Held, ApiError> {
+    let fail =
+        |err: delayq::fred::error::Error| ApiError::internal("reading the flow control", &err);
+    let client = &shared.client;
+    let waiting: u64 = client.llen(keys.limit_parked(key)).await.map_err(fail)?;
+    let active: u64 = client
+        // Leases that run out after now (scores are whole or thousandths of ms).
+        .zcount(keys.limit_key_slots(key), now as f64 + 0.001, f64::INFINITY)
+        .await
+        .map_err(fail)?;
+    let tat: Option<f64> = client
+        .zscore(keys.limit_rate_state(), format!("k:{key}"))
+        .await
+        .map_err(fail)?;
+    // GCRA: each start pushes the arrival time one emission interval (period / rate) on, so
+    // how far it is ahead of now counts the starts that still weigh on the rate.
+    let rate_count = match (tat, lane.rate) {
+        (Some(tat), Some(rate)) if rate > 0 && tat > now as f64 => {
+            let interval = lane.period_ms.max(1) as f64 / f64::from(rate);
+            (((tat - now as f64) / interval).ceil() as u64).min(u64::from(rate))
+        }
+        _ => 0,
+    };
+    Ok(Held {
+        waiting,
+        active,
+        rate_count,
+        known: waiting > 0 || active > 0 || tat.is_some(),
+    })
+}
+
+/// QStash's `FlowControlInfo` of `key`, or none when no lane keeps anything for it. A key
+/// published with several sets of values is in several lanes: its counts are their sums, its
+/// values those of the lane with the most waiting and under way (of the latest updated on a
+/// tie).
+async fn info(
+    shared: &Shared,
+    lanes: &[(String, Lane, QueueKeys)],
+    key: &str,
+) -> Result<Option<Value>, ApiError> {
+    let now = crate::now_ms();
+    let mut total = Held::default();
+    let mut main: Option<(&Lane, Held)> = None;
+    for (_, lane, keys) in lanes {
+        let held = held(shared, lane, keys, key, now).await?;
+        if !held.known {
+            continue;
+        }
+        total.waiting += held.waiting;
+        total.active += held.active;
+        total.known = true;
+        let weight = |h: &Held, l: &Lane| (h.waiting + h.active, l.updated_at);
+        if main.is_none_or(|(l, h)| weight(&held, lane) > weight(&h, l)) {
+            main = Some((lane, held));
+        }
+    }
+    let Some((lane, held)) = main else {
+        return Ok(None);
+    };
+    let period_s = match lane.rate {
+        Some(_) => lane.period_ms.div_ceil(1000),
+        None => 0,
+    };
+    Ok(Some(json!({
+        "flowControlKey": key,
+        "waitListSize": total.waiting,
+        "parallelismMax": lane.parallelism.unwrap_or(0),
+        "parallelismCount": total.active,
+        "rateMax": lane.rate.unwrap_or(0),
+        "rateCount": held.rate_count,
+        "ratePeriod": period_s,
+        "isPaused": false,
+        "isPinnedParallelism": false,
+        "isPinnedRate": false,
+    })))
+}
+
+/// `GET /v2/flowControl`: the keys with values held back or deliveries under way (at most
+/// [`LISTED`]), each as `GET /v2/flowControl/{key}` answers, by key.
+pub(crate) async fn list(State(shared): State<Arc<Shared>>) -> Result<Json<Value>, ApiError> {
+    let lanes = flow_lanes(&shared).await?;
+    let now = crate::now_ms();
+    let fail =
+        |err: delayq::fred::error::Error| ApiError::internal("listing the flow control", &err);
+    let mut names = std::collections::BTreeSet::new();
+    for (_, _, keys) in &lanes {
+        let held: Vec<String> = shared
+            .client
+            .zrange(
+                keys.limit_held(),
+                0,
+                LISTED as i64 - 1,
+                None,
+                false,
+                None,
+                false,
+            )
+            .await
+            .map_err(fail)?;
+        let busy: Vec<String> = shared
+            .client
+            .zrangebyscore(
+                keys.limit_busy(),
+                format!("({now}"),
+                "+inf",
+                false,
+                Some((0, LISTED as i64)),
+            )
+            .await
+            .map_err(fail)?;
+        names.extend(held.into_iter().chain(busy));
+    }
+    let mut listed = Vec::new();
+    for name in names.into_iter().take(LISTED) {
+        if let Some(info) = info(&shared, &lanes, &name).await? {
+            listed.push(info);
+        }
+    }
+    Ok(Json(Value::Array(listed)))
+}
+
+/// `GET /v2/flowControl/{key}`; 404 when no lane keeps anything for the key (no value waits,
+/// none is under way, its rate counts none), 400 for a key no publish could give, 405 for the
+/// calls that change a key (pause, resume, pin, unpin, resetRate).
+pub(crate) async fn route(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    Path(key): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if method != Method::GET {
+        return Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "pausing, resuming, pinning and resetting a flow-control key are not supported \
+             (see docs/gateway.md)",
+        ));
+    }
+    if !crate::headers::valid_flow_key(&key) {
+        return Err(ApiError::bad_request(format!(
+            "bad flow-control key {key:?}: 1 to 256 printable characters"
+        )));
+    }
+    let lanes = flow_lanes(&shared).await?;
+    match info(&shared, &lanes, &key).await? {
+        Some(info) => Ok(Json(info)),
+        None => Err(ApiError::not_found(format!(
+            "flow-control key {key:?} not found: no message of it waits or is under way"
+        ))),
+    }
+}
