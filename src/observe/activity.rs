@@ -261,38 +261,22 @@ pub(crate) async fn flush(
     }
     for ((queue, minute), slot) in &counts {
         let bucket = bucket_of(*minute);
-        let key = activity_key(queue, bucket);
-        for (event, n) in Event::ALL.into_iter().zip(slot).filter(|(_, n)| **n > 0) {
-            let _: std::result::Result<(), _> = pipeline
-                .hincrby(&key, event.field(*minute), *n as i64)
-                .await;
-            sent += 1;
-        }
         let id = (queue.clone(), bucket);
-        if !expiring.minutes.contains(&id) && new_buckets.insert(id) {
-            // The bucket lives the history from its last minute's end.
-            let ttl = (bucket + BUCKET_MINUTES) * MINUTE_MS + history_ms - now_ms;
-            let _: std::result::Result<(), _> = pipeline.pexpire(&key, ttl.max(1), None).await;
-            sent += 1;
-        }
+        // The bucket lives the history from its last minute's end.
+        let ttl = (!expiring.minutes.contains(&id) && new_buckets.insert(id))
+            .then(|| (bucket + BUCKET_MINUTES) * MINUTE_MS + history_ms - now_ms);
+        let key = activity_key(queue, bucket);
+        sent += add_counts(&pipeline, &key, slot, |e| e.field(*minute), ttl).await;
     }
     let mut new_day_buckets = HashSet::new();
     for ((queue, day), slot) in &days {
         let bucket = day_bucket_of(*day);
-        let key = activity_days_key(queue, bucket);
-        for (event, n) in Event::ALL.into_iter().zip(slot).filter(|(_, n)| **n > 0) {
-            let _: std::result::Result<(), _> = pipeline
-                .hincrby(&key, event.day_field(*day), *n as i64)
-                .await;
-            sent += 1;
-        }
         let id = (queue.to_string(), bucket);
-        if !expiring.days.contains(&id) && new_day_buckets.insert(id) {
-            // The bucket lives the days kept from its last day's end.
-            let ttl = (bucket + BUCKET_DAYS + DAYS_KEPT as i64) * DAY_MS - now_ms;
-            let _: std::result::Result<(), _> = pipeline.pexpire(&key, ttl.max(1), None).await;
-            sent += 1;
-        }
+        // The bucket lives the days kept from its last day's end.
+        let ttl = (!expiring.days.contains(&id) && new_day_buckets.insert(id))
+            .then(|| (bucket + BUCKET_DAYS + DAYS_KEPT as i64) * DAY_MS - now_ms);
+        let key = activity_days_key(queue, bucket);
+        sent += add_counts(&pipeline, &key, slot, |e| e.day_field(*day), ttl).await;
     }
     let replies = pipeline.try_all::<fred::types::Value>().await;
     if let Some(Err(err)) = replies.into_iter().find(Result::is_err) {
@@ -303,6 +287,27 @@ pub(crate) async fn flush(
     expiring.minutes.extend(new_buckets);
     expiring.days.extend(new_day_buckets);
     Ok(sent)
+}
+
+/// Queues on `pipeline` an `HINCRBY` of `key` for each count of `slot` above zero (the field
+/// `field_of` names for its event) and, with `ttl_ms`, a `PEXPIRE`: the number of commands.
+async fn add_counts(
+    pipeline: &fred::clients::Pipeline<Client>,
+    key: &str,
+    slot: &[u64; 5],
+    field_of: impl Fn(Event) -> String,
+    ttl_ms: Option<i64>,
+) -> usize {
+    let mut sent = 0;
+    for (event, n) in Event::ALL.into_iter().zip(slot).filter(|(_, n)| **n > 0) {
+        let _: std::result::Result<(), _> = pipeline.hincrby(key, field_of(event), *n as i64).await;
+        sent += 1;
+    }
+    if let Some(ttl) = ttl_ms {
+        let _: std::result::Result<(), _> = pipeline.pexpire(key, ttl.max(1), None).await;
+        sent += 1;
+    }
+    sent
 }
 
 /// The last `minutes` minutes of the queue `keys` (the current one last; at most
