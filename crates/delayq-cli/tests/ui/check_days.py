@@ -12,7 +12,6 @@ every one of the 90 days shown but yesterday, and a day just older than the 90:
 - `GET /api/queues/{name}/days?days=7` answers seven dated days; `days=91` and `days=x` are
   refused with 400.
 """
-import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 
@@ -140,9 +139,4 @@ if __name__ == "__main__":
     try:
         main()
     finally:
-        for proc in reversed(drive.PROCS):
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        drive.stop_all()

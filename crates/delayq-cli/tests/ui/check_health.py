@@ -14,7 +14,6 @@ Its own redis-server and `delayq ui --lagging-after 2s` (so that lag shows withi
 - phone: at 390 px the page has no sideways overflow and a long value wraps between words.
 """
 import re
-import subprocess
 import sys
 from datetime import datetime, timezone
 
@@ -201,9 +200,4 @@ if __name__ == "__main__":
     try:
         main()
     finally:
-        for proc in reversed(drive.PROCS):
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        drive.stop_all()

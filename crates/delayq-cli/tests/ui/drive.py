@@ -479,13 +479,18 @@ def main():
     print("ui browser test passed")
 
 
+def stop_all():
+    """Stops every process a check started, the last started first."""
+    for proc in reversed(PROCS):
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 if __name__ == "__main__":
     try:
         main()
     finally:
-        for proc in reversed(PROCS):
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all()
