@@ -39,7 +39,9 @@ impl ProcessKind {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct ProcessInfo {
-    /// The process's id in the registry (host, pid and a random part).
+    /// The process's id (host, pid and a random part): every worker and scheduler group of one
+    /// process has the same, and the delivery ids of its takes carry it
+    /// ([`DeliveryOrigin`](crate::reliable::DeliveryOrigin)).
     pub id: String,
     /// `worker` or `scheduler`.
     pub kind: String,
@@ -68,16 +70,14 @@ pub(crate) struct Identity {
 }
 
 impl Identity {
+    /// The identity of one worker or scheduler group of this process. Every one of a process
+    /// has the process's id ([`crate::process::id`]): the id the delivery ids of its takes
+    /// carry, so that the console finds the process that holds a delivery.
     pub(crate) fn new(kind: ProcessKind, started_ms: i64) -> Identity {
-        let host = host_name();
         Identity {
-            id: format!(
-                "{host}-{}-{:08x}",
-                std::process::id(),
-                rand::random::<u32>()
-            ),
+            id: crate::process::id().to_owned(),
             kind,
-            host,
+            host: crate::process::host_name(),
             started_ms,
         }
     }
@@ -102,17 +102,6 @@ impl Identity {
         ]
         .join(&sep)
     }
-}
-
-/// The host's name, as the kernel has it (or the environment says), else `unknown`.
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|name| name.trim().replace(FIELD_SEPARATOR, " "))
-        .filter(|name| !name.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|name| name.replace(FIELD_SEPARATOR, " "))
-        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 /// What the last beat wrote, so the next one takes back what no longer holds.

@@ -164,7 +164,8 @@ pub(crate) async fn ready(
 }
 
 /// Values taken by reliable consumers and not yet acknowledged, nearest deadline first, from
-/// `offset`: delivery id, deadline and preview of `limit` bytes.
+/// `offset`: delivery id, deadline, what the id says (`process`, `attempt`, `started_ms`; null
+/// for an id of the earlier form) and preview of `limit` bytes.
 pub(crate) async fn in_flight(
     queue: &DelayedQueue<TextCodec>,
     offset: usize,
@@ -180,8 +181,12 @@ pub(crate) async fn in_flight(
                 Some(len) => shown(codec, &member.head, len, limit),
                 None => json!({ "error": "its value is gone (acknowledged meanwhile?)" }),
             };
+            let origin = delayq::reliable::DeliveryOrigin::of(member.id.as_deref().unwrap_or(""));
             row["id"] = json!(member.id);
             row["deadline_ms"] = json!(member.at_ms);
+            row["process"] = json!(origin.process);
+            row["attempt"] = json!(origin.attempt);
+            row["started_ms"] = json!(origin.started_ms);
             row
         })
         .collect())

@@ -6,6 +6,8 @@
 //! `GET /api/queues/{name}?tab=&from=` (one queue: the due times of the next hour and a page of
 //! one of its lists, each value as a bounded preview), `GET /api/queues/{name}/activity` and
 //! `/processes` (its last hour of activity, its live workers and schedulers).
+//! `GET /api/workers?per_queue=`: every live process across the queues, with the queues it
+//! serves and the deliveries it holds (workers.rs).
 //! `GET /api/whoami`: the role of the request's token and the role each action needs.
 //! Writes, each with the token of a role that may do it as `Authorization: Bearer TOKEN` and
 //! the header `X-Delayq-Write: 1` (access.rs):
@@ -30,6 +32,7 @@ mod overview;
 mod paging;
 mod schedules;
 mod search;
+mod workers;
 
 use crate::ctx::Ctx;
 // The rows of a queue's lists, shared with the CLI's list commands.
@@ -103,6 +106,7 @@ pub(crate) fn routes(ui: Ui) -> Router {
     let api = Router::new()
         .route("/api/whoami", get(access::whoami))
         .route("/api/queues", get(overview::overview))
+        .route("/api/workers", get(workers::workers))
         .route("/api/queues/{name}", get(detail::queue))
         .route("/api/queues/{name}/activity", get(activity::history))
         .route("/api/queues/{name}/processes", get(activity::processes))
