@@ -53,7 +53,7 @@ use std::sync::Arc;
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
 /// The page and its assets, built into the binary: path, content type, body (index.html loads
 /// the scripts, `app.js` first: the others add their parts to it).
-const ASSETS: [(&str, &str, &str); 9] = [
+const ASSETS: [(&str, &str, &str); 10] = [
     ("/", "text/html; charset=utf-8", include_str!("index.html")),
     (
         "/style.css",
@@ -67,6 +67,7 @@ const ASSETS: [(&str, &str, &str); 9] = [
     ("/overview.js", JAVASCRIPT, include_str!("overview.js")),
     ("/schedules.js", JAVASCRIPT, include_str!("schedules.js")),
     ("/limits.js", JAVASCRIPT, include_str!("limits.js")),
+    ("/workers.js", JAVASCRIPT, include_str!("workers.js")),
 ];
 
 /// How long a request waits for Redis: the client queues commands while it reconnects, so
