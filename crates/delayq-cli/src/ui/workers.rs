@@ -1,12 +1,14 @@
 //! `GET /api/workers?per_queue=`: every live delayq process across the queues the dashboard
 //! sees, each with the queues it serves and the deliveries it holds in flight.
 //!
-//! A process is known by its registry records (one per queue it serves, see
-//! `delayq::inspect::ProcessInfo`), merged by id; a delivery by its id, which names the
-//! process that took it, when, and the attempt (`delayq::reliable::DeliveryOrigin`). Per queue
-//! the page reads its registry (one pipelined round trip, as the overview does) and its
-//! `per_queue` nearest-deadline deliveries with their count (one more: `ZCARD` and a bounded
-//! `ZRANGE`, ids only, no value), 16 queues at a time. A delivery whose process is not live
+//! The processes come from the registry of every process (`delayq_live:{delayq}`, one
+//! `ZRANGEBYSCORE`, see `delayq::inspect::live_processes`), their records merged by id (a
+//! process's worker and scheduler share it); a delivery is known by its id, which names the
+//! process that took it, when, and the attempt (`delayq::reliable::DeliveryOrigin`). The
+//! deliveries are read from the queues the live processes serve and those the gauges' last
+//! reading saw holding some (at most [`MAX_QUEUES`] queues, in name order): per queue the
+//! `per_queue` nearest deadlines with their count (`ZCARD` and a bounded `ZRANGE`, ids only,
+//! no value, in one round trip), 16 queues at a time. A delivery whose process is not live
 //! (it died, or an id of the earlier form) is listed apart, under `unowned`.
 
 use super::{bounded, failure, paging, Shared, Ui};
@@ -23,6 +25,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// Deliveries read per queue unless `per_queue` says otherwise, and the most it may ask.
 const PER_QUEUE: usize = 50;
 const MAX_PER_QUEUE: usize = 500;
+/// The most queues whose deliveries one answer reads.
+const MAX_QUEUES: usize = 1_000;
 /// How many queues are read at once.
 const QUEUES_AT_ONCE: usize = 16;
 
@@ -41,10 +45,10 @@ struct Process {
 }
 
 impl Process {
-    fn add(&mut self, queue: &str, record: ProcessInfo) {
+    fn add(&mut self, record: ProcessInfo, queues: impl IntoIterator<Item = String>) {
         let first = self.kinds.is_empty();
         self.kinds.insert(record.kind);
-        self.queues.insert(queue.to_owned());
+        self.queues.extend(queues);
         self.patterns.extend(record.patterns);
         self.started_ms = match first {
             true => record.started_ms,
@@ -55,21 +59,34 @@ impl Process {
     }
 }
 
-/// What one queue gave: its live processes' records and a page of its deliveries.
-type Read = (String, anyhow::Result<(Vec<ProcessInfo>, InFlightPage)>);
+/// What one queue gave: a page of its deliveries.
+type Read = (String, anyhow::Result<InFlightPage>);
 
 impl Ui {
-    async fn read_for_workers(&self, name: String, per_queue: usize) -> Read {
-        let read = async {
-            let queue = self.queue(&name).await?;
-            let (processes, in_flight) = tokio::join!(
-                queue.inspect().processes(),
-                queue.inspect().in_flight(per_queue)
-            );
-            anyhow::Ok((processes?, in_flight?))
-        };
+    async fn deliveries(&self, name: String, per_queue: usize) -> Read {
+        let read = async { Ok(self.queue(&name).await?.inspect().in_flight(per_queue).await?) };
         let read = bounded(read).await;
         (name, read)
+    }
+
+    /// The live processes within `--match` (a process serving none of its queues left out,
+    /// unless it finds queues by discovery), merged by id.
+    async fn live(&self) -> anyhow::Result<BTreeMap<String, Process>> {
+        let mut processes: BTreeMap<String, Process> = BTreeMap::new();
+        for record in delayq::inspect::live_processes(&self.ctx.client).await? {
+            let queues: Vec<String> = record
+                .queues
+                .iter()
+                .filter(|name| self.serves(name))
+                .cloned()
+                .collect();
+            if queues.is_empty() && record.patterns.is_empty() && self.pattern.is_some() {
+                continue;
+            }
+            let id = record.id.clone();
+            processes.entry(id).or_default().add(record, queues);
+        }
+        Ok(processes)
     }
 }
 
@@ -82,27 +99,31 @@ pub(super) async fn workers(
         Ok([n]) => n.min(MAX_PER_QUEUE),
         Err(refused) => return *refused,
     };
-    let names = match bounded(ui.names()).await {
-        Ok(names) => names,
+    let mut processes = match bounded(ui.live()).await {
+        Ok(processes) => processes,
         Err(err) => return failure(StatusCode::BAD_GATEWAY, format!("{err:#}")),
     };
+    // The queues served, and those last seen holding deliveries (of a process gone, say).
+    let mut names: BTreeSet<String> = processes
+        .values()
+        .flat_map(|p| p.queues.iter().cloned())
+        .collect();
+    let seen = ui.seen.seen();
+    let holding = seen.into_iter().filter(|(_, s)| s.in_flight > 0);
+    names.extend(holding.map(|(name, _)| name).filter(|name| ui.serves(name)));
+    let queues_left_out = names.len().saturating_sub(MAX_QUEUES);
     let ui_ref = &ui;
-    let reads: Vec<Read> = futures::stream::iter(names)
-        .map(|name| async move { ui_ref.read_for_workers(name, per_queue).await })
+    let reads: Vec<Read> = futures::stream::iter(names.into_iter().take(MAX_QUEUES))
+        .map(|name| async move { ui_ref.deliveries(name, per_queue).await })
         .buffered(QUEUES_AT_ONCE)
         .collect()
         .await;
     let now_ms = delayq::time::now_ms();
-    let mut processes: BTreeMap<String, Process> = BTreeMap::new();
     let mut pages = Vec::new();
     let mut queues = Vec::new();
     for (name, read) in reads {
         match read {
-            Ok((records, page)) => {
-                for record in records {
-                    let id = record.id.clone();
-                    processes.entry(id).or_default().add(&name, record);
-                }
+            Ok(page) => {
                 queues.push(json!({
                     "name": name,
                     "in_flight": page.total,
@@ -161,6 +182,7 @@ pub(super) async fn workers(
         "processes": processes,
         "unowned": unowned,
         "queues": queues,
+        "queues_left_out": queues_left_out,
     }))
     .into_response()
 }

@@ -1,7 +1,8 @@
 //! The dashboard's workers page (`GET /api/workers`) against two real `delayq work` processes
 //! whose jobs hold their values until the test lets them go: each process with the queues it
 //! serves and each delivery it holds (process, attempt, start); `delayq inflight list` and the
-//! queue view's in-flight rows say the same of each delivery.
+//! queue view's in-flight rows say the same of each delivery; a delivery id of the earlier form
+//! is listed apart, its process unknown.
 
 use crate::common::{unique_name, wait_until, TestRedis, PATIENCE};
 use crate::dashboard::{dashboard, json};
@@ -143,6 +144,24 @@ fn the_workers_page_lists_each_process_its_queues_and_the_deliveries_it_holds() 
         assert_eq!(columns[3], on_page["attempt"].to_string(), "{text}");
         assert!(columns[4].ends_with('Z'), "a start time: {text}");
     }
+
+    // A delivery of the earlier id form (as an older delayq left it): listed apart, its
+    // process, attempt and start unknown.
+    let old = "00112233445566778899aabbccddeeff";
+    redis.cli(&["ZADD", &format!("delayq_inflight:{{{q3}}}"), "9999999999999", old]);
+    redis.cli(&["HSET", &format!("delayq_inflight_data:{{{q3}}}"), old, "x"]);
+    let unowned = wait_until("the old delivery listed apart", PATIENCE, || {
+        let page = json(port, "/api/workers", 200);
+        match page["unowned"].as_array().unwrap().as_slice() {
+            [one] => Ok(one.clone()),
+            _ => Err(format!("{page}")),
+        }
+    });
+    assert_eq!((&unowned["id"], &unowned["queue"]), (&old.into(), &q3.as_str().into()));
+    for field in ["process", "attempt", "started_ms", "running_ms"] {
+        assert_eq!(unowned[field], Value::Null, "{field}: {unowned}");
+    }
+    redis.cli(&["ZREM", &format!("delayq_inflight:{{{q3}}}"), old]);
 
     // Released, every value is acknowledged: the page holds no delivery any more.
     std::fs::write(&release, "").unwrap();
