@@ -163,7 +163,8 @@ pub(crate) async fn beat(
     }
     // The registry of every process last: its replies are the tail, whose refusal is no error.
     let mut own_commands = 4 * queues.len() + written.queues.difference(queues).count();
-    own_commands += usize::from(written.discovering.is_some() && written.discovering != discovering);
+    own_commands +=
+        usize::from(written.discovering.is_some() && written.discovering != discovering);
     own_commands += 4 * usize::from(discovering.is_some());
     let live = me.live_record(ttl_ms, patterns, queues);
     let all = live_processes();
@@ -174,7 +175,10 @@ pub(crate) async fn beat(
     let replies = pipeline.try_all::<Value>().await;
     for (at, reply) in replies.into_iter().enumerate() {
         let Err(err) = reply else { continue };
-        match (at < own_commands, Error::from_redis("ZADD", "delayq_procs", err)) {
+        match (
+            at < own_commands,
+            Error::from_redis("ZADD", "delayq_procs", err),
+        ) {
             (false, Error::Refused { .. }) => {}
             (_, err) => return Err(err),
         }
@@ -351,7 +355,10 @@ mod tests {
         assert_eq!(parse("not a record", 1), None);
         let queues = BTreeSet::from(["a".to_owned(), "b:c".to_owned()]);
         let live = parse(&me.live_record(30, &[], &queues), 100).unwrap();
-        assert_eq!((live.queues, live.beat_ms), (vec!["a".to_owned(), "b:c".to_owned()], 70));
+        assert_eq!(
+            (live.queues, live.beat_ms),
+            (vec!["a".to_owned(), "b:c".to_owned()], 70)
+        );
         assert!(parse(&me.record(30, &[]), 1).unwrap().queues.is_empty());
     }
 

@@ -101,7 +101,11 @@ mod tests {
             ".5.0123456789abcdef.1",
             "p.5.0123.1",
         ] {
-            assert_eq!(DeliveryOrigin::of(other), DeliveryOrigin::default(), "{other}");
+            assert_eq!(
+                DeliveryOrigin::of(other),
+                DeliveryOrigin::default(),
+                "{other}"
+            );
         }
     }
 }

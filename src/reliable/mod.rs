@@ -90,9 +90,9 @@ pub use consumer::ReliableConsumer;
 pub(crate) use consumer::{Found, GatedTake};
 pub use dead::{bounded_error, dead_letter, DeadLetter, MAX_ERROR_BYTES};
 pub use delivery::{Delivery, Receipt};
+pub(crate) use delivery_id::fresh as fresh_delivery_id;
 pub use delivery_id::DeliveryOrigin;
 pub use in_flight::{InFlightDelivery, InFlightPage};
-pub(crate) use delivery_id::fresh as fresh_delivery_id;
 pub use reaper::ReapOutcome;
 
 use crate::codec::Codec;

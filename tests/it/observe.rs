@@ -198,7 +198,10 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
     let worker_id = &own.iter().find(|p| p.kind == "worker").unwrap().id;
     let live = delayq::inspect::live_processes(&client).await.unwrap();
     let listed = live.iter().find(|p| p.kind == "worker").unwrap();
-    assert_eq!((&listed.id, &listed.queues), (worker_id, &vec![name.clone()]));
+    assert_eq!(
+        (&listed.id, &listed.queues),
+        (worker_id, &vec![name.clone()])
+    );
     assert_eq!(listed.pid, std::process::id());
 
     let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default())

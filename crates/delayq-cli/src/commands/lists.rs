@@ -93,7 +93,9 @@ pub(crate) async fn inflight(ctx: &Ctx, action: InflightAction) -> anyhow::Resul
             "{at}\t{}\t{}\t{}\t{started}\t{deadline}\t{value}",
             text_of(&row["id"]),
             row["process"].as_str().unwrap_or("-"),
-            row["attempt"].as_u64().map_or("-".into(), |n| n.to_string()),
+            row["attempt"]
+                .as_u64()
+                .map_or("-".into(), |n| n.to_string()),
         )
     };
     print_pages(

@@ -64,7 +64,14 @@ type Read = (String, anyhow::Result<InFlightPage>);
 
 impl Ui {
     async fn deliveries(&self, name: String, per_queue: usize) -> Read {
-        let read = async { Ok(self.queue(&name).await?.inspect().in_flight(per_queue).await?) };
+        let read = async {
+            Ok(self
+                .queue(&name)
+                .await?
+                .inspect()
+                .in_flight(per_queue)
+                .await?)
+        };
         let read = bounded(read).await;
         (name, read)
     }

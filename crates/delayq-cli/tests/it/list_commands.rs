@@ -221,7 +221,10 @@ async fn ready_and_in_flight_values_are_listed_without_taking_them() {
         assert!(row[2].contains(&me), "the process: {listed}");
         assert!(row[1].starts_with(&format!("{}.", row[2])), "{listed}");
         assert_eq!(row[3], "1", "the attempt: {listed}");
-        assert!(row[4].ends_with('Z') && row[5].ends_with('Z'), "start, deadline: {listed}");
+        assert!(
+            row[4].ends_with('Z') && row[5].ends_with('Z'),
+            "start, deadline: {listed}"
+        );
     }
     let json = records(&ok(
         &url,

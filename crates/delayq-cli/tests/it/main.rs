@@ -49,5 +49,5 @@ mod units;
 mod wait_replicas_all;
 mod work;
 mod work_lifecycle;
-mod workers;
 mod worker_kill;
+mod workers;

@@ -106,7 +106,10 @@ fn the_workers_page_lists_each_process_its_queues_and_the_deliveries_it_holds() 
         for delivery in process["in_flight"].as_array().unwrap() {
             assert_eq!(delivery["process"], process["id"], "{delivery}");
             let started = delivery["started_ms"].as_i64().unwrap();
-            assert!((before..=after).contains(&started), "{before} {delivery} {after}");
+            assert!(
+                (before..=after).contains(&started),
+                "{before} {delivery} {after}"
+            );
             let running = delivery["running_ms"].as_i64().unwrap();
             assert!(running >= 0, "{delivery}");
             assert!(
@@ -148,7 +151,12 @@ fn the_workers_page_lists_each_process_its_queues_and_the_deliveries_it_holds() 
     // A delivery of the earlier id form (as an older delayq left it): listed apart, its
     // process, attempt and start unknown.
     let old = "00112233445566778899aabbccddeeff";
-    redis.cli(&["ZADD", &format!("delayq_inflight:{{{q3}}}"), "9999999999999", old]);
+    redis.cli(&[
+        "ZADD",
+        &format!("delayq_inflight:{{{q3}}}"),
+        "9999999999999",
+        old,
+    ]);
     redis.cli(&["HSET", &format!("delayq_inflight_data:{{{q3}}}"), old, "x"]);
     let unowned = wait_until("the old delivery listed apart", PATIENCE, || {
         let page = json(port, "/api/workers", 200);
@@ -157,7 +165,10 @@ fn the_workers_page_lists_each_process_its_queues_and_the_deliveries_it_holds() 
             _ => Err(format!("{page}")),
         }
     });
-    assert_eq!((&unowned["id"], &unowned["queue"]), (&old.into(), &q3.as_str().into()));
+    assert_eq!(
+        (&unowned["id"], &unowned["queue"]),
+        (&old.into(), &q3.as_str().into())
+    );
     for field in ["process", "attempt", "started_ms", "running_ms"] {
         assert_eq!(unowned[field], Value::Null, "{field}: {unowned}");
     }
