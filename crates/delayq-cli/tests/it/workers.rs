@@ -120,7 +120,8 @@ fn the_workers_page_lists_each_process_its_queues_and_the_deliveries_it_holds() 
     }
     assert_eq!(page["unowned"], serde_json::json!([]), "{page}");
 
-    // `inflight list` and the queue view's in-flight tab say the same of each delivery.
+    // `inflight list`, the queue view's in-flight tab and its entry's detail say the same of
+    // each delivery.
     for (queue, process) in [(&q1, &a), (&q2, &a), (&q3, &b)] {
         let listed = delayq(&url, &["--json", "inflight", "list", queue]);
         let rows: Vec<Value> = listed
@@ -135,7 +136,13 @@ fn the_workers_page_lists_each_process_its_queues_and_the_deliveries_it_holds() 
             .find(|d| d["queue"] == queue.as_str())
             .unwrap();
         assert_eq!(rows.len(), 1, "{listed}");
-        for row in [&rows[0], &tab["rows"][0]] {
+        let id = on_page["id"].as_str().unwrap();
+        let job = json(
+            port,
+            &format!("/api/queues/{queue}/job/in_flight/{id}"),
+            200,
+        );
+        for row in [&rows[0], &tab["rows"][0], &job] {
             for field in ["id", "process", "attempt", "started_ms", "deadline_ms"] {
                 assert_eq!(row[field], on_page[field], "{field}: {row} {on_page}");
             }
