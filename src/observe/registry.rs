@@ -162,17 +162,16 @@ pub(crate) async fn beat(
         lease(&pipeline, &global, record, ttl_ms, now_ms).await;
     }
     // The registry of every process last: its replies are the tail, whose refusal is no error.
-    let mut own_commands = 4 * queues.len() + written.queues.difference(queues).count();
-    own_commands +=
-        usize::from(written.discovering.is_some() && written.discovering != discovering);
-    own_commands += 4 * usize::from(discovering.is_some());
     let live = me.live_record(ttl_ms, patterns, queues);
     let all = live_processes();
+    let mut live_commands = LEASE_COMMANDS;
     if let Some(old) = written.live.as_ref().filter(|old| **old != live) {
         let _: std::result::Result<(), _> = pipeline.zrem(&all, old).await;
+        live_commands += 1;
     }
     lease(&pipeline, &all, &live, ttl_ms, now_ms).await;
     let replies = pipeline.try_all::<Value>().await;
+    let own_commands = replies.len().saturating_sub(live_commands);
     for (at, reply) in replies.into_iter().enumerate() {
         let Err(err) = reply else { continue };
         match (
@@ -188,6 +187,9 @@ pub(crate) async fn beat(
     written.live = Some(live);
     Ok(())
 }
+
+/// How many commands [`lease`] queues.
+const LEASE_COMMANDS: usize = 4;
 
 /// Queues the record's lease in one registry: its deadline, the expired members dropped, and
 /// the key's time to live set when it has none (`NX`) or extended when shorter (`GT`).
