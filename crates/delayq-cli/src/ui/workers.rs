@@ -59,6 +59,68 @@ impl Process {
     }
 }
 
+impl Process {
+    /// The process as the answer has it, its deliveries earliest start first.
+    fn json(mut self, id: String) -> serde_json::Value {
+        self.in_flight
+            .sort_by_key(|row| row["started_ms"].as_i64().unwrap_or(i64::MAX));
+        json!({
+            "id": id,
+            "kinds": self.kinds,
+            "host": self.host,
+            "pid": self.pid,
+            "version": self.version,
+            "started_ms": self.started_ms,
+            "beat_ms": self.beat_ms,
+            "queues": self.queues,
+            "patterns": self.patterns,
+            "in_flight": self.in_flight,
+        })
+    }
+}
+
+/// Puts each delivery read with the live process that holds it: the queues' rows (how many
+/// deliveries each holds and shows, or why it was not read) and the deliveries no live process
+/// holds.
+fn place(
+    reads: Vec<Read>,
+    processes: &mut BTreeMap<String, Process>,
+    now_ms: i64,
+) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let (mut queues, mut unowned) = (Vec::new(), Vec::new());
+    for (name, read) in reads {
+        let page = match read {
+            Ok(page) => page,
+            Err(err) => {
+                queues.push(json!({ "name": name, "error": format!("{err:#}") }));
+                continue;
+            }
+        };
+        queues.push(json!({
+            "name": name,
+            "in_flight": page.total,
+            "shown": page.deliveries.len(),
+        }));
+        for delivery in page.deliveries {
+            let origin = delivery.origin;
+            let row = json!({
+                "queue": name,
+                "id": delivery.id,
+                "process": origin.process,
+                "attempt": origin.attempt,
+                "started_ms": origin.started_ms,
+                "running_ms": origin.started_ms.map(|at| now_ms - at),
+                "deadline_ms": delivery.deadline_ms,
+            });
+            match origin.process.as_ref().and_then(|id| processes.get_mut(id)) {
+                Some(process) => process.in_flight.push(row),
+                None => unowned.push(row),
+            }
+        }
+    }
+    (queues, unowned)
+}
+
 /// What one queue gave: a page of its deliveries.
 type Read = (String, anyhow::Result<InFlightPage>);
 
@@ -126,62 +188,10 @@ pub(super) async fn workers(
         .collect()
         .await;
     let now_ms = delayq::time::now_ms();
-    let mut pages = Vec::new();
-    let mut queues = Vec::new();
-    for (name, read) in reads {
-        match read {
-            Ok(page) => {
-                queues.push(json!({
-                    "name": name,
-                    "in_flight": page.total,
-                    "shown": page.deliveries.len(),
-                }));
-                pages.push((name, page));
-            }
-            Err(err) => queues.push(json!({ "name": name, "error": format!("{err:#}") })),
-        }
-    }
-    let mut unowned = Vec::new();
-    for (name, page) in pages {
-        for delivery in page.deliveries {
-            let row = json!({
-                "queue": name,
-                "id": delivery.id,
-                "process": delivery.origin.process,
-                "attempt": delivery.origin.attempt,
-                "started_ms": delivery.origin.started_ms,
-                "running_ms": delivery.origin.started_ms.map(|at| now_ms - at),
-                "deadline_ms": delivery.deadline_ms,
-            });
-            match delivery
-                .origin
-                .process
-                .as_ref()
-                .and_then(|id| processes.get_mut(id))
-            {
-                Some(process) => process.in_flight.push(row),
-                None => unowned.push(row),
-            }
-        }
-    }
+    let (queues, unowned) = place(reads, &mut processes, now_ms);
     let processes: Vec<_> = processes
         .into_iter()
-        .map(|(id, mut p)| {
-            p.in_flight
-                .sort_by_key(|row| row["started_ms"].as_i64().unwrap_or(i64::MAX));
-            json!({
-                "id": id,
-                "kinds": p.kinds,
-                "host": p.host,
-                "pid": p.pid,
-                "version": p.version,
-                "started_ms": p.started_ms,
-                "beat_ms": p.beat_ms,
-                "queues": p.queues,
-                "patterns": p.patterns,
-                "in_flight": p.in_flight,
-            })
-        })
+        .map(|(id, process)| process.json(id))
         .collect();
     Json(json!({
         "now_ms": now_ms,
