@@ -76,14 +76,14 @@ local count, held, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 for i = 1, count do
     local id = string.format('bench-%d-%08x', 100000 + i, i)
     local record = table.concat({'worker', id, 'benchhost', tostring(100000 + i), '0.1.0',
-        tostring(now), '30000', ''}, '\t')
+        tostring(now), '30000', ''}, '\\t')
     local served = {}
     for q = i, i + 1 do
         redis.call('zadd', string.format('delayq_procs:{bench:q%05d}', q), now + 30000, record)
         served[#served + 1] = string.format('bench:q%05d', q)
     end
     redis.call('zadd', 'delayq_live:{delayq}', now + 30000,
-        record .. '\t' .. table.concat(served, '\n'))
+        record .. '\\t' .. table.concat(served, '\\n'))
     local name = string.format('bench:q%05d', i)
     for d = 1, held do
         local delivery = string.format('%s.%d.%016x.1', id, now, d)
