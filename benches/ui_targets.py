@@ -4,13 +4,14 @@ long the overview of many queues takes per page.
 
 Starts its own redis-server on a free loopback port, fills it (1M pending entries in one queue,
 ten 16 MiB values among its pending entries and ten on its ready list, more in flight and dead,
-and 10,000 small queues), starts `delayq ui` on another free loopback port, then asks every
+and 10,000 small queues, 200 live worker processes' registry records over 201 of them, each
+holding two deliveries), starts `delayq ui` on another free loopback port, then asks every
 request N times and prints, per request, the wall time (median and p95) and the longest Redis
 command run meanwhile, from SLOWLOG (slowlog-log-slower-than 0: every command is logged). A
 bench, not a test: it judges nothing and takes a few minutes. Standard library only.
 
     python3 benches/ui_targets.py [--bin target/release/delayq] [--runs 10] [--sort problems]
-        [--pending 1000000] [--queues 10000] [--big 10] [--json OUT]
+        [--pending 1000000] [--queues 10000] [--big 10] [--processes 200] [--json OUT]
 
 `--sort` measures the overview's pages in that order too (`sort=VALUE`, e.g. `problems`);
 `UI_TARGETS_DEBUG=1` prints every command over 5 ms.
@@ -67,6 +68,31 @@ for i = 1, count do
 end
 """
 
+# Live processes, as their registry records say (worker, id, host, pid, version, started, ttl,
+# no globs): process i serves the small queues i and i+1 and holds `held` deliveries of the
+# first, their ids as a worker makes them (PROCESS.STARTED_MS.RANDOM.ATTEMPT).
+PROCESSES = """
+local count, held, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+for i = 1, count do
+    local id = string.format('bench-%d-%08x', 100000 + i, i)
+    local record = table.concat({'worker', id, 'benchhost', tostring(100000 + i), '0.1.0',
+        tostring(now), '30000', ''}, '\\t')
+    local served = {}
+    for q = i, i + 1 do
+        redis.call('zadd', string.format('delayq_procs:{bench:q%05d}', q), now + 30000, record)
+        served[#served + 1] = string.format('bench:q%05d', q)
+    end
+    redis.call('zadd', 'delayq_live:{delayq}', now + 30000,
+        record .. '\\t' .. table.concat(served, '\\n'))
+    local name = string.format('bench:q%05d', i)
+    for d = 1, held do
+        local delivery = string.format('%s.%d.%016x.1', id, now, d)
+        redis.call('zadd', 'delayq_inflight:{' .. name .. '}', now + 30000, delivery)
+        redis.call('hset', 'delayq_inflight_data:{' .. name .. '}', delivery, 'value')
+    end
+end
+"""
+
 
 class Redis:
     """A minimal RESP client: commands as lists of strings, replies as Python values."""
@@ -117,7 +143,7 @@ def wait_for(what, probe, patience=60):
             time.sleep(0.1)
 
 
-def fill(redis, pending, queues, big):
+def fill(redis, pending, queues, big, processes=0):
     now = int(time.time() * 1000)
     timeout = f"redisson_delay_queue_timeout:{{{QUEUE}}}"
     order = f"redisson_delay_queue:{{{QUEUE}}}"
@@ -132,6 +158,9 @@ def fill(redis, pending, queues, big):
     keys = [QUEUE, f"delayq_inflight:{{{QUEUE}}}", f"delayq_inflight_data:{{{QUEUE}}}",
             f"delayq_dead:{{{QUEUE}}}"]
     redis("EVAL", BIG, len(keys), *keys, big, 16 * MIB, now)
+    # Their records expire in 30 s, as a live process's would without its beats: written last,
+    # and again before the workers page is measured (`refresh_processes`).
+    redis("EVAL", PROCESSES, 0, processes, 2, now)
     print(f"filled in {time.monotonic() - started:.1f} s: {redis('DBSIZE')} keys, "
           f"{redis('ZCARD', timeout)} pending in {QUEUE}, "
           f"used_memory {redis('MEMORY', 'STATS')[3] // MIB} MiB", flush=True)
@@ -227,10 +256,15 @@ def baseline(redis, runs):
     return rows
 
 
+def refresh_processes(redis, processes):
+    """The records' beats: written again, so that they are live while the page is measured."""
+    redis("EVAL", PROCESSES, 0, processes, 2, int(time.time() * 1000))
+
+
 def requests(sort, queues):
     """The requests measured: the overview's first, middle and last page by name (and in the
     order `sort` too, when given), every tab of the big queue, a search window (pending from the
-    middle, ready over the big values), an entry's detail, the activity and processes views."""
+    middle, ready over the big values), an entry's detail, the activity and processes views, the workers page."""
     sorts = [""] + ([f"&sort={sort}"] if sort else [])
     paths = [f"/api/queues?offset={offset}&limit=100{sort_arg}"
              for sort_arg in sorts for offset in (0, queues // 2, max(0, queues - 100))]
@@ -240,7 +274,8 @@ def requests(sort, queues):
               f"/api/queues/{QUEUE}?tab=pending&from=500000&q=value-0005",
               f"/api/queues/{QUEUE}?tab=ready&q=nothing-starts-so",
               f"/api/queues/{QUEUE}/job/ready/0",
-              f"/api/queues/{QUEUE}/activity", f"/api/queues/{QUEUE}/processes", "/metrics"]
+              f"/api/queues/{QUEUE}/activity", f"/api/queues/{QUEUE}/processes", "/metrics",
+              "/api/workers"]
     return paths
 
 
@@ -253,6 +288,7 @@ def main():
     parser.add_argument("--pending", type=int, default=1_000_000)
     parser.add_argument("--queues", type=int, default=10_000)
     parser.add_argument("--big", type=int, default=10)
+    parser.add_argument("--processes", type=int, default=200)
     parser.add_argument("--json")
     args = parser.parse_args()
     if not os.access(args.bin, os.X_OK):
@@ -267,7 +303,7 @@ def main():
     try:
         redis = wait_for("redis-server", lambda: Redis(redis_port))
         wait_for("redis-server", lambda: redis("PING"))
-        fill(redis, args.pending, args.queues, args.big)
+        fill(redis, args.pending, args.queues, args.big, args.processes)
         ui = subprocess.Popen(
             [args.bin, "--url", f"redis://127.0.0.1:{redis_port}", "ui", "--listen",
              f"127.0.0.1:{ui_port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -275,8 +311,11 @@ def main():
             f"http://127.0.0.1:{ui_port}/healthz", timeout=5).read())
         redis("CONFIG", "SET", "slowlog-log-slower-than", 0)
         redis("CONFIG", "SET", "slowlog-max-len", 1_000_000)
-        rows = [measure(redis, ui_port, path, args.runs)
-                for path in requests(args.sort, args.queues)]
+        rows = []
+        for path in requests(args.sort, args.queues):
+            if path == "/api/workers":
+                refresh_processes(redis, args.processes)
+            rows.append(measure(redis, ui_port, path, args.runs))
         compared = baseline(redis, args.runs)
     finally:
         for process in (ui, server):

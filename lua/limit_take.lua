@@ -22,7 +22,8 @@
 -- ARGV[3]: visibility timeout (and slot lease), ms
 -- ARGV[4]: claim lease, ms
 -- ARGV[5]: version of the limits the worker goes by (their numbers are read from KEYS[9])
--- ARGV[6..]: fresh delivery ids, one per value wanted (the worker's free permits)
+-- ARGV[6..]: fresh delivery ids' first parts, one per value wanted (the worker's free permits):
+--             a delivery's id is its part followed by the attempt counted here
 -- Returns: { wait ms, 'slot' or 'token' or '', deadline ms, granted ms, then per value taken:
 -- id, value, attempt } (wait ms > 0 when the limits refused one more; granted: the server's
 -- TIME at which the slots and tokens were granted, epoch ms); { 3 } the limits changed (read
@@ -56,10 +57,10 @@ for i = 6, #ARGV do
     if not value then
         break
     end
-    local id = ARGV[i]
+    local attempt = redis.call('hincrby', KEYS[5], value, 1)
+    local id = ARGV[i] .. attempt
     redis.call('zadd', KEYS[3], delayq_ms(deadline), id)
     redis.call('hset', KEYS[4], id, value)
-    local attempt = redis.call('hincrby', KEYS[5], value, 1)
     redis.call('zadd', KEYS[6], delayq_ms(now), value)
     delayq_limit_grant(KEYS[10], KEYS[11], nil, nil, spec, server_now, id, '', lease_end)
     out[#out + 1] = id

@@ -21,7 +21,7 @@
 -- ARGV[2]: entry format (not used)
 -- ARGV[3]: version of the limits the worker goes by (their numbers are read from KEYS[7])
 -- ARGV[4]: lease, ms (the visibility timeout)
--- ARGV[5]: delivery id for the value taken
+-- ARGV[5]: first part of the delivery id for the value taken (the attempt counted here follows)
 -- ARGV[6]: prefix of the keys' lists (delayq_limit_parked:{NAME}), ':' KEY follows
 -- ARGV[7]: prefix of the keys' slots (delayq_limit_key:{NAME}), ':' KEY follows
 -- ARGV[8]: most due keys to look at
@@ -69,11 +69,11 @@ for _, key in ipairs(due) do
         else
             redis.call('zadd', KEYS[10], delayq_ms(math.floor(now)), key)
         end
-        local id = ARGV[5]
+        local attempt = redis.call('hincrby', KEYS[5], value, 1)
+        local id = ARGV[5] .. attempt
         local deadline = math.floor(now) + tonumber(ARGV[4])
         redis.call('zadd', KEYS[3], delayq_ms(deadline), id)
         redis.call('hset', KEYS[4], id, value)
-        local attempt = redis.call('hincrby', KEYS[5], value, 1)
         redis.call('zadd', KEYS[6], delayq_ms(math.floor(now)), value)
         delayq_limit_grant(KEYS[8], KEYS[9], KEYS[11], key_slots, spec, now, id, key, deadline)
         return { 1, deadline, math.floor(now), key, id, value, attempt }

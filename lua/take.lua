@@ -20,7 +20,9 @@
 -- ARGV[2]: entry format (not used)
 -- ARGV[3]: visibility timeout, ms
 -- ARGV[4]: claim lease, ms
--- ARGV[5..]: fresh delivery ids, one per value wanted
+-- ARGV[5..]: fresh delivery ids' first parts, one per value wanted: a delivery's id is its part
+--             followed by the attempt counted here (PROCESS.STARTED_MS.RANDOM.ATTEMPT, see
+--             src/reliable/delivery_id.rs)
 -- Returns: { deadline ms, 1 when the queue is paused (nothing taken) else 0, id1, value1,
 -- attempt1, id2, value2, attempt2, ... }
 local now = delayq_now(ARGV[1])
@@ -40,10 +42,10 @@ for i = 5, #ARGV do
     if not value then
         break
     end
-    local id = ARGV[i]
+    local attempt = redis.call('hincrby', KEYS[5], value, 1)
+    local id = ARGV[i] .. attempt
     redis.call('zadd', KEYS[3], delayq_ms(deadline), id)
     redis.call('hset', KEYS[4], id, value)
-    local attempt = redis.call('hincrby', KEYS[5], value, 1)
     redis.call('zadd', KEYS[6], delayq_ms(now), value)
     out[#out + 1] = id
     out[#out + 1] = value

@@ -67,6 +67,7 @@ pub mod limit;
 pub mod metrics;
 mod observe;
 mod options;
+mod process;
 mod queue;
 mod recurring;
 mod redis;

@@ -22,6 +22,31 @@ pub use check::{AccessCheck, CheckReport};
 pub use preview::{Preview, PreviewList};
 
 use crate::redis::ops::{reliable_stats, stats};
+use crate::time::now_ms;
+use fred::clients::Client;
+
+/// Every live delayq worker and scheduler on the server, each with the queues it serves by
+/// name ([`ProcessInfo::queues`]) and its discovery globs, by kind then id: one
+/// `ZRANGEBYSCORE` of `delayq_live:{delayq}`, however many queues there are. A process that
+/// cannot write that key (its ACL rights reach only its queues' keys) is not in it: it is
+/// still in the registries of its queues ([`Inspect::processes`]).
+///
+/// # Errors
+///
+/// A Redis error, or the key holding another type.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn ex(client: fred::clients::Client) -> Result<(), delayq::Error> {
+/// for process in delayq::inspect::live_processes(&client).await? {
+///     println!("{} {} serves {:?}", process.kind, process.id, process.queues);
+/// }
+/// # Ok(()) }
+/// ```
+pub async fn live_processes(client: &Client) -> crate::Result<Vec<ProcessInfo>> {
+    crate::observe::list_live_processes(client, now_ms()).await
+}
 use crate::Error;
 use bytes::Bytes;
 use std::sync::Arc;

@@ -12,7 +12,9 @@ mod shard;
 pub use found::glob_match;
 pub(crate) use found::{every_channel, every_queue_key};
 pub(crate) use limit::LimitKeys;
-pub(crate) use observe::{activity_days_key, activity_key, discovering_processes, processes_key};
+pub(crate) use observe::{
+    activity_days_key, activity_key, discovering_processes, live_processes, processes_key,
+};
 pub(crate) use replicas::replicas_record;
 pub(crate) use role::{KeyKind, KeyRole};
 pub(crate) use schedule::scheduled_queues;
@@ -66,6 +68,8 @@ const SCHEDULES_PREFIX: &str = "delayq_schedules";
 const SCHEDULE_PREFIX: &str = "delayq_schedule";
 /// Prefix of delayq's zset of the live processes that find queues by discovery.
 const DISCOVERING_PREFIX: &str = "delayq_discovering";
+/// Prefix of delayq's zset of every live process, with the queues each serves.
+const LIVE_PREFIX: &str = "delayq_live";
 /// Prefix of delayq's set of the queues that have recurring schedules (one for the server).
 const SCHEDULED_PREFIX: &str = "delayq_scheduled";
 /// Prefix of a dedup key's mapping to its entry (followed by `:` and the business key, as

@@ -1,7 +1,9 @@
 //! The names of what delayq's processes keep about themselves: a queue's per-minute activity
 //! counts, and the registry of live workers and schedulers.
 
-use super::{prefix_name, QueueKeys, ACTIVITY_PREFIX, DISCOVERING_PREFIX, PROCS_PREFIX};
+use super::{
+    prefix_name, QueueKeys, ACTIVITY_PREFIX, DISCOVERING_PREFIX, LIVE_PREFIX, PROCS_PREFIX,
+};
 
 /// The hash tag of the registry of discovering processes, which serve no one queue.
 const DISCOVERING_TAG: &str = "delayq";
@@ -73,6 +75,13 @@ pub(crate) fn discovering_processes() -> String {
     prefix_name(DISCOVERING_PREFIX, DISCOVERING_TAG)
 }
 
+/// The zset of every live delayq process, each record naming the queues the process serves
+/// (`delayq_live:{delayq}`): what a console lists every worker by in one read, whatever the
+/// number of queues. A process whose rights do not reach it writes only its queues' registries.
+pub(crate) fn live_processes() -> String {
+    prefix_name(LIVE_PREFIX, DISCOVERING_TAG)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,6 +89,7 @@ mod tests {
     #[test]
     fn registry_and_activity_keys_are_named_after_the_queue() {
         assert_eq!(discovering_processes(), "delayq_discovering:{delayq}");
+        assert_eq!(live_processes(), "delayq_live:{delayq}");
         assert_eq!(QueueKeys::new("{o}:eu").processes(), "delayq_procs:{o}:eu");
         assert_eq!(
             QueueKeys::new("{o}:eu").activity(7),

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use activity::read as read_activity;
 pub(crate) use activity::read_days as read_activity_days;
 pub(crate) use registry::list as list_processes;
+pub(crate) use registry::list_live as list_live_processes;
 
 /// The longest a stopping observer waits for its last flush and its record's removal.
 const STOP_WAIT: Duration = Duration::from_secs(5);

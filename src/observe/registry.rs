@@ -4,10 +4,13 @@
 //! every beat drops the members past their time (processes that died) and extends the key's
 //! time to live, so a queue nobody serves any more loses the key. Schedulers that find queues
 //! by discovery write one record naming their globs to `delayq_discovering:{delayq}` instead
-//! of one per queue found. A record is the member itself, so a list is one `ZRANGEBYSCORE`.
+//! of one per queue found. Every process also writes one record naming the queues it serves to
+//! `delayq_live:{delayq}`, so that a console lists every process in one read however many
+//! queues there are (a process whose rights do not reach that key leaves it out). A record is
+//! the member itself, so a list is one `ZRANGEBYSCORE`.
 
 use crate::error::Error;
-use crate::keys::{discovering_processes, glob_match, processes_key};
+use crate::keys::{discovering_processes, glob_match, live_processes, processes_key};
 use crate::Result;
 use fred::clients::Client;
 use fred::interfaces::{KeysInterface, SortedSetsInterface};
@@ -39,7 +42,9 @@ impl ProcessKind {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct ProcessInfo {
-    /// The process's id in the registry (host, pid and a random part).
+    /// The process's id (host, pid and a random part): every worker and scheduler group of one
+    /// process has the same, and the delivery ids of its takes carry it
+    /// ([`DeliveryOrigin`](crate::reliable::DeliveryOrigin)).
     pub id: String,
     /// `worker` or `scheduler`.
     pub kind: String,
@@ -56,6 +61,9 @@ pub struct ProcessInfo {
     /// For a scheduler that finds queues by discovery, its globs (`*` for every queue); empty
     /// for a process serving the queue by name.
     pub patterns: Vec<String>,
+    /// The queues it serves by name, as its record in the registry of every process says
+    /// ([`live_processes`](crate::inspect::live_processes)); empty in a queue's own registry.
+    pub queues: Vec<String>,
 }
 
 /// What a process says of itself.
@@ -68,16 +76,14 @@ pub(crate) struct Identity {
 }
 
 impl Identity {
+    /// The identity of one worker or scheduler group of this process. Every one of a process
+    /// has the process's id ([`crate::process::id`]): the id the delivery ids of its takes
+    /// carry, so that the console finds the process that holds a delivery.
     pub(crate) fn new(kind: ProcessKind, started_ms: i64) -> Identity {
-        let host = host_name();
         Identity {
-            id: format!(
-                "{host}-{}-{:08x}",
-                std::process::id(),
-                rand::random::<u32>()
-            ),
+            id: crate::process::id().to_owned(),
             kind,
-            host,
+            host: crate::process::host_name(),
             started_ms,
         }
     }
@@ -102,17 +108,17 @@ impl Identity {
         ]
         .join(&sep)
     }
-}
 
-/// The host's name, as the kernel has it (or the environment says), else `unknown`.
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|name| name.trim().replace(FIELD_SEPARATOR, " "))
-        .filter(|name| !name.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|name| name.replace(FIELD_SEPARATOR, " "))
-        .unwrap_or_else(|| "unknown".to_owned())
+    /// The record in the registry of every process: [`record`](Self::record) and the names of
+    /// the queues served.
+    fn live_record(&self, ttl_ms: i64, patterns: &[String], queues: &BTreeSet<String>) -> String {
+        let names: Vec<&str> = queues.iter().map(String::as_str).collect();
+        format!(
+            "{}{FIELD_SEPARATOR}{}",
+            self.record(ttl_ms, patterns),
+            names.join("\n")
+        )
+    }
 }
 
 /// What the last beat wrote, so the next one takes back what no longer holds.
@@ -120,11 +126,14 @@ fn host_name() -> String {
 pub(crate) struct Written {
     queues: BTreeSet<String>,
     discovering: Option<String>,
+    live: Option<String>,
 }
 
-/// Writes the process's record to the registry of each queue in `queues` and, with
-/// `patterns`, to the discovering registry; takes it out of the queues it no longer serves.
-/// One pipelined round trip: four commands per registry written, one per registry left.
+/// Writes the process's record to the registry of each queue in `queues`, with `patterns` to
+/// the discovering registry, and to the registry of every process; takes it out of the queues
+/// it no longer serves. One pipelined round trip: four commands per registry written, one per
+/// registry left. A refusal of the registry of every process (the process's rights reach only
+/// its queues' keys) is no error: the console then finds it through its queues only.
 pub(crate) async fn beat(
     client: &Client,
     me: &Identity,
@@ -152,14 +161,35 @@ pub(crate) async fn beat(
     if let Some(record) = &discovering {
         lease(&pipeline, &global, record, ttl_ms, now_ms).await;
     }
+    // The registry of every process last: its replies are the tail, whose refusal is no error.
+    let live = me.live_record(ttl_ms, patterns, queues);
+    let all = live_processes();
+    let mut live_commands = LEASE_COMMANDS;
+    if let Some(old) = written.live.as_ref().filter(|old| **old != live) {
+        let _: std::result::Result<(), _> = pipeline.zrem(&all, old).await;
+        live_commands += 1;
+    }
+    lease(&pipeline, &all, &live, ttl_ms, now_ms).await;
     let replies = pipeline.try_all::<Value>().await;
-    if let Some(err) = replies.into_iter().find_map(Result::err) {
-        return Err(Error::from_redis("ZADD", "delayq_procs", err));
+    let own_commands = replies.len().saturating_sub(live_commands);
+    for (at, reply) in replies.into_iter().enumerate() {
+        let Err(err) = reply else { continue };
+        match (
+            at < own_commands,
+            Error::from_redis("ZADD", "delayq_procs", err),
+        ) {
+            (false, Error::Refused { .. }) => {}
+            (_, err) => return Err(err),
+        }
     }
     written.queues = queues.clone();
     written.discovering = discovering;
+    written.live = Some(live);
     Ok(())
 }
+
+/// How many commands [`lease`] queues.
+const LEASE_COMMANDS: usize = 4;
 
 /// Queues the record's lease in one registry: its deadline, the expired members dropped, and
 /// the key's time to live set when it has none (`NX`) or extended when shorter (`GT`).
@@ -197,6 +227,9 @@ pub(crate) async fn remove(
     }
     if let Some(old) = &written.discovering {
         let _: std::result::Result<(), _> = pipeline.zrem(discovering_processes(), old).await;
+    }
+    if let Some(old) = &written.live {
+        let _: std::result::Result<(), _> = pipeline.zrem(live_processes(), old).await;
     }
     match pipeline
         .try_all::<Value>()
@@ -239,6 +272,19 @@ pub(crate) async fn list(client: &Client, queue: &str, now_ms: i64) -> Result<Ve
     Ok(found)
 }
 
+/// Every live process, as its record in the registry of every process says (with the queues
+/// it serves), by kind then id. One `ZRANGEBYSCORE`.
+pub(crate) async fn list_live(client: &Client, now_ms: i64) -> Result<Vec<ProcessInfo>> {
+    let key = live_processes();
+    let reply: Value = client
+        .zrangebyscore(&key, now_ms, "+inf", true, None)
+        .await
+        .map_err(|e| Error::from_redis("ZRANGEBYSCORE", &key, e))?;
+    let mut found = members(reply);
+    found.sort_by(|a, b| (&a.kind, &a.id).cmp(&(&b.kind, &b.id)));
+    Ok(found)
+}
+
 /// The records of a `ZRANGEBYSCORE … WITHSCORES` reply (flat pairs or, in RESP3, nested).
 fn members(reply: Value) -> Vec<ProcessInfo> {
     let Value::Array(items) = reply else {
@@ -260,9 +306,21 @@ fn members(reply: Value) -> Vec<ProcessInfo> {
 
 /// A record and its deadline, back into what it says.
 fn parse(record: &str, deadline_ms: i64) -> Option<ProcessInfo> {
-    let fields: Vec<&str> = record.splitn(8, FIELD_SEPARATOR).collect();
-    let [kind, id, host, pid, version, started, ttl, patterns] = fields[..] else {
+    let fields: Vec<&str> = record.splitn(9, FIELD_SEPARATOR).collect();
+    // Eight fields, and in the registry of every process a ninth: the queues served.
+    let (own, queues) = match fields.split_at_checked(8) {
+        Some((own, [queues])) => (own, *queues),
+        _ => (&fields[..], ""),
+    };
+    let &[kind, id, host, pid, version, started, ttl, patterns] = own else {
         return None;
+    };
+    let lines = |field: &str| -> Vec<String> {
+        field
+            .split('\n')
+            .filter(|line| !line.is_empty())
+            .map(str::to_owned)
+            .collect()
     };
     Some(ProcessInfo {
         id: id.to_owned(),
@@ -272,11 +330,8 @@ fn parse(record: &str, deadline_ms: i64) -> Option<ProcessInfo> {
         version: version.to_owned(),
         started_ms: started.parse().ok()?,
         beat_ms: deadline_ms - ttl.parse::<i64>().ok()?,
-        patterns: patterns
-            .split('\n')
-            .filter(|glob| !glob.is_empty())
-            .map(str::to_owned)
-            .collect(),
+        patterns: lines(patterns),
+        queues: lines(queues),
     })
 }
 
@@ -300,6 +355,13 @@ mod tests {
         assert_eq!(info.patterns, ["tenant-*", "b"]);
         assert!(parse(&me.record(30, &[]), 1).unwrap().patterns.is_empty());
         assert_eq!(parse("not a record", 1), None);
+        let queues = BTreeSet::from(["a".to_owned(), "b:c".to_owned()]);
+        let live = parse(&me.live_record(30, &[], &queues), 100).unwrap();
+        assert_eq!(
+            (live.queues, live.beat_ms),
+            (vec!["a".to_owned(), "b:c".to_owned()], 70)
+        );
+        assert!(parse(&me.record(30, &[]), 1).unwrap().queues.is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use super::config::ReliableConfig;
 use super::delivery::{Delivery, Receipt};
+use super::delivery_id::fresh as fresh_delivery_id;
 use super::reaper;
 use super::reaper::ReapOutcome;
 use super::settle::SettleCtx;
@@ -13,7 +14,7 @@ use crate::redis::ops::limit_take::{self, LimitedTake, TakeGate};
 use crate::redis::ops::take;
 use crate::redis::reply::Decision;
 use crate::redis::resend_refused;
-use crate::time::Delay;
+use crate::time::{now_ms, Delay};
 use crate::{Error, Result};
 use fred::clients::Client;
 use fred::interfaces::{ClientLike, ListInterface};
@@ -96,8 +97,8 @@ pub(crate) enum Found<V> {
     Paused,
 }
 
-/// 16 random bytes as hex: a delivery id, or a consumer's.
-pub(crate) fn random_id() -> String {
+/// 16 random bytes as hex: a consumer's id.
+fn random_id() -> String {
     let bytes: [u8; 16] = rand::random();
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -254,7 +255,9 @@ impl<C: Codec> ReliableConsumer<C> {
         let visibility = Delay::span(config.visibility())?;
         let lease = Delay::span(config.visibility() + config.wait_slice() * 2)?;
         let (client, queue) = (&self.ctx.client, &self.ctx.queue);
-        let ids = (0..gate.most.max(1)).map(|_| random_id()).collect();
+        let ids = (0..gate.most.max(1))
+            .map(|_| fresh_delivery_id(now_ms()))
+            .collect();
         let reply = limit_take::run(
             client,
             queue,
@@ -313,7 +316,7 @@ impl<C: Codec> ReliableConsumer<C> {
         // The lease outlives a blocking wait and the take after it with a wide margin; a lease
         // that runs out while the consumer lives only sends its claimed value back to the list.
         let lease = Delay::span(config.visibility() + config.wait_slice() * 2)?;
-        let ids = (0..max).map(|_| random_id()).collect();
+        let ids = (0..max).map(|_| fresh_delivery_id(now_ms())).collect();
         let reply = take::run(
             &self.ctx.client,
             &self.ctx.queue,

@@ -4,6 +4,8 @@
 //! - `config.rs`: [`ReliableConfig`].
 //! - `settle.rs`: the settle calls (ack, nack, dead letter, extend) a delivery makes.
 //! - `delivery.rs`: [`Receipt`] and [`Delivery`], the settle API.
+//! - `delivery_id.rs`: what a delivery id says ([`DeliveryOrigin`]: process, start, attempt).
+//! - `in_flight.rs`: the in-flight deliveries as a console lists them ([`InFlightPage`]).
 //! - `consumer.rs`: [`ReliableConsumer`] (take, the blocking wait, housekeeping, close).
 //! - `reaper.rs`: giving back overdue values and lapsed claim lists.
 //! - `dead.rs`: the dead-letter record and [`DelayedQueue`]'s dead-letter tools.
@@ -78,14 +80,19 @@ mod config;
 mod consumer;
 mod dead;
 mod delivery;
+mod delivery_id;
+mod in_flight;
 mod reaper;
 mod settle;
 
 pub use config::ReliableConfig;
 pub use consumer::ReliableConsumer;
-pub(crate) use consumer::{random_id, Found, GatedTake};
+pub(crate) use consumer::{Found, GatedTake};
 pub use dead::{bounded_error, dead_letter, DeadLetter, MAX_ERROR_BYTES};
 pub use delivery::{Delivery, Receipt};
+pub(crate) use delivery_id::fresh as fresh_delivery_id;
+pub use delivery_id::DeliveryOrigin;
+pub use in_flight::{InFlightDelivery, InFlightPage};
 pub use reaper::ReapOutcome;
 
 use crate::codec::Codec;

@@ -155,6 +155,7 @@ async fn nothing_is_kept_when_turned_off() {
         "delayq_activity:*",
         "delayq_procs:*",
         "delayq_discovering:*",
+        "delayq_live:*",
     ] {
         assert_eq!(redis.cli(&["KEYS", pattern]).trim(), "", "{pattern}");
     }
@@ -195,8 +196,18 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
     let registry = queue.keys().processes();
     let ttl: i64 = redis.cli(&["PTTL", &registry]).trim().parse().unwrap();
     assert!(ttl > 0 && ttl <= 30_000, "PTTL {ttl}");
-
+    // The registry of every process lists the same worker, with the queue it serves.
     let client = connect(&redis.url()).await;
+    let own = queue.inspect().processes().await.unwrap();
+    let worker_id = &own.iter().find(|p| p.kind == "worker").unwrap().id;
+    let live = delayq::inspect::live_processes(&client).await.unwrap();
+    let listed = live.iter().find(|p| p.kind == "worker").unwrap();
+    assert_eq!(
+        (&listed.id, &listed.queues),
+        (worker_id, &vec![name.clone()])
+    );
+    assert_eq!(listed.pid, std::process::id());
+
     let group = SchedulerGroup::spawn(client.clone(), GroupConfig::default())
         .await
         .unwrap();
@@ -204,7 +215,7 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
         .discover(Discovery::all().matching(format!("{name}*")))
         .await
         .unwrap();
-    let other = DelayedQueue::builder(client, unique_name("other"), StringCodec)
+    let other = DelayedQueue::builder(client.clone(), unique_name("other"), StringCodec)
         .transfer(false)
         .build()
         .await
@@ -227,6 +238,8 @@ async fn the_registry_lists_a_worker_and_a_scheduler_until_they_stop() {
     queue.destroy().await.unwrap();
     assert!(queue.inspect().processes().await.unwrap().is_empty());
     assert_eq!(redis.cli(&["EXISTS", &registry]).trim(), "0");
+    let live = delayq::inspect::live_processes(&client).await.unwrap();
+    assert!(live.iter().all(|p| p.kind != "worker"), "{live:?}");
 }
 
 /// A process that dies without stopping (its runtime dropped: no task runs again) leaves the

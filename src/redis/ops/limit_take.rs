@@ -56,8 +56,8 @@ pub(crate) enum LimitedTake {
     Paused,
 }
 
-/// Takes up to `ids.len()` values (one delivery id each) under `version`, renewing the lease
-/// on the `claim` list.
+/// Takes up to `ids.len()` values (one delivery id each: its first parts, the script appends
+/// the attempt) under `version`, renewing the lease on the `claim` list.
 pub(crate) async fn run(
     client: &Client,
     queue: &QueueSpec,

@@ -50,7 +50,8 @@ pub(crate) enum Unparked {
     Other(Decision),
 }
 
-/// Takes the oldest value of a due key held back as delivery `id`.
+/// Takes the oldest value of a due key held back as delivery `id` (its first parts: the
+/// script appends the attempt).
 pub(crate) async fn run(
     client: &Client,
     queue: &QueueSpec,

@@ -38,7 +38,8 @@ pub(crate) struct TakeReply {
 }
 
 /// Takes one value per id in `ids` (fewer when fewer are ready), renewing the lease on the
-/// consumer's `claim` list.
+/// consumer's `claim` list. Each of `ids` is a fresh id's first parts: the script appends the
+/// attempt ([`DeliveryOrigin`](crate::reliable::DeliveryOrigin)).
 pub(crate) async fn run(
     client: &Client,
     queue: &QueueSpec,

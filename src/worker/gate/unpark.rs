@@ -41,7 +41,7 @@ impl<C: Codec> Gates<C> {
         let active = gate.active.as_ref()?;
         let name: Arc<str> = Arc::from(gate.queue.name());
         let consumer = sources.consumer(&name)?;
-        let id = crate::reliable::random_id();
+        let id = crate::reliable::fresh_delivery_id(crate::time::now_ms());
         let lease = Delay::span(self.lease).ok()?;
         let queue = &gate.queue;
         let reply =

@@ -83,10 +83,20 @@ pub(crate) async fn inflight(ctx: &Ctx, action: InflightAction) -> anyhow::Resul
         let deadline = row["deadline_ms"]
             .as_i64()
             .map_or("-".into(), crate::show::time);
+        let started = row["started_ms"]
+            .as_i64()
+            .map_or("-".into(), crate::show::time);
         let value = row["error"]
             .as_str()
             .map_or_else(|| value_text(row), str::to_owned);
-        format!("{at}\t{}\t{deadline}\t{value}", text_of(&row["id"]))
+        format!(
+            "{at}\t{}\t{}\t{}\t{started}\t{deadline}\t{value}",
+            text_of(&row["id"]),
+            row["process"].as_str().unwrap_or("-"),
+            row["attempt"]
+                .as_u64()
+                .map_or("-".into(), |n| n.to_string()),
+        )
     };
     print_pages(
         ctx,

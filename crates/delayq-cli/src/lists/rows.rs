@@ -164,7 +164,8 @@ pub(crate) async fn ready(
 }
 
 /// Values taken by reliable consumers and not yet acknowledged, nearest deadline first, from
-/// `offset`: delivery id, deadline and preview of `limit` bytes.
+/// `offset`: delivery id, deadline, what the id says (`process`, `attempt`, `started_ms`; null
+/// for an id of the earlier form) and preview of `limit` bytes.
 pub(crate) async fn in_flight(
     queue: &DelayedQueue<TextCodec>,
     offset: usize,
@@ -180,11 +181,21 @@ pub(crate) async fn in_flight(
                 Some(len) => shown(codec, &member.head, len, limit),
                 None => json!({ "error": "its value is gone (acknowledged meanwhile?)" }),
             };
-            row["id"] = json!(member.id);
-            row["deadline_ms"] = json!(member.at_ms);
+            delivery_fields(&mut row, member.id.as_deref().unwrap_or(""), member.at_ms);
             row
         })
         .collect())
+}
+
+/// A delivery's fields in its row: `id`, `deadline_ms`, and what the id says (`process`,
+/// `attempt`, `started_ms`; null for an id of the earlier form).
+pub(crate) fn delivery_fields(row: &mut serde_json::Value, id: &str, deadline_ms: Option<i64>) {
+    let origin = delayq::reliable::DeliveryOrigin::of(id);
+    row["id"] = json!(id);
+    row["deadline_ms"] = json!(deadline_ms);
+    row["process"] = json!(origin.process);
+    row["attempt"] = json!(origin.attempt);
+    row["started_ms"] = json!(origin.started_ms);
 }
 
 /// Dead letters, oldest first, from `offset`: id, attempts, error, time and preview of `limit`

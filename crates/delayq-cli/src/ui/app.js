@@ -2,13 +2,14 @@
 // (a selection or a message survives a refresh); writes send the token as a Bearer header
 // (access.js: the page's role, and which buttons it may use) and the ones that lose or move
 // values ask first. The selected queue is in the URL: #/queue/NAME/TAB (and an entry opened in
-// it: #/queue/NAME/TAB/ITEM; search.js draws the entry, the search and the bulk actions).
+// it: #/queue/NAME/TAB/ITEM; search.js draws the entry, the search and the bulk actions); the
+// workers page is #/workers (workers.js).
 "use strict";
 const $ = (sel) => document.querySelector(sel);
 const COUNTS = ["pending", "ready", "in_flight", "dead", "quarantined"];
 // A queue's health states (health.rs), worst first; "ok" has no class.
 const HEALTH = ["unreadable", "stuck", "failing", "lagging", "paused"];
-const view = { selected: null, offset: 0, limit: 100, filter: "", order: "name", tab: "pending", from: 0, q: "", job: null };
+const view = { workers: false, selected: null, offset: 0, limit: 100, filter: "", order: "name", tab: "pending", from: 0, q: "", job: null };
 // What the parts loaded after this file fill in (overview.js): more parameters of the
 // overview's request, a look at its answer, more cells of a queue's row, more of the queue view.
 const more = { query: () => "", page: () => {}, cells: () => [], detail: () => {} };
@@ -144,6 +145,8 @@ function drawQueue(now) {
 }
 
 async function refresh() {
+  // The workers page reads its own (workers.js); the overview waits until it is shown again.
+  if (view.workers) return;
   try {
     const url = "api/queues?offset=" + view.offset + "&limit=" + view.limit +
       "&q=" + encodeURIComponent(view.filter) + "&sort=" + view.order + more.query();
@@ -238,7 +241,8 @@ const TABS = {
     ["Value", preview, "v"], ["", null, "act"]] },
   ready: { key: (x) => "at " + x.at, columns: [["#", (x) => String(x.at + 1), "n"], ["Value", preview, "v"]] },
   in_flight: { key: (x) => x.id, columns: [["Deadline", (x) => timed(x.deadline_ms, x.now)],
-    ["Delivery", (x) => x.id], ["Value", (x) => x.error || preview(x), "v"], ["", null, "act"]] },
+    ["Delivery", (x) => x.id], ["Process", (x) => x.process || "-"], ["Attempt", (x) => x.attempt == null ? "-" : String(x.attempt), "n"],
+    ["Started", (x) => timed(x.started_ms, x.now), "t"], ["Value", (x) => x.error || preview(x), "v"], ["", null, "act"]] },
   dead: { key: (x) => x.id || "at " + x.at, columns: [["Attempts", (x) => x.malformed ? "-" : String(x.attempts), "n"],
     ["Error", (x) => x.malformed || shortError(x.error), "err"], ["Dead at", (x) => x.malformed ? "-" : timed(x.dead_at_ms, x.now)],
     ["Value", preview, "v"], ["", null, "act"]] },
@@ -347,6 +351,11 @@ function select(name, tab, job) {
   if (window.showJob) window.showJob();
 }
 function fromHash() {
+  // The workers page (workers.js) shows instead of the overview and a queue.
+  const workers = location.hash === "#/workers";
+  if (window.showWorkers) window.showWorkers(workers);
+  view.workers = workers;
+  if (workers) { view.selected = null; $("#detail").hidden = true; return; }
   const m = location.hash.match(/^#\/queue\/([^/]+)(?:\/(\w+))?(?:\/([^/]+))?$/);
   if (m) select(decodeURIComponent(m[1]), m[2], m[3] && decodeURIComponent(m[3])); else select(null);
 }

@@ -113,8 +113,7 @@ async fn find(
             let value: Option<Bytes> = client.hget(keys.inflight_data(), &id).await?;
             value.zip(deadline).map(|(value, deadline)| {
                 let mut row = preview::shown(codec, &value, value.len() as u64, SHOWN);
-                row["id"] = json!(id);
-                row["deadline_ms"] = json!(deadline as i64);
+                preview::delivery_fields(&mut row, &id, Some(deadline as i64));
                 row
             })
         }

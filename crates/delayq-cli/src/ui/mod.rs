@@ -7,6 +7,8 @@
 //! one of its lists, each value as a bounded preview), `GET /api/queues/{name}/activity`,
 //! `/days?days=` and `/processes` (its last hour of activity, its last 90 days of it with
 //! their dates, its live workers and schedulers).
+//! `GET /api/workers?per_queue=`: every live process across the queues, with the queues it
+//! serves and the deliveries it holds (workers.rs).
 //! `GET /api/whoami`: the role of the request's token and the role each action needs.
 //! Writes, each with the token of a role that may do it as `Authorization: Bearer TOKEN` and
 //! the header `X-Delayq-Write: 1` (access.rs):
@@ -31,6 +33,7 @@ mod overview;
 mod paging;
 mod schedules;
 mod search;
+mod workers;
 
 use crate::ctx::Ctx;
 // The rows of a queue's lists, shared with the CLI's list commands.
@@ -51,7 +54,7 @@ use std::sync::Arc;
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
 /// The page and its assets, built into the binary: path, content type, body (index.html loads
 /// the scripts, `app.js` first: the others add their parts to it).
-const ASSETS: [(&str, &str, &str); 9] = [
+const ASSETS: [(&str, &str, &str); 10] = [
     ("/", "text/html; charset=utf-8", include_str!("index.html")),
     (
         "/style.css",
@@ -65,6 +68,7 @@ const ASSETS: [(&str, &str, &str); 9] = [
     ("/overview.js", JAVASCRIPT, include_str!("overview.js")),
     ("/schedules.js", JAVASCRIPT, include_str!("schedules.js")),
     ("/limits.js", JAVASCRIPT, include_str!("limits.js")),
+    ("/workers.js", JAVASCRIPT, include_str!("workers.js")),
 ];
 
 /// How long a request waits for Redis: the client queues commands while it reconnects, so
@@ -104,6 +108,7 @@ pub(crate) fn routes(ui: Ui) -> Router {
     let api = Router::new()
         .route("/api/whoami", get(access::whoami))
         .route("/api/queues", get(overview::overview))
+        .route("/api/workers", get(workers::workers))
         .route("/api/queues/{name}", get(detail::queue))
         .route("/api/queues/{name}/activity", get(activity::history))
         .route("/api/queues/{name}/days", get(activity::days))

@@ -84,7 +84,8 @@ function drawLines(svg, rows, ticks, what) {
 
 function fillProcesses(d) {
   setText($("#process-count"), String(d.processes.length));
-  sync($("#processes tbody"), d.processes, (p) => p.id, (row, p) => {
+  // A process's worker and scheduler share its id: the kind tells their rows apart.
+  sync($("#processes tbody"), d.processes, (p) => p.kind + " " + p.id, (row, p) => {
     const c = cells(row, 7, ["", "", "", "n", "", "", ""]);
     [p.kind, p.id, p.host, String(p.pid), p.version, timed(p.started_ms, d.now_ms), timed(Math.min(p.beat_ms, d.now_ms), d.now_ms)]
       .forEach((v, i) => put(c[i], v));

@@ -19,7 +19,7 @@ const ROWS_AT_ONCE: usize = 16;
 
 impl Ui {
     /// The names of every queue with any key of its own (within `--match`), sorted.
-    async fn names(&self) -> anyhow::Result<Vec<String>> {
+    pub(super) async fn names(&self) -> anyhow::Result<Vec<String>> {
         let mut discovery = Discovery::all();
         if let Some(pattern) = &self.pattern {
             discovery = discovery.matching(pattern.as_str());

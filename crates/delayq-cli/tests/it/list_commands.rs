@@ -156,7 +156,7 @@ async fn dead_letters_are_listed_with_ids_and_retried_or_deleted_one_by_one() {
 
 /// `ready list` and `inflight list` read the target list and the deliveries in flight without
 /// taking or settling anything: position and value (a long one cut at 64 KiB, saying so), and a
-/// delivery's id and deadline; `--json` values in the codec's JSON form.
+/// delivery's id, process, attempt, start and deadline; `--json` values in the codec's JSON form.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ready_and_in_flight_values_are_listed_without_taking_them() {
     let redis = TestRedis::start();
@@ -212,16 +212,29 @@ async fn ready_and_in_flight_values_are_listed_without_taking_them() {
     let mut taken_ids = ids;
     taken_ids.sort();
     assert_eq!(listed_ids, taken_ids);
-    let mut values = [rows[0][3], rows[1][3]];
+    let mut values = [rows[0][6], rows[1][6]];
     values.sort();
     assert_eq!(values, ["r-1", "r-2"]);
-    assert!(rows[0][2].ends_with('Z'), "a deadline: {listed}");
+    // Who took it (this test's process), which attempt, when: read from the delivery id.
+    let me = format!("-{}-", std::process::id());
+    for row in &rows {
+        assert!(row[2].contains(&me), "the process: {listed}");
+        assert!(row[1].starts_with(&format!("{}.", row[2])), "{listed}");
+        assert_eq!(row[3], "1", "the attempt: {listed}");
+        assert!(
+            row[4].ends_with('Z') && row[5].ends_with('Z'),
+            "start, deadline: {listed}"
+        );
+    }
     let json = records(&ok(
         &url,
         &["--json", "inflight", "list", &name, "--limit", "1"],
     ));
     assert_eq!(json.len(), 1);
     assert!(json[0]["deadline_ms"].as_i64().unwrap() > 0, "{}", json[0]);
+    assert_eq!(json[0]["process"], rows[0][2], "{}", json[0]);
+    assert_eq!(json[0]["attempt"], 1, "{}", json[0]);
+    assert!(json[0]["started_ms"].as_i64().unwrap() > 0, "{}", json[0]);
     assert!(ids.contains(&json[0]["id"].as_str().unwrap()));
     assert_eq!(
         redis.cli(&["ZCARD", &inflight_key]),

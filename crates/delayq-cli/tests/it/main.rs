@@ -50,3 +50,4 @@ mod wait_replicas_all;
 mod work;
 mod work_lifecycle;
 mod worker_kill;
+mod workers;
