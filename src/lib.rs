@@ -27,6 +27,8 @@
 //!   arguments and reply).
 //! - `connection/`: [`connect`], [`client_builder`] and [`ConnectOptions`] (`options.rs`;
 //!   [`TlsOptions`] and the rustls connector in `tls/`).
+//! - `process.rs`: who this process is (host name, and the one id its registry records and
+//!   delivery ids carry).
 //! - `observe/`: what workers and scheduler groups keep in Redis about themselves (each queue's
 //!   per-minute and per-day activity, the registry of live processes), one `Observer` task per
 //!   process.
