@@ -82,8 +82,8 @@ pub(crate) struct Shared {
     keys: keys::Keys,
     lanes: lanes::Lanes,
     http: reqwest::Client,
-    /// The Standard Webhooks key, when the signature is asked for.
-    webhooks_key: Option<Vec<u8>>,
+    /// The Standard Webhooks signer, when the signature is asked for.
+    webhooks: Option<webhooks::Signer>,
     /// The client the native queues are built on.
     client: Client,
     native: native::NativeQueues,
@@ -144,10 +144,7 @@ impl Gateway {
         scripts::load_all(&client)
             .await
             .map_err(|err| Error::Queue(err.into()))?;
-        let webhooks_key = match &config.standard_webhooks_secret {
-            Some(secret) => Some(webhooks::key(secret).map_err(Error::InvalidConfig)?),
-            None => None,
-        };
+        let webhooks = config.webhooks_signer()?;
         let keys = keys::Keys::seeded(
             client.clone(),
             &config.queue,
@@ -164,7 +161,7 @@ impl Gateway {
                 keys,
                 lanes,
                 http,
-                webhooks_key,
+                webhooks,
                 client,
                 native: native::NativeQueues::default(),
             }),

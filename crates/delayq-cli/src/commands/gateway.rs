@@ -41,6 +41,9 @@ pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.standard_webhooks_secret_file {
         config = config.with_standard_webhooks_secret(read_private_token(path)?);
     }
+    if let Some(path) = &args.standard_webhooks_next_secret_file {
+        config = config.with_standard_webhooks_next_secret(read_private_token(path)?);
+    }
     for path in &args.publish_token_files {
         config = config.with_publish_token(read_private_token(path)?);
     }
