@@ -13,6 +13,7 @@
 //! - `config.rs`: [`GatewayConfig`].
 //! - `access.rs`: the tokens' roles, and which routes each may call.
 //! - `meter.rs`: the metrics (requests by route and status, deliveries by outcome, latencies).
+//! - `redact.rs`: `Upstash-Redact-Fields`, the parts of a message the read APIs hide.
 //! - `envelope.rs`: a message as its queue entry holds it (rmp-serde).
 //! - `signature.rs`: the `Upstash-Signature` JWT.
 //! - `retry_delay.rs`: the `Upstash-Retry-Delay` expression.
@@ -55,6 +56,7 @@ mod meter;
 mod native;
 mod publish;
 mod queues;
+mod redact;
 mod retry_delay;
 mod schedules;
 mod scripts;

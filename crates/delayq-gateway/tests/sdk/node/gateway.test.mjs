@@ -176,6 +176,27 @@ test("retries used up: a dead letter, retried from the DLQ", async () => {
   assert.equal(got[2].verified, true, got[2].error);
 });
 
+test("redact: delivered as sent, shown as REDACTED:<sha256> by the DLQ", async () => {
+  const { createHash } = await import("node:crypto");
+  const hidden = (v) => `REDACTED:${createHash("sha256").update(v).digest("hex")}`;
+  const res = await client.publish({
+    url: `${base}/500/node-redact`,
+    body: "node private body",
+    headers: { Authorization: "Bearer node-secret", "X-Plain": "shown" },
+    retries: 0,
+    redact: { body: true, header: ["Authorization"] },
+  });
+  const [got] = await waitFor("/500/node-redact", 1);
+  assert.equal(got.verified, true, got.error);
+  assert.equal(got.headers["authorization"], "Bearer node-secret");
+  assert.equal(got.body.toString(), "node private body");
+  const dead = await waitDead(res.messageId);
+  assert.deepEqual(dead.header["authorization"], [hidden("Bearer node-secret")]);
+  assert.deepEqual(dead.header["x-plain"], ["shown"]);
+  assert.ok(!JSON.stringify(dead).includes("node-secret"));
+  await client.dlq.delete(dead.dlqId);
+});
+
 test("a dead letter deleted", async () => {
   const res = await client.publish({ url: `${base}/500/node-deleted`, body: "x", retries: 0 });
   const dead = await waitDead(res.messageId);

@@ -3,6 +3,7 @@
 every delivery with the SDK's own Receiver. Started by ../run.sh, which passes the gateway's
 address, token and keys and the receiver's port."""
 
+import hashlib
 import os
 import threading
 import time
@@ -203,6 +204,34 @@ def test_dead_letter_read_and_deleted(client):
     client.dlq.delete(found[0].dlq_id)
     with pytest.raises(QStashError):
         client.dlq.get(found[0].dlq_id)
+
+
+def test_redacted_fields_delivered_but_shown_redacted(client):
+    def hidden(value):
+        return "REDACTED:" + hashlib.sha256(value.encode()).hexdigest()
+
+    res = client.message.publish(
+        url=f"{BASE}/500/py-redact",
+        body="py private body",
+        headers={"Authorization": "Bearer py-secret", "X-Plain": "shown"},
+        retries=0,
+        redact={"body": True, "header": ["Authorization"]},
+    )
+    [got] = wait_for("/500/py-redact", 1)
+    assert got["verified"], got["error"]
+    assert got["headers"]["authorization"] == "Bearer py-secret"
+    assert got["body"] == b"py private body"
+    deadline = time.time() + PATIENCE_S
+    while True:
+        found = [m for m in client.dlq.list().messages if m.message_id == res.message_id]
+        if found:
+            break
+        assert time.time() < deadline, f"{res.message_id} not in the DLQ"
+        time.sleep(0.05)
+    letter = client.dlq.get(found[0].dlq_id)
+    assert letter.headers["authorization"] == [hidden("Bearer py-secret")]
+    assert letter.headers["x-plain"] == ["shown"]
+    client.dlq.delete(found[0].dlq_id)
 
 
 def test_dead_letters_deleted_in_bulk(client):
