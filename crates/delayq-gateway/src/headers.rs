@@ -129,12 +129,8 @@ pub(crate) fn parse(
     )?;
     let labels = text("upstash-label")?.map_or_else(Vec::new, labels);
     let retry_delay = retry_delay(text("upstash-retry-delay")?)?;
-    let redact = match text("upstash-redact-fields")? {
-        None => Redact::default(),
-        Some(fields) => Redact::parse(fields).map_err(ApiError::bad_request)?,
-    };
     Ok(PublishOptions {
-        redact,
+        redact: redact_fields(text("upstash-redact-fields")?)?,
         flow: flow_control(
             text("upstash-flow-control-key")?,
             text("upstash-flow-control-value")?,
@@ -159,6 +155,13 @@ fn labels(text: &str) -> Vec<String> {
         .filter(|l| !l.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+/// `Upstash-Redact-Fields`, read; nothing redacted without it.
+fn redact_fields(text: Option<&str>) -> Result<Redact, ApiError> {
+    text.map_or(Ok(Redact::default()), |fields| {
+        Redact::parse(fields).map_err(ApiError::bad_request)
+    })
 }
 
 /// `Upstash-Retry-Delay`, checked.
