@@ -33,6 +33,7 @@
 //! - `deliver.rs`: the delivery worker's handler.
 //! - `lane_workers.rs`: a delivery worker per lane, as the lanes come and go.
 //! - `flow_control.rs`: `GET /v2/flowControl[/{key}]` from the flow-control lanes' limits.
+//! - `dlq_filter.rs`: the ids and filters of the DLQ's calls.
 //! - `dlq.rs`: the dead letters as QStash's DLQ (list, get, delete one or many, retry).
 //! - `native.rs`: the native queues (`/v1/queues/...`): offer into any Redisson queue.
 
@@ -42,6 +43,7 @@ mod callback;
 mod config;
 mod deliver;
 mod dlq;
+mod dlq_filter;
 mod envelope;
 mod error;
 mod events;

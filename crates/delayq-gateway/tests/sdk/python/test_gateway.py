@@ -250,6 +250,30 @@ def test_dead_letters_deleted_in_bulk(client):
     assert client.dlq.delete_many(ids) == 0
 
 
+def test_dead_letters_listed_by_filter(client):
+    since = int(time.time() * 1000)
+    ids = {}
+    for path, label in [("404/py-f-a", "py-f-red"), ("500/py-f-b", "py-f-red")]:
+        res = client.message.publish(url=f"{BASE}/{path}", body="f", retries=0, label=label)
+        deadline = time.time() + PATIENCE_S
+        while not any(m.message_id == res.message_id for m in client.dlq.list().messages):
+            assert time.time() < deadline, f"{res.message_id} not in the DLQ"
+            time.sleep(0.05)
+        ids[path] = res.message_id
+
+    def listed(**filter):
+        return sorted(m.dlq_id for m in client.dlq.list(filter=filter).messages)
+
+    assert listed(url=f"{BASE}/500/py-f-b") == [ids["500/py-f-b"]]
+    assert listed(response_status=404, from_time=since) == [ids["404/py-f-a"]]
+    assert listed(label="py-f-red") == sorted(ids.values())
+    assert listed(label="py-f-red", to_time=since - 1) == []
+    assert listed(message_id=ids["404/py-f-a"]) == [ids["404/py-f-a"]]
+    with pytest.raises(QStashError):
+        listed(caller_ip="127.0.0.1")
+    assert client.dlq.delete_many(list(ids.values())) == 2
+
+
 def test_refused_destination_and_token(client):
     with pytest.raises(QStashError, match="allow-list"):
         client.message.publish(url="http://127.0.0.2:9/not-allowed", body="x")
