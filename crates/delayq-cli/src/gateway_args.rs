@@ -69,6 +69,16 @@ pub(crate) struct GatewayArgs {
         value_name = "PATH"
     )]
     pub(crate) standard_webhooks_secret_file: Option<std::path::PathBuf>,
+    /// During a rotation, a file (mode 0600) holding the next Standard Webhooks secret: every
+    /// webhook-signature then holds both signatures, space-separated (`v1,SIG1 v1,SIG2`), so
+    /// that receivers on either secret verify it. Needs --standard-webhooks-secret-file.
+    #[arg(
+        long,
+        env = "DELAYQ_GATEWAY_STANDARD_WEBHOOKS_NEXT_SECRET_FILE",
+        value_name = "PATH",
+        requires = "standard_webhooks_secret_file"
+    )]
+    pub(crate) standard_webhooks_next_secret_file: Option<std::path::PathBuf>,
     /// Deliver only to destinations with URL-PREFIX's scheme, host and port whose path starts
     /// with its path (repeatable, required); anything else is refused at publish (403).
     #[arg(

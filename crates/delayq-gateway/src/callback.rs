@@ -51,6 +51,7 @@ pub(crate) async fn publish(
         flow: None,
         owner: None,
         schedule_id: None,
+        redact: Default::default(),
     };
     let kind = if dlq_id.is_some() {
         "failure callback"
@@ -78,7 +79,8 @@ fn body(source: &Envelope, answer: Option<&Answer>, retried: u32, dlq_id: Option
     }
     let mut source_header = Map::new();
     for (name, value) in &source.headers {
-        source_header.insert(name.clone(), value.clone().into());
+        let shown = source.redact.header(name, value);
+        source_header.insert(name.clone(), shown.into_owned().into());
     }
     let mut body = json!({
         "status": answer.map_or(0, |a| a.status),
@@ -92,7 +94,7 @@ fn body(source: &Envelope, answer: Option<&Answer>, retried: u32, dlq_id: Option
         "url": source.url,
         "method": source.method,
         "sourceHeader": source_header,
-        "sourceBody": STANDARD.encode(&source.body),
+        "sourceBody": STANDARD.encode(source.redact.body(&source.body)),
         "notBefore": source.not_before_ms.to_string(),
         "createdAt": source.created_ms.to_string(),
     });

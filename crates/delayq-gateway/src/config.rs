@@ -29,6 +29,8 @@ pub struct GatewayConfig {
     pub(crate) concurrency: usize,
     /// `whsec_...`: the Standard Webhooks signature is added to every attempt.
     pub(crate) standard_webhooks_secret: Option<String>,
+    /// `whsec_...`: during a rotation, a second Standard Webhooks signature.
+    pub(crate) standard_webhooks_next_secret: Option<String>,
     /// Patterns of the native queues' names (`*` for any run of characters).
     pub(crate) native_queues: Vec<String>,
     pub(crate) keep_delivered: Duration,
@@ -64,6 +66,13 @@ impl fmt::Debug for GatewayConfig {
                 "standard_webhooks_secret",
                 &self.standard_webhooks_secret.as_ref().map(|_| "redacted"),
             )
+            .field(
+                "standard_webhooks_next_secret",
+                &self
+                    .standard_webhooks_next_secret
+                    .as_ref()
+                    .map(|_| "redacted"),
+            )
             .field("keep_delivered", &self.keep_delivered)
             .field("events_kept", &self.events_kept)
             .field("events_max_age", &self.events_max_age)
@@ -96,6 +105,7 @@ impl GatewayConfig {
             backoff_max: Duration::from_secs(24 * 3600),
             concurrency: 16,
             standard_webhooks_secret: None,
+            standard_webhooks_next_secret: None,
             native_queues: Vec::new(),
             keep_delivered: Duration::ZERO,
             events_kept: 10_000,
@@ -218,6 +228,17 @@ impl GatewayConfig {
         self
     }
 
+    /// During a rotation of the Standard Webhooks secret, the next secret (the same format):
+    /// every attempt's `webhook-signature` then holds two signatures, space-separated as the
+    /// spec has them (`v1,SIG1 v1,SIG2`, the current secret's first), so that receivers
+    /// holding either secret verify it. Needs
+    /// [`with_standard_webhooks_secret`](Self::with_standard_webhooks_secret). Default: none.
+    #[must_use]
+    pub fn with_standard_webhooks_next_secret(mut self, secret: impl Into<String>) -> Self {
+        self.standard_webhooks_next_secret = Some(secret.into());
+        self
+    }
+
     /// Allows the native queues (`/v1/queues/{name}/...`) whose names match `pattern`, where
     /// `*` stands for any run of characters (`orders`, `orders:*`, `*`). Default: none, and
     /// every native request is refused (403).
@@ -282,9 +303,7 @@ impl GatewayConfig {
                 }
             }
         }
-        if let Some(secret) = &self.standard_webhooks_secret {
-            crate::webhooks::key(secret).map_err(Error::InvalidConfig)?;
-        }
+        self.webhooks_signer()?;
         if self.native_queues.iter().any(String::is_empty) {
             return invalid("a native queue pattern must not be empty".into());
         }
@@ -292,6 +311,21 @@ impl GatewayConfig {
             return invalid("concurrency, body limit and request timeout must be positive".into());
         }
         Ok(())
+    }
+
+    /// The Standard Webhooks signer, when the signature is asked for, or why the secrets are
+    /// not ones.
+    pub(crate) fn webhooks_signer(&self) -> Result<Option<crate::webhooks::Signer>> {
+        let next = self.standard_webhooks_next_secret.as_deref();
+        match (&self.standard_webhooks_secret, next) {
+            (Some(current), next) => crate::webhooks::Signer::new(current, next)
+                .map(Some)
+                .map_err(Error::InvalidConfig),
+            (None, Some(_)) => Err(Error::InvalidConfig(
+                "a next Standard Webhooks secret needs a current one".into(),
+            )),
+            (None, None) => Ok(None),
+        }
     }
 
     /// Whether `url` may be a destination: for some allowed prefix, the same scheme, host and

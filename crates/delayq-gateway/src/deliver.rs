@@ -227,7 +227,7 @@ async fn signed_request(
     for (name, value) in &envelope.headers {
         // The gateway's own Standard Webhooks headers replace any a publisher forwarded.
         let ours = ["webhook-id", "webhook-timestamp", "webhook-signature"];
-        if shared.webhooks_key.is_some() && ours.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+        if shared.webhooks.is_some() && ours.iter().any(|h| name.eq_ignore_ascii_case(h)) {
             continue;
         }
         request = request.header(name, value);
@@ -241,9 +241,8 @@ async fn signed_request(
         &envelope.body,
         now_secs(),
     );
-    if let Some(key) = &shared.webhooks_key {
-        for (name, value) in crate::webhooks::headers(key, &envelope.id, now_secs(), &envelope.body)
-        {
+    if let Some(webhooks) = &shared.webhooks {
+        for (name, value) in webhooks.headers(&envelope.id, now_secs(), &envelope.body) {
             request = request.header(name, value);
         }
     }

@@ -1,14 +1,15 @@
-//! The dead letters of the gateway's queue as QStash's DLQ: `GET /v2/dlq` (a page, optionally
-//! one message's), `GET` and `DELETE /v2/dlq/{dlqId}`, `POST /v2/dlq/retry/{dlqId}` and
-//! `POST /v2/dlq/retry?dlqIds=..` (as the JS SDK sends it). A dead
-//! letter's `dlqId` is its message id. They are found by reading the dead-letter list from its
-//! oldest record, at most [`SCANNED`] of them.
+//! The dead letters of the gateway's queue as QStash's DLQ: `GET /v2/dlq` (a page, by ids or
+//! filters: `dlq_filter.rs`), `GET` and `DELETE /v2/dlq/{dlqId}`, `POST /v2/dlq/retry/{dlqId}`,
+//! and `DELETE /v2/dlq`, `POST /v2/dlq/retry` in bulk (by ids, by filters or all, at most
+//! [`MAX_BULK`] a request). A dead letter's `dlqId` is its message id. They are found by
+//! reading the dead-letter list from its oldest record, at most [`SCANNED`] of them.
 
+use crate::dlq_filter::{DlqQuery, LetterFacts};
 use crate::envelope::Envelope;
 use crate::error::ApiError;
 use crate::messages::message_json;
 use crate::Shared;
-use axum::extract::{Path, Query, RawQuery, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, Uri};
 use axum::Json;
 use bytes::Bytes;
@@ -25,15 +26,6 @@ pub(crate) const SCANNED: usize = 10_000;
 /// The most dead letters on one page.
 const PAGE: usize = 100;
 
-/// The query of `GET /v2/dlq`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ListQuery {
-    cursor: Option<String>,
-    count: Option<usize>,
-    message_id: Option<String>,
-}
-
 /// A dead letter and its envelope.
 struct Found {
     letter: DeadLetter<Vec<u8>>,
@@ -43,6 +35,14 @@ struct Found {
 }
 
 impl Found {
+    /// What the DLQ's filters look at besides the envelope.
+    fn facts(&self) -> LetterFacts {
+        LetterFacts {
+            response_status: crate::deliver::status_of(&self.letter.error).0,
+            dead_at_ms: self.letter.dead_at_ms,
+        }
+    }
+
     /// QStash's `DLQMessage`: the `Message` fields, `dlqId`, `responseStatus`, `responseBody`
     /// (the first 4 KiB of the last answer, or why there was none), and delayq's `error`
     /// and `attempts`.
@@ -118,29 +118,34 @@ async fn find(shared: &Shared, id: &str) -> Result<Found, ApiError> {
         .ok_or_else(|| ApiError::not_found(format!("dead letter {id} not found")))
 }
 
-/// `GET /v2/dlq[?cursor=N&count=N&messageId=ID]`: `{messages, cursor?}`, oldest first; the
-/// cursor (an offset) is there when more follow.
+/// The query of `uri` as a DLQ query, or a 400.
+fn dlq_query(uri: &Uri) -> Result<DlqQuery, ApiError> {
+    let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(uri)
+        .map_err(|err| ApiError::bad_request(format!("bad query: {}", err.body_text())))?;
+    crate::dlq_filter::parse(pairs).map_err(ApiError::bad_request)
+}
+
+/// The dead letters of `all` that `query` asks for (by ids, or by its filters), in order.
+fn matching<'a>(all: &'a [Found], query: &DlqQuery) -> Vec<&'a Found> {
+    all.iter()
+        .filter(|f| match query.ids.is_empty() {
+            true => query.filter.matches(&f.envelope, f.facts()),
+            false => query.ids.contains(&f.envelope.id),
+        })
+        .collect()
+}
+
+/// `GET /v2/dlq[?cursor=N&count=N&FILTER=..]`: `{messages, cursor?}`, oldest first; the cursor
+/// (an offset) is there when more follow. Filters: see `dlq_filter.rs`.
 pub(crate) async fn list(
     State(shared): State<Arc<Shared>>,
-    Query(query): Query<ListQuery>,
+    uri: Uri,
 ) -> Result<Json<Value>, ApiError> {
-    let from: usize = match query.cursor.as_deref() {
-        None | Some("") => 0,
-        Some(cursor) => cursor
-            .parse()
-            .map_err(|_| ApiError::bad_request(format!("bad cursor {cursor:?}")))?,
-    };
-    let count = query.count.unwrap_or(PAGE).clamp(1, PAGE);
+    let query = dlq_query(&uri)?;
+    let from = query.from;
+    let count = query.count.unwrap_or(PAGE).min(PAGE);
     let all = letters(&shared, SCANNED).await?;
-    let matching: Vec<&Found> = all
-        .iter()
-        .filter(|f| {
-            query
-                .message_id
-                .as_ref()
-                .is_none_or(|id| &f.envelope.id == id)
-        })
-        .collect();
+    let matching = matching(&all, &query);
     let mut page: Vec<Value> = Vec::new();
     for found in matching.iter().skip(from).take(count) {
         page.push(with_response(&shared, found.json()).await);
@@ -179,28 +184,27 @@ pub(crate) async fn delete(
     }
 }
 
-/// The most dead letters one bulk delete may name.
+/// The most dead letters one bulk delete or retry may name, or touch by filter.
 pub(crate) const MAX_BULK: usize = 1_000;
+/// How many dead letters a bulk call by filter touches when it gives no `count` (the SDKs'
+/// default).
+const BULK_DEFAULT: usize = 100;
 
-/// The ids of a bulk request: `dlqIds=ID` in the query (repeated, as the node SDK sends them)
-/// and `{"dlqIds": [...]}` in a JSON body (as the Python SDK sends them), without repeats.
-/// Anything else (filters, `all`, `count`, `cursor`, other fields) is refused: a bulk delete
-/// by filter is not supported, and must not delete more than asked.
-fn bulk_ids(uri: &Uri, body: &[u8]) -> Result<Vec<String>, ApiError> {
-    let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(uri)
-        .map_err(|err| ApiError::bad_request(format!("bad query: {}", err.body_text())))?;
-    let mut ids = Vec::new();
-    for (name, value) in pairs {
-        match name.as_str() {
-            "dlqIds" => ids.push(value),
-            other => {
-                return Err(ApiError::bad_request(format!(
-                    "unknown parameter {other:?}: give the dead letters as dlqIds \
-                     (by filter, count or cursor is not supported yet)"
-                )))
-            }
-        }
-    }
+/// What a bulk call acts on.
+enum Bulk {
+    /// These dead letters (`dlqIds`), without repeats.
+    Ids(Vec<String>),
+    /// At most `count` of those matching the query's filters (every dead letter for none),
+    /// after its cursor.
+    Matching { query: Box<DlqQuery>, count: usize },
+}
+
+/// What a bulk delete or retry asks for: `dlqIds=ID` in the query (repeated, as the node SDK
+/// sends them) or `{"dlqIds": [...]}` in a JSON body (as the Python SDK sends them); or filters
+/// with `count` and `cursor` (the JS SDK's `filter`), or only `count` (its `all: true`).
+/// Nothing at all, a bad filter, ids beside filters, or more than [`MAX_BULK`] is refused.
+fn bulk_of(uri: &Uri, body: &[u8]) -> Result<Bulk, ApiError> {
+    let mut query = dlq_query(uri)?;
     if !body.iter().all(u8::is_ascii_whitespace) {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -210,42 +214,86 @@ fn bulk_ids(uri: &Uri, body: &[u8]) -> Result<Vec<String>, ApiError> {
         let given: Ids = serde_json::from_slice(body).map_err(|err| {
             ApiError::bad_request(format!("bad body: {err} (expected {{\"dlqIds\": [...]}})"))
         })?;
-        ids.extend(given.dlq_ids);
+        if given.dlq_ids.iter().any(String::is_empty) {
+            return Err(ApiError::bad_request("an empty dlqId"));
+        }
+        query.ids.extend(given.dlq_ids);
+        query.ids.sort();
+        query.ids.dedup();
     }
-    if ids.iter().any(String::is_empty) {
-        return Err(ApiError::bad_request("an empty dlqId"));
-    }
-    ids.sort();
-    ids.dedup();
-    if ids.is_empty() {
-        return Err(ApiError::bad_request(
-            "give the dead letters as dlqIds (deleting all, or by filter, is not supported yet)",
-        ));
-    }
-    if ids.len() > MAX_BULK {
-        return Err(ApiError::bad_request(format!(
+    let by_ids = !query.ids.is_empty();
+    let filtered = !query.filter.is_empty();
+    match (by_ids, filtered, query.count) {
+        (true, true, _) => Err(ApiError::bad_request("give dlqIds or filters, not both")),
+        (true, false, Some(_)) => Err(ApiError::bad_request("count goes with filters, not dlqIds")),
+        (true, false, None) if query.ids.len() > MAX_BULK => Err(ApiError::bad_request(format!(
             "{} dlqIds; at most {MAX_BULK} a request",
-            ids.len()
-        )));
+            query.ids.len()
+        ))),
+        (true, false, None) => Ok(Bulk::Ids(query.ids)),
+        (false, false, None) => Err(ApiError::bad_request(
+            "give the dead letters as dlqIds, filters, or count (all of them, count at a time)",
+        )),
+        (false, _, count) => match count.unwrap_or(BULK_DEFAULT) {
+            n if n > MAX_BULK => Err(ApiError::bad_request(format!(
+                "count {n}: at most {MAX_BULK} a request"
+            ))),
+            count => Ok(Bulk::Matching {
+                query: Box::new(query),
+                count,
+            }),
+        },
     }
-    Ok(ids)
 }
 
-/// `DELETE /v2/dlq?dlqIds=A&dlqIds=B`, or with the body `{"dlqIds": ["A", "B"]}`:
-/// `{"deleted": N}`, N the dead letters found and deleted (ids not found are not counted, as
-/// QStash answers). The input is checked before anything is deleted.
+/// The dead letters `bulk` acts on, and the cursor to answer: the same offset when more match
+/// (those acted on leave the DLQ, so the next ones take their place).
+async fn bulk_targets(
+    shared: &Shared,
+    bulk: &Bulk,
+) -> Result<(Vec<Found>, Option<String>), ApiError> {
+    let all = letters(shared, SCANNED).await?;
+    match bulk {
+        Bulk::Ids(ids) => Ok((
+            all.into_iter()
+                .filter(|f| ids.contains(&f.envelope.id))
+                .collect(),
+            None,
+        )),
+        Bulk::Matching { query, count } => {
+            let (wanted, more) = {
+                let matching = matching(&all, query);
+                let wanted: Vec<String> = matching
+                    .iter()
+                    .skip(query.from)
+                    .take(*count)
+                    .map(|f| f.envelope.id.clone())
+                    .collect();
+                let more = matching.len() > query.from + wanted.len();
+                (wanted, more)
+            };
+            let targets = all
+                .into_iter()
+                .filter(|f| wanted.contains(&f.envelope.id))
+                .collect();
+            Ok((targets, more.then(|| query.from.to_string())))
+        }
+    }
+}
+
+/// `DELETE /v2/dlq` by ids (`?dlqIds=A&dlqIds=B`, or the body `{"dlqIds": ["A", "B"]}`), by
+/// filters (`?url=..&count=N&cursor=C`) or all (`?count=N`): `{"deleted": N, "cursor"?}`, N
+/// the dead letters found and deleted (ids not found are not counted, as QStash answers), the
+/// cursor there when more match. The input is checked before anything is deleted.
 pub(crate) async fn delete_many(
     State(shared): State<Arc<Shared>>,
     uri: Uri,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let ids = bulk_ids(&uri, &body)?;
-    let wanted: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+    let bulk = bulk_of(&uri, &body)?;
+    let (targets, cursor) = bulk_targets(&shared, &bulk).await?;
     let mut deleted = 0;
-    for found in letters(&shared, SCANNED).await? {
-        if !wanted.contains(found.envelope.id.as_str()) {
-            continue;
-        }
+    for found in targets {
         match found
             .queue
             .admin()
@@ -258,41 +306,45 @@ pub(crate) async fn delete_many(
             Err(err) => return Err(ApiError::internal("deleting the dead letters", &err)),
         }
     }
-    Ok(Json(json!({ "deleted": deleted })))
+    let mut answer = json!({ "deleted": deleted });
+    if let Some(cursor) = cursor {
+        answer["cursor"] = cursor.into();
+    }
+    Ok(Json(answer))
 }
 
-/// `POST /v2/dlq/retry?dlqIds=A&dlqIds=B`: each as [`retry`]; 201
-/// `{"responses": [{"messageId"}]}` for those found. Filters instead of ids are refused.
+/// `POST /v2/dlq/retry` by ids, by filters or all, as [`delete_many`] takes them: each as
+/// [`retry`]; 201 `{"responses": [{"messageId"}], "cursor"?}` for those found.
 pub(crate) async fn retry_many(
     State(shared): State<Arc<Shared>>,
-    RawQuery(query): RawQuery,
+    uri: Uri,
+    body: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let ids: Vec<&str> = query
-        .as_deref()
-        .unwrap_or("")
-        .split('&')
-        .filter_map(|pair| pair.strip_prefix("dlqIds="))
-        .filter(|id| !id.is_empty())
-        .collect();
-    if ids.is_empty() {
-        return Err(ApiError::bad_request(
-            "give the dead letters as dlqIds=ID (filters are not supported yet)",
-        ));
-    }
+    let bulk = bulk_of(&uri, &body)?;
+    let (targets, cursor) = bulk_targets(&shared, &bulk).await?;
     let mut responses = Vec::new();
-    for id in ids {
-        match replay(&shared, id).await {
-            Ok(()) => responses.push(json!({ "messageId": id })),
+    for found in &targets {
+        match replay_found(&shared, found).await {
+            Ok(()) => responses.push(json!({ "messageId": found.envelope.id })),
             Err(err) if err.is_not_found() => {}
             Err(err) => return Err(err),
         }
     }
-    Ok((StatusCode::CREATED, Json(json!({ "responses": responses }))))
+    let mut answer = json!({ "responses": responses });
+    if let Some(cursor) = cursor {
+        answer["cursor"] = cursor.into();
+    }
+    Ok((StatusCode::CREATED, Json(answer)))
 }
 
 /// Puts the dead letter `id` back into the queue, due now.
 async fn replay(shared: &Shared, id: &str) -> Result<(), ApiError> {
-    let found = find(shared, id).await?;
+    replay_found(shared, &find(shared, id).await?).await
+}
+
+/// Puts the dead letter `found` back into the queue, due now.
+async fn replay_found(shared: &Shared, found: &Found) -> Result<(), ApiError> {
+    let id = &found.envelope.id;
     let admin = found.queue.admin();
     match admin
         .replay_dead_letter(&found.letter.record, SCANNED, Duration::ZERO)

@@ -2,6 +2,7 @@
 //! headers, body) and how (retries, timeout), serialized with rmp-serde (MessagePack with field
 //! names, so that later fields can be added without breaking entries already queued).
 
+use crate::redact::Redact;
 use serde::{Deserialize, Serialize};
 
 /// One message: the value of one entry of the gateway's queue.
@@ -58,6 +59,9 @@ pub(crate) struct Envelope {
     /// `Upstash-Flow-Control-Key` and `-Value`.
     #[serde(default)]
     pub(crate) flow: Option<Flow>,
+    /// `Upstash-Redact-Fields`: what the read APIs hide (delivery sends it all).
+    #[serde(default, skip_serializing_if = "Redact::is_none")]
+    pub(crate) redact: Redact,
 }
 
 /// A message's flow control: its key, and the limits of the key it was published with.
@@ -154,6 +158,7 @@ mod tests {
             lane: None,
             queue_name: None,
             flow: None,
+            redact: Redact::parse("body, header[x-a]").unwrap(),
         };
         let bytes = envelope.encode();
         assert_eq!(Envelope::decode(&bytes).unwrap(), envelope);

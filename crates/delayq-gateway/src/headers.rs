@@ -4,6 +4,7 @@
 use crate::config::{GatewayConfig, MAX_RETRIES};
 use crate::envelope::{Callback, Flow};
 use crate::error::ApiError;
+use crate::redact::Redact;
 use axum::http::{HeaderMap, StatusCode};
 use std::time::Duration;
 
@@ -28,6 +29,8 @@ pub(crate) struct PublishOptions {
     pub(crate) failure_callback: Option<Callback>,
     /// `Upstash-Flow-Control-Key` and `-Value`.
     pub(crate) flow: Option<Flow>,
+    /// `Upstash-Redact-Fields`.
+    pub(crate) redact: Redact,
 }
 
 /// How a publish asks to be deduplicated.
@@ -61,12 +64,7 @@ const NOT_FORWARDED: &[&str] = &[
 
 /// Feature headers this gateway does not implement yet: refused, so that a client never
 /// believes it got what it asked for.
-const NOT_YET: &[&str] = &[
-    "upstash-redact-fields",
-    "upstash-cron",
-    "upstash-schedule-id",
-    "upstash-queue-name",
-];
+const NOT_YET: &[&str] = &["upstash-cron", "upstash-schedule-id", "upstash-queue-name"];
 
 /// Reads the options of a publish from `headers`, at `now_ms`.
 pub(crate) fn parse(
@@ -132,6 +130,7 @@ pub(crate) fn parse(
     let labels = text("upstash-label")?.map_or_else(Vec::new, labels);
     let retry_delay = retry_delay(text("upstash-retry-delay")?)?;
     Ok(PublishOptions {
+        redact: redact_fields(text("upstash-redact-fields")?)?,
         flow: flow_control(
             text("upstash-flow-control-key")?,
             text("upstash-flow-control-value")?,
@@ -156,6 +155,13 @@ fn labels(text: &str) -> Vec<String> {
         .filter(|l| !l.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+/// `Upstash-Redact-Fields`, read; nothing redacted without it.
+fn redact_fields(text: Option<&str>) -> Result<Redact, ApiError> {
+    text.map_or(Ok(Redact::default()), |fields| {
+        Redact::parse(fields).map_err(ApiError::bad_request)
+    })
 }
 
 /// `Upstash-Retry-Delay`, checked.

@@ -13,6 +13,7 @@
 //! - `config.rs`: [`GatewayConfig`].
 //! - `access.rs`: the tokens' roles, and which routes each may call.
 //! - `meter.rs`: the metrics (requests by route and status, deliveries by outcome, latencies).
+//! - `redact.rs`: `Upstash-Redact-Fields`, the parts of a message the read APIs hide.
 //! - `envelope.rs`: a message as its queue entry holds it (rmp-serde).
 //! - `signature.rs`: the `Upstash-Signature` JWT.
 //! - `retry_delay.rs`: the `Upstash-Retry-Delay` expression.
@@ -32,6 +33,7 @@
 //! - `deliver.rs`: the delivery worker's handler.
 //! - `lane_workers.rs`: a delivery worker per lane, as the lanes come and go.
 //! - `flow_control.rs`: `GET /v2/flowControl[/{key}]` from the flow-control lanes' limits.
+//! - `dlq_filter.rs`: the ids and filters of the DLQ's calls.
 //! - `dlq.rs`: the dead letters as QStash's DLQ (list, get, delete one or many, retry).
 //! - `native.rs`: the native queues (`/v1/queues/...`): offer into any Redisson queue.
 
@@ -41,6 +43,7 @@ mod callback;
 mod config;
 mod deliver;
 mod dlq;
+mod dlq_filter;
 mod envelope;
 mod error;
 mod events;
@@ -55,6 +58,7 @@ mod meter;
 mod native;
 mod publish;
 mod queues;
+mod redact;
 mod retry_delay;
 mod schedules;
 mod scripts;
@@ -82,8 +86,8 @@ pub(crate) struct Shared {
     keys: keys::Keys,
     lanes: lanes::Lanes,
     http: reqwest::Client,
-    /// The Standard Webhooks key, when the signature is asked for.
-    webhooks_key: Option<Vec<u8>>,
+    /// The Standard Webhooks signer, when the signature is asked for.
+    webhooks: Option<webhooks::Signer>,
     /// The client the native queues are built on.
     client: Client,
     native: native::NativeQueues,
@@ -144,10 +148,7 @@ impl Gateway {
         scripts::load_all(&client)
             .await
             .map_err(|err| Error::Queue(err.into()))?;
-        let webhooks_key = match &config.standard_webhooks_secret {
-            Some(secret) => Some(webhooks::key(secret).map_err(Error::InvalidConfig)?),
-            None => None,
-        };
+        let webhooks = config.webhooks_signer()?;
         let keys = keys::Keys::seeded(
             client.clone(),
             &config.queue,
@@ -164,7 +165,7 @@ impl Gateway {
                 keys,
                 lanes,
                 http,
-                webhooks_key,
+                webhooks,
                 client,
                 native: native::NativeQueues::default(),
             }),

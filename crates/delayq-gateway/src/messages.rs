@@ -43,7 +43,7 @@ pub(crate) fn message_json(envelope: &Envelope) -> Value {
     for (name, value) in &envelope.headers {
         let values = header.entry(name.clone()).or_insert_with(|| json!([]));
         if let Value::Array(values) = values {
-            values.push(value.clone().into());
+            values.push(envelope.redact.header(name, value).into_owned().into());
         }
     }
     let mut message = json!({

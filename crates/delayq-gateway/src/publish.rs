@@ -87,6 +87,7 @@ impl Prepared {
             lane: None,
             queue_name: None,
             flow: options.flow,
+            redact: options.redact,
         };
         Prepared {
             envelope,

@@ -118,6 +118,7 @@ async fn create(shared: &Shared, request: axum::extract::Request) -> Result<Resp
         lane: None,
         queue_name: None,
         flow: None,
+        redact: options.redact,
     };
     let schedule = Schedule::new(id.clone(), recurrence, template.encode());
     match shared.queue.schedules().set(schedule).await {
@@ -214,10 +215,11 @@ fn schedule_json(info: &ScheduleInfo) -> Option<Value> {
     if let Some(ms) = template.timeout_ms {
         json["timeout"] = (ms / 1000).into();
     }
-    match std::str::from_utf8(&template.body) {
+    let body = template.redact.body(&template.body);
+    match std::str::from_utf8(&body) {
         Ok(text) => json["body"] = text.into(),
         Err(_) => {
-            let encoded = base64::engine::general_purpose::STANDARD.encode(&template.body);
+            let encoded = base64::engine::general_purpose::STANDARD.encode(&body);
             json["bodyBase64"] = encoded.into();
         }
     }

@@ -8,6 +8,28 @@ use crate::exit::Usage;
 use crate::gateway_args::GatewayArgs;
 use delayq_gateway::{Gateway, GatewayConfig};
 
+/// `config` with the secrets of `args` besides the admin tokens and the signing keys: the
+/// Standard Webhooks secrets and the publish and native tokens, each from a file only its
+/// owner may read.
+fn with_other_secrets(
+    mut config: GatewayConfig,
+    args: &GatewayArgs,
+) -> anyhow::Result<GatewayConfig> {
+    if let Some(path) = &args.standard_webhooks_secret_file {
+        config = config.with_standard_webhooks_secret(read_private_token(path)?);
+    }
+    if let Some(path) = &args.standard_webhooks_next_secret_file {
+        config = config.with_standard_webhooks_next_secret(read_private_token(path)?);
+    }
+    for path in &args.publish_token_files {
+        config = config.with_publish_token(read_private_token(path)?);
+    }
+    for path in &args.native_token_files {
+        config = config.with_native_token(read_private_token(path)?);
+    }
+    Ok(config)
+}
+
 /// Serves the gateway and delivers its messages until SIGINT or SIGTERM.
 pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
     // Every file and setting is checked before the port is taken; the secrets go nowhere but
@@ -38,15 +60,7 @@ pub(crate) async fn gateway(ctx: Ctx, args: GatewayArgs) -> anyhow::Result<()> {
     for token in admins {
         config = config.with_token(token?);
     }
-    if let Some(path) = &args.standard_webhooks_secret_file {
-        config = config.with_standard_webhooks_secret(read_private_token(path)?);
-    }
-    for path in &args.publish_token_files {
-        config = config.with_publish_token(read_private_token(path)?);
-    }
-    for path in &args.native_token_files {
-        config = config.with_native_token(read_private_token(path)?);
-    }
+    config = with_other_secrets(config, &args)?;
     for pattern in &args.native_queues {
         config = config.allow_native_queue(pattern.clone());
     }

@@ -102,6 +102,32 @@ fn refuses_to_start_unsafely() {
     args.extend(["--allow-destination", "ftp://127.0.0.1/"]);
     let (code, err) = refused(&url, &args);
     assert_eq!(code, 2, "{err}");
+
+    // The Standard Webhooks secrets' files are checked as the others: an open next secret is
+    // refused, and not printed.
+    let whsec = "whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
+    let secret_file = secret(dir.path(), "whsec", whsec, 0o600);
+    let open_next = secret(dir.path(), "whsec-next", whsec, 0o640);
+    let mut args = vec![
+        "--listen",
+        &listen,
+        "--token-file",
+        token,
+        "--signing-key-file",
+        key,
+        "--standard-webhooks-secret-file",
+        secret_file.to_str().unwrap(),
+        "--standard-webhooks-next-secret-file",
+        open_next.to_str().unwrap(),
+    ];
+    args.extend(allow);
+    let (code, err) = refused(&url, &args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("chmod 600") && err.contains("whsec-next"),
+        "{err}"
+    );
+    assert!(!err.contains(whsec), "the secret was printed: {err}");
 }
 
 #[test]

@@ -59,6 +59,7 @@ start_throwaway_redis
     python3 -c 'import secrets; print("sig_" + secrets.token_urlsafe(24))' >"$secrets/current"
     python3 -c 'import secrets; print("sig_" + secrets.token_urlsafe(24))' >"$secrets/next"
     python3 -c 'import base64, secrets; print("whsec_" + base64.b64encode(secrets.token_bytes(32)).decode())' >"$secrets/whsec"
+    python3 -c 'import base64, secrets; print("whsec_" + base64.b64encode(secrets.token_bytes(32)).decode())' >"$secrets/whsec-next"
 )
 node_port=$(free_port)
 python_port=$(free_port)
@@ -76,6 +77,7 @@ gateway_port=$(free_port)
     --allow-destination "http://127.0.0.1:$python_port/" \
     --allow-destination "http://127.0.0.1:$webhooks_port/" \
     --standard-webhooks-secret-file "$secrets/whsec" \
+    --standard-webhooks-next-secret-file "$secrets/whsec-next" \
     --allow-destination "http://127.0.0.1:$schedules_node_port/" \
     --allow-destination "http://127.0.0.1:$schedules_python_port/" \
     --allow-destination "http://127.0.0.1:$flow_node_port/" \
@@ -107,7 +109,9 @@ PUBLISH_TOKEN=$(cat "$secrets/publish-token")
 SIGNING_KEY=$(cat "$secrets/current")
 NEXT_SIGNING_KEY=$(cat "$secrets/next")
 STANDARD_WEBHOOKS_SECRET=$(cat "$secrets/whsec")
-export GATEWAY_TOKEN PUBLISH_TOKEN SIGNING_KEY NEXT_SIGNING_KEY STANDARD_WEBHOOKS_SECRET
+STANDARD_WEBHOOKS_NEXT_SECRET=$(cat "$secrets/whsec-next")
+export GATEWAY_TOKEN PUBLISH_TOKEN SIGNING_KEY NEXT_SIGNING_KEY STANDARD_WEBHOOKS_SECRET \
+    STANDARD_WEBHOOKS_NEXT_SECRET
 # The SDKs must not switch to their dev-server mode or read another account's settings.
 unset QSTASH_DEV QSTASH_URL QSTASH_TOKEN QSTASH_REGION
 status=0

@@ -176,6 +176,27 @@ test("retries used up: a dead letter, retried from the DLQ", async () => {
   assert.equal(got[2].verified, true, got[2].error);
 });
 
+test("redact: delivered as sent, shown as REDACTED:<sha256> by the DLQ", async () => {
+  const { createHash } = await import("node:crypto");
+  const hidden = (v) => `REDACTED:${createHash("sha256").update(v).digest("hex")}`;
+  const res = await client.publish({
+    url: `${base}/500/node-redact`,
+    body: "node private body",
+    headers: { Authorization: "Bearer node-secret", "X-Plain": "shown" },
+    retries: 0,
+    redact: { body: true, header: ["Authorization"] },
+  });
+  const [got] = await waitFor("/500/node-redact", 1);
+  assert.equal(got.verified, true, got.error);
+  assert.equal(got.headers["authorization"], "Bearer node-secret");
+  assert.equal(got.body.toString(), "node private body");
+  const dead = await waitDead(res.messageId);
+  assert.deepEqual(dead.header["authorization"], [hidden("Bearer node-secret")]);
+  assert.deepEqual(dead.header["x-plain"], ["shown"]);
+  assert.ok(!JSON.stringify(dead).includes("node-secret"));
+  await client.dlq.delete(dead.dlqId);
+});
+
 test("a dead letter deleted", async () => {
   const res = await client.publish({ url: `${base}/500/node-deleted`, body: "x", retries: 0 });
   const dead = await waitDead(res.messageId);
@@ -194,8 +215,44 @@ test("dead letters deleted in bulk: ids in the query, unknown ones not counted",
   assert.equal(deleted.deleted, 2);
   const dlq = await client.dlq.listMessages();
   assert.ok(!dlq.messages.some((m) => ids.includes(m.dlqId)));
-  // By filter is refused (400) rather than deleting more than asked.
-  await assert.rejects(client.dlq.delete({ filter: { url: `${base}/500/node-bulk-a` } }), (err) => err.status === 400);
+  // A bad filter is refused (400) rather than ignored.
+  await assert.rejects(client.dlq.delete({ filter: { callerIp: "127.0.0.1" } }), (err) => err.status === 400);
+});
+
+test("DLQ filters: listed, deleted and retried by filter", async () => {
+  const since = new Date();
+  const published = {};
+  for (const [name, label] of [["404/node-f-a", "node-f-red"], ["500/node-f-b", "node-f-blue"], ["500/node-f-c", "node-f-red"]]) {
+    const res = await client.publish({ url: `${base}/${name}`, body: "f", retries: 0, label });
+    published[name] = (await waitDead(res.messageId)).dlqId;
+  }
+  const ids = (list) => list.messages.map((m) => m.dlqId).sort();
+  const mine = [published["404/node-f-a"], published["500/node-f-b"], published["500/node-f-c"]].sort();
+  // Filters: one value, several (any matches), several filters (all match), dates.
+  assert.deepEqual(ids(await client.dlq.listMessages({ filter: { url: `${base}/500/node-f-b` } })), [published["500/node-f-b"]]);
+  assert.deepEqual(ids(await client.dlq.listMessages({ filter: { responseStatus: 404, fromDate: since } })), [published["404/node-f-a"]]);
+  assert.deepEqual(ids(await client.dlq.listMessages({ filter: { label: ["node-f-red", "node-f-blue"] } })), mine);
+  assert.deepEqual(ids(await client.dlq.listMessages({ filter: { label: "node-f-red", responseStatus: 500 } })), [published["500/node-f-c"]]);
+  assert.deepEqual(ids(await client.dlq.listMessages({ dlqIds: [published["500/node-f-c"]] })), [published["500/node-f-c"]]);
+  await assert.rejects(client.dlq.listMessages({ filter: { callerIp: "127.0.0.1" } }), (err) => err.status === 400);
+  // Retry by filter: the 404 one is delivered again (and dead again).
+  const retried = await client.dlq.retry({ filter: { label: "node-f-red", responseStatus: 404 } });
+  assert.deepEqual(retried.responses.map((r) => r.messageId), [published["404/node-f-a"]]);
+  const again = await waitFor("/404/node-f-a", 2);
+  assert.equal(again[1].verified, true, again[1].error);
+  await waitDead(published["404/node-f-a"]);
+  // Delete by filter, one at a time, following the cursor as the SDK's docs do.
+  let cursor;
+  let deleted = 0;
+  do {
+    const result = await client.dlq.delete({ filter: { label: "node-f-red" }, count: 1, cursor });
+    deleted += result.deleted;
+    cursor = result.cursor;
+  } while (cursor);
+  assert.equal(deleted, 2);
+  const left = ids(await client.dlq.listMessages({ filter: { label: ["node-f-red", "node-f-blue"] } }));
+  assert.deepEqual(left, [published["500/node-f-b"]]);
+  await client.dlq.delete([published["500/node-f-b"]]);
 });
 
 test("cancel: a cancelled message is never delivered", async () => {

@@ -3,6 +3,7 @@
 every delivery with the SDK's own Receiver. Started by ../run.sh, which passes the gateway's
 address, token and keys and the receiver's port."""
 
+import hashlib
 import os
 import threading
 import time
@@ -205,6 +206,34 @@ def test_dead_letter_read_and_deleted(client):
         client.dlq.get(found[0].dlq_id)
 
 
+def test_redacted_fields_delivered_but_shown_redacted(client):
+    def hidden(value):
+        return "REDACTED:" + hashlib.sha256(value.encode()).hexdigest()
+
+    res = client.message.publish(
+        url=f"{BASE}/500/py-redact",
+        body="py private body",
+        headers={"Authorization": "Bearer py-secret", "X-Plain": "shown"},
+        retries=0,
+        redact={"body": True, "header": ["Authorization"]},
+    )
+    [got] = wait_for("/500/py-redact", 1)
+    assert got["verified"], got["error"]
+    assert got["headers"]["authorization"] == "Bearer py-secret"
+    assert got["body"] == b"py private body"
+    deadline = time.time() + PATIENCE_S
+    while True:
+        found = [m for m in client.dlq.list().messages if m.message_id == res.message_id]
+        if found:
+            break
+        assert time.time() < deadline, f"{res.message_id} not in the DLQ"
+        time.sleep(0.05)
+    letter = client.dlq.get(found[0].dlq_id)
+    assert letter.headers["authorization"] == [hidden("Bearer py-secret")]
+    assert letter.headers["x-plain"] == ["shown"]
+    client.dlq.delete(found[0].dlq_id)
+
+
 def test_dead_letters_deleted_in_bulk(client):
     ids = []
     for name in ["py-bulk-a", "py-bulk-b"]:
@@ -219,6 +248,30 @@ def test_dead_letters_deleted_in_bulk(client):
     left = [m.dlq_id for m in client.dlq.list().messages]
     assert not set(ids) & set(left)
     assert client.dlq.delete_many(ids) == 0
+
+
+def test_dead_letters_listed_by_filter(client):
+    since = int(time.time() * 1000)
+    ids = {}
+    for path, label in [("404/py-f-a", "py-f-red"), ("500/py-f-b", "py-f-red")]:
+        res = client.message.publish(url=f"{BASE}/{path}", body="f", retries=0, label=label)
+        deadline = time.time() + PATIENCE_S
+        while not any(m.message_id == res.message_id for m in client.dlq.list().messages):
+            assert time.time() < deadline, f"{res.message_id} not in the DLQ"
+            time.sleep(0.05)
+        ids[path] = res.message_id
+
+    def listed(**filter):
+        return sorted(m.dlq_id for m in client.dlq.list(filter=filter).messages)
+
+    assert listed(url=f"{BASE}/500/py-f-b") == [ids["500/py-f-b"]]
+    assert listed(response_status=404, from_time=since) == [ids["404/py-f-a"]]
+    assert listed(label="py-f-red") == sorted(ids.values())
+    assert listed(label="py-f-red", to_time=since - 1) == []
+    assert listed(message_id=ids["404/py-f-a"]) == [ids["404/py-f-a"]]
+    with pytest.raises(QStashError):
+        listed(caller_ip="127.0.0.1")
+    assert client.dlq.delete_many(list(ids.values())) == 2
 
 
 def test_refused_destination_and_token(client):

@@ -2,7 +2,8 @@
 verified by an independent implementation: the Standard Webhooks reference library from PyPI
 (`standardwebhooks`, pinned in requirements.txt). Messages are published with the official
 QStash SDK; a receiver of this file's own on loopback records each delivery. Started by
-../run.sh, which passes the secret and the receiver's port."""
+../run.sh, which passes the secrets (the gateway runs mid-rotation: a current and a next
+secret) and the receiver's port."""
 
 import json
 import os
@@ -27,6 +28,7 @@ def env(name):
 GATEWAY_URL = env("GATEWAY_URL")
 TOKEN = env("GATEWAY_TOKEN")
 SECRET = env("STANDARD_WEBHOOKS_SECRET")
+NEXT_SECRET = env("STANDARD_WEBHOOKS_NEXT_SECRET")
 PORT = int(env("WEBHOOKS_RECEIVER_PORT"))
 BASE = f"http://127.0.0.1:{PORT}"
 
@@ -88,7 +90,17 @@ def test_every_attempt_verifies_with_the_reference_library():
         lower = {k.lower(): v for k, v in headers.items()}
         assert lower["webhook-id"] == res.message_id == lower["upstash-message-id"]
         assert abs(int(lower["webhook-timestamp"]) - time.time()) < 60
-        assert lower["webhook-signature"].startswith("v1,")
+        # Mid-rotation: two signatures, space-separated, the current secret's first.
+        signatures = lower["webhook-signature"].split(" ")
+        assert len(signatures) == 2 and all(s.startswith("v1,") for s in signatures)
+        # A receiver holding only the next secret verifies every attempt too.
+        assert Webhook(NEXT_SECRET).verify(got["body"], headers) == payload
+        # Each signature is one secret's: kept alone, only its own secret verifies it.
+        for kept, secret, other in [(0, SECRET, NEXT_SECRET), (1, NEXT_SECRET, SECRET)]:
+            alone = {**lower, "webhook-signature": signatures[kept]}
+            assert Webhook(secret).verify(got["body"], alone) == payload
+            with pytest.raises(WebhookVerificationError):
+                Webhook(other).verify(got["body"], alone)
         assert lower.get("upstash-signature"), "the QStash signature is still sent"
     # The same id on both attempts: a receiver can tell a redelivery.
     assert attempts[0]["headers"]["webhook-id"] == attempts[1]["headers"]["webhook-id"]
