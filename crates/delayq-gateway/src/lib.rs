@@ -34,6 +34,7 @@
 //! - `flow_control.rs`: `GET /v2/flowControl[/{key}]` from the flow-control lanes' limits.
 //! - `dlq.rs`: the dead letters as QStash's DLQ (list, get, delete one or many, retry).
 //! - `native.rs`: the native queues (`/v1/queues/...`): offer into any Redisson queue.
+//! - `view.rs`: what the gateway stores, read back for the dashboard (secrets redacted).
 
 mod access;
 mod batch;
@@ -60,6 +61,7 @@ mod schedules;
 mod scripts;
 mod signature;
 mod store;
+pub mod view;
 mod webhooks;
 
 pub use config::{GatewayConfig, MAX_RETRIES};

@@ -91,7 +91,16 @@ async fn find(
     at: Option<usize>,
 ) -> anyhow::Result<Option<Value>> {
     let queue = ui.queue(name).await?;
+    let gateway = super::gateway::gateway_of(ui, name).await?;
     let (client, codec, keys) = (&ui.ctx.client, queue.inspect().codec(), queue.keys());
+    // A gateway's entry: its row with the message decoded, the body shown up to SHOWN bytes.
+    let entry_row = |list, member: &Preview| match gateway {
+        Some(_) => super::gateway::row(&queue, list, member, SHOWN),
+        None => match list {
+            PreviewList::Pending => pending_row(codec, queue.options().format, member, SHOWN),
+            _ => dead_row(&queue, member, SHOWN),
+        },
+    };
     let placed = |(at, mut row): (usize, Value)| {
         row["at"] = json!(at);
         row
@@ -103,10 +112,9 @@ async fn find(
             let read =
                 |offset, count| preview::page(&queue, PreviewList::Pending, offset, count, shown);
             let is_it = |member: &Preview| OfferHandle::of_entry(&member.head) == Some(handle);
-            let format = queue.options().format;
             locate(start, read, is_it)
                 .await?
-                .map(|(at, member)| placed((at, pending_row(codec, format, &member, SHOWN))))
+                .map(|(at, member)| placed((at, entry_row(PreviewList::Pending, &member))))
         }
         Item::Id(id) if tab == "in_flight" => {
             let deadline: Option<f64> = client.zscore(keys.inflight(), &id).await?;
@@ -114,13 +122,23 @@ async fn find(
             value.zip(deadline).map(|(value, deadline)| {
                 let mut row = preview::shown(codec, &value, value.len() as u64, SHOWN);
                 preview::delivery_fields(&mut row, &id, Some(deadline as i64));
+                if gateway.is_some() {
+                    super::gateway::attach(&mut row, &value, value.len() as u64, SHOWN);
+                }
                 row
             })
         }
         // A record's header (attempts, time, error) comes before its value: room for it too.
-        Item::Id(id) => locate_dead(&queue, at, &id, SHOWN + READ)
-            .await?
-            .map(|(at, member)| placed((at, dead_row(&queue, &member, SHOWN)))),
+        Item::Id(id) => match locate_dead(&queue, at, &id, SHOWN + READ).await? {
+            Some((at, member)) => {
+                let mut row = entry_row(PreviewList::Dead, &member);
+                if let Some(gateway) = &gateway {
+                    super::gateway::answer(ui, gateway, &mut row, SHOWN).await;
+                }
+                Some(placed((at, row)))
+            }
+            None => None,
+        },
         Item::Position(at) => {
             let key = if tab == "ready" {
                 keys.target()
@@ -131,7 +149,13 @@ async fn find(
             value.map(|value| {
                 let len = value.len() as u64;
                 match tab {
-                    "ready" => placed((at, preview::shown(codec, &value, len, SHOWN))),
+                    "ready" => {
+                        let mut row = preview::shown(codec, &value, len, SHOWN);
+                        if gateway.is_some() {
+                            super::gateway::attach(&mut row, &value, len, SHOWN);
+                        }
+                        placed((at, row))
+                    }
                     _ => placed((at, preview::shown_raw(&value, len, SHOWN))),
                 }
             })

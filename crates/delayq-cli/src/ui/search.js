@@ -190,6 +190,7 @@ window.showJob = async () => {
   }
   $("#job-fields").replaceChildren(...fields);
   setText($("#job-value"), j.value ?? j.hex);
+  if (window.showMessage) window.showMessage(j);
   jobButtons(j);
   if (box.dataset.shown !== job) box.scrollIntoView({ block: "start" });
   box.dataset.shown = job;
