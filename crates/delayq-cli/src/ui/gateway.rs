@@ -214,8 +214,10 @@ async fn one(ui: &Ui, name: &str) -> anyhow::Result<Value> {
         true => client.hgetall(&registry).await?,
         false => HashMap::new(),
     };
+    // A lane outside `--match` is not shown (nor read).
     let mut lanes: Vec<(String, Value)> = raw
         .iter()
+        .filter(|(lane, _)| ui.outside(lane).is_none())
         .filter_map(|(lane, json)| Some((lane.clone(), view::lane_json(lane, json)?)))
         .collect();
     lanes.sort_by(|a, b| a.0.cmp(&b.0));

@@ -3,10 +3,11 @@
 //! published with a forwarded `Authorization` reads decoded (method, URL, message id, labels,
 //! body and length) with the credential redacted, a message enqueued to a QStash queue reads
 //! in its lane with the queue's name, and the Gateway answer lists that queue with its lag.
-//! A plain queue's rows carry no message.
+//! A plain queue's rows carry no message; a dashboard whose `--match` leaves the lanes out
+//! lists the gateway without them.
 
 use crate::common::{wait_until, TestRedis, PATIENCE};
-use crate::dashboard::{dashboard, json};
+use crate::dashboard::{dashboard, dashboard_with, json};
 use crate::observe::{delayq, free_port, request, Daemon, BIN};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
@@ -149,4 +150,13 @@ fn the_dashboard_reads_a_gateways_messages_and_queues_with_secrets_redacted() {
     );
     assert_eq!(gateway["dlq"], 0);
     assert_eq!(gateway["schedules"]["total"], 0);
+
+    // A dashboard whose --match leaves the lanes out lists the gateway without them (it read
+    // none: a lane outside --match is never read).
+    let (_only, only) = dashboard_with(&redis, &[("DELAYQ_MATCH", "delayq-gateway")]);
+    let gateways = json(only, "/api/gateway", 200);
+    let gateway = &gateways["gateways"][0];
+    assert_eq!(gateway["name"], "delayq-gateway", "{gateways}");
+    assert_eq!(gateway["queues"], serde_json::json!([]), "{gateway}");
+    assert_eq!(gateway["lanes"], 1, "{gateway}");
 }
