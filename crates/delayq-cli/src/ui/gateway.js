@@ -18,7 +18,8 @@ window.messageText = (x) => {
   if (m.cut) return "gateway message of " + m.envelopeLength + " bytes: open the entry to read it";
   const where = [m.queueName && "queue " + m.queueName, m.flowControlKey && "key " + m.flowControlKey,
     m.labels && "labels " + m.labels.join(","), m.scheduleId && "schedule " + m.scheduleId].filter(Boolean);
-  let text = m.method + " " + m.url + " · " + m.messageId + (where.length ? " · " + where.join(" · ") : "") +
+  const tried = x.attempts ? " · attempts " + x.attempts : "";
+  let text = m.method + " " + m.url + " · " + m.messageId + tried + (where.length ? " · " + where.join(" · ") : "") +
     " · body: " + bodyText(m);
   if (x.response) text += " · last answer " + x.response.responseStatus + ": " + x.response.responseBody;
   return text;

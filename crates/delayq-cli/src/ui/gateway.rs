@@ -56,13 +56,27 @@ pub(super) async fn gateway_of(ui: &Ui, name: &str) -> anyhow::Result<Option<Str
 
 /// `row` with `message`: the envelope `value` (`len` bytes long in whole) decoded, its body's
 /// first `body_shown` bytes as `body` (text) or `bodyHex`, and `bodyCut`; or, when `value` is
-/// only the envelope's start, `{"cut": true}`; nothing when it is no envelope.
+/// only the envelope's start, `{"cut": true}`; either way without the row's `value` (or `hex`)
+/// preview of the envelope's bytes, which hold the forwarded headers. Nothing changes when it
+/// is no envelope.
 pub(super) fn attach(row: &mut Value, value: &[u8], len: u64, body_shown: usize) {
-    if (value.len() as u64) < len {
-        row["message"] = json!({ "cut": true, "envelopeLength": len });
-        return;
+    let message = match (value.len() as u64) < len {
+        true => None,
+        false => match view::decode_message(value) {
+            Some(message) => Some(message),
+            // Not a gateway's envelope: its bytes as any queue's.
+            None => return,
+        },
+    };
+    // The envelope's own bytes hold the forwarded headers' values: never shown, as text or hex.
+    if let Value::Object(fields) = row {
+        fields.remove("value");
+        fields.remove("hex");
+        fields.remove("codec");
+        fields.remove("class");
     }
-    let Some(message) = view::decode_message(value) else {
+    let Some(message) = message else {
+        row["message"] = json!({ "cut": true, "envelopeLength": len });
         return;
     };
     let mut fields = message.fields;
@@ -118,9 +132,49 @@ pub(super) async fn page(
         if list == PreviewList::Dead {
             answer(ui, gateway, &mut row, PREVIEW).await;
         }
+        attempts(ui, queue, list, member, &mut row).await?;
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// A message waiting for its next attempt (pending or ready): `attempts` in its row, those
+/// made so far as delayq counts them (`delayq_attempts:{NAME}`, keyed by the value's bytes;
+/// one HGET).
+pub(super) async fn attempts(
+    ui: &Ui,
+    queue: &DelayedQueue<TextCodec>,
+    list: PreviewList,
+    member: &Preview,
+    row: &mut Value,
+) -> anyhow::Result<()> {
+    if let Some(value) = whole_value(queue, list, member) {
+        if row["message"]["messageId"].is_string() {
+            let field = Bytes::copy_from_slice(value);
+            let made: Option<u64> = ui.ctx.client.hget(queue.keys().attempts(), field).await?;
+            row["attempts"] = made.unwrap_or(0).into();
+        }
+    }
+    Ok(())
+}
+
+/// The whole value of a pending entry or a ready value read as `member`, when it fit in what
+/// was read.
+fn whole_value<'a>(
+    queue: &DelayedQueue<TextCodec>,
+    list: PreviewList,
+    member: &'a Preview,
+) -> Option<&'a [u8]> {
+    let len = member.len?;
+    match list {
+        PreviewList::Pending => {
+            let entry = unpack_head(&member.head, len, queue.options().format).ok()?;
+            let value_len = len - (member.head.len() - entry.value.len()) as u64;
+            (entry.value.len() as u64 == value_len).then_some(entry.value)
+        }
+        PreviewList::Ready => (member.head.len() as u64 == len).then_some(&member.head[..]),
+        _ => None,
+    }
 }
 
 /// One member's row, its message decoded; its value and its body shown up to `limit` bytes.

@@ -112,9 +112,17 @@ async fn find(
             let read =
                 |offset, count| preview::page(&queue, PreviewList::Pending, offset, count, shown);
             let is_it = |member: &Preview| OfferHandle::of_entry(&member.head) == Some(handle);
-            locate(start, read, is_it)
-                .await?
-                .map(|(at, member)| placed((at, entry_row(PreviewList::Pending, &member))))
+            match locate(start, read, is_it).await? {
+                Some((at, member)) => {
+                    let mut row = entry_row(PreviewList::Pending, &member);
+                    if gateway.is_some() {
+                        let list = PreviewList::Pending;
+                        super::gateway::attempts(ui, &queue, list, &member, &mut row).await?;
+                    }
+                    Some(placed((at, row)))
+                }
+                None => None,
+            }
         }
         Item::Id(id) if tab == "in_flight" => {
             let deadline: Option<f64> = client.zscore(keys.inflight(), &id).await?;

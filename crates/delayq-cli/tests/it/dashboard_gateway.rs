@@ -1,7 +1,8 @@
 //! The dashboard's view of a real `delayq gateway` (`GET /api/gateway`, a gateway queue's rows
 //! and entry): before the gateway starts it lists none; once it runs, a delayed message
 //! published with a forwarded `Authorization` reads decoded (method, URL, message id, labels,
-//! body and length) with the credential redacted, a message enqueued to a QStash queue reads
+//! body and length) with the credential redacted, one whose first attempt failed reads with
+//! its attempt count, a message enqueued to a QStash queue reads
 //! in its lane with the queue's name, and the Gateway answer lists that queue with its lag.
 //! A plain queue's rows carry no message; a dashboard whose `--match` leaves the lanes out
 //! lists the gateway without them.
@@ -82,12 +83,38 @@ fn the_dashboard_reads_a_gateways_messages_and_queues_with_secrets_redacted() {
         "Upstash-Delay: 1h\r\n",
     );
 
+    // Refused at 127.0.0.1:9: its first attempt fails, its next waits an hour.
+    let retried = post(
+        port,
+        "/v2/publish/http://127.0.0.1:9/retried",
+        "Upstash-Retries: 2\r\nUpstash-Retry-Delay: 3600000\r\n",
+    );
+    let retried_row = wait_until("the failed attempt counted", PATIENCE, || {
+        let page = json(ui, "/api/queues/delayq-gateway?tab=pending", 200);
+        let rows = page["rows"].as_array().cloned().unwrap_or_default();
+        rows.into_iter()
+            .find(|r| r["message"]["messageId"] == retried["messageId"] && r["attempts"] == 1)
+            .ok_or_else(|| page.to_string())
+    });
+    assert_eq!(retried_row["message"]["url"], "http://127.0.0.1:9/retried");
+
     let page = json(ui, "/api/queues/delayq-gateway?tab=pending", 200);
     assert_eq!(page["gateway"], "delayq-gateway", "{page}");
+    // Nor in the envelope's bytes, as text or hex: a gateway row has no `value` preview.
+    let hex: String = "forwarded-credential"
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     assert!(!page.to_string().contains("forwarded-credential"), "{page}");
-    let row = &page["rows"][0];
+    assert!(!page.to_string().contains(&hex), "{page}");
+    let row = page["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["message"]["messageId"] == id.as_str())
+        .unwrap_or_else(|| panic!("no row of {id}: {page}"));
     let message = &row["message"];
-    assert_eq!(message["messageId"], id.as_str(), "{row}");
+    assert_eq!(row["attempts"], 0, "{row}");
     assert_eq!(message["method"], "POST");
     assert_eq!(message["url"], "http://127.0.0.1:9/hook?x=1");
     assert_eq!(message["labels"], serde_json::json!(["billing"]));
@@ -107,10 +134,12 @@ fn the_dashboard_reads_a_gateways_messages_and_queues_with_secrets_redacted() {
         200,
     );
     assert_eq!(entry["message"]["messageId"], id.as_str(), "{entry}");
+    assert_eq!(entry["attempts"], 0, "{entry}");
     assert!(
         !entry.to_string().contains("forwarded-credential"),
         "{entry}"
     );
+    assert!(!entry.to_string().contains(&hex), "{entry}");
 
     let lane = json(
         ui,

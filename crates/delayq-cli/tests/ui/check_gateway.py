@@ -4,7 +4,8 @@ runs them after check_workers.py): python3 check_gateway.py target/debug/delayq.
 Its own redis-server, read-only `delayq ui`, a real `delayq gateway` (token and key files
 0600) and an allow-listed loopback receiver that answers /ok with 200 and /fail with 500:
 - before the gateway starts, the Gateway page says "No gateway" and the API lists none;
-- a delayed message, a delivered one, a dead one (no retries, the receiver's 500), a message
+- a delayed message, a delivered one, a dead one (no retries, the receiver's 500), one whose
+  first attempt failed (its row says "attempts 1"), a message
   of a QStash queue (parallelism 2) and a schedule are published through the gateway's API;
 - the gateway queue's pending row and entry show method, URL, message id, labels, the body's
   start and length, the forwarded Authorization header redacted (its value nowhere in the
@@ -79,6 +80,9 @@ def seed(base, receiver):
         "Upstash-Forward-Authorization": SECRET, "Upstash-Forward-X-Trace": "trace-1"})
     ids["delivered"] = publish(base, receiver + "/ok", "hello")
     ids["dead"] = publish(base, receiver + "/fail", "doomed body", **{"Upstash-Retries": "0"})
+    # Its first attempt fails (500), its next waits an hour: pending with 1 attempt made.
+    ids["retried"] = publish(base, receiver + "/fail", "try again", **{
+        "Upstash-Retries": "2", "Upstash-Retry-Delay": "3600000"})
     status, answer = gw(base, "POST", "/v2/queues", json.dumps(
         {"queueName": "emails", "parallelism": 2}).encode(), {"Content-Type": "application/json"})
     assert status == 200, (status, answer)
@@ -100,7 +104,8 @@ def check_api(ui, ids, receiver):
     status, d = drive.http("GET", ui + f"/api/queues/{q}?tab=pending")
     assert status == 200 and d["gateway"] == GATEWAY, (status, d)
     text = json.dumps(d)
-    assert "top-secret" not in text, "a forwarded credential was shown"
+    assert "top-secret" not in text and b"top-secret".hex() not in text, "a forwarded credential was shown"
+    assert all("value" not in r and "hex" not in r for r in d["rows"]), "an envelope's bytes were shown"
     m = next(r["message"] for r in d["rows"] if r.get("message", {}).get("messageId") == ids["delayed"])
     assert (m["method"], m["url"], m["labels"]) == ("POST", receiver + "/ok", ["billing"]), m
     assert m["header"]["authorization"] == ["[redacted]"] and m["header"]["x-trace"] == ["trace-1"], m
@@ -108,7 +113,7 @@ def check_api(ui, ids, receiver):
     handle = next(r["handle"] for r in d["rows"] if r["message"]["messageId"] == ids["delayed"])
     status, job = drive.http("GET", ui + f"/api/queues/{q}/job/pending/{handle}?at=0")
     assert status == 200 and job["message"]["messageId"] == ids["delayed"], (status, job)
-    assert "top-secret" not in json.dumps(job)
+    assert "top-secret" not in json.dumps(job) and b"top-secret".hex() not in json.dumps(job), job
 
     status, d = drive.http("GET", ui + f"/api/queues/{q}?tab=dead")
     assert status == 200 and len(d["rows"]) == 1, (status, d)
@@ -163,6 +168,9 @@ def check_pages(browser, ui, ids, receiver):
     value = next(r[2] for r in rows if ids["delayed"] in r[2])
     assert value.startswith("POST " + receiver + "/ok · " + ids["delayed"]), value
     assert "labels billing" in value and 'body: {"order": 42}' in value, value
+    retried = drive.wait("the retried message's attempt", lambda: next(
+        (r[2] for r in browser.js(ROWS, "#list") if ids["retried"] in r[2] and "attempts 1" in r[2]), None))
+    assert retried.startswith("POST " + receiver + "/fail · " + ids["retried"] + " · attempts 1 · "), retried
     browser.cmd("POST", "/url", {"url": ui + "/#/queue/delayq-gateway/dead"})
     rows = drive.wait("the dead tab", lambda: (lambda r: r if r and ids["dead"] in r[0][3] else None)(
         browser.js(ROWS, "#list")))
