@@ -7,7 +7,7 @@
 //! redacted), with the body's first [`PREVIEW`] bytes and length; a dead letter's also
 //! `response`, its last answer (one `GET` per dead row: status, headers, the first
 //! [`PREVIEW`] bytes of the body the gateway kept). An envelope longer than the bytes a row
-//! reads ([`READ`]) is decoded in the entry's detail, which reads [`SHOWN`](super::job::SHOWN).
+//! reads ([`READ`]) is decoded in the entry's detail, which reads 64 KiB (job.rs).
 //!
 //! `GET /api/gateway`: the gateways among the queues (one `EXISTS` per queue name the
 //! overview's discovery finds), each with its QStash queues and flow-control lanes (one
@@ -136,6 +136,23 @@ pub(super) async fn page(
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// An entry's detail in the gateway `gateway`'s queue: its row with the message decoded (the
+/// value and body shown up to `shown` bytes), its attempts, and a dead letter's last answer.
+pub(super) async fn entry(
+    ui: &Ui,
+    gateway: &str,
+    queue: &DelayedQueue<TextCodec>,
+    (list, member): (PreviewList, &Preview),
+    shown: usize,
+) -> anyhow::Result<Value> {
+    let mut row = row(queue, list, member, shown);
+    attempts(ui, queue, list, member, &mut row).await?;
+    if list == PreviewList::Dead {
+        answer(ui, gateway, &mut row, shown).await;
+    }
+    Ok(row)
 }
 
 /// A message waiting for its next attempt (pending or ready): `attempts` in its row, those

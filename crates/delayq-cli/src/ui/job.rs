@@ -13,6 +13,7 @@ use super::search::WINDOW;
 use super::{bounded, detail::TABS, failure, Shared};
 use crate::lists::dead::locate_dead;
 use crate::lists::locate;
+use crate::text_codec::TextCodec;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -20,7 +21,7 @@ use axum::Json;
 use bytes::Bytes;
 use delayq::fred::interfaces::{HashesInterface, ListInterface, SortedSetsInterface};
 use delayq::inspect::{Preview, PreviewList};
-use delayq::OfferHandle;
+use delayq::{DelayedQueue, OfferHandle};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -81,6 +82,25 @@ pub(super) async fn job(
     }
 }
 
+/// A pending entry's or a dead letter's detail row read as `member`; of a gateway's queue
+/// (`gateway`): with the message decoded (gateway.rs).
+async fn entry_row(
+    ui: &super::Ui,
+    gateway: Option<&str>,
+    queue: &DelayedQueue<TextCodec>,
+    list: PreviewList,
+    member: Preview,
+) -> anyhow::Result<Value> {
+    let codec = queue.inspect().codec();
+    Ok(match gateway {
+        Some(gateway) => super::gateway::entry(ui, gateway, queue, (list, &member), SHOWN).await?,
+        None if list == PreviewList::Pending => {
+            pending_row(codec, queue.options().format, &member, SHOWN)
+        }
+        None => dead_row(queue, &member, SHOWN),
+    })
+}
+
 /// The entry `item` of the list `tab` of the queue `name` as JSON, with its position `at` where
 /// it has one; `None` when it is not there.
 async fn find(
@@ -93,14 +113,6 @@ async fn find(
     let queue = ui.queue(name).await?;
     let gateway = super::gateway::gateway_of(ui, name).await?;
     let (client, codec, keys) = (&ui.ctx.client, queue.inspect().codec(), queue.keys());
-    // A gateway's entry: its row with the message decoded, the body shown up to SHOWN bytes.
-    let entry_row = |list, member: &Preview| match gateway {
-        Some(_) => super::gateway::row(&queue, list, member, SHOWN),
-        None => match list {
-            PreviewList::Pending => pending_row(codec, queue.options().format, member, SHOWN),
-            _ => dead_row(&queue, member, SHOWN),
-        },
-    };
     let placed = |(at, mut row): (usize, Value)| {
         row["at"] = json!(at);
         row
@@ -113,14 +125,10 @@ async fn find(
                 |offset, count| preview::page(&queue, PreviewList::Pending, offset, count, shown);
             let is_it = |member: &Preview| OfferHandle::of_entry(&member.head) == Some(handle);
             match locate(start, read, is_it).await? {
-                Some((at, member)) => {
-                    let mut row = entry_row(PreviewList::Pending, &member);
-                    if gateway.is_some() {
-                        let list = PreviewList::Pending;
-                        super::gateway::attempts(ui, &queue, list, &member, &mut row).await?;
-                    }
-                    Some(placed((at, row)))
-                }
+                Some((at, member)) => Some(placed((
+                    at,
+                    entry_row(ui, gateway.as_deref(), &queue, PreviewList::Pending, member).await?,
+                ))),
                 None => None,
             }
         }
@@ -138,13 +146,10 @@ async fn find(
         }
         // A record's header (attempts, time, error) comes before its value: room for it too.
         Item::Id(id) => match locate_dead(&queue, at, &id, SHOWN + READ).await? {
-            Some((at, member)) => {
-                let mut row = entry_row(PreviewList::Dead, &member);
-                if let Some(gateway) = &gateway {
-                    super::gateway::answer(ui, gateway, &mut row, SHOWN).await;
-                }
-                Some(placed((at, row)))
-            }
+            Some((at, member)) => Some(placed((
+                at,
+                entry_row(ui, gateway.as_deref(), &queue, PreviewList::Dead, member).await?,
+            ))),
             None => None,
         },
         Item::Position(at) => {
