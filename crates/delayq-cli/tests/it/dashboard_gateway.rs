@@ -151,6 +151,29 @@ fn the_dashboard_reads_a_gateways_messages_and_queues_with_secrets_redacted() {
     assert_eq!(message["messageId"], queued["messageId"], "{lane}");
     assert_eq!(message["queueName"], "emails");
 
+    // A schedule's template envelope holds its forwarded headers: the schedules tab shows its
+    // method and destination, never its bytes.
+    post(
+        port,
+        "/v2/schedules/http://127.0.0.1:9/tick",
+        &format!("Upstash-Cron: */5 * * * *\r\nUpstash-Forward-Authorization: {SECRET}\r\n"),
+    );
+    let schedules = json(ui, "/api/queues/delayq-gateway/schedules", 200);
+    let text = schedules.to_string();
+    assert!(
+        !text.contains("forwarded-credential") && !text.contains(&hex),
+        "{text}"
+    );
+    let tick = &schedules["schedules"][0];
+    assert_eq!(
+        tick["value"]["value"], "POST http://127.0.0.1:9/tick",
+        "{tick}"
+    );
+    assert_eq!(
+        tick["schedule"]["header"]["authorization"],
+        serde_json::json!(["[redacted]"])
+    );
+
     let plain = json(ui, "/api/queues/plain?tab=pending", 200);
     assert!(
         plain["gateway"].is_null() && plain["rows"][0].get("message").is_none(),
@@ -178,7 +201,7 @@ fn the_dashboard_reads_a_gateways_messages_and_queues_with_secrets_redacted() {
         "{gateway}"
     );
     assert_eq!(gateway["dlq"], 0);
-    assert_eq!(gateway["schedules"]["total"], 0);
+    assert_eq!(gateway["schedules"]["total"], 1);
 
     // A dashboard whose --match leaves the lanes out lists the gateway without them (it read
     // none: a lane outside --match is never read).
