@@ -36,6 +36,7 @@
 //! - `dlq_filter.rs`: the ids and filters of the DLQ's calls.
 //! - `dlq.rs`: the dead letters as QStash's DLQ (list, get, delete one or many, retry).
 //! - `native.rs`: the native queues (`/v1/queues/...`): offer into any Redisson queue.
+//! - `view.rs`: what the gateway stores, read back for the dashboard (secrets redacted).
 
 mod access;
 mod batch;
@@ -64,6 +65,7 @@ mod schedules;
 mod scripts;
 mod signature;
 mod store;
+pub mod view;
 mod webhooks;
 
 pub use config::{GatewayConfig, MAX_RETRIES};

@@ -194,7 +194,7 @@ fn template(info: &ScheduleInfo) -> Option<Envelope> {
 }
 
 /// QStash's `Schedule` fields of `info`.
-fn schedule_json(info: &ScheduleInfo) -> Option<Value> {
+pub(crate) fn schedule_json(info: &ScheduleInfo) -> Option<Value> {
     let template = template(info)?;
     let mut json = crate::messages::message_json(&template);
     let Value::Object(ref mut fields) = json else {

@@ -22,7 +22,7 @@ pub(crate) const READ: usize = 16 * 1024;
 pub(crate) const ENTRY_HEADER: usize = 1 + 255 + 8;
 
 /// The longest header of a dead-letter record (magic, attempts, time, error length, error).
-const DEAD_HEADER: usize = 4 + 4 + 8 + 4 + delayq::reliable::MAX_ERROR_BYTES;
+pub(crate) const DEAD_HEADER: usize = 4 + 4 + 8 + 4 + delayq::reliable::MAX_ERROR_BYTES;
 
 /// `count` previews of `list` from `offset`, `shown` bytes of each: Redis copies one member per
 /// command, and only the preview goes on to the browser (see [`Inspect::previews`](delayq::inspect::Inspect::previews)).

@@ -3,13 +3,13 @@
 // (access.js: the page's role, and which buttons it may use) and the ones that lose or move
 // values ask first. The selected queue is in the URL: #/queue/NAME/TAB (and an entry opened in
 // it: #/queue/NAME/TAB/ITEM; search.js draws the entry, the search and the bulk actions); the
-// workers page is #/workers (workers.js).
+// workers page is #/workers (workers.js), the gateway's #/gateway (gateway.js).
 "use strict";
 const $ = (sel) => document.querySelector(sel);
 const COUNTS = ["pending", "ready", "in_flight", "dead", "quarantined"];
 // A queue's health states (health.rs), worst first; "ok" has no class.
 const HEALTH = ["unreadable", "stuck", "failing", "lagging", "paused"];
-const view = { workers: false, selected: null, offset: 0, limit: 100, filter: "", order: "name", tab: "pending", from: 0, q: "", job: null };
+const view = { workers: false, gateway: false, selected: null, offset: 0, limit: 100, filter: "", order: "name", tab: "pending", from: 0, q: "", job: null };
 // What the parts loaded after this file fill in (overview.js): more parameters of the
 // overview's request, a look at its answer, more cells of a queue's row, more of the queue view.
 const more = { query: () => "", page: () => {}, cells: () => [], detail: () => {} };
@@ -145,8 +145,9 @@ function drawQueue(now) {
 }
 
 async function refresh() {
-  // The workers page reads its own (workers.js); the overview waits until it is shown again.
-  if (view.workers) return;
+  // The workers and gateway pages read their own (workers.js, gateway.js); the overview waits
+  // until it is shown again.
+  if (view.workers || view.gateway) return;
   try {
     const url = "api/queues?offset=" + view.offset + "&limit=" + view.limit +
       "&q=" + encodeURIComponent(view.filter) + "&sort=" + view.order + more.query();
@@ -231,6 +232,8 @@ function shortError(error) {
   return error.length <= 400 ? error : error.slice(0, 120) + " … " + error.slice(-280);
 }
 function preview(x) {
+  // A gateway's message (gateway.js): decoded, never its envelope's bytes.
+  if (x.message && window.messageText) return window.messageText(x);
   const text = x.value ?? x.hex;
   return (x.cut ? text + " … (" + x.len + " bytes)" : text) + codecNote(x);
 }
@@ -353,9 +356,13 @@ function select(name, tab, job) {
 function fromHash() {
   // The workers page (workers.js) shows instead of the overview and a queue.
   const workers = location.hash === "#/workers";
-  if (window.showWorkers) window.showWorkers(workers);
+  // The gateway page (gateway.js) shows instead of them too.
+  const gateway = location.hash === "#/gateway";
   view.workers = workers;
-  if (workers) { view.selected = null; $("#detail").hidden = true; return; }
+  view.gateway = gateway;
+  if (window.showWorkers) window.showWorkers(workers);
+  if (window.showGateway) window.showGateway(gateway);
+  if (workers || gateway) { view.selected = null; $("#detail").hidden = true; return; }
   const m = location.hash.match(/^#\/queue\/([^/]+)(?:\/(\w+))?(?:\/([^/]+))?$/);
   if (m) select(decodeURIComponent(m[1]), m[2], m[3] && decodeURIComponent(m[3])); else select(null);
 }

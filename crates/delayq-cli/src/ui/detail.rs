@@ -86,24 +86,33 @@ async fn read(
         "tab": tab,
         "from": from,
     });
-    let queue = &queue;
+    let gateway = super::gateway::gateway_of(ui, name).await?;
+    body["gateway"] = json!(gateway);
+    let (queue, gateway) = (&queue, gateway.as_deref());
     if q.is_empty() {
-        body["rows"] = json!(page(queue, tab, from, LIMIT).await?);
+        body["rows"] = json!(page(ui, gateway, queue, tab, from, LIMIT).await?);
     } else {
-        let found = search::scan(from, LIMIT, q, |at, n| page(queue, tab, at, n)).await?;
+        let read = |at, n| page(ui, gateway, queue, tab, at, n);
+        let found = search::scan(from, LIMIT, q, read).await?;
         found.answer(q, &mut body);
     }
     Ok(Some(body))
 }
 
-/// `count` rows of the list `tab` of `queue` from `from`, each value a preview.
+/// `count` rows of the list `tab` of `queue` from `from`, each value a preview; the queue of
+/// the gateway `gateway` (itself or a lane): each with its message decoded (gateway.rs).
 async fn page(
+    ui: &super::Ui,
+    gateway: Option<&str>,
     queue: &delayq::DelayedQueue<crate::text_codec::TextCodec>,
     tab: &str,
     from: usize,
     count: usize,
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let shown = preview::PREVIEW;
+    if let Some(gateway) = gateway.filter(|_| tab != "quarantine") {
+        return super::gateway::page(ui, gateway, queue, tab, from, count).await;
+    }
     match tab {
         "ready" => preview::ready(queue, from, count, shown).await,
         "in_flight" => preview::in_flight(queue, from, count, shown).await,

@@ -13,6 +13,7 @@ use super::search::WINDOW;
 use super::{bounded, detail::TABS, failure, Shared};
 use crate::lists::dead::locate_dead;
 use crate::lists::locate;
+use crate::text_codec::TextCodec;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -20,7 +21,7 @@ use axum::Json;
 use bytes::Bytes;
 use delayq::fred::interfaces::{HashesInterface, ListInterface, SortedSetsInterface};
 use delayq::inspect::{Preview, PreviewList};
-use delayq::OfferHandle;
+use delayq::{DelayedQueue, OfferHandle};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -81,6 +82,25 @@ pub(super) async fn job(
     }
 }
 
+/// A pending entry's or a dead letter's detail row read as `member`; of a gateway's queue
+/// (`gateway`): with the message decoded (gateway.rs).
+async fn entry_row(
+    ui: &super::Ui,
+    gateway: Option<&str>,
+    queue: &DelayedQueue<TextCodec>,
+    list: PreviewList,
+    member: Preview,
+) -> anyhow::Result<Value> {
+    let codec = queue.inspect().codec();
+    Ok(match gateway {
+        Some(gateway) => super::gateway::entry(ui, gateway, queue, (list, &member), SHOWN).await?,
+        None if list == PreviewList::Pending => {
+            pending_row(codec, queue.options().format, &member, SHOWN)
+        }
+        None => dead_row(queue, &member, SHOWN),
+    })
+}
+
 /// The entry `item` of the list `tab` of the queue `name` as JSON, with its position `at` where
 /// it has one; `None` when it is not there.
 async fn find(
@@ -91,6 +111,7 @@ async fn find(
     at: Option<usize>,
 ) -> anyhow::Result<Option<Value>> {
     let queue = ui.queue(name).await?;
+    let gateway = super::gateway::gateway_of(ui, name).await?;
     let (client, codec, keys) = (&ui.ctx.client, queue.inspect().codec(), queue.keys());
     let placed = |(at, mut row): (usize, Value)| {
         row["at"] = json!(at);
@@ -103,10 +124,13 @@ async fn find(
             let read =
                 |offset, count| preview::page(&queue, PreviewList::Pending, offset, count, shown);
             let is_it = |member: &Preview| OfferHandle::of_entry(&member.head) == Some(handle);
-            let format = queue.options().format;
-            locate(start, read, is_it)
-                .await?
-                .map(|(at, member)| placed((at, pending_row(codec, format, &member, SHOWN))))
+            match locate(start, read, is_it).await? {
+                Some((at, member)) => Some(placed((
+                    at,
+                    entry_row(ui, gateway.as_deref(), &queue, PreviewList::Pending, member).await?,
+                ))),
+                None => None,
+            }
         }
         Item::Id(id) if tab == "in_flight" => {
             let deadline: Option<f64> = client.zscore(keys.inflight(), &id).await?;
@@ -114,13 +138,20 @@ async fn find(
             value.zip(deadline).map(|(value, deadline)| {
                 let mut row = preview::shown(codec, &value, value.len() as u64, SHOWN);
                 preview::delivery_fields(&mut row, &id, Some(deadline as i64));
+                if gateway.is_some() {
+                    super::gateway::attach(&mut row, &value, value.len() as u64, SHOWN);
+                }
                 row
             })
         }
         // A record's header (attempts, time, error) comes before its value: room for it too.
-        Item::Id(id) => locate_dead(&queue, at, &id, SHOWN + READ)
-            .await?
-            .map(|(at, member)| placed((at, dead_row(&queue, &member, SHOWN)))),
+        Item::Id(id) => match locate_dead(&queue, at, &id, SHOWN + READ).await? {
+            Some((at, member)) => Some(placed((
+                at,
+                entry_row(ui, gateway.as_deref(), &queue, PreviewList::Dead, member).await?,
+            ))),
+            None => None,
+        },
         Item::Position(at) => {
             let key = if tab == "ready" {
                 keys.target()
@@ -131,7 +162,13 @@ async fn find(
             value.map(|value| {
                 let len = value.len() as u64;
                 match tab {
-                    "ready" => placed((at, preview::shown(codec, &value, len, SHOWN))),
+                    "ready" => {
+                        let mut row = preview::shown(codec, &value, len, SHOWN);
+                        if gateway.is_some() {
+                            super::gateway::attach(&mut row, &value, len, SHOWN);
+                        }
+                        placed((at, row))
+                    }
                     _ => placed((at, preview::shown_raw(&value, len, SHOWN))),
                 }
             })

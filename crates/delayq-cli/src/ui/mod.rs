@@ -9,6 +9,8 @@
 //! their dates, its live workers and schedulers).
 //! `GET /api/workers?per_queue=`: every live process across the queues, with the queues it
 //! serves and the deliveries it holds (workers.rs).
+//! `GET /api/gateway`: the gateways' QStash queues, flow-control lanes, schedules and dead
+//! letters' count; a gateway queue's rows carry each message decoded (gateway.rs).
 //! `GET /api/whoami`: the role of the request's token and the role each action needs.
 //! Writes, each with the token of a role that may do it as `Authorization: Bearer TOKEN` and
 //! the header `X-Delayq-Write: 1` (access.rs):
@@ -24,6 +26,7 @@
 mod access;
 mod activity;
 mod detail;
+mod gateway;
 mod health;
 mod items;
 mod job;
@@ -54,7 +57,7 @@ use std::sync::Arc;
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
 /// The page and its assets, built into the binary: path, content type, body (index.html loads
 /// the scripts, `app.js` first: the others add their parts to it).
-const ASSETS: [(&str, &str, &str); 10] = [
+const ASSETS: [(&str, &str, &str); 11] = [
     ("/", "text/html; charset=utf-8", include_str!("index.html")),
     (
         "/style.css",
@@ -69,6 +72,7 @@ const ASSETS: [(&str, &str, &str); 10] = [
     ("/schedules.js", JAVASCRIPT, include_str!("schedules.js")),
     ("/limits.js", JAVASCRIPT, include_str!("limits.js")),
     ("/workers.js", JAVASCRIPT, include_str!("workers.js")),
+    ("/gateway.js", JAVASCRIPT, include_str!("gateway.js")),
 ];
 
 /// How long a request waits for Redis: the client queues commands while it reconnects, so
@@ -109,6 +113,7 @@ pub(crate) fn routes(ui: Ui) -> Router {
         .route("/api/whoami", get(access::whoami))
         .route("/api/queues", get(overview::overview))
         .route("/api/workers", get(workers::workers))
+        .route("/api/gateway", get(gateway::gateways))
         .route("/api/queues/{name}", get(detail::queue))
         .route("/api/queues/{name}/activity", get(activity::history))
         .route("/api/queues/{name}/days", get(activity::days))

@@ -61,10 +61,11 @@ pub(super) async fn list(
             .await?;
         let queue = raw_queue(&ui, &name).await?;
         let of_queue = queue.schedules();
+        let gateway = super::gateway::gateway_of(&ui, &name).await?.is_some();
         let mut rows = Vec::with_capacity(ids.len());
         for id in ids {
             match of_queue.get(&id).await {
-                Ok(Some(info)) => rows.push(row(&ui, &name, &info)),
+                Ok(Some(info)) => rows.push(row(&ui, &name, &info, gateway)),
                 // Removed between the two reads: left out.
                 Ok(None) => {}
                 // A hash another writer got wrong (or a key of another type) is its own row.
@@ -85,10 +86,15 @@ pub(super) async fn list(
     answer(&ui, &name, read).await
 }
 
-/// A schedule as the page shows it.
-fn row(ui: &super::Ui, name: &str, info: &ScheduleInfo) -> serde_json::Value {
+/// A schedule as the page shows it; of a gateway's queue (`gateway`), its value is the
+/// template envelope, whose bytes hold the forwarded headers: shown as the method and URL
+/// only, with QStash's `Schedule` fields (secrets redacted) as `schedule`.
+fn row(ui: &super::Ui, name: &str, info: &ScheduleInfo, gateway: bool) -> serde_json::Value {
     let schedule = &info.schedule;
     let value = &schedule.value;
+    let decoded = gateway
+        .then(|| delayq_gateway::view::schedule_json(info))
+        .flatten();
     let mut row = json!({
         "id": schedule.id,
         "next_ms": info.next_ms,
@@ -100,6 +106,11 @@ fn row(ui: &super::Ui, name: &str, info: &ScheduleInfo) -> serde_json::Value {
         "value": shown(ui.ctx.codec(name), value, value.len() as u64, PREVIEW),
     });
     crate::show::recurrence_fields(&mut row, &schedule.recurrence);
+    if let Some(decoded) = decoded {
+        let text = format!("{} {}", decoded["method"], decoded["destination"]).replace('"', "");
+        row["value"] = json!({ "value": text, "len": value.len(), "cut": false });
+        row["schedule"] = decoded;
+    }
     row
 }
 

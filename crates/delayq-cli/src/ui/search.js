@@ -189,7 +189,8 @@ window.showJob = async () => {
     fields.push(dd);
   }
   $("#job-fields").replaceChildren(...fields);
-  setText($("#job-value"), j.value ?? j.hex);
+  setText($("#job-value"), j.value ?? j.hex ?? "");
+  if (window.showMessage) window.showMessage(j);
   jobButtons(j);
   if (box.dataset.shown !== job) box.scrollIntoView({ block: "start" });
   box.dataset.shown = job;

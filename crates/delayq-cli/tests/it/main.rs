@@ -19,6 +19,7 @@ mod codec_per_queue;
 mod daemon_env;
 mod daemon_notices;
 mod dashboard;
+mod dashboard_gateway;
 mod dashboard_guard;
 mod dashboard_schedules;
 mod dashboard_search;

@@ -22,4 +22,5 @@ mkdir -p "$UI_TEST_OUT"
 python3 crates/delayq-cli/tests/ui/drive.py target/debug/delayq
 python3 crates/delayq-cli/tests/ui/check_days.py target/debug/delayq
 python3 crates/delayq-cli/tests/ui/check_health.py target/debug/delayq
-exec python3 crates/delayq-cli/tests/ui/check_workers.py target/debug/delayq
+python3 crates/delayq-cli/tests/ui/check_workers.py target/debug/delayq
+exec python3 crates/delayq-cli/tests/ui/check_gateway.py target/debug/delayq
