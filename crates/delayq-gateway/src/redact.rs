@@ -66,7 +66,7 @@ impl Redact {
     }
 
     /// Whether the forwarded header `name` is redacted.
-    fn hides_header(&self, name: &str) -> bool {
+    pub(crate) fn hides_header(&self, name: &str) -> bool {
         self.all_headers || self.headers.iter().any(|h| h.eq_ignore_ascii_case(name))
     }
 

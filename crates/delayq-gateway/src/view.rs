@@ -9,6 +9,7 @@
 
 use crate::envelope::{Answer, Envelope};
 use crate::lanes::Lane;
+use crate::redact::Redact;
 use crate::store::tagged;
 use delayq::ScheduleInfo;
 use serde_json::{json, Value};
@@ -37,14 +38,17 @@ pub fn is_secret_header(name: &str) -> bool {
     .any(|part| name.contains(part))
 }
 
-/// `headers` with each secret header's value replaced by [`REDACTED`].
-fn redacted(headers: &[(String, String)]) -> Vec<(String, String)> {
+/// `headers` with each secret header's value replaced by [`REDACTED`], but for those the
+/// publisher's `Upstash-Redact-Fields` (`redact`) hides, which show as the API shows them.
+fn redacted(headers: &[(String, String)], redact: &Redact) -> Vec<(String, String)> {
     headers
         .iter()
-        .map(|(name, value)| match is_secret_header(name) {
-            true => (name.clone(), REDACTED.to_owned()),
-            false => (name.clone(), value.clone()),
-        })
+        .map(
+            |(name, value)| match is_secret_header(name) && !redact.hides_header(name) {
+                true => (name.clone(), REDACTED.to_owned()),
+                false => (name.clone(), value.clone()),
+            },
+        )
         .collect()
 }
 
@@ -64,14 +68,17 @@ pub struct StoredMessage {
 /// `None` when `value` is not (or not wholly) a gateway envelope.
 pub fn decode_message(value: &[u8]) -> Option<StoredMessage> {
     let mut envelope = Envelope::decode(value).ok()?;
-    envelope.headers = redacted(&envelope.headers);
+    envelope.headers = redacted(&envelope.headers, &envelope.redact);
+    let none = Redact::default();
     for callback in [&mut envelope.callback, &mut envelope.failure_callback]
         .into_iter()
         .flatten()
     {
-        callback.headers = redacted(&callback.headers);
+        callback.headers = redacted(&callback.headers, &none);
     }
+    // A body the publisher asked to redact shows as the API shows it.
     let body = std::mem::take(&mut envelope.body);
+    let body = envelope.redact.body(&body).into_owned();
     let mut fields = crate::messages::message_json(&envelope);
     fields["bodyLength"] = body.len().into();
     if let Some(lane) = &envelope.lane {
@@ -87,7 +94,7 @@ pub fn decode_message(value: &[u8]) -> Option<StoredMessage> {
 pub fn decode_answer(raw: &[u8], excerpt: usize) -> Option<Value> {
     let answer: Answer = rmp_serde::from_slice(raw).ok()?;
     let mut header = serde_json::Map::new();
-    for (name, value) in redacted(&answer.headers) {
+    for (name, value) in redacted(&answer.headers, &Redact::default()) {
         if let Value::Array(values) = header.entry(name).or_insert_with(|| json!([])) {
             values.push(value.into());
         }
@@ -204,6 +211,7 @@ mod tests {
             lane: Some("g:q:jobs".into()),
             queue_name: Some("jobs".into()),
             flow: None,
+            redact: Redact::default(),
         };
         let message = decode_message(&envelope.encode()).unwrap();
         assert_eq!(message.body, b"hello");
@@ -224,5 +232,56 @@ mod tests {
             response_key("g", "msg_1"),
             "delayq_gateway_response:{g}:msg_1"
         );
+    }
+
+    #[test]
+    fn what_the_publisher_redacted_shows_as_the_api_shows_it() {
+        let mut envelope = Envelope::decode(&sample()).unwrap();
+        envelope.redact = Redact::parse("body, header[Authorization], header[X-Trace]").unwrap();
+        let message = decode_message(&envelope.encode()).unwrap();
+        let shown = |name: &str| {
+            message.fields["header"][name][0]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert!(
+            shown("Authorization").starts_with("REDACTED:"),
+            "{}",
+            message.fields
+        );
+        assert!(shown("X-Trace").starts_with("REDACTED:"));
+        assert!(message.body.starts_with(b"REDACTED:"));
+        assert!(!message.fields.to_string().contains("s3cret"));
+        assert!(!String::from_utf8_lossy(&message.body).contains("hello"));
+    }
+
+    /// An envelope with a secret header and a body.
+    fn sample() -> Vec<u8> {
+        let envelope = Envelope {
+            id: "msg_2".into(),
+            method: "POST".into(),
+            url: "http://127.0.0.1:9/b".into(),
+            headers: vec![
+                ("Authorization".into(), "Bearer s3cret".into()),
+                ("X-Trace".into(), "t1".into()),
+            ],
+            body: b"hello".to_vec(),
+            retries: 0,
+            timeout_ms: None,
+            created_ms: 1,
+            not_before_ms: 2,
+            labels: Vec::new(),
+            retry_delay: None,
+            owner: None,
+            schedule_id: None,
+            callback: None,
+            failure_callback: None,
+            lane: None,
+            queue_name: None,
+            flow: None,
+            redact: Redact::default(),
+        };
+        envelope.encode()
     }
 }
