@@ -5,9 +5,10 @@
 -- ARGV[1]: the most events the stream keeps
 -- ARGV[2]: the stream id before which events are trimmed (their age)
 -- ARGV[3..]: the events (JSON), oldest first
--- Returns: 1.
+-- Returns: the stream ids of the events, in order.
+local ids = {}
 for i = 3, #ARGV do
-    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '*', 'e', ARGV[i])
+    ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '*', 'e', ARGV[i])
 end
 redis.call('XTRIM', KEYS[1], 'MINID', ARGV[2])
-return 1
+return ids

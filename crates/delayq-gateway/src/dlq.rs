@@ -337,24 +337,30 @@ pub(crate) async fn retry_many(
     Ok((StatusCode::CREATED, Json(answer)))
 }
 
-/// Puts the dead letter `id` back into the queue, due now.
+/// Puts the dead letter `id` back into the queue, due now. Its CREATED event is written first,
+/// as a publish writes it before the entry: the events of its attempts come after it (written
+/// after the replay, a worker could take the message and write its first attempt's events
+/// before it). A replay that finds the letter gone (replayed or deleted by another request
+/// meanwhile) or fails takes the event back.
 async fn replay(shared: &Shared, id: &str) -> Result<(), ApiError> {
     replay_found(shared, &find(shared, id).await?).await
 }
 
-/// Puts the dead letter `found` back into the queue, due now.
+/// Puts the dead letter `found` back into the queue, due now (see [`replay`]).
 async fn replay_found(shared: &Shared, found: &Found) -> Result<(), ApiError> {
     let id = &found.envelope.id;
-    let admin = found.queue.admin();
-    match admin
+    let again = crate::events::event(&found.envelope, "CREATED", crate::now_ms());
+    let written = crate::events::record(shared, &[again]).await;
+    let replayed = found
+        .queue
+        .admin()
         .replay_dead_letter(&found.letter.record, SCANNED, Duration::ZERO)
-        .await
-    {
-        Ok(true) => {
-            let again = crate::events::event(&found.envelope, "CREATED", crate::now_ms());
-            crate::events::record(shared, &[again]).await;
-            Ok(())
-        }
+        .await;
+    if !matches!(replayed, Ok(true)) {
+        crate::events::withdraw(shared, &written).await;
+    }
+    match replayed {
+        Ok(true) => Ok(()),
         Ok(false) => Err(ApiError::not_found(format!("dead letter {id} not found"))),
         Err(err) => Err(ApiError::internal("retrying the dead letter", &err)),
     }

@@ -16,6 +16,7 @@ use crate::store::EventWrite;
 use crate::Shared;
 use axum::extract::{Query, State};
 use axum::Json;
+use delayq::fred::interfaces::StreamsInterface;
 use delayq::fred::prelude::Value as RedisValue;
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -89,19 +90,34 @@ pub(crate) fn with_record(shared: &Shared, event: &Value) -> Option<EventWrite> 
     })
 }
 
-/// Writes `events`, in order; a failure is logged, never the caller's.
-pub(crate) async fn record(shared: &Shared, events: &[Value]) {
+/// Writes `events`, in order; their stream ids (none when no events are kept or the write
+/// failed: a failure is logged, never the caller's).
+pub(crate) async fn record(shared: &Shared, events: &[Value]) -> Vec<String> {
     let Some((kept, oldest)) = trim(shared).filter(|_| !events.is_empty()) else {
-        return;
+        return Vec::new();
     };
     let mut args = vec![RedisValue::from(kept.to_string()), RedisValue::from(oldest)];
     args.extend(events.iter().map(|e| RedisValue::from(e.to_string())));
     let key = shared.store.events_key();
     let written = EVENTS_RECORD
-        .run::<i64>(shared.store.client(), vec![key.into()], args)
+        .run::<Vec<String>>(shared.store.client(), vec![key.into()], args)
         .await;
-    if let Err(err) = written {
+    written.unwrap_or_else(|err| {
         tracing::warn!(error = %err, "gateway: cannot record events");
+        Vec::new()
+    })
+}
+
+/// Takes back the events `ids` (as [`record`] answered them) of something that did not happen
+/// after all; a failure is logged, never the caller's.
+pub(crate) async fn withdraw(shared: &Shared, ids: &[String]) {
+    if ids.is_empty() {
+        return;
+    }
+    let key = shared.store.events_key();
+    let removed: Result<i64, _> = shared.store.client().xdel(key, ids.to_vec()).await;
+    if let Err(err) = removed {
+        tracing::warn!(error = %err, "gateway: cannot take back events");
     }
 }
 

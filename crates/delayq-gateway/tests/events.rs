@@ -22,10 +22,18 @@ async fn states(gw: &TestGateway, id: &str) -> Vec<String> {
 
 /// Waits until `id`'s newest event is `state`; its states.
 async fn wait_state(gw: &TestGateway, id: &str, state: &str) -> Vec<String> {
+    wait_state_of_run(gw, id, state, 1).await
+}
+
+/// Waits until `id` has been CREATED `runs` times (published, then retried from the DLQ) and
+/// its newest event is `state`: that of its last run, never one its earlier runs left (a
+/// retried dead letter's newest event is FAILED before its retry too).
+async fn wait_state_of_run(gw: &TestGateway, id: &str, state: &str, runs: usize) -> Vec<String> {
     let deadline = Instant::now() + PATIENCE;
     loop {
         let got = states(gw, id).await;
-        if got.first().map(String::as_str) == Some(state) {
+        let created = got.iter().filter(|s| *s == "CREATED").count();
+        if created >= runs && got.first().map(String::as_str) == Some(state) {
             return got;
         }
         assert!(Instant::now() < deadline, "{id}: {got:?}");
@@ -162,15 +170,11 @@ async fn states_filters_and_cursor() {
     // Retried from the DLQ: CREATED again, then its attempts.
     gw.wait_dead(&b).await;
     assert_eq!(gw.call("POST", &format!("/v2/dlq/retry/{b}")).await.0, 201);
-    let again = wait_state(&gw, &b, "FAILED").await;
+    let again = wait_state_of_run(&gw, &b, "FAILED", 2).await;
     assert_eq!(
-        again.iter().filter(|s| *s == "CREATED").count(),
-        2,
+        again[..7],
+        ["FAILED", "ERROR", "ACTIVE", "RETRY", "ERROR", "ACTIVE", "CREATED"].map(String::from),
         "{again:?}"
-    );
-    assert_eq!(
-        again[..5],
-        ["FAILED", "ERROR", "ACTIVE", "RETRY", "ERROR"].map(String::from)
     );
 
     for bad in [
@@ -186,6 +190,128 @@ async fn states_filters_and_cursor() {
         assert!(answer["error"].is_string());
     }
     gw.shutdown().await;
+}
+
+/// A dead letter retried from the DLQ has its CREATED event written before it is back in the
+/// queue, as a publish writes it before the entry: a worker taking it at once writes its
+/// attempt's events after it. (Written after the replay, it came after the first attempt's
+/// events now and then on a loaded machine: `[FAILED, ERROR, ACTIVE, CREATED, RETRY, ...]`,
+/// which reads as a retry given up after one attempt.) Deterministic: the retry goes through
+/// a proxy that holds every command after the one carrying that event, the only CREATED this
+/// gateway writes, so the message must still be a dead letter then.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_letter_retried_is_created_again_before_it_is_due() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let first = TestGateway::start(&redis, &receiver, |c| c).await;
+    // Fails once (a dead letter: no retries), then is delivered: never a dead letter again.
+    let url = format!("{}500-200/ev-again", receiver.base());
+    let (_, answer) = first
+        .publish(&url, &[("Upstash-Retries", "0")], b"b".to_vec())
+        .await;
+    let id = answer["messageId"].as_str().unwrap().to_owned();
+    first.wait_dead(&id).await;
+    first.shutdown().await;
+
+    let proxy = FreezingProxy::start(&redis, br#""state":"CREATED""#).await;
+    let frozen = TestGateway::start_at(&proxy.url(), &receiver, |c| c).await;
+    let retry = {
+        let (base, id) = (frozen.base.clone(), id.clone());
+        tokio::spawn(async move {
+            let _ = reqwest::Client::new()
+                .post(format!("{base}/v2/dlq/retry/{id}"))
+                .bearer_auth(TOKEN)
+                .send()
+                .await;
+        })
+    };
+    let deadline = Instant::now() + PATIENCE;
+    while !proxy.is_frozen() {
+        assert!(
+            Instant::now() < deadline,
+            "the retry wrote no CREATED event"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let client = delayq::connect(&redis.url()).await.unwrap();
+    let dead = delayq::QueueKeys::new("delayq-gateway").dead().to_owned();
+    let letters: Vec<delayq::fred::prelude::Value> =
+        delayq::fred::interfaces::ListInterface::lrange(&client, &dead, 0, -1)
+            .await
+            .unwrap();
+    let held = letters
+        .iter()
+        .filter_map(|l| l.as_bytes())
+        .any(|letter| letter.windows(id.len()).any(|w| w == id.as_bytes()));
+    assert!(
+        held,
+        "the CREATED event was written after the message was back in the queue"
+    );
+    proxy.cut();
+    retry.abort();
+    drop(frozen);
+
+    // Retried for good: its new attempt's events after the CREATED (the frozen retry's
+    // CREATED stays, as a publish cut off before its entry leaves its own).
+    let gw = TestGateway::start(&redis, &receiver, |c| c).await;
+    assert_eq!(gw.call("POST", &format!("/v2/dlq/retry/{id}")).await.0, 201);
+    assert_eq!(
+        wait_state_of_run(&gw, &id, "DELIVERED", 3).await,
+        [
+            "DELIVERED",
+            "ACTIVE",
+            "CREATED",
+            "CREATED",
+            "FAILED",
+            "ERROR",
+            "ACTIVE",
+            "CREATED"
+        ]
+    );
+    gw.shutdown().await;
+}
+
+/// Retries of one dead letter at once: one replays it, the others answer 404, and only the
+/// one that replayed it leaves a CREATED event (one that found the letter gone between its
+/// read and its replay takes its event back).
+#[tokio::test(flavor = "multi_thread")]
+async fn retries_of_one_dead_letter_at_once_leave_one_created() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = std::sync::Arc::new(TestGateway::start(&redis, &receiver, |c| c).await);
+    let url = format!("{}500-200/ev-at-once", receiver.base());
+    let (_, answer) = gw
+        .publish(&url, &[("Upstash-Retries", "0")], b"b".to_vec())
+        .await;
+    let id = answer["messageId"].as_str().unwrap().to_owned();
+    gw.wait_dead(&id).await;
+    let mut retries = Vec::new();
+    for _ in 0..10 {
+        let (gw, id) = (gw.clone(), id.clone());
+        retries.push(tokio::spawn(async move {
+            gw.call("POST", &format!("/v2/dlq/retry/{id}")).await.0
+        }));
+    }
+    let mut statuses = Vec::new();
+    for retry in retries {
+        statuses.push(retry.await.unwrap());
+    }
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 404, 404, 404, 404, 404, 404, 404, 404, 404]);
+    receiver.wait_for("/500-200/ev-at-once", 2).await;
+    assert_eq!(
+        wait_state_of_run(&gw, &id, "DELIVERED", 2).await,
+        [
+            "DELIVERED",
+            "ACTIVE",
+            "CREATED",
+            "FAILED",
+            "ERROR",
+            "ACTIVE",
+            "CREATED"
+        ]
+    );
+    std::sync::Arc::into_inner(gw).unwrap().shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
