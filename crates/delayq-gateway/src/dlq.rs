@@ -8,6 +8,7 @@ use crate::dlq_filter::{DlqQuery, LetterFacts};
 use crate::envelope::Envelope;
 use crate::error::ApiError;
 use crate::messages::message_json;
+use crate::store::Record;
 use crate::Shared;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, Uri};
@@ -337,11 +338,12 @@ pub(crate) async fn retry_many(
     Ok((StatusCode::CREATED, Json(answer)))
 }
 
-/// Puts the dead letter `id` back into the queue, due now. Its CREATED event is written first,
-/// as a publish writes it before the entry: the events of its attempts come after it (written
-/// after the replay, a worker could take the message and write its first attempt's events
-/// before it). A replay that finds the letter gone (replayed or deleted by another request
-/// meanwhile) or fails takes the event back.
+/// Puts the dead letter `id` back into the queue, due now. Its record goes back into the
+/// message index (so that `GET` and `DELETE /v2/messages/{id}` find it again) in one call with
+/// its CREATED event, both written first, as a publish writes them before the entry: the events
+/// of its attempts come after it (written after the replay, a worker could take the message and
+/// write its first attempt's events before it). A replay that finds the letter gone (replayed
+/// or deleted by another request meanwhile) or fails takes both back.
 async fn replay(shared: &Shared, id: &str) -> Result<(), ApiError> {
     replay_found(shared, &find(shared, id).await?).await
 }
@@ -349,15 +351,28 @@ async fn replay(shared: &Shared, id: &str) -> Result<(), ApiError> {
 /// Puts the dead letter `found` back into the queue, due now (see [`replay`]).
 async fn replay_found(shared: &Shared, found: &Found) -> Result<(), ApiError> {
     let id = &found.envelope.id;
+    // The record keeps the envelope's owner (its publisher still reads it); it has no handle:
+    // a cancel leaves a cancellation for its next attempt.
+    let record = Record::of(&found.envelope, String::new());
     let again = crate::events::event(&found.envelope, "CREATED", crate::now_ms());
-    let written = crate::events::record(shared, &[again]).await;
+    let written = match shared
+        .store
+        .put(&record, crate::events::with_record(shared, &again))
+        .await
+    {
+        Ok(written) => written,
+        Err(err) => return Err(ApiError::internal("retrying the dead letter", &err)),
+    };
     let replayed = found
         .queue
         .admin()
         .replay_dead_letter(&found.letter.record, SCANNED, Duration::ZERO)
         .await;
     if !matches!(replayed, Ok(true)) {
-        crate::events::withdraw(shared, &written).await;
+        if let Err(err) = shared.store.remove(id).await {
+            tracing::warn!(error = %err, message = %id, "gateway: cannot take back a retried message's record");
+        }
+        crate::events::withdraw(shared, written.as_slice()).await;
     }
     match replayed {
         Ok(true) => Ok(()),

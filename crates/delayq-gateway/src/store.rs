@@ -9,8 +9,9 @@
 //! record before its entry, and a delivery that succeeds or gives up removes it. A cancel
 //! removes the record and cancels the entry by its handle; when the entry is not pending any
 //! more (taken, or waiting for a retry under a new handle) it leaves a cancellation, and the
-//! next attempt drops the message unsent. Deliveries need no record: a dead letter replayed
-//! with `delayq dead replay` is delivered.
+//! next attempt drops the message unsent. A dead letter retried through the DLQ gets its
+//! record back, written with its CREATED event before it is replayed. Deliveries need no
+//! record: a dead letter replayed with `delayq dead replay` is delivered.
 
 use crate::envelope::{Answer, Envelope};
 use crate::scripts::{CANCEL_BEGIN, DEDUP_CLAIM, DEDUP_RELEASE, STORE_PUT, STORE_UPDATE};
@@ -166,13 +167,14 @@ impl Store {
             .map(drop)
     }
 
-    /// Writes a message's first record, and `created` (its CREATED event) in the same step:
-    /// one call, and the event is in the stream before the message's entry is offered.
+    /// Writes a message's record (its first, or a retried dead letter's), and `created` (its
+    /// CREATED event) in the same step: one call, and the event is in the stream before the
+    /// message's entry is offered or replayed. The event's stream id, when one was written.
     pub(crate) async fn put(
         &self,
         record: &Record,
         created: Option<EventWrite>,
-    ) -> RedisResult<()> {
+    ) -> RedisResult<Option<String>> {
         let (kept, oldest, json) = created.map_or((0, String::new(), String::new()), |event| {
             (event.kept, event.oldest, event.json)
         });
@@ -184,10 +186,8 @@ impl Store {
             Value::from(oldest),
             Value::from(json),
         ];
-        STORE_PUT
-            .run::<i64>(&self.client, keys, args)
-            .await
-            .map(drop)
+        let written: String = STORE_PUT.run(&self.client, keys, args).await?;
+        Ok(Some(written).filter(|id| !id.is_empty()))
     }
 
     /// Writes `record` over the one in the index, if there still is one; with `dedup`, settles
