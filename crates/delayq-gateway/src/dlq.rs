@@ -342,8 +342,11 @@ pub(crate) async fn retry_many(
 /// message index (so that `GET` and `DELETE /v2/messages/{id}` find it again) in one call with
 /// its CREATED event, both written first, as a publish writes them before the entry: the events
 /// of its attempts come after it (written after the replay, a worker could take the message and
-/// write its first attempt's events before it). A replay that finds the letter gone (replayed
-/// or deleted by another request meanwhile) or fails takes both back.
+/// write its first attempt's events before it). Only the retry that wrote the record replays
+/// the letter: another retry of it at once finds the record there and answers 404, as once it
+/// is replayed (taking the record back when the replay failed, it would take the record of the
+/// one that replayed it). A replay that finds the letter gone (deleted meanwhile) or fails takes
+/// both back.
 async fn replay(shared: &Shared, id: &str) -> Result<(), ApiError> {
     replay_found(shared, &find(shared, id).await?).await
 }
@@ -357,10 +360,11 @@ async fn replay_found(shared: &Shared, found: &Found) -> Result<(), ApiError> {
     let again = crate::events::event(&found.envelope, "CREATED", crate::now_ms());
     let written = match shared
         .store
-        .put(&record, crate::events::with_record(shared, &again))
+        .put_retried(&record, crate::events::with_record(shared, &again))
         .await
     {
-        Ok(written) => written,
+        Ok(Some(written)) => written,
+        Ok(None) => return Err(ApiError::not_found(format!("dead letter {id} not found"))),
         Err(err) => return Err(ApiError::internal("retrying the dead letter", &err)),
     };
     let replayed = found
@@ -372,7 +376,7 @@ async fn replay_found(shared: &Shared, found: &Found) -> Result<(), ApiError> {
         if let Err(err) = shared.store.remove(id).await {
             tracing::warn!(error = %err, message = %id, "gateway: cannot take back a retried message's record");
         }
-        crate::events::withdraw(shared, written.as_slice()).await;
+        crate::events::withdraw(shared, &written).await;
     }
     match replayed {
         Ok(true) => Ok(()),

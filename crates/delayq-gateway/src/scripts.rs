@@ -53,6 +53,7 @@ macro_rules! gateway_script {
 }
 
 gateway_script!(STORE_PUT, "store_put.lua");
+gateway_script!(STORE_RETRY, "store_retry.lua");
 gateway_script!(CANCEL_BEGIN, "cancel_begin.lua");
 gateway_script!(STORE_UPDATE, "store_update.lua");
 gateway_script!(DEDUP_CLAIM, "dedup_claim.lua");
@@ -75,6 +76,7 @@ pub(crate) async fn load_all(client: &Client) -> RedisResult<()> {
 fn all() -> Vec<&'static GatewayScript> {
     vec![
         &STORE_PUT,
+        &STORE_RETRY,
         &CANCEL_BEGIN,
         &STORE_UPDATE,
         &DEDUP_CLAIM,

@@ -10,11 +10,14 @@
 //! removes the record and cancels the entry by its handle; when the entry is not pending any
 //! more (taken, or waiting for a retry under a new handle) it leaves a cancellation, and the
 //! next attempt drops the message unsent. A dead letter retried through the DLQ gets its
-//! record back, written with its CREATED event before it is replayed. Deliveries need no
+//! record back, written with its CREATED event before it is replayed (by one retry of it when
+//! several come at once: the one that wrote it). Deliveries need no
 //! record: a dead letter replayed with `delayq dead replay` is delivered.
 
 use crate::envelope::{Answer, Envelope};
-use crate::scripts::{CANCEL_BEGIN, DEDUP_CLAIM, DEDUP_RELEASE, STORE_PUT, STORE_UPDATE};
+use crate::scripts::{
+    CANCEL_BEGIN, DEDUP_CLAIM, DEDUP_RELEASE, STORE_PUT, STORE_RETRY, STORE_UPDATE,
+};
 use bytes::Bytes;
 use delayq::fred::clients::Client;
 use delayq::fred::interfaces::{HashesInterface, KeysInterface};
@@ -49,6 +52,21 @@ impl Record {
     fn encode(&self) -> Bytes {
         Bytes::from(rmp_serde::to_vec_named(self).unwrap_or_default())
     }
+}
+
+/// The arguments of `store_put.lua` and `store_retry.lua`: the message id, `record`, and
+/// `created` (`'0'` and empty strings without it).
+fn put_args(record: &Record, created: Option<EventWrite>) -> Vec<Value> {
+    let (kept, oldest, json) = created.map_or((0, String::new(), String::new()), |event| {
+        (event.kept, event.oldest, event.json)
+    });
+    vec![
+        Value::from(record.envelope.id.as_str()),
+        Value::Bytes(record.encode()),
+        Value::from(kept.to_string()),
+        Value::from(oldest),
+        Value::from(json),
+    ]
 }
 
 /// How long a cancellation waits for the message's next attempt: longer than the longest delay
@@ -167,27 +185,45 @@ impl Store {
             .map(drop)
     }
 
-    /// Writes a message's record (its first, or a retried dead letter's), and `created` (its
-    /// CREATED event) in the same step: one call, and the event is in the stream before the
-    /// message's entry is offered or replayed. The event's stream id, when one was written.
+    /// Writes a message's first record, and `created` (its CREATED event) in the same step:
+    /// one call, and the event is in the stream before the message's entry is offered.
     pub(crate) async fn put(
         &self,
         record: &Record,
         created: Option<EventWrite>,
-    ) -> RedisResult<Option<String>> {
-        let (kept, oldest, json) = created.map_or((0, String::new(), String::new()), |event| {
-            (event.kept, event.oldest, event.json)
-        });
-        let keys = vec![self.index.as_str().into(), self.events.as_str().into()];
-        let args = vec![
-            Value::from(record.envelope.id.as_str()),
-            Value::Bytes(record.encode()),
-            Value::from(kept.to_string()),
-            Value::from(oldest),
-            Value::from(json),
-        ];
-        let written: String = STORE_PUT.run(&self.client, keys, args).await?;
-        Ok(Some(written).filter(|id| !id.is_empty()))
+    ) -> RedisResult<()> {
+        STORE_PUT
+            .run::<i64>(
+                &self.client,
+                self.index_and_events(),
+                put_args(record, created),
+            )
+            .await
+            .map(drop)
+    }
+
+    /// Writes the record of a dead letter about to be retried, and `created` (its CREATED
+    /// event) in the same step, unless the index holds a record of it: another retry of it,
+    /// under way or done, that replays it (see `lua/store_retry.lua`). The event's stream ids
+    /// (none when no event is kept) when written; `None` when a record was there.
+    pub(crate) async fn put_retried(
+        &self,
+        record: &Record,
+        created: Option<EventWrite>,
+    ) -> RedisResult<Option<Vec<String>>> {
+        let (written, event): (i64, String) = STORE_RETRY
+            .run(
+                &self.client,
+                self.index_and_events(),
+                put_args(record, created),
+            )
+            .await?;
+        Ok((written == 1).then(|| [event].into_iter().filter(|e| !e.is_empty()).collect()))
+    }
+
+    /// The keys of `store_put.lua` and `store_retry.lua`.
+    fn index_and_events(&self) -> Vec<delayq::fred::types::Key> {
+        vec![self.index.as_str().into(), self.events.as_str().into()]
     }
 
     /// Writes `record` over the one in the index, if there still is one; with `dedup`, settles

@@ -154,3 +154,36 @@ async fn dead_letters_retried_in_bulk_are_cancelled_in_bulk() {
     }
     gw.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retries_of_one_dead_letter_at_once_leave_it_readable() {
+    let redis = TestRedis::start();
+    let receiver = Receiver::start().await;
+    let gw = std::sync::Arc::new(TestGateway::start(&redis, &receiver, |c| c).await);
+    let path = "489-500/at-once";
+    let url = format!("{}{path}", receiver.base());
+    let headers = [("Upstash-Retries", "1"), ("Upstash-Retry-Delay", "600000")];
+    let (_, answer) = gw.publish(&url, &headers, b"o".to_vec()).await;
+    let id = answer["messageId"].as_str().unwrap().to_owned();
+    gw.wait_dead(&id).await;
+    let mut retries = Vec::new();
+    for _ in 0..10 {
+        let (gw, id) = (gw.clone(), id.clone());
+        retries.push(tokio::spawn(async move {
+            gw.call("POST", &format!("/v2/dlq/retry/{id}")).await.0
+        }));
+    }
+    let mut statuses = Vec::new();
+    for retry in retries {
+        statuses.push(retry.await.unwrap());
+    }
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 404, 404, 404, 404, 404, 404, 404, 404, 404]);
+    receiver.wait_for(&format!("/{path}"), 2).await;
+    wait_one_pending(&redis).await;
+    // The retries that found the letter gone did not take back the record of the one that
+    // replayed it.
+    let (status, found) = gw.call("GET", &format!("/v2/messages/{id}")).await;
+    assert_eq!((status, &found["messageId"]), (200, &id.as_str().into()));
+    std::sync::Arc::into_inner(gw).unwrap().shutdown().await;
+}
