@@ -342,11 +342,11 @@ pub(crate) async fn retry_many(
 /// message index (so that `GET` and `DELETE /v2/messages/{id}` find it again) in one call with
 /// its CREATED event, both written first, as a publish writes them before the entry: the events
 /// of its attempts come after it (written after the replay, a worker could take the message and
-/// write its first attempt's events before it). Only the retry that wrote the record replays
-/// the letter: another retry of it at once finds the record there and answers 404, as once it
-/// is replayed (taking the record back when the replay failed, it would take the record of the
-/// one that replayed it). A replay that finds the letter gone (deleted meanwhile) or fails takes
-/// both back.
+/// write its first attempt's events before it). Only a retry that claims the letter for
+/// [`RETRY_LEASE`](crate::store::RETRY_LEASE) writes them and replays it: another retry of it
+/// within the lease answers 404, as once it is replayed (finding the letter gone, it would take
+/// back the record of the one that replayed it). A replay that finds the letter gone (deleted
+/// meanwhile) or fails takes back the record, the event and the claim.
 async fn replay(shared: &Shared, id: &str) -> Result<(), ApiError> {
     replay_found(shared, &find(shared, id).await?).await
 }
@@ -373,7 +373,7 @@ async fn replay_found(shared: &Shared, found: &Found) -> Result<(), ApiError> {
         .replay_dead_letter(&found.letter.record, SCANNED, Duration::ZERO)
         .await;
     if !matches!(replayed, Ok(true)) {
-        if let Err(err) = shared.store.remove(id).await {
+        if let Err(err) = shared.store.take_back_retried(id).await {
             tracing::warn!(error = %err, message = %id, "gateway: cannot take back a retried message's record");
         }
         crate::events::withdraw(shared, &written).await;

@@ -1,8 +1,9 @@
 //! The gateway's own keys, beside the queue's and in its hash slot: the message index
 //! (`delayq_gateway_messages:{QUEUE}`, a hash of message id to [`Record`]), the deduplication
 //! ids (`delayq_gateway_dedup:{QUEUE}:ID`, strings that expire after the window), the
-//! cancellations (`delayq_gateway_cancelled:{QUEUE}:ID`) and the last answers of dead letters
-//! (`delayq_gateway_response:{QUEUE}:ID`); in each `ID`, `%` and `:` are escaped as delayq
+//! cancellations (`delayq_gateway_cancelled:{QUEUE}:ID`), the last answers of dead letters
+//! (`delayq_gateway_response:{QUEUE}:ID`) and the claims of DLQ retries
+//! (`delayq_gateway_retrying:{QUEUE}:ID`); in each `ID`, `%` and `:` are escaped as delayq
 //! escapes a business key (`delayq::names::item_key`), after the `KIND:` of a deduplication id.
 //!
 //! The index is what `GET` and `DELETE /v2/messages/{id}` read: publishing writes a message's
@@ -10,8 +11,8 @@
 //! removes the record and cancels the entry by its handle; when the entry is not pending any
 //! more (taken, or waiting for a retry under a new handle) it leaves a cancellation, and the
 //! next attempt drops the message unsent. A dead letter retried through the DLQ gets its
-//! record back, written with its CREATED event before it is replayed (by one retry of it when
-//! several come at once: the one that wrote it). Deliveries need no
+//! record back, written with its CREATED event before it is replayed, by the one retry that
+//! claimed the letter when several come at once. Deliveries need no
 //! record: a dead letter replayed with `delayq dead replay` is delivered.
 
 use crate::envelope::{Answer, Envelope};
@@ -73,6 +74,11 @@ fn put_args(record: &Record, created: Option<EventWrite>) -> Vec<Value> {
 /// plus the longest wait between retries.
 const CANCELLATION_KEPT: Duration = Duration::from_secs(400 * 24 * 3600);
 
+/// How long a DLQ retry's claim of its dead letter holds: longer than a retry takes from its
+/// claim to its replay, so that another retry of the letter at once leaves the record alone;
+/// a retry whose gateway died before the replay holds the letter that long.
+pub(crate) const RETRY_LEASE: Duration = Duration::from_secs(10);
+
 /// How long a dead letter's last response is kept.
 const RESPONSE_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
 
@@ -113,6 +119,7 @@ pub(crate) struct Store {
     dedup: String,
     cancelled: String,
     responses: String,
+    retrying: String,
     events: String,
 }
 
@@ -124,6 +131,7 @@ impl Store {
             dedup: tagged("delayq_gateway_dedup", queue),
             cancelled: tagged("delayq_gateway_cancelled", queue),
             responses: tagged("delayq_gateway_response", queue),
+            retrying: tagged("delayq_gateway_retrying", queue),
             events: tagged("delayq_gateway_events", queue),
         }
     }
@@ -202,23 +210,32 @@ impl Store {
             .map(drop)
     }
 
-    /// Writes the record of a dead letter about to be retried, and `created` (its CREATED
-    /// event) in the same step, unless the index holds a record of it: another retry of it,
-    /// under way or done, that replays it (see `lua/store_retry.lua`). The event's stream ids
-    /// (none when no event is kept) when written; `None` when a record was there.
+    /// Claims the retry of dead letter `id` for [`RETRY_LEASE`] and writes its record and
+    /// `created` (its CREATED event) in the same step, unless another retry of it claimed it
+    /// less than a lease ago (see `lua/store_retry.lua`). The event's stream ids (none when no
+    /// event is kept) when claimed; `None` when another retry holds the claim.
     pub(crate) async fn put_retried(
         &self,
         record: &Record,
         created: Option<EventWrite>,
     ) -> RedisResult<Option<Vec<String>>> {
-        let (written, event): (i64, String) = STORE_RETRY
-            .run(
-                &self.client,
-                self.index_and_events(),
-                put_args(record, created),
-            )
-            .await?;
+        let mut keys = self.index_and_events();
+        keys.push(self.retrying_key(&record.envelope.id).into());
+        let mut args = put_args(record, created);
+        let lease = i64::try_from(RETRY_LEASE.as_millis()).unwrap_or(i64::MAX);
+        args.push(Value::from(lease));
+        let (written, event): (i64, String) = STORE_RETRY.run(&self.client, keys, args).await?;
         Ok((written == 1).then(|| [event].into_iter().filter(|e| !e.is_empty()).collect()))
+    }
+
+    /// Takes back what [`put_retried`](Self::put_retried) wrote for `id` whose replay failed:
+    /// its record, and its claim (a retry may try again at once).
+    pub(crate) async fn take_back_retried(&self, id: &str) -> RedisResult<()> {
+        self.remove(id).await?;
+        self.client
+            .del::<i64, _>(self.retrying_key(id))
+            .await
+            .map(drop)
     }
 
     /// The keys of `store_put.lua` and `store_retry.lua`.
@@ -261,6 +278,12 @@ impl Store {
     /// `x:ID` is not the one of `ID` at a gateway whose queue is `{QUEUE}:x`.
     fn cancelled_key(&self, id: &str) -> String {
         item_key(&self.cancelled, id)
+    }
+
+    /// `delayq_gateway_retrying:{QUEUE}:ID`, `ID` escaped as in
+    /// [`cancelled_key`](Self::cancelled_key).
+    fn retrying_key(&self, id: &str) -> String {
+        item_key(&self.retrying, id)
     }
 
     /// `delayq_gateway_response:{QUEUE}:ID`, `ID` escaped as in

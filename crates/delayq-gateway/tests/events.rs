@@ -251,10 +251,20 @@ async fn a_dead_letter_retried_is_created_again_before_it_is_due() {
     retry.abort();
     drop(frozen);
 
-    // Retried for good: its new attempt's events after the CREATED (the frozen retry's
+    // Retried for good once the frozen retry's claim of the letter has lapsed (404 until
+    // then, nothing written): its new attempt's events after the CREATED (the frozen retry's
     // CREATED stays, as a publish cut off before its entry leaves its own).
     let gw = TestGateway::start(&redis, &receiver, |c| c).await;
-    assert_eq!(gw.call("POST", &format!("/v2/dlq/retry/{id}")).await.0, 201);
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match gw.call("POST", &format!("/v2/dlq/retry/{id}")).await {
+            (201, _) => break,
+            (404, _) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => panic!("retry answered {other:?}"),
+        }
+    }
     assert_eq!(
         wait_state_of_run(&gw, &id, "DELIVERED", 3).await,
         [
