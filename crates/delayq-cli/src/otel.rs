@@ -73,10 +73,26 @@ impl Export {
     }
 
     /// Sends the spans still buffered and stops the exporter's thread; outside the runtime,
-    /// since the exporter's HTTP client blocks.
+    /// since the exporter's HTTP client blocks. It waits as long as one export may take
+    /// ([`flush_timeout`]), where the SDK's own shutdown gives up after 5 s: on a busy machine
+    /// a command's last spans were dropped although the collector was up.
     pub(crate) fn shutdown(self) {
-        if let Err(err) = self.provider.shutdown() {
+        if let Err(err) = self.provider.shutdown_with_timeout(flush_timeout()) {
             eprintln!("delayq: the OTLP exporter did not send every span: {err}");
         }
     }
+}
+
+/// How long the last export may take at exit: `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` or
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds, as the exporter reads them), else the
+/// OpenTelemetry default of 10 s.
+fn flush_timeout() -> std::time::Duration {
+    let millis = [
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+    ]
+    .iter()
+    .find_map(|var| std::env::var(var).ok()?.trim().parse::<u64>().ok())
+    .unwrap_or(10_000);
+    std::time::Duration::from_millis(millis)
 }

@@ -15,6 +15,10 @@ use std::thread::JoinHandle;
 
 const BIN: &str = env!("CARGO_BIN_EXE_delayq");
 
+/// The export timeout the commands are given: a loaded machine may take seconds to send and
+/// answer one request on loopback, and the last spans go out as a command exits.
+const EXPORT_TIMEOUT_MS: &str = "120000";
+
 /// One span as received, with its process's `service.name`.
 #[derive(Debug, Clone)]
 struct Received {
@@ -23,6 +27,9 @@ struct Received {
 }
 
 type Spans = Arc<Mutex<Vec<Received>>>;
+
+/// What the receiver's handler holds: the spans kept, and how long it waits before it answers.
+type Kept = (Spans, std::time::Duration);
 
 /// A collector's OTLP/HTTP trace endpoint (`POST /v1/traces`, protobuf) on a loopback port,
 /// keeping every span it is sent; on a thread of its own, stopped when dropped.
@@ -35,12 +42,17 @@ struct Receiver {
 
 impl Receiver {
     fn start() -> Receiver {
+        Receiver::answering_after(std::time::Duration::ZERO)
+    }
+
+    /// A receiver that keeps each export at once but answers it only after `delay`.
+    fn answering_after(delay: std::time::Duration) -> Receiver {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let endpoint = format!("http://{}", listener.local_addr().unwrap());
         let spans = Spans::default();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let kept = spans.clone();
+        let kept = (spans.clone(), delay);
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -103,9 +115,19 @@ impl Drop for Receiver {
 
 /// Decodes one export request and keeps its spans; an empty export response (protobuf).
 async fn receive(
-    axum::extract::State(spans): axum::extract::State<Spans>,
+    axum::extract::State((spans, delay)): axum::extract::State<Kept>,
     body: bytes::Bytes,
 ) -> impl axum::response::IntoResponse {
+    keep(&spans, body);
+    tokio::time::sleep(delay).await;
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/x-protobuf")],
+        Vec::new(),
+    )
+}
+
+/// Decodes one export request into `spans`.
+fn keep(spans: &Spans, body: bytes::Bytes) {
     let request = ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf request");
     let mut kept = spans.lock().unwrap();
     for resource_spans in request.resource_spans {
@@ -123,10 +145,6 @@ async fn receive(
             }
         }
     }
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/x-protobuf")],
-        Vec::new(),
-    )
 }
 
 /// The text attribute `key`, if there is one.
@@ -178,10 +196,14 @@ fn offers_and_jobs_are_exported_with_messaging_attributes() {
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)
         .env("OTEL_SERVICE_NAME", "otel-test-producer")
         .env("OTEL_BSP_SCHEDULE_DELAY", "600000")
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", EXPORT_TIMEOUT_MS)
         .env_remove("REDIS_URL")
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    // What the command said is in the failure: an export that gave up says so there.
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!said.contains("did not send every span"), "{said}");
     let offer = receiver.wait_for(&format!("offer {name}"));
     assert_messaging(&offer, &name, SpanKind::Producer, "send");
     assert_eq!(offer.service, "otel-test-producer");
@@ -209,7 +231,10 @@ fn offers_and_jobs_are_exported_with_messaging_attributes() {
             "-c",
             &format!("cat > {}", done.display()),
         ],
-        &[("OTEL_BSP_SCHEDULE_DELAY", "600000")],
+        &[
+            ("OTEL_BSP_SCHEDULE_DELAY", "600000"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", EXPORT_TIMEOUT_MS),
+        ],
     );
     wait_until("the job to run", PATIENCE, || {
         std::fs::read_to_string(&done)
@@ -219,6 +244,11 @@ fn offers_and_jobs_are_exported_with_messaging_attributes() {
     });
     worker.signal("-TERM");
     assert!(worker.wait_exit().success(), "{}", worker.log());
+    assert!(
+        !worker.log().contains("did not send every span"),
+        "{}",
+        worker.log()
+    );
 
     let job = receiver.wait_for(&format!("process {name}"));
     assert_messaging(&job, &name, SpanKind::Consumer, "process");
@@ -235,4 +265,26 @@ fn offers_and_jobs_are_exported_with_messaging_attributes() {
     );
     // No context travels with a value: the job's trace is its own.
     assert_ne!(job.span.trace_id, offer.span.trace_id);
+}
+
+/// A command's last export waits for its answer as long as the export timeout allows, not the
+/// SDK's 5 s shutdown: a collector (or a machine) slower than that lost the last spans, the
+/// command saying "did not send every span" (seen under load in CI as a span never received).
+#[test]
+fn the_last_spans_wait_for_a_slow_collector() {
+    let receiver = Receiver::answering_after(std::time::Duration::from_secs(7));
+    let redis = TestRedis::start();
+    let name = unique_name("otel-slow");
+    let out = std::process::Command::new(BIN)
+        .args(["--url", &redis.url(), "offer", &name, "order-1"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "600000")
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", EXPORT_TIMEOUT_MS)
+        .env_remove("REDIS_URL")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!said.contains("did not send every span"), "{said}");
+    receiver.wait_for(&format!("offer {name}"));
 }
