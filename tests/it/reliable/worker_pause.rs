@@ -208,7 +208,8 @@ async fn a_worker_over_several_queues_serves_the_others_while_one_is_paused() {
 
 /// Per-key limits (one at a time per key): values held back behind a running job of their key
 /// are not taken back while the queue is paused, once that job is done; after the resume they
-/// run, in their order.
+/// run, once each. (Not necessarily in the order offered: the worker's four takers race, and
+/// either may hold its value back first; the limits' own tests check the order held back.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_held_back_by_per_key_limits_stay_held_while_paused() {
     let redis = TestRedis::start();
@@ -273,10 +274,9 @@ async fn values_held_back_by_per_key_limits_stay_held_while_paused() {
     .await;
     let stats = worker.shutdown().await.unwrap();
     assert_eq!((stats.retried, stats.dead), (0, 0));
-    assert_eq!(
-        *handled.lock().unwrap(),
-        values,
-        "once each, in their order"
-    );
+    let mut ran = handled.lock().unwrap().clone();
+    assert_eq!(ran.first(), Some(&values[0]), "{ran:?}");
+    ran.sort();
+    assert_eq!(ran, values, "once each");
     assert_eq!(held().await, 0);
 }
