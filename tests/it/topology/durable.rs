@@ -212,33 +212,63 @@ async fn concurrent_durable_offers_share_their_waits() {
     let pair = Pair::start(&[]);
     let queue = queue_on(&pair.master, "durable-batch").await;
     let durable = queue.with_durability(Durability::replicas(1).timeout(PATIENCE));
-    // Opens the durable connection, so the 16 writes below are all that is left to do.
+    // Opens the durable connection, so the writes below are all that is left to do.
     durable
         .offer("warm-up", Duration::from_secs(60))
         .await
         .unwrap();
     let waits = pair.master.command_calls("wait");
-    // A wait blocks its connection (Redis runs nothing more of that client until it returns),
-    // so the writes that come in meanwhile go after it, together, and share the next wait.
-    let offers: Vec<_> = (0..16)
-        .map(|i| {
-            let durable = durable.clone();
-            tokio::spawn(async move {
-                durable
-                    .offer(&format!("v{i}"), Duration::from_secs(60))
-                    .await
-            })
+    // A frozen replica holds the first offer's wait, and with it the connection (Redis runs
+    // nothing more of that client until the wait returns): the 16 offers begun meanwhile are
+    // certainly all under way when it returns, however loaded the machine. (Left to race, on a
+    // loaded machine each could start after the one before it was confirmed: 11 waits for 16
+    // once under four busy loops.)
+    let frozen = pair.freeze();
+    let first = tokio::spawn({
+        let durable = durable.clone();
+        async move { durable.offer("first", Duration::from_secs(60)).await }
+    });
+    tokio::task::block_in_place(|| {
+        wait_until("the first offer's wait blocked", PATIENCE, || {
+            let info = pair.master.cli(&["INFO", "clients"]);
+            match info.contains("blocked_clients:1") {
+                true => Ok(()),
+                false => Err(info),
+            }
         })
-        .collect();
-    for offer in offers {
-        offer.await.unwrap().unwrap();
+    });
+    let (begun, all_begun) = tokio::sync::oneshot::channel();
+    let offers = tokio::spawn({
+        let durable = durable.clone();
+        async move {
+            let values: Vec<String> = (0..16).map(|i| format!("v{i}")).collect();
+            let mut offers = std::pin::pin!(futures::future::join_all(
+                values
+                    .iter()
+                    .map(|value| durable.offer(value, Duration::from_secs(60)))
+            ));
+            // One poll of all 16: each has begun its write (queued behind the wait).
+            let polled = futures::poll!(offers.as_mut());
+            assert!(
+                polled.is_pending(),
+                "the offers returned with the replica frozen"
+            );
+            begun.send(()).unwrap();
+            offers.await
+        }
+    });
+    all_begun.await.unwrap();
+    drop(frozen);
+    first.await.unwrap().unwrap();
+    for offered in offers.await.unwrap() {
+        offered.unwrap();
     }
     let used = pair.master.command_calls("wait") - waits;
-    assert!(
-        (1..=8).contains(&used),
-        "16 concurrent offers sent {used} waits"
+    assert_eq!(
+        used, 2,
+        "the first offer's wait, then one for the 16 offers begun while it blocked"
     );
-    assert_eq!(pending_on(&pair.replica, &queue).await, 17);
+    assert_eq!(pending_on(&pair.replica, &queue).await, 18);
 }
 
 /// A dead letter of `value` as the dead list holds it (see `src/reliable/dead.rs`).
