@@ -47,15 +47,12 @@ pub(crate) async fn ui(ctx: Ctx, args: UiArgs) -> anyhow::Result<()> {
         let access = access.clone();
         observed.guard_metrics(move |headers| access.may_read(headers));
     }
-    let origins = args.http.allow_hosts.iter();
     let pages = crate::ui::routes(crate::ui::Ui {
         ctx,
         access,
         pattern: args.pattern.clone(),
         seen: observed.readings(),
-        origins: origins
-            .map(|name| name.trim_end_matches('.').to_ascii_lowercase())
-            .collect(),
+        origins: args.http.allow_hosts.clone(),
         body_wait: args.http.http_header_timeout,
         lagging_after: args.lagging_after.unwrap_or(crate::ui::LAGGING_AFTER),
     });

@@ -54,14 +54,16 @@ pub(crate) struct ListenArgs {
     pub(crate) allow_remote: bool,
     /// Also answer requests whose Host is NAME (repeatable), e.g. the name a proxy or
     /// Prometheus uses; without it only the listen address itself (and `localhost` on
-    /// loopback) is answered, anything else gets 421.
+    /// loopback) is answered, anything else gets 421. The dashboard takes writes from pages
+    /// at http://NAME and https://NAME; NAME:PORT allows that port instead of the default.
     #[arg(
         long = "allow-host",
         env = "DELAYQ_ALLOW_HOST",
         value_delimiter = ',',
-        value_name = "NAME"
+        value_name = "NAME[:PORT]",
+        value_parser = AllowedHost::parse
     )]
-    pub(crate) allow_hosts: Vec<String>,
+    pub(crate) allow_hosts: Vec<AllowedHost>,
     /// /healthz answers 503 once no call to Redis has succeeded for this long.
     #[arg(long, env = "DELAYQ_UNHEALTHY_AFTER", value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
     pub(crate) unhealthy_after: Duration,
@@ -302,13 +304,61 @@ impl Local for Replayed {
 /// The host names a listener answers: besides these, the connection's own address, and
 /// `localhost` when that is loopback. A page on another name (DNS rebinding makes one point
 /// at 127.0.0.1) gets 421 and never a byte of the queues.
+/// An `--allow-host` name: `NAME` or `NAME:PORT` (lower case, without the root's trailing
+/// dot; an IPv6 address in brackets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AllowedHost {
+    name: String,
+    port: Option<u16>,
+}
+
+impl AllowedHost {
+    /// Parses `NAME` or `NAME:PORT`.
+    pub(crate) fn parse(given: &str) -> Result<AllowedHost, String> {
+        let (name, port) = host_and_port(given)
+            .ok_or_else(|| format!("{given:?} is not a host name, NAME or NAME:PORT"))?;
+        Ok(AllowedHost { name, port })
+    }
+
+    /// Whether a page of `origin` (an `Origin` header's value, `scheme://host[:port]`) is one
+    /// this name allows: http or https, this host, and this port, or the scheme's default port
+    /// when none was given. So another service on another port of the same host is not.
+    pub(crate) fn allows_origin(&self, origin: &str) -> bool {
+        let Some((scheme, authority)) = origin.split_once("://") else {
+            return false;
+        };
+        let default_port = match scheme.to_ascii_lowercase().as_str() {
+            "http" => 80,
+            "https" => 443,
+            _ => return false,
+        };
+        let Some((name, port)) = host_and_port(authority) else {
+            return false;
+        };
+        name == self.name && port.unwrap_or(default_port) == self.port.unwrap_or(default_port)
+    }
+}
+
+/// `host[:port]` as compared (see [`normalized`]), or `None` when it is anything else (user
+/// info, an empty host, a port that is not a number).
+fn host_and_port(authority: &str) -> Option<(String, Option<u16>)> {
+    let parsed: Authority = authority.parse().ok()?;
+    let host = parsed.host();
+    let port = parsed.port_u16();
+    let plain = parsed.as_str() == host;
+    match !host.is_empty() && !parsed.as_str().contains('@') && (plain || port.is_some()) {
+        true => Some((normalized(host), port)),
+        false => None,
+    }
+}
+
 struct Hosts {
     extra: Vec<String>,
 }
 
 impl Hosts {
-    fn new(names: &[String]) -> Hosts {
-        let extra = names.iter().map(|name| normalized(name)).collect();
+    fn new(names: &[AllowedHost]) -> Hosts {
+        let extra = names.iter().map(|allowed| allowed.name.clone()).collect();
         Hosts { extra }
     }
 
@@ -411,7 +461,7 @@ mod tests {
 
     #[test]
     fn hosts_are_the_address_localhost_and_the_named() {
-        let hosts = Hosts::new(&["Dash.Example.".to_owned()]);
+        let hosts = Hosts::new(&[AllowedHost::parse("Dash.Example.").unwrap()]);
         let loopback: IpAddr = "127.0.0.1".parse().unwrap();
         let admits = |host, local| hosts.admits(local, &request(host, Version::HTTP_11));
         assert!(admits(Some("127.0.0.1:8080"), loopback));
@@ -427,5 +477,66 @@ mod tests {
         assert!(admits(Some("10.0.0.5:9464"), lan));
         assert!(!admits(Some("localhost:9464"), lan));
         assert!(hosts.admits(loopback, &request(None, Version::HTTP_10)));
+        // A port given with the name is the Origin's business; any port's Host is answered.
+        let hosts = Hosts::new(&[AllowedHost::parse("dash.internal:8443").unwrap()]);
+        let admits = |host| hosts.admits(loopback, &request(Some(host), Version::HTTP_11));
+        assert!(admits("dash.internal:8443"));
+        assert!(admits("dash.internal"));
+    }
+
+    #[test]
+    fn an_allowed_name_allows_pages_of_its_scheme_default_port_or_its_own() {
+        let name = AllowedHost::parse("Dash.Example.").unwrap();
+        for origin in [
+            "https://dash.example",
+            "http://dash.example",
+            "HTTPS://DASH.EXAMPLE",
+            "https://dash.example:443",
+            "http://dash.example:80",
+            "https://dash.example.",
+        ] {
+            assert!(name.allows_origin(origin), "{origin}");
+        }
+        for origin in [
+            "https://dash.example:8443",
+            "http://dash.example:8080",
+            "http://dash.example:443",
+            "ftp://dash.example",
+            "ws://dash.example",
+            "https://evil.example",
+            "https://dash.example.evil.example",
+            "https://user@dash.example",
+            "dash.example",
+            "null",
+            "https://",
+            "https://dash.example:http",
+            "https://dash.example:",
+        ] {
+            assert!(!name.allows_origin(origin), "{origin}");
+        }
+        let with_port = AllowedHost::parse("dash.internal:8443").unwrap();
+        assert!(with_port.allows_origin("https://dash.internal:8443"));
+        assert!(with_port.allows_origin("http://dash.internal:8443"));
+        assert!(!with_port.allows_origin("https://dash.internal"));
+        assert!(!with_port.allows_origin("https://dash.internal:9443"));
+        let v6 = AllowedHost::parse("[::1]:8080").unwrap();
+        assert!(v6.allows_origin("http://[::1]:8080"));
+        assert!(!v6.allows_origin("http://[::1]"));
+    }
+
+    #[test]
+    fn allowed_names_are_checked_when_given() {
+        for bad in [
+            "",
+            "dash:",
+            "dash:http",
+            "dash:99999",
+            "u@dash",
+            "a b",
+            "dash/x",
+        ] {
+            let err = AllowedHost::parse(bad).expect_err(bad);
+            assert!(err.contains(&format!("{bad:?}")), "{bad}: {err}");
+        }
     }
 }

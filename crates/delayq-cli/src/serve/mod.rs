@@ -13,7 +13,7 @@ mod pulse;
 mod recorder;
 
 pub(crate) use gauges::{Gauges, Readings, Seen};
-pub(crate) use listen::{bind, Bound, ListenArgs};
+pub(crate) use listen::{bind, AllowedHost, Bound, ListenArgs};
 pub(crate) use mount::{parse_base_path, BasePath};
 pub(crate) use recorder::{recorder, MetricsMode};
 

@@ -229,16 +229,8 @@ fn forgery(ui: &Ui, headers: &HeaderMap) -> Option<String> {
     let given = origin
         .split_once("://")
         .map(|(_, authority)| authority.trim_end_matches('/').to_ascii_lowercase());
-    let allowed = match given {
-        Some(authority) => {
-            let host = authority
-                .rsplit_once(':')
-                .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
-                .map_or(authority.as_str(), |(host, _)| host);
-            Some(&authority) == own.as_ref() || ui.origins.iter().any(|name| name == host)
-        }
-        None => false,
-    };
+    let allowed = given.is_some_and(|authority| Some(authority) == own)
+        || ui.origins.iter().any(|name| name.allows_origin(origin));
     match allowed {
         true => None,
         false => Some(

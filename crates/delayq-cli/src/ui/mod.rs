@@ -90,9 +90,9 @@ pub(crate) struct Ui {
     /// The queues as the background read of the gauges last saw them: what the overview
     /// orders and filters every queue by.
     pub(crate) seen: Arc<crate::serve::Readings>,
-    /// The `--allow-host` names (lower case, no trailing dot): a write's `Origin` may name one
-    /// besides the request's own Host.
-    pub(crate) origins: Vec<String>,
+    /// The `--allow-host` names: a write's `Origin` may be a page of one besides the
+    /// request's own Host.
+    pub(crate) origins: Vec<crate::serve::AllowedHost>,
     /// How long a queue's list may hold values, fewer taken than wait, before it reads
     /// "lagging" (`--lagging-after`; see health.rs).
     pub(crate) lagging_after: std::time::Duration,

@@ -42,7 +42,7 @@ fn a_write_another_page_could_forge_is_refused() {
     delayq(&redis.url(), &["offer", &name, "x", "--delay", "1h"]);
     crate::dashboard::dead_letters(&redis, &name, &["d"]);
     let dir = tempfile::tempdir().unwrap();
-    let extra = ["--allow-host", "delayq.example.com"];
+    let extra = ["--allow-host", "delayq.example.com,dash.internal:8443"];
     let (_ui, port) = dashboard(&redis, dir.path(), &extra, &[], "/healthz");
     let token = format!("Authorization: Bearer {ADMIN}\r\n");
     let purge = format!("/api/queues/{name}/purge-dead");
@@ -98,6 +98,25 @@ fn a_write_another_page_could_forge_is_refused() {
             403,
         ),
         (&purge, format!("{token}{write}Origin: null\r\n"), "", 403),
+        // An allowed name, but another port or scheme: another service's page on that host.
+        (
+            &purge,
+            format!("{token}{write}Origin: https://delayq.example.com:8443\r\n"),
+            "",
+            403,
+        ),
+        (
+            &purge,
+            format!("{token}{write}Origin: ftp://delayq.example.com\r\n"),
+            "",
+            403,
+        ),
+        (
+            &purge,
+            format!("{token}{write}Origin: https://dash.internal\r\n"),
+            "",
+            403,
+        ),
         // Limits as a form's text/plain body: not JSON by its type.
         (
             &limits,
@@ -125,6 +144,8 @@ fn a_write_another_page_could_forge_is_refused() {
     for headers in [
         format!("{token}{write}Origin: http://localhost\r\nSec-Fetch-Site: same-origin\r\n{json}"),
         format!("{token}{write}Origin: https://delayq.example.com\r\n{json}"),
+        format!("{token}{write}Origin: http://delayq.example.com\r\n{json}"),
+        format!("{token}{write}Origin: https://dash.internal:8443\r\n{json}"),
         format!("{token}{write}{json}"),
     ] {
         let answer = post(port, &limits, &headers, body);
