@@ -1,8 +1,8 @@
 //! `GET /v2/flowControl` and `GET /v2/flowControl/{key}`: what a flow-control key's limits
 //! are and hold now, read from the per-key limits of the flow-control lanes (see `lanes.rs`):
 //! the values held back for the key (QStash's wait list), the slots it holds (deliveries under
-//! way), and the starts its rate has counted. Reads only; pausing, pinning and resetting a key
-//! are not supported (405).
+//! way), and the starts its rate has counted; and `POST /v2/flowControl/{key}/resetRate`, which
+//! lets the key's rate count afresh. Pausing and pinning a key are not supported (405).
 
 use crate::error::ApiError;
 use crate::lanes::Lane;
@@ -11,6 +11,8 @@ use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use axum::Json;
 use delayq::fred::interfaces::{ListInterface, SortedSetsInterface};
+use delayq::fred::types::sorted_sets::Ordering;
+use delayq::fred::types::SetOptions;
 use delayq::QueueKeys;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -179,31 +181,107 @@ pub(crate) async fn list(State(shared): State<Arc<Shared>>) -> Result<Json<Value
     Ok(Json(Value::Array(listed)))
 }
 
+/// A 400 unless a publish could give `key`.
+fn check_key(key: &str) -> Result<(), ApiError> {
+    match crate::headers::valid_flow_key(key) {
+        true => Ok(()),
+        false => Err(ApiError::bad_request(format!(
+            "bad flow-control key {key:?}: 1 to 256 printable characters"
+        ))),
+    }
+}
+
+/// `POST /v2/flowControl/{key}/resetRate`: the key's rate forgets the starts it counted, so
+/// that as many as its rate allows may start at once, in every lane that holds the key (the
+/// rate state of the lanes' per-key limits, read by every gateway process); its values held
+/// back are tried again at once. 404 when no lane keeps anything for the key.
+async fn reset_rate(shared: &Shared, key: &str) -> Result<(), ApiError> {
+    let lanes = flow_lanes(shared).await?;
+    if info(shared, &lanes, key).await?.is_none() {
+        return Err(unknown(key));
+    }
+    let fail = |err: delayq::fred::error::Error| {
+        ApiError::internal("resetting a flow-control key's rate", &err)
+    };
+    let now = crate::now_ms();
+    for (_, lane, keys) in &lanes {
+        if lane.rate.is_none() {
+            continue;
+        }
+        let _: i64 = shared
+            .client
+            .zrem(keys.limit_rate_state(), format!("k:{key}"))
+            .await
+            .map_err(fail)?;
+        // Held back until the rate would have let it start: due now instead (only when held).
+        let _: i64 = shared
+            .client
+            .zadd(
+                keys.limit_held(),
+                Some(SetOptions::XX),
+                Some(Ordering::LessThan),
+                false,
+                false,
+                (now as f64, key),
+            )
+            .await
+            .map_err(fail)?;
+    }
+    Ok(())
+}
+
+fn unknown(key: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "flow-control key {key:?} not found: no message of it waits or is under way"
+    ))
+}
+
+/// `POST /v2/flowControl/{key}/{call}`: resetRate; 405 for pause, resume, pin and unpin (not
+/// supported), 404 for any other call.
+async fn change(shared: &Shared, path: &str) -> Result<Json<Value>, ApiError> {
+    let Some((key, call)) = path.rsplit_once('/') else {
+        return Err(ApiError::not_found(format!(
+            "no call on flow-control key {path:?}: POST …/{{key}}/resetRate"
+        )));
+    };
+    match call {
+        "resetRate" => {
+            check_key(key)?;
+            reset_rate(shared, key).await?;
+            Ok(Json(json!({})))
+        }
+        "pause" | "resume" | "pin" | "unpin" => Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "pausing, resuming and pinning a flow-control key are not supported \
+             (see docs/gateway.md)",
+        )),
+        _ => Err(ApiError::not_found(format!(
+            "no flow-control call {call:?}: resetRate (pause, resume, pin, unpin: 405)"
+        ))),
+    }
+}
+
 /// `GET /v2/flowControl/{key}`; 404 when no lane keeps anything for the key (no value waits,
-/// none is under way, its rate counts none), 400 for a key no publish could give, 405 for the
-/// calls that change a key (pause, resume, pin, unpin, resetRate).
+/// none is under way, its rate counts none), 400 for a key no publish could give. `POST` is
+/// [`change`]; other methods 405.
 pub(crate) async fn route(
     State(shared): State<Arc<Shared>>,
     method: Method,
     Path(key): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    if method == Method::POST {
+        return change(&shared, &key).await;
+    }
     if method != Method::GET {
         return Err(ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,
-            "pausing, resuming, pinning and resetting a flow-control key are not supported \
-             (see docs/gateway.md)",
+            "a flow-control key is read (GET) or changed (POST …/{key}/resetRate)",
         ));
     }
-    if !crate::headers::valid_flow_key(&key) {
-        return Err(ApiError::bad_request(format!(
-            "bad flow-control key {key:?}: 1 to 256 printable characters"
-        )));
-    }
+    check_key(&key)?;
     let lanes = flow_lanes(&shared).await?;
     match info(&shared, &lanes, &key).await? {
         Some(info) => Ok(Json(info)),
-        None => Err(ApiError::not_found(format!(
-            "flow-control key {key:?} not found: no message of it waits or is under way"
-        ))),
+        None => Err(unknown(&key)),
     }
 }

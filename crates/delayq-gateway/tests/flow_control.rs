@@ -219,7 +219,7 @@ async fn flow_control_key_read_with_its_wait_list() {
         gw.call("GET", &format!("/v2/flowControl/{long}")).await.0,
         400
     );
-    for action in ["pause", "resume", "pin", "unpin", "resetRate"] {
+    for action in ["pause", "resume", "pin", "unpin"] {
         let (status, answer) = gw
             .call("POST", &format!("/v2/flowControl/tenant-r/{action}"))
             .await;
@@ -267,5 +267,48 @@ async fn flow_control_key_read_with_its_wait_list() {
     .await;
     assert_eq!(info["waitListSize"], 3, "{info}");
     assert_eq!(slow.calls("fcr").len(), 1);
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reset_rate_lets_the_key_start_afresh() {
+    let redis = TestRedis::start();
+    let slow = SlowReceiver::start(Duration::from_millis(1)).await;
+    let (_receiver, gw) = start(&redis, &slow).await;
+    // Refused with nothing changed: a key nothing is kept for, a bad key, an unknown call.
+    let (status, answer) = gw.call("POST", "/v2/flowControl/tenant-z/resetRate").await;
+    assert_eq!(status, 404, "{answer}");
+    assert!(answer["error"].is_string(), "{answer}");
+    let (status, answer) = gw.call("POST", "/v2/flowControl/a%20b/resetRate").await;
+    assert_eq!(status, 400, "{answer}");
+    let (status, answer) = gw.call("POST", "/v2/flowControl/tenant-z/rewind").await;
+    assert_eq!(status, 404, "{answer}");
+
+    // One start an hour: the first is delivered, the two others wait for the rate.
+    for i in 0..3 {
+        let (status, answer) = gw
+            .publish(
+                &format!("{}fcreset/{i}", slow.base()),
+                &flow("tenant-z", "rate=1, period=1h"),
+                b"z".to_vec(),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+    }
+    slow.wait_for("fcreset", 1).await;
+    wait_answer(&gw, "/v2/flowControl/tenant-z", |status, a| {
+        status == 200 && a["waitListSize"] == 2 && a["rateCount"] == 1
+    })
+    .await;
+    // Reset: the count starts afresh, so one more starts now, and the last waits again.
+    let (status, answer) = gw.call("POST", "/v2/flowControl/tenant-z/resetRate").await;
+    assert_eq!(status, 200, "{answer}");
+    slow.wait_for("fcreset", 2).await;
+    let info = wait_answer(&gw, "/v2/flowControl/tenant-z", |status, a| {
+        status == 200 && a["waitListSize"] == 1
+    })
+    .await;
+    assert_eq!(info["rateCount"], 1, "{info}");
+    assert_eq!(slow.calls("fcreset").len(), 2);
     gw.shutdown().await;
 }
