@@ -219,7 +219,7 @@ async fn flow_control_key_read_with_its_wait_list() {
         gw.call("GET", &format!("/v2/flowControl/{long}")).await.0,
         400
     );
-    for action in ["pause", "resume", "pin", "unpin"] {
+    for action in ["pin", "unpin"] {
         let (status, answer) = gw
             .call("POST", &format!("/v2/flowControl/tenant-r/{action}"))
             .await;
@@ -310,5 +310,63 @@ async fn reset_rate_lets_the_key_start_afresh() {
     .await;
     assert_eq!(info["rateCount"], 1, "{info}");
     assert_eq!(slow.calls("fcreset").len(), 2);
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn paused_key_starts_nothing_in_any_process_until_resumed() {
+    let redis = TestRedis::start();
+    let slow = SlowReceiver::start(Duration::from_millis(1)).await;
+    let (_receiver, gw) = start(&redis, &slow).await;
+    // A second process on the same Redis, delivering too: the pause must hold it as well.
+    let (_receiver2, other) = start(&redis, &slow).await;
+    let (status, answer) = gw.call("POST", "/v2/flowControl/tenant-p/pause").await;
+    assert_eq!(status, 404, "{answer}");
+    let (status, answer) = gw.call("POST", "/v2/flowControl/a%20b/pause").await;
+    assert_eq!(status, 400, "{answer}");
+
+    // One under way (held at the receiver) when the key is paused.
+    slow.close("fcp");
+    let publish = |i: usize| {
+        let url = format!("{}fcp/{i}", slow.base());
+        let gw = &gw;
+        async move {
+            let (status, answer) = gw
+                .publish(&url, &flow("tenant-p", "parallelism=2"), b"p".to_vec())
+                .await;
+            assert_eq!(status, 201, "{answer}");
+        }
+    };
+    publish(0).await;
+    slow.wait_running("fcp", 1).await;
+    let (status, answer) = other.call("POST", "/v2/flowControl/tenant-p/pause").await;
+    assert_eq!(status, 200, "{answer}");
+    let info = wait_answer(&gw, "/v2/flowControl/tenant-p", |status, _| status == 200).await;
+    assert_eq!(info["isPaused"], true, "{info}");
+    for i in 1..4 {
+        publish(i).await;
+    }
+    // The one under way finishes; the three others are held back, none under way.
+    slow.open("fcp");
+    slow.wait_for("fcp", 1).await;
+    let info = wait_answer(&gw, "/v2/flowControl/tenant-p", |status, a| {
+        status == 200 && a["waitListSize"] == 3 && a["parallelismCount"] == 0
+    })
+    .await;
+    assert_eq!(info["isPaused"], true, "{info}");
+    assert_eq!(slow.calls("fcp").len(), 1);
+
+    // Resumed through the other process: all three delivered, two at a time at most.
+    let (status, answer) = other.call("POST", "/v2/flowControl/tenant-p/resume").await;
+    assert_eq!(status, 200, "{answer}");
+    slow.wait_for("fcp", 4).await;
+    // Nothing of the key is left (404), or what is kept is no longer paused.
+    let (status, info) = gw.call("GET", "/v2/flowControl/tenant-p").await;
+    assert!(
+        status == 404 || info["isPaused"] == false,
+        "{status} {info}"
+    );
+    assert!(slow.peak("fcp") <= 2, "{}", slow.peak("fcp"));
+    other.shutdown().await;
     gw.shutdown().await;
 }
