@@ -15,7 +15,7 @@
 -- KEYS[4]: attempt counters   delayq_attempts:{NAME}       value bytes -> deliveries so far
 -- KEYS[5]: limits             delayq_limits:{NAME}         field -> value
 -- KEYS[6]: queue-wide slots   delayq_limit_slots:{NAME}    delivery id -> lease end ms
--- KEYS[7]: rate state         delayq_limit_tat:{NAME}      'q' or 'k:KEY' -> arrival time ms
+-- KEYS[7]: rate state         delayq_limit_tat:{NAME}      'q' or 'k:KEY' -> arrival time ms, 'p:KEY' paused
 -- KEYS[8]: keys held back     delayq_limit_held:{NAME}     key -> when to try it ms
 -- KEYS[9]: keys busy          delayq_limit_busy:{NAME}     key -> latest lease end ms
 -- ARGV[1]: now: epoch ms, or 'server' (not used: the server's clock is read)

@@ -16,7 +16,7 @@
 -- KEYS[8]: claim list         delayq_claim:{NAME}:CONSUMER
 -- KEYS[9]: limits             delayq_limits:{NAME}         field -> value
 -- KEYS[10]: queue-wide slots  delayq_limit_slots:{NAME}    delivery id -> lease end ms
--- KEYS[11]: rate state        delayq_limit_tat:{NAME}      'q' or 'k:KEY' -> arrival time ms
+-- KEYS[11]: rate state        delayq_limit_tat:{NAME}      'q' or 'k:KEY' -> arrival time ms, 'p:KEY' paused
 -- ARGV[1]: now: epoch ms, or 'server'
 -- ARGV[2]: entry format (not used)
 -- ARGV[3]: visibility timeout (and slot lease), ms

@@ -14,7 +14,7 @@
 -- KEYS[6]: counters touched   delayq_attempts_seen:{NAME}  value bytes -> last touch ms
 -- KEYS[7]: limits             delayq_limits:{NAME}         field -> value
 -- KEYS[8]: queue-wide slots   delayq_limit_slots:{NAME}    delivery id -> lease end ms
--- KEYS[9]: rate state         delayq_limit_tat:{NAME}      'q' or 'k:KEY' -> arrival time ms
+-- KEYS[9]: rate state         delayq_limit_tat:{NAME}      'q' or 'k:KEY' -> arrival time ms, 'p:KEY' paused
 -- KEYS[10]: keys held back    delayq_limit_held:{NAME}     key -> when to try it ms
 -- KEYS[11]: keys busy         delayq_limit_busy:{NAME}     key -> latest lease end ms
 -- ARGV[1]: now: epoch ms, or 'server' (not used: the server's clock is read)

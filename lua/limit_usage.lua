@@ -4,7 +4,7 @@
 -- Helpers: time, guard, item
 -- KEYS[1]: target list        NAME (untouched: routes the call to the queue's slot)
 -- KEYS[2]: queue-wide slots   delayq_limit_slots:{NAME}    delivery id -> lease end ms
--- KEYS[3]: rate state         delayq_limit_tat:{NAME}      'q' or 'k:KEY' -> arrival time ms
+-- KEYS[3]: rate state         delayq_limit_tat:{NAME}      'q' or 'k:KEY' -> arrival time ms, 'p:KEY' paused
 -- KEYS[4]: keys held back     delayq_limit_held:{NAME}     key -> when to try it ms
 -- KEYS[5]: keys busy          delayq_limit_busy:{NAME}     key -> latest lease end ms
 -- ARGV[1]: now: epoch ms, or 'server' (not used: the server's clock is read)

@@ -13,7 +13,9 @@
 -- starts until they are stored again).
 -- delayq_limit_queue_wait(slots, tat, now, spec): 0 when the queue-wide limits let a job start
 -- now; else ms until they may, and 'slot' or 'token'.
--- delayq_limit_key_wait(key_slots, tat, key, now, spec): the same for one key's limits.
+-- delayq_limit_key_wait(key_slots, tat, key, now, spec): the same for one key's limits; a key
+-- paused (member 'p:KEY' of the rate zset, scored +inf so that no trim of old arrival times
+-- drops it) waits DELAYQ_LIMIT_PAUSED_WAIT, tried again then or at once when resumed.
 -- delayq_limit_grant(slots, tat, busy, key_slots, spec, now, id, key, lease_end): takes the
 -- slots and tokens of a start (the key's when key is not '').
 -- delayq_limit_renew(slots, busy, key_slots, id, key, lease_end): pushes delivery id's leases
@@ -110,7 +112,12 @@ local function delayq_limit_queue_wait(slots, tat, now, spec)
     return 0, ''
 end
 
+local DELAYQ_LIMIT_PAUSED_WAIT = 60000
+
 local function delayq_limit_key_wait(key_slots, tat, key, now, spec)
+    if redis.call('zscore', tat, 'p:' .. key) then
+        return DELAYQ_LIMIT_PAUSED_WAIT
+    end
     local wait = delayq_limit_slots_wait(key_slots, now, spec.key_cap)
     if wait > 0 then
         return wait

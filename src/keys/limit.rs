@@ -56,7 +56,8 @@ impl QueueKeys {
 
     /// The zset of the rates' state (`delayq_limit_tat:{NAME}`): `q` (the queue-wide rate) or
     /// `k:KEY` (a limit key's) → its theoretical arrival time, epoch ms (GCRA: a start is
-    /// granted once the time reaches it).
+    /// granted once the time reaches it); `p:KEY` → `+inf` while that key is paused
+    /// ([`StoredLimits::pause_key`](crate::limit::StoredLimits::pause_key)).
     ///
     /// ```
     /// assert_eq!(delayq::QueueKeys::new("orders").limit_rate_state(), "delayq_limit_tat:{orders}");

@@ -122,6 +122,7 @@
 //!   own limits; the sharded queue's limits as a whole are reserved before each take
 //!   ([`ShardedQueue::limits`](crate::ShardedQueue::limits), `docs/sharding.md`).
 
+mod paused;
 mod rule;
 mod stored;
 mod usage;

@@ -19,6 +19,9 @@ use std::time::Duration;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
+/// The most paused flow-control keys a new flow-control lane takes from another.
+const MAX_PAUSED: usize = 10_000;
+
 /// The longest QStash queue name.
 pub(crate) const MAX_NAME: usize = 100;
 
@@ -148,10 +151,25 @@ impl Lanes {
         Ok(raw.and_then(|json| serde_json::from_slice(&json).ok()))
     }
 
-    /// Stores `lane` as `name`, its limits first (so that no worker serves it unlimited).
+    /// Stores `lane` as `name`, its limits first (so that no worker serves it unlimited); a
+    /// flow-control lane new to the registry takes the keys paused in another one first, so
+    /// that a paused key's messages published with new values start no sooner.
     pub(crate) async fn put(&self, name: &str, lane: &Lane) -> Result<()> {
         let queue = self.queue(name).await?;
         queue.limits().set(&lane.limits()?).await?;
+        if lane.queue.is_none() {
+            let other = self
+                .all()
+                .await?
+                .into_iter()
+                .find(|(other, lane)| other != name && lane.queue.is_none());
+            if let Some((other, _)) = other {
+                let from = self.queue(&other).await?;
+                for key in from.limits().paused_keys(MAX_PAUSED).await? {
+                    queue.limits().pause_key(&key).await?;
+                }
+            }
+        }
         let json = serde_json::to_vec(lane).unwrap_or_default();
         self.client
             .hset::<i64, _, _>(&self.registry, (name, Bytes::from(json)))

@@ -141,6 +141,9 @@ pub(crate) fn route_of(method: &Method, path: &str) -> &'static str {
         (m, ["v2", "dlq", _]) if *m == delete => "dlq_delete",
         (m, ["v2", "flowControl"]) if *m == get => "flow_control_list",
         (m, ["v2", "flowControl", _, ..]) if *m == get => "flow_control_get",
+        (m, ["v2", "flowControl", _, .., "resetRate"]) if *m == post => "flow_control_reset_rate",
+        (m, ["v2", "flowControl", _, .., "pause"]) if *m == post => "flow_control_pause",
+        (m, ["v2", "flowControl", _, .., "resume"]) if *m == post => "flow_control_resume",
         (m, ["v1", "queues", _, "offer"]) if *m == post => "native_offer",
         (m, ["v1", "queues", _, "handles", _]) if *m == delete => "native_cancel",
         (m, ["v1", "queues", _]) if *m == get => "native_size",
@@ -165,6 +168,22 @@ mod tests {
             (Method::DELETE, "/v2/dlq", "dlq_delete_many"),
             (Method::GET, "/v2/flowControl", "flow_control_list"),
             (Method::GET, "/v2/flowControl/a/b", "flow_control_get"),
+            (
+                Method::POST,
+                "/v2/flowControl/a/resetRate",
+                "flow_control_reset_rate",
+            ),
+            (
+                Method::POST,
+                "/v2/flowControl/a/pause",
+                "flow_control_pause",
+            ),
+            (
+                Method::POST,
+                "/v2/flowControl/a/b/resume",
+                "flow_control_resume",
+            ),
+            (Method::POST, "/v2/flowControl/a/pin", "other"),
             (Method::POST, "/v1/queues/orders/offer", "native_offer"),
             (
                 Method::DELETE,

@@ -219,7 +219,7 @@ async fn flow_control_key_read_with_its_wait_list() {
         gw.call("GET", &format!("/v2/flowControl/{long}")).await.0,
         400
     );
-    for action in ["pause", "resume", "pin", "unpin", "resetRate"] {
+    for action in ["pin", "unpin"] {
         let (status, answer) = gw
             .call("POST", &format!("/v2/flowControl/tenant-r/{action}"))
             .await;
@@ -267,5 +267,114 @@ async fn flow_control_key_read_with_its_wait_list() {
     .await;
     assert_eq!(info["waitListSize"], 3, "{info}");
     assert_eq!(slow.calls("fcr").len(), 1);
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reset_rate_lets_the_key_start_afresh() {
+    let redis = TestRedis::start();
+    let slow = SlowReceiver::start(Duration::from_millis(1)).await;
+    let (_receiver, gw) = start(&redis, &slow).await;
+    // Refused with nothing changed: a key nothing is kept for, a bad key, an unknown call.
+    let (status, answer) = gw.call("POST", "/v2/flowControl/tenant-z/resetRate").await;
+    assert_eq!(status, 404, "{answer}");
+    assert!(answer["error"].is_string(), "{answer}");
+    let (status, answer) = gw.call("POST", "/v2/flowControl/a%20b/resetRate").await;
+    assert_eq!(status, 400, "{answer}");
+    let (status, answer) = gw.call("POST", "/v2/flowControl/tenant-z/rewind").await;
+    assert_eq!(status, 404, "{answer}");
+
+    // One start an hour: the first is delivered, the two others wait for the rate.
+    for i in 0..3 {
+        let (status, answer) = gw
+            .publish(
+                &format!("{}fcreset/{i}", slow.base()),
+                &flow("tenant-z", "rate=1, period=1h"),
+                b"z".to_vec(),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+    }
+    slow.wait_for("fcreset", 1).await;
+    wait_answer(&gw, "/v2/flowControl/tenant-z", |status, a| {
+        status == 200 && a["waitListSize"] == 2 && a["rateCount"] == 1
+    })
+    .await;
+    // Reset: the count starts afresh, so one more starts now, and the last waits again.
+    let (status, answer) = gw.call("POST", "/v2/flowControl/tenant-z/resetRate").await;
+    assert_eq!(status, 200, "{answer}");
+    slow.wait_for("fcreset", 2).await;
+    let info = wait_answer(&gw, "/v2/flowControl/tenant-z", |status, a| {
+        status == 200 && a["waitListSize"] == 1
+    })
+    .await;
+    assert_eq!(info["rateCount"], 1, "{info}");
+    assert_eq!(slow.calls("fcreset").len(), 2);
+    gw.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn paused_key_starts_nothing_in_any_process_until_resumed() {
+    let redis = TestRedis::start();
+    let slow = SlowReceiver::start(Duration::from_millis(1)).await;
+    let (_receiver, gw) = start(&redis, &slow).await;
+    // A second process on the same Redis, delivering too: the pause must hold it as well.
+    let (_receiver2, other) = start(&redis, &slow).await;
+    let (status, answer) = gw.call("POST", "/v2/flowControl/tenant-p/pause").await;
+    assert_eq!(status, 404, "{answer}");
+    let (status, answer) = gw.call("POST", "/v2/flowControl/a%20b/pause").await;
+    assert_eq!(status, 400, "{answer}");
+
+    // One under way (held at the receiver) when the key is paused.
+    slow.close("fcp");
+    let publish = |i: usize| {
+        let url = format!("{}fcp/{i}", slow.base());
+        let gw = &gw;
+        async move {
+            let (status, answer) = gw
+                .publish(&url, &flow("tenant-p", "parallelism=2"), b"p".to_vec())
+                .await;
+            assert_eq!(status, 201, "{answer}");
+        }
+    };
+    publish(0).await;
+    slow.wait_running("fcp", 1).await;
+    let (status, answer) = other.call("POST", "/v2/flowControl/tenant-p/pause").await;
+    assert_eq!(status, 200, "{answer}");
+    let info = wait_answer(&gw, "/v2/flowControl/tenant-p", |status, _| status == 200).await;
+    assert_eq!(info["isPaused"], true, "{info}");
+    for i in 1..4 {
+        publish(i).await;
+    }
+    // Published with values never used before (a new lane): paused all the same.
+    let (status, answer) = gw
+        .publish(
+            &format!("{}fcp/new", slow.base()),
+            &flow("tenant-p", "parallelism=3"),
+            b"p".to_vec(),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    // The one under way finishes; the four others are held back, none under way.
+    slow.open("fcp");
+    slow.wait_for("fcp", 1).await;
+    let info = wait_answer(&gw, "/v2/flowControl/tenant-p", |status, a| {
+        status == 200 && a["waitListSize"] == 4 && a["parallelismCount"] == 0
+    })
+    .await;
+    assert_eq!(info["isPaused"], true, "{info}");
+    assert_eq!(slow.calls("fcp").len(), 1);
+
+    // Resumed through the other process: all four delivered.
+    let (status, answer) = other.call("POST", "/v2/flowControl/tenant-p/resume").await;
+    assert_eq!(status, 200, "{answer}");
+    slow.wait_for("fcp", 5).await;
+    // Nothing of the key is left (404), or what is kept is no longer paused.
+    let (status, info) = gw.call("GET", "/v2/flowControl/tenant-p").await;
+    assert!(
+        status == 404 || info["isPaused"] == false,
+        "{status} {info}"
+    );
+    other.shutdown().await;
     gw.shutdown().await;
 }

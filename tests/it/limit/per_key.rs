@@ -313,3 +313,51 @@ async fn values_held_back_under_the_old_name_of_a_key_still_start() {
         "the other queue's values"
     );
 }
+
+/// A paused key starts none of its values (held back on its list) while other keys run; once
+/// resumed they all start, its cap still held.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_key_starts_nothing_until_resumed() {
+    let (_redis, client, queue) = setup("limit-key-pause").await;
+    queue
+        .limits()
+        .set(&Limits::default().with_key_concurrency(2))
+        .await
+        .unwrap();
+    assert!(queue.limits().pause_key("a").await.unwrap());
+    assert!(!queue.limits().pause_key("a").await.unwrap());
+    assert!(queue.limits().key_paused("a").await.unwrap());
+    assert_eq!(queue.limits().paused_keys(10).await.unwrap(), ["a"]);
+    let probe = Shared::default();
+    let handle = worker(&queue, 4, &probe, LEASE, |_| Duration::from_millis(5));
+    let mut offered = values("a", 4);
+    offered.extend(values("b", 4));
+    push(&client, &queue, &offered).await;
+    // B's values all done while A's four are held back, none of them started.
+    eventually("b done, a held back", || probe.lock().unwrap().done == 4).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let usage = queue.limits().usage().await.unwrap();
+        if usage.values_held == 4 && usage.top_held == [("a".to_owned(), 4)] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{usage:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(probe
+        .lock()
+        .unwrap()
+        .starts
+        .iter()
+        .all(|(v, _)| v.starts_with("b:")));
+
+    assert!(queue.limits().resume_key("a").await.unwrap());
+    assert!(!queue.limits().key_paused("a").await.unwrap());
+    eventually("a done after the resume", || {
+        probe.lock().unwrap().done == 8
+    })
+    .await;
+    assert!(probe.lock().unwrap().most_by_key["a"] <= 2);
+    let stats = handle.shutdown().await.unwrap();
+    assert_eq!((stats.lost, stats.errors), (0, 0));
+}

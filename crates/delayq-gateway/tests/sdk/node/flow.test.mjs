@@ -288,8 +288,26 @@ test("flow control: a key read back with its wait list", async () => {
   assert.equal(info.ratePeriod, 3600);
   assert.equal(info.isPaused, false);
   assert.equal(to("/200/node-fc-wait/").length, 1);
-  // Changing a key is not supported: refused, not ignored.
-  await assert.rejects(client.flowControl.pause("node-w"), (err) => err.status === 405);
+  // Paused and resumed (deliveries held while paused: tests/flow_control.rs); pinning is not
+  // supported: refused, not ignored.
+  await assert.rejects(client.flowControl.pause("node-none"), (err) => err.status === 404);
+  await client.flowControl.pause("node-w");
+  assert.equal((await client.flowControl.get("node-w")).isPaused, true);
+  await client.flowControl.resume("node-w");
+  assert.equal((await client.flowControl.get("node-w")).isPaused, false);
+  await assert.rejects(client.flowControl.pin("node-w", { parallelism: 1 }), (err) => err.status === 405);
+  // The rate reset: the next one starts at once, the last waits again.
+  await assert.rejects(client.flowControl.resetRate("node-none"), (err) => err.status === 404);
+  await client.flowControl.resetRate("node-w");
+  await waitFor("/200/node-fc-wait/", 2);
+  for (;;) {
+    info = await client.flowControl.get("node-w");
+    if (info.waitListSize === 1) break;
+    assert.ok(Date.now() < deadline, JSON.stringify(info));
+    await sleep(50);
+  }
+  assert.equal(info.rateCount, 1);
+  assert.equal(to("/200/node-fc-wait/").length, 2);
 });
 
 test("queues: batch items with a queueName go to their queue", async () => {

@@ -288,5 +288,26 @@ def test_flow_control_key_read_with_its_wait_list(client):
     assert info.rate_period == 3600
     assert not info.is_paused
     assert len(to("/200/py-fc-wait/")) == 1
+    # Paused and resumed (deliveries held while paused: tests/flow_control.rs); pinning is not
+    # supported: refused, not ignored.
     with pytest.raises(QStashError):
-        client.flow_control.pause("py-w")
+        client.flow_control.pause("py-none")
+    client.flow_control.pause("py-w")
+    assert client.flow_control.get("py-w").is_paused
+    client.flow_control.resume("py-w")
+    assert not client.flow_control.get("py-w").is_paused
+    with pytest.raises(QStashError):
+        client.flow_control.pin("py-w", {"parallelism": 1})
+    # The rate reset: the next one starts at once, the last waits again.
+    with pytest.raises(QStashError):
+        client.flow_control.reset_rate("py-none")
+    client.flow_control.reset_rate("py-w")
+    wait_for("/200/py-fc-wait/", 2)
+    while True:
+        info = client.flow_control.get("py-w")
+        if info.wait_list_size == 1:
+            break
+        assert time.time() < deadline, info
+        time.sleep(0.05)
+    assert info.rate_count == 1
+    assert len(to("/200/py-fc-wait/")) == 2
