@@ -323,16 +323,7 @@ pub(crate) async fn read(
     let buckets: Vec<i64> = (bucket_of(first)..=current)
         .step_by(BUCKET_MINUTES as usize)
         .collect();
-    let pipeline = client.pipeline();
-    for bucket in &buckets {
-        let _: std::result::Result<(), _> = pipeline.hgetall(keys.activity(*bucket)).await;
-    }
-    let replies = pipeline.try_all::<HashMap<String, String>>().await;
-    let mut fields = HashMap::new();
-    for (bucket, reply) in buckets.iter().zip(replies) {
-        let reply = reply.map_err(|e| Error::from_redis("HGETALL", &keys.activity(*bucket), e))?;
-        fields.insert(*bucket, reply);
-    }
+    let fields = read_buckets(client, &buckets, |bucket| keys.activity(bucket)).await?;
     let activity = (first..=current).map(|minute| {
         let [moved, taken, acked, retried, dead] =
             counts_in(fields.get(&bucket_of(minute)), |e| e.field(minute));
@@ -364,17 +355,7 @@ pub(crate) async fn read_days(
     let buckets: Vec<i64> = (day_bucket_of(first)..=today)
         .step_by(BUCKET_DAYS as usize)
         .collect();
-    let pipeline = client.pipeline();
-    for bucket in &buckets {
-        let _: std::result::Result<(), _> = pipeline.hgetall(keys.activity_days(*bucket)).await;
-    }
-    let replies = pipeline.try_all::<HashMap<String, String>>().await;
-    let mut fields = HashMap::new();
-    for (bucket, reply) in buckets.iter().zip(replies) {
-        let reply =
-            reply.map_err(|e| Error::from_redis("HGETALL", &keys.activity_days(*bucket), e))?;
-        fields.insert(*bucket, reply);
-    }
+    let fields = read_buckets(client, &buckets, |bucket| keys.activity_days(bucket)).await?;
     let activity = (first..=today).map(|day| {
         let [moved, taken, acked, retried, dead] =
             counts_in(fields.get(&day_bucket_of(day)), |e| e.day_field(day));
@@ -389,6 +370,26 @@ pub(crate) async fn read_days(
         }
     });
     Ok(activity.collect())
+}
+
+/// The fields of each bucket hash (`key_of(bucket)`), read in one pipelined round trip of
+/// `HGETALL`s: the minute buckets and the day buckets alike.
+async fn read_buckets(
+    client: &Client,
+    buckets: &[i64],
+    key_of: impl Fn(i64) -> String,
+) -> Result<HashMap<i64, HashMap<String, String>>> {
+    let pipeline = client.pipeline();
+    for bucket in buckets {
+        let _: std::result::Result<(), _> = pipeline.hgetall(key_of(*bucket)).await;
+    }
+    let replies = pipeline.try_all::<HashMap<String, String>>().await;
+    let mut fields = HashMap::new();
+    for (bucket, reply) in buckets.iter().zip(replies) {
+        let reply = reply.map_err(|e| Error::from_redis("HGETALL", &key_of(*bucket), e))?;
+        fields.insert(*bucket, reply);
+    }
+    Ok(fields)
 }
 
 #[cfg(test)]
