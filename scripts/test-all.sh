@@ -71,8 +71,8 @@ python3 scripts/check_packaging.py
 step "cargo clippy (all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 
-step "cargo doc of the two libraries (deny warnings)"
-RUSTDOCFLAGS="-D warnings" cargo doc -p delayq -p delayq-codec --no-deps --all-features --quiet
+step "cargo doc of every crate (deny warnings; the CLI's doc comments are its --help too)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
 
 step "cargo test (all features)"
 cargo test --workspace --all-features

@@ -443,7 +443,7 @@ impl Env {
 // ---------------------------------------------------------------------------------------------
 // The checker: moves every value off the target list into a record list, atomically.
 
-/// Moves up to ARGV[1] values from the target list to the record list in one atomic step, so
+/// Moves up to `ARGV[1]` values from the target list to the record list in one atomic step, so
 /// a lost reply loses nothing: the values are in the record list either way.
 const MOVE_SCRIPT: &str = "local v = redis.call('lpop', KEYS[1], tonumber(ARGV[1])) \
     if not v then return 0 end \

@@ -35,6 +35,8 @@ pub(crate) struct Cli {
 /// The options every command takes.
 #[derive(Debug, Args)]
 pub(crate) struct Global {
+    // The text is --help's: rustdoc must not read `[user]` as a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Redis URL: redis://[[user]:password@]host:port[/db], redis-cluster://host:port?node=host:port,
     /// redis-sentinel://host:port?sentinelServiceName=NAME; TLS: rediss://, rediss-cluster://,
     /// rediss-sentinel://. Prefer REDIS_URL for a URL with a password (the process list shows

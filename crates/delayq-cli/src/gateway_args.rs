@@ -60,6 +60,8 @@ pub(crate) struct GatewayArgs {
         value_name = "PATH"
     )]
     pub(crate) next_signing_key_file: Option<std::path::PathBuf>,
+    // The text is --help's: a bare URL reads best there.
+    #[allow(rustdoc::bare_urls)]
     /// A file (mode 0600) holding a Standard Webhooks secret (`whsec_` and base64 of 24 to 64
     /// bytes): every attempt then also carries webhook-id, webhook-timestamp and
     /// webhook-signature (https://www.standardwebhooks.com), beside Upstash-Signature.
